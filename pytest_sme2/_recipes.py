@@ -1,0 +1,111 @@
+"""The XNNPACK export recipes (heavy imports: only :mod:`pytest_sme2.export` loads this, and only
+on a cache miss). Recipes follow ../shared/NOTES.md: fp16 is ``.half()`` before export; static
+int8 is PT2E with per-channel symmetric config and calibration; dynamic int8 needs the dynamically
+quantized partitioner in front of the plain one."""
+
+from __future__ import annotations
+
+import operator
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from models.registry import ModelDef
+
+_NOT_OPERATORS = {"executorch_call_delegate", "getitem"}
+
+
+def _cast(inputs: tuple, dtype: str) -> tuple:
+    if dtype != "fp16":
+        return tuple(inputs)
+    return tuple(t.half() if torch.is_tensor(t) and t.is_floating_point() else t for t in inputs)
+
+
+def save_inputs(inputs: tuple, dtype: str, path: Path) -> None:
+    torch.save(_cast(inputs, dtype), str(path))
+
+
+def _quantize(module, example: tuple, calibration: list[tuple] | None, dynamic: bool):
+    from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
+        XNNPACKQuantizer, get_symmetric_quantization_config)
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    quantizer = XNNPACKQuantizer().set_global(
+        get_symmetric_quantization_config(is_per_channel=True, is_dynamic=dynamic))
+    captured = torch.export.export(module, example).module()
+    prepared = prepare_pt2e(captured, quantizer)
+    for batch in (calibration or [example]):
+        prepared(*batch)
+    return convert_pt2e(prepared)
+
+
+def _partitioners(dtype: str) -> list:
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import (
+        XnnpackDynamicallyQuantizedPartitioner, XnnpackPartitioner)
+
+    if dtype == "int8_dynamic":
+        return [XnnpackDynamicallyQuantizedPartitioner(), XnnpackPartitioner()]
+    return [XnnpackPartitioner()]
+
+
+def _outside_delegate(edge_program) -> list[str]:
+    """Operator kinds left to the portable runtime, sorted by name (what a report surfaces)."""
+    names = set()
+    for node in edge_program.graph_module.graph.nodes:
+        if node.op != "call_function" or node.target is operator.getitem:
+            continue
+        name = getattr(node.target, "__name__", str(node.target))
+        if name not in _NOT_OPERATORS:
+            names.add(name)
+    return sorted(names)
+
+
+def _run_pte(buffer: bytes, inputs: tuple) -> list:
+    from executorch.extension.pybindings.portable_lib import _load_for_executorch_from_buffer
+
+    return _load_for_executorch_from_buffer(buffer).forward(inputs)
+
+
+def export(definition: ModelDef, dtype: str, at_stage: Callable[[str], None]):
+    """Lower ``definition`` for XNNPACK in ``dtype``; return (ExecutorchProgramManager, info)."""
+    from executorch.exir import to_edge_transform_and_lower
+
+    module = definition.module.eval()
+    example = tuple(definition.example_inputs)
+    with torch.no_grad():
+        reference = module(*example)
+    if dtype == "fp16":
+        module = module.half()
+    inputs = _cast(example, dtype)
+    if dtype in ("int8", "int8_dynamic"):
+        at_stage("quantize")
+        module = _quantize(module, example, definition.calibration_inputs,
+                           dynamic=dtype == "int8_dynamic")
+    at_stage("torch.export")
+    exported = torch.export.export(module, inputs)
+    at_stage("lower to XNNPACK")
+    partitioners = _partitioners(dtype)
+    edge = to_edge_transform_and_lower(exported, partitioner=partitioners, generate_etrecord=True)
+    graph = edge.exported_program().graph_module.graph
+    delegates = sum(1 for n in graph.nodes if n.op == "get_attr"
+                    and str(n.target).startswith("lowered_module"))
+    portable = _outside_delegate(edge.exported_program())
+    at_stage("to_executorch")
+    program = edge.to_executorch()
+    at_stage("verify against eager")
+    outputs = _run_pte(program.buffer, inputs)
+    ref = reference if isinstance(reference, (tuple, list)) else (reference,)
+    if len(outputs) != len(ref):
+        raise RuntimeError(f"the .pte returned {len(outputs)} outputs, eager {len(ref)}")
+    err = max(float((o.float() - r.float()).abs().max()) for o, r in zip(outputs, ref))
+    scale = max(float(r.float().abs().max()) for r in ref)
+    info = {
+        "partitioners": [type(p).__name__ for p in partitioners],
+        "delegates": delegates,
+        "portable_ops": portable,
+        "max_abs_error": err,
+        "max_abs_eager": scale,
+        "input_shapes": [list(t.shape) for t in inputs if torch.is_tensor(t)],
+    }
+    return program, info

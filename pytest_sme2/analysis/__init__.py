@@ -1,0 +1,1 @@
+"""Pure analysis of ETDump event frames: latency, categories, operators, kernel evidence."""

@@ -1,0 +1,90 @@
+"""End-to-end latency: one ``Method::execute`` duration per run, and robust statistics of them.
+
+``Method::execute`` is the outermost event of a run; everything else nests inside it, so summing
+events double counts. We never sum: one value per run, straight from that event.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+
+from pytest_sme2.errors import Sme2Error
+
+E2E_EVENT = "Method::execute"
+
+
+class NoRunsError(Sme2Error):
+    pass
+
+
+def e2e_per_run(events: pd.DataFrame, source: str = "ETDump") -> pd.Series:
+    """Method::execute milliseconds per Execute run, indexed by run, in run order.
+
+    A run without a Method::execute event (a truncated trace) is left out rather than guessed;
+    callers compare the length with the number of runs they asked for."""
+    runs = events[events["run"] >= 0]
+    if runs.empty:
+        raise NoRunsError(f"{source}: the ETDump holds no Execute runs (nothing was executed)")
+    execute = runs[runs["name"] == E2E_EVENT]
+    if execute.empty:
+        raise NoRunsError(f"{source}: no Method::execute events in {runs['run'].nunique()} runs "
+                          "(the runtime's profiler did not record the method; was it built with "
+                          "the event tracer?)")
+    # If a run ever held several (nested methods), the outermost is the longest.
+    per_run = execute.groupby("run")["duration_ms"].max()
+    per_run.name = "e2e_ms"
+    return per_run
+
+
+@dataclass(frozen=True)
+class LatencyStats:
+    """Statistics of timed runs in milliseconds. Outliers (Tukey's 1.5 IQR rule) are counted
+    and reported, never dropped: a bimodal device is a finding, not noise to hide."""
+
+    n: int
+    median_ms: float
+    mean_ms: float
+    p10_ms: float
+    p90_ms: float
+    min_ms: float
+    max_ms: float
+    std_ms: float
+    cv_pct: float
+    mad_ms: float
+    outliers: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def latency_stats(samples_ms) -> LatencyStats:
+    x = np.asarray(samples_ms, dtype=float)
+    if x.size == 0:
+        raise NoRunsError("no timed runs to summarise (all runs were warm-up or missing)")
+    median = float(np.median(x))
+    mean = float(x.mean())
+    std = float(x.std(ddof=1)) if x.size > 1 else 0.0
+    q1, q3 = np.percentile(x, [25, 75])
+    iqr = q3 - q1
+    outliers = int(((x < q1 - 1.5 * iqr) | (x > q3 + 1.5 * iqr)).sum())
+    return LatencyStats(
+        n=int(x.size),
+        median_ms=median,
+        mean_ms=mean,
+        p10_ms=float(np.percentile(x, 10)),
+        p90_ms=float(np.percentile(x, 90)),
+        min_ms=float(x.min()),
+        max_ms=float(x.max()),
+        std_ms=std,
+        cv_pct=100.0 * std / mean if mean > 0 else 0.0,
+        mad_ms=float(np.median(np.abs(x - median))),
+        outliers=outliers,
+    )
+
+
+def timed_runs(per_run: pd.Series, warmup: int) -> pd.Series:
+    """Drop the first ``warmup`` runs of the file (cold caches, lazy packing)."""
+    return per_run[per_run.index >= warmup]

@@ -1,0 +1,76 @@
+"""One benchmark setting, end to end, usable without pytest:
+export (cached) -> device runs runner -> read ETDump -> latency statistics -> BenchmarkResult."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from pytest_sme2.analysis.latency import e2e_per_run, latency_stats, timed_runs
+from pytest_sme2.devices.base import Device
+from pytest_sme2.errors import Sme2Error
+from pytest_sme2.etdump import read_etdump
+from pytest_sme2.export import export_model
+from pytest_sme2.results import BenchmarkResult
+from pytest_sme2.runners.base import Runner, RunRequest
+
+
+@dataclass(frozen=True)
+class BenchSettings:
+    """Session-wide settings (from pytest options, or given directly by library users)."""
+
+    runs: int = 30
+    warmup: int = 3
+    report_dir: Path = Path("sme2-report")
+    cache_dir: Path | None = None
+    reexport: bool = False
+    timeout_s: float = 600.0
+
+    def __post_init__(self):
+        if self.runs < 1:
+            raise Sme2Error(f"--runs must be a positive number of timed runs, got {self.runs}")
+        if self.warmup < 0:
+            raise Sme2Error(f"--warmup must be 0 or more, got {self.warmup}")
+
+
+def artifact_dir(report_dir: Path, label: str) -> Path:
+    """A folder name any filesystem and shell accepts, derived from a test id."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", label).strip("_")[:120] or "benchmark"
+    return report_dir / "artifacts" / safe
+
+
+@dataclass
+class BenchmarkRun:
+    model: str
+    dtype: str = "fp32"
+    threads: int = 1
+    label: str = ""                 # pytest node id, or anything naming the benchmark
+    progress: Callable[[str], None] | None = field(default=None, repr=False)
+
+
+def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
+                  settings: BenchSettings) -> BenchmarkResult:
+    if run.threads < 1:
+        raise Sme2Error(f"threads must be 1 or more, got {run.threads}")
+    exported = export_model(run.model, run.dtype, settings.cache_dir, settings.reexport,
+                            progress=run.progress)
+    label = run.label or f"{run.model}-{run.dtype}-t{run.threads}-{runner.info.name}"
+    out = artifact_dir(settings.report_dir, label)
+    request = RunRequest(pte=exported.pte, etdump=out / f"{runner.info.name}.etdump",
+                         threads=run.threads, runs=settings.runs, warmup=settings.warmup,
+                         inputs=exported.inputs, timeout_s=settings.timeout_s)
+    device.run(runner, request)
+    events = read_etdump(request.etdump)
+    per_run = e2e_per_run(events, source=str(request.etdump))
+    if len(per_run) != request.executions:
+        raise Sme2Error(f"{request.etdump}: {len(per_run)} runs with Method::execute, expected "
+                        f"{request.executions} ({settings.warmup} warm-up + {settings.runs} timed)")
+    samples = timed_runs(per_run, settings.warmup)
+    return BenchmarkResult(
+        nodeid=run.label, model=run.model, dtype=run.dtype, threads=run.threads,
+        runner=runner.info.to_dict(), device=device.facts().to_dict(), runs=settings.runs,
+        warmup=settings.warmup, e2e_ms=[round(float(v), 6) for v in samples],
+        e2e=latency_stats(samples), etdump=str(request.etdump), pte=str(exported.pte),
+        export_key=exported.key)

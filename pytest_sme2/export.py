@@ -1,0 +1,179 @@
+"""Export a registered model to an ExecuTorch ``.pte`` (XNNPACK delegate) with its ``.etrecord``,
+through a content-addressed cache.
+
+Cache key = model source + builder arguments + dtype + export recipe (this file) + torch /
+executorch / torchao versions. A hit reads one small JSON file and imports neither torch nor
+executorch. Concurrent pytest-xdist workers take a per-key lock; the export is written into a
+temporary folder and renamed into place, so nobody ever sees a half-written model.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Callable
+
+from pytest_sme2.errors import Sme2Error
+
+DTYPES = ("fp32", "fp16", "int8", "int8_dynamic")
+# Largest accepted |exported - eager| relative to max |eager|: quantization error is real, an
+# fp32 mismatch is a bug.
+TOLERANCE = {"fp32": 1e-3, "fp16": 3e-2, "int8": 0.25, "int8_dynamic": 0.25}
+PTE, ETRECORD, INPUTS, META = "model.pte", "model.etrecord", "inputs.pt", "meta.json"
+
+
+class ExportError(Sme2Error):
+    pass
+
+
+@dataclass(frozen=True)
+class ExportedModel:
+    model: str
+    dtype: str
+    key: str
+    folder: Path
+    meta: dict
+
+    @property
+    def pte(self) -> Path:
+        return self.folder / PTE
+
+    @property
+    def etrecord(self) -> Path:
+        return self.folder / ETRECORD
+
+    @property
+    def inputs(self) -> Path:
+        return self.folder / INPUTS
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "pytest-sme2" / "exports"
+
+
+def _versions() -> dict[str, str]:
+    out = {}
+    for pkg in ("torch", "executorch", "torchao"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            out[pkg] = "missing"
+    return out
+
+
+def cache_key(model: str, dtype: str) -> str:
+    from models import get_model
+
+    h = hashlib.sha256()
+    h.update(get_model(model).source_digest().encode())
+    h.update(dtype.encode())
+    h.update(Path(__file__).read_bytes())  # the recipe
+    h.update(json.dumps(_versions(), sort_keys=True).encode())
+    return h.hexdigest()[:16]
+
+
+@contextmanager
+def _locked(path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _load_hit(model: str, dtype: str, key: str, folder: Path) -> ExportedModel | None:
+    try:
+        meta = json.loads((folder / META).read_text())
+    except (OSError, ValueError):
+        return None
+    if not all((folder / f).is_file() for f in (PTE, ETRECORD, INPUTS)):
+        return None
+    return ExportedModel(model, dtype, key, folder, meta)
+
+
+def export_model(model: str, dtype: str = "fp32", cache_dir: Path | None = None,
+                 force: bool = False, progress: Callable[[str], None] | None = None
+                 ) -> ExportedModel:
+    """Return the cached export of ``model`` in ``dtype``, exporting it first if needed."""
+    if dtype not in DTYPES:
+        raise ExportError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}")
+    cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
+    key = cache_key(model, dtype)
+    folder = cache_dir / model / f"{dtype}-{key}"
+    if not force and (hit := _load_hit(model, dtype, key, folder)):
+        return hit
+    with _locked(cache_dir / model / f".{dtype}-{key}.lock"):
+        # Another worker may have finished it while we waited for the lock.
+        if not force and (hit := _load_hit(model, dtype, key, folder)):
+            return hit
+        tmp = cache_dir / model / f".tmp-{dtype}-{key}-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        try:
+            meta = _export_into(tmp, model, dtype, key, progress)
+            if folder.exists():
+                shutil.rmtree(folder)
+            os.rename(tmp, folder)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return ExportedModel(model, dtype, key, folder, meta)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:300]
+
+
+def _export_into(folder: Path, model: str, dtype: str, key: str,
+                 progress: Callable[[str], None] | None) -> dict:
+    """Run the recipe; every stage failure becomes one ExportError line naming the stage."""
+    from pytest_sme2 import _recipes  # heavy: torch + executorch
+
+    say = progress or (lambda msg: None)
+    stage = ["build"]
+    t0 = time.perf_counter()
+    try:
+        from models import get_model
+
+        say(f"exporting {model} {dtype} ...")
+        definition = get_model(model).build()
+        program, info = _recipes.export(definition, dtype, at_stage=lambda s: stage.__setitem__(0, s))
+    except Sme2Error:
+        raise
+    except Exception as e:  # noqa: BLE001 - turned into one clear line
+        raise ExportError(f"export of model {model!r} as {dtype} failed at stage {stage[0]!r}: "
+                          f"{_first_line(e)}") from e
+    err = info["max_abs_error"]
+    scale = info["max_abs_eager"]
+    if not err <= TOLERANCE[dtype] * max(scale, 1e-6):
+        raise ExportError(
+            f"export of model {model!r} as {dtype} is wrong: max |pte - eager| = {err:.3g} "
+            f"exceeds {TOLERANCE[dtype]:g} x max |eager| ({scale:.3g})")
+    (folder / PTE).write_bytes(program.buffer)
+    program.get_etrecord().save(str(folder / ETRECORD))
+    _recipes.save_inputs(definition.example_inputs, dtype, folder / INPUTS)
+    meta = {
+        "model": model,
+        "dtype": dtype,
+        "key": key,
+        "versions": _versions(),
+        "python": sys.version.split()[0],
+        "export_seconds": round(time.perf_counter() - t0, 3),
+        **{k: v for k, v in info.items()},
+    }
+    (folder / META).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    say(f"exported {model} {dtype} in {meta['export_seconds']:.1f} s "
+        f"({meta['delegates']} delegate(s), {len(meta['portable_ops'])} portable op kind(s))")
+    return meta

@@ -1,0 +1,1 @@
+"""Renderers of results: terminal now; markdown, CSV and charts later."""

@@ -1,0 +1,85 @@
+"""The one results schema: what a benchmark measured, and ``results.json`` (versioned)."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from pytest_sme2.analysis.latency import LatencyStats
+
+RESULTS_SCHEMA = "pytest-sme2/results/1"
+
+
+@dataclass
+class BenchmarkResult:
+    nodeid: str
+    model: str
+    dtype: str
+    threads: int
+    runner: dict[str, Any]          # RunnerInfo.to_dict(): name, kind, labels
+    device: dict[str, Any]          # DeviceFacts.to_dict()
+    runs: int
+    warmup: int
+    e2e_ms: list[float]             # timed runs, in order
+    e2e: LatencyStats
+    etdump: str
+    pte: str
+    export_key: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def runner_name(self) -> str:
+        return self.runner["name"]
+
+    @property
+    def median_ms(self) -> float:
+        return self.e2e.median_ms
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "nodeid": self.nodeid, "model": self.model, "dtype": self.dtype,
+            "threads": self.threads, "runner": self.runner_name,
+            "runner_info": self.runner, "device": self.device,
+            "runs": self.runs, "warmup": self.warmup, "e2e_ms": self.e2e_ms,
+            "median_ms": self.e2e.median_ms, "p90_ms": self.e2e.p90_ms,
+            "cv_pct": self.e2e.cv_pct, "e2e": self.e2e.to_dict(),
+            "etdump": self.etdump, "pte": self.pte, "export_key": self.export_key,
+            **self.extra,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "BenchmarkResult":
+        known = {"nodeid", "model", "dtype", "threads", "runner", "runner_info", "device", "runs",
+                 "warmup", "e2e_ms", "median_ms", "p90_ms", "cv_pct", "e2e", "etdump", "pte",
+                 "export_key"}
+        return cls(nodeid=d["nodeid"], model=d["model"], dtype=d["dtype"], threads=d["threads"],
+                   runner=d.get("runner_info") or {"name": d["runner"]}, device=d["device"],
+                   runs=d["runs"], warmup=d["warmup"], e2e_ms=list(d["e2e_ms"]),
+                   e2e=LatencyStats(**d["e2e"]), etdump=d["etdump"], pte=d["pte"],
+                   export_key=d.get("export_key", ""),
+                   extra={k: v for k, v in d.items() if k not in known})
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write via a temporary file and rename: readers see the old or the new file, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def results_document(results: Iterable[BenchmarkResult]) -> dict[str, Any]:
+    return {"schema": RESULTS_SCHEMA, "benchmarks": [r.to_json() for r in results]}
+
+
+def write_results(path: Path, results: Iterable[BenchmarkResult]) -> None:
+    atomic_write_text(path, json.dumps(results_document(results), indent=2) + "\n")

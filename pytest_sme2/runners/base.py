@@ -1,0 +1,59 @@
+"""What every runner takes and gives. A runner turns a RunRequest into an argv that a device
+executes; the device (host, Android) owns processes, files and time limits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from pytest_sme2.errors import Sme2Error
+
+
+class RunnerError(Sme2Error):
+    pass
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    pte: Path
+    etdump: Path
+    threads: int = 1
+    runs: int = 30
+    warmup: int = 3
+    inputs: Path | None = None      # torch.save'd tuple of example inputs (python runner)
+    outputs: Path | None = None     # where to save the last run's outputs, if wanted
+    timeout_s: float = 600.0
+
+    @property
+    def executions(self) -> int:
+        """Warm-up runs are traced too; analysis drops the first ``warmup`` runs."""
+        return self.warmup + self.runs
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    etdump: Path
+    wall_s: float
+    stdout: str
+    stderr: str
+
+
+@dataclass(frozen=True)
+class RunnerInfo:
+    """Identity of a runner as recorded with results: name, kind and build labels."""
+
+    name: str
+    kind: str
+    labels: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "labels": dict(self.labels)}
+
+
+class Runner(Protocol):
+    info: RunnerInfo
+
+    def command(self, request: RunRequest) -> list[str]:
+        """The argv that runs ``request`` and writes ``request.etdump``."""
+        ...
