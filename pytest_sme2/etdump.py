@@ -170,6 +170,9 @@ def _root(buf: bytes, source: str) -> tuple[_Reader, int]:
         raise reader.fail("empty file, not an ETDump (did the run crash before writing it?)")
     for base in (4, 0):  # size-prefixed first
         if len(buf) >= base + 8 and buf[base + 4 : base + 8] == FILE_IDENTIFIER:
+            if base and _U32(buf, 0)[0] + 4 > len(buf):
+                raise reader.fail(f"truncated ETDump ({len(buf)} of {_U32(buf, 0)[0] + 4} "
+                                  "bytes; was the run interrupted while writing it?)")
             return reader, base + _U32(buf, base)[0]
     raise reader.fail("not an ETDump (no 'ED00' flatbuffer identifier)")
 

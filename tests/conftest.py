@@ -1,0 +1,17 @@
+"""Shared fixtures: one export cache per test session, so each model/dtype exports once."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def export_cache(tmp_path_factory) -> "Path":  # noqa: F821
+    return tmp_path_factory.mktemp("exports")
+
+
+@pytest.fixture(scope="session")
+def toy_export(export_cache):
+    from pytest_sme2.export import export_model
+
+    return export_model("toy_cnn", "fp32", export_cache)

@@ -1,0 +1,99 @@
+"""Real exports through the cache (toy_cnn fp32 is shared by the session's tests)."""
+
+import json
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from models import register_model
+from models.registry import _REGISTRY
+from pytest_sme2 import _recipes
+from pytest_sme2.export import ExportError, export_model
+
+pytestmark = pytest.mark.slow
+
+
+def test_export_writes_pte_etrecord_inputs_and_meta(toy_export):
+    for p in (toy_export.pte, toy_export.etrecord, toy_export.inputs):
+        assert p.is_file() and p.stat().st_size > 0
+    meta = json.loads((toy_export.folder / "meta.json").read_text())
+    assert meta["model"] == "toy_cnn" and meta["dtype"] == "fp32"
+    assert meta["versions"]["executorch"] == "1.5.1"
+    assert meta["delegates"] == 2  # the portable pool splits the graph in two
+    assert meta["portable_ops"] == ["aten._adaptive_avg_pool2d.default"]
+    assert meta["max_abs_error"] < 1e-4
+    assert toy_export.pte.read_bytes()[4:8] == b"ET12"
+
+
+def test_cache_hit_is_fast_and_exports_nothing(toy_export, export_cache, monkeypatch):
+    def no_export(*a, **k):
+        raise AssertionError("a cache hit must not export")
+
+    monkeypatch.setattr(_recipes, "export", no_export)
+    t0 = time.perf_counter()
+    again = export_model("toy_cnn", "fp32", export_cache)
+    assert time.perf_counter() - t0 < 0.5
+    assert again.folder == toy_export.folder and again.key == toy_export.key
+
+
+def test_unknown_dtype_lists_choices(export_cache):
+    with pytest.raises(ExportError, match="unknown dtype 'int4'; choose one of fp32, fp16, int8"):
+        export_model("toy_cnn", "int4", export_cache)
+
+
+@pytest.fixture
+def bad_model():
+    import torch
+
+    class DataDependent(torch.nn.Module):
+        def forward(self, x):
+            return x if x.sum() > 0 else -x  # torch.export cannot trace this
+
+    def build():
+        from models import ModelDef
+        return ModelDef(DataDependent(), (torch.ones(2),))
+
+    register_model("data_dependent", build)
+    yield "data_dependent"
+    _REGISTRY.pop("data_dependent", None)
+
+
+def test_export_failure_is_one_line_naming_model_dtype_and_stage(bad_model, tmp_path):
+    with pytest.raises(ExportError) as ei:
+        export_model(bad_model, "fp32", tmp_path)
+    msg = str(ei.value)
+    assert msg.startswith("export of model 'data_dependent' as fp32 failed at stage "
+                          "'torch.export': ")
+    assert "\n" not in msg
+    assert not any(p.name.startswith(".tmp") for p in (tmp_path / bad_model).iterdir())
+
+
+def test_two_processes_export_once(tmp_path):
+    """Two workers asking for the same export at once: one exports, the other waits for it."""
+    (tmp_path / "tinymodel.py").write_text(textwrap.dedent("""
+        import torch
+        from models import ModelDef
+        def build():
+            torch.manual_seed(0)
+            return ModelDef(torch.nn.Sequential(torch.nn.Linear(8, 4)).eval(), (torch.ones(1, 8),))
+    """))
+    script = textwrap.dedent(f"""
+        import sys; sys.path.insert(0, {str(tmp_path)!r})
+        from models import register_model
+        from pytest_sme2.export import export_model
+        register_model("tiny", "tinymodel:build")
+        e = export_model("tiny", "fp32", {str(tmp_path / 'cache')!r},
+                         progress=lambda m: print("PROGRESS", m, flush=True))
+        print("FOLDER", e.folder)
+    """)
+    procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0]
+    assert sum(o.count("PROGRESS exporting") for o in outs) == 1
+    folders = {line.split(" ", 1)[1] for o in outs for line in o.splitlines()
+               if line.startswith("FOLDER")}
+    assert len(folders) == 1

@@ -1,0 +1,112 @@
+"""The plugin as users meet it: an inner pytest session on a tiny benchmark file."""
+
+import json
+import statistics
+
+import pytest
+
+from pytest_sme2.analysis.latency import e2e_per_run
+from pytest_sme2.etdump import read_etdump
+
+pytestmark = pytest.mark.slow
+
+BENCH = """
+def test_toy(sme2_bench):
+    r = sme2_bench("toy_cnn", dtype="fp32", threads=1)
+    assert r.e2e.n == r.runs
+"""
+
+
+def _run(pytester, *args):
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+
+
+@pytest.fixture
+def bench_dir(pytester, export_cache, toy_export):
+    pytester.makepyfile(test_bench=BENCH)
+    return pytester
+
+
+def test_runs_benchmark_prints_latency_and_writes_results(bench_dir, export_cache):
+    res = _run(bench_dir, f"--sme2-cache-dir={export_cache}", "--runs=6", "--warmup=2",
+               "--report-dir=out")
+    res.assert_outcomes(passed=1)
+    res.stdout.fnmatch_lines([
+        "sme2: toy_cnn fp32 t1 python: Method::execute median * ms, p90 * ms, CV *%, n=6 "
+        "(+2 warm-up discarded)",
+        "*pytest-sme2 summary*",
+        "benchmark*model*dtype*threads*runner*median ms*p90 ms*CV %*runs",
+        "test_toy*toy_cnn*fp32*1*python*6",
+    ])
+    assert "exporting" not in res.stdout.str()  # the session's cache already holds it
+    doc = json.loads((bench_dir.path / "out" / "results.json").read_text())
+    assert doc["schema"] == "pytest-sme2/results/1"
+    (b,) = doc["benchmarks"]
+    assert (b["model"], b["dtype"], b["threads"], b["runner"]) == ("toy_cnn", "fp32", 1, "python")
+    assert b["runs"] == 6 and b["warmup"] == 2 and len(b["e2e_ms"]) == 6
+    assert b["median_ms"] == pytest.approx(statistics.median(b["e2e_ms"]))
+    assert b["device"]["kind"] == "host"
+    # The figures are the ETDump's Method::execute values, warm-up removed.
+    from_trace = e2e_per_run(read_etdump(b["etdump"])).tolist()
+    assert len(from_trace) == 8
+    assert b["e2e_ms"] == pytest.approx(from_trace[2:], abs=1e-6)
+
+
+def test_second_session_reuses_the_export(pytester, tmp_path_factory):
+    cache = tmp_path_factory.mktemp("fresh-cache")
+    pytester.makepyfile(test_bench=BENCH)
+    first = _run(pytester, f"--sme2-cache-dir={cache}", "--runs=3", "--warmup=1")
+    first.assert_outcomes(passed=1)
+    first.stdout.fnmatch_lines(["sme2: exporting toy_cnn fp32 ...", "sme2: exported toy_cnn*"])
+    second = _run(pytester, f"--sme2-cache-dir={cache}", "--runs=3", "--warmup=1")
+    second.assert_outcomes(passed=1)
+    assert "exporting" not in second.stdout.str()
+
+
+def test_options_from_ini(bench_dir, export_cache):
+    bench_dir.makeini(f"""
+        [pytest]
+        sme2_runs = 4
+        sme2_warmup = 1
+        sme2_report_dir = from-ini
+        sme2_cache_dir = {export_cache}
+    """)
+    _run(bench_dir).assert_outcomes(passed=1)
+    doc = json.loads((bench_dir.path / "from-ini" / "results.json").read_text())
+    assert len(doc["benchmarks"][0]["e2e_ms"]) == 4
+
+
+def test_command_line_beats_ini(bench_dir, export_cache):
+    bench_dir.makeini(f"[pytest]\nsme2_runs = 4\nsme2_cache_dir = {export_cache}\n")
+    _run(bench_dir, "--runs=3").assert_outcomes(passed=1)
+    doc = json.loads((bench_dir.path / "sme2-report" / "results.json").read_text())
+    assert len(doc["benchmarks"][0]["e2e_ms"]) == 3
+
+
+@pytest.mark.parametrize("arg,msg", [("--runs=0", "--runs must be a positive number"),
+                                     ("--runs=many", "--runs must be a whole number"),
+                                     ("--warmup=-1", "--warmup must be 0 or more")])
+def test_bad_options_are_usage_errors(pytester, arg, msg):
+    pytester.makepyfile(test_bench=BENCH)
+    res = _run(pytester, arg)
+    assert res.ret == pytest.ExitCode.USAGE_ERROR
+    res.stderr.fnmatch_lines([f"*{msg}*"])
+
+
+def test_unknown_model_fails_clearly_and_the_others_go_on(bench_dir, export_cache):
+    bench_dir.makepyfile(test_more="""
+        def test_unknown(sme2_bench):
+            sme2_bench("no_such_model")
+    """)
+    res = _run(bench_dir, f"--sme2-cache-dir={export_cache}", "--runs=3", "--warmup=0")
+    res.assert_outcomes(passed=1, failed=1)
+    res.stdout.fnmatch_lines(["*unknown model 'no_such_model'; registered models: *toy_cnn*"])
+    assert "Traceback" not in res.stdout.str()
+    doc = json.loads((bench_dir.path / "sme2-report" / "results.json").read_text())
+    assert [b["model"] for b in doc["benchmarks"]] == ["toy_cnn"]
+
+
+def test_unknown_device_fails_clearly(bench_dir, export_cache):
+    res = _run(bench_dir, f"--sme2-cache-dir={export_cache}", "--device=toaster")
+    res.assert_outcomes(errors=1)
+    res.stdout.fnmatch_lines(["*--device 'toaster': unknown device kind 'toaster'*"])

@@ -1,0 +1,55 @@
+import json
+import random
+import subprocess
+import sys
+
+import pytest
+
+from pytest_sme2.cli import main
+from tests.fakes.etdumps import execute_run, make_etdump
+
+
+@pytest.fixture(scope="module")
+def trace(tmp_path_factory):
+    p = tmp_path_factory.mktemp("cli") / "t.etdump"
+    p.write_bytes(make_etdump([execute_run(i * 100_000, [("Add (ND) #1", 1000 * (i + 1))])
+                               for i in range(5)]))
+    return p
+
+
+def test_analyze_json(trace, tmp_path, capsys):
+    out = tmp_path / "a.json"
+    assert main(["analyze", str(trace), "--warmup", "2", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["schema"] == "pytest-sme2/analysis/1"
+    assert doc["runs"] == 5 and doc["warmup"] == 2
+    assert doc["e2e_ms"] == pytest.approx([0.0012, 0.0022, 0.0032, 0.0042, 0.0052])
+    assert doc["e2e"]["n"] == 3 and doc["e2e"]["median_ms"] == pytest.approx(0.0042)
+    assert "Method::execute: median 0.004 ms" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("content,msg", [
+    (None, "no such ETDump file"),
+    (b"", "empty file"),
+    (bytes(random.Random(0).randrange(256) for _ in range(500)), "not an ETDump"),
+])
+def test_bad_input_exit_2_one_line(tmp_path, content, msg):
+    p = tmp_path / "bad file.etdump"
+    if content is not None:
+        p.write_bytes(content)
+    proc = subprocess.run([sys.executable, "-m", "pytest_sme2.cli", "analyze", str(p)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert str(p) in proc.stderr and msg in proc.stderr
+
+
+def test_warmup_covering_all_runs_is_an_error(trace, capsys):
+    assert main(["analyze", str(trace), "--warmup", "5"]) == 2
+    assert "leaves no timed runs" in capsys.readouterr().err
+
+
+def test_analyze_does_not_import_torch(trace):
+    code = ("import sys; from pytest_sme2.cli import main; main(['analyze', sys.argv[1]]); "
+            "assert 'torch' not in sys.modules and 'executorch' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code, str(trace)], check=True, capture_output=True)
