@@ -23,7 +23,9 @@ def _cast(inputs: tuple, dtype: str) -> tuple:
 
 
 def save_inputs(inputs: tuple, dtype: str, path: Path) -> None:
-    torch.save(_cast(inputs, dtype), str(path))
+    from pytest_sme2.tensorfile import write_tensors
+
+    write_tensors(path, [t.detach().contiguous().numpy() for t in _cast(inputs, dtype)])
 
 
 def _quantize(module, example: tuple, calibration: list[tuple] | None, dynamic: bool):

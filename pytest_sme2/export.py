@@ -28,7 +28,7 @@ DTYPES = ("fp32", "fp16", "int8", "int8_dynamic")
 # Largest accepted |exported - eager| relative to max |eager|: quantization error is real, an
 # fp32 mismatch is a bug.
 TOLERANCE = {"fp32": 1e-3, "fp16": 3e-2, "int8": 0.25, "int8_dynamic": 0.25}
-PTE, ETRECORD, INPUTS, META = "model.pte", "model.etrecord", "inputs.pt", "meta.json"
+PTE, ETRECORD, INPUTS, META = "model.pte", "model.etrecord", "inputs.bin", "meta.json"
 
 
 class ExportError(Sme2Error):
@@ -98,7 +98,7 @@ def _load_hit(model: str, dtype: str, key: str, folder: Path) -> ExportedModel |
         meta = json.loads((folder / META).read_text())
     except (OSError, ValueError):
         return None
-    if not all((folder / f).is_file() for f in (PTE, ETRECORD, INPUTS)):
+    if not all((folder / f).is_file() for f in (PTE, ETRECORD, INPUTS, INPUTS + ".json")):
         return None
     return ExportedModel(model, dtype, key, folder, meta)
 

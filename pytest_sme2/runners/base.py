@@ -21,7 +21,7 @@ class RunRequest:
     threads: int = 1
     runs: int = 30
     warmup: int = 3
-    inputs: Path | None = None      # torch.save'd tuple of example inputs (python runner)
+    inputs: Path | None = None      # tensor file (pytest_sme2.tensorfile) of the inputs
     outputs: Path | None = None     # where to save the last run's outputs, if wanted
     timeout_s: float = 600.0
 
@@ -55,5 +55,12 @@ class Runner(Protocol):
     info: RunnerInfo
 
     def command(self, request: RunRequest) -> list[str]:
-        """The argv that runs ``request`` and writes ``request.etdump``."""
+        """The argv that runs ``request`` and writes ``request.etdump``. A remote device calls
+        it with a request whose paths are already device paths, then replaces ``argv[0]`` with
+        the pushed copy of ``device_files()[0]``."""
+        ...
+
+    def device_files(self) -> list[Path]:
+        """Host files a remote device needs: the executable first, then its shared libraries.
+        Raises RunnerError for runners that can only run on the host."""
         ...

@@ -8,7 +8,9 @@ import sys
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 
-from pytest_sme2.runners.base import RunnerInfo, RunRequest
+from pathlib import Path
+
+from pytest_sme2.runners.base import RunnerError, RunnerInfo, RunRequest
 
 
 def _executorch_version() -> str:
@@ -35,3 +37,8 @@ class PythonRunner:
         if request.outputs:
             argv += ["--outputs", str(request.outputs)]
         return argv
+
+    def device_files(self) -> list[Path]:
+        raise RunnerError("runner 'python' runs only on the host (it is the ExecuTorch Python "
+                          "runtime); use the 'native' runner or an executor_runner binary on a "
+                          "remote device")

@@ -1,5 +1,5 @@
 """Child process of the python runner: size the thread pool, load with ETDump on, run warm-up +
-timed executions, write the ETDump. Errors go to stderr as one line, exit status 1."""
+timed executions, write the ETDump (and the last outputs). Errors: one line on stderr, status 1."""
 
 from __future__ import annotations
 
@@ -7,25 +7,23 @@ import argparse
 import json
 import sys
 
+import numpy as np
 
-def _inputs_from_meta(module) -> tuple:
-    """Seeded random inputs shaped from the program's own metadata (no inputs file given)."""
-    import torch
+from pytest_sme2.tensorfile import SCALAR_TYPES, read_tensors, write_tensors
 
-    meta = module.method_meta("forward")
-    gen = torch.Generator().manual_seed(0)
+
+def _inputs_from_meta(meta) -> list[np.ndarray]:
+    """Seeded inputs shaped from the program's own metadata, when no inputs file is given."""
+    rng = np.random.default_rng(0)
     out = []
     for i in range(meta.num_inputs()):
         info = meta.input_tensor_meta(i)
-        dtype = _TORCH_DTYPES.get(int(info.dtype()), None)
+        dtype = SCALAR_TYPES.get(int(info.dtype()))
         if dtype is None:
-            raise SystemExit(f"input {i} has scalar type {info.dtype()}; pass --inputs")
-        t = torch.randn(tuple(info.sizes()), generator=gen)
-        out.append(t.to(dtype) if dtype.is_floating_point else (t * 10).to(dtype))
-    return tuple(out)
-
-
-_TORCH_DTYPES: dict = {}
+            raise SystemExit(f"input {i} has ExecuTorch scalar type {int(info.dtype())}; "
+                             "pass an inputs file")
+        out.append(rng.standard_normal(tuple(info.sizes())).astype(dtype))
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,22 +41,22 @@ def main(argv: list[str] | None = None) -> int:
     from executorch.extension.pybindings.portable_lib import (
         _load_for_executorch, _threadpool_get_thread_count, _unsafe_reset_threadpool)
 
-    _TORCH_DTYPES.update({6: torch.float32, 5: torch.float16, 15: torch.bfloat16, 4: torch.int64,
-                          3: torch.int32, 1: torch.int8, 0: torch.uint8, 11: torch.bool})
     _unsafe_reset_threadpool(a.threads)  # before the load, never after
     try:
         module = _load_for_executorch(a.pte, enable_etdump=True, debug_buffer_size=0)
-    except Exception as e:  # noqa: BLE001
-        print(f"{a.pte}: the ExecuTorch runtime refused the program ({str(e).strip()})",
+    except Exception as e:  # noqa: BLE001 - the runtime's refusal, reported in one line
+        print(f"{a.pte}: the ExecuTorch runtime refused the program "
+              f"({str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__})",
               file=sys.stderr)
         return 1
-    inputs = tuple(torch.load(a.inputs, weights_only=True)) if a.inputs else _inputs_from_meta(module)
+    arrays = read_tensors(a.inputs) if a.inputs else _inputs_from_meta(module.method_meta("forward"))
+    inputs = tuple(torch.from_numpy(np.array(x)) for x in arrays)
     outputs = None
     for _ in range(a.warmup + a.runs):
         outputs = module.forward(inputs)
     module.write_etdump_result_to_file(a.etdump)
     if a.outputs and outputs is not None:
-        torch.save(tuple(outputs), a.outputs)
+        write_tensors(a.outputs, [o.detach().numpy() for o in outputs if torch.is_tensor(o)])
     print(json.dumps({"threads": int(_threadpool_get_thread_count()),
                       "executions": a.warmup + a.runs}))
     return 0
