@@ -27,6 +27,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from pytest_sme2.errors import Sme2Error
@@ -191,43 +192,135 @@ def read_etdump(path: str | Path) -> pd.DataFrame:
     return parse_etdump(buf, source=str(path))
 
 
+class _Gather:
+    """Vectorised little-endian reads at many positions at once, bounds-checked as a whole."""
+
+    def __init__(self, reader: _Reader):
+        self.reader = reader
+        self.bytes = np.frombuffer(reader.buf, dtype=np.uint8)
+
+    def _take(self, pos: np.ndarray, width: int) -> np.ndarray:
+        if pos.size and (pos.min() < 0 or pos.max() + width > self.bytes.size):
+            raise self.reader.fail("truncated or corrupt ETDump (an offset points outside "
+                                   "the file)")
+        return self.bytes[pos[:, None] + np.arange(width)]
+
+    def u16(self, pos):
+        return self._take(pos, 2).view("<u2").ravel().astype(np.int64)
+
+    def i32(self, pos):
+        return self._take(pos, 4).view("<i4").ravel().astype(np.int64)
+
+    def u32(self, pos):
+        return self._take(pos, 4).view("<u4").ravel().astype(np.int64)
+
+    def u64(self, pos):
+        return self._take(pos, 8).view("<u8").ravel()
+
+    def field_offsets(self, tables: np.ndarray, fields: list[int]) -> list[np.ndarray]:
+        """For each table, the offset of each wanted field (0 when absent), via its vtable."""
+        vt = tables - self.i32(tables)
+        vt_size = self.u16(vt)
+        out = []
+        for f in fields:
+            slot = 4 + 2 * f
+            has = vt_size > slot
+            off = np.zeros(tables.size, dtype=np.int64)
+            if has.any():
+                off[has] = self.u16(vt[has] + slot)
+            out.append(off)
+        return out
+
+    def strings(self, field_pos: np.ndarray, present: np.ndarray) -> np.ndarray:
+        """Decode string fields; each distinct byte string is decoded once (names repeat in
+        every run)."""
+        out = np.full(field_pos.size, None, dtype=object)
+        if not present.any():
+            return out
+        fp = field_pos[present]
+        spos = fp + self.u32(fp)
+        length = self.u32(spos)
+        if length.size and (spos.max() + 4 + length.max() > self.bytes.size):
+            raise self.reader.fail("truncated or corrupt ETDump (a string runs past the end)")
+        width = int(length.max()) if length.size else 0
+        grid = self._take(spos + 4, max(width, 1))
+        grid[np.arange(max(width, 1)) >= length[:, None]] = 0  # mask bytes past each end
+        keys = np.ascontiguousarray(grid).view(f"V{grid.shape[1]}").ravel()
+        uniq, inverse = np.unique(keys, return_inverse=True)
+        decoded = []
+        for u in uniq:
+            try:
+                decoded.append(bytes(u).rstrip(b"\0").decode("utf-8"))
+            except UnicodeDecodeError:
+                raise self.reader.fail("corrupt ETDump (an event name is not UTF-8)") from None
+        out[present] = np.array(decoded + [""], dtype=object)[:-1][inverse.ravel()] \
+            if decoded else None
+        return out
+
+
 def parse_etdump(buf: bytes, source: str = "<bytes>") -> pd.DataFrame:
     reader, root_pos = _root(buf, source)
     root = reader.table(root_pos)
-    cols: dict[str, list] = {c: [] for c in EVENT_COLUMNS if c != "duration_ms"}
-    run = 0
+    # The few RunData blocks are walked in Python; their (many) events are read vectorised.
+    block_names, positions, block_of = [], [], []
     for block, rd_pos in enumerate(reader.vector(root, _ETDUMP_RUN_DATA)):
         rd = reader.table(rd_pos)
-        block_name = reader.string(rd, _RUNDATA_NAME) or ""
-        is_run = block_name == "Execute"
-        seq = 0
-        for ev_pos in reader.vector(rd, _RUNDATA_EVENTS):
-            pe = reader.sub_table(reader.table(ev_pos), _EVENT_PROFILE)
-            if pe is None:  # allocation or debug event: not timing
-                continue
-            debug_str = reader.string(pe, _PE_DEBUG_STR)
-            debug_int = reader.int_field(pe, _PE_DEBUG_INT, _I32S, -1)
-            name = reader.string(pe, _PE_NAME)
-            delegated = debug_str is not None or debug_int != -1
-            if not name:
-                name = debug_str if debug_str is not None else (
-                    f"delegate_debug_id_{debug_int}" if debug_int != -1 else "<unnamed>")
-            cols["block"].append(block)
-            cols["block_name"].append(block_name)
-            cols["run"].append(run if is_run else -1)
-            cols["seq"].append(seq)
-            cols["name"].append(name)
-            cols["instruction_id"].append(reader.int_field(pe, _PE_INSTRUCTION, _I32S, -1))
-            cols["delegate_debug_id"].append(debug_int)
-            cols["delegated"].append(delegated)
-            cols["start"].append(reader.int_field(pe, _PE_START, _U64S, 0))
-            cols["end"].append(reader.int_field(pe, _PE_END, _U64S, 0))
-            seq += 1
-        if is_run:
-            run += 1
-    df = pd.DataFrame(cols)
-    df = df.astype({"block": "int32", "run": "int32", "seq": "int32", "instruction_id": "int32",
-                    "delegate_debug_id": "int32", "delegated": "bool",
-                    "start": "uint64", "end": "uint64"})
-    df["duration_ms"] = (df["end"].astype("int64") - df["start"].astype("int64")) / TICKS_PER_MS
+        block_names.append(reader.string(rd, _RUNDATA_NAME) or "")
+        evs = reader.vector(rd, _RUNDATA_EVENTS)
+        positions.append(np.asarray(evs, dtype=np.int64))
+        block_of.append(np.full(len(evs), block, dtype=np.int64))
+    ev = np.concatenate(positions) if positions else np.zeros(0, dtype=np.int64)
+    ev_block = np.concatenate(block_of) if block_of else np.zeros(0, dtype=np.int64)
+
+    g = _Gather(reader)
+    (pe_off,) = g.field_offsets(ev, [_EVENT_PROFILE])
+    keep = pe_off > 0  # allocation and debug events carry no timing
+    ev, ev_block, pe_off = ev[keep], ev_block[keep], pe_off[keep]
+    pe = ev + pe_off + g.u32(ev + pe_off)
+    name_o, instr_o, dint_o, dstr_o, start_o, end_o = g.field_offsets(
+        pe, [_PE_NAME, _PE_INSTRUCTION, _PE_DEBUG_INT, _PE_DEBUG_STR, _PE_START, _PE_END])
+
+    def ints(off, read, default):
+        out = np.full(pe.size, default, dtype=np.int64 if default < 0 else np.uint64)
+        has = off > 0
+        if has.any():
+            out[has] = read(pe[has] + off[has])
+        return out
+
+    instruction = ints(instr_o, g.i32, -1)
+    debug_int = ints(dint_o, g.i32, -1)
+    start = ints(start_o, g.u64, 0)
+    end = ints(end_o, g.u64, 0)
+    names = g.strings(pe + name_o, name_o > 0)
+    debug_str = g.strings(pe + dstr_o, dstr_o > 0)
+
+    delegated = (dstr_o > 0) | (debug_int != -1)
+    name = pd.Series(names, dtype=object)
+    missing = name.isna() | (name == "")
+    if missing.any():
+        fallback = pd.Series(debug_str, dtype=object)
+        by_int = pd.Series([f"delegate_debug_id_{i}" for i in debug_int], dtype=object)
+        fallback = fallback.where(fallback.notna(), by_int.where(debug_int != -1, "<unnamed>"))
+        name = name.where(~missing, fallback)
+
+    block_name = np.array(block_names + [""], dtype=object)[ev_block] if block_names else \
+        np.zeros(0, dtype=object)
+    is_run = np.array([n == "Execute" for n in block_names] + [False], dtype=bool)
+    run_of_block = np.where(is_run[:-1], np.cumsum(is_run[:-1]) - 1, -1) if block_names else \
+        np.zeros(0, dtype=np.int64)
+    seq = (np.arange(ev.size) - np.searchsorted(ev_block, ev_block, side="left")
+           if ev.size else np.zeros(0, dtype=np.int64))
+    df = pd.DataFrame({
+        "block": ev_block.astype("int32"),
+        "block_name": block_name,
+        "run": (run_of_block[ev_block] if ev.size else np.zeros(0)).astype("int32"),
+        "seq": seq.astype("int32"),
+        "name": name.to_numpy(dtype=object),
+        "instruction_id": instruction.astype("int32"),
+        "delegate_debug_id": debug_int.astype("int32"),
+        "delegated": delegated,
+        "start": start,
+        "end": end,
+    })
+    df["duration_ms"] = (end.astype(np.int64) - start.astype(np.int64)) / TICKS_PER_MS
     return df[EVENT_COLUMNS]
