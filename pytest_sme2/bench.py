@@ -8,10 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from pytest_sme2.analysis.latency import e2e_per_run, latency_stats, timed_runs
+from pytest_sme2.analysis.summary import Analysis, analyze
 from pytest_sme2.devices.base import Device
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.etdump import read_etdump
+from pytest_sme2.etrecord import read_etrecord
 from pytest_sme2.export import export_model
 from pytest_sme2.results import BenchmarkResult
 from pytest_sme2.runners.base import Runner, RunRequest
@@ -61,16 +62,28 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
     request = RunRequest(pte=exported.pte, etdump=out / f"{runner.info.name}.etdump",
                          threads=run.threads, runs=settings.runs, warmup=settings.warmup,
                          inputs=exported.inputs, timeout_s=settings.timeout_s)
+    thermal = getattr(device, "thermal", None)  # Android zones; the host has none to read
+    before = thermal() if thermal else None
     device.run(runner, request)
-    events = read_etdump(request.etdump)
-    per_run = e2e_per_run(events, source=str(request.etdump))
-    if len(per_run) != request.executions:
-        raise Sme2Error(f"{request.etdump}: {len(per_run)} runs with Method::execute, expected "
-                        f"{request.executions} ({settings.warmup} warm-up + {settings.runs} timed)")
-    samples = timed_runs(per_run, settings.warmup)
+    after = thermal() if thermal else None
+    facts = device.facts()
+    analysis = analyze(read_etdump(request.etdump), warmup=settings.warmup,
+                       source=str(request.etdump), etrecord=read_etrecord(exported.etrecord),
+                       device_sme2=facts.sme2)
+    if len(analysis.e2e_all) != request.executions:
+        raise Sme2Error(f"{request.etdump}: {len(analysis.e2e_all)} runs with Method::execute, "
+                        f"expected {request.executions} ({settings.warmup} warm-up + "
+                        f"{settings.runs} timed)")
     return BenchmarkResult(
         nodeid=run.label, model=run.model, dtype=run.dtype, threads=run.threads,
-        runner=runner.info.to_dict(), device=device.facts().to_dict(), runs=settings.runs,
-        warmup=settings.warmup, e2e_ms=[round(float(v), 6) for v in samples],
-        e2e=latency_stats(samples), etdump=str(request.etdump), pte=str(exported.pte),
-        export_key=exported.key)
+        runner=runner.info.to_dict(), device=facts.to_dict(), runs=settings.runs,
+        warmup=settings.warmup, e2e_ms=[round(float(v), 6) for v in analysis.timed_e2e],
+        e2e=analysis.e2e, etdump=str(request.etdump), pte=str(exported.pte),
+        export_key=exported.key,
+        extra={**analysis_extra(analysis), "thermal_before": before, "thermal_after": after})
+
+
+def analysis_extra(analysis: Analysis) -> dict:
+    """The analysis parts results.json carries beside the latency."""
+    doc = analysis.to_json()
+    return {k: doc[k] for k in ("categories_ms", "overheads_ms", "operators", "kernel_evidence")}

@@ -1,6 +1,8 @@
 """``pytest-sme2``: the library's commands outside pytest.
 
-    pytest-sme2 analyze ETDUMP [--warmup N] [--json OUT]
+    pytest-sme2 analyze ETDUMP [--etrecord F] [--warmup N] [--xnntrace LOG]
+                        [--device-sme2 yes|no|unknown | --device-facts JSON]
+                        [--json OUT] [--csv-dir DIR]
     pytest-sme2 export MODEL [--dtype DTYPE] [--out DIR] [--cache-dir DIR] [--force]
 
 User errors print one line on stderr and exit with status 2; no traceback.
@@ -16,33 +18,41 @@ from pathlib import Path
 
 from pytest_sme2.errors import Sme2Error
 
-ANALYSIS_SCHEMA = "pytest-sme2/analysis/1"
+def _sme2_flag(value: str | None) -> bool | None:
+    return {"yes": True, "no": False, "unknown": None, None: None}[value]
+
+
+def _device_sme2(args: argparse.Namespace) -> bool | None:
+    """SME2 capability from --device-sme2, or from a device-facts JSON (results.json's
+    ``device`` object, or a file holding just that object)."""
+    if args.device_facts is None:
+        return _sme2_flag(args.device_sme2)
+    try:
+        doc = json.loads(Path(args.device_facts).read_text())
+    except (OSError, ValueError) as e:
+        raise Sme2Error(f"{args.device_facts}: not a readable device-facts JSON ({e})") from None
+    facts = doc.get("device", doc) if isinstance(doc, dict) else {}
+    if not isinstance(facts, dict) or "sme2" not in facts:
+        raise Sme2Error(f"{args.device_facts}: no 'sme2' key in the device facts")
+    return facts["sme2"]
 
 
 def _analyze(args: argparse.Namespace) -> int:
     # Deliberately light: no torch, no executorch on this path.
-    from pytest_sme2.analysis.latency import e2e_per_run, latency_stats, timed_runs
-    from pytest_sme2.etdump import read_etdump
+    from pytest_sme2.analysis.summary import analyze_file
+    from pytest_sme2.report.terminal import analysis_summary
 
-    events = read_etdump(args.etdump)
-    per_run = e2e_per_run(events, source=str(args.etdump))
-    runs = int(events.loc[events["run"] >= 0, "run"].nunique())
-    if args.warmup >= len(per_run):
-        raise Sme2Error(f"{args.etdump}: --warmup {args.warmup} leaves no timed runs "
-                        f"(the file holds {len(per_run)} runs with Method::execute)")
-    stats = latency_stats(timed_runs(per_run, args.warmup))
-    doc = {"schema": ANALYSIS_SCHEMA, "source": str(args.etdump), "runs": runs,
-           "warmup": args.warmup, "e2e_ms": [float(v) for v in per_run],
-           "e2e": {k: v for k, v in stats.to_dict().items() if k not in ("mad_ms", "outliers")}}
-    doc["e2e"].update(mad_ms=stats.mad_ms, outliers=stats.outliers)
-    print(f"{args.etdump}: {runs} runs, {args.warmup} warm-up discarded")
-    print(f"Method::execute: median {stats.median_ms:.3f} ms, mean {stats.mean_ms:.3f} ms, "
-          f"p10 {stats.p10_ms:.3f}, p90 {stats.p90_ms:.3f}, min {stats.min_ms:.3f}, "
-          f"max {stats.max_ms:.3f}, CV {stats.cv_pct:.1f}%, outliers {stats.outliers}, "
-          f"n={stats.n}")
+    analysis = analyze_file(args.etdump, warmup=args.warmup, etrecord=args.etrecord,
+                            xnntrace=args.xnntrace, device_sme2=_device_sme2(args))
+    print("\n".join(analysis_summary(analysis)))
     if args.json:
-        Path(args.json).write_text(json.dumps(doc, indent=2) + "\n")
+        Path(args.json).write_text(json.dumps(analysis.to_json(), indent=2) + "\n")
         print(f"wrote {args.json}")
+    if args.csv_dir:
+        from pytest_sme2.report.csv import write_csvs
+
+        for p in write_csvs(analysis, Path(args.csv_dir), Path(args.etdump).stem):
+            print(f"wrote {p}")
     return 0
 
 
@@ -74,7 +84,14 @@ def build_parser() -> argparse.ArgumentParser:
     a = sub.add_parser("analyze", help="summarise an ETDump (no torch needed)")
     a.add_argument("etdump", type=Path)
     a.add_argument("--warmup", type=int, default=0, help="leading runs to discard (default 0)")
+    a.add_argument("--etrecord", type=Path, help="the .etrecord beside the .pte (backends, op types)")
+    a.add_argument("--xnntrace", type=Path, help="XNNPACK kernel log ('Using ... microkernel' lines)")
+    a.add_argument("--device-sme2", choices=("yes", "no", "unknown"),
+                   help="whether the device that ran it has SME2")
+    a.add_argument("--device-facts", type=Path,
+                   help="device facts JSON (e.g. from results.json) giving its SME2 capability")
     a.add_argument("--json", type=Path, help="write the analysis document here")
+    a.add_argument("--csv-dir", type=Path, help="write seed-compatible CSV files here")
     a.set_defaults(func=_analyze)
 
     e = sub.add_parser("export", help="export a registered model (or reuse the cached export)")

@@ -51,6 +51,7 @@ EVENT_COLUMNS = [
     "duration_ms",
 ]
 
+_MAX_GRID_NAME = 4096
 _U16 = struct.Struct("<H").unpack_from
 _I32 = struct.Struct("<i").unpack_from
 _U32 = struct.Struct("<I").unpack_from
@@ -231,6 +232,12 @@ class _Gather:
             out.append(off)
         return out
 
+    def _decode(self, raw: bytes) -> str:
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise self.reader.fail("corrupt ETDump (an event name is not UTF-8)") from None
+
     def strings(self, field_pos: np.ndarray, present: np.ndarray) -> np.ndarray:
         """Decode string fields; each distinct byte string is decoded once (names repeat in
         every run)."""
@@ -240,21 +247,22 @@ class _Gather:
         fp = field_pos[present]
         spos = fp + self.u32(fp)
         length = self.u32(spos)
-        if length.size and (spos.max() + 4 + length.max() > self.bytes.size):
+        if (spos + 4 + length).max() > self.bytes.size:
             raise self.reader.fail("truncated or corrupt ETDump (a string runs past the end)")
-        width = int(length.max()) if length.size else 0
-        grid = self._take(spos + 4, max(width, 1))
-        grid[np.arange(max(width, 1)) >= length[:, None]] = 0  # mask bytes past each end
+        width = max(int(length.max()), 1)
+        if width > _MAX_GRID_NAME:  # absurd names: decode one by one rather than a huge grid
+            out[present] = [self._decode(bytes(self.bytes[p + 4:p + 4 + n]))
+                            for p, n in zip(spos, length)]
+            return out
+        # Gather every name into a zero-padded grid (padding lets short names near the end
+        # of the file be read at full width), then decode each distinct row once.
+        padded = np.concatenate([self.bytes, np.zeros(width, dtype=np.uint8)])
+        grid = padded[(spos + 4)[:, None] + np.arange(width)]
+        grid[np.arange(width) >= length[:, None]] = 0
         keys = np.ascontiguousarray(grid).view(f"V{grid.shape[1]}").ravel()
         uniq, inverse = np.unique(keys, return_inverse=True)
-        decoded = []
-        for u in uniq:
-            try:
-                decoded.append(bytes(u).rstrip(b"\0").decode("utf-8"))
-            except UnicodeDecodeError:
-                raise self.reader.fail("corrupt ETDump (an event name is not UTF-8)") from None
-        out[present] = np.array(decoded + [""], dtype=object)[:-1][inverse.ravel()] \
-            if decoded else None
+        decoded = np.array([self._decode(bytes(u).rstrip(b"\0")) for u in uniq], dtype=object)
+        out[present] = decoded[inverse.ravel()]
         return out
 
 

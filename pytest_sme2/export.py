@@ -25,9 +25,10 @@ from typing import Callable
 from pytest_sme2.errors import Sme2Error
 
 DTYPES = ("fp32", "fp16", "int8", "int8_dynamic")
-# Largest accepted |exported - eager| relative to max |eager|: quantization error is real, an
-# fp32 mismatch is a bug.
-TOLERANCE = {"fp32": 1e-3, "fp16": 3e-2, "int8": 0.25, "int8_dynamic": 0.25}
+# Largest accepted |exported - reference| relative to max |reference|. The reference is the
+# eager model, and for int8 the quantized eager model: quantization error against the float
+# model is recorded in the metadata, not judged (random weights quantize badly).
+TOLERANCE = {"fp32": 1e-3, "fp16": 3e-2, "int8": 0.1, "int8_dynamic": 0.1}
 PTE, ETRECORD, INPUTS, META = "model.pte", "model.etrecord", "inputs.bin", "meta.json"
 
 
@@ -149,7 +150,11 @@ def _export_into(folder: Path, model: str, dtype: str, key: str,
 
         say(f"exporting {model} {dtype} ...")
         definition = get_model(model).build()
-        program, info = _recipes.export(definition, dtype, at_stage=lambda s: stage.__setitem__(0, s))
+        def at_stage(name: str) -> None:
+            stage[0] = name
+            say(f"  {model} {dtype}: {name} ({time.perf_counter() - t0:.1f} s)")
+
+        program, info = _recipes.export(definition, dtype, at_stage=at_stage)
     except Sme2Error:
         raise
     except Exception as e:  # noqa: BLE001 - turned into one clear line
@@ -159,8 +164,8 @@ def _export_into(folder: Path, model: str, dtype: str, key: str,
     scale = info["max_abs_eager"]
     if not err <= TOLERANCE[dtype] * max(scale, 1e-6):
         raise ExportError(
-            f"export of model {model!r} as {dtype} is wrong: max |pte - eager| = {err:.3g} "
-            f"exceeds {TOLERANCE[dtype]:g} x max |eager| ({scale:.3g})")
+            f"export of model {model!r} as {dtype} is wrong: max |pte - {info['reference']}| = "
+            f"{err:.3g} exceeds {TOLERANCE[dtype]:g} x max |{info['reference']}| ({scale:.3g})")
     (folder / PTE).write_bytes(program.buffer)
     program.get_etrecord().save(str(folder / ETRECORD))
     _recipes.save_inputs(definition.example_inputs, dtype, folder / INPUTS)
@@ -175,5 +180,6 @@ def _export_into(folder: Path, model: str, dtype: str, key: str,
     }
     (folder / META).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
     say(f"exported {model} {dtype} in {meta['export_seconds']:.1f} s "
-        f"({meta['delegates']} delegate(s), {len(meta['portable_ops'])} portable op kind(s))")
+        f"({meta['delegates']} delegate(s), {sum(meta['portable_ops'].values())} operator(s) "
+        "left outside the delegate)")
     return meta

@@ -13,7 +13,6 @@ from pytest_sme2.bench import BenchmarkRun, BenchSettings, run_benchmark
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.report.terminal import benchmark_line, summary_table
 from pytest_sme2.results import BenchmarkResult
-from pytest_sme2.runners import runner_from_spec
 from pytest_sme2.session import BenchSession
 
 SESSION_KEY = pytest.StashKey[BenchSession]()
@@ -29,6 +28,8 @@ _OPTIONS = {
     "sme2_cache_dir": ("sme2_cache_dir", "",
                        "export cache folder (default ~/.cache/pytest-sme2/exports)"),
     "sme2_timeout": ("sme2_timeout", "600", "seconds one runner invocation may take"),
+    "sme2_taskset": ("sme2_taskset", "auto",
+                     "CPU pinning on Android: auto (the biggest cores), none, or a hex mask"),
 }
 
 
@@ -40,6 +41,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         parser.addini(ini, help_text, default=default)
     group.addoption("--sme2-reexport", action="store_true", default=False,
                     help="export models again even when the cache has them")
+    group.addoption("--runner", dest="runners", action="append", default=[],
+                    metavar="NAME=SPEC",
+                    help="add a runner: NAME=python, NAME=native or NAME=/path/to/executor_runner"
+                         "[,libs=DIR][,label=value...] (repeatable) [ini: sme2_runners]")
+    parser.addini("sme2_runners", "runner specs, one per line (see --runner)", type="linelist",
+                  default=[])
 
 
 def _setting(config: pytest.Config, dest: str) -> tuple[str, bool]:
@@ -81,10 +88,26 @@ def settings_from_config(config: pytest.Config) -> BenchSettings:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "sme2: a pytest-sme2 benchmark")
-    config.stash[SESSION_KEY] = BenchSession(settings_from_config(config),
-                                             device_spec=_setting(config, "device")[0])
+    texts = list(config.getini("sme2_runners")) + list(config.getoption("runners") or [])
+    taskset = _setting(config, "sme2_taskset")[0]
+    try:
+        session = BenchSession(settings_from_config(config), device_spec=_setting(config, "device")[0],
+                               runner_texts=texts, taskset=None if taskset == "none" else taskset)
+    except Sme2Error as e:
+        raise pytest.UsageError(str(e)) from None
+    config.stash[SESSION_KEY] = session
     if not _is_xdist_worker(config):
         config.pluginmanager.register(_Collector(config), "sme2-collector")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    # Every process (each xdist worker included) removes what it left on its device.
+    bench_session = session.config.stash.get(SESSION_KEY, None)
+    if bench_session is not None:
+        try:
+            bench_session.close()
+        except Sme2Error as e:
+            _write_live(session.config, f"sme2: cleanup: {e}")
 
 
 def _is_xdist_worker(config: pytest.Config) -> bool:
@@ -132,13 +155,15 @@ def sme2_bench(request: pytest.FixtureRequest, sme2_session: BenchSession,
     """
     config = request.config
 
+    def progress(msg: str) -> None:
+        _write_live(config, f"sme2: {msg}")
+
     def bench(model: str, dtype: str = "fp32", threads: int = 1,
               runner: str = "python") -> BenchmarkResult:
         try:
             result = run_benchmark(
-                BenchmarkRun(model, dtype, threads, label=request.node.nodeid,
-                             progress=lambda msg: _write_live(config, f"sme2: {msg}")),
-                runner_from_spec(runner), sme2_device, sme2_session.settings)
+                BenchmarkRun(model, dtype, threads, label=request.node.nodeid, progress=progress),
+                sme2_session.runner(runner, progress), sme2_device, sme2_session.settings)
         except Sme2Error as e:
             pytest.fail(str(e), pytrace=False)
         request.node.user_properties.append((RESULT_PROPERTY, result.to_json()))

@@ -39,6 +39,19 @@ class BenchmarkResult:
     def median_ms(self) -> float:
         return self.e2e.median_ms
 
+    @property
+    def categories_ms(self) -> dict[str, float]:
+        """Mean ms per timed run by operator category (sums to ``e2e.mean_ms``)."""
+        return self.extra.get("categories_ms", {})
+
+    @property
+    def operators(self) -> list[dict[str, Any]]:
+        return self.extra.get("operators", [])
+
+    @property
+    def kernel_evidence(self) -> dict[str, Any]:
+        return self.extra.get("kernel_evidence", {})
+
     def to_json(self) -> dict[str, Any]:
         return {
             "nodeid": self.nodeid, "model": self.model, "dtype": self.dtype,

@@ -1,14 +1,19 @@
-"""What one benchmarking session holds: its settings, its device, and what it has measured so
-far — written to ``results.json`` after every benchmark so an interrupted session loses nothing."""
+"""What one benchmarking session holds: its settings, device and runners, and what it has
+measured so far — written to ``results.json`` after every benchmark so an interrupted session
+loses nothing."""
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from pytest_sme2.bench import BenchSettings
 from pytest_sme2.devices.base import Device, open_device
 from pytest_sme2.results import BenchmarkResult, write_results
+from pytest_sme2.runners.base import Runner, RunnerError
+from pytest_sme2.runners.spec import RunnerSpec, runner_specs
 
 RESULTS_FILE = "results.json"
 
@@ -17,8 +22,14 @@ RESULTS_FILE = "results.json"
 class BenchSession:
     settings: BenchSettings
     device_spec: str = "host"
+    runner_texts: list[str] = field(default_factory=list)
+    taskset: str | None = "auto"
     results: list[BenchmarkResult] = field(default_factory=list)
     _device: Device | None = None
+    _runners: dict[str, Runner] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.specs: dict[str, RunnerSpec] = runner_specs(self.runner_texts)
 
     @property
     def results_path(self) -> Path:
@@ -26,8 +37,23 @@ class BenchSession:
 
     def device(self) -> Device:
         if self._device is None:
-            self._device = open_device(self.device_spec)
+            # One device folder per process: an xdist worker's cleanup must not remove files
+            # another worker is still using.
+            self._device = open_device(self.device_spec, taskset=self.taskset,
+                                       session_id=uuid.uuid4().hex[:12])
         return self._device
+
+    def runner(self, name: str, progress: Callable[[str], None] | None = None) -> Runner:
+        """The runner configured under ``name``, made on first use (a native build happens
+        only if a benchmark asks for it)."""
+        if name not in self._runners:
+            spec = self.specs.get(name)
+            if spec is None:
+                raise RunnerError(f"unknown runner {name!r}; configured: "
+                                  f"{', '.join(sorted(self.specs))} (add one with "
+                                  "--runner NAME=SPEC)")
+            self._runners[name] = spec.make(progress)
+        return self._runners[name]
 
     def add(self, result: BenchmarkResult) -> None:
         self.results.append(result)
@@ -36,3 +62,9 @@ class BenchSession:
     def write(self) -> None:
         if self.results:
             write_results(self.results_path, self.results)
+
+    def close(self) -> None:
+        """Remove what the session left on a remote device."""
+        cleanup = getattr(self._device, "cleanup", None)
+        if cleanup is not None:
+            cleanup()

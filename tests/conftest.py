@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.fakes.android import adb_server, fake_android  # noqa: F401  (fixtures)
+
 
 @pytest.fixture(scope="session")
 def export_cache(tmp_path_factory) -> "Path":  # noqa: F821

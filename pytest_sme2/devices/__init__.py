@@ -1,4 +1,5 @@
-"""Devices: where a runner executes (the host; Android over adb arrives with issue 5)."""
+"""Devices: where a runner executes — the host, or an Android device over adb — chosen by a
+``--device`` spec."""
 
 from pytest_sme2.devices.base import Device, DeviceError, open_device
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Protocol
 
 from pytest_sme2.devices.facts import DeviceFacts
@@ -25,7 +24,10 @@ class Device(Protocol):
         ...
 
 
-def open_device(spec: str, work_dir: Path | None = None) -> Device:
+def open_device(spec: str, *, taskset: str | None = "auto",
+                session_id: str | None = None) -> Device:
+    """The device a ``--device`` spec names: ``host``, ``android``, ``android:SERIAL`` or
+    ``android:SERIAL@HOST:PORT``. ``taskset`` (auto | none | hex mask) pins Android runs."""
     kind = spec.split(":", 1)[0]
     if kind == "host":
         from pytest_sme2.devices.host import HostDevice
@@ -33,5 +35,9 @@ def open_device(spec: str, work_dir: Path | None = None) -> Device:
         if spec != "host":
             raise DeviceError(f"--device {spec!r}: the host takes no serial; use --device host")
         return HostDevice()
-    raise DeviceError(f"--device {spec!r}: unknown device kind {kind!r}; use 'host' "
-                      "(Android over adb is not available yet)")
+    if kind == "android":
+        from pytest_sme2.devices.android import open_android
+
+        return open_android(spec, taskset=taskset, session_id=session_id)
+    raise DeviceError(f"--device {spec!r}: unknown device kind {kind!r}; use 'host', 'android', "
+                      "'android:SERIAL' or 'android:SERIAL@HOST:PORT'")

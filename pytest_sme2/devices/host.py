@@ -32,6 +32,9 @@ class HostDevice:
 
     def run(self, runner: Runner, request: RunRequest) -> RunOutcome:
         name = runner.info.name
+        check_host = getattr(runner, "check_host", None)
+        if check_host is not None:  # a foreign-architecture binary: say so before exec fails
+            check_host()
         request.etdump.parent.mkdir(parents=True, exist_ok=True)
         request.etdump.unlink(missing_ok=True)  # a stale trace must never be read as this run's
         argv = runner.command(request)
@@ -50,8 +53,13 @@ class HostDevice:
             raise RunnerError(f"runner {name!r} on {request.pte.name} was killed by {sig}; "
                               f"stderr: {stderr_tail(proc.stderr)}")
         if proc.returncode != 0:
-            raise RunnerError(f"runner {name!r} on {request.pte.name} exited with status "
-                              f"{proc.returncode}; stderr: {stderr_tail(proc.stderr)}")
+            from pytest_sme2.runners.binary import explain_failure
+
+            cause = explain_failure(proc.stderr)
+            what = f"{cause} (exited with status {proc.returncode})" if cause else \
+                f"exited with status {proc.returncode}"
+            raise RunnerError(f"runner {name!r} on {request.pte.name} {what}; "
+                              f"stderr: {stderr_tail(proc.stderr)}")
         if not request.etdump.is_file() or request.etdump.stat().st_size == 0:
             raise RunnerError(f"runner {name!r} on {request.pte.name} succeeded but wrote no "
                               f"ETDump at {request.etdump} (was it built with the event tracer?)")

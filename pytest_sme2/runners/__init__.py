@@ -1,19 +1,17 @@
-"""Runners: what executes a .pte. Chosen by a spec string: ``python`` for now; ``native`` and
-user ``executor_runner`` binaries arrive with issue 5."""
+"""Runners: what executes a .pte — the ExecuTorch Python runtime (``python``), our C++ runner
+(``native``) or a user's ``executor_runner`` build (a path) — chosen by a spec string
+(:mod:`pytest_sme2.runners.spec`)."""
 
 from __future__ import annotations
 
 from pytest_sme2.runners.base import Runner, RunnerError, RunnerInfo, RunOutcome, RunRequest
-
-KINDS = ("python",)
-
-
-def runner_from_spec(spec: str) -> Runner:
-    if spec == "python":
-        from pytest_sme2.runners.python import PythonRunner
-
-        return PythonRunner()
-    raise RunnerError(f"unknown runner {spec!r}; available: {', '.join(KINDS)}")
+from pytest_sme2.runners.spec import RunnerSpec, parse_runner_spec, runner_specs
 
 
-__all__ = ["Runner", "RunnerError", "RunnerInfo", "RunOutcome", "RunRequest", "runner_from_spec"]
+def runner_from_spec(text: str, progress=None) -> Runner:
+    """Make the runner a ``[NAME=]SPEC`` string describes (see runners.spec)."""
+    return parse_runner_spec(text).make(progress)
+
+
+__all__ = ["Runner", "RunnerError", "RunnerInfo", "RunOutcome", "RunRequest", "RunnerSpec",
+           "parse_runner_spec", "runner_from_spec", "runner_specs"]

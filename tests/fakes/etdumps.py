@@ -62,3 +62,26 @@ def make_etdump(runs: list[list[Ev]], *, init_block: bool = True, size_prefixed:
                                 events=evs))
     buf = serialize_to_etdump_flatcc(s.ETDumpFlatCC(version=0, run_data=blocks))
     return struct.pack("<I", len(buf)) + buf if size_prefixed else buf
+
+
+def program_run(t0: int, calls: list[tuple[str, int, list[tuple[str, int]]]],
+                framework_ns: int = 100) -> list[Ev]:
+    """An Execute block of several calls in order. Each call is ``("delegate", instruction,
+    [(op, ns), ...])`` — per-op events inside one DELEGATE_CALL — or ``("portable",
+    instruction, [(op, ns)])`` — ``native_call_<op>.out`` inside an OPERATOR_CALL. Each call
+    adds ``framework_ns`` of its own time around its operators; Method::execute adds as much."""
+    events, t = [], t0 + framework_ns
+    for kind, instr, ops in calls:
+        start = t
+        t += framework_ns // 2
+        for name, dur in ops:
+            if kind == "delegate":
+                events.append(Ev(None, t, t + dur, instr, debug=name))
+            else:
+                events.append(Ev(f"native_call_{name}.out", t, t + dur, instr))
+            t += dur
+        t += framework_ns - framework_ns // 2
+        events.append(Ev("DELEGATE_CALL" if kind == "delegate" else "OPERATOR_CALL",
+                         start, t, instr))
+    events.append(Ev("Method::execute", t0, t + framework_ns, 0))
+    return events

@@ -1,0 +1,108 @@
+"""One ETDump -> one :class:`Analysis`: latency, categories, operators, overheads and kernel
+evidence. The single entry point the CLI, the plugin and reports use."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from pytest_sme2.analysis.categories import CategoryRule
+from pytest_sme2.analysis.kernels import Evidence, kleidiai_ops, parse_xnntrace, sme2_verdict
+from pytest_sme2.analysis.latency import LatencyStats, e2e_per_run, latency_stats
+from pytest_sme2.analysis.operators import (annotate, category_breakdown, operator_table,
+                                            overheads)
+from pytest_sme2.errors import Sme2Error
+from pytest_sme2.etrecord import ETRecordInfo
+
+ANALYSIS_SCHEMA = "pytest-sme2/analysis/1"
+
+
+@dataclass
+class Analysis:
+    source: str
+    runs: int                       # Execute runs in the file
+    warmup: int
+    e2e_all: pd.Series              # Method::execute ms per run, warm-up included
+    e2e: LatencyStats               # timed runs only
+    categories_ms: dict[str, float]  # mean ms per timed run; sums to e2e.mean_ms
+    operators: pd.DataFrame         # see operators.OPERATOR_COLUMNS
+    overheads_ms: dict[str, float]
+    evidence: Evidence
+    events: pd.DataFrame            # annotated events (category, backend, leaf)
+
+    @property
+    def timed_e2e(self) -> pd.Series:
+        return self.e2e_all[self.e2e_all.index >= self.warmup]
+
+    def to_json(self) -> dict:
+        ops = self.operators
+        return {
+            "schema": ANALYSIS_SCHEMA,
+            "source": self.source,
+            "runs": self.runs,
+            "warmup": self.warmup,
+            "e2e_ms": [float(v) for v in self.e2e_all],
+            "e2e": {k: v for k, v in self.e2e.to_dict().items()},
+            "categories_ms": self.categories_ms,
+            "overheads_ms": self.overheads_ms,
+            "operators": [
+                {"name": r.name, "instruction_id": int(r.instruction_id), "category": r.category,
+                 "delegated": bool(r.delegated), "backend": r.backend,
+                 "calls_per_run": float(r.calls_per_run),
+                 "mean_ms_per_run": float(r.mean_ms_per_run), "pct_e2e": float(r.pct_e2e),
+                 "bottleneck": bool(r.bottleneck), "should_delegate": bool(r.should_delegate),
+                 "op_types": list(r.op_types)}
+                for r in ops.itertuples(index=False)],
+            "kernel_evidence": {
+                "sme2": self.evidence.sme2, "reason": self.evidence.reason,
+                "kleidiai_ops": list(self.evidence.kleidiai_ops),
+                "kernels": [{"name": k.name, "kind": k.kind, "isa": k.isa, "sme2": k.sme2}
+                            for k in self.evidence.kernels]},
+        }
+
+
+def analyze(events: pd.DataFrame, *, warmup: int = 0, source: str = "ETDump",
+            etrecord: ETRecordInfo | None = None, xnntrace: str | None = None,
+            device_sme2: bool | None = None,
+            rules: Sequence[CategoryRule] | None = None) -> Analysis:
+    """Analyse a frame from :func:`pytest_sme2.etdump.read_etdump`. ``warmup`` leading runs are
+    dropped from every statistic; ``xnntrace`` is the text of an XNNPACK kernel log."""
+    if warmup < 0:
+        raise Sme2Error(f"{source}: warm-up must be 0 or more, got {warmup}")
+    per_run = e2e_per_run(events, source=source)
+    runs = int(events.loc[events["run"] >= 0, "run"].nunique())
+    timed = per_run[per_run.index >= warmup]
+    if timed.empty:
+        raise Sme2Error(f"{source}: warm-up {warmup} leaves no timed runs (the file holds "
+                        f"{len(per_run)} runs with Method::execute)")
+    stats = latency_stats(timed)
+    timed_runs = timed.index.tolist()
+    annotated = annotate(events, etrecord, rules)
+    ops = operator_table(annotated, timed_runs, stats.mean_ms, etrecord)
+    names = annotated.loc[annotated["leaf"], "name"].unique()
+    evidence = sme2_verdict(kernels=parse_xnntrace(xnntrace) if xnntrace is not None else None,
+                            kleidiai=kleidiai_ops(names), device_sme2=device_sme2)
+    return Analysis(source=source, runs=runs, warmup=warmup, e2e_all=per_run, e2e=stats,
+                    categories_ms=category_breakdown(ops, stats.mean_ms, rules),
+                    operators=ops, overheads_ms=overheads(annotated, timed_runs, stats.mean_ms),
+                    evidence=evidence, events=annotated)
+
+
+def analyze_file(etdump: str | Path, *, warmup: int = 0, etrecord: str | Path | None = None,
+                 xnntrace: str | Path | None = None, device_sme2: bool | None = None,
+                 rules: Sequence[CategoryRule] | None = None) -> Analysis:
+    from pytest_sme2.etdump import read_etdump
+    from pytest_sme2.etrecord import read_etrecord
+
+    text = None
+    if xnntrace is not None:
+        try:
+            text = Path(xnntrace).read_text(errors="replace")
+        except OSError as e:
+            raise Sme2Error(f"{xnntrace}: cannot read the kernel trace ({e.strerror})") from None
+    return analyze(read_etdump(etdump), warmup=warmup, source=str(etdump),
+                   etrecord=read_etrecord(etrecord) if etrecord else None, xnntrace=text,
+                   device_sme2=device_sme2, rules=rules)

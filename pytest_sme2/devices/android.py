@@ -1,0 +1,476 @@
+"""An Android phone over adb (adbutils talking to an adb server, local or on another machine).
+
+Spec: ``android`` (the one attached device), ``android:SERIAL``, ``android:SERIAL@HOST:PORT``
+(a device on another machine's adb server; ``android:@HOST:PORT`` for its only device).
+
+A run stages files in one per-session folder, ``/data/local/tmp/pytest-sme2-<session>/``:
+``runner-<digest>/`` holds the executable and its libraries (two builds of one runner, e.g. SME2
+on and off, never overwrite each other's libraries), ``model-<sha>/`` and ``inputs-<digest>/``
+the model and inputs under their own names, ``out/`` the ETDump and outputs. Files whose sha256
+on the device already matches are not pushed again. Nothing outside the session folder is ever
+written or removed. One benchmark at a time per device, across pytest-xdist workers too: a
+host-side file lock keyed by the device is held for the whole run."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import secrets
+import shlex
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+import adbutils
+from adbutils.errors import AdbError, AdbTimeout
+
+from pytest_sme2.devices.android_facts import (FACTS_SCRIPT, THERMAL_SCRIPT, check_mask, cpu_mask,
+                                               fastest_cpus, parse_facts, parse_thermal)
+from pytest_sme2.devices.base import DeviceError
+from pytest_sme2.devices.facts import DeviceFacts
+from pytest_sme2.devices.host import stderr_tail
+from pytest_sme2.runners.base import Runner, RunnerError, RunOutcome, RunRequest
+from pytest_sme2.tensorfile import sidecar
+
+try:                                    # no fcntl on Windows: runs there are not serialized
+    import fcntl
+except ImportError:                     # pragma: no cover
+    fcntl = None  # type: ignore[assignment]
+
+DEVICE_TMP = "/data/local/tmp"
+LOCK_DIR: Path | None = None            # None: the system temp folder (tests point it elsewhere)
+_SESSION_DIR = re.compile(r"/data/local/tmp/pytest-sme2-[A-Za-z0-9_-]{1,40}")
+QUERY_TIMEOUT_S = 30.0                  # adb inactivity limit for short queries
+KILL_GRACE_S = 2                        # `timeout -k`: SIGKILL this long after SIGTERM
+ADB_GRACE_S = 30.0                      # the device-side timeout must always fire first
+PUSH_CHUNK = 64 * 1024                  # sync DATA payloads may not exceed 64 KiB
+
+
+@dataclass(frozen=True)
+class AndroidSpec:
+    serial: str | None
+    host: str | None                    # None: ANDROID_ADB_SERVER_HOST or 127.0.0.1
+    port: int | None                    # None: ANDROID_ADB_SERVER_PORT or 5037
+
+
+def parse_spec(spec: str) -> AndroidSpec:
+    kind, _, rest = spec.partition(":")
+    if kind != "android":
+        raise DeviceError(f"--device {spec!r} is not an Android spec")
+    serial, at, server = rest.partition("@")   # serials may hold ':' (127.0.0.1:5555)
+    host = port = None
+    if at:
+        host, _, port_text = server.rpartition(":")
+        if not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+            raise DeviceError(f"--device {spec!r}: the adb server must be HOST:PORT, e.g. "
+                              "android:SERIAL@buildbox:5037")
+        port = int(port_text)
+    return AndroidSpec(serial or None, host, port)
+
+
+def _server_address(parsed: AndroidSpec) -> tuple[str, int]:
+    host = parsed.host or os.environ.get("ANDROID_ADB_SERVER_HOST") or "127.0.0.1"
+    port = parsed.port or int(os.environ.get("ANDROID_ADB_SERVER_PORT") or 5037)
+    return host, port
+
+
+def state_problem(serial: str, state: str) -> str | None:
+    """What to do about a device that adb lists in ``state``; None when it is usable."""
+    if state == "device":
+        return None
+    if state == "unauthorized":
+        return (f"Android device {serial} is unauthorized: unlock it and accept the 'Allow USB "
+                "debugging?' RSA key prompt, then run again")
+    if state == "offline":
+        return (f"Android device {serial} is offline: reconnect it (replug the cable or run "
+                "`adb reconnect offline`) and run again")
+    return (f"Android device {serial} is in state {state!r}, not ready for commands; boot it "
+            "normally and run again")
+
+
+def open_android(spec: str, *, taskset: str | None = "auto",
+                 session_id: str | None = None) -> "AndroidDevice":
+    """Resolve ``spec`` against the adb server's device list; DeviceError says what to do."""
+    parsed = parse_spec(spec)
+    host, port = _server_address(parsed)
+    if parsed.host is not None:
+        # adbutils starts a LOCAL server when it cannot connect: probe a remote one first.
+        try:
+            socket.create_connection((host, port), timeout=3).close()
+        except OSError as e:
+            raise DeviceError(f"cannot reach the adb server at {host}:{port} "
+                              f"({e.strerror or e}); start it there with `adb -a -P {port} "
+                              "nodaemon server` or fix --device") from None
+    client = adbutils.AdbClient(host=host, port=port)
+    try:
+        listed = {info.serial: info.state for info in client.list()}
+    except (AdbError, OSError, EOFError, subprocess.SubprocessError) as e:   # start-server too
+        raise DeviceError(f"cannot talk to the adb server at {host}:{port} ({e}); is adb "
+                          "installed and working (`adb devices`)?") from None
+    serial = parsed.serial
+    if serial is None:
+        if not listed:
+            raise DeviceError("no Android device is attached (adb lists none); connect one or "
+                              "use --device host")
+        if len(listed) > 1:
+            raise DeviceError(f"more than one Android device is attached ({_listing(listed)}); "
+                              "pick one with --device android:SERIAL")
+        serial = next(iter(listed))
+    if serial not in listed:
+        raise DeviceError(f"Android device {serial!r} is not attached; attached: "
+                          f"{_listing(listed) or 'none'}")
+    problem = state_problem(serial, listed[serial])
+    if problem:
+        raise DeviceError(problem)
+    return AndroidDevice(spec, serial, client, taskset=taskset, session_id=session_id)
+
+
+def _listing(listed: dict[str, str]) -> str:
+    return ", ".join(s if st == "device" else f"{s} ({st})" for s, st in listed.items())
+
+
+_sha_cache: dict[tuple[str, int, int], str] = {}
+
+
+def file_sha256(path: Path) -> str:
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    if key not in _sha_cache:
+        h = hashlib.sha256()
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+        _sha_cache[key] = h.hexdigest()
+    return _sha_cache[key]
+
+
+@dataclass(frozen=True)
+class _Push:
+    local: Path
+    remote: str
+    mode: int
+    sha: str
+
+
+@dataclass(frozen=True)
+class _Stage:
+    pushes: list[_Push]
+    exe: str
+    runner_dir: str
+    request: RunRequest                 # the request with device paths
+
+
+@contextlib.contextmanager
+def device_lock(key: str) -> Iterator[None]:
+    """Exclusive use of one device by one process on this host (pytest-xdist workers)."""
+    if fcntl is None:                   # pragma: no cover
+        yield
+        return
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", key)
+    path = Path(LOCK_DIR or tempfile.gettempdir()) / f"pytest-sme2-adb-{safe}.lock"
+    with open(path, "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _explain(stderr: str) -> str | None:
+    """A known cause from the binary runner's failure explainer (a phrase that follows
+    "runner 'X' ..."), when that module is there and recognises the stderr."""
+    try:
+        from pytest_sme2.runners.binary import explain_failure
+    except ImportError:
+        return None
+    try:
+        return explain_failure(stderr)
+    except Exception:  # noqa: BLE001 - a hint must never hide the real failure
+        return None
+
+
+class AndroidDevice:
+    def __init__(self, spec: str, serial: str, client: adbutils.AdbClient, *,
+                 taskset: str | None = "auto", session_id: str | None = None):
+        self.spec = spec
+        self.serial = serial
+        self.taskset = taskset
+        self._client = client
+        self._dev = client.device(serial)
+        sid = session_id or os.environ.get("PYTEST_XDIST_TESTRUNUID") or secrets.token_hex(6)
+        sid = re.sub(r"[^A-Za-z0-9_-]", "", sid)[:24] or secrets.token_hex(6)
+        self.session_dir = f"{DEVICE_TMP}/pytest-sme2-{sid}"
+        if not _SESSION_DIR.fullmatch(self.session_dir):   # guards every rm -rf below
+            raise DeviceError(f"bad session folder {self.session_dir!r}")
+        self._lock_key = f"{client.host}-{client.port}-{serial}"
+        self._facts: DeviceFacts | None = None
+
+    def __repr__(self) -> str:
+        return f"AndroidDevice({self.serial!r})"
+
+    # -- adb plumbing ------------------------------------------------------------------------
+
+    def _lost(self, during: str) -> DeviceError:
+        """The device stopped answering. A revoked authorization needs the prompt accepted;
+        anything else (gone, offline while adb retries) is a disconnection."""
+        try:
+            state = {i.serial: i.state for i in self._client.list()}.get(self.serial)
+        except (AdbError, OSError, EOFError):
+            state = None
+        if state == "unauthorized":
+            return DeviceError(state_problem(self.serial, state) or "")
+        return DeviceError(f"device {self.serial} disconnected {during}; reconnect it and run "
+                           "again")
+
+    @contextlib.contextmanager
+    def _link(self, during: str) -> Iterator[None]:
+        """adbutils reports a dropped device as a bare EOFError, socket errors or AdbError."""
+        try:
+            yield
+        except AdbTimeout:
+            raise DeviceError(f"device {self.serial} stopped answering {during}; reconnect it "
+                              "and run again") from None
+        except (EOFError, OSError, AdbError):
+            raise self._lost(during) from None
+
+    def _sh(self, cmd: str, timeout: float = QUERY_TIMEOUT_S) -> adbutils.ShellReturn:
+        return self._dev.shell2(cmd, timeout=timeout, v2=True)
+
+    def _query(self, cmd: str, what: str) -> str:
+        with self._link(f"while reading its {what}"):
+            try:
+                res = self._sh(cmd)
+            except AdbTimeout:
+                raise DeviceError(f"device {self.serial} did not answer within "
+                                  f"{QUERY_TIMEOUT_S:g} s while reading its {what}; reconnect "
+                                  "it and run again") from None
+        return res.stdout
+
+    # -- facts -------------------------------------------------------------------------------
+
+    def facts(self) -> DeviceFacts:
+        if self._facts is None:
+            self._facts = parse_facts(self._query(FACTS_SCRIPT, "facts"), self.serial)
+        return self._facts
+
+    def thermal(self) -> dict[str, float]:
+        """Current thermal zone temperatures in degrees C (recorded around each benchmark)."""
+        return parse_thermal(self._query(THERMAL_SCRIPT, "temperatures"))
+
+    def cpu_mask(self, threads: int) -> str | None:
+        """The taskset mask for a run: None (no pinning), the fastest cores, or the user's."""
+        if self.taskset in (None, "", "none"):
+            return None
+        facts = self.facts()
+        if self.taskset == "auto":
+            known = {int(c): k for c, k in facts.extra.get("cpu_max_khz", {}).items()}
+            return cpu_mask(fastest_cpus(known, threads)) if known else None
+        return check_mask(self.taskset, facts.cores, self.serial)
+
+    # -- running -----------------------------------------------------------------------------
+
+    def run(self, runner: Runner, request: RunRequest) -> RunOutcome:
+        name = runner.info.name
+        files = runner.device_files()   # RunnerError for host-only runners
+        if not files:
+            raise RunnerError(f"runner {name!r} names no executable to push to the device")
+        for f in files + [request.pte] + ([request.inputs] if request.inputs else []):
+            if not f.is_file():
+                raise RunnerError(f"runner {name!r}: {f} does not exist on the host")
+        check = getattr(runner, "check_device", None)
+        if callable(check):             # BinaryRunner: an x86_64 binary on an arm64 phone
+            check(self.facts().abi)
+        mask = self.cpu_mask(request.threads)
+        request.etdump.parent.mkdir(parents=True, exist_ok=True)
+        request.etdump.unlink(missing_ok=True)   # a stale trace must never be read as this run's
+        if request.outputs:
+            request.outputs.unlink(missing_ok=True)
+        with device_lock(self._lock_key):
+            stage = self._plan(files, request)
+            with self._link("while copying files to it"):
+                self._stage(stage)
+            res, wall = self._execute(runner, stage, mask)
+            self._check_exit(name, request, stage, res, wall)
+            with self._link("while copying results from it"):
+                self._pull(stage.request.etdump.as_posix(), request.etdump, required=(
+                    f"runner {name!r} on {request.pte.name} succeeded but wrote no ETDump at "
+                    f"{stage.request.etdump} on device {self.serial} (was it built with the "
+                    "event tracer?)"))
+                if request.outputs and stage.request.outputs:
+                    remote = stage.request.outputs.as_posix()
+                    self._pull(remote, request.outputs, required=(
+                        f"runner {name!r} on {request.pte.name} wrote no outputs file at "
+                        f"{remote} on device {self.serial}"))
+                    self._pull(f"{remote}.json", sidecar(request.outputs), required=None)
+        return RunOutcome(request.etdump, wall, res.stdout, res.stderr)
+
+    def _plan(self, files: list[Path], request: RunRequest) -> _Stage:
+        shas = [file_sha256(f) for f in files]
+        digest = hashlib.sha256("".join(f"{f.name}\0{s}\0" for f, s in zip(files, shas))
+                                .encode()).hexdigest()[:16]
+        runner_dir = f"{self.session_dir}/runner-{digest}"
+        pushes = [_Push(f, f"{runner_dir}/{f.name}", 0o755, s) for f, s in zip(files, shas)]
+        pte_sha = file_sha256(request.pte)
+        pte = f"{self.session_dir}/model-{pte_sha[:16]}/{request.pte.name}"
+        pushes.append(_Push(request.pte, pte, 0o644, pte_sha))
+        inputs = None
+        if request.inputs:
+            group = [request.inputs] + [p for p in [sidecar(request.inputs)] if p.is_file()]
+            sums = [file_sha256(p) for p in group]
+            tag = hashlib.sha256("".join(sums).encode()).hexdigest()[:16]
+            inputs = f"{self.session_dir}/inputs-{tag}/{request.inputs.name}"
+            pushes += [_Push(p, f"{self.session_dir}/inputs-{tag}/{p.name}", 0o644, s)
+                       for p, s in zip(group, sums)]
+        out = f"{self.session_dir}/out"
+        device_request = RunRequest(
+            pte=PurePosixPath(pte), etdump=PurePosixPath(f"{out}/{request.etdump.name}"),
+            threads=request.threads, runs=request.runs, warmup=request.warmup,
+            inputs=PurePosixPath(inputs) if inputs else None,
+            outputs=PurePosixPath(f"{out}/{request.outputs.name}") if request.outputs else None,
+            timeout_s=request.timeout_s)  # type: ignore[arg-type]  # device paths are POSIX
+        for p in pushes:
+            self._inside(p.remote)
+        return _Stage(pushes, pushes[0].remote, runner_dir, device_request)
+
+    def _inside(self, remote: str) -> str:
+        """Every path we write or remove must be inside the session folder."""
+        parts = PurePosixPath(remote).parts
+        if not remote.startswith(self.session_dir + "/") or ".." in parts:
+            raise DeviceError(f"refusing to touch {remote!r} outside {self.session_dir}")
+        return remote
+
+    def _stage(self, stage: _Stage) -> None:
+        """One round trip: make the folders, clear out/ (no stale ETDump), list remote hashes,
+        keep runner files executable; then push only what differs."""
+        q = shlex.quote
+        dirs = sorted({str(PurePosixPath(p.remote).parent) for p in stage.pushes})
+        out = self._inside(f"{self.session_dir}/out")
+        execs = " ".join(q(p.remote) for p in stage.pushes if p.mode == 0o755)
+        cmd = (f"mkdir -p {' '.join(q(d) for d in dirs)} && rm -rf {q(out)} && mkdir -p {q(out)}"
+               f" && {{ chmod 755 {execs} 2>/dev/null; true; }} && for f in "
+               f"{' '.join(q(p.remote) for p in stage.pushes)}; do "
+               'h=$(sha256sum "$f" 2>/dev/null) && echo "${h%% *}" || echo -; done')
+        try:
+            res = self._sh(cmd)
+        except AdbTimeout:
+            raise DeviceError(f"device {self.serial} did not answer within "
+                              f"{QUERY_TIMEOUT_S:g} s while preparing {self.session_dir}; "
+                              "reconnect it and run again") from None
+        if res.returncode != 0:
+            raise DeviceError(f"cannot prepare {self.session_dir} on device {self.serial}: "
+                              f"{stderr_tail(res.stderr)}")
+        remote = res.stdout.split()
+        if len(remote) != len(stage.pushes):
+            remote = ["-"] * len(stage.pushes)
+        for push, have in zip(stage.pushes, remote):
+            if have != push.sha:
+                self._push(push)
+
+    def _push(self, push: _Push) -> None:
+        """sync SEND written out here: adbutils' push raises a bare "FAIL" and drops the
+        device's reason (no space left, permission denied), which is the useful part."""
+        with self._dev.open_transport(timeout=QUERY_TIMEOUT_S) as c:
+            c.send_command("sync:")
+            c.check_okay()
+            target = f"{push.remote},{0o100000 | push.mode}".encode()
+            c.conn.sendall(b"SEND" + struct.pack("<I", len(target)) + target)
+            with open(push.local, "rb") as fh:
+                for chunk in iter(lambda: fh.read(PUSH_CHUNK), b""):
+                    c.conn.sendall(b"DATA" + struct.pack("<I", len(chunk)) + chunk)
+            c.conn.sendall(b"DONE" + struct.pack("<I", int(time.time())))
+            status = c.read_exact(8)
+            if status[:4] == b"OKAY":
+                return
+            if status[:4] != b"FAIL":
+                raise AdbError(f"unexpected sync reply {status[:4]!r}")
+            reason = c.read_exact(struct.unpack("<I", status[4:])[0]).decode("utf-8", "replace")
+        raise DeviceError(f"cannot push {push.local.name} to {push.remote} on device "
+                          f"{self.serial}: {reason}; free space on /data/local/tmp or check "
+                          "the device")
+
+    def _command(self, runner: Runner, stage: _Stage, mask: str | None, limit: float) -> str:
+        argv = list(runner.command(stage.request))
+        argv[0] = stage.exe
+        q = shlex.quote
+        secs = f"{limit:.3f}".rstrip("0").rstrip(".")
+        pin = f"taskset {q(mask)} " if mask else ""
+        return (f"cd {q(stage.runner_dir)} && LD_LIBRARY_PATH={q(stage.runner_dir)} "
+                f"timeout -k {KILL_GRACE_S} {secs} {pin}{' '.join(q(a) for a in argv)}")
+
+    def _execute(self, runner: Runner, stage: _Stage,
+                 mask: str | None) -> tuple[adbutils.ShellReturn, float]:
+        req = stage.request
+        limit = max(req.timeout_s, 0.1)
+        cmd = self._command(runner, stage, mask, limit)
+        t0 = time.perf_counter()
+        with self._link("during the run"):
+            try:
+                # adbutils' timeout is inactivity only: `timeout` on the device bounds wall time.
+                res = self._sh(cmd, timeout=limit + KILL_GRACE_S + ADB_GRACE_S)
+            except AdbTimeout:
+                raise self._timed_out(runner.info.name, req) from None
+        return res, time.perf_counter() - t0
+
+    def _timed_out(self, name: str, req: RunRequest) -> RunnerError:
+        return RunnerError(f"runner {name!r} on {req.pte.name}: no result within "
+                           f"{req.timeout_s:g} s on device {self.serial}; killed (raise the "
+                           "time limit or lower --runs)")
+
+    def _check_exit(self, name: str, request: RunRequest, stage: _Stage,
+                    res: adbutils.ShellReturn, wall: float) -> None:
+        rc = res.returncode
+        if rc == 0:
+            return
+        where = f"runner {name!r} on {request.pte.name}"
+        tail = stderr_tail(res.stderr)
+        if rc == 124 or (rc == 128 + signal.SIGKILL and wall >= request.timeout_s):
+            raise self._timed_out(name, request)
+        if rc in (126, 127):
+            why = "is not executable there" if rc == 126 else "was not found there"
+            raise RunnerError(f"{where}: cannot start {stage.exe} on device {self.serial} "
+                              f"(it {why}; is it built for {self.facts().abi or 'this ABI'}?); "
+                              f"stderr: {tail}")
+        if 128 < rc < 128 + 65:
+            try:
+                what = f"was killed by {signal.Signals(rc - 128).name}"
+            except ValueError:
+                what = f"was killed by signal {rc - 128}"
+        else:
+            what = f"exited with status {rc}"
+        hint = _explain(res.stderr)
+        if hint:                        # the cause first, the status and stderr as evidence
+            raise RunnerError(f"{where} {hint} ({what} on device {self.serial}); stderr: {tail}")
+        raise RunnerError(f"{where} {what} on device {self.serial}; stderr: {tail}")
+
+    def _pull(self, remote: str, local: Path, required: str | None) -> None:
+        """A checked pull: adbutils' sync.pull of a missing file makes an empty directory."""
+        self._inside(remote)
+        info = self._dev.sync.stat(remote)
+        if not (info.mode & 0o170000 == 0o100000 and info.size > 0):
+            if required:
+                raise RunnerError(required)
+            return
+        part = local.with_name(local.name + ".part")
+        got = self._dev.sync.pull_file(remote, part)
+        if got != info.size:
+            part.unlink(missing_ok=True)
+            raise DeviceError(f"pulling {remote} from device {self.serial} stopped after {got} "
+                              f"of {info.size} bytes; reconnect it and run again")
+        part.replace(local)
+
+    def cleanup(self) -> bool:
+        """Remove the session folder; False if the device could not be reached."""
+        with device_lock(self._lock_key):
+            try:
+                res = self._sh(f"rm -rf {shlex.quote(self.session_dir)}")
+            except (EOFError, OSError, AdbError):
+                return False
+        return res.returncode == 0

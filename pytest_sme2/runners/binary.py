@@ -1,0 +1,144 @@
+"""A user's own upstream-compatible ``executor_runner`` build, e.g. one with SME2 on and one with
+it off. Only upstream flags are passed (``--model_path --etdump_path --num_executions
+--cpu_threads``). Upstream has no warm-up flag, so warm-up runs are simply the first
+``warmup`` of ``warmup + runs`` executions: the ETDump holds them all and the analysis drops the
+first ``warmup``, as for the other runners. Upstream fills inputs with ones and has no outputs
+file in our format, so ``RunRequest.inputs``/``outputs`` are not passed (``takes_tensor_files``
+is False: callers that compare outputs must skip such runners)."""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pytest_sme2.runners.base import RunnerError, RunnerInfo, RunRequest
+
+# ELF e_machine values (System V gABI) for the architectures a benchmark binary can have.
+ELF_MACHINES = {3: "x86", 8: "mips", 40: "arm", 62: "x86_64", 183: "aarch64", 243: "riscv"}
+_MACHINE_ALIASES = {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64", "armv8l": "aarch64",
+                    "i386": "x86", "i686": "x86"}
+
+
+def normalize_machine(name: str) -> str:
+    """``platform.machine()``, ``uname -m`` and ABI spellings mapped to the ELF names above."""
+    n = name.strip().lower()
+    if n.startswith("armv7") or n == "armeabi-v7a":
+        return "arm"
+    if n == "arm64-v8a":
+        return "aarch64"
+    return _MACHINE_ALIASES.get(n, n)
+
+
+def elf_machine(path: Path) -> str | None:
+    """Architecture of an ELF file from its header (e.g. ``"aarch64"``, ``"x86_64"``), or None
+    when the file is not ELF (a script). Unknown machine codes read ``"elf-machine-<n>"``."""
+    with open(path, "rb") as fh:
+        head = fh.read(20)
+    if len(head) < 20 or head[:4] != b"\x7fELF":
+        return None
+    # e_ident[EI_DATA] says the byte order of every later field; e_machine is at offset 18.
+    order = {1: "<", 2: ">"}.get(head[5])
+    if order is None:
+        return None
+    (code,) = struct.unpack_from(order + "H", head, 18)
+    return ELF_MACHINES.get(code, f"elf-machine-{code}")
+
+
+def host_machine() -> str:
+    return normalize_machine(platform.machine())
+
+
+# Upstream executor_runner declares --etdump_path only when built with the event tracer; gflags
+# then rejects it with exactly this wording and exit status 1.
+_UNKNOWN_FLAG = re.compile(r"unknown command line flag '([A-Za-z0-9_]+)'")
+_MISSING_OP = re.compile(r"Missing operator: \[\d+\] (\S+)")
+
+
+def detect_no_event_tracer(stderr: str) -> bool:
+    return any(m.group(1) == "etdump_path" for m in _UNKNOWN_FLAG.finditer(stderr))
+
+
+def explain_failure(stderr: str) -> str | None:
+    """A known cause of an executor_runner failure, phrased to follow "runner 'X' ...", or None.
+    Devices put it before the stderr tail, e.g. "runner 'sme2-on' was built without the event
+    tracer (EXECUTORCH_ENABLE_EVENT_TRACER=ON needed): <stderr tail>"."""
+    if detect_no_event_tracer(stderr):
+        return "was built without the event tracer (EXECUTORCH_ENABLE_EVENT_TRACER=ON needed)"
+    if m := _UNKNOWN_FLAG.search(stderr):
+        return (f"does not accept the flag --{m.group(1)} (not an upstream-compatible "
+                "executor_runner, or an older one)")
+    if "Backend XnnpackBackend is not registered" in stderr:
+        return ("was built without the XNNPACK delegate (EXECUTORCH_BUILD_XNNPACK=ON, linked "
+                "whole-archive, needed)")
+    if m := _MISSING_OP.search(stderr):
+        return (f"has no kernel for operator {m.group(1)} (link the optimized and quantized "
+                "kernel libraries)")
+    if "Failed to open ETDump file" in stderr:
+        return "could not create its ETDump file (does the folder exist on the device?)"
+    return None
+
+
+@dataclass(frozen=True)
+class BinaryRunner:
+    """An executor_runner binary given by path. ``lib_dir`` holds shared libraries it needs on a
+    remote device (pushed beside it); ``labels`` describe the build, e.g. {"sme2": "on"}."""
+
+    name: str
+    path: Path
+    lib_dir: Path | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    info: RunnerInfo = field(init=False)
+    machine: str | None = field(init=False)   # ELF architecture, None for a script
+    takes_tensor_files = False                 # inputs are ones; no outputs file
+
+    def __post_init__(self) -> None:
+        path = Path(self.path).expanduser()
+        if not path.exists():
+            raise RunnerError(f"runner {self.name!r}: {path} does not exist")
+        if not path.is_file():
+            raise RunnerError(f"runner {self.name!r}: {path} is not a file")
+        if not os.access(path, os.X_OK):
+            raise RunnerError(f"runner {self.name!r}: {path} is not executable (chmod +x it)")
+        if self.lib_dir is not None and not Path(self.lib_dir).is_dir():
+            raise RunnerError(f"runner {self.name!r}: library folder {self.lib_dir} does not "
+                              "exist")
+        machine = elf_machine(path)
+        labels = {"path": str(path), "arch": machine or "script", **self.labels}
+        object.__setattr__(self, "path", path)
+        object.__setattr__(self, "machine", machine)
+        object.__setattr__(self, "info", RunnerInfo(self.name, "binary", labels))
+
+    def check_host(self) -> None:
+        """Raise unless this binary can run on this machine: a foreign-architecture binary
+        would only fail with "Exec format error". Scripts (non-ELF) are allowed."""
+        host = host_machine()
+        if self.machine is not None and self.machine != host:
+            raise RunnerError(
+                f"runner {self.name!r}: {self.path} is an {self.machine} binary and this host is "
+                f"{host}; run it on a {self.machine} device (e.g. --device android) or "
+                "build it for the host")
+
+    def check_device(self, abi: str) -> None:
+        """Raise unless this binary fits a device of architecture ``abi`` (e.g. arm64-v8a)."""
+        want = normalize_machine(abi)
+        if self.machine is None:
+            raise RunnerError(f"runner {self.name!r}: {self.path} is not an ELF executable; "
+                              f"only ELF binaries can be pushed to a device")
+        if self.machine != want:
+            raise RunnerError(f"runner {self.name!r}: {self.path} is an {self.machine} binary "
+                              f"and the device is {want}")
+
+    def command(self, request: RunRequest) -> list[str]:
+        return [str(self.path), "--model_path", str(request.pte),
+                "--etdump_path", str(request.etdump),
+                "--num_executions", str(request.executions),  # warm-up included, see module doc
+                "--cpu_threads", str(request.threads)]
+
+    def device_files(self) -> list[Path]:
+        libs = sorted(p for p in Path(self.lib_dir).iterdir()
+                      if p.is_file() and ".so" in p.name) if self.lib_dir else []
+        return [self.path, *libs]

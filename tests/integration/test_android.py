@@ -1,0 +1,503 @@
+"""AndroidDevice against the REAL adb server (the one adbutils ships, on a private port) and a
+fake phone (tests/fakes/adb_device.py) that runs commands on the host in a sandbox."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pytest_sme2.analysis.latency import e2e_per_run
+from pytest_sme2.devices import DeviceError
+from pytest_sme2.devices import android
+from pytest_sme2.devices.android import AndroidDevice, open_android
+from pytest_sme2.devices.host import HostDevice
+from pytest_sme2.etdump import read_etdump
+from pytest_sme2.runners import RunnerError, RunnerInfo, RunRequest
+from pytest_sme2.runners.python import PythonRunner
+from pytest_sme2.tensorfile import read_tensors, write_tensors
+from tests.fakes.adb_device import FakeAndroidConfig
+from tests.fakes.android import (FakePhone, adb_server, connect_phone,  # noqa: F401
+                                 fake_android, free_port, release_phone)
+from tests.fakes.etdumps import execute_run, make_etdump
+
+pytestmark = pytest.mark.slow
+
+SID = "t1"
+SESSION = f"/data/local/tmp/pytest-sme2-{SID}"
+
+# A stand-in for executor_runner: parses its flags, checks the model it was given exists, then
+# runs BODY. The crafted ETDump travels as a "library" so LD_LIBRARY_PATH is exercised too.
+SCRIPT = """#!/bin/sh
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --model_path) model=$2; shift ;;
+    --etdump_path) etdump=$2; shift ;;
+    --inputs) inputs=$2; shift ;;
+    --outputs) outputs=$2; shift ;;
+    --cpu_threads) threads=$2; shift ;;
+  esac
+  shift
+done
+[ -f "$model" ] || { echo "no model at $model" >&2; exit 2; }
+echo "threads=$threads model=$model inputs=$inputs lib=$LD_LIBRARY_PATH pwd=$(pwd)"
+"""
+WRITE_ETDUMP = 'cp "$LD_LIBRARY_PATH/crafted.etdump" "$etdump"\n'
+
+
+@dataclass
+class ScriptRunner:
+    script: Path
+    extra: list[Path] = field(default_factory=list)
+    info: RunnerInfo = field(default_factory=lambda: RunnerInfo("fake", "test"))
+
+    def command(self, request: RunRequest) -> list[str]:
+        argv = [str(self.script), "--model_path", str(request.pte), "--etdump_path",
+                str(request.etdump), "--cpu_threads", str(request.threads)]
+        if request.inputs:
+            argv += ["--inputs", str(request.inputs)]
+        if request.outputs:
+            argv += ["--outputs", str(request.outputs)]
+        return argv
+
+    def device_files(self) -> list[Path]:
+        return [self.script, *self.extra]
+
+
+@pytest.fixture(autouse=True)
+def _private_lock_dir(tmp_path_factory, monkeypatch):
+    """Per-device lock files go to the test's temp folder, not the system's."""
+    monkeypatch.setattr(android, "LOCK_DIR", tmp_path_factory.getbasetemp())
+
+
+@pytest.fixture(scope="module")
+def etdump_blob(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("blob") / "crafted.etdump"
+    path.write_bytes(make_etdump([execute_run(1000 * i, [("Fully Connected (NC, F32) GEMM",
+                                                          2000 + i)]) for i in range(4)]))
+    return path
+
+
+def _runner(tmp_path: Path, blob: Path, body: str = WRITE_ETDUMP,
+            name: str = "runner.sh") -> ScriptRunner:
+    script = tmp_path / "host-runner" / name
+    script.parent.mkdir(exist_ok=True)
+    script.write_text(SCRIPT + body)
+    script.chmod(0o755)
+    return ScriptRunner(script, [blob])
+
+
+def _request(tmp_path: Path, pte_name: str = "m.pte", timeout: float = 20,
+             threads: int = 1, **kw) -> RunRequest:
+    models = tmp_path / "models"
+    models.mkdir(exist_ok=True)
+    pte = models / pte_name
+    pte.write_bytes(b"PTE" + pte_name.encode())
+    return RunRequest(pte=pte, etdump=tmp_path / "out" / "fake.etdump", threads=threads,
+                      runs=3, warmup=1, timeout_s=timeout, **kw)
+
+
+def _open(phone: FakePhone, **kw) -> AndroidDevice:
+    return open_android(f"android:{phone.serial}", session_id=SID, **kw)
+
+
+def _session(phone: FakePhone) -> Path:
+    return phone.root / SESSION.lstrip("/")
+
+
+def _files(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+def _msg(excinfo: pytest.ExceptionInfo) -> str:
+    msg = str(excinfo.value)
+    assert "\n" not in msg
+    return msg
+
+
+# -- facts -------------------------------------------------------------------------------------
+
+def test_facts_of_an_sme2_phone(fake_android):
+    facts = _open(fake_android).facts()
+    assert (facts.kind, facts.serial, facts.model, facts.cpu, facts.abi) == (
+        "android", fake_android.serial, "Fake SME2 Phone", "Mediatek MT6993", "arm64-v8a")
+    assert (facts.os, facts.kernel, facts.cores) == (
+        "Android 16 (SDK 36)", "6.6.50-android15-8-g0123456789ab", 8)
+    assert (facts.sme, facts.sme2, facts.executorch) == (True, True, "1.5.1")
+    x = facts.extra
+    assert x["sme_source"] == "auxv" and x["hwcap2"] == hex((1 << 37) | (1 << 23) | 2)
+    assert x["clusters"] == [{"cpus": [0, 1, 2, 3], "max_khz": 2000000},
+                             {"cpus": [4, 5, 6], "max_khz": 3250000},
+                             {"cpus": [7], "max_khz": 4210000}]
+    assert x["big_cores"] == [7] and x["governor"] == "schedutil"
+    assert x["cpus_allowed"] == list(range(8))
+    assert x["thermal_c"] == {"cpu-0-0": 41.2, "cpu-1-0": 43.5, "battery": 30.1}
+    assert (x["sdk"], x["board_platform"], x["manufacturer"]) == (36, "mt6993", "pytest-sme2")
+    assert x["fingerprint"].startswith("pytest/fakephone/fake:16/")
+    assert facts.fingerprint == "android|Mediatek MT6993|arm64-v8a|sme2=True"
+
+
+def test_facts_of_a_phone_without_sme2(adb_server, tmp_path):
+    phone = connect_phone(adb_server, tmp_path / "p", FakeAndroidConfig(sme2=False))
+    try:
+        facts = _open(phone).facts()
+    finally:
+        release_phone(phone)
+    assert (facts.model, facts.cpu, facts.sme, facts.sme2) == ("Fake Phone", "QTI SM8650",
+                                                                False, False)
+    assert facts.extra["sme_source"] == "auxv" and facts.extra["hwcap2"] == "0x2"
+
+
+def test_sme2_falls_back_to_cpuinfo_features_without_auxv(fake_android):
+    (fake_android.root / "proc/self/auxv").unlink()
+    facts = _open(fake_android).facts()
+    assert (facts.sme, facts.sme2, facts.extra["sme_source"]) == (True, True, "cpuinfo")
+    assert "hwcap2" not in facts.extra
+
+
+def test_thermal_reads_current_temperatures(fake_android):
+    dev = _open(fake_android)
+    assert dev.thermal() == {"cpu-0-0": 41.2, "cpu-1-0": 43.5, "battery": 30.1}
+    (fake_android.root / "sys/class/thermal/thermal_zone1/temp").write_text("51234\n")
+    assert dev.thermal()["cpu-1-0"] == 51.234
+
+
+# -- choosing the device -----------------------------------------------------------------------
+
+def test_no_device_attached(adb_server):
+    with pytest.raises(DeviceError) as ei:
+        open_android("android")
+    assert _msg(ei) == ("no Android device is attached (adb lists none); connect one or use "
+                        "--device host")
+
+
+def test_the_only_device_is_chosen_without_a_serial(fake_android):
+    assert open_android("android").serial == fake_android.serial
+
+
+def test_two_devices_and_no_serial_lists_them(adb_server, fake_android, tmp_path):
+    other = connect_phone(adb_server, tmp_path / "other")
+    try:
+        with pytest.raises(DeviceError) as ei:
+            open_android("android")
+    finally:
+        release_phone(other)
+    serials = sorted([fake_android.serial, other.serial])
+    listed = _msg(ei).split("(")[1].split(")")[0].split(", ")
+    assert sorted(listed) == serials
+    assert _msg(ei) == (f"more than one Android device is attached ({', '.join(listed)}); "
+                        "pick one with --device android:SERIAL")
+
+
+def test_unknown_serial_lists_attached(fake_android):
+    with pytest.raises(DeviceError) as ei:
+        open_android("android:NOPE123")
+    assert _msg(ei) == f"Android device 'NOPE123' is not attached; attached: {fake_android.serial}"
+
+
+def test_unauthorized_device_says_accept_the_prompt(adb_server, tmp_path):
+    phone = connect_phone(adb_server, tmp_path / "p", FakeAndroidConfig(unauthorized=True),
+                          state="unauthorized")
+    try:
+        with pytest.raises(DeviceError) as ei:
+            _open(phone)
+    finally:
+        release_phone(phone)
+    assert _msg(ei) == (f"Android device {phone.serial} is unauthorized: unlock it and accept "
+                        "the 'Allow USB debugging?' RSA key prompt, then run again")
+
+
+def test_offline_device_says_reconnect(adb_server, tmp_path):
+    phone = connect_phone(adb_server, tmp_path / "p", FakeAndroidConfig(silent=True),
+                          state="offline")
+    try:
+        with pytest.raises(DeviceError) as ei:
+            _open(phone)
+    finally:
+        release_phone(phone)
+    assert _msg(ei) == (f"Android device {phone.serial} is offline: reconnect it (replug the "
+                        "cable or run `adb reconnect offline`) and run again")
+
+
+def test_device_on_an_explicit_adb_server(fake_android, adb_server, monkeypatch):
+    monkeypatch.setenv("ANDROID_ADB_SERVER_PORT", str(free_port()))   # must not be used
+    dev = open_android(f"android:{fake_android.serial}@127.0.0.1:{adb_server.port}")
+    assert dev.facts().model == "Fake SME2 Phone"
+
+
+def test_unreachable_adb_server(adb_server):
+    port = free_port()
+    with pytest.raises(DeviceError) as ei:
+        open_android(f"android:X@127.0.0.1:{port}")
+    assert _msg(ei) == (f"cannot reach the adb server at 127.0.0.1:{port} (Connection refused); "
+                        f"start it there with `adb -a -P {port} nodaemon server` or fix --device")
+
+
+# -- running -----------------------------------------------------------------------------------
+
+def test_full_run_pushes_runs_pinned_and_pulls_a_valid_etdump(fake_android, tmp_path,
+                                                               etdump_blob):
+    inputs = tmp_path / "inputs.bin"
+    write_tensors(inputs, [np.arange(6, dtype=np.float32).reshape(2, 3)])
+    req = _request(tmp_path, threads=2, inputs=inputs)
+    req.etdump.parent.mkdir(parents=True)
+    req.etdump.write_bytes(b"stale")
+    out = _open(fake_android).run(_runner(tmp_path, etdump_blob), req)
+    assert out.etdump == req.etdump and req.etdump.read_bytes() == etdump_blob.read_bytes()
+    events = read_etdump(req.etdump)
+    assert events.equals(read_etdump(etdump_blob)) and len(events) > 0
+    # device paths, not sandbox paths, reached the runner; the libraries' folder is its cwd
+    lib = next(p for p in fake_android.device.sends if p.endswith("/runner.sh")).rsplit("/", 1)[0]
+    model = next(p for p in fake_android.device.sends if p.endswith("/m.pte"))
+    ins = next(p for p in fake_android.device.sends if p.endswith("/inputs.bin"))
+    assert out.stdout == f"threads=2 model={model} inputs={ins} lib={lib} pwd={lib}\n"
+    assert out.stderr == "" and out.wall_s > 0
+    assert fake_android.device.sends == [f"{lib}/runner.sh", f"{lib}/crafted.etdump", model, ins,
+                                         f"{ins}.json"]
+    assert all(p.startswith(SESSION + "/") for p in fake_android.device.sends)
+    assert fake_android.device.taskset_log == ["f0"]   # 2 threads: the big core + 3 mid cores
+    run_cmd = fake_android.device.commands[-1]
+    assert f"LD_LIBRARY_PATH={lib} timeout -k 2 20 taskset f0 {lib}/runner.sh" in run_cmd
+    assert fake_android.device.recvs == [f"{SESSION}/out/fake.etdump"]
+    assert os.access(_session(fake_android) / lib.rsplit("/", 1)[1] / "runner.sh", os.X_OK)
+
+
+def test_second_run_pushes_nothing_when_hashes_match(fake_android, tmp_path, etdump_blob):
+    dev, runner = _open(fake_android), _runner(tmp_path, etdump_blob)
+    req = _request(tmp_path)
+    dev.run(runner, req)
+    assert len(fake_android.device.sends) == 3
+    dev.run(runner, req)
+    assert len(fake_android.device.sends) == 3            # nothing transferred again
+    req.pte.write_bytes(b"a new model")
+    dev.run(runner, req)
+    assert len(fake_android.device.sends) == 4            # only the changed model
+    assert fake_android.device.sends[-1].endswith("/m.pte")
+    # a file damaged on the device no longer matches its hash: pushed again
+    remote_script = fake_android.device.sends[0]
+    (fake_android.root / remote_script.lstrip("/")).write_text("#!/bin/sh\nexit 9\n")
+    dev.run(runner, req)
+    assert fake_android.device.sends[-1] == remote_script and len(fake_android.device.sends) == 5
+
+
+def test_outputs_are_pulled_with_their_sidecar(fake_android, tmp_path, etdump_blob):
+    body = WRITE_ETDUMP + 'cp "$inputs" "$outputs" && cp "$inputs.json" "$outputs.json"\n'
+    inputs = tmp_path / "inputs.bin"
+    write_tensors(inputs, [np.full((2, 2), 7, dtype=np.float32)])
+    req = _request(tmp_path, inputs=inputs, outputs=tmp_path / "out" / "outputs.bin")
+    _open(fake_android).run(_runner(tmp_path, etdump_blob, body), req)
+    [arr] = read_tensors(req.outputs)
+    assert arr.shape == (2, 2) and float(arr.sum()) == 28.0
+
+
+def test_runner_exit_status_and_stderr_tail(fake_android, tmp_path, etdump_blob):
+    body = 'echo "loading" >&2; echo "Error: model is corrupt" >&2; exit 3\n'
+    with pytest.raises(RunnerError) as ei:
+        _open(fake_android).run(_runner(tmp_path, etdump_blob, body), _request(tmp_path))
+    expected = (f"runner 'fake' on m.pte exited with status 3 on device {fake_android.serial}; "
+                "stderr: loading | Error: model is corrupt")
+    assert _msg(ei) == expected or _msg(ei).startswith(expected + "; ")   # + explainer hint
+
+
+def test_known_runner_failure_is_explained(fake_android, tmp_path, etdump_blob):
+    pytest.importorskip("pytest_sme2.runners.binary")
+    body = "echo \"ERROR: unknown command line flag 'etdump_path'\" >&2; exit 1\n"
+    with pytest.raises(RunnerError) as ei:
+        _open(fake_android).run(_runner(tmp_path, etdump_blob, body), _request(tmp_path))
+    assert _msg(ei) == ("runner 'fake' on m.pte was built without the event tracer "
+                        "(EXECUTORCH_ENABLE_EVENT_TRACER=ON needed) (exited with status 1 on "
+                        f"device {fake_android.serial}); stderr: ERROR: unknown command line "
+                        "flag 'etdump_path'")
+
+
+def test_foreign_architecture_binary_is_refused_before_pushing(fake_android, tmp_path):
+    binary = pytest.importorskip("pytest_sme2.runners.binary")
+    host_tool = Path("/bin/true").resolve()
+    if binary.elf_machine(host_tool) in (None, "aarch64"):
+        pytest.skip("needs a non-arm64 host binary")
+    runner = binary.BinaryRunner("mine", host_tool)
+    with pytest.raises(RunnerError) as ei:
+        _open(fake_android).run(runner, _request(tmp_path))
+    assert _msg(ei) == (f"runner 'mine': {host_tool} is an {binary.elf_machine(host_tool)} "
+                        "binary and the device is aarch64")
+    assert fake_android.device.sends == []
+
+
+def test_runner_killed_by_a_signal(fake_android, tmp_path, etdump_blob):
+    with pytest.raises(RunnerError) as ei:
+        _open(fake_android).run(_runner(tmp_path, etdump_blob, "kill -SEGV $$\n"),
+                                _request(tmp_path))
+    # the device's shell reports the crash on stderr, in its own words
+    assert _msg(ei).startswith(f"runner 'fake' on m.pte was killed by SIGSEGV on device "
+                               f"{fake_android.serial}; stderr: ")
+    assert "Segmentation fault" in _msg(ei)
+
+
+def test_hung_runner_is_killed_on_the_device_at_the_limit(fake_android, tmp_path, etdump_blob):
+    t0 = time.monotonic()
+    with pytest.raises(RunnerError) as ei:
+        _open(fake_android).run(_runner(tmp_path, etdump_blob, "sleep 60\n"),
+                                _request(tmp_path, timeout=1))
+    assert time.monotonic() - t0 < 8
+    assert _msg(ei) == (f"runner 'fake' on m.pte: no result within 1 s on device "
+                        f"{fake_android.serial}; killed (raise the time limit or lower --runs)")
+    assert "timeout -k 2 1 " in fake_android.device.commands[-1]
+
+
+def test_missing_etdump_is_an_error_and_a_stale_one_is_never_pulled(fake_android, tmp_path,
+                                                                     etdump_blob):
+    dev, req = _open(fake_android), _request(tmp_path)
+    dev.run(_runner(tmp_path, etdump_blob), req)             # leaves out/fake.etdump behind
+    with pytest.raises(RunnerError) as ei:
+        dev.run(_runner(tmp_path, etdump_blob, "true\n", name="quiet.sh"), req)
+    assert _msg(ei) == (f"runner 'fake' on m.pte succeeded but wrote no ETDump at "
+                        f"{SESSION}/out/fake.etdump on device {fake_android.serial} (was it "
+                        "built with the event tracer?)")
+    assert not req.etdump.exists()
+    assert fake_android.device.recvs == [f"{SESSION}/out/fake.etdump"]   # the first run's only
+
+
+def test_connection_dropped_mid_run(adb_server, tmp_path, etdump_blob):
+    phone = connect_phone(adb_server, tmp_path / "p", FakeAndroidConfig(drop_on=r"timeout -k"))
+    try:
+        dev = _open(phone)
+        with pytest.raises(DeviceError) as ei:
+            dev.run(_runner(tmp_path, etdump_blob), _request(tmp_path))
+    finally:
+        release_phone(phone)
+    assert _msg(ei) == (f"device {phone.serial} disconnected during the run; reconnect it and "
+                        "run again")
+
+
+def test_push_refused_by_the_device(adb_server, tmp_path, etdump_blob):
+    phone = connect_phone(adb_server, tmp_path / "p", FakeAndroidConfig(fail_push=r"\.pte$"))
+    try:
+        with pytest.raises(DeviceError) as ei:
+            _open(phone).run(_runner(tmp_path, etdump_blob), _request(tmp_path))
+    finally:
+        release_phone(phone)
+    remote = phone.device.sends[-1]
+    assert remote.startswith(f"{SESSION}/model-") and remote.endswith("/m.pte")
+    assert _msg(ei) == (f"cannot push m.pte to {remote} on device {phone.serial}: couldn't "
+                        "create file: No space left on device; free space on /data/local/tmp "
+                        "or check the device")
+
+
+def test_invalid_taskset_mask_is_named(fake_android, tmp_path, etdump_blob):
+    dev = _open(fake_android, taskset="f00")
+    with pytest.raises(DeviceError) as ei:
+        dev.run(_runner(tmp_path, etdump_blob), _request(tmp_path))
+    assert _msg(ei) == (f"taskset mask 'f00' selects CPU 8-11 but device {fake_android.serial} "
+                        "has 8 CPUs (0-7); fix --sme2-taskset")
+    assert fake_android.device.sends == []
+
+
+def test_user_mask_and_no_pinning(fake_android, tmp_path, etdump_blob):
+    runner, req = _runner(tmp_path, etdump_blob), _request(tmp_path)
+    _open(fake_android, taskset="0x30").run(runner, req)
+    _open(fake_android, taskset=None).run(runner, req)
+    assert fake_android.device.taskset_log == ["30"]
+    assert "taskset" not in fake_android.device.commands[-1]
+
+
+def test_host_only_runner_is_refused(fake_android, tmp_path):
+    with pytest.raises(RunnerError) as ei:
+        _open(fake_android).run(PythonRunner(), _request(tmp_path))
+    assert _msg(ei) == ("runner 'python' runs only on the host (it is the ExecuTorch Python "
+                        "runtime); use the 'native' runner or an executor_runner binary on a "
+                        "remote device")
+
+
+def test_shell_metacharacters_in_file_names_stay_quoted(fake_android, tmp_path, etdump_blob):
+    name = "a b;$(touch x).pte"
+    inputs = tmp_path / "in 'q' `id`.bin"
+    write_tensors(inputs, [np.zeros(2, dtype=np.float32)])
+    before = _files(fake_android.root)
+    req = _request(tmp_path, pte_name=name, inputs=inputs)
+    out = _open(fake_android).run(_runner(tmp_path, etdump_blob, name="run me;.sh"), req)
+    model = next(p for p in fake_android.device.sends if p.endswith(name))
+    assert f"model={model} " in out.stdout              # the script found the model by that name
+    after = _files(fake_android.root)
+    new = {p for p in after - before if p != "taskset.log"}
+    session = SESSION.lstrip("/")
+    assert new and all(p == session or p.startswith(session + "/") for p in new)
+    assert not any(Path(p).name == "x" for p in after)
+    assert not (Path.cwd() / "x").exists()
+
+
+def test_one_run_at_a_time_per_device(fake_android, tmp_path, etdump_blob):
+    # Script bodies run unrewritten on the host: write beside the libraries, not to /data.
+    body = ('echo "start $(date +%s.%N)" >> "$LD_LIBRARY_PATH/../runs.log"; sleep 0.4; '
+            'echo "end $(date +%s.%N)" >> "$LD_LIBRARY_PATH/../runs.log"\n' + WRITE_ETDUMP)
+    runner = _runner(tmp_path, etdump_blob, body)
+    errors: list[BaseException] = []
+
+    def one(i: int) -> None:
+        try:
+            req = _request(tmp_path / f"w{i}")
+            _open(fake_android).run(runner, req)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    (tmp_path / "w0").mkdir(), (tmp_path / "w1").mkdir()
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    log = (_session(fake_android) / "runs.log").read_text().split("\n")
+    kinds = [ln.split()[0] for ln in log if ln]
+    assert kinds == ["start", "end", "start", "end"]     # never interleaved
+
+
+def test_cleanup_removes_only_the_session_folder(fake_android, tmp_path, etdump_blob):
+    keep = fake_android.root / "data/local/tmp/users-own-file"
+    keep.write_text("mine")
+    dev = _open(fake_android)
+    dev.run(_runner(tmp_path, etdump_blob), _request(tmp_path))
+    assert _session(fake_android).is_dir()
+    assert dev.cleanup() is True
+    assert not _session(fake_android).exists() and keep.read_text() == "mine"
+
+
+# -- the real native runner and a real model through the fake phone ------------------------------
+
+@pytest.fixture(scope="module")
+def native_binary(tmp_path_factory) -> Path:
+    native = pytest.importorskip("pytest_sme2.runners.native")
+    try:
+        return native.build_native_runner(tmp_path_factory.mktemp("native-cache"))
+    except RunnerError as e:            # no cmake / compiler on this machine
+        pytest.skip(str(e))
+
+
+def test_native_runner_and_real_model_through_the_phone(fake_android, tmp_path, toy_export,
+                                                        native_binary):
+    from pytest_sme2.runners.native import NativeRunner
+
+    runner = NativeRunner.from_build(native_binary)
+    req = RunRequest(pte=toy_export.pte, etdump=tmp_path / "phone" / "native.etdump",
+                     inputs=toy_export.inputs, outputs=tmp_path / "phone" / "out.bin",
+                     runs=5, warmup=2, threads=2, timeout_s=60)
+    out = _open(fake_android).run(runner, req)
+    per_run = e2e_per_run(read_etdump(req.etdump), source=str(req.etdump))
+    assert len(per_run) == req.executions and (per_run > 0).all()
+    # every library went beside the binary, which found them there ($ORIGIN / LD_LIBRARY_PATH)
+    sent = {Path(p).name for p in fake_android.device.sends}
+    assert sent >= {"sme2_runner", "libexecutorch.so", "libexecutorch_backend_xnnpack.so",
+                    "model.pte", "inputs.bin", "inputs.bin.json"}
+    assert out.wall_s > 0
+    # the same binary on the host gives the same outputs
+    host_req = RunRequest(pte=toy_export.pte, etdump=tmp_path / "host" / "native.etdump",
+                          inputs=toy_export.inputs, outputs=tmp_path / "host" / "out.bin",
+                          runs=1, warmup=0, threads=1, timeout_s=60)
+    host_req.outputs.parent.mkdir()
+    HostDevice().run(runner, host_req)
+    [phone_out], [host_out] = read_tensors(req.outputs), read_tensors(host_req.outputs)
+    assert phone_out.shape == host_out.shape and np.allclose(phone_out, host_out)
