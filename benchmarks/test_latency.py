@@ -1,14 +1,10 @@
-"""What `pytest benchmarks` runs on any machine: end-to-end latency of the built-in models on the
-selected device, measured from the ETDump's Method::execute events."""
-
-import pytest
-
-CASES = [("toy_cnn", "fp32", 1)]
+"""End-to-end latency of every case of the matrix (--sme2-models x --sme2-dtypes x
+--sme2-threads) on the selected device, read from the ETDump's Method::execute events."""
 
 
-@pytest.mark.parametrize("model,dtype,threads", CASES,
-                         ids=[f"{m}-{d}-t{t}" for m, d, t in CASES])
-def test_e2e_latency(sme2_bench, model, dtype, threads):
-    result = sme2_bench(model, dtype=dtype, threads=threads)
+def test_latency(sme2_bench, sme2_case):
+    result = sme2_bench(sme2_case.model, dtype=sme2_case.dtype, threads=sme2_case.threads)
     assert result.e2e.n == result.runs
     assert 0 < result.e2e.min_ms <= result.e2e.median_ms <= result.e2e.max_ms
+    # Categories are a partition of E2E, never more (nested events are not double counted).
+    assert abs(sum(result.categories_ms.values()) - result.e2e.mean_ms) <= 1e-6

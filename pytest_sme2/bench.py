@@ -4,11 +4,13 @@ export (cached) -> device runs runner -> read ETDump -> latency statistics -> Be
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
 from pytest_sme2.analysis.summary import Analysis, analyze
+from pytest_sme2.compare import (DEFAULT_MARGIN, MIN_BLOCKS, Comparison, check_outputs,
+                                 make_comparison)
 from pytest_sme2.devices.base import Device
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.etdump import read_etdump
@@ -16,6 +18,7 @@ from pytest_sme2.etrecord import read_etrecord
 from pytest_sme2.export import export_model
 from pytest_sme2.results import BenchmarkResult
 from pytest_sme2.runners.base import Runner, RunRequest
+from pytest_sme2.tensorfile import read_tensors
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,8 @@ class BenchmarkRun:
     threads: int = 1
     label: str = ""                 # pytest node id, or anything naming the benchmark
     progress: Callable[[str], None] | None = field(default=None, repr=False)
+    block: int | None = None        # position in an interleaved comparison
+    save_outputs: bool = False      # keep the last run's outputs (runners that can)
 
 
 def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
@@ -59,9 +64,14 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
                             progress=run.progress)
     label = run.label or f"{run.model}-{run.dtype}-t{run.threads}-{runner.info.name}"
     out = artifact_dir(settings.report_dir, label)
-    request = RunRequest(pte=exported.pte, etdump=out / f"{runner.info.name}.etdump",
+    stem = runner.info.name if run.block is None else f"{runner.info.name}-block{run.block}"
+    tensor_files = getattr(runner, "takes_tensor_files", True)
+    request = RunRequest(pte=exported.pte, etdump=out / f"{stem}.etdump",
                          threads=run.threads, runs=settings.runs, warmup=settings.warmup,
-                         inputs=exported.inputs, timeout_s=settings.timeout_s)
+                         inputs=exported.inputs if tensor_files else None,
+                         outputs=out / f"{stem}.outputs.bin"
+                         if run.save_outputs and tensor_files else None,
+                         timeout_s=settings.timeout_s)
     thermal = getattr(device, "thermal", None)  # Android zones; the host has none to read
     before = thermal() if thermal else None
     device.run(runner, request)
@@ -80,10 +90,42 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
         warmup=settings.warmup, e2e_ms=[round(float(v), 6) for v in analysis.timed_e2e],
         e2e=analysis.e2e, etdump=str(request.etdump), pte=str(exported.pte),
         export_key=exported.key,
-        extra={**analysis_extra(analysis), "thermal_before": before, "thermal_after": after})
+        extra={**analysis_extra(analysis), "thermal_before": before, "thermal_after": after,
+               "block": run.block,
+               "outputs": str(request.outputs) if request.outputs else None})
 
 
 def analysis_extra(analysis: Analysis) -> dict:
     """The analysis parts results.json carries beside the latency."""
     doc = analysis.to_json()
     return {k: doc[k] for k in ("categories_ms", "overheads_ms", "operators", "kernel_evidence")}
+
+
+def run_comparison(run: BenchmarkRun, base: Runner, candidate: Runner, device: Device,
+                   settings: BenchSettings, blocks: int = MIN_BLOCKS,
+                   margin: float = DEFAULT_MARGIN,
+                   on_block: Callable[[BenchmarkResult], None] | None = None) -> Comparison:
+    """Run ``base`` and ``candidate`` in interleaved blocks on one device — pairs in ABBA order
+    (AB, BA, AB, ...) so neither side always runs first — and compare them.
+    ``on_block`` receives every block's result as soon as it is measured."""
+    if blocks < 2:
+        raise Sme2Error(f"a comparison needs at least 2 blocks per side, got {blocks}")
+    if base.info.name == candidate.info.name:
+        raise Sme2Error(f"compare needs two different runners, got {base.info.name!r} twice")
+    results: dict[str, list[BenchmarkResult]] = {base.info.name: [], candidate.info.name: []}
+    label = run.label or f"{run.model}-{run.dtype}-t{run.threads}"
+    for i in range(blocks):
+        order = (base, candidate) if i % 2 == 0 else (candidate, base)
+        for runner in order:
+            block_run = replace(run, label=f"{label}[{runner.info.name}#{i}]", block=i,
+                                save_outputs=(i == 0))
+            result = run_benchmark(block_run, runner, device, settings)
+            results[runner.info.name].append(result)
+            if on_block:
+                on_block(result)
+    a, b = results[base.info.name], results[candidate.info.name]
+    outputs = None
+    if a[0].extra.get("outputs") and b[0].extra.get("outputs"):
+        outputs = check_outputs(read_tensors(Path(a[0].extra["outputs"])),
+                                read_tensors(Path(b[0].extra["outputs"])), run.dtype)
+    return make_comparison(a, b, outputs, margin)

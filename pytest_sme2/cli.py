@@ -4,6 +4,7 @@
                         [--device-sme2 yes|no|unknown | --device-facts JSON]
                         [--json OUT] [--csv-dir DIR]
     pytest-sme2 export MODEL [--dtype DTYPE] [--out DIR] [--cache-dir DIR] [--force]
+    pytest-sme2 report RESULTS.json [--out DIR] [--no-charts]
 
 User errors print one line on stderr and exit with status 2; no traceback.
 """
@@ -77,6 +78,25 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report(args: argparse.Namespace) -> int:
+    from pytest_sme2.report.markdown import render_report
+
+    try:
+        doc = json.loads(Path(args.results).read_text())
+    except FileNotFoundError:
+        raise Sme2Error(f"{args.results}: no such results file") from None
+    except (OSError, ValueError) as e:
+        raise Sme2Error(f"{args.results}: not a readable results.json ({e})") from None
+    if not isinstance(doc, dict) or doc.get("schema") != "pytest-sme2/results/1":
+        raise Sme2Error(f"{args.results}: not a pytest-sme2 results document (schema "
+                        f"{doc.get('schema') if isinstance(doc, dict) else None!r}, expected "
+                        "'pytest-sme2/results/1')")
+    out = render_report(doc, Path(args.out or Path(args.results).parent),
+                        charts=not args.no_charts)
+    print(out)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pytest-sme2", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -101,6 +121,11 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--cache-dir", type=Path)
     e.add_argument("--force", action="store_true", help="export again even on a cache hit")
     e.set_defaults(func=_export)
+    r = sub.add_parser("report", help="render report.md (and charts) from a results.json")
+    r.add_argument("results", type=Path)
+    r.add_argument("--out", type=Path, help="folder for report.md (default: beside the JSON)")
+    r.add_argument("--no-charts", action="store_true")
+    r.set_defaults(func=_report)
     return parser
 
 

@@ -1,5 +1,5 @@
-"""pytest glue: options, fixtures, per-benchmark lines and the summary table. The work itself
-lives in the library (:mod:`pytest_sme2.bench` and friends)."""
+"""pytest glue: options, fixtures, the benchmark matrix, live lines and the summary table. The
+work itself lives in the library (:mod:`pytest_sme2.bench`, :mod:`pytest_sme2.compare`, ...)."""
 
 from __future__ import annotations
 
@@ -9,27 +9,48 @@ from typing import Callable
 
 import pytest
 
-from pytest_sme2.bench import BenchmarkRun, BenchSettings, run_benchmark
+from pytest_sme2.bench import BenchmarkRun, BenchSettings, run_benchmark, run_comparison
+from pytest_sme2.compare import DEFAULT_MARGIN, MIN_BLOCKS, Comparison
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.report.terminal import benchmark_line, summary_table
+from pytest_sme2.export import DTYPES, ExportedModel, export_model
+from pytest_sme2.matrix import (DEFAULT_DTYPES, DEFAULT_MODELS, DEFAULT_THREADS, Case,
+                                build_matrix, parse_threads, split_list)
+from pytest_sme2.report.terminal import benchmark_line, comparison_line, summary_table
 from pytest_sme2.results import BenchmarkResult
 from pytest_sme2.session import BenchSession
 
 SESSION_KEY = pytest.StashKey[BenchSession]()
+MATRIX_KEY = pytest.StashKey[list[Case]]()
 RESULT_PROPERTY = "sme2_result"
+COMPARISON_PROPERTY = "sme2_comparison"
 
-# option name -> (ini name, default, help)
+# Lower bounds asserted on the SME2 speed-up's confidence interval. The seed kit measured, on
+# one core, 3.9x (fp16) and 1.8x (int8) end to end on a conv-heavy model; a model whose time is
+# not in Convolution/GEMM gains less, so the defaults ask for a clear but modest effect.
+DEFAULT_MIN_SPEEDUP = "fp32=1.2,fp16=1.5,int8=1.2,int8_dynamic=1.2"
+
+# option dest -> (ini name, default, help)
 _OPTIONS = {
-    "device": ("sme2_device", "host", "where to run benchmarks: host (default)"),
+    "device": ("sme2_device", "host", "where to run: host, android, android:SERIAL or "
+               "android:SERIAL@HOST:PORT"),
     "runs": ("sme2_runs", "30", "timed runs per benchmark (default 30)"),
     "warmup": ("sme2_warmup", "3", "warm-up runs per benchmark, discarded (default 3)"),
     "report_dir": ("sme2_report_dir", "sme2-report",
-                   "folder for results.json and artifacts (default sme2-report/)"),
+                   "folder for results.json, report.md and artifacts (default sme2-report/)"),
     "sme2_cache_dir": ("sme2_cache_dir", "",
                        "export cache folder (default ~/.cache/pytest-sme2/exports)"),
     "sme2_timeout": ("sme2_timeout", "600", "seconds one runner invocation may take"),
     "sme2_taskset": ("sme2_taskset", "auto",
                      "CPU pinning on Android: auto (the biggest cores), none, or a hex mask"),
+    "sme2_models": ("sme2_models", ",".join(DEFAULT_MODELS), "models of the benchmark matrix"),
+    "sme2_dtypes": ("sme2_dtypes", ",".join(DEFAULT_DTYPES),
+                    f"dtypes of the benchmark matrix ({', '.join(DTYPES)})"),
+    "sme2_threads": ("sme2_threads", ",".join(map(str, DEFAULT_THREADS)),
+                     "thread counts of the benchmark matrix"),
+    "sme2_blocks": ("sme2_blocks", str(MIN_BLOCKS),
+                    f"interleaved blocks per side in a comparison (default {MIN_BLOCKS})"),
+    "sme2_min_speedup": ("sme2_min_speedup", DEFAULT_MIN_SPEEDUP,
+                         "SME2-on vs -off speed-up the CI's lower bound must reach, per dtype"),
 }
 
 
@@ -71,19 +92,31 @@ def _int(config: pytest.Config, dest: str) -> int:
     try:
         return int(value)
     except ValueError:
-        raise pytest.UsageError(f"--{dest.replace('_', '-')} must be a whole number, "
-                                f"got {value!r}") from None
+        raise Sme2Error(f"--{dest.replace('_', '-')} must be a whole number, got {value!r}") \
+            from None
 
 
 def settings_from_config(config: pytest.Config) -> BenchSettings:
-    try:
-        return BenchSettings(runs=_int(config, "runs"), warmup=_int(config, "warmup"),
-                             report_dir=_path(config, "report_dir") or Path("sme2-report"),
-                             cache_dir=_path(config, "sme2_cache_dir"),
-                             reexport=bool(config.getoption("sme2_reexport")),
-                             timeout_s=float(_int(config, "sme2_timeout")))
-    except Sme2Error as e:
-        raise pytest.UsageError(str(e)) from None
+    return BenchSettings(runs=_int(config, "runs"), warmup=_int(config, "warmup"),
+                         report_dir=_path(config, "report_dir") or Path("sme2-report"),
+                         cache_dir=_path(config, "sme2_cache_dir"),
+                         reexport=bool(config.getoption("sme2_reexport")),
+                         timeout_s=float(_int(config, "sme2_timeout")))
+
+
+def _min_speedups(config: pytest.Config) -> dict[str, float]:
+    text, _ = _setting(config, "sme2_min_speedup")
+    out = {}
+    for item in split_list(text):
+        dtype, sep, value = item.partition("=")
+        try:
+            if not sep or dtype.strip() not in DTYPES:
+                raise ValueError
+            out[dtype.strip()] = float(value)
+        except ValueError:
+            raise Sme2Error(f"--sme2-min-speedup: {item!r} is not DTYPE=NUMBER with DTYPE one "
+                            f"of {', '.join(DTYPES)}") from None
+    return out
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -91,13 +124,47 @@ def pytest_configure(config: pytest.Config) -> None:
     texts = list(config.getini("sme2_runners")) + list(config.getoption("runners") or [])
     taskset = _setting(config, "sme2_taskset")[0]
     try:
-        session = BenchSession(settings_from_config(config), device_spec=_setting(config, "device")[0],
-                               runner_texts=texts, taskset=None if taskset == "none" else taskset)
+        session = BenchSession(settings_from_config(config),
+                               device_spec=_setting(config, "device")[0], runner_texts=texts,
+                               taskset=None if taskset == "none" else taskset)
+        session.min_speedup = _min_speedups(config)
+        session.blocks = _int(config, "sme2_blocks")
+        if session.blocks < 2:
+            raise Sme2Error(f"--sme2-blocks must be 2 or more, got {session.blocks}")
     except Sme2Error as e:
         raise pytest.UsageError(str(e)) from None
     config.stash[SESSION_KEY] = session
     if not _is_xdist_worker(config):
         config.pluginmanager.register(_Collector(config), "sme2-collector")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # After conftest files had their say (they may register models), check the matrix: a typo
+    # in --sme2-models stops the session with one line instead of failing every benchmark.
+    _matrix(session.config)
+
+
+def _matrix(config: pytest.Config) -> list[Case]:
+    if MATRIX_KEY not in config.stash:
+        try:
+            config.stash[MATRIX_KEY] = build_matrix(
+                split_list(_setting(config, "sme2_models")[0]),
+                split_list(_setting(config, "sme2_dtypes")[0]),
+                parse_threads(_setting(config, "sme2_threads")[0]))
+        except Sme2Error as e:
+            raise pytest.UsageError(str(e)) from None
+    return config.stash[MATRIX_KEY]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Any test asking for ``sme2_case`` runs once per matrix case."""
+    if "sme2_case" in metafunc.fixturenames:
+        cases = _matrix(metafunc.config)
+        marker = metafunc.definition.get_closest_marker("sme2")
+        if marker and "threads" in marker.kwargs:  # e.g. @pytest.mark.sme2(threads=[1])
+            keep = set(marker.kwargs["threads"])
+            cases = [c for c in cases if c.threads in keep]
+        metafunc.parametrize("sme2_case", cases, ids=[c.id for c in cases])
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -126,6 +193,10 @@ def _write_live(config: pytest.Config, line: str) -> None:
         tr.write_line(line)
 
 
+def _fail(e: Sme2Error):
+    pytest.fail(str(e), pytrace=False)
+
+
 @pytest.fixture(scope="session")
 def sme2_session(pytestconfig: pytest.Config) -> BenchSession:
     return pytestconfig.stash[SESSION_KEY]
@@ -138,10 +209,87 @@ def sme2_settings(sme2_session: BenchSession) -> BenchSettings:
 
 @pytest.fixture(scope="session")
 def sme2_device(sme2_session: BenchSession):
+    """The target device (``--device``); a device that cannot be opened errors each test that
+    needs it with one line saying what to do."""
     try:
         return sme2_session.device()
     except Sme2Error as e:
-        pytest.fail(str(e), pytrace=False)
+        _fail(e)
+
+
+@pytest.fixture(scope="session")
+def sme2_runners(sme2_session: BenchSession) -> dict[str, dict]:
+    """The configured runners by name: kind and labels (made on first use, not here)."""
+    return {name: {"kind": s.kind, "labels": dict(s.labels),
+                   "path": str(s.path) if s.path else None}
+            for name, s in sme2_session.specs.items()}
+
+
+def _sme2_runner(session: BenchSession, state: str) -> str:
+    name = session.sme2_runner(state)
+    if name is None:
+        pytest.skip(f"no SME2-{state} runner configured: pass --runner "
+                    f"sme2_{state}=/path/to/executor_runner,sme2={state} "
+                    "(build recipe: docs/native-runner.md)")
+    return name
+
+
+@pytest.fixture(scope="session")
+def sme2_on(sme2_session: BenchSession) -> str:
+    """Name of the runner labelled sme2=on (or named sme2_on); skips when there is none."""
+    return _sme2_runner(sme2_session, "on")
+
+
+@pytest.fixture(scope="session")
+def sme2_off(sme2_session: BenchSession) -> str:
+    """Name of the runner labelled sme2=off (or named sme2_off); skips when there is none."""
+    return _sme2_runner(sme2_session, "off")
+
+
+@pytest.fixture(scope="session")
+def sme2_capable_device(sme2_device):
+    """The device, skipping when its hwcaps say it has no SME2 (unknown capability runs)."""
+    facts = sme2_device.facts()
+    if facts.sme2 is False:
+        pytest.skip(f"device {facts.serial} ({facts.cpu}, {facts.abi}) has no SME2 in its "
+                    "hwcaps: an SME2-on runner cannot use SME2 kernels there")
+    return sme2_device
+
+
+@pytest.fixture(scope="session")
+def sme2_min_speedup(sme2_session: BenchSession) -> Callable[[str], float]:
+    """``sme2_min_speedup(dtype)``: the configured lower bound for an SME2 speed-up."""
+    return lambda dtype: sme2_session.min_speedup.get(dtype, 1.0)
+
+
+def _case_params(request: pytest.FixtureRequest) -> tuple[str, str]:
+    params = getattr(request.node, "callspec", None)
+    params = params.params if params else {}
+    case = params.get("sme2_case")
+    if isinstance(case, Case):
+        return case.model, case.dtype
+    if "model" in params:
+        return params["model"], params.get("dtype", "fp32")
+    raise pytest.UsageError(f"{request.node.nodeid}: sme2_model needs the test parametrized with "
+                            "sme2_case, or with 'model' (and optionally 'dtype')")
+
+
+@pytest.fixture
+def sme2_model(request: pytest.FixtureRequest, sme2_session: BenchSession) -> ExportedModel:
+    """The exported model (.pte, .etrecord, inputs, metadata) of this test's parametrization."""
+    model, dtype = _case_params(request)
+    s = sme2_session.settings
+    try:
+        return export_model(model, dtype, s.cache_dir, s.reexport,
+                            progress=lambda m: _write_live(request.config, f"sme2: {m}"))
+    except Sme2Error as e:
+        _fail(e)
+
+
+def _recorder(request: pytest.FixtureRequest) -> Callable[[BenchmarkResult], None]:
+    # Results ride on the test report so pytest-xdist carries them to the controller; each is
+    # attached as soon as it is measured, so a later failure in the test loses nothing.
+    return lambda r: request.node.user_properties.append((RESULT_PROPERTY, r.to_json()))
 
 
 @pytest.fixture
@@ -154,6 +302,7 @@ def sme2_bench(request: pytest.FixtureRequest, sme2_session: BenchSession,
             assert result.e2e.median_ms < 5
     """
     config = request.config
+    record = _recorder(request)
 
     def progress(msg: str) -> None:
         _write_live(config, f"sme2: {msg}")
@@ -165,11 +314,43 @@ def sme2_bench(request: pytest.FixtureRequest, sme2_session: BenchSession,
                 BenchmarkRun(model, dtype, threads, label=request.node.nodeid, progress=progress),
                 sme2_session.runner(runner, progress), sme2_device, sme2_session.settings)
         except Sme2Error as e:
-            pytest.fail(str(e), pytrace=False)
-        request.node.user_properties.append((RESULT_PROPERTY, result.to_json()))
+            _fail(e)
+        record(result)
         return result
 
     return bench
+
+
+@pytest.fixture
+def sme2_compare(request: pytest.FixtureRequest, sme2_session: BenchSession,
+                 sme2_device) -> Callable[..., Comparison]:
+    """Compare two runners on the same device in interleaved blocks::
+
+        def test_sme2(sme2_compare, sme2_off, sme2_on):
+            cmp = sme2_compare(sme2_off, sme2_on, "mobilenet_v3_small", dtype="fp16")
+            assert cmp.speedup.low >= 1.5
+
+    ``speedup`` is base time / candidate time with a 95% CI over paired blocks."""
+    config = request.config
+    record = _recorder(request)
+
+    def progress(msg: str) -> None:
+        _write_live(config, f"sme2: {msg}")
+
+    def compare(base: str, candidate: str, model: str, dtype: str = "fp32", threads: int = 1,
+                blocks: int | None = None, margin: float = DEFAULT_MARGIN) -> Comparison:
+        try:
+            cmp = run_comparison(
+                BenchmarkRun(model, dtype, threads, label=request.node.nodeid, progress=progress),
+                sme2_session.runner(base, progress), sme2_session.runner(candidate, progress),
+                sme2_device, sme2_session.settings, blocks=blocks or sme2_session.blocks,
+                margin=margin, on_block=record)
+        except Sme2Error as e:
+            _fail(e)
+        request.node.user_properties.append((COMPARISON_PROPERTY, cmp.to_json()))
+        return cmp
+
+    return compare
 
 
 class _Collector:
@@ -187,12 +368,17 @@ class _Collector:
             if name == RESULT_PROPERTY:
                 result = BenchmarkResult.from_json(value)
                 self.session.add(result)
-                _write_live(self.config, benchmark_line(result))
+                if result.extra.get("block") is None:
+                    _write_live(self.config, benchmark_line(result))
+            elif name == COMPARISON_PROPERTY:
+                self.session.add_comparison(value)
+                _write_live(self.config, comparison_line(value))
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not self.session.results:
             return
         terminalreporter.section("pytest-sme2 summary")
-        for line in summary_table(self.session.results):
+        for line in summary_table(self.session.results, self.session.comparisons):
             terminalreporter.write_line(line)
-        terminalreporter.write_line(f"results: {self.session.results_path}")
+        for path in self.session.finish():
+            terminalreporter.write_line(f"wrote {path}")

@@ -90,9 +90,16 @@ def atomic_write_text(path: Path, text: str) -> None:
         raise
 
 
-def results_document(results: Iterable[BenchmarkResult]) -> dict[str, Any]:
-    return {"schema": RESULTS_SCHEMA, "benchmarks": [r.to_json() for r in results]}
+def results_document(results: Iterable[BenchmarkResult], comparisons: Iterable[Any] = (),
+                     session: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The results.json document: ``session`` (configuration, versions), ``benchmarks`` (one
+    per measured block) and ``comparisons`` (``Comparison.to_json()``)."""
+    return {"schema": RESULTS_SCHEMA, "session": session or {},
+            "benchmarks": [r.to_json() for r in results],
+            "comparisons": [c if isinstance(c, dict) else c.to_json() for c in comparisons]}
 
 
-def write_results(path: Path, results: Iterable[BenchmarkResult]) -> None:
-    atomic_write_text(path, json.dumps(results_document(results), indent=2) + "\n")
+def write_results(path: Path, results: Iterable[BenchmarkResult], comparisons: Iterable[Any] = (),
+                  session: dict[str, Any] | None = None) -> None:
+    doc = results_document(results, comparisons, session)
+    atomic_write_text(path, json.dumps(doc, indent=2) + "\n")

@@ -18,13 +18,29 @@ from pytest_sme2.runners.spec import RunnerSpec, runner_specs
 RESULTS_FILE = "results.json"
 
 
+def versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+    import platform
+
+    out = {"python": platform.python_version()}
+    for pkg in ("pytest-sme2", "executorch", "torch", "torchao"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            out[pkg] = "missing"
+    return out
+
+
 @dataclass
 class BenchSession:
     settings: BenchSettings
     device_spec: str = "host"
     runner_texts: list[str] = field(default_factory=list)
     taskset: str | None = "auto"
+    blocks: int = 5                                 # per side, in a comparison
+    min_speedup: dict[str, float] = field(default_factory=dict)
     results: list[BenchmarkResult] = field(default_factory=list)
+    comparisons: list[dict] = field(default_factory=list)   # Comparison.to_json() documents
     _device: Device | None = None
     _runners: dict[str, Runner] = field(default_factory=dict)
 
@@ -55,13 +71,46 @@ class BenchSession:
             self._runners[name] = spec.make(progress)
         return self._runners[name]
 
+    def sme2_runner(self, state: str) -> str | None:
+        """The runner labelled ``sme2=<state>`` (or named ``sme2_<state>``), if configured."""
+        for name, spec in self.specs.items():
+            if spec.labels.get("sme2") == state or name == f"sme2_{state}":
+                return name
+        return None
+
     def add(self, result: BenchmarkResult) -> None:
         self.results.append(result)
         self.write()
 
+    def add_comparison(self, comparison: dict) -> None:
+        self.comparisons.append(comparison)
+        self.write()
+
+    def document_session(self) -> dict:
+        s = self.settings
+        return {"versions": versions(),
+                "config": {"device": self.device_spec, "runs": s.runs, "warmup": s.warmup,
+                           "blocks": self.blocks, "taskset": self.taskset,
+                           "min_speedup": self.min_speedup},
+                "runners": {name: {"kind": spec.kind, "labels": dict(spec.labels),
+                                   "path": str(spec.path) if spec.path else None}
+                            for name, spec in self.specs.items()}}
+
     def write(self) -> None:
         if self.results:
-            write_results(self.results_path, self.results)
+            write_results(self.results_path, self.results, self.comparisons,
+                          self.document_session())
+
+    def finish(self) -> list[Path]:
+        """Final results.json and report.md (with charts); returns the files written."""
+        if not self.results:
+            return []
+        self.write()
+        from pytest_sme2.report.markdown import render_report
+        from pytest_sme2.results import results_document
+
+        doc = results_document(self.results, self.comparisons, self.document_session())
+        return [self.results_path, render_report(doc, self.settings.report_dir)]
 
     def close(self) -> None:
         """Remove what the session left on a remote device."""

@@ -54,7 +54,7 @@ class Analysis:
                  "calls_per_run": float(r.calls_per_run),
                  "mean_ms_per_run": float(r.mean_ms_per_run), "pct_e2e": float(r.pct_e2e),
                  "bottleneck": bool(r.bottleneck), "should_delegate": bool(r.should_delegate),
-                 "op_types": list(r.op_types)}
+                 "op_types": list(r.op_types), "module_paths": list(r.module_paths)}
                 for r in ops.itertuples(index=False)],
             "kernel_evidence": {
                 "sme2": self.evidence.sme2, "reason": self.evidence.reason,

@@ -1,15 +1,17 @@
-"""Terminal lines: one per benchmark as it finishes, one table at the end."""
+"""Terminal lines: one per benchmark or comparison as it finishes, one table at the end."""
 
 from __future__ import annotations
 
+from statistics import median
 from typing import Iterable
 
+from pytest_sme2.analysis.categories import OTHER
 from pytest_sme2.results import BenchmarkResult
 
 TOP_OPERATORS = 10
-
 COLUMNS = ("benchmark", "model", "dtype", "threads", "runner", "median ms", "p90 ms", "CV %",
-           "runs")
+           "runs", "speedup [95% CI]", "top category", "SME2")
+_NUMERIC = {3, 5, 6, 7, 8}
 
 
 def benchmark_line(r: BenchmarkResult) -> str:
@@ -19,24 +21,59 @@ def benchmark_line(r: BenchmarkResult) -> str:
             f"n={e.n} (+{r.warmup} warm-up discarded)")
 
 
-def _row(r: BenchmarkResult) -> tuple[str, ...]:
-    e = r.e2e
-    return (r.nodeid.split("::")[-1], r.model, r.dtype, str(r.threads), r.runner_name,
-            f"{e.median_ms:.3f}", f"{e.p90_ms:.3f}", f"{e.cv_pct:.1f}", str(e.n))
+def comparison_line(c: dict) -> str:
+    s = c["speedup"]
+    out = c.get("outputs")
+    outputs = "" if not out else (", outputs equal" if out["equal"] else
+                                  f", OUTPUTS DIFFER (max |diff| {out['max_abs_diff']:.3g})")
+    return (f"sme2: {c['candidate']} vs {c['base']} on {c['model']} {c['dtype']} t{c['threads']}: "
+            f"speed-up {s['point']:.3f}x [{s['low']:.3f}, {s['high']:.3f}], medians "
+            f"{c['base_median_ms']:.3f} -> {c['candidate_median_ms']:.3f} ms over "
+            f"{len(c['base_blocks'])} blocks each: {c['verdict']}{outputs}")
 
 
-def summary_table(results: Iterable[BenchmarkResult]) -> list[str]:
-    rows = [COLUMNS] + [_row(r) for r in results]
+def top_category(categories_ms: dict[str, float]) -> str:
+    named = {k: v for k, v in categories_ms.items() if k != OTHER}
+    if not named or max(named.values()) <= 0:
+        return "-"
+    cat = max(named, key=named.get)
+    total = sum(categories_ms.values())
+    return f"{cat} {100 * named[cat] / total:.0f}%" if total > 0 else cat
+
+
+def _row(name: str, rs: list[BenchmarkResult], speedup: str) -> tuple[str, ...]:
+    """One row for a benchmark, or for one side of a comparison (medians over its blocks)."""
+    r = rs[0]
+    cats = {k: median(x.categories_ms.get(k, 0.0) for x in rs) for k in r.categories_ms}
+    return (name, r.model, r.dtype, str(r.threads), r.runner_name,
+            f"{median(x.e2e.median_ms for x in rs):.3f}",
+            f"{median(x.e2e.p90_ms for x in rs):.3f}",
+            f"{median(x.e2e.cv_pct for x in rs):.1f}", str(sum(x.e2e.n for x in rs)),
+            speedup, top_category(cats), r.kernel_evidence.get("sme2", "-"))
+
+
+def summary_table(results: Iterable[BenchmarkResult], comparisons: Iterable[dict] = ()
+                  ) -> list[str]:
+    results = list(results)
+    by_id = {r.nodeid: r for r in results}
+    rows = [COLUMNS]
+    rows += [_row(r.nodeid.split("::")[-1], [r], "") for r in results
+             if r.extra.get("block") is None]
+    for c in comparisons:
+        name = c["base_blocks"][0].rsplit("[", 1)[0].split("::")[-1]
+        s = c["speedup"]
+        base = [by_id[n] for n in c["base_blocks"] if n in by_id]
+        cand = [by_id[n] for n in c["candidate_blocks"] if n in by_id]
+        if base and cand:
+            rows.append(_row(name, base, "(base)"))
+            rows.append(_row(name, cand, f"{s['point']:.2f}x [{s['low']:.2f}, {s['high']:.2f}]"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
-    numeric = {3, 5, 6, 7, 8}
 
     def fmt(row):
-        return "  ".join(c.rjust(w) if i in numeric else c.ljust(w)
+        return "  ".join(c.rjust(w) if i in _NUMERIC else c.ljust(w)
                          for i, (c, w) in enumerate(zip(row, widths))).rstrip()
 
-    lines = [fmt(rows[0]), "  ".join("-" * w for w in widths)]
-    lines += [fmt(row) for row in rows[1:]]
-    return lines
+    return [fmt(rows[0]), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows[1:]]
 
 
 def analysis_summary(a) -> list[str]:

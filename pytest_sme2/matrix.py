@@ -1,0 +1,58 @@
+"""The benchmark matrix: models x dtypes x threads, with readable ids (``mobilenet_v3_small-fp16-t1``)
+that ``-k`` can filter. Configured by --sme2-models/--sme2-dtypes/--sme2-threads or their ini keys."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pytest_sme2.errors import Sme2Error
+from pytest_sme2.export import DTYPES
+
+DEFAULT_MODELS = ("toy_cnn", "mobilenet_v3_small", "vit_tiny")
+DEFAULT_DTYPES = ("fp32", "fp16", "int8")
+DEFAULT_THREADS = (1, 2)
+
+
+@dataclass(frozen=True)
+class Case:
+    model: str
+    dtype: str
+    threads: int
+
+    @property
+    def id(self) -> str:
+        return f"{self.model}-{self.dtype}-t{self.threads}"
+
+
+def split_list(text: str) -> list[str]:
+    return [p.strip() for p in text.replace("\n", ",").split(",") if p.strip()]
+
+
+def parse_threads(text: str) -> tuple[int, ...]:
+    out = []
+    for item in split_list(text):
+        try:
+            n = int(item)
+        except ValueError:
+            raise Sme2Error(f"--sme2-threads: {item!r} is not a whole number") from None
+        if n < 1:
+            raise Sme2Error(f"--sme2-threads: {n} threads; give 1 or more")
+        out.append(n)
+    return tuple(dict.fromkeys(out))
+
+
+def build_matrix(models: list[str], dtypes: list[str], threads: tuple[int, ...]) -> list[Case]:
+    """Validate names up front: a typo should stop the session with one line, not fail every
+    benchmark."""
+    from models import get_model
+
+    for m in models:
+        get_model(m)  # raises UnknownModelError listing registered names
+    for d in dtypes:
+        if d not in DTYPES:
+            raise Sme2Error(f"--sme2-dtypes: unknown dtype {d!r}; choose from {', '.join(DTYPES)}")
+    if not models or not dtypes or not threads:
+        raise Sme2Error("the benchmark matrix is empty: give at least one model, dtype and "
+                        "thread count")
+    return [Case(m, d, t) for m in dict.fromkeys(models) for d in dict.fromkeys(dtypes)
+            for t in threads]

@@ -1,0 +1,99 @@
+"""Charts for the report: where the time goes, one stacked bar per runner.
+
+matplotlib is imported inside the functions and draws on a bare ``Figure`` (Agg; no pyplot
+state, nothing displayed): importing this module costs nothing, and a machine without
+matplotlib still gets its markdown report.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pytest_sme2.analysis.categories import (CONVOLUTION, DATA_MOVEMENT, ELEMENTWISE, GEMM,
+                                             NORMALIZATION, OTHER, POOLING)
+from pytest_sme2.report.digest import Side, interval, make_side
+
+# One colour per category, the same in every chart; compute warm, data movement red.
+COLOURS = {CONVOLUTION: "#1f77b4", GEMM: "#ff7f0e", DATA_MOVEMENT: "#d62728",
+           ELEMENTWISE: "#2ca02c", POOLING: "#9467bd", NORMALIZATION: "#8c564b",
+           OTHER: "#b0b0b0"}
+EXTRA_COLOURS = ("#17becf", "#bcbd22", "#e377c2", "#7f7f7f", "#aec7e8", "#ffbb78")
+LABEL_MIN_SHARE = 5.0       # % of its bar below which a segment gets no text...
+LABEL_MIN_HEIGHT = 0.045    # ... nor when shorter than this fraction of the axis (no overlap)
+
+
+def category_chart(comparison: dict[str, Any], benchmarks: list[dict[str, Any]],
+                   path: Path) -> Path:
+    """Base vs candidate of one comparison (``Comparison.to_json()``): mean ms per category,
+    averaged over each side's blocks (found in ``benchmarks`` by node id)."""
+    by_id = {b.get("nodeid"): b for b in benchmarks}
+    sides = [make_side(str(comparison[role]),
+                       [by_id[i] for i in comparison.get(f"{role}_blocks") or [] if i in by_id])
+             for role in ("base", "candidate")]
+    title = (f"{comparison['model']} {comparison['dtype']} t{comparison['threads']}: "
+             f"{comparison['base']} → {comparison['candidate']}")
+    sp = interval(comparison.get("speedup"))
+    if sp is not None:
+        title += (f"\nspeed-up {sp.point:.3f}x [{sp.low:.3f}, {sp.high:.3f}] "
+                  f"({sp.confidence:.0%} CI), {comparison.get('verdict', '')}")
+    return _stacked(sides, title, Path(path), roles=("base", "candidate"))
+
+
+def breakdown_chart(benchmarks: list[dict[str, Any]], path: Path,
+                    title: str | None = None) -> Path:
+    """Benchmarks without a comparison: one bar per runner (its blocks averaged)."""
+    groups: dict[str, list[dict]] = {}
+    for b in benchmarks:
+        groups.setdefault(str(b.get("runner")), []).append(b)
+    sides = [make_side(name, blocks) for name, blocks in groups.items()]
+    if title is None:
+        first = benchmarks[0] if benchmarks else {}
+        title = f"{first.get('model', '?')} {first.get('dtype', '?')} t{first.get('threads', '?')}"
+    return _stacked(sides, title, Path(path))
+
+
+def _stacked(sides: list[Side], title: str, path: Path, roles: tuple[str, ...] = ()) -> Path:
+    # A bare Figure renders with Agg and touches no pyplot state or backend of the caller's.
+    from matplotlib.figure import Figure
+
+    from pytest_sme2.report.digest import category_order
+
+    cats = category_order(c for s in sides for c in s.categories_ms)
+    extra = iter(EXTRA_COLOURS * 4)
+    colours = {c: COLOURS.get(c) or next(extra) for c in cats}
+    fig = Figure(figsize=(max(5.0, 2.2 * len(sides) + 3.2), 5.0), dpi=110)
+    ax = fig.add_subplot(1, 1, 1)
+    xs = range(len(sides))
+    bottoms = [0.0] * len(sides)
+    top = max((max(sum(max(v, 0.0) for v in s.categories_ms.values()), 0.0) for s in sides),
+              default=0.0)
+    for c in cats:
+        heights = [max(s.categories_ms.get(c, 0.0), 0.0) for s in sides]
+        if not any(heights):
+            continue
+        ax.bar(xs, heights, 0.55, bottom=bottoms, label=c, color=colours[c],
+               edgecolor="white", linewidth=0.6)
+        for i, (h, s) in enumerate(zip(heights, sides)):
+            share = 100 * h / s.e2e_mean_ms if s.e2e_mean_ms > 0 else 0.0
+            if share >= LABEL_MIN_SHARE and h >= LABEL_MIN_HEIGHT * top:
+                ax.text(i, bottoms[i] + h / 2, f"{share:.1f}%", ha="center", va="center",
+                        fontsize=8, color="white" if c != OTHER else "black")
+        bottoms = [b + h for b, h in zip(bottoms, heights)]
+    for i, s in enumerate(sides):
+        ax.text(i, bottoms[i] + top * 0.01, f"{s.e2e_mean_ms:.3f} ms", ha="center",
+                va="bottom", fontsize=9)
+    ax.set_xticks(list(xs), [s.runner + (f"\n({roles[i]})" if i < len(roles) else "")
+                             for i, s in enumerate(sides)])
+    ax.set_xlabel("runner")
+    ax.set_ylabel("ms per inference (mean of timed runs)")
+    ax.set_ylim(0, top * 1.1 if top > 0 else 1.0)
+    ax.set_title(title, fontsize=10)
+    ax.spines[["top", "right"]].set_visible(False)
+    handles, labels = ax.get_legend_handles_labels()
+    ax.legend(handles[::-1], labels[::-1], title="category", loc="upper left",
+              bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, format="png")
+    return path

@@ -1,0 +1,116 @@
+"""Matrix, runners, comparisons and SME2 skips, as users meet them in an inner session."""
+
+import json
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+MATRIX = """
+def test_lat(sme2_bench, sme2_case):
+    sme2_bench(sme2_case.model, dtype=sme2_case.dtype, threads=sme2_case.threads,
+               runner="native")
+
+def test_model(sme2_model, sme2_case):
+    assert sme2_model.pte.is_file() and sme2_model.dtype == sme2_case.dtype
+"""
+
+COMPARE = """
+def test_cmp(sme2_compare):
+    cmp = sme2_compare("a", "b", "toy_cnn", dtype="fp32", blocks=3)
+    assert cmp.outputs.equal
+    assert cmp.speedup.low >= 1.5
+"""
+
+SME2 = """
+def test_needs_sme2(sme2_off, sme2_on, sme2_capable_device):
+    pass
+"""
+
+
+def _run(pytester, *args):
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rs", *args)
+
+
+def _doc(pytester, folder="sme2-report"):
+    return json.loads((pytester.path / folder / "results.json").read_text())
+
+
+def test_matrix_ids_filter_and_fixture(pytester, export_cache, toy_export):
+    pytester.makepyfile(test_m=MATRIX)
+    res = _run(pytester, f"--sme2-cache-dir={export_cache}", "--sme2-models=toy_cnn",
+               "--sme2-dtypes=fp32", "--sme2-threads=1,2", "--runs=3", "--warmup=1", "-v",
+               "-k", "t2 or test_model")
+    res.assert_outcomes(passed=3)
+    res.stdout.fnmatch_lines(["*test_lat?toy_cnn-fp32-t2? PASSED*",
+                              "*test_model?toy_cnn-fp32-t1? PASSED*"])
+    doc = _doc(pytester)
+    assert [(b["threads"], b["runner"]) for b in doc["benchmarks"]] == [(2, "native")]
+    assert doc["session"]["runners"]["native"]["kind"] == "native"
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--sme2-models=resnet"], "unknown model 'resnet'; registered models: "),
+    (["--sme2-dtypes=bf16"], "unknown dtype 'bf16'"),
+    (["--sme2-threads=0"], "give 1 or more"),
+    (["--runner=x=pyton"], "'pyton' is neither a built-in runner"),
+    (["--sme2-blocks=1"], "--sme2-blocks must be 2 or more"),
+    (["--sme2-min-speedup=fp32"], "is not DTYPE=NUMBER"),
+])
+def test_bad_configuration_is_one_usage_error(pytester, args, msg):
+    pytester.makepyfile(test_m=MATRIX)
+    res = _run(pytester, *args)
+    assert res.ret == pytest.ExitCode.USAGE_ERROR
+    assert msg in res.stderr.str()
+    assert "Traceback" not in res.stderr.str()
+
+
+def test_comparison_records_blocks_and_shows_numbers_on_failure(pytester, export_cache,
+                                                                 toy_export):
+    pytester.makepyfile(test_c=COMPARE)
+    res = _run(pytester, f"--sme2-cache-dir={export_cache}", "--runs=20", "--warmup=2",
+               "--runner=a=native", "--runner=b=native")
+    res.assert_outcomes(failed=1)
+    out = res.stdout.str()
+    # Same binary both sides: the assertion fails, and its message carries the numbers.
+    res.stdout.fnmatch_lines(["E       assert 0.* >= 1.5",
+                              "E        +  where 0.* = Interval(point=*, low=*, high=*).low",
+                              "E        +    where Interval(*) = Comparison(b vs a on toy_cnn fp32 "
+                              "t1: speed-up *: no significant difference).speedup"])
+    assert ("over 3 blocks each: no significant difference, outputs equal" in out
+            and "sme2: b vs a on toy_cnn fp32 t1: speed-up " in out)
+    doc = _doc(pytester)
+    assert len(doc["benchmarks"]) == 6 and [b["block"] for b in doc["benchmarks"]] == \
+        [0, 0, 1, 1, 2, 2]
+    # ABBA order: pair 0 runs a first, pair 1 runs b first.
+    assert [b["runner"] for b in doc["benchmarks"]] == ["a", "b", "b", "a", "a", "b"]
+    (c,) = doc["comparisons"]
+    assert (c["base"], c["candidate"], c["verdict"]) == ("a", "b", "no significant difference")
+    assert c["outputs"]["equal"] and c["outputs"]["max_abs_diff"] == 0.0
+    assert len(c["base_block_medians_ms"]) == 3
+
+
+def test_sme2_tests_skip_with_what_to_pass(pytester):
+    pytester.makepyfile(test_s=SME2)
+    res = _run(pytester)
+    res.assert_outcomes(skipped=1)
+    res.stdout.fnmatch_lines(["*no SME2-off runner configured: pass --runner "
+                              "sme2_off=/path/to/executor_runner,sme2=off*"])
+
+
+def test_sme2_tests_skip_on_a_device_without_sme2(pytester):
+    pytester.makepyfile(test_s=SME2)
+    res = _run(pytester, "--runner=sme2_on=native,sme2=on", "--runner=sme2_off=native,sme2=off")
+    res.assert_outcomes(skipped=1)
+    res.stdout.fnmatch_lines(["*has no SME2 in its hwcaps: an SME2-on runner cannot use SME2 "
+                              "kernels there*"])
+
+
+def test_unknown_runner_name_fails_listing_configured(pytester, export_cache, toy_export):
+    pytester.makepyfile(test_u="""
+        def test_u(sme2_bench):
+            sme2_bench("toy_cnn", runner="turbo")
+    """)
+    res = _run(pytester, f"--sme2-cache-dir={export_cache}", "--runner=mine=native")
+    res.assert_outcomes(failed=1)
+    res.stdout.fnmatch_lines(["*unknown runner 'turbo'; configured: mine, native, python*"])

@@ -1,0 +1,353 @@
+"""report.md and its charts, from crafted results documents (tests/fakes/results_docs.py)."""
+
+from __future__ import annotations
+
+import copy
+import os
+import platform
+import re
+import socket
+
+import jinja2
+import pytest
+
+from pytest_sme2.report import markdown
+from pytest_sme2.report.charts import breakdown_chart, category_chart
+from pytest_sme2.report.markdown import VERDICT_WORDING, code, render_markdown, render_report
+from tests.fakes.results_docs import (HOST_NO_SME2, evidence, interval, noisy, op, single_doc,
+                                      sme2_doc)
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+SECTIONS = ("## Summary", "## Metadata", "## Latency", "## Speed-up",
+            "## Operator Category Breakdown", "## Acceleration Analysis", "## Bottlenecks",
+            "## Portable vs Delegated", "## Kernel Evidence", "## Recommendations")
+
+
+def section(text: str, heading: str) -> str:
+    """The text of one ``## heading`` section (up to the next ``## ``)."""
+    start = text.index(f"## {heading}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end >= 0 else None]
+
+
+def table_rows(text: str, first_cell: str) -> list[list[str]]:
+    """Cells of the table rows whose first cell is ``first_cell``."""
+    rows = []
+    for line in text.splitlines():
+        cells = split_row(line)
+        if cells and cells[0] == first_cell:
+            rows.append(cells)
+    return rows
+
+
+def split_row(line: str) -> list[str] | None:
+    if not line.startswith("|"):
+        return None
+    cells = re.split(r"(?<!\\)\|", line)[1:-1]
+    return [c.strip() for c in cells]
+
+
+def assert_tables_valid(text: str) -> None:
+    """Every table: a header, a separator of the same width, rows of the same width."""
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        if not lines[i].startswith("|"):
+            i += 1
+            continue
+        assert i == 0 or not lines[i - 1].strip(), f"table without a blank line before: {lines[i]}"
+        block = []
+        while i < len(lines) and lines[i].startswith("|"):
+            block.append(lines[i])
+            i += 1
+        widths = {len(split_row(row)) for row in block}
+        assert len(widths) == 1, f"ragged table:\n" + "\n".join(block)
+        assert all(re.fullmatch(r"-{3}:?", c) for c in split_row(block[1])), block[1]
+        assert len(block) >= 3, "a table without rows"
+
+
+@pytest.fixture
+def sme2_text() -> str:
+    return render_markdown(sme2_doc())
+
+
+def test_every_section_appears_in_order(sme2_text):
+    positions = [sme2_text.index(h + "\n") for h in SECTIONS]
+    assert positions == sorted(positions)
+    assert_tables_valid(sme2_text)
+
+
+def test_latency_table_pools_blocks_and_gives_the_ci(sme2_text):
+    lat = section(sme2_text, "Latency")
+    (off,) = table_rows(lat, "mobilenet_v3_small")[:1]
+    on = table_rows(lat, "mobilenet_v3_small")[1]
+    # model dtype threads runner blocks n median mean min max std CV speed-up
+    assert off[3:8] == ["sme2_off", "5", "100", "10.000", "10.000"]
+    assert on[3:8] == ["sme2_on", "5", "100", "4.000", "4.000"]
+    assert off[-1] == "base"
+    assert on[-1] == "2.500x [2.450, 2.550]"
+    assert re.fullmatch(r"\d+\.\d{3}", on[10]) and re.fullmatch(r"\d+\.\d", on[11])
+
+
+def test_speedup_section_has_point_ci_verdict_and_outputs(sme2_text):
+    (row,) = table_rows(section(sme2_text, "Speed-up"), "mobilenet_v3_small fp16 t1")
+    assert row[1:] == ["sme2_off → sme2_on", "5", "10.000", "4.000", "2.500x",
+                       "[2.450, 2.550]", "**faster**",
+                       "equal (max abs diff 0.001, tolerance 0.01)"]
+
+
+def test_category_breakdown_side_by_side(sme2_text):
+    cats = section(sme2_text, "Operator Category Breakdown")
+    assert table_rows(cats, "category")[0][1:] == ["sme2_off ms", "sme2_off %", "sme2_on ms",
+                                                   "sme2_on %"]
+    assert table_rows(cats, "Convolution")[0][1:] == ["6.000", "60.0", "1.500", "37.5"]
+    assert table_rows(cats, "Data Movement")[0][1:] == ["1.000", "10.0", "1.000", "25.0"]
+    assert table_rows(cats, "**E2E**")[0][1:] == ["10.000", "100.0", "4.000", "100.0"]
+    # taxonomy order, Other last; a category with no time on any side is named, not tabulated
+    order = [r[0] for r in (split_row(line) for line in cats.splitlines()) if r]
+    assert order[2:] == ["Convolution", "GEMM", "Data Movement", "Elementwise", "Pooling",
+                         "Other", "**E2E**"]
+    assert "No time in: Normalization." in cats
+
+
+def test_acceleration_flags_the_growing_data_movement_share(sme2_text):
+    acc = section(sme2_text, "Acceleration Analysis")
+    conv = table_rows(acc, "Convolution")[0]
+    assert conv[3:6] == ["4.000x", "[3.900, 4.100]", "faster"]
+    dm = table_rows(acc, "Data Movement")[0]
+    assert dm[3:] == ["1.000x", "[0.980, 1.020]", "no significant difference", "10.0%",
+                      "25.0%", "+15.0 pp ▲"]
+    assert "▲" not in table_rows(acc, "Convolution")[0][-1]
+    assert "Data Movement 10.0% → 25.0% (+15.0 pp)" in acc
+    assert ("**Data Movement** is the largest of them at 25.0% of E2E on sme2_on: with "
+            "Convolution and GEMM faster, it is the next bottleneck.") in acc
+
+
+def test_bottlenecks_are_operators_above_5_percent(sme2_text):
+    bot = section(sme2_text, "Bottlenecks")
+    names = [r[0] for r in (split_row(x) for x in bot.splitlines()) if r][2:]
+    assert "`native_call__to_dim_order_copy.out`" in names
+    assert "`Convert (NC, F32, F16) #1`" not in names          # 1.0% and 2.5%
+    assert "`Mean (ND) #1`" not in names
+    row = table_rows(bot, "`native_call__to_dim_order_copy.out`")[0]
+    assert row[1:] == ["7", "Data Movement", "portable", "18", "0.300", "3.0", "0.300", "7.5"]
+    # a KleidiAI-renamed operator exists on one side only
+    assert table_rows(bot, "`Fully Connected (NC, PF16) #1`")[0][5:7] == ["—", "—"]
+
+
+def test_portable_vs_delegated(sme2_text):
+    port = section(sme2_text, "Portable vs Delegated")
+    assert table_rows(port, "sme2_on")[0][1:] == ["3.400", "85.0", "0.300", "7.5", "0.300",
+                                                  "7.5", "6 / 1"]
+    row = table_rows(port, "`native_call__to_dim_order_copy.out`")[0]
+    assert row[6] == "**yes**"
+    assert row[7] == "`aten._to_copy.default`"
+    assert row[8].startswith("`features.1.block.1.scale_activation`, ")
+    assert row[8].endswith("(+5 more)")
+
+
+def test_kernel_evidence_wording_follows_the_verdict_exactly(sme2_text):
+    ev = section(sme2_text, "Kernel Evidence")
+    on = next(line for line in ev.splitlines() if line.startswith("- **sme2_on**"))
+    assert "**indicated**" in on and VERDICT_WORDING["indicated"] in on
+    assert "KleidiAI packed operators: `Fully Connected (NC, PF16)`." in ev
+    assert "no kernel trace was captured" in ev
+    # nowhere does the report call the on side's SME2 proven or confirmed
+    for line in sme2_text.splitlines():
+        if "sme2_on" in line:
+            assert not re.search(r"\bproven\b|confirm", line, re.IGNORECASE), line
+    assert "sme2_on kernel evidence: indicated" in section(sme2_text, "Summary")
+
+
+@pytest.mark.parametrize("verdict", ["proven", "absent", "unknown"])
+def test_each_verdict_has_its_own_wording(verdict):
+    kernels = [{"name": "xnn_pf16_gemm_minmax_ukernel_32x32c2__neonsme2", "kind": "gemm",
+                "isa": "neonsme2", "sme2": True}] if verdict == "proven" else []
+    text = render_markdown(sme2_doc(on_evidence=evidence(verdict, kernels=kernels)))
+    on = next(line for line in section(text, "Kernel Evidence").splitlines()
+              if line.startswith("- **sme2_on**"))
+    assert f"**{verdict}**" in on and VERDICT_WORDING[verdict] in on
+    if verdict == "proven":
+        assert "`xnn_pf16_gemm_minmax_ukernel_32x32c2__neonsme2` (gemm, neonsme2)" in text
+        assert "(1 of 1 SME2)" in text
+    else:
+        assert "micro-kernels ran: the XNNPACK kernel trace" not in on
+
+
+def test_blocks_that_disagree_get_no_single_verdict():
+    doc = sme2_doc()
+    doc["benchmarks"][-1]["kernel_evidence"] = evidence("proven")
+    text = render_markdown(doc)
+    on = next(line for line in section(text, "Kernel Evidence").splitlines()
+              if line.startswith("- **sme2_on**"))
+    assert "**mixed**" in on and "indicated in 4, proven in 1 of 5 blocks" in on
+
+
+def test_device_metadata_comes_from_the_document_not_the_host(monkeypatch):
+    for name in ("machine", "processor", "node", "platform", "system", "release"):
+        monkeypatch.setattr(platform, name, lambda *a, **k: "HOST-SENTINEL")
+    monkeypatch.setattr(os, "cpu_count", lambda: 4242)
+    monkeypatch.setattr(socket, "gethostname", lambda: "HOST-SENTINEL")
+    text = render_markdown(sme2_doc())
+    meta = section(text, "Metadata")
+    assert "HOST-SENTINEL" not in text and "4242" not in text
+    assert table_rows(meta, "kind")[0][1] == "android"
+    assert table_rows(meta, "ABI")[0][1] == "arm64-v8a"
+    assert table_rows(meta, "CPU / SoC")[0][1] == "Test SoC (Cortex-X925)"
+    assert table_rows(meta, "SME2 (hwcaps)")[0][1] == "yes"
+    assert table_rows(meta, "cores")[0][1] == "8"
+    assert "- torch: 2.13.0" in meta
+    assert table_rows(meta, "`sme2_on`")[0][1:] == ["binary", "build_type=Release, sme2=on",
+                                                    "/opt/runners/sme2_on"]
+    assert "- timed runs per benchmark: 20 (+3 warm-up discarded)" in meta
+    assert "- interleaved blocks per side: 5" in meta
+
+
+def test_two_devices_get_a_column_each():
+    doc = sme2_doc()
+    for b in doc["benchmarks"][5:]:
+        b["device"] = copy.deepcopy(HOST_NO_SME2)
+    meta = section(render_markdown(doc), "Metadata")
+    assert table_rows(meta, "fact")[0] == ["fact", "device 1", "device 2"]
+    assert table_rows(meta, "ABI")[0][1:] == ["arm64-v8a", "x86_64"]
+
+
+def test_pipes_in_operator_names_are_escaped():
+    e2e = 2.0
+    ops = [op("Convolution (NHWC, F32) IGEMM #1", 1.4, e2e, "Convolution"),
+           op("native_call_my|op.out", 0.3, e2e, "Other", delegated=False,
+              op_types=["my::a|b"])]
+    text = render_markdown(single_doc(operators=ops, categories={"Convolution": 1.4}))
+    assert "`native_call_my\\|op.out`" in text
+    assert "`my::a\\|b`" in text
+    assert_tables_valid(text)
+    row = table_rows(section(text, "Bottlenecks"), "`native_call_my\\|op.out`")[0]
+    assert row[1:] == ["0", "Other", "portable", "1", "0.300", "15.0"]
+
+
+def test_code_spans_survive_backticks_and_pipes():
+    assert code("a|b") == "`a\\|b`"
+    assert code("x`y") == "``x`y``"
+    assert code("`edge") == "`` `edge ``"
+
+
+def test_single_benchmark_report():
+    text = render_markdown(single_doc())
+    assert "No comparisons were run" in text
+    assert "## Acceleration Analysis" not in text and "## Speed-up" not in text
+    cats = section(text, "Operator Category Breakdown")
+    assert "### toy_cnn fp32 t1: python" in cats
+    assert table_rows(cats, "Convolution")[0][1:] == ["1.600", "80.0"]
+    (row,) = table_rows(section(text, "Latency"), "toy_cnn")
+    assert row[3] == "python" and row[-1] == "—"
+    ev = section(text, "Kernel Evidence")
+    assert "**absent**" in ev and VERDICT_WORDING["absent"] in ev
+    assert "x86_64" in section(text, "Metadata")
+    assert_tables_valid(text)
+
+
+@pytest.mark.parametrize("doc", [{}, {"schema": "pytest-sme2/results/1", "session": {},
+                                      "benchmarks": [], "comparisons": []}])
+def test_an_empty_document_renders_a_short_report(doc, tmp_path):
+    path = render_report(doc, tmp_path)
+    text = path.read_text()
+    assert "No benchmarks were run" in text
+    assert len(text.splitlines()) < 8
+    assert "## " not in text                    # no section headings over empty tables
+    assert not (tmp_path / markdown.CHART_DIR).exists()
+
+
+def test_a_comparison_whose_blocks_are_missing_still_renders():
+    doc = sme2_doc()
+    doc["benchmarks"] = []
+    text = render_markdown(doc)
+    (row,) = table_rows(section(text, "Speed-up"), "mobilenet_v3_small fp16 t1")
+    assert row[5] == "2.500x"
+    for heading in ("## Latency", "## Operator Category Breakdown", "## Acceleration Analysis",
+                    "## Bottlenecks", "## Kernel Evidence"):
+        assert heading not in text
+    assert_tables_valid(text)
+
+
+def test_report_embeds_a_valid_png_chart(tmp_path):
+    path = render_report(sme2_doc(), tmp_path)
+    text = path.read_text()
+    png = tmp_path / "charts" / "mobilenet_v3_small-fp16-t1-sme2_off-vs-sme2_on.png"
+    assert png.is_file() and png.stat().st_size > 0
+    assert png.read_bytes()[:8] == PNG_SIGNATURE
+    assert "](charts/mobilenet_v3_small-fp16-t1-sme2_off-vs-sme2_on.png)" in text
+    assert text.count("![") == 1
+
+
+def test_charts_can_be_left_out(tmp_path):
+    text = render_report(sme2_doc(), tmp_path, charts=False).read_text()
+    assert "![" not in text
+    assert not (tmp_path / "charts").exists()
+
+
+def test_missing_matplotlib_leaves_a_note_not_a_crash(tmp_path, monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *a, **k):
+        if name.startswith("matplotlib"):
+            raise ModuleNotFoundError("No module named 'matplotlib'", name="matplotlib")
+        return real_import(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    text = render_report(sme2_doc(), tmp_path).read_text()
+    assert "Charts left out: matplotlib is not installed" in text
+    assert "![" not in text
+
+
+def test_category_chart_and_breakdown_chart_write_pngs(tmp_path):
+    doc = sme2_doc()
+    p1 = category_chart(doc["comparisons"][0], doc["benchmarks"], tmp_path / "a" / "c.png")
+    single = single_doc()
+    p2 = breakdown_chart(single["benchmarks"], tmp_path / "b.png")
+    for p in (p1, p2):
+        data = p.read_bytes()
+        assert data[:8] == PNG_SIGNATURE and len(data) > 1000
+
+
+def test_importing_the_report_does_not_import_matplotlib():
+    import subprocess
+    import sys
+
+    code_ = ("import sys, pytest_sme2.report.markdown, pytest_sme2.report.charts; "
+             "print('matplotlib' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code_], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_template_undefined_is_strict():
+    env = markdown.environment()
+    assert env.undefined is jinja2.StrictUndefined
+    with pytest.raises(jinja2.UndefinedError):
+        env.from_string("{{ nothing.here }}").render()
+
+
+def test_noisy_blocks_show_in_cv_and_recommendations():
+    text = render_markdown(sme2_doc(on_samples=noisy))
+    on = table_rows(section(text, "Latency"), "mobilenet_v3_small")[1]
+    assert float(on[11]) > 10
+    assert "CV above 10%" in section(text, "Recommendations")
+
+
+def test_outputs_that_differ_are_shouted():
+    doc = sme2_doc(outputs={"max_abs_diff": 0.5, "tolerance": 0.01, "equal": False})
+    text = render_markdown(doc)
+    assert "**DIFFER** (max abs diff 0.5, tolerance 0.01)" in section(text, "Speed-up")
+    recs = section(text, "Recommendations")
+    assert recs.splitlines()[2].startswith("1. Outputs of sme2_on differ from sme2_off")
+
+
+def test_no_significant_difference_is_reported_as_such():
+    doc = sme2_doc(verdict="no significant difference", speedup=interval(1.01, 0.99, 1.03),
+                   on_conv=6.0)
+    text = render_markdown(doc)
+    (row,) = table_rows(section(text, "Speed-up"), "mobilenet_v3_small fp16 t1")
+    assert row[7] == "**no significant difference**"
+    assert "check sme2_on's build flags" in section(text, "Recommendations")

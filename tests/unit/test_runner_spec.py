@@ -1,0 +1,61 @@
+from pathlib import Path
+
+import pytest
+
+from pytest_sme2.matrix import build_matrix, parse_threads
+from pytest_sme2.errors import Sme2Error
+from pytest_sme2.runners import RunnerError, parse_runner_spec, runner_specs
+
+
+def test_builtins():
+    s = parse_runner_spec("python")
+    assert (s.name, s.kind, s.path) == ("python", "python", None)
+    s = parse_runner_spec("fast=native,build=release")
+    assert (s.name, s.kind, s.labels) == ("fast", "native", {"build": "release"})
+
+
+def test_binary_with_libs_and_labels():
+    s = parse_runner_spec("sme2_on=/opt/on/executor_runner,libs=/opt/on/lib,sme2=on,"
+                          "flags=-DXNNPACK_ENABLE_ARM_SME2=ON")
+    assert s.kind == "binary" and s.path == Path("/opt/on/executor_runner")
+    assert s.lib_dir == Path("/opt/on/lib")
+    assert s.labels == {"sme2": "on", "flags": "-DXNNPACK_ENABLE_ARM_SME2=ON"}
+
+
+@pytest.mark.parametrize("text,msg", [
+    ("", "empty --runner spec"),
+    ("a b=python", "the name 'a b' must be letters"),
+    ("x=", "nothing after '='"),
+    ("x=pyton", "'pyton' is neither a built-in runner (python, native) nor a path"),
+    ("x=/bin/r,sme2", "'sme2' is not key=value"),
+    ("x=python,libs=/lib", "libs= applies to a binary path only"),
+])
+def test_malformed_specs(text, msg):
+    with pytest.raises(RunnerError) as ei:
+        parse_runner_spec(text)
+    assert msg in str(ei.value)
+
+
+def test_runner_specs_keep_builtins_and_reject_duplicates():
+    specs = runner_specs(["sme2_on=/x/r,sme2=on"])
+    assert set(specs) == {"python", "native", "sme2_on"}
+    with pytest.raises(RunnerError, match="already configured"):
+        runner_specs(["a=python", "a=native"])
+
+
+def test_missing_binary_is_reported_when_made(tmp_path):
+    with pytest.raises(RunnerError, match=r"runner 'x': .*nope does not exist"):
+        parse_runner_spec(f"x={tmp_path}/nope").make()
+
+
+def test_matrix_ids_and_validation():
+    cases = build_matrix(["toy_cnn"], ["fp32", "int8"], (1, 2))
+    assert [c.id for c in cases] == ["toy_cnn-fp32-t1", "toy_cnn-fp32-t2", "toy_cnn-int8-t1",
+                                     "toy_cnn-int8-t2"]
+    with pytest.raises(Sme2Error, match="unknown model 'resnet'; registered models: "):
+        build_matrix(["resnet"], ["fp32"], (1,))
+    with pytest.raises(Sme2Error, match="unknown dtype 'bf16'"):
+        build_matrix(["toy_cnn"], ["bf16"], (1,))
+    with pytest.raises(Sme2Error, match="give 1 or more"):
+        parse_threads("1,0")
+    assert parse_threads("1, 2,2") == (1, 2)

@@ -1,0 +1,93 @@
+import math
+
+import numpy as np
+import pytest
+
+from pytest_sme2.analysis.latency import latency_stats
+from pytest_sme2.compare import (FASTER, SAME, SLOWER, check_outputs, make_comparison,
+                                 verdict)
+from pytest_sme2.errors import Sme2Error
+from pytest_sme2.results import BenchmarkResult
+from pytest_sme2.stats import Interval, _t_quantile, bootstrap_ratio_of_medians, paired_ratio
+
+
+@pytest.mark.parametrize("df,expected", [(1, 12.7062), (2, 4.3027), (3, 3.1824), (4, 2.7764),
+                                         (5, 2.5706), (9, 2.2622), (30, 2.0423)])
+def test_t_quantile_close_to_tables(df, expected):
+    assert _t_quantile(0.975, df) == pytest.approx(expected, rel=2e-3)
+
+
+def test_paired_ratio_exact_when_every_pair_agrees():
+    iv = paired_ratio([2.0, 4.0, 3.0], [1.0, 2.0, 1.5])
+    assert (iv.point, iv.low, iv.high) == pytest.approx((2.0, 2.0, 2.0))
+
+
+def test_paired_ratio_interval_matches_hand_computation():
+    base, cand = [1.10, 1.00, 1.21], [1.0, 1.0, 1.0]
+    logs = np.log(base)
+    half = 4.3027 * logs.std(ddof=1) / math.sqrt(3)
+    iv = paired_ratio(base, cand)
+    assert iv.point == pytest.approx(math.exp(logs.mean()))
+    assert iv.low == pytest.approx(math.exp(logs.mean() - half), rel=1e-3)
+    assert iv.high == pytest.approx(math.exp(logs.mean() + half), rel=1e-3)
+
+
+def test_paired_ratio_rejects_bad_input():
+    with pytest.raises(Sme2Error, match="paired blocks needed"):
+        paired_ratio([1.0], [1.0, 2.0])
+    with pytest.raises(Sme2Error, match="positive"):
+        paired_ratio([0.0, 1.0], [1.0, 1.0])
+
+
+def test_bootstrap_ratio_of_medians():
+    iv = bootstrap_ratio_of_medians([2.0, 2.1, 1.9, 2.0], [1.0, 1.05, 0.95, 1.0])
+    assert iv.point == pytest.approx(2.0)
+    assert 1.7 < iv.low <= 2.0 <= iv.high < 2.3
+
+
+@pytest.mark.parametrize("iv,expected", [
+    (Interval(1.6, 1.5, 1.7), FASTER),
+    (Interval(1.01, 1.005, 1.015), SAME),     # significant but below the 2% noise margin
+    (Interval(0.7, 0.6, 0.8), SLOWER),
+    (Interval(1.1, 0.9, 1.3), SAME),
+])
+def test_verdict(iv, expected):
+    assert verdict(iv) == expected
+
+
+def test_check_outputs():
+    a = [np.array([1.0, -2.0], dtype=np.float32)]
+    assert check_outputs(a, [a[0] + 1e-5], "fp32").equal
+    bad = check_outputs(a, [a[0] + 0.1], "fp32")
+    assert not bad.equal and bad.max_abs_diff == pytest.approx(0.1, rel=1e-5)
+    assert not check_outputs(a, [np.zeros(3, dtype=np.float32)], "fp32").equal
+
+
+def _result(runner, i, median, cats):
+    samples = [median] * 3
+    return BenchmarkResult(nodeid=f"t[{runner}#{i}]", model="m", dtype="fp16", threads=1,
+                           runner={"name": runner}, device={}, runs=3, warmup=0, e2e_ms=samples,
+                           e2e=latency_stats(samples), etdump="", pte="",
+                           extra={"categories_ms": cats, "block": i})
+
+
+def test_comparison_of_blocks():
+    off = [_result("off", i, 4.0 * f, {"GEMM": 3.0 * f, "Data Movement": 1.0 * f, "Other": 0.0})
+           for i, f in enumerate([1.0, 1.02, 0.98, 1.01, 0.99])]
+    on = [_result("on", i, 2.0 * f, {"GEMM": 1.0 * f, "Data Movement": 1.0 * f, "Other": 0.0})
+          for i, f in enumerate([1.0, 1.02, 0.98, 1.01, 0.99])]
+    cmp = make_comparison(off, on)
+    assert cmp.speedup.point == pytest.approx(2.0)
+    assert cmp.verdict == FASTER
+    assert cmp.category_speedups["GEMM"].point == pytest.approx(3.0)
+    assert cmp.category_speedups["Data Movement"].point == pytest.approx(1.0)
+    assert cmp.category_speedups["Other"] is None  # no time on either side: no ratio
+    doc = cmp.to_json()
+    assert doc["base"] == "off" and doc["candidate"] == "on"
+    assert doc["base_block_medians_ms"] == pytest.approx([4.0, 4.08, 3.92, 4.04, 3.96])
+    assert "speed-up 2.000x" in str(cmp)
+
+
+def test_comparison_needs_paired_blocks():
+    with pytest.raises(Sme2Error, match="same number"):
+        make_comparison([_result("a", 0, 1.0, {})], [_result("b", 0, 1.0, {})])
