@@ -4,6 +4,8 @@
                         [--device-sme2 yes|no|unknown | --device-facts JSON]
                         [--json OUT] [--csv-dir DIR]
     pytest-sme2 export MODEL [--dtype DTYPE] [--out DIR] [--cache-dir DIR] [--force]
+    pytest-sme2 run PTE --runner {python|native|PATH} [--device SPEC] [--threads N] [--runs N]
+                    [--warmup N] --etdump OUT
     pytest-sme2 report RESULTS.json [--out DIR] [--no-charts]
 
 User errors print one line on stderr and exit with status 2; no traceback.
@@ -78,6 +80,38 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run(args: argparse.Namespace) -> int:
+    from pytest_sme2.analysis.latency import e2e_per_run, latency_stats
+    from pytest_sme2.devices import open_device
+    from pytest_sme2.etdump import read_etdump
+    from pytest_sme2.runners import RunRequest, runner_from_spec
+
+    pte = Path(args.pte)
+    if not pte.is_file():
+        raise Sme2Error(f"{pte}: no such .pte file")
+    for flag in ("threads", "runs"):
+        if getattr(args, flag) < 1:
+            raise Sme2Error(f"--{flag} must be 1 or more, got {getattr(args, flag)}")
+    runner = runner_from_spec(args.runner, progress=lambda m: print(m, file=sys.stderr))
+    device = open_device(args.device, taskset=None if args.taskset == "none" else args.taskset)
+    try:
+        request = RunRequest(pte=pte.resolve(), etdump=Path(args.etdump).resolve(),
+                             threads=args.threads, runs=args.runs, warmup=args.warmup,
+                             inputs=Path(args.inputs).resolve() if args.inputs else None,
+                             timeout_s=args.timeout)
+        outcome = device.run(runner, request)
+    finally:
+        cleanup = getattr(device, "cleanup", None)
+        if cleanup:
+            cleanup()
+    per_run = e2e_per_run(read_etdump(outcome.etdump), source=str(outcome.etdump))
+    stats = latency_stats(per_run[per_run.index >= args.warmup])
+    print(f"{outcome.etdump}: {len(per_run)} runs ({args.warmup} warm-up) with "
+          f"{runner.info.name} on {args.device}; Method::execute median {stats.median_ms:.3f} ms, "
+          f"p90 {stats.p90_ms:.3f} ms, CV {stats.cv_pct:.1f}%")
+    return 0
+
+
 def _report(args: argparse.Namespace) -> int:
     from pytest_sme2.report.markdown import render_report
 
@@ -121,6 +155,20 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--cache-dir", type=Path)
     e.add_argument("--force", action="store_true", help="export again even on a cache hit")
     e.set_defaults(func=_export)
+    run = sub.add_parser("run", help="run one .pte with one runner on one device, write the ETDump")
+    run.add_argument("pte", type=Path)
+    run.add_argument("--runner", default="python",
+                     help="python, native, or a path to an executor_runner-compatible binary")
+    run.add_argument("--device", default="host", help="host, android, android:SERIAL[@HOST:PORT]")
+    run.add_argument("--threads", type=int, default=1)
+    run.add_argument("--runs", type=int, default=30)
+    run.add_argument("--warmup", type=int, default=3)
+    run.add_argument("--inputs", type=Path, help="tensor file of inputs (default: generated)")
+    run.add_argument("--taskset", default="auto", help="Android CPU pinning: auto, none, hex mask")
+    run.add_argument("--timeout", type=float, default=600.0, help="seconds before the run is killed")
+    run.add_argument("--etdump", type=Path, required=True, help="where to write the ETDump")
+    run.set_defaults(func=_run)
+
     r = sub.add_parser("report", help="render report.md (and charts) from a results.json")
     r.add_argument("results", type=Path)
     r.add_argument("--out", type=Path, help="folder for report.md (default: beside the JSON)")

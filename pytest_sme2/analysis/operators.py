@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 
 from pytest_sme2.analysis.categories import (OTHER, CategoryRule, classify, is_framework_event,
@@ -27,30 +28,36 @@ OPERATOR_COLUMNS = ["name", "op", "instruction_id", "category", "delegated", "ba
                     "should_delegate", "op_types", "module_paths"]
 
 
-def _map_unique(names: pd.Series, fn) -> pd.Series:
-    """Apply ``fn`` once per distinct name (names repeat in every run)."""
-    uniq = names.unique()
-    return names.map(dict(zip(uniq, (fn(n) for n in uniq))))
+def _per_name(names: pd.Series, *fns) -> list[np.ndarray]:
+    """Apply each ``fn`` once per distinct name (names repeat in every run), spread back."""
+    codes, uniques = pd.factorize(names, use_na_sentinel=False)
+    return [np.asarray([fn(u) for u in uniques], dtype=object)[codes] for fn in fns]
 
 
-def leaf_mask(events: pd.DataFrame) -> pd.Series:
-    return (events["run"] >= 0) & ~_map_unique(events["name"], is_framework_event)
+def leaf_mask(events: pd.Series | pd.DataFrame) -> pd.Series:
+    (framework,) = _per_name(events["name"], is_framework_event)
+    return (events["run"] >= 0) & ~framework.astype(bool)
 
 
 def annotate(events: pd.DataFrame, etrecord: ETRecordInfo | None = None,
              rules: Sequence[CategoryRule] | None = None) -> pd.DataFrame:
     """Add ``category`` (for leaves; containers get ""), ``backend`` and ``leaf`` columns."""
     out = events.copy()
-    out["leaf"] = leaf_mask(events)
-    cats = _map_unique(events["name"], lambda n: classify(n, rules))
-    out["category"] = cats.where(out["leaf"], "")
-    backend = pd.Series(PORTABLE, index=events.index, dtype=object)
-    backend[events["delegated"] | (events["name"] == DELEGATE_CALL)] = UNKNOWN_DELEGATE
+    framework, cats = _per_name(events["name"], is_framework_event,
+                                lambda n: classify(n, rules))
+    leaf = (events["run"].to_numpy() >= 0) & ~framework.astype(bool)
+    out["leaf"] = leaf
+    out["category"] = np.where(leaf, cats, "")
+    delegated = events["delegated"].to_numpy()
+    is_call = (events["name"] == DELEGATE_CALL).to_numpy()
+    backend = np.where(delegated | is_call, UNKNOWN_DELEGATE, PORTABLE).astype(object)
     if etrecord is not None:
         known = {i: info.backend for i, info in etrecord.instructions.items() if info.backend}
-        by_instr = events["instruction_id"].map(known)
-        backend = backend.where(~(backend.eq(UNKNOWN_DELEGATE) & by_instr.notna()), by_instr)
-    out["backend"] = backend.where(out["leaf"] | events["name"].isin([DELEGATE_CALL]), "")
+        if known:
+            by_instr = events["instruction_id"].map(known).to_numpy(dtype=object)
+            use = (backend == UNKNOWN_DELEGATE) & pd.notna(by_instr)
+            backend[use] = by_instr[use]
+    out["backend"] = np.where(leaf | is_call, backend, "")
     return out
 
 

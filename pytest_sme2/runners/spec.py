@@ -64,6 +64,9 @@ def parse_runner_spec(text: str) -> RunnerSpec:
     head, *rest = raw.split(",")
     if "=" in head:
         name, target = head.split("=", 1)
+    elif "/" in head:  # a bare path: named after the file
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(head).name).strip("_") or "binary"
+        target = head
     else:
         name, target = head, head
     name, target = name.strip(), target.strip()

@@ -53,3 +53,42 @@ def test_analyze_does_not_import_torch(trace):
     code = ("import sys; from pytest_sme2.cli import main; main(['analyze', sys.argv[1]]); "
             "assert 'torch' not in sys.modules and 'executorch' not in sys.modules")
     subprocess.run([sys.executable, "-c", code, str(trace)], check=True, capture_output=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("runner", ["python", "native"])
+def test_run_writes_an_etdump_that_analyze_reads(toy_export, tmp_path, runner, capsys):
+    out = tmp_path / "out dir" / f"{runner}.etdump"
+    assert main(["run", str(toy_export.pte), "--runner", runner, "--runs", "5", "--warmup", "2",
+                 "--inputs", str(toy_export.inputs), "--etdump", str(out)]) == 0
+    assert f"{out}: 7 runs (2 warm-up) with {runner} on host" in capsys.readouterr().out
+    doc = tmp_path / "a.json"
+    assert main(["analyze", str(out), "--warmup", "2", "--etrecord", str(toy_export.etrecord),
+                 "--json", str(doc)]) == 0
+    parsed = json.loads(doc.read_text())
+    assert parsed["runs"] == 7 and parsed["e2e"]["n"] == 5
+    assert {op["backend"] for op in parsed["operators"] if op["delegated"]} == {"XnnpackBackend"}
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["run", "/nope.pte", "--etdump", "x.etdump"], "/nope.pte: no such .pte file"),
+    (["run", "{pte}", "--runner", "/bin/nope", "--etdump", "x.etdump"],
+     "runner 'nope': /bin/nope does not exist"),
+    (["run", "{pte}", "--runs", "0", "--etdump", "x.etdump"], "--runs must be 1 or more"),
+    (["run", "{pte}", "--device", "toaster", "--etdump", "x.etdump"],
+     "unknown device kind 'toaster'"),
+    (["report", "/nope.json"], "/nope.json: no such results file"),
+])
+def test_cli_errors_exit_2_with_one_line(tmp_path, args, msg, capsys):
+    pte = tmp_path / "m.pte"
+    pte.write_bytes(b"x")
+    assert main([a.format(pte=pte) for a in args]) == 2
+    err = capsys.readouterr().err
+    assert msg in err and err.count("\n") == 1
+
+
+def test_report_rejects_other_json(tmp_path, capsys):
+    p = tmp_path / "r.json"
+    p.write_text('{"schema": "something/else"}')
+    assert main(["report", str(p)]) == 2
+    assert "not a pytest-sme2 results document" in capsys.readouterr().err

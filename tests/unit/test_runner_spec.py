@@ -59,3 +59,9 @@ def test_matrix_ids_and_validation():
     with pytest.raises(Sme2Error, match="give 1 or more"):
         parse_threads("1,0")
     assert parse_threads("1, 2,2") == (1, 2)
+
+
+def test_bare_path_is_named_after_the_file():
+    s = parse_runner_spec("/opt/builds/sme2 on/executor_runner")
+    assert (s.name, s.kind, s.path) == ("executor_runner", "binary",
+                                        Path("/opt/builds/sme2 on/executor_runner"))
