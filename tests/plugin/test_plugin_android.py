@@ -1,0 +1,54 @@
+"""`pytest --device android:SERIAL` end to end: the real adb server, our fake phone, the real
+native runner and a real .pte — what a user runs against a phone, without one."""
+
+import json
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+BENCH = """
+def test_lat(sme2_bench, sme2_case):
+    r = sme2_bench(sme2_case.model, dtype=sme2_case.dtype, threads=sme2_case.threads,
+                   runner="{runner}")
+    assert r.device["kind"] == "android"
+"""
+
+
+@pytest.fixture
+def phone_session(pytester, fake_android, adb_server, monkeypatch, export_cache, toy_export):
+    for key, value in adb_server.env.items():
+        monkeypatch.setenv(key, value)
+
+    def run(runner: str, *args: str):
+        pytester.makepyfile(test_a=BENCH.format(runner=runner))
+        return pytester.runpytest_subprocess(
+            "-p", "no:cacheprovider", f"--device=android:{fake_android.serial}",
+            f"--sme2-cache-dir={export_cache}", "--sme2-models=toy_cnn", "--sme2-dtypes=fp32",
+            "--sme2-threads=2", "--runs=5", "--warmup=1", *args)
+
+    return run
+
+
+def test_benchmark_on_the_phone_records_its_facts(phone_session, pytester, fake_android):
+    res = phone_session("native")
+    res.assert_outcomes(passed=1)
+    res.stdout.fnmatch_lines(["sme2: toy_cnn fp32 t2 native: Method::execute median * ms*n=5*"])
+    (b,) = json.loads((pytester.path / "sme2-report" / "results.json").read_text())["benchmarks"]
+    device = b["device"]
+    assert device["kind"] == "android" and device["serial"] == fake_android.serial
+    assert device["abi"] == "arm64-v8a" and device["sme2"] is True
+    assert b["thermal_before"] and b["thermal_after"]
+    assert len(b["e2e_ms"]) == 5
+    assert {op["backend"] for op in b["operators"] if op["delegated"]} == {"XnnpackBackend"}
+    # The session folder on the phone is gone at the end.
+    tmp = fake_android.root / "data" / "local" / "tmp"
+    assert not [p for p in tmp.iterdir() if p.name.startswith("pytest-sme2-")]
+    assert (pytester.path / "sme2-report" / "report.md").is_file()
+
+
+def test_python_runner_on_the_phone_fails_clearly(phone_session):
+    res = phone_session("python")
+    res.assert_outcomes(failed=1)
+    res.stdout.fnmatch_lines(["*runner 'python' runs only on the host*"])
+    assert "Traceback" not in res.stdout.str()
