@@ -9,20 +9,19 @@ temporary folder and renamed into place, so nobody ever sees a half-written mode
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
 import shutil
 import sys
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Callable
 
 from pytest_sme2.errors import Sme2Error
+from pytest_sme2.locking import file_lock
+from pytest_sme2.versions import package_version
 
 DTYPES = ("fp32", "fp16", "int8", "int8_dynamic")
 # Largest accepted |exported - reference| relative to max |reference|. The reference is the
@@ -63,13 +62,7 @@ def default_cache_dir() -> Path:
 
 
 def _versions() -> dict[str, str]:
-    out = {}
-    for pkg in ("torch", "executorch", "torchao"):
-        try:
-            out[pkg] = version(pkg)
-        except PackageNotFoundError:
-            out[pkg] = "missing"
-    return out
+    return {pkg: package_version(pkg) for pkg in ("torch", "executorch", "torchao")}
 
 
 def cache_key(model: str, dtype: str) -> str:
@@ -83,15 +76,6 @@ def cache_key(model: str, dtype: str) -> str:
     return h.hexdigest()[:16]
 
 
-@contextmanager
-def _locked(path: Path):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _load_hit(model: str, dtype: str, key: str, folder: Path) -> ExportedModel | None:
@@ -115,7 +99,7 @@ def export_model(model: str, dtype: str = "fp32", cache_dir: Path | None = None,
     folder = cache_dir / model / f"{dtype}-{key}"
     if not force and (hit := _load_hit(model, dtype, key, folder)):
         return hit
-    with _locked(cache_dir / model / f".{dtype}-{key}.lock"):
+    with file_lock(cache_dir / model / f".{dtype}-{key}.lock"):
         # Another worker may have finished it while we waited for the lock.
         if not force and (hit := _load_hit(model, dtype, key, folder)):
             return hit

@@ -14,21 +14,10 @@ from pytest_sme2.devices.base import Device, open_device
 from pytest_sme2.results import BenchmarkResult, write_results
 from pytest_sme2.runners.base import Runner, RunnerError
 from pytest_sme2.runners.spec import RunnerSpec, runner_specs
+from pytest_sme2.versions import versions
 
 RESULTS_FILE = "results.json"
 
-
-def versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-    import platform
-
-    out = {"python": platform.python_version()}
-    for pkg in ("pytest-sme2", "executorch", "torch", "torchao"):
-        try:
-            out[pkg] = version(pkg)
-        except PackageNotFoundError:
-            out[pkg] = "missing"
-    return out
 
 
 @dataclass

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.fakes.android import adb_server, fake_android  # noqa: F401  (fixtures)
 
 
 @pytest.fixture(scope="session")
-def export_cache(tmp_path_factory) -> "Path":  # noqa: F821
+def export_cache(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("exports")
 
 

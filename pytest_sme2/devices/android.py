@@ -37,13 +37,10 @@ from pytest_sme2.devices.android_facts import (FACTS_SCRIPT, THERMAL_SCRIPT, che
 from pytest_sme2.devices.base import DeviceError
 from pytest_sme2.devices.facts import DeviceFacts
 from pytest_sme2.devices.host import stderr_tail
+from pytest_sme2.locking import file_lock
 from pytest_sme2.runners.base import Runner, RunnerError, RunOutcome, RunRequest
 from pytest_sme2.tensorfile import sidecar
 
-try:                                    # no fcntl on Windows: runs there are not serialized
-    import fcntl
-except ImportError:                     # pragma: no cover
-    fcntl = None  # type: ignore[assignment]
 
 DEVICE_TMP = "/data/local/tmp"
 LOCK_DIR: Path | None = None            # None: the system temp folder (tests point it elsewhere)
@@ -168,20 +165,10 @@ class _Stage:
     request: RunRequest                 # the request with device paths
 
 
-@contextlib.contextmanager
-def device_lock(key: str) -> Iterator[None]:
+def device_lock(key: str):
     """Exclusive use of one device by one process on this host (pytest-xdist workers)."""
-    if fcntl is None:                   # pragma: no cover
-        yield
-        return
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", key)
-    path = Path(LOCK_DIR or tempfile.gettempdir()) / f"pytest-sme2-adb-{safe}.lock"
-    with open(path, "a+") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    return file_lock(Path(LOCK_DIR or tempfile.gettempdir()) / f"pytest-sme2-adb-{safe}.lock")
 
 
 def _explain(stderr: str) -> str | None:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 
 from pytest_sme2.devices.base import DeviceError
-from pytest_sme2.devices.facts import DeviceFacts, _executorch_version, cpu_features
+from pytest_sme2.devices.facts import DeviceFacts, cpu_features
+from pytest_sme2.versions import package_version
 
 PROPS = ("ro.product.manufacturer", "ro.product.model", "ro.soc.manufacturer", "ro.soc.model",
          "ro.board.platform", "ro.hardware", "ro.product.cpu.abi", "ro.build.version.release",
@@ -181,4 +182,4 @@ def parse_facts(text: str, serial: str) -> DeviceFacts:
                        cpu=cpu, abi=props.get("ro.product.cpu.abi", ""),
                        os=f"Android {release} (SDK {sdk})".strip(),
                        kernel=values.get("kernel", ""), cores=len(max_khz), sme=sme, sme2=sme2,
-                       executorch=_executorch_version(), extra=extra)
+                       executorch=package_version("executorch"), extra=extra)

@@ -7,8 +7,9 @@ import platform
 import re
 import subprocess
 from dataclasses import asdict, dataclass, field
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+
+from pytest_sme2.versions import package_version
 
 
 @dataclass(frozen=True)
@@ -53,11 +54,6 @@ def cpu_name(cpuinfo: str) -> str:
     return platform.processor() or "unknown"
 
 
-def _executorch_version() -> str:
-    try:
-        return version("executorch")
-    except PackageNotFoundError:
-        return "missing"
 
 
 def _read(path: str) -> str:
@@ -105,7 +101,7 @@ def host_facts() -> DeviceFacts:
         pass
     return DeviceFacts(kind="host", serial=platform.node(), model=model, cpu=cpu, abi=machine,
                        os=os_name, kernel=platform.release(), cores=os.cpu_count() or 0,
-                       sme=sme, sme2=sme2, executorch=_executorch_version(), extra=extra)
+                       sme=sme, sme2=sme2, executorch=package_version("executorch"), extra=extra)
 
 
 def _os_release() -> str:

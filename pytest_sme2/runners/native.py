@@ -10,7 +10,6 @@ shared libraries it links, build time); the build tree is not kept.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import importlib.util
 import json
@@ -20,13 +19,13 @@ import re
 import shutil
 import subprocess
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
+from pytest_sme2.locking import file_lock
 from pytest_sme2.runners.base import RunnerError, RunnerInfo, RunRequest
+from pytest_sme2.versions import package_version
 
 SOURCE_DIR = Path(__file__).parent / "native"
 SOURCES = ("runner.cpp", "CMakeLists.txt")
@@ -41,12 +40,6 @@ def default_cache_dir() -> Path:
     return Path(base) / "pytest-sme2" / "native-runner"
 
 
-def _executorch_version() -> str:
-    try:
-        return version("executorch")
-    except PackageNotFoundError:
-        raise RunnerError("the native runner needs the executorch package (pip install "
-                          "executorch==1.5.1)") from None
 
 
 def executorch_cmake_dir() -> Path:
@@ -113,20 +106,12 @@ def cache_key(tc: Toolchain) -> str:
             raise RunnerError(f"the native runner's source {SOURCE_DIR / name} is missing from "
                               "this installation of pytest-sme2 (reinstall it with its package "
                               "data)") from None
-    for part in (_executorch_version(), tc.cxx, tc.cxx_version, platform.machine(), BUILD_TYPE):
+    for part in (package_version("executorch"), tc.cxx, tc.cxx_version, platform.machine(),
+                 BUILD_TYPE):
         h.update(part.encode() + b"\0")
     return h.hexdigest()[:16]
 
 
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _is_built(folder: Path) -> bool:
@@ -177,12 +162,12 @@ def build_native_runner(cache_dir: Path | None = None, force: bool = False,
     folder = cache_dir / key
     if not force and _is_built(folder):
         return folder / BINARY
-    with _locked(cache_dir / f".{key}.lock"):
+    with file_lock(cache_dir / f".{key}.lock"):
         if not force and _is_built(folder):  # another worker built it while we waited
             return folder / BINARY
         say = progress or (lambda msg: None)
         say(f"building the native runner ({tc.compiler_label}, executorch "
-            f"{_executorch_version()}) ...")
+            f"{package_version('executorch')}) ...")
         tmp = cache_dir / f".tmp-{key}-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
@@ -214,7 +199,7 @@ def _build_into(out: Path, tc: Toolchain, key: str, failed_log: Path) -> dict:
     manifest = {
         "key": key,
         "labels": {
-            "executorch": _executorch_version(),
+            "executorch": package_version("executorch"),
             "compiler": tc.compiler_label,
             "build_type": BUILD_TYPE,
             "machine": platform.machine(),

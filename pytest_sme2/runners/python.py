@@ -6,25 +6,20 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from importlib.metadata import PackageNotFoundError, version
 
 from pathlib import Path
 
 from pytest_sme2.runners.base import RunnerError, RunnerInfo, RunRequest
+from pytest_sme2.versions import package_version
 
 
-def _executorch_version() -> str:
-    try:
-        return version("executorch")
-    except PackageNotFoundError:
-        return "missing"
 
 
 @dataclass(frozen=True)
 class PythonRunner:
     info: RunnerInfo = field(default_factory=lambda: RunnerInfo(
         "python", "python", {"runtime": "executorch.pybindings",
-                             "executorch": _executorch_version()}))
+                             "executorch": package_version("executorch")}))
     python: str = sys.executable
 
     def command(self, request: RunRequest) -> list[str]:

@@ -22,8 +22,7 @@ from pytest_sme2.runners import RunnerError, RunnerInfo, RunRequest
 from pytest_sme2.runners.python import PythonRunner
 from pytest_sme2.tensorfile import read_tensors, write_tensors
 from tests.fakes.adb_device import FakeAndroidConfig
-from tests.fakes.android import (FakePhone, adb_server, connect_phone,  # noqa: F401
-                                 fake_android, free_port, release_phone)
+from tests.fakes.android import FakePhone, connect_phone, free_port, release_phone
 from tests.fakes.etdumps import execute_run, make_etdump
 
 pytestmark = pytest.mark.slow
