@@ -58,6 +58,17 @@ def annotate(events: pd.DataFrame, etrecord: ETRecordInfo | None = None,
             use = (backend == UNKNOWN_DELEGATE) & pd.notna(by_instr)
             backend[use] = by_instr[use]
     out["backend"] = np.where(leaf | is_call, backend, "")
+    if etrecord is not None:
+        # What the instruction runs, for a portable kernel or a whole DELEGATE_CALL; XNNPACK's
+        # own per-operator events carry no handle back to graph nodes, so they get none.
+        info = etrecord.instructions
+        own = ~delegated & (leaf | is_call)
+        instr = events["instruction_id"]
+        ops = instr.map({i: ";".join(v.op_types) for i, v in info.items()}).fillna("")
+        paths = instr.map({i: ";".join(p for p in v.module_paths if p)
+                           for i, v in info.items()}).fillna("")
+        out["op_types"] = np.where(own, ops, "")
+        out["module_path"] = np.where(own, paths, "")
     return out
 
 

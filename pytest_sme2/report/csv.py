@@ -2,7 +2,9 @@
 
 ``<stem>_all_runs_timeline.csv``  every profiling event: ``block, block_name, run, seq, name,
     instruction_id, delegate_debug_id, delegated, start, end, duration_ms, leaf, category,
-    backend, warmup`` (``run`` -1 = load/init block; ``warmup`` True for discarded runs).
+    backend, [op_types, module_path,] warmup`` (``run`` -1 = load/init block; ``warmup`` True for
+    discarded runs; op_types and module_path, from the .etrecord when given, for portable
+    kernels and whole DELEGATE_CALLs).
 ``<stem>_ops_stats.csv``  one row per operator (name + instruction): ``name, op, instruction_id,
     category, delegated, backend, calls_per_run, mean_ms_per_run, pct_e2e, bottleneck,
     should_delegate, op_types, module_paths`` (means over timed runs).

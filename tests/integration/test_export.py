@@ -97,3 +97,25 @@ def test_two_processes_export_once(tmp_path):
     folders = {line.split(" ", 1)[1] for o in outs for line in o.splitlines()
                if line.startswith("FOLDER")}
     assert len(folders) == 1
+
+
+def test_cli_export_copies_and_reuses(toy_export, export_cache, tmp_path, capsys, monkeypatch):
+    from pytest_sme2.cli import main
+
+    monkeypatch.setattr(_recipes, "export", lambda *a, **k: pytest.fail("re-exported"))
+    out = tmp_path / "exported"
+    assert main(["export", "toy_cnn", "--dtype", "fp32", "--cache-dir", str(export_cache),
+                 "--out", str(out)]) == 0
+    printed = capsys.readouterr().out.split()
+    assert printed == [str(out / "toy_cnn-fp32.pte"), str(out / "toy_cnn-fp32.etrecord"),
+                       str(out / "toy_cnn-fp32.meta.json")]
+    assert (out / "toy_cnn-fp32.pte").read_bytes() == toy_export.pte.read_bytes()
+
+
+def test_cli_export_unknown_model_is_one_line(capsys, tmp_path):
+    from pytest_sme2.cli import main
+
+    assert main(["export", "nope", "--cache-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("pytest-sme2: unknown model 'nope'; registered models: ")
+    assert err.count("\n") == 1

@@ -134,3 +134,22 @@ def test_unnamed_delegate_events_count_in_other():
     a = analyze(parse_etdump(make_etdump([run])))
     assert a.operators.iloc[0].category == "Other"
     assert a.categories_ms["Other"] == pytest.approx(0.0007)
+
+
+def test_etrecord_annotates_portable_events_and_delegate_calls(events):
+    from pytest_sme2.etrecord import ETRecordInfo, InstructionInfo
+
+    rec = ETRecordInfo({0: InstructionInfo("XnnpackBackend", ("aten.convolution.default",),
+                                           ("features.0",)),
+                        1: InstructionInfo(None, ("aten._adaptive_avg_pool2d.default",),
+                                           ("pool",))})
+    a = analyze(events, etrecord=rec)
+    ev = a.events[a.events.run == 0].set_index("name")
+    assert ev.loc["native_call__adaptive_avg_pool2d.out", "op_types"] == \
+        "aten._adaptive_avg_pool2d.default"
+    assert ev.loc["native_call__adaptive_avg_pool2d.out", "module_path"] == "pool"
+    calls = a.events[(a.events.run == 0) & (a.events.name == "DELEGATE_CALL")]
+    assert calls["op_types"].tolist() == ["aten.convolution.default", ""]  # instr 2: unknown
+    assert calls["backend"].tolist() == ["XnnpackBackend", "delegate"]
+    conv = ev.loc["Convolution (NHWC, F32) IGEMM #1"]
+    assert conv["op_types"] == "" and conv["backend"] == "XnnpackBackend"
