@@ -37,6 +37,9 @@ class BenchSettings:
             raise Sme2Error(f"--runs must be a positive number of timed runs, got {self.runs}")
         if self.warmup < 0:
             raise Sme2Error(f"--warmup must be 0 or more, got {self.warmup}")
+        if not self.timeout_s > 0:
+            raise Sme2Error(f"--sme2-timeout must be a positive number of seconds, got "
+                            f"{self.timeout_s:g}")
 
 
 def artifact_dir(report_dir: Path, label: str) -> Path:

@@ -52,6 +52,9 @@ EVENT_COLUMNS = [
 ]
 
 _MAX_GRID_NAME = 4096
+# Largest names grid (events x longest name, bytes) built in one piece; beyond it names are
+# decoded per distinct string position, so a crafted file cannot claim gigabytes.
+_MAX_GRID_BYTES = 64 << 20
 _U16 = struct.Struct("<H").unpack_from
 _I32 = struct.Struct("<i").unpack_from
 _U32 = struct.Struct("<I").unpack_from
@@ -265,9 +268,16 @@ class _Gather:
         if (spos + 4 + length).max() > self.bytes.size:
             raise self.reader.fail("truncated or corrupt ETDump (a string runs past the end)")
         width = max(int(length.max()), 1)
-        if width > _MAX_GRID_NAME:  # absurd names: decode one by one rather than a huge grid
-            out[present] = [self._decode(bytes(self.bytes[p + 4:p + 4 + n]))
-                            for p, n in zip(spos, length)]
+        if width > _MAX_GRID_NAME or spos.size * width > max(_MAX_GRID_BYTES,
+                                                              4 * self.bytes.size):
+            # Absurd names, or many events sharing one long name (a crafted file): decode each
+            # string position once; distinct positions hold distinct bytes of the file, so
+            # this stays linear in the file size.
+            uniq, first, inverse = np.unique(spos, return_index=True, return_inverse=True)
+            decoded = np.array([self._decode(bytes(self.bytes[p + 4:p + 4 + n]))
+                                for p, n in zip(uniq.tolist(), length[first].tolist())],
+                               dtype=object)
+            out[present] = decoded[inverse.ravel()]
             return out
         # Gather every name into a zero-padded grid (padding lets short names near the end
         # of the file be read at full width), then decode each distinct row once.
@@ -296,10 +306,15 @@ def parse_etdump(buf: bytes, source: str = "<bytes>") -> pd.DataFrame:
     root = reader.table(root_pos)
     # The few RunData blocks are walked in Python; their (many) events are read vectorised.
     block_names, positions, block_of = [], [], []
+    slots = len(buf) // 4  # each listed event takes a 4-byte slot of its own in the file
     for block, rd_pos in enumerate(reader.vector(root, _ETDUMP_RUN_DATA).tolist()):
         rd = reader.table(rd_pos)
         block_names.append(reader.string(rd, _RUNDATA_NAME) or "")
         evs = reader.vector(rd, _RUNDATA_EVENTS)
+        slots -= len(evs)
+        if slots < 0:  # blocks share one event list: a crafted file claiming endless events
+            raise reader.fail("corrupt ETDump (its blocks list more events than the file "
+                              "can hold)")
         positions.append(evs)
         block_of.append(np.full(len(evs), block, dtype=np.int64))
     ev = np.concatenate(positions) if positions else np.zeros(0, dtype=np.int64)

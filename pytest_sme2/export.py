@@ -85,7 +85,18 @@ def _load_hit(model: str, dtype: str, key: str, folder: Path) -> ExportedModel |
         return None
     if not all((folder / f).is_file() for f in (PTE, ETRECORD, INPUTS, INPUTS + ".json")):
         return None
+    # A damaged or replaced .pte is a miss, not a hit: hashing ~10 MB costs milliseconds.
+    if meta.get("pte_sha256") != _sha256(folder / PTE):
+        return None
     return ExportedModel(model, dtype, key, folder, meta)
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def export_model(model: str, dtype: str = "fp32", cache_dir: Path | None = None,
@@ -103,6 +114,8 @@ def export_model(model: str, dtype: str = "fp32", cache_dir: Path | None = None,
         # Another worker may have finished it while we waited for the lock.
         if not force and (hit := _load_hit(model, dtype, key, folder)):
             return hit
+        if folder.exists() and not force and progress:
+            progress(f"cache entry {folder} is incomplete or damaged; exporting again")
         tmp = cache_dir / model / f".tmp-{dtype}-{key}-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
@@ -151,6 +164,7 @@ def _export_into(folder: Path, model: str, dtype: str, key: str,
             f"export of model {model!r} as {dtype} is wrong: max |pte - {info['reference']}| = "
             f"{err:.3g} exceeds {TOLERANCE[dtype]:g} x max |{info['reference']}| ({scale:.3g})")
     (folder / PTE).write_bytes(program.buffer)
+    info["pte_sha256"] = hashlib.sha256(program.buffer).hexdigest()
     program.get_etrecord().save(str(folder / ETRECORD))
     _recipes.save_inputs(definition.example_inputs, dtype, folder / INPUTS)
     meta = {

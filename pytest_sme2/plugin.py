@@ -193,8 +193,14 @@ def _write_live(config: pytest.Config, line: str) -> None:
         tr.write_line(line)
 
 
-def _fail(e: Sme2Error):
-    pytest.fail(str(e), pytrace=False)
+def _fail(e: Sme2Error, config: pytest.Config | None = None):
+    """Fail the test with the error's one line; the traceback only when asked for with an
+    explicit --tb (long, short, native)."""
+    if config is not None and config.getoption("tbstyle", "auto") in ("long", "short", "native"):
+        raise pytest.fail.Exception(str(e), pytrace=True) from e
+    # "from None": called while handling ``e``, and pytest prints a chained exception's message
+    # again under "During handling of the above exception..." even with pytrace=False.
+    raise pytest.fail.Exception(str(e), pytrace=False) from None
 
 
 @pytest.fixture(scope="session")
@@ -208,13 +214,13 @@ def sme2_settings(sme2_session: BenchSession) -> BenchSettings:
 
 
 @pytest.fixture(scope="session")
-def sme2_device(sme2_session: BenchSession):
+def sme2_device(pytestconfig: pytest.Config, sme2_session: BenchSession):
     """The target device (``--device``); a device that cannot be opened errors each test that
     needs it with one line saying what to do."""
     try:
         return sme2_session.device()
     except Sme2Error as e:
-        _fail(e)
+        _fail(e, pytestconfig)
 
 
 @pytest.fixture(scope="session")
@@ -270,8 +276,8 @@ def _case_params(request: pytest.FixtureRequest) -> tuple[str, str]:
         return case.model, case.dtype
     if "model" in params:
         return params["model"], params.get("dtype", "fp32")
-    raise pytest.UsageError(f"{request.node.nodeid}: sme2_model needs the test parametrized with "
-                            "sme2_case, or with 'model' (and optionally 'dtype')")
+    pytest.fail(f"{request.node.nodeid}: sme2_model needs the test parametrized with sme2_case, "
+                "or with 'model' (and optionally 'dtype')", pytrace=False)
 
 
 @pytest.fixture
@@ -283,7 +289,7 @@ def sme2_model(request: pytest.FixtureRequest, sme2_session: BenchSession) -> Ex
         return export_model(model, dtype, s.cache_dir, s.reexport,
                             progress=lambda m: _write_live(request.config, f"sme2: {m}"))
     except Sme2Error as e:
-        _fail(e)
+        _fail(e, request.config)
 
 
 def _recorder(request: pytest.FixtureRequest) -> Callable[[BenchmarkResult], None]:
@@ -314,7 +320,7 @@ def sme2_bench(request: pytest.FixtureRequest, sme2_session: BenchSession,
                 BenchmarkRun(model, dtype, threads, label=request.node.nodeid, progress=progress),
                 sme2_session.runner(runner, progress), sme2_device, sme2_session.settings)
         except Sme2Error as e:
-            _fail(e)
+            _fail(e, config)
         record(result)
         return result
 
@@ -346,7 +352,7 @@ def sme2_compare(request: pytest.FixtureRequest, sme2_session: BenchSession,
                 sme2_device, sme2_session.settings, blocks=blocks or sme2_session.blocks,
                 margin=margin, on_block=record)
         except Sme2Error as e:
-            _fail(e)
+            _fail(e, config)
         request.node.user_properties.append((COMPARISON_PROPERTY, cmp.to_json()))
         return cmp
 
@@ -380,5 +386,14 @@ class _Collector:
         terminalreporter.section("pytest-sme2 summary")
         for line in summary_table(self.session.results, self.session.comparisons):
             terminalreporter.write_line(line)
-        for path in self.session.finish():
+        try:
+            written = self.session.finish()
+        except Sme2Error as e:
+            terminalreporter.write_line(f"sme2: {e}", red=True)
+            written = [self.session.results_path]
+        except KeyboardInterrupt:
+            terminalreporter.write_line(f"sme2: interrupted while writing report.md; "
+                                        f"{self.session.results_path} is complete", red=True)
+            return
+        for path in written:
             terminalreporter.write_line(f"wrote {path}")

@@ -11,6 +11,7 @@ from typing import Callable
 
 from pytest_sme2.bench import BenchSettings
 from pytest_sme2.devices.base import Device, open_device
+from pytest_sme2.errors import Sme2Error
 from pytest_sme2.results import BenchmarkResult, write_results
 from pytest_sme2.runners.base import Runner, RunnerError
 from pytest_sme2.runners.spec import RunnerSpec, runner_specs
@@ -99,7 +100,12 @@ class BenchSession:
         from pytest_sme2.results import results_document
 
         doc = results_document(self.results, self.comparisons, self.document_session())
-        return [self.results_path, render_report(doc, self.settings.report_dir)]
+        try:
+            return [self.results_path, render_report(doc, self.settings.report_dir)]
+        except Exception as e:  # noqa: BLE001 - the measurements are safe in results.json
+            raise Sme2Error(f"{self.settings.report_dir / 'report.md'}: not written "
+                            f"({type(e).__name__}: {e}); results.json is complete, rerun "
+                            f"`pytest-sme2 report {self.results_path}`") from None
 
     def close(self) -> None:
         """Remove what the session left on a remote device."""

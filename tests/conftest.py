@@ -19,3 +19,18 @@ def toy_export(export_cache):
     from pytest_sme2.export import export_model
 
     return export_model("toy_cnn", "fp32", export_cache)
+
+
+@pytest.fixture(scope="session")
+def user_caches(tmp_path_factory) -> dict[str, str]:
+    """Cache folders shared by every inner pytest session of this run. pytester points HOME at
+    each test's own folder, which would otherwise build the native runner (and matplotlib's
+    font cache) again in every inner session."""
+    return {"XDG_CACHE_HOME": str(tmp_path_factory.mktemp("xdg-cache")),
+            "MPLCONFIGDIR": str(tmp_path_factory.mktemp("matplotlib"))}
+
+
+@pytest.fixture
+def inner_session_env(user_caches, monkeypatch) -> None:
+    for key, value in user_caches.items():
+        monkeypatch.setenv(key, value)

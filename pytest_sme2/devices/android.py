@@ -408,8 +408,8 @@ class AndroidDevice:
 
     def _timed_out(self, name: str, req: RunRequest) -> RunnerError:
         return RunnerError(f"runner {name!r} on {req.pte.name}: no result within "
-                           f"{req.timeout_s:g} s on device {self.serial}; killed (raise the "
-                           "time limit or lower --runs)")
+                           f"{req.timeout_s:g} s on device {self.serial}; killed (raise "
+                           "--sme2-timeout or lower --runs)")
 
     def _check_exit(self, name: str, request: RunRequest, stage: _Stage,
                     res: adbutils.ShellReturn, wall: float) -> None:

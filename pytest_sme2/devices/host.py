@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import os
 import signal
 import subprocess
 import time
@@ -14,9 +16,25 @@ from pytest_sme2.runners.base import Runner, RunnerError, RunOutcome, RunRequest
 STDERR_TAIL_LINES = 8
 
 
+# ExecuTorch's info-level logging says nothing about a failure and would push the lines that do
+# out of the tail: "I 00:00:00.000587 executorch:cpuinfo_utils.cpp:71] ..." from a C++ build,
+# "[cpuinfo_utils.cpp:71] ..." / "[threadpool.cpp:66] ..." start-up lines from the Python one.
+_RUNTIME_CHATTER = re.compile(r"^(I \d\d:\d\d:\d\d\.\d+ executorch:|"
+                              r"\[(cpuinfo_utils|threadpool)\.cpp:\d+\] )")
+
+
 def stderr_tail(text: str, lines: int = STDERR_TAIL_LINES) -> str:
-    kept = [ln for ln in text.strip().splitlines() if ln.strip()][-lines:]
+    kept = [ln for ln in text.strip().splitlines() if ln.strip()]
+    kept = ([ln for ln in kept if not _RUNTIME_CHATTER.match(ln)] or kept)[-lines:]
     return " | ".join(kept) if kept else "(no stderr)"
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
 
 
 @dataclass
@@ -40,13 +58,25 @@ class HostDevice:
         argv = runner.command(request)
         t0 = time.perf_counter()
         try:
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=request.timeout_s)
-        except subprocess.TimeoutExpired:
-            raise RunnerError(f"runner {name!r} on {request.pte.name}: no result within "
-                              f"{request.timeout_s:g} s; killed (raise the time limit or "
-                              "lower --runs)") from None
+            # A session of its own, so a timeout kills whatever the runner started too.
+            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    start_new_session=True)
         except OSError as e:
             raise RunnerError(f"runner {name!r}: cannot start {argv[0]} ({e.strerror})") from None
+        try:
+            out, err = proc.communicate(timeout=request.timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            raise RunnerError(f"runner {name!r} on {request.pte.name}: no result within "
+                              f"{request.timeout_s:g} s; killed (raise --sme2-timeout or lower "
+                              "--runs)") from None
+        except BaseException:  # Ctrl-C: leave no runner behind
+            _kill_group(proc)
+            raise
+        # errors="replace": a runner echoing a corrupt file's bytes must not crash the reader
+        proc = subprocess.CompletedProcess(argv, proc.returncode,
+                                           out.decode(errors="replace"),
+                                           err.decode(errors="replace"))
         wall = time.perf_counter() - t0
         if proc.returncode < 0:
             sig = signal.Signals(-proc.returncode).name

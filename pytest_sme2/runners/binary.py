@@ -96,11 +96,15 @@ class BinaryRunner:
     takes_tensor_files = False                 # inputs are ones; no outputs file
 
     def __post_init__(self) -> None:
-        path = Path(self.path).expanduser()
+        # Absolute: a relative path without a slash ("./r" becomes "r") would be looked up on
+        # PATH when executed, not where it was checked.
+        path = Path(self.path).expanduser().absolute()
         if not path.exists():
-            raise RunnerError(f"runner {self.name!r}: {path} does not exist")
+            raise RunnerError(f"runner {self.name!r}: {path} does not exist; fix the path "
+                              "given with --runner")
         if not path.is_file():
-            raise RunnerError(f"runner {self.name!r}: {path} is not a file")
+            raise RunnerError(f"runner {self.name!r}: {path} is not a file; give the path of "
+                              "the executable with --runner")
         if not os.access(path, os.X_OK):
             raise RunnerError(f"runner {self.name!r}: {path} is not executable (chmod +x it)")
         if self.lib_dir is not None and not Path(self.lib_dir).is_dir():
@@ -119,8 +123,8 @@ class BinaryRunner:
         if self.machine is not None and self.machine != host:
             raise RunnerError(
                 f"runner {self.name!r}: {self.path} is an {self.machine} binary and this host is "
-                f"{host}; run it on a {self.machine} device (e.g. --device android) or "
-                "build it for the host")
+                f"{host}; run it on a device of that architecture (e.g. --device android) "
+                "or build it for the host")
 
     def check_device(self, abi: str) -> None:
         """Raise unless this binary fits a device of architecture ``abi`` (e.g. arm64-v8a)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 
 import numpy as np
@@ -26,6 +27,29 @@ def _inputs_from_meta(meta) -> list[np.ndarray]:
     return out
 
 
+def program_problem(path: str) -> str | None:
+    """Why ``path`` cannot be an ExecuTorch program, judged from its header before the (slow)
+    runtime import; None if it may be one. The runtime itself logs a foreign header's bytes,
+    which aborts the Python runtime when they are not UTF-8."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+    except FileNotFoundError:
+        return f"{path}: no such .pte file"
+    except OSError as e:
+        return f"{path}: cannot read the .pte file ({e.strerror})"
+    if not head:
+        return f"{path}: empty .pte file, not an ExecuTorch program (export it again)"
+    if len(head) < 8 or head[4:6] != b"ET" or not head[6:8].isdigit():
+        return (f"{path}: not an ExecuTorch program (no 'ETnn' identifier in its header; "
+                "export it again)")
+    return None
+
+
+def _first_line(e: BaseException) -> str:
+    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="pytest_sme2.runners.python_child")
     p.add_argument("--pte", required=True)
@@ -36,7 +60,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--inputs")
     p.add_argument("--outputs")
     a = p.parse_args(argv)
+    problem = program_problem(a.pte)
+    if problem:
+        print(problem, file=sys.stderr)
+        return 1
 
+    # Import-time warnings of torch/torchao (missing CUDA extras, deprecations) would fill the
+    # stderr tail a failure is reported with.
+    for name in ("torchao", "torch.utils._pytree"):
+        logging.getLogger(name).setLevel(logging.ERROR)
     import torch
     from executorch.extension.pybindings.portable_lib import (
         _load_for_executorch, _threadpool_get_thread_count, _unsafe_reset_threadpool)
@@ -44,16 +76,23 @@ def main(argv: list[str] | None = None) -> int:
     _unsafe_reset_threadpool(a.threads)  # before the load, never after
     try:
         module = _load_for_executorch(a.pte, enable_etdump=True, debug_buffer_size=0)
+        # The load is lazy: a program the runtime refuses fails here, not above.
+        meta = module.method_meta("forward")
     except Exception as e:  # noqa: BLE001 - the runtime's refusal, reported in one line
-        print(f"{a.pte}: the ExecuTorch runtime refused the program "
-              f"({str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__})",
+        print(f"{a.pte}: the ExecuTorch runtime refused the program ({_first_line(e)})",
               file=sys.stderr)
         return 1
-    arrays = read_tensors(a.inputs) if a.inputs else _inputs_from_meta(module.method_meta("forward"))
+    arrays = read_tensors(a.inputs) if a.inputs else _inputs_from_meta(meta)
     inputs = tuple(torch.from_numpy(np.array(x)) for x in arrays)
     outputs = None
-    for _ in range(a.warmup + a.runs):
-        outputs = module.forward(inputs)
+    total = a.warmup + a.runs
+    for i in range(total):
+        try:
+            outputs = module.forward(inputs)
+        except Exception as e:  # noqa: BLE001 - reported in one line
+            print(f"{a.pte}: execution {i + 1} of {total} failed ({_first_line(e)})",
+                  file=sys.stderr)
+            return 1
     module.write_etdump_result_to_file(a.etdump)
     if a.outputs and outputs is not None:
         write_tensors(a.outputs, [o.detach().numpy() for o in outputs if torch.is_tensor(o)])

@@ -344,7 +344,7 @@ def test_hung_runner_is_killed_on_the_device_at_the_limit(fake_android, tmp_path
                                 _request(tmp_path, timeout=1))
     assert time.monotonic() - t0 < 8
     assert _msg(ei) == (f"runner 'fake' on m.pte: no result within 1 s on device "
-                        f"{fake_android.serial}; killed (raise the time limit or lower --runs)")
+                        f"{fake_android.serial}; killed (raise --sme2-timeout or lower --runs)")
     assert "timeout -k 2 1 " in fake_android.device.commands[-1]
 
 

@@ -119,3 +119,13 @@ def test_cli_export_unknown_model_is_one_line(capsys, tmp_path):
     err = capsys.readouterr().err
     assert err.startswith("pytest-sme2: unknown model 'nope'; registered models: ")
     assert err.count("\n") == 1
+
+
+def test_damaged_cache_entry_is_exported_again(tmp_path):
+    first = export_model("toy_cnn", "fp32", tmp_path)
+    good = first.pte.read_bytes()
+    first.pte.write_bytes(b"\0" * 100)          # damaged on disk after the export
+    messages = []
+    again = export_model("toy_cnn", "fp32", tmp_path, progress=messages.append)
+    assert again.pte.read_bytes() == good
+    assert messages[0] == f"cache entry {first.folder} is incomplete or damaged; exporting again"

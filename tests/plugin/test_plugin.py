@@ -8,7 +8,7 @@ import pytest
 from pytest_sme2.analysis.latency import e2e_per_run
 from pytest_sme2.etdump import read_etdump
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("inner_session_env")]
 
 BENCH = """
 def test_toy(sme2_bench):

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("inner_session_env")]
 
 MATRIX = """
 def test_lat(sme2_bench, sme2_case):
