@@ -196,6 +196,24 @@ def read_etdump(path: str | Path) -> pd.DataFrame:
     return parse_etdump(buf, source=str(path))
 
 
+def _unique_rows(grid: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(index of one row per distinct row, which distinct row each row is). Rows are hashed to
+    64 bits and the hash is checked against the rows themselves; on a collision the exact (and
+    slower) comparison of whole rows is used."""
+    h = length.astype(np.uint64)
+    cols = grid.astype(np.uint64)
+    with np.errstate(over="ignore"):
+        for k in range(grid.shape[1]):
+            h = h * np.uint64(0x100000001B3) ^ cols[:, k]
+    _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
+    inverse = inverse.ravel()
+    if np.array_equal(grid, grid[first][inverse]) and np.array_equal(length, length[first][inverse]):
+        return first, inverse
+    keys = np.ascontiguousarray(grid).view(f"V{grid.shape[1] * grid.itemsize}").ravel()
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    return first, inverse.ravel()
+
+
 class _Gather:
     """Vectorised little-endian reads at many positions at once, bounds-checked as a whole."""
 
@@ -216,13 +234,16 @@ class _Gather:
         width = np.dtype(dtype).itemsize
         self._check(pos, width)
         if pos.size and not (pos % width).any():
-            view = self._views.get(dtype)
-            if view is None:
-                view = np.frombuffer(self.reader.buf, dtype=dtype,
-                                     count=self.bytes.size // width)
-                self._views[dtype] = view
-            return view[pos // width]
+            return self._view(dtype)[pos // width]
         return self.bytes[pos[:, None] + np.arange(width)].view(dtype).ravel()
+
+    def _view(self, dtype: str) -> np.ndarray:
+        view = self._views.get(dtype)
+        if view is None:
+            width = np.dtype(dtype).itemsize
+            view = np.frombuffer(self.reader.buf, dtype=dtype, count=self.bytes.size // width)
+            self._views[dtype] = view
+        return view
 
     def u16(self, pos):
         return self._read(pos, "<u2").astype(np.int64)
@@ -256,12 +277,14 @@ class _Gather:
         except UnicodeDecodeError:
             raise self.reader.fail("corrupt ETDump (an event name is not UTF-8)") from None
 
-    def strings(self, field_pos: np.ndarray, present: np.ndarray) -> np.ndarray:
-        """Decode string fields; each distinct byte string is decoded once (names repeat in
-        every run)."""
-        out = np.full(field_pos.size, None, dtype=object)
+    def strings(self, field_pos: np.ndarray, present: np.ndarray
+                ) -> tuple[np.ndarray, list[str]]:
+        """Decode string fields as (codes, strings): ``strings[codes[i]]`` is row i's string,
+        code -1 where the field is absent. Each distinct byte string is decoded once (names
+        repeat in every run)."""
+        codes = np.full(field_pos.size, -1, dtype=np.int64)
         if not present.any():
-            return out
+            return codes, []
         fp = field_pos[present]
         spos = fp + self.u32(fp)
         length = self.u32(spos)
@@ -274,31 +297,52 @@ class _Gather:
             # string position once; distinct positions hold distinct bytes of the file, so
             # this stays linear in the file size.
             uniq, first, inverse = np.unique(spos, return_index=True, return_inverse=True)
-            decoded = np.array([self._decode(bytes(self.bytes[p + 4:p + 4 + n]))
-                                for p, n in zip(uniq.tolist(), length[first].tolist())],
-                               dtype=object)
-            out[present] = decoded[inverse.ravel()]
-            return out
-        # Gather every name into a zero-padded grid (padding lets short names near the end
-        # of the file be read at full width), then decode each distinct row once.
-        padded = np.concatenate([self.bytes, np.zeros(width + 4, dtype=np.uint8)])
-        if not (spos % 4).any():
+            codes[present] = inverse.ravel()
+            return codes, [self._decode(bytes(self.bytes[p + 4:p + 4 + n]))
+                           for p, n in zip(uniq.tolist(), length[first].tolist())]
+        if not (spos % 4).any() and self.bytes.size % 4 == 0:
             # Strings follow a 4-byte aligned length: gather whole 32-bit words (4x fewer
-            # elements), then clear the bytes past each string's end.
+            # elements) from a typed view; indices past the file are clipped, which only
+            # touches bytes past a string's end, and those are cleared.
             words = (width + 3) // 4
-            grid = np.frombuffer(padded.tobytes(), dtype="<u4", count=padded.size // 4)[
-                (spos // 4 + 1)[:, None] + np.arange(words)].copy()
-            keep = np.clip(length[:, None] - 4 * np.arange(words), 0, 4)
-            grid &= ((np.uint64(1) << (np.uint64(8) * keep.astype(np.uint64))) -
-                     np.uint64(1)).astype(np.uint32)
+            view = self._view("<u4")
+            idx = np.minimum((spos // 4 + 1)[:, None] + np.arange(words), view.size - 1)
+            grid = view[idx]
+            keep = np.clip(length[:, None] - 4 * np.arange(words), 0, 4).astype(np.uint64)
+            grid &= ((np.uint64(1) << (np.uint64(8) * keep)) - np.uint64(1)).astype(np.uint32)
         else:
+            padded = np.concatenate([self.bytes, np.zeros(width, dtype=np.uint8)])
             grid = padded[(spos + 4)[:, None] + np.arange(width)]
             grid[np.arange(width) >= length[:, None]] = 0
-        keys = np.ascontiguousarray(grid).view(f"V{grid.shape[1] * grid.itemsize}").ravel()
-        uniq, inverse = np.unique(keys, return_inverse=True)
-        decoded = np.array([self._decode(bytes(u).rstrip(b"\0")) for u in uniq], dtype=object)
-        out[present] = decoded[inverse.ravel()]
-        return out
+        first, inverse = _unique_rows(grid, length)
+        codes[present] = inverse
+        return codes, [self._decode(grid[i].tobytes()[:n])
+                       for i, n in zip(first.tolist(), length[first].tolist())]
+
+
+def _event_names(name: tuple[np.ndarray, list[str]], debug: tuple[np.ndarray, list[str]],
+                 debug_int: np.ndarray) -> pd.Categorical:
+    """One categorical of event names: the ``name`` field, or — XNNPACK leaves it empty and
+    puts the operator in the delegate debug string — the debug string, or the integer debug
+    id. Categorical because a few hundred names repeat over every run."""
+    labels: dict[str, int] = {}
+
+    def ids(strings: list[str]) -> np.ndarray:  # old code -> label id; index -1 -> -1
+        return np.array([labels.setdefault(x, len(labels)) for x in strings] + [-1],
+                        dtype=np.int64)
+
+    codes = ids(name[1])[name[0]]
+    missing = codes == -1
+    if "" in labels:
+        missing |= codes == labels[""]
+    if missing.any():
+        idx = np.flatnonzero(missing)
+        codes[idx] = ids(debug[1])[debug[0][idx]]
+        for k in idx[codes[idx] == -1]:  # rare: no debug string either
+            i = int(debug_int[k])
+            codes[k] = labels.setdefault(f"delegate_debug_id_{i}" if i != -1 else "<unnamed>",
+                                         len(labels))
+    return pd.Categorical.from_codes(codes, categories=list(labels)).remove_unused_categories()
 
 
 def parse_etdump(buf: bytes, source: str = "<bytes>") -> pd.DataFrame:
@@ -339,25 +383,13 @@ def parse_etdump(buf: bytes, source: str = "<bytes>") -> pd.DataFrame:
     debug_int = ints(dint_o, g.i32, -1)
     start = ints(start_o, g.u64, 0)
     end = ints(end_o, g.u64, 0)
-    names = g.strings(pe + name_o, name_o > 0)
-    debug_str = g.strings(pe + dstr_o, dstr_o > 0)
-
     delegated = (dstr_o > 0) | (debug_int != -1)
-    name = pd.Series(names, dtype=object)
-    missing = name.isna() | (name == "")
-    if missing.any():
-        # XNNPACK leaves ``name`` empty and puts the operator in the debug string.
-        idx = np.flatnonzero(missing.to_numpy())
-        fallback = debug_str[idx]
-        for k in np.flatnonzero(np.equal(fallback, None)):  # rare: no debug string either
-            i = int(debug_int[idx[k]])
-            fallback[k] = f"delegate_debug_id_{i}" if i != -1 else "<unnamed>"
-        values = name.to_numpy(dtype=object).copy()
-        values[idx] = fallback
-        name = pd.Series(values, dtype=object)
+    name = _event_names(g.strings(pe + name_o, name_o > 0), g.strings(pe + dstr_o, dstr_o > 0),
+                        debug_int)
 
-    block_name = np.array(block_names + [""], dtype=object)[ev_block] if block_names else \
-        np.zeros(0, dtype=object)
+    block_codes, block_labels = pd.factorize(np.array(block_names, dtype=object))
+    block_name = pd.Categorical.from_codes(block_codes[ev_block] if ev.size else
+                                           np.zeros(0, dtype=np.int64), categories=block_labels)
     is_run = np.array([n == "Execute" for n in block_names] + [False], dtype=bool)
     run_of_block = np.where(is_run[:-1], np.cumsum(is_run[:-1]) - 1, -1) if block_names else \
         np.zeros(0, dtype=np.int64)
@@ -368,7 +400,7 @@ def parse_etdump(buf: bytes, source: str = "<bytes>") -> pd.DataFrame:
         "block_name": block_name,
         "run": (run_of_block[ev_block] if ev.size else np.zeros(0)).astype("int32"),
         "seq": seq.astype("int32"),
-        "name": name.to_numpy(dtype=object),
+        "name": name,
         "instruction_id": instruction.astype("int32"),
         "delegate_debug_id": debug_int.astype("int32"),
         "delegated": delegated,
