@@ -21,12 +21,12 @@ apart, 1-3% within one). So:
 4. Noise floor: how far one fresh session may land from the baseline level with no change in
    the code — the baseline's own spread between sessions, as a one-sided 97.5% prediction
    bound on the log scale: ``exp(t(0.975, n-1) * sd(log session levels) * sqrt(1 + 1/n)) - 1``.
-   Student's t keeps it honest with 2-5 sessions, where a sample SD is often far too small.
+   Student's t keeps it honest with few sessions, where a sample SD is often far too small.
    This is what a bootstrap over one or three candidate blocks cannot see: blocks of one
-   session share its drift. With one session the SD of its blocks stands in, and below
-   ``MIN_SESSIONS`` (3) sessions the floor is at least ``UNMEASURED_DRIFT`` (25%): drift between
-   sessions has not been observed yet. (A 90% quantile of pairwise session ratios, tried
-   first, gave 3-10% false alarms per judgement with 1-3 sessions in simulation.)
+   session share its drift. Below ``MIN_SESSIONS`` (3) sessions, all blocks are pooled instead
+   and the floor is at least ``UNMEASURED_DRIFT`` (25%): drift between sessions has not been
+   observed yet. (A 90% quantile of pairwise session ratios, tried first, gave 3-25% false
+   alarms per judgement with 1-3 sessions in simulation.)
 5. Verdict: ``regression`` only when the interval's *lower* bound exceeds
    ``1 + max(threshold, noise floor)``; ``improvement`` when its upper bound is below the
    reciprocal; else ``ok``. A baseline from another environment is ``not_compared`` with the
@@ -50,7 +50,6 @@ import subprocess
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -59,6 +58,7 @@ import numpy as np
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.results import BenchmarkResult, atomic_write_text
 from pytest_sme2.stats import Interval, _t_quantile
+from pytest_sme2.versions import package_version
 
 SCHEMA = "pytest-sme2/baseline/1"
 SCHEMA_PREFIX = "pytest-sme2/baseline/"
@@ -142,6 +142,9 @@ class BaselineKey:
     def from_dict(cls, d: dict[str, Any]) -> "BaselineKey":
         return cls(**{f: d[f] for f in cls.__dataclass_fields__})
 
+    def __hash__(self) -> int:  # runner_labels is a dict: hash the canonical form instead
+        return hash(self.digest)
+
     @property
     def digest(self) -> str:
         """A stable hash: canonical JSON (sorted keys), so dict order never changes it."""
@@ -216,13 +219,14 @@ class Baseline:
                 "sessions": [s.to_json() for s in self.sessions]}
 
 
-_NUMBER_LIST = re.compile(r"\[\s*(-?[0-9][0-9.eE+-]*(?:\s*,\s*-?[0-9][0-9.eE+-]*)*)\s*\]")
+# A list of numbers as json.dumps(indent=2) lays it out: "[" then a newline (a raw newline cannot
+# occur inside a JSON string, so the pattern never matches a string's text), one number a line.
+_NUMBER_LIST = re.compile(r"\[\n\s*(-?[0-9][0-9.eE+-]*(?:,\n\s*-?[0-9][0-9.eE+-]*)*)\n\s*\]")
 
 
 def dumps(baseline: Baseline) -> str:
     """Sorted keys, indent 2, every sample list on one line: a new session is a small block of
-    added lines at the end, so diffs and merges stay readable. (JSON strings cannot hold a raw
-    newline, so the multi-line pattern never matches inside a string.)"""
+    added lines at the end, so diffs and merges stay readable."""
     text = json.dumps(baseline.to_json(), indent=2, sort_keys=True)
     return _NUMBER_LIST.sub(lambda m: "[" + re.sub(r"\s*,\s*", ", ", m.group(1)) + "]",
                             text) + "\n"
@@ -296,12 +300,7 @@ def git_commit(cwd: Path | None = None, timeout_s: float = 5.0) -> str | None:
 
 
 def _versions(result: BenchmarkResult) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for pkg in ("torch", "torchao"):
-        try:
-            out[pkg] = version(pkg)
-        except PackageNotFoundError:
-            pass
+    out = {pkg: v for pkg in ("torch", "torchao") if (v := package_version(pkg)) != "missing"}
     labels = result.runner.get("labels") or {}
     out["executorch"] = str(result.device.get("executorch") or labels.get("executorch") or "")
     py = (result.device.get("extra") or {}).get("python")
@@ -455,6 +454,7 @@ class Judgement:
     baseline_sessions: int = 0
     current_blocks: int = 0
     category: str | None = None
+    foreign: bool = False             # a baseline exists but was recorded elsewhere
 
     @property
     def regressed(self) -> bool:
@@ -473,7 +473,8 @@ class Judgement:
                 "reason": self.reason, "baseline_median": self.baseline_median,
                 "current_median": self.current_median,
                 "baseline_sessions": self.baseline_sessions,
-                "current_blocks": self.current_blocks, "category": self.category}
+                "current_blocks": self.current_blocks, "category": self.category,
+                "foreign": self.foreign}
 
 
 def not_compared(reason: str, threshold_pct: float = DEFAULT_THRESHOLD_PCT,
@@ -486,26 +487,26 @@ def noise_floor(sessions: Sequence[Sequence[float]]) -> tuple[float, str]:
 
     The floor is how far one fresh session may land from the baseline level with no change in
     the code: a one-sided 97.5% prediction bound on the log scale,
-    ``exp(t(0.975, n-1) * sd * sqrt(1 + 1/n)) - 1`` over the n session levels. Student's t
-    keeps it honest with 2-5 sessions, where a sample SD is often far too small. With fewer than
-    ``MIN_SESSIONS`` sessions, drift between sessions has barely been seen (one session's
-    blocks cannot show it at all), so the floor is at least ``UNMEASURED_DRIFT``."""
-    levels = [float(np.median(s)) for s in sessions if len(s)]
-    if len(levels) >= 2:
-        values, source = levels, f"{len(levels)} sessions"
-    elif levels and len(sessions[0]) >= 2:
-        values, source = list(sessions[0]), f"{len(sessions[0])} blocks of 1 session"
+    ``exp(t(0.975, n-1) * sd * sqrt(1 + 1/n)) - 1``. From ``MIN_SESSIONS`` sessions on, sd and
+    n are those of the session levels: drift between sessions is what a new session brings.
+    With fewer, that drift has barely been seen (one session's blocks cannot show it at all),
+    so all blocks are pooled (more degrees of freedom than 2 session levels give: Student's t
+    with 1 df would multiply the sd by 12.7) and the floor is at least ``UNMEASURED_DRIFT``."""
+    kept = [np.asarray(s, dtype=float) for s in sessions if len(s)]
+    if len(kept) >= MIN_SESSIONS:
+        values, source = np.array([np.median(s) for s in kept]), f"{len(kept)} sessions"
     else:
-        values, source = [], "1 block"
+        values = np.concatenate(kept) if kept else np.zeros(0)
+        source = f"{values.size} block(s) of {len(kept)} session(s)"
     floor = 0.0
-    if len(values) >= 2:
-        logs = np.log(np.asarray(values, dtype=float))
+    if values.size >= 2:
+        logs = np.log(values)
         n = logs.size
         floor = math.expm1(_t_quantile(PREDICTION, n - 1) * float(logs.std(ddof=1)) *
                            math.sqrt(1 + 1 / n))
-    if len(levels) < MIN_SESSIONS and floor < UNMEASURED_DRIFT:
+    if len(kept) < MIN_SESSIONS and floor < UNMEASURED_DRIFT:
         floor = UNMEASURED_DRIFT
-        source += f"; at least {UNMEASURED_DRIFT:.0%} below {MIN_SESSIONS} sessions"
+        source += f", at least {UNMEASURED_DRIFT:.0%} below {MIN_SESSIONS} sessions"
     return floor, source
 
 
@@ -597,6 +598,16 @@ def judge_category(baseline: Baseline, category: str, current: Sequence[float],
                         resamples=resamples, seed=seed, category=category)
 
 
+def group_by_key(results: Iterable[BenchmarkResult]) -> dict[BaselineKey, list[BenchmarkResult]]:
+    """Results of one session by key, in first-seen order: one baseline session (or one
+    judgement) per key, with one block per result."""
+    groups: dict[str, tuple[BaselineKey, list[BenchmarkResult]]] = {}
+    for r in results:
+        key = BaselineKey.from_result(r)
+        groups.setdefault(key.digest, (key, []))[1].append(r)
+    return {key: rs for key, rs in groups.values()}
+
+
 def gate(results: Sequence[BenchmarkResult], baseline_dir: Path,
          threshold_pct: float = DEFAULT_THRESHOLD_PCT, allow_foreign: bool = False,
          exclude_session: str | None = None) -> Judgement:
@@ -612,9 +623,9 @@ def gate(results: Sequence[BenchmarkResult], baseline_dir: Path,
                             "--save-baseline", threshold_pct)
     base = found.baseline.excluding(exclude_session)
     if found.foreign_reason and not allow_foreign:
-        return not_compared(f"not compared: {found.foreign_reason} (compare anyway with "
-                            "--allow-foreign-baseline, or re-record with --save-baseline)",
-                            threshold_pct)
+        return replace(not_compared(f"not compared: {found.foreign_reason} (compare anyway "
+                                    "with --allow-foreign-baseline, or re-record with "
+                                    "--save-baseline)", threshold_pct), foreign=True)
     verdict = judge(base, [r.e2e_ms for r in results], threshold_pct)
     if found.foreign_reason:
         verdict = replace(verdict, reason=f"{verdict.reason} [foreign baseline allowed: "
@@ -636,5 +647,6 @@ def junit_properties(judgement: Judgement) -> list[tuple[str, object]]:
                   (f"{pre}_noise_floor_pct", round(judgement.noise_floor_pct or 0.0, 2)),
                   (f"{pre}_baseline_sessions", judgement.baseline_sessions),
                   (f"{pre}_current_blocks", judgement.current_blocks)]
-    props += [(f"{pre}_threshold_pct", judgement.threshold_pct), (f"{pre}_reason", judgement.reason)]
+    props += [(f"{pre}_threshold_pct", judgement.threshold_pct),
+              (f"{pre}_reason", judgement.reason)]
     return props

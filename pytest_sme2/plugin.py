@@ -51,6 +51,11 @@ _OPTIONS = {
                     f"interleaved blocks per side in a comparison (default {MIN_BLOCKS})"),
     "sme2_min_speedup": ("sme2_min_speedup", DEFAULT_MIN_SPEEDUP,
                          "SME2-on vs -off speed-up the CI's lower bound must reach, per dtype"),
+    "baseline_dir": ("sme2_baseline_dir", "benchmarks/baselines",
+                     "folder of stored baselines, one JSON file per benchmark key"),
+    "fail_on_regression": ("sme2_fail_on_regression", "",
+                           "fail a benchmark (and the session) whose slow-down beyond PCT "
+                           "percent is statistically clear against its baseline"),
 }
 
 
@@ -68,6 +73,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "[,libs=DIR][,label=value...] (repeatable) [ini: sme2_runners]")
     parser.addini("sme2_runners", "runner specs, one per line (see --runner)", type="linelist",
                   default=[])
+    group.addoption("--save-baseline", action="store_true", default=False,
+                    help="record this session's results as a new baseline session")
+    group.addoption("--allow-foreign-baseline", action="store_true", default=False,
+                    help="compare against baselines recorded in another environment (other "
+                         "SoC, runner build, executorch version) instead of refusing")
 
 
 def _setting(config: pytest.Config, dest: str) -> tuple[str, bool]:
@@ -104,6 +114,20 @@ def settings_from_config(config: pytest.Config) -> BenchSettings:
                          timeout_s=float(_int(config, "sme2_timeout")))
 
 
+def _pct(config: pytest.Config) -> float | None:
+    text, _ = _setting(config, "fail_on_regression")
+    if not text:
+        return None
+    try:
+        pct = float(text)
+        if pct < 0 or pct != pct:
+            raise ValueError
+    except ValueError:
+        raise Sme2Error(f"--fail-on-regression must be a percentage of 0 or more, got "
+                        f"{text!r}") from None
+    return pct
+
+
 def _min_speedups(config: pytest.Config) -> dict[str, float]:
     text, _ = _setting(config, "sme2_min_speedup")
     out = {}
@@ -129,6 +153,10 @@ def pytest_configure(config: pytest.Config) -> None:
                                taskset=None if taskset == "none" else taskset)
         session.min_speedup = _min_speedups(config)
         session.blocks = _int(config, "sme2_blocks")
+        session.baseline_dir = _path(config, "baseline_dir")
+        session.fail_on_regression = _pct(config)
+        session.save_baseline = bool(config.getoption("save_baseline"))
+        session.allow_foreign = bool(config.getoption("allow_foreign_baseline"))
         if session.blocks < 2:
             raise Sme2Error(f"--sme2-blocks must be 2 or more, got {session.blocks}")
     except Sme2Error as e:
@@ -321,7 +349,14 @@ def sme2_bench(request: pytest.FixtureRequest, sme2_session: BenchSession,
                 sme2_session.runner(runner, progress), sme2_device, sme2_session.settings)
         except Sme2Error as e:
             _fail(e, config)
+        try:
+            judgement = sme2_session.judge([result])
+        except Sme2Error as e:  # a corrupt baseline file: never a silent pass
+            record(result)
+            _fail(e, config)
+        result.extra["baseline"] = judgement.to_dict()
         record(result)
+        _enforce_gate(request, sme2_session, judgement)
         return result
 
     return bench
@@ -353,10 +388,36 @@ def sme2_compare(request: pytest.FixtureRequest, sme2_session: BenchSession,
                 margin=margin, on_block=record)
         except Sme2Error as e:
             _fail(e, config)
+        try:
+            judgements = {runner: sme2_session.judge(blocks) for runner, blocks in
+                          ((base, cmp.base_blocks), (candidate, cmp.candidate_blocks))}
+        except Sme2Error as e:
+            request.node.user_properties.append((COMPARISON_PROPERTY, cmp.to_json()))
+            _fail(e, config)
+        cmp.extra["baselines"] = {r: j.to_dict() for r, j in judgements.items()}
         request.node.user_properties.append((COMPARISON_PROPERTY, cmp.to_json()))
+        for judgement in judgements.values():
+            _enforce_gate(request, sme2_session, judgement)
         return cmp
 
     return compare
+
+
+def _enforce_gate(request: pytest.FixtureRequest, session: BenchSession, judgement) -> None:
+    """JUnit properties always; a failure when --fail-on-regression is set and the baseline
+    shows a clear regression, or exists but cannot be compared (never a silent pass)."""
+    from pytest_sme2.baselines import junit_properties
+
+    for name, value in junit_properties(judgement):
+        request.node.user_properties.append((name, value))
+    if session.fail_on_regression is None:
+        if judgement.foreign:
+            _write_live(request.config, f"sme2: {judgement.reason}")
+        return
+    if judgement.regressed:
+        pytest.fail(f"regression against the baseline: {judgement.reason}", pytrace=False)
+    if judgement.foreign:
+        pytest.fail(judgement.reason, pytrace=False)
 
 
 class _Collector:
@@ -379,6 +440,21 @@ class _Collector:
             elif name == COMPARISON_PROPERTY:
                 self.session.add_comparison(value)
                 _write_live(self.config, comparison_line(value))
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if not self.session.save_baseline or not self.session.results:
+            return
+        if exitstatus == pytest.ExitCode.INTERRUPTED:
+            _write_live(self.config, "sme2: interrupted: no baseline saved from a partial session")
+            return
+        try:
+            saved = self.session.save_baselines()
+        except Sme2Error as e:
+            _write_live(self.config, f"sme2: {e}")
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            return
+        _write_live(self.config, f"sme2: saved {len(saved)} baseline(s) in "
+                                 f"{self.session.baseline_dir}")
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not self.session.results:

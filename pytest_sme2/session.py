@@ -29,6 +29,10 @@ class BenchSession:
     taskset: str | None = "auto"
     blocks: int = 5                                 # per side, in a comparison
     min_speedup: dict[str, float] = field(default_factory=dict)
+    baseline_dir: Path | None = None
+    fail_on_regression: float | None = None        # percent; None: judge and report only
+    save_baseline: bool = False
+    allow_foreign: bool = False
     results: list[BenchmarkResult] = field(default_factory=list)
     comparisons: list[dict] = field(default_factory=list)   # Comparison.to_json() documents
     _device: Device | None = None
@@ -67,6 +71,26 @@ class BenchSession:
             if spec.labels.get("sme2") == state or name == f"sme2_{state}":
                 return name
         return None
+
+    def judge(self, results: list[BenchmarkResult]):
+        """The regression gate's judgement of one benchmark's blocks against its baseline."""
+        from pytest_sme2.baselines import DEFAULT_THRESHOLD_PCT, gate, not_compared
+
+        if self.baseline_dir is None:
+            return not_compared("no baseline folder configured")
+        pct = DEFAULT_THRESHOLD_PCT if self.fail_on_regression is None else \
+            self.fail_on_regression
+        return gate(results, self.baseline_dir, pct, self.allow_foreign)
+
+    def save_baselines(self) -> list[Path]:
+        """Add this session's results to the baselines, one session per benchmark key."""
+        from pytest_sme2.baselines import group_by_key, save
+
+        if self.baseline_dir is None:
+            return []
+        sid = uuid.uuid4().hex[:12]
+        return [save(rs, self.baseline_dir, session_id=sid)
+                for rs in group_by_key(self.results).values()]
 
     def add(self, result: BenchmarkResult) -> None:
         self.results.append(result)

@@ -390,8 +390,36 @@ def context(doc: dict[str, Any], charts: dict[str, str] | None = None,
                 "operators": any(c["portable"] for c in unit_ctx),
                 "evidence": any(c["evidence"] for c in unit_ctx)},
         "recommendations": recommendations(doc),
+        "regressions": _regression_rows(doc),
         "notes": notes or [],
     }
+
+
+def _regression_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
+    """The gate's judgements recorded with benchmarks and comparisons (one row per judged
+    benchmark; blocks of a comparison side share one judgement)."""
+    rows = []
+
+    def add(name: str, runner: str, j: dict[str, Any] | None) -> None:
+        if not j or (j["status"] == "not_compared" and not j.get("foreign")):
+            return
+        r = j.get("ratio")
+        rows.append({"benchmark": name, "runner": runner,
+                     "status": "not compared (foreign baseline)" if j.get("foreign")
+                     else j["status"],
+                     "ratio": f"{r['point']:.3f}x" if r else "-",
+                     "ci": f"[{r['low']:.3f}, {r['high']:.3f}]" if r else "-",
+                     "reason": j["reason"]})
+
+    for b in doc.get("benchmarks") or []:
+        if b.get("block") is None:
+            add(b["nodeid"].split("::")[-1], b["runner"], b.get("baseline"))
+    for c in doc.get("comparisons") or []:
+        name = c["base_blocks"][0].rsplit("[", 1)[0].split("::")[-1] if c.get("base_blocks") \
+            else c["model"]
+        for runner, j in (c.get("baselines") or {}).items():
+            add(name, runner, j)
+    return rows
 
 
 def environment() -> jinja2.Environment:

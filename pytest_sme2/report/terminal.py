@@ -10,7 +10,7 @@ from pytest_sme2.results import BenchmarkResult
 
 TOP_OPERATORS = 10
 COLUMNS = ("benchmark", "model", "dtype", "threads", "runner", "median ms", "p90 ms", "CV %",
-           "runs", "speedup [95% CI]", "top category", "SME2")
+           "runs", "speedup [95% CI]", "top category", "SME2", "vs baseline")
 _NUMERIC = {3, 5, 6, 7, 8}
 
 
@@ -41,7 +41,19 @@ def top_category(categories_ms: dict[str, float]) -> str:
     return f"{cat} {100 * named[cat] / total:.0f}%" if total > 0 else cat
 
 
-def _row(name: str, rs: list[BenchmarkResult], speedup: str) -> tuple[str, ...]:
+def baseline_cell(j: dict | None) -> str:
+    """The gate's judgement in a few characters: status and current/baseline time ratio."""
+    if not j:
+        return "-"
+    if j["status"] == "not_compared":
+        return "foreign (not compared)" if j.get("foreign") else "-"
+    r = j["ratio"]
+    word = {"regression": "REGRESSION", "improvement": "faster"}.get(j["status"], "ok")
+    return f"{word} {r['point']:.2f}x [{r['low']:.2f}, {r['high']:.2f}]"
+
+
+def _row(name: str, rs: list[BenchmarkResult], speedup: str,
+         baseline: dict | None = None) -> tuple[str, ...]:
     """One row for a benchmark, or for one side of a comparison (medians over its blocks)."""
     r = rs[0]
     cats = {k: median(x.categories_ms.get(k, 0.0) for x in rs) for k in r.categories_ms}
@@ -49,7 +61,8 @@ def _row(name: str, rs: list[BenchmarkResult], speedup: str) -> tuple[str, ...]:
             f"{median(x.e2e.median_ms for x in rs):.3f}",
             f"{median(x.e2e.p90_ms for x in rs):.3f}",
             f"{median(x.e2e.cv_pct for x in rs):.1f}", str(sum(x.e2e.n for x in rs)),
-            speedup, top_category(cats), r.kernel_evidence.get("sme2", "-"))
+            speedup, top_category(cats), r.kernel_evidence.get("sme2", "-"),
+            baseline_cell(baseline if baseline is not None else r.extra.get("baseline")))
 
 
 def summary_table(results: Iterable[BenchmarkResult], comparisons: Iterable[dict] = ()
@@ -64,9 +77,11 @@ def summary_table(results: Iterable[BenchmarkResult], comparisons: Iterable[dict
         s = c["speedup"]
         base = [by_id[n] for n in c["base_blocks"] if n in by_id]
         cand = [by_id[n] for n in c["candidate_blocks"] if n in by_id]
+        judged = c.get("baselines") or {}
         if base and cand:
-            rows.append(_row(name, base, "(base)"))
-            rows.append(_row(name, cand, f"{s['point']:.2f}x [{s['low']:.2f}, {s['high']:.2f}]"))
+            rows.append(_row(name, base, "(base)", judged.get(c["base"], {})))
+            rows.append(_row(name, cand, f"{s['point']:.2f}x [{s['low']:.2f}, {s['high']:.2f}]",
+                             judged.get(c["candidate"], {})))
     widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
 
     def fmt(row):

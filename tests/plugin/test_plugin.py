@@ -35,8 +35,8 @@ def test_runs_benchmark_prints_latency_and_writes_results(bench_dir, export_cach
         "sme2: toy_cnn fp32 t1 python: Method::execute median * ms, p90 * ms, CV *%, n=6 "
         "(+2 warm-up discarded)",
         "*pytest-sme2 summary*",
-        "benchmark*model*dtype*threads*runner*median ms*p90 ms*CV %*runs*speedup*top category*SME2",
-        "test_toy*toy_cnn*fp32*1*python*6*Convolution*absent",
+        "benchmark*model*dtype*threads*runner*median ms*p90 ms*CV %*runs*speedup*top category*SME2*vs baseline",
+        "test_toy*toy_cnn*fp32*1*python*6*Convolution*absent*-",
     ])
     assert "exporting" not in res.stdout.str()  # the session's cache already holds it
     doc = json.loads((bench_dir.path / "out" / "results.json").read_text())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import copy
 import os
 import platform
@@ -351,3 +353,39 @@ def test_no_significant_difference_is_reported_as_such():
     (row,) = table_rows(section(text, "Speed-up"), "mobilenet_v3_small fp16 t1")
     assert row[7] == "**no significant difference**"
     assert "check sme2_on's build flags" in section(text, "Recommendations")
+
+
+def test_regressions_section_lists_judged_benchmarks(tmp_path):
+    from pytest_sme2.report.markdown import render_markdown
+
+    doc = json.loads(json.dumps(_gate_doc()))
+    text = render_markdown(doc, charts={})
+    section = text.split("## Regressions", 1)[1].split("\n## ", 1)[0]
+    assert "| test_a | python | **regression** | 1.400x | [1.300, 1.500] | 40.0% slower" in section
+    assert "| test_b | python | **not compared (foreign baseline)** | - | - | not compared: CPU" \
+        in section
+    assert "test_c" not in section  # no baseline at all: nothing to say here
+
+
+def _gate_doc():
+    def bench(name, judgement):
+        return {"nodeid": f"t.py::{name}", "model": "toy_cnn", "dtype": "fp32", "threads": 1,
+                "runner": "python", "runner_info": {"name": "python", "kind": "python",
+                                                    "labels": {}},
+                "device": {"kind": "host"}, "runs": 3, "warmup": 0, "e2e_ms": [1.0, 1.0, 1.0],
+                "median_ms": 1.0, "p90_ms": 1.0, "cv_pct": 0.0,
+                "e2e": {"n": 3, "median_ms": 1.0, "mean_ms": 1.0, "p10_ms": 1.0, "p90_ms": 1.0,
+                        "min_ms": 1.0, "max_ms": 1.0, "std_ms": 0.0, "cv_pct": 0.0,
+                        "mad_ms": 0.0, "outliers": 0},
+                "etdump": "", "pte": "", "categories_ms": {"Other": 1.0}, "operators": [],
+                "overheads_ms": {}, "kernel_evidence": {}, "block": None,
+                "baseline": judgement}
+    regression = {"status": "regression", "ratio": {"point": 1.4, "low": 1.3, "high": 1.5},
+                  "reason": "40.0% slower: median 1.4 ms vs baseline 1.0 ms", "foreign": False}
+    foreign = {"status": "not_compared", "ratio": None, "foreign": True,
+               "reason": "not compared: CPU/SoC 'x' -> 'y'"}
+    missing = {"status": "not_compared", "ratio": None, "foreign": False,
+               "reason": "no baseline"}
+    return {"schema": "pytest-sme2/results/1", "session": {},
+            "benchmarks": [bench("test_a", regression), bench("test_b", foreign),
+                           bench("test_c", missing)], "comparisons": []}

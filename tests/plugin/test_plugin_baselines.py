@@ -1,0 +1,116 @@
+"""The regression gate as CI meets it: record, compare, fail only on a clear regression, and
+never compare silently against a baseline from elsewhere or a corrupt file."""
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("inner_session_env")]
+
+BENCH = """
+def test_toy(sme2_bench):
+    sme2_bench("toy_cnn", runner="native")
+
+def test_other(sme2_bench):
+    sme2_bench("toy_cnn", threads=2, runner="native")
+"""
+
+
+@pytest.fixture
+def gated(pytester, export_cache, toy_export):
+    pytester.makepyfile(test_b=BENCH)
+
+    def run(*args):
+        return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rA",
+                                             f"--sme2-cache-dir={export_cache}", "--runs=20",
+                                             "--warmup=2", "--baseline-dir=bl", *args)
+    return run
+
+
+def _baseline_files(pytester):
+    return sorted((pytester.path / "bl").glob("*.json"))
+
+
+def _edit(path, fn):
+    doc = json.loads(path.read_text())
+    fn(doc)
+    path.write_text(json.dumps(doc))
+
+
+def test_record_then_compare_same_code_passes(gated, pytester):
+    first = gated("--save-baseline")
+    first.assert_outcomes(passed=2)
+    first.stdout.fnmatch_lines(["*sme2: saved 2 baseline(s) in *bl"])
+    files = _baseline_files(pytester)
+    assert [f.name.split("-python")[0].split("-native")[0] for f in files] == \
+        ["toy_cnn-fp32-t1", "toy_cnn-fp32-t2"]
+    # Judged, not gated: whether this machine stays within the noise floor between two
+    # sessions is measured by benchmarks/scripts/gate_eval.py, not asserted in a unit test.
+    second = gated("--junitxml=junit.xml")
+    second.assert_outcomes(passed=2)
+    doc = json.loads((pytester.path / "sme2-report" / "results.json").read_text())
+    judged = [b["baseline"] for b in doc["benchmarks"]]
+    assert all(j["status"] in ("ok", "regression", "improvement") for j in judged)
+    assert all(j["baseline_sessions"] == 1 and j["noise_floor_pct"] >= 25 for j in judged)
+    assert all(j["ratio"]["low"] <= j["ratio"]["point"] <= j["ratio"]["high"] for j in judged)
+    props = {p.get("name"): p.get("value")
+             for p in ET.parse(pytester.path / "junit.xml").iter("property")}
+    assert props["sme2_gate_status"] in ("ok", "regression", "improvement")
+    assert float(props["sme2_gate_ratio"]) > 0 and "sme2_gate_noise_floor_pct" in props
+
+
+def test_clear_regression_fails_the_test_and_the_session(gated, pytester):
+    gated("--save-baseline").assert_outcomes(passed=2)
+    gated("--save-baseline").assert_outcomes(passed=2)
+    gated("--save-baseline").assert_outcomes(passed=2)
+    toy = next(f for f in _baseline_files(pytester) if "-t1-" in f.name)
+
+    def faster_history(doc):  # the recorded past was 3x faster than today's code
+        for s in doc["sessions"]:
+            s["blocks"] = [[v / 3 for v in b] for b in s["blocks"]]
+            s["block_medians"] = [v / 3 for v in s["block_medians"]]
+            s["median_ms"] = s["median_ms"] / 3
+    _edit(toy, faster_history)
+    res = gated("--fail-on-regression=10")
+    res.assert_outcomes(passed=1, failed=1)
+    assert res.ret == pytest.ExitCode.TESTS_FAILED
+    res.stdout.fnmatch_lines(["regression against the baseline: *% slower: median * ms "
+                              "(1 block(s)) vs baseline * ms (3 session(s)); ratio *x * 95% CI; "
+                              "limit 10.0% slower*"])
+    # Without --fail-on-regression the gate reports but does not fail.
+    quiet = gated()
+    quiet.assert_outcomes(passed=2)
+    quiet.stdout.fnmatch_lines(["test_toy*REGRESSION *x*"])
+
+
+def test_foreign_baseline_is_never_compared_silently(gated, pytester):
+    gated("--save-baseline").assert_outcomes(passed=2)
+    for f in _baseline_files(pytester):
+        _edit(f, lambda doc: doc["key"].update(cpu="Some Other CPU"))
+    res = gated("--fail-on-regression=10")
+    res.assert_outcomes(failed=2)
+    from pytest_sme2.devices.facts import host_facts
+
+    res.stdout.fnmatch_lines(["not compared: baseline recorded in another environment "
+                              "(toy_cnn-fp32-t1-native-*.json): CPU/SoC 'Some Other CPU' -> "
+                              f"'{host_facts().cpu}' (compare anyway with "
+                              "--allow-foreign-baseline, or re-record with --save-baseline)"])
+    allowed = gated("--fail-on-regression=10", "--allow-foreign-baseline")
+    allowed.assert_outcomes(passed=2)
+
+
+def test_corrupt_baseline_fails_naming_the_file(gated, pytester):
+    gated("--save-baseline").assert_outcomes(passed=2)
+    bad = _baseline_files(pytester)[0]
+    bad.write_text(bad.read_text()[:100])
+    res = gated()
+    res.assert_outcomes(passed=1, failed=1)
+    res.stdout.fnmatch_lines([f"*baseline {bad}* is corrupt or truncated*--save-baseline*"])
+    assert "Traceback" not in res.stdout.str()
+
+
+def test_bad_threshold_is_a_usage_error(gated):
+    res = gated("--fail-on-regression=-5")
+    assert res.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--fail-on-regression must be a percentage of 0 or more" in res.stderr.str()
