@@ -16,6 +16,7 @@ from pytest_sme2.errors import Sme2Error
 from pytest_sme2.etdump import read_etdump
 from pytest_sme2.etrecord import read_etrecord
 from pytest_sme2.export import export_model
+from pytest_sme2.report.csv import write_csvs
 from pytest_sme2.results import BenchmarkResult
 from pytest_sme2.runners.base import Runner, RunRequest
 from pytest_sme2.tensorfile import read_tensors
@@ -87,6 +88,7 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
         raise Sme2Error(f"{request.etdump}: {len(analysis.e2e_all)} runs with Method::execute, "
                         f"expected {request.executions} ({settings.warmup} warm-up + "
                         f"{settings.runs} timed)")
+    write_csvs(analysis, out, stem)  # seed-compatible CSVs beside the ETDump
     return BenchmarkResult(
         nodeid=run.label, model=run.model, dtype=run.dtype, threads=run.threads,
         runner=runner.info.to_dict(), device=facts.to_dict(), runs=settings.runs,

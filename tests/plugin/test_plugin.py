@@ -1,6 +1,7 @@
 """The plugin as users meet it: an inner pytest session on a tiny benchmark file."""
 
 import json
+from pathlib import Path
 import statistics
 
 import pytest
@@ -50,6 +51,9 @@ def test_runs_benchmark_prints_latency_and_writes_results(bench_dir, export_cach
     from_trace = e2e_per_run(read_etdump(b["etdump"])).tolist()
     assert len(from_trace) == 8
     assert b["e2e_ms"] == pytest.approx(from_trace[2:], abs=1e-6)
+    folder = Path(b["etdump"]).parent
+    assert {p.name for p in folder.glob("*.csv")} == {
+        "python_all_runs_timeline.csv", "python_ops_stats.csv", "kernels.csv"}
 
 
 def test_second_session_reuses_the_export(pytester, tmp_path_factory):
