@@ -66,11 +66,16 @@ def test_clear_regression_fails_the_test_and_the_session(gated, pytester):
     gated("--save-baseline").assert_outcomes(passed=2)
     toy = next(f for f in _baseline_files(pytester) if "-t1-" in f.name)
 
-    def faster_history(doc):  # the recorded past was 3x faster than today's code
-        for s in doc["sessions"]:
-            s["blocks"] = [[v / 3 for v in b] for b in s["blocks"]]
-            s["block_medians"] = [v / 3 for v in s["block_medians"]]
-            s["median_ms"] = s["median_ms"] / 3
+    def faster_history(doc):
+        # A steady recorded past, 3x faster than today's code: sessions 0.5% apart, so the
+        # baseline's own noise floor is small (real sessions here can differ by 2x, which
+        # rightly makes the gate hold back; tests/unit/test_baselines.py covers that).
+        m = sorted(v for s in doc["sessions"] for v in s["block_medians"])[0] / 3
+        for i, s in enumerate(doc["sessions"]):
+            level = m * (1 + 0.005 * i)
+            s["blocks"] = [[level] * len(b) for b in s["blocks"]]
+            s["block_medians"] = [level] * len(s["block_medians"])
+            s["median_ms"] = level
     _edit(toy, faster_history)
     res = gated("--fail-on-regression=10")
     res.assert_outcomes(passed=1, failed=1)
