@@ -20,7 +20,6 @@ from pytest_sme2.versions import versions
 RESULTS_FILE = "results.json"
 
 
-
 @dataclass
 class BenchSession:
     settings: BenchSettings

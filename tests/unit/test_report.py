@@ -63,7 +63,7 @@ def assert_tables_valid(text: str) -> None:
             block.append(lines[i])
             i += 1
         widths = {len(split_row(row)) for row in block}
-        assert len(widths) == 1, f"ragged table:\n" + "\n".join(block)
+        assert len(widths) == 1, "ragged table:\n" + "\n".join(block)
         assert all(re.fullmatch(r"-{3}:?", c) for c in split_row(block[1])), block[1]
         assert len(block) >= 3, "a table without rows"
 
