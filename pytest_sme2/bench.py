@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Callable
 
 from pytest_sme2.analysis.summary import Analysis, analyze
-from pytest_sme2.compare import (DEFAULT_MARGIN, MIN_BLOCKS, Comparison, check_outputs,
-                                 make_comparison)
+from pytest_sme2.compare import Comparison, check_outputs, make_comparison
 from pytest_sme2.devices.base import Device
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.etdump import read_etdump
@@ -19,28 +18,10 @@ from pytest_sme2.export import export_model
 from pytest_sme2.report.csv import write_csvs
 from pytest_sme2.results import BenchmarkResult
 from pytest_sme2.runners.base import Runner, RunRequest
+from pytest_sme2.settings import DEFAULT_MARGIN, MIN_BLOCKS, BenchSettings
 from pytest_sme2.tensorfile import read_tensors
 
-
-@dataclass(frozen=True)
-class BenchSettings:
-    """Session-wide settings (from pytest options, or given directly by library users)."""
-
-    runs: int = 30
-    warmup: int = 3
-    report_dir: Path = Path("sme2-report")
-    cache_dir: Path | None = None
-    reexport: bool = False
-    timeout_s: float = 600.0
-
-    def __post_init__(self):
-        if self.runs < 1:
-            raise Sme2Error(f"--runs must be a positive number of timed runs, got {self.runs}")
-        if self.warmup < 0:
-            raise Sme2Error(f"--warmup must be 0 or more, got {self.warmup}")
-        if not self.timeout_s > 0:
-            raise Sme2Error(f"--sme2-timeout must be a positive number of seconds, got "
-                            f"{self.timeout_s:g}")
+__all__ = ["BenchSettings", "BenchmarkRun", "artifact_dir", "run_benchmark", "run_comparison"]
 
 
 def artifact_dir(report_dir: Path, label: str) -> Path:

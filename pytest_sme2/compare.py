@@ -11,12 +11,9 @@ import numpy as np
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.results import BenchmarkResult
+from pytest_sme2.settings import DEFAULT_MARGIN
 from pytest_sme2.stats import Interval, paired_ratio
 
-MIN_BLOCKS = 5
-# A difference smaller than this is not called a difference, whatever the interval says:
-# drift between processes on a shared machine is a few percent (see NOTES).
-DEFAULT_MARGIN = 0.02
 
 FASTER, SLOWER, SAME = "faster", "slower", "no significant difference"
 # Largest |a - b| between two runners' outputs of one program, relative to max |a|.

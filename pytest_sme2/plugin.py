@@ -5,19 +5,23 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import pytest
 
-from pytest_sme2.bench import BenchmarkRun, BenchSettings, run_benchmark, run_comparison
-from pytest_sme2.compare import DEFAULT_MARGIN, MIN_BLOCKS, Comparison
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.export import DTYPES, ExportedModel, export_model
 from pytest_sme2.matrix import (DEFAULT_DTYPES, DEFAULT_MODELS, DEFAULT_THREADS, Case,
                                 build_matrix, parse_threads, split_list)
-from pytest_sme2.report.terminal import benchmark_line, comparison_line, summary_table
-from pytest_sme2.results import BenchmarkResult
 from pytest_sme2.session import BenchSession
+from pytest_sme2.settings import (DEFAULT_CONFIRM_BLOCKS, DEFAULT_MARGIN, MIN_BLOCKS,
+                                  BenchSettings)
+
+# The measuring and reporting library (numpy, pandas) is imported where it is used, not here:
+# every pytest run of a project that has pytest-sme2 installed imports this module.
+if TYPE_CHECKING:
+    from pytest_sme2.compare import Comparison
+    from pytest_sme2.results import BenchmarkResult
 
 SESSION_KEY = pytest.StashKey[BenchSession]()
 MATRIX_KEY = pytest.StashKey[list[Case]]()
@@ -49,6 +53,11 @@ _OPTIONS = {
                      "thread counts of the benchmark matrix"),
     "sme2_blocks": ("sme2_blocks", str(MIN_BLOCKS),
                     f"interleaved blocks per side in a comparison (default {MIN_BLOCKS})"),
+    "sme2_confirm_blocks": ("sme2_confirm_blocks", str(DEFAULT_CONFIRM_BLOCKS),
+                            "when the baseline gate suspects a regression, measure this many "
+                            "more blocks (fresh runner processes) and judge all of them "
+                            f"(default {DEFAULT_CONFIRM_BLOCKS}; 0: judge the first block "
+                            "alone)"),
     "sme2_min_speedup": ("sme2_min_speedup", DEFAULT_MIN_SPEEDUP,
                          "SME2-on vs -off speed-up the CI's lower bound must reach, per dtype"),
     "baseline_dir": ("sme2_baseline_dir", "benchmarks/baselines",
@@ -159,6 +168,10 @@ def pytest_configure(config: pytest.Config) -> None:
         session.allow_foreign = bool(config.getoption("allow_foreign_baseline"))
         if session.blocks < 2:
             raise Sme2Error(f"--sme2-blocks must be 2 or more, got {session.blocks}")
+        session.confirm_blocks = _int(config, "sme2_confirm_blocks")
+        if session.confirm_blocks < 0:
+            raise Sme2Error(f"--sme2-confirm-blocks must be 0 or more, got "
+                            f"{session.confirm_blocks}")
     except Sme2Error as e:
         raise pytest.UsageError(str(e)) from None
     config.stash[SESSION_KEY] = session
@@ -335,6 +348,8 @@ def sme2_bench(request: pytest.FixtureRequest, sme2_session: BenchSession,
             result = sme2_bench("toy_cnn", dtype="fp32", threads=1)
             assert result.e2e.median_ms < 5
     """
+    from pytest_sme2.bench import BenchmarkRun, run_benchmark
+
     config = request.config
     record = _recorder(request)
 
@@ -343,15 +358,19 @@ def sme2_bench(request: pytest.FixtureRequest, sme2_session: BenchSession,
 
     def bench(model: str, dtype: str = "fp32", threads: int = 1,
               runner: str = "python") -> BenchmarkResult:
+        run = BenchmarkRun(model, dtype, threads, label=request.node.nodeid, progress=progress)
         try:
-            result = run_benchmark(
-                BenchmarkRun(model, dtype, threads, label=request.node.nodeid, progress=progress),
-                sme2_session.runner(runner, progress), sme2_device, sme2_session.settings)
+            result = run_benchmark(run, sme2_session.runner(runner, progress), sme2_device,
+                                   sme2_session.settings)
         except Sme2Error as e:
             _fail(e, config)
         try:
             judgement = sme2_session.judge([result])
-        except Sme2Error as e:  # a corrupt baseline file: never a silent pass
+            # A suspected regression is measured again before it can fail the test; the extra
+            # blocks are recorded as they come (reports pool them with the first).
+            judgement = sme2_session.confirm(run, runner, sme2_device, result, judgement,
+                                             on_block=record, progress=progress)
+        except Sme2Error as e:  # a corrupt baseline file, a failed confirmation run
             record(result)
             _fail(e, config)
         result.extra["baseline"] = judgement.to_dict()
@@ -372,6 +391,8 @@ def sme2_compare(request: pytest.FixtureRequest, sme2_session: BenchSession,
             assert cmp.speedup.low >= 1.5
 
     ``speedup`` is base time / candidate time with a 95% CI over paired blocks."""
+    from pytest_sme2.bench import BenchmarkRun, run_comparison
+
     config = request.config
     record = _recorder(request)
 
@@ -431,6 +452,9 @@ class _Collector:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when != "call":
             return
+        from pytest_sme2.report.terminal import benchmark_line, comparison_line
+        from pytest_sme2.results import BenchmarkResult
+
         for name, value in report.user_properties:
             if name == RESULT_PROPERTY:
                 result = BenchmarkResult.from_json(value)
@@ -459,6 +483,8 @@ class _Collector:
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not self.session.results:
             return
+        from pytest_sme2.report.terminal import summary_table
+
         terminalreporter.section("pytest-sme2 summary")
         for line in summary_table(self.session.results, self.session.comparisons):
             terminalreporter.write_line(line)

@@ -5,17 +5,21 @@ loses nothing."""
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-from pytest_sme2.bench import BenchSettings
 from pytest_sme2.devices.base import Device, open_device
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.results import BenchmarkResult, write_results
 from pytest_sme2.runners.base import Runner, RunnerError
 from pytest_sme2.runners.spec import RunnerSpec, runner_specs
+from pytest_sme2.settings import DEFAULT_CONFIRM_BLOCKS, MIN_BLOCKS, BenchSettings
 from pytest_sme2.versions import versions
+
+if TYPE_CHECKING:  # the measuring stack (pandas) is imported when a benchmark runs
+    from pytest_sme2.baselines import Judgement
+    from pytest_sme2.bench import BenchmarkRun
+    from pytest_sme2.results import BenchmarkResult
 
 RESULTS_FILE = "results.json"
 
@@ -26,7 +30,8 @@ class BenchSession:
     device_spec: str = "host"
     runner_texts: list[str] = field(default_factory=list)
     taskset: str | None = "auto"
-    blocks: int = 5                                 # per side, in a comparison
+    blocks: int = MIN_BLOCKS                        # per side, in a comparison
+    confirm_blocks: int = DEFAULT_CONFIRM_BLOCKS    # re-measured when a regression is suspected
     min_speedup: dict[str, float] = field(default_factory=dict)
     baseline_dir: Path | None = None
     fail_on_regression: float | None = None        # percent; None: judge and report only
@@ -81,6 +86,35 @@ class BenchSession:
             self.fail_on_regression
         return gate(results, self.baseline_dir, pct, self.allow_foreign)
 
+    def confirm(self, run: "BenchmarkRun", runner: str, device: Device,
+                first: "BenchmarkResult", judgement: "Judgement",
+                on_block: Callable[["BenchmarkResult"], None] | None = None,
+                progress: Callable[[str], None] | None = None,
+                measure: Callable[["BenchmarkRun"], "BenchmarkResult"] | None = None,
+                ) -> "Judgement":
+        """When ``judgement`` calls a regression, measure ``confirm_blocks`` more blocks (fresh
+        runner processes, right away) and judge all blocks together; otherwise return it as is.
+        One process in a bad state (a 2-thread run whose threads share a core for a while) is
+        outvoted by the median of the blocks; a real regression is in every block. Each extra
+        block goes to ``on_block`` as soon as it is measured."""
+        if not judgement.regressed or self.confirm_blocks <= 0:
+            return judgement
+        if measure is None:
+            from pytest_sme2.bench import run_benchmark
+
+            def measure(r: "BenchmarkRun") -> "BenchmarkResult":
+                return run_benchmark(r, self.runner(runner, progress), device, self.settings)
+        if progress:
+            progress(f"{run.model} {run.dtype} t{run.threads} {runner}: a regression is "
+                     f"suspected ({judgement.ratio.point:.3f}x); measuring "
+                     f"{self.confirm_blocks} more block(s) to confirm it")
+        blocks = [first]
+        for i in range(1, self.confirm_blocks + 1):
+            blocks.append(measure(replace(run, block=i)))
+            if on_block:
+                on_block(blocks[-1])
+        return self.judge(blocks)
+
     def save_baselines(self) -> list[Path]:
         """Add this session's results to the baselines, one session per benchmark key."""
         from pytest_sme2.baselines import group_by_key, save
@@ -110,6 +144,8 @@ class BenchSession:
                             for name, spec in self.specs.items()}}
 
     def write(self) -> None:
+        from pytest_sme2.results import write_results
+
         if self.results:
             write_results(self.results_path, self.results, self.comparisons,
                           self.document_session())

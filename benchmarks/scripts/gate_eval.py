@@ -1,27 +1,31 @@
-"""Measure the regression gate on this machine with the real runtime (not a unit test: it takes
-10-15 minutes on 2 cores and prints figures).
+"""Measure the regression gate on this machine the way CI uses it: real ``pytest benchmarks``
+sessions over the default host matrix (not a unit test: ~25 minutes on 2 cores; prints figures).
 
-    python benchmarks/scripts/gate_eval.py [--blocks 3] [--reps 3] [--threshold 10]
+    python benchmarks/scripts/gate_eval.py [--baseline-sessions 3] [--reps 3] [--threshold 10]
     python benchmarks/scripts/gate_eval.py --reanalyze sme2-gate-eval/raw.json
 
-Phases (models toy_cnn, mobilenet_v3_small, vit_tiny in fp32 at 1 and 2 threads; a *block* is one
-runner process, a *session* is ``--blocks`` blocks of every benchmark, taken round-robin):
+Every *session* is one ``pytest benchmarks/test_latency.py`` process (18 benchmarks: 3 models x
+fp32/fp16/int8 x 1/2 threads, one runner process per benchmark, 30 timed runs):
 
-1. baseline: one session, saved with :func:`pytest_sme2.baselines.save` and loaded back;
-2. A/A: ``--reps`` more sessions of the same code -> every regression call is a false alarm;
-3. slowdown: ``--load-blocks`` rounds where each benchmark runs once quiet and once while every
-   core is kept busy by competing busy-loop processes (ABBA order). The quiet/loaded blocks,
-   taken in the same minutes, measure the true slowdown (ratio of their medians); the loaded
-   blocks form the candidate session. (Loaded runs take ~3x longer: the child's imports
-   compete too; 2 rounds keep the whole script under 15 minutes on 2 cores.)
+1. baseline: ``--baseline-sessions`` sessions with ``--save-baseline`` into ``OUT/baselines``;
+2. then ``--reps`` rounds of two sessions with ``--fail-on-regression PCT``:
+   *quiet* (the same code again: every regression call, every non-zero exit, is a false alarm)
+   and *loaded* (every core kept busy by competing processes for the whole session). A round's
+   quiet and loaded sessions run back to back, so their ratio per benchmark is the true
+   slowdown the load caused; the median over rounds decides which benchmarks were *affected*
+   (>= 1.25x) and must be flagged.
 
-4. (analysis only) the A/A sessions with their samples multiplied by 1.25, 1.5 and 2: known
-   slowdowns on this machine's real noise.
+The loaded sessions' competitors are ``--per-core`` processes pinned to each CPU that stream
+through 64 MB of memory (``--load stream``: they take CPU time *and* evict the shared cache,
+the way a busy phone's other apps do) or spin (``--load spin``: CPU time only; on this VM a
+spinning neighbour leaves a 1-thread run's median alone, as the scheduler's time slices are
+longer than one inference).
 
-Each candidate is judged by the gate (:func:`pytest_sme2.baselines.judge`) and by
-pytest-benchmark's ``--benchmark-compare-fail=median:PCT`` rule (current median over all runs
-vs baseline median over all runs). Raw samples go to ``OUT/raw.json`` so that ``--reanalyze``
-can judge them again without measuring.
+Analysis (also offline with ``--reanalyze``): the plugin's own verdicts and exit statuses;
+the same samples judged against a 1-session baseline (the first); pytest-benchmark's
+``--benchmark-compare-fail=median:PCT`` rule (median of all runs vs the newest saved session's)
+on the same data; and the quiet sessions with their samples multiplied by 1.25/1.5/2 (known
+slowdowns on this machine's real noise). Raw samples: ``OUT/raw.json``.
 """
 
 from __future__ import annotations
@@ -32,47 +36,42 @@ import os
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from pytest_sme2.baselines import (DEFAULT_THRESHOLD_PCT, Baseline, BaselineKey, Judgement,
-                                   Session, judge, load, save)
+from pytest_sme2.baselines import (DEFAULT_THRESHOLD_PCT, REGRESSION, Baseline, BaselineKey,
+                                   Judgement, Session, judge)
 from pytest_sme2.stats import Interval, paired_ratio
 
-MODELS = ("toy_cnn", "mobilenet_v3_small", "vit_tiny")
-THREADS = (1, 2)
-AFFECTED = 1.25          # a true slowdown at least this large must be flagged
-BUSY_LIMIT_S = 120       # a competing process never outlives this, whatever happens here
+ROOT = Path(__file__).resolve().parents[2]
+AFFECTED = 1.25            # a true slowdown at least this large must be flagged
+LOAD_LIMIT_S = 1800        # a competing process never outlives this, whatever happens here
+
+_LOAD_CODE = {
+    "stream": ("import os, time, numpy as np\nos.sched_setaffinity(0, {{{cpu}}})\n"
+               "a = np.ones(4 << 20); b = np.empty_like(a)\n"
+               "end = time.monotonic() + {limit}\n"
+               "while time.monotonic() < end:\n    np.copyto(b, a); np.copyto(a, b)\n"),
+    "spin": ("import os, time\nos.sched_setaffinity(0, {{{cpu}}})\n"
+             "end = time.monotonic() + {limit}\nwhile time.monotonic() < end:\n    pass\n"),
+}
 
 
-@dataclass(frozen=True)
-class Bench:
-    model: str
-    threads: int
-    dtype: str = "fp32"
+class Load:
+    """``per_core`` competing processes pinned to every CPU this process may use; started and
+    stopped by pid, each bounded in time."""
 
-    @property
-    def name(self) -> str:
-        return f"{self.model}-{self.dtype}-t{self.threads}"
-
-
-# -- measuring ---------------------------------------------------------------------------------
-
-
-class Busy:
-    """``n`` busy-loop processes, started and stopped by us (by pid), each bounded in time."""
-
-    def __init__(self, n: int):
-        self.n = n
+    def __init__(self, kind: str, per_core: int):
+        self.kind, self.per_core = kind, per_core
         self.procs: list[subprocess.Popen] = []
 
-    def __enter__(self) -> "Busy":
-        code = f"import time\nend = time.monotonic() + {BUSY_LIMIT_S}\n" \
-               "while time.monotonic() < end:\n    pass\n"
-        self.procs = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(self.n)]
-        time.sleep(0.3)  # let them start spinning
+    def __enter__(self) -> "Load":
+        for cpu in sorted(os.sched_getaffinity(0)):
+            code = _LOAD_CODE[self.kind].format(cpu=cpu, limit=LOAD_LIMIT_S)
+            self.procs += [subprocess.Popen([sys.executable, "-c", code])
+                           for _ in range(self.per_core)]
+        time.sleep(1.0)  # let them start (numpy import, first pages touched)
         return self
 
     def __exit__(self, *exc) -> None:
@@ -82,242 +81,242 @@ class Busy:
             p.wait()
 
 
-def _load() -> str:
-    """1-minute load average: other processes on the machine are part of the result."""
+def _loadavg() -> str:
     try:
         return Path("/proc/loadavg").read_text().split()[0]
     except OSError:
         return "?"
 
 
+def _name(doc: dict) -> str:
+    return f"{doc['model']}-{doc['dtype']}-t{doc['threads']}"
+
+
+def run_session(args: argparse.Namespace, tag: str, save: bool, loaded: bool) -> dict:
+    """One real pytest session; what it measured (per benchmark: samples and the plugin's
+    gate verdict), its exit status, time and the load average around it."""
+    out = args.out / tag
+    cmd = [sys.executable, "-m", "pytest", str(ROOT / "benchmarks" / "test_latency.py"),
+           "-p", "no:cacheprovider", "-q", "--report-dir", str(out),
+           "--baseline-dir", str(args.out / "baselines"), "--junitxml", str(out / "junit.xml"),
+           "--fail-on-regression", f"{args.threshold:g}", *args.pytest_args]
+    if save:
+        cmd.append("--save-baseline")
+    t0, before = time.perf_counter(), _loadavg()
+    if loaded:
+        with Load(args.load, args.per_core):
+            proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    else:
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    seconds = time.perf_counter() - t0
+    (out / "pytest.log").parent.mkdir(parents=True, exist_ok=True)
+    (out / "pytest.log").write_text(proc.stdout + proc.stderr)
+    try:
+        doc = json.loads((out / "results.json").read_text())
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"session {tag}: no results.json ({e}); see {out / 'pytest.log'}")
+    benches: dict[str, dict] = {}
+    for b in doc["benchmarks"]:  # the test's result first, then its confirmation blocks
+        entry = benches.setdefault(_name(b), {"blocks": [], "gate": None})
+        if b.get("block") is None:
+            entry["blocks"].insert(0, b["e2e_ms"])
+            entry["gate"] = b.get("baseline")
+        else:
+            entry["blocks"].append(b["e2e_ms"])
+    flagged = sum((b["gate"] or {}).get("status") == REGRESSION for b in benches.values())
+    print(f"  {tag:8s} exit {proc.returncode}  {len(benches)} benchmarks  {flagged} regression "
+          f"verdict(s)  {seconds:5.0f} s  load average {before} -> {_loadavg()}", flush=True)
+    return {"tag": tag, "exit": proc.returncode, "seconds": round(seconds, 1),
+            "load_before": before, "load_after": _loadavg(), "benchmarks": benches}
+
+
 def measure(args: argparse.Namespace) -> dict:
-    from pytest_sme2.bench import BenchmarkRun, BenchSettings, run_benchmark
-    from pytest_sme2.devices import open_device
-    from pytest_sme2.export import export_model
-    from pytest_sme2.runners import runner_from_spec
-
-    benches = [Bench(m, t) for m in args.models for t in args.threads]
-    runner, device = runner_from_spec("python"), open_device("host")
-    settings = BenchSettings(runs=args.runs, warmup=args.warmup,
-                             report_dir=args.out)
-    for m in args.models:  # exports (cached) before any clock starts
-        export_model(m, "fp32")
-    first: dict[str, dict] = {}
-
-    def run(b: Bench, label: str) -> list[float]:
-        r = run_benchmark(BenchmarkRun(b.model, b.dtype, b.threads, label=label), runner,
-                          device, settings)
-        first.setdefault(b.name, r.to_json())
-        return r.e2e_ms
-
-    def session(tag: str) -> dict[str, list[list[float]]]:
-        t0 = time.perf_counter()
-        out: dict[str, list[list[float]]] = {b.name: [] for b in benches}
-        for i in range(args.blocks):
-            for b in benches:
-                out[b.name].append(run(b, f"{tag}-{b.name}-{i}"))
-        print(f"  {tag}: {time.perf_counter() - t0:.0f} s, load average {_load()}", flush=True)
-        return out
-
-    t_start = time.perf_counter()
-    print(f"measuring {len(benches)} benchmarks x {args.blocks} blocks, {args.runs} runs each",
-          flush=True)
-    base = session("baseline")
-    reps = [session(f"aa{k + 1}") for k in range(args.reps)]
-    quiet: dict[str, list[list[float]]] = {b.name: [] for b in benches}
-    loaded: dict[str, list[list[float]]] = {b.name: [] for b in benches}
+    args.out.mkdir(parents=True, exist_ok=True)
+    if (args.out / "baselines").exists() and any((args.out / "baselines").iterdir()):
+        raise SystemExit(f"{args.out / 'baselines'} is not empty: use a fresh --out")
     t0 = time.perf_counter()
-    for i in range(args.load_blocks):
-        for b in benches:
-            order = ("quiet", "loaded") if i % 2 == 0 else ("loaded", "quiet")
-            for what in order:
-                if what == "quiet":
-                    quiet[b.name].append(run(b, f"quiet-{b.name}-{i}"))
-                else:
-                    with Busy(args.busy):
-                        loaded[b.name].append(run(b, f"loaded-{b.name}-{i}"))
-    print(f"  slowdown (quiet + loaded, {args.busy} busy processes): "
-          f"{time.perf_counter() - t0:.0f} s, load average {_load()}", flush=True)
-    return {"benches": [b.name for b in benches], "blocks": args.blocks,
-            "load_blocks": args.load_blocks, "runs": args.runs,
-            "warmup": args.warmup, "busy": args.busy, "baseline": base, "aa": reps,
-            "quiet": quiet, "loaded": loaded, "first_result": first,
-            "seconds": round(time.perf_counter() - t_start, 1)}
+    print(f"{args.baseline_sessions} baseline session(s), then {args.reps} x (quiet, loaded "
+          f"with {args.per_core} {args.load} process(es) per CPU); threshold {args.threshold:g}%",
+          flush=True)
+    base = [run_session(args, f"base{i + 1}", save=True, loaded=False)
+            for i in range(args.baseline_sessions)]
+    quiet, loaded = [], []
+    for i in range(args.reps):
+        quiet.append(run_session(args, f"quiet{i + 1}", save=False, loaded=False))
+        loaded.append(run_session(args, f"loaded{i + 1}", save=False, loaded=True))
+    return {"threshold": args.threshold, "load": args.load, "per_core": args.per_core,
+            "pytest_args": args.pytest_args, "baseline": base, "quiet": quiet,
+            "loaded": loaded, "seconds": round(time.perf_counter() - t0, 1)}
 
 
 # -- judging -----------------------------------------------------------------------------------
 
 
 def _baseline(sessions: list[list[list[float]]]) -> Baseline:
+    """Sessions of one benchmark (each a list of blocks of samples) as a Baseline."""
     key = BaselineKey("host", "cpu", "x86_64", False, "0-1", "m", "fp32", 1, "python", {}, "k")
     return Baseline(key, [Session(timestamp=f"t{i}", blocks=s) for i, s in enumerate(sessions)])
 
 
-def pb_rule(base_blocks: list[list[float]], cur_blocks: list[list[float]], pct: float) -> bool:
-    """pytest-benchmark's compare-fail=median:PCT: the median of the current run's rounds above
-    the saved run's median by more than PCT."""
-    base = float(np.median(np.concatenate(base_blocks)))
-    cur = float(np.median(np.concatenate(cur_blocks)))
-    return cur > base * (1 + pct / 100)
+def gate_offline(history: list[list[list[float]]], blocks: list[list[float]],
+                 pct: float) -> Judgement:
+    """The plugin's rule with this code: the first block, and when it is suspected, every
+    block the session measured (its confirmation blocks)."""
+    j = judge(_baseline(history), blocks[:1], pct)
+    return judge(_baseline(history), blocks, pct) if j.regressed and len(blocks) > 1 else j
 
 
-def _row(name: str, j: Judgement, pb: bool, extra: str = "") -> str:
-    r = j.ratio
-    ci = f"{r.point:6.3f} [{r.low:5.3f}, {r.high:5.3f}]" if r else "-"
-    return (f"{name:28s} {j.baseline_median or 0:8.3f} {j.current_median or 0:8.3f} {ci:24s} "
-            f"{_floor(j.noise_floor_pct):>6s} {j.status:12s} {'FAIL' if pb else 'pass':5s}{extra}")
+def pb_rule(base: list[float], cur: list[float], pct: float) -> bool:
+    """pytest-benchmark's compare-fail=median:PCT: the median of the current run's rounds
+    above the saved run's median by more than PCT."""
+    return float(np.median(cur)) > float(np.median(base)) * (1 + pct / 100)
 
 
 def _floor(pct: float | None) -> str:
     return "-" if pct is None else (f"{pct:.1f}" if pct < 1000 else ">999")
 
 
-HEADER = (f"{'benchmark':28s} {'base ms':>8s} {'cur ms':>8s} {'ratio [95% CI]':24s} "
-          f"{'floor%':>6s} {'gate':12s} {'pytest-benchmark median rule'}")
+def _row(name: str, j: dict | Judgement | None, pb: bool, extra: str = "") -> str:
+    d = j.to_dict() if isinstance(j, Judgement) else (j or {})
+    r = d.get("ratio")
+    ci = f"{r['point']:6.3f} [{r['low']:5.3f}, {r['high']:5.3f}]" if r else "-"
+    return (f"{name:34s} {d.get('baseline_median') or 0:8.3f} {d.get('current_median') or 0:8.3f}"
+            f" {ci:24s} {_floor(d.get('noise_floor_pct')):>6s} {d.get('status', '-'):12s} "
+            f"{'FAIL' if pb else 'pass':5s}{extra}")
 
 
-def analyze(raw: dict, pct: float) -> None:
-    names = raw["benches"]
-    base = {n: raw["baseline"][n] for n in names}
-    print(f"\n== settings: {len(names)} benchmarks, {raw['blocks']} blocks/session, "
-          f"{raw['runs']} runs/block, threshold {pct:g}%, measured in {raw.get('seconds', '?')} s")
+HEADER = (f"{'benchmark':34s} {'base ms':>8s} {'cur ms':>8s} {'ratio [95% CI]':24s} "
+          f"{'floor%':>6s} {'gate':12s} pytest-benchmark median rule")
+
+
+def _status(j: dict | Judgement | None) -> str | None:
+    return (j.to_dict() if isinstance(j, Judgement) else (j or {})).get("status")
+
+
+def analyze(raw: dict) -> None:
+    pct = raw["threshold"]
+    base = raw["baseline"]
+    names = sorted(base[-1]["benchmarks"])
+    history = {n: [s["benchmarks"][n]["blocks"] for s in base if n in s["benchmarks"]]
+               for n in names}
+    newest = {n: history[n][-1][0] for n in names}  # pytest-benchmark keeps one saved run
+    nb, reps = len(base), len(raw["quiet"])
+    print(f"\n== {len(names)} benchmarks; {nb} baseline session(s); {reps} quiet and {reps} "
+          f"loaded sessions ({raw['per_core']} {raw['load']} process(es) per CPU); threshold "
+          f"{pct:g}%; measured in {raw.get('seconds', '?')} s")
+    print("sessions: " + ", ".join(f"{s['tag']} exit {s['exit']} ({s['seconds']:.0f} s, load "
+                                   f"{s['load_before']})" for s in base + raw["quiet"] +
+                                   raw["loaded"]))
 
     # (i) A/A
-    print(f"\n== (i) A/A: baseline = 1 session; {len(raw['aa'])} repetitions of the same code")
+    print(f"\n== (i) A/A: the same code, {reps} quiet sessions; every regression is a false alarm")
     print(HEADER)
-    gate_fa = gate_imp = pb_fa = 0
-    single = single_fa = single_pb = 0
-    roll_fa = roll_n = 0
-    for k, rep in enumerate(raw["aa"]):
+    plugin_fa = gate_fa = one_fa = pb_fa = 0
+    for s in raw["quiet"]:
         for n in names:
-            j = judge(_baseline([base[n]]), rep[n], pct)
-            pb = pb_rule(base[n], rep[n], pct)
-            gate_fa += j.status == "regression"
-            gate_imp += j.status == "improvement"
+            b = s["benchmarks"][n]
+            j = gate_offline(history[n], b["blocks"], pct)
+            j1 = gate_offline(history[n][:1], b["blocks"], pct)
+            pb = pb_rule(newest[n], b["blocks"][0], pct)
+            plugin_fa += _status(b["gate"]) == REGRESSION
+            gate_fa += j.status == REGRESSION
+            one_fa += j1.status == REGRESSION
             pb_fa += pb
-            print(_row(f"aa{k + 1} {n}", j, pb))
-            for blk in rep[n]:  # what one block per test (the plugin's default) would see
-                js = judge(_baseline([base[n]]), [blk], pct)
-                single += 1
-                single_fa += js.status == "regression"
-                single_pb += pb_rule(base[n], [blk], pct)
-            history = [base[n]] + [raw["aa"][i][n] for i in range(k)]
-            jr = judge(_baseline(history), rep[n], pct)
-            roll_n += 1
-            roll_fa += jr.status == "regression"
-    n_aa = len(raw["aa"]) * len(names)
-    print(f"\nA/A false alarms at {pct:g}%:")
-    print(f"  gate, {raw['blocks']}-block sessions vs 1-session baseline : {gate_fa}/{n_aa} "
-          f"regressions ({gate_imp} 'improvement' calls)")
-    print(f"  gate, 1 block vs 1-session baseline             : {single_fa}/{single}")
-    print(f"  gate, rolling baseline (1..{len(raw['aa'])} sessions)         : {roll_fa}/{roll_n}")
-    print(f"  pytest-benchmark median:{pct:g}, sessions              : {pb_fa}/{n_aa}")
-    print(f"  pytest-benchmark median:{pct:g}, single blocks         : {single_pb}/{single}")
+            print(_row(f"{s['tag']} {n}", j, pb))
+    total = reps * len(names)
+    print(f"\nA/A false alarms at {pct:g}% ({total} judgements):")
+    print(f"  plugin gate, {nb}-session baseline           : {plugin_fa}/{total}; exit statuses "
+          f"{[s['exit'] for s in raw['quiet']]}")
+    print(f"  gate (this code), {nb}-session baseline      : {gate_fa}/{total}")
+    print(f"  gate, 1-session baseline                  : {one_fa}/{total}")
+    print(f"  pytest-benchmark median:{pct:g} (newest saved) : {pb_fa}/{total}")
 
     # (ii) real slowdown
-    history = {n: [base[n]] + [rep[n] for rep in raw["aa"]] for n in names}
-    print(f"\n== (ii) slowdown: every core busy ({raw['busy']} busy-loop processes); "
-          "true slowdown from paired quiet/loaded blocks")
+    print("\n== (ii) loaded sessions; true slowdown = loaded / quiet median of the same round")
     print(HEADER + "   true slowdown [paired 95% CI]")
     rows = []
     for n in names:
-        q = [float(np.median(b)) for b in raw["quiet"][n]]
-        ld = [float(np.median(b)) for b in raw["loaded"][n]]
-        paired = paired_ratio(ld, q)  # loaded time / quiet time, pair by pair
-        true = Interval(float(np.median(ld) / np.median(q)), paired.low, paired.high)
-        j1 = judge(_baseline([base[n]]), raw["loaded"][n], pct)
-        jh = judge(_baseline(history[n]), raw["loaded"][n], pct)
-        pb = pb_rule(base[n], raw["loaded"][n], pct)
-        rows.append((n, true, j1, jh, pb))
-        print(_row(n, j1, pb, f"   {true.point:5.2f}x [{true.low:.2f}, {true.high:.2f}]"))
-    def share(rs, idx) -> str:
-        hit = sum((r[idx].status == "regression") if idx in (2, 3) else r[idx] for r in rs)
-        return f"{hit}/{len(rs)}"
+        q = [float(np.median(s["benchmarks"][n]["blocks"][0])) for s in raw["quiet"]]
+        ld = [float(np.median(s["benchmarks"][n]["blocks"][0])) for s in raw["loaded"]]
+        p = paired_ratio(q, ld)  # quiet / loaded as a "speed-up": invert for the slowdown
+        true = Interval(1 / p.point, 1 / p.high, 1 / p.low) if reps > 1 else \
+            Interval(ld[0] / q[0], 0.0, float("inf"))
+        for s in raw["loaded"]:
+            b = s["benchmarks"][n]
+            j = gate_offline(history[n], b["blocks"], pct)
+            j1 = gate_offline(history[n][:1], b["blocks"], pct)
+            pb = pb_rule(newest[n], b["blocks"][0], pct)
+            rows.append((n, true, _status(b["gate"]) == REGRESSION, j.status == REGRESSION,
+                         j1.status == REGRESSION, pb))
+            print(_row(f"{s['tag']} {n}", j, pb,
+                       f"   {true.point:5.2f}x [{true.low:.2f}, {true.high:.2f}]"))
 
-    nb = 1 + len(raw["aa"])
-    bands = [(f">= {AFFECTED:.2f}x (must be flagged)", lambda x: x >= AFFECTED),
-             (f"{1 + pct / 100:.2f}-{AFFECTED:.2f}x (real, above the threshold: may be flagged)",
+    def share(rs, i) -> str:
+        return f"{sum(r[i] for r in rs)}/{len(rs)}"
+
+    bands = [(f">= {AFFECTED:.2f}x (affected: must be flagged)", lambda x: x >= AFFECTED),
+             (f"{1 + pct / 100:.2f}-{AFFECTED:.2f}x (real, above the threshold)",
               lambda x: 1 + pct / 100 <= x < AFFECTED),
              (f"< {1 + pct / 100:.2f}x (a flag is a false alarm)", lambda x: x < 1 + pct / 100)]
-    print(f"\n{'true slowdown':58s} {'n':>2s}  {'gate 1-session':>14s}  "
-          f"{f'gate {nb}-session':>14s}  {'pytest-benchmark':>16s}")
+    print(f"\n{'true slowdown (per benchmark, over rounds)':46s} {'judged':>6s}  "
+          f"{'plugin (run)':>12s}  {f'gate {nb}-session':>14s}  {'gate 1-session':>14s}  "
+          f"{'pytest-benchmark':>16s}")
     for label, test in bands:
         rs = [r for r in rows if test(r[1].point)]
-        print(f"{label:58s} {len(rs):2d}  {share(rs, 2):>14s}  {share(rs, 3):>14s}  "
-              f"{share(rs, 4):>16s}   {', '.join(r[0] for r in rs)}")
-    print(f"\n{1 + len(raw['aa'])}-session baseline judgements of the loaded session:")
-    print(HEADER)
-    for n, _, _, jh, pb in rows:
-        print(_row(n, jh, pb))
-    injected(raw, pct)
+        names_in = sorted({r[0] for r in rs})
+        print(f"{label:46s} {len(rs):6d}  {share(rs, 2):>12s}  {share(rs, 3):>14s}  "
+              f"{share(rs, 4):>14s}  {share(rs, 5):>16s}   {', '.join(names_in)}")
+    print(f"loaded sessions' exit statuses: {[s['exit'] for s in raw['loaded']]}")
+    injected(raw, names, history, newest, pct)
 
 
-def injected(raw: dict, pct: float, factors=(1.25, 1.5, 2.0)) -> None:
-    """Sensitivity on this machine's real noise: every A/A candidate session with its samples
-    multiplied by a known factor (a slowdown that is exactly known, unlike a loaded run's)."""
-    names = raw["benches"]
-    print(f"\n== (iii) injected slowdowns on the real A/A sessions ({len(raw['aa'])} x "
-          f"{len(names)} judgements per factor; 1-session baseline / rolling baseline)")
-    groups = sorted({n.rsplit("-t", 1)[1] for n in names})
-    print("factor  threads  gate 1-session  gate rolling  gate 1 block  pytest-benchmark")
+def injected(raw: dict, names: list[str], history: dict, newest: dict, pct: float,
+             factors=(1.25, 1.5, 2.0)) -> None:
+    """Sensitivity on this machine's real noise: every quiet session with its samples
+    multiplied by a known factor (a slowdown known exactly, unlike a loaded session's)."""
+    nb = len(raw["baseline"])
+    print("\n== (iii) known slowdowns injected into the quiet sessions (share flagged)")
+    print(f"factor  threads  {f'gate {nb}-session':>14s}  {'gate 1-session':>14s}  "
+          f"{'pytest-benchmark':>16s}")
     for f in factors:
-        for t in groups:
-            g1 = gr = gs = pb = n_s = n_b = 0
-            for k, rep in enumerate(raw["aa"]):
+        for t in sorted({n.rsplit("-t", 1)[1] for n in names}):
+            g = g1 = pb = n_j = 0
+            for s in raw["quiet"]:
                 for n in (n for n in names if n.endswith(f"-t{t}")):
-                    cur = [[v * f for v in b] for b in rep[n]]
-                    one = _baseline([raw["baseline"][n]])
-                    history = [raw["baseline"][n]] + [raw["aa"][i][n] for i in range(k)]
-                    g1 += judge(one, cur, pct).status == "regression"
-                    gr += judge(_baseline(history), cur, pct).status == "regression"
-                    pb += pb_rule(raw["baseline"][n], cur, pct)
-                    n_s += 1
-                    for blk in cur:
-                        gs += judge(one, [blk], pct).status == "regression"
-                        n_b += 1
-            print(f"{f:6.2f}  {t:>7s}  {f'{g1}/{n_s}':>14s}  {f'{gr}/{n_s}':>12s}  "
-                  f"{f'{gs}/{n_b}':>12s}  {f'{pb}/{n_s}':>16s}")
+                    cur = [[v * f for v in blk] for blk in s["benchmarks"][n]["blocks"]]
+                    g += gate_offline(history[n], cur, pct).status == REGRESSION
+                    g1 += gate_offline(history[n][:1], cur, pct).status == REGRESSION
+                    pb += pb_rule(newest[n], cur[0], pct)
+                    n_j += 1
+            print(f"{f:6.2f}  {t:>7s}  {f'{g}/{n_j}':>14s}  {f'{g1}/{n_j}':>14s}  "
+                  f"{f'{pb}/{n_j}':>16s}")
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, default=Path("sme2-gate-eval"))
-    p.add_argument("--blocks", type=int, default=3)
+    p.add_argument("--baseline-sessions", type=int, default=3)
     p.add_argument("--reps", type=int, default=3)
-    p.add_argument("--load-blocks", type=int, default=2)
-    p.add_argument("--runs", type=int, default=50)
-    p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--busy", type=int, default=2 * (os.cpu_count() or 1),
-                   help="competing busy-loop processes (default: two per core)")
     p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD_PCT)
-    p.add_argument("--models", nargs="+", default=list(MODELS))
-    p.add_argument("--threads", nargs="+", type=int, default=list(THREADS))
+    p.add_argument("--load", choices=sorted(_LOAD_CODE), default="stream")
+    p.add_argument("--per-core", type=int, default=2,
+                   help="competing processes pinned to each CPU (default 2)")
     p.add_argument("--reanalyze", type=Path, help="judge a raw.json again without measuring")
+    p.add_argument("pytest_args", nargs="*",
+                   help="more pytest options after --, e.g. -- --sme2-dtypes fp32")
     args = p.parse_args(argv)
     if args.reanalyze:
         raw = json.loads(args.reanalyze.read_text())
+        for s in raw["baseline"] + raw["quiet"] + raw["loaded"]:  # files of the first version
+            for b in s["benchmarks"].values():
+                if "e2e_ms" in b:
+                    b["blocks"] = [b.pop("e2e_ms")]
     else:
-        args.out.mkdir(parents=True, exist_ok=True)
+        args.out = args.out.resolve()
         raw = measure(args)
         (args.out / "raw.json").write_text(json.dumps(raw) + "\n")
-        _save_demo(raw, args.out / "baselines")
-    analyze(raw, args.threshold)
+    analyze(raw)
     return 0
-
-
-def _save_demo(raw: dict, folder: Path) -> None:
-    """Store the baseline session the plugin's way and read it back: the file format in use."""
-    from pytest_sme2.results import BenchmarkResult
-
-    for name, doc in raw["first_result"].items():
-        template = BenchmarkResult.from_json(doc)
-        blocks = raw["baseline"][name]
-        results = [BenchmarkResult.from_json({**doc, "e2e_ms": b}) for b in blocks]
-        path = save(results, folder, session_id="gate-eval-baseline")
-        loaded = load(path)
-        assert loaded.sessions[-1].blocks == [[float(v) for v in b] for b in blocks], path
-        assert loaded.key == BaselineKey.from_result(template)
-    print(f"baseline files: {folder}")
 
 
 if __name__ == "__main__":

@@ -7,9 +7,12 @@ events double counts. We never sum: one value per run, straight from that event.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # only annotations: results.json readers need no pandas
+    import pandas as pd
 
 from pytest_sme2.errors import Sme2Error
 

@@ -80,9 +80,20 @@ def test_clear_regression_fails_the_test_and_the_session(gated, pytester):
     res = gated("--fail-on-regression=10")
     res.assert_outcomes(passed=1, failed=1)
     assert res.ret == pytest.ExitCode.TESTS_FAILED
-    res.stdout.fnmatch_lines(["regression against the baseline: *% slower: median * ms "
-                              "(1 block(s)) vs baseline * ms (3 session(s)); ratio *x * 95% CI; "
+    # Suspected in the first block, measured again in two fresh processes, then judged on all.
+    res.stdout.fnmatch_lines(["sme2: toy_cnn fp32 t1 native: a regression is suspected (*x); "
+                              "measuring 2 more block(s) to confirm it",
+                              "regression against the baseline: *% slower: median * ms "
+                              "(3 block(s)) vs baseline * ms (3 session(s)); ratio *x * 95% CI; "
                               "limit 10.0% slower*"])
+    doc = json.loads((pytester.path / "sme2-report" / "results.json").read_text())
+    toy_blocks = [b["block"] for b in doc["benchmarks"] if b["nodeid"].endswith("test_toy")]
+    assert sorted(toy_blocks, key=str) == [1, 2, None]  # every block kept, the first last
+    # --sme2-confirm-blocks=0 judges the first block alone.
+    alone = gated("--fail-on-regression=10", "--sme2-confirm-blocks=0")
+    alone.assert_outcomes(passed=1, failed=1)
+    alone.stdout.fnmatch_lines(["regression against the baseline: * (1 block(s)) vs *"])
+    assert "to confirm it" not in alone.stdout.str()
     # Without --fail-on-regression the gate reports but does not fail.
     quiet = gated()
     quiet.assert_outcomes(passed=2)
@@ -119,3 +130,6 @@ def test_bad_threshold_is_a_usage_error(gated):
     res = gated("--fail-on-regression=-5")
     assert res.ret == pytest.ExitCode.USAGE_ERROR
     assert "--fail-on-regression must be a percentage of 0 or more" in res.stderr.str()
+    res = gated("--sme2-confirm-blocks=-1")
+    assert res.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--sme2-confirm-blocks must be 0 or more, got -1" in res.stderr.str()

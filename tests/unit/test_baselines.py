@@ -487,3 +487,66 @@ def test_junit_properties():
     assert nc["sme2_gate_status"] == "not_compared" and "sme2_gate_ratio" not in nc
     cat = junit_properties(judge_levels([[1.0]], [1.0], category="Data Movement"))
     assert cat[0] == ("sme2_gate_Data_Movement_status", "ok")
+
+
+# -- confirmation of a suspected regression (BenchSession.confirm) ------------------------------
+
+
+def _gated_session(tmp_path: Path, confirm_blocks: int = 2):
+    from pytest_sme2.session import BenchSession
+    from pytest_sme2.settings import BenchSettings
+
+    session = BenchSession(BenchSettings(report_dir=tmp_path / "report"))
+    session.baseline_dir = tmp_path / "bl"
+    session.confirm_blocks = confirm_blocks
+    for i in range(3):  # a steady past at 1.0 ms: a small noise floor
+        level = 1.0 + 0.01 * i
+        save([_result((level, level * 1.01, level * 0.99))], session.baseline_dir,
+             session_id=f"s{i}", commit=False, now=T0 + timedelta(days=i))
+    return session
+
+
+def _confirming(session, first, later: list[tuple[float, ...]]):
+    """Run BenchSession.confirm with a stand-in for the runner: the blocks it 'measures' are
+    ``later``, in order; returns the judgement and what was measured and reported."""
+    from pytest_sme2.bench import BenchmarkRun
+
+    measured, reported, progress = [], [], []
+
+    def measure(run: BenchmarkRun) -> BenchmarkResult:
+        r = _result(later[len(measured)], extra={"block": run.block})
+        measured.append(run.block)
+        return r
+
+    judgement = session.confirm(BenchmarkRun("toy_cnn"), "python", None, first,
+                                session.judge([first]), on_block=reported.append,
+                                progress=progress.append, measure=measure)
+    return judgement, measured, reported, progress
+
+
+def test_one_slow_process_is_outvoted_by_the_confirmation_blocks(tmp_path):
+    session = _gated_session(tmp_path)
+    first = _result((1.6, 1.61, 1.59))           # a process that lost its second core
+    assert session.judge([first]).status == REGRESSION
+    judgement, measured, reported, progress = _confirming(
+        session, first, [(1.0, 1.01, 0.99), (1.02, 1.0, 1.01)])
+    assert judgement.status == OK and judgement.current_blocks == 3
+    assert measured == [1, 2] and [r.extra["block"] for r in reported] == [1, 2]
+    assert "a regression is suspected (1.5" in progress[0] and "2 more block(s)" in progress[0]
+
+
+def test_a_real_regression_is_in_every_block_and_stays_one(tmp_path):
+    session = _gated_session(tmp_path)
+    slow = (1.6, 1.61, 1.59)
+    judgement, measured, _, _ = _confirming(session, _result(slow), [slow, slow])
+    assert judgement.status == REGRESSION and judgement.current_blocks == 3
+    assert "(3 block(s))" in judgement.reason and measured == [1, 2]
+
+
+def test_nothing_is_measured_again_without_a_suspected_regression_or_when_disabled(tmp_path):
+    session = _gated_session(tmp_path)
+    judgement, measured, _, _ = _confirming(session, _result((1.0, 1.0, 1.0)), [])
+    assert judgement.status == OK and measured == []
+    session.confirm_blocks = 0
+    judgement, measured, _, _ = _confirming(session, _result((1.6, 1.6, 1.6)), [])
+    assert judgement.status == REGRESSION and judgement.current_blocks == 1 and measured == []
