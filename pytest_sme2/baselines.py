@@ -31,6 +31,12 @@ apart, 1-3% within one). So:
    ``1 + max(threshold, noise floor)``; ``improvement`` when its upper bound is below the
    reciprocal; else ``ok``. A baseline from another environment is ``not_compared`` with the
    reason, never compared silently.
+6. Confirmation (:meth:`pytest_sme2.session.BenchSession.confirm`): a regression suspected
+   on one block is measured again in fresh processes and judged on all blocks, so one process
+   in a bad state cannot fail CI.
+
+:func:`gate_all` adds the same judgement for operator categories (:func:`judge_category`);
+a category under ``MIN_CATEGORY_SHARE`` of the time is not gated.
 
 This trades sensitivity for the absence of false alarms: a CI gate that cries wolf gets
 disabled. On a quiet, pinned device the floor is small and the threshold decides; on a noisy VM
@@ -608,29 +614,66 @@ def group_by_key(results: Iterable[BenchmarkResult]) -> dict[BaselineKey, list[B
     return {key: rs for key, rs in groups.values()}
 
 
+# A category below this share of the baseline's end-to-end time is not gated: a 50% change of
+# 1% of the time is noise in a small number, not a regression anyone would act on (the same
+# line as the report's >5% bottlenecks).
+MIN_CATEGORY_SHARE = 0.05
+
+
 def gate(results: Sequence[BenchmarkResult], baseline_dir: Path,
          threshold_pct: float = DEFAULT_THRESHOLD_PCT, allow_foreign: bool = False,
          exclude_session: str | None = None) -> Judgement:
     """Everything the plugin needs for one key: find the baseline, refuse (or, with
     ``allow_foreign``, annotate) one from another environment, judge. BaselineError for a
     corrupt file propagates: the caller fails the test with its message."""
+    return gate_all(results, baseline_dir, threshold_pct, allow_foreign, exclude_session)[0]
+
+
+def gate_all(results: Sequence[BenchmarkResult], baseline_dir: Path,
+             threshold_pct: float = DEFAULT_THRESHOLD_PCT, allow_foreign: bool = False,
+             exclude_session: str | None = None, categories: Sequence[str] = ()
+             ) -> list[Judgement]:
+    """:func:`gate`, then one judgement per category of ``categories`` (``judge_category``;
+    a category under ``MIN_CATEGORY_SHARE`` of the baseline's time is ``not_compared``, with
+    the reason): end to end first."""
+    categories = list(categories)
+
+    def for_all(make) -> list[Judgement]:
+        return [make(None)] + [make(c) for c in categories]
+
     if not results:
-        return not_compared("nothing measured to compare", threshold_pct)
+        return for_all(lambda c: not_compared("nothing measured to compare", threshold_pct, c))
     found = find_baseline(baseline_dir, results[0])
     if found.baseline is None:
         key = BaselineKey.from_result(results[0])
-        return not_compared(f"no baseline {key.filename} in {baseline_dir}; record one with "
-                            "--save-baseline", threshold_pct)
+        return for_all(lambda c: not_compared(
+            f"no baseline {key.filename} in {baseline_dir}; record one with --save-baseline",
+            threshold_pct, c))
     base = found.baseline.excluding(exclude_session)
     if found.foreign_reason and not allow_foreign:
-        return replace(not_compared(f"not compared: {found.foreign_reason} (compare anyway "
-                                    "with --allow-foreign-baseline, or re-record with "
-                                    "--save-baseline)", threshold_pct), foreign=True)
-    verdict = judge(base, [r.e2e_ms for r in results], threshold_pct)
+        return for_all(lambda c: replace(not_compared(
+            f"not compared: {found.foreign_reason} (compare anyway with "
+            "--allow-foreign-baseline, or re-record with --save-baseline)", threshold_pct, c),
+            foreign=True))
+    verdicts = [judge(base, [r.e2e_ms for r in results], threshold_pct)]
+    for category in categories:
+        verdicts.append(_gate_category(base, results, category, threshold_pct))
     if found.foreign_reason:
-        verdict = replace(verdict, reason=f"{verdict.reason} [foreign baseline allowed: "
-                                          f"{found.foreign_reason}]")
-    return verdict
+        verdicts = [replace(v, reason=f"{v.reason} [foreign baseline allowed: "
+                                      f"{found.foreign_reason}]") for v in verdicts]
+    return verdicts
+
+
+def _gate_category(base: Baseline, results: Sequence[BenchmarkResult], category: str,
+                   threshold_pct: float) -> Judgement:
+    shares = [b.get(category, 0.0) / float(np.mean(blk)) for s in base.sessions
+              for b, blk in zip(s.categories_ms, s.blocks) if blk]
+    if shares and float(np.median(shares)) < MIN_CATEGORY_SHARE:
+        return not_compared(f"{category} is {float(np.median(shares)):.1%} of the baseline's "
+                            f"end-to-end time, below the {MIN_CATEGORY_SHARE:.0%} a category "
+                            "needs to be gated", threshold_pct, category)
+    return judge_category(base, category, [r.categories_ms.get(category, 0.0) for r in results],
+                          threshold_pct)
 
 
 def junit_properties(judgement: Judgement) -> list[tuple[str, object]]:

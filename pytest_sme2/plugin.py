@@ -58,6 +58,10 @@ _OPTIONS = {
                             "more blocks (fresh runner processes) and judge all of them "
                             f"(default {DEFAULT_CONFIRM_BLOCKS}; 0: judge the first block "
                             "alone)"),
+    "sme2_gate_categories": ("sme2_gate_categories", "",
+                             "operator categories the baseline gate judges besides end-to-end "
+                             "latency, comma-separated (e.g. Convolution,GEMM), or 'all'; "
+                             "a category under 5% of the time is not gated"),
     "sme2_min_speedup": ("sme2_min_speedup", DEFAULT_MIN_SPEEDUP,
                          "SME2-on vs -off speed-up the CI's lower bound must reach, per dtype"),
     "baseline_dir": ("sme2_baseline_dir", "benchmarks/baselines",
@@ -152,6 +156,22 @@ def _min_speedups(config: pytest.Config) -> dict[str, float]:
     return out
 
 
+def _gate_categories(config: pytest.Config) -> list[str]:
+    from pytest_sme2.analysis.categories import NAMED_CATEGORIES, OTHER
+
+    names = split_list(_setting(config, "sme2_gate_categories")[0])
+    known = {c.lower(): c for c in (*NAMED_CATEGORIES, OTHER)}
+    out = []
+    for name in names:
+        if name.lower() == "all":
+            return ["all"]
+        if name.lower() not in known:
+            raise Sme2Error(f"--sme2-gate-categories: unknown category {name!r}; known: "
+                            f"{', '.join(known.values())}, or all")
+        out.append(known[name.lower()])
+    return out
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "sme2: a pytest-sme2 benchmark")
     texts = list(config.getini("sme2_runners")) + list(config.getoption("runners") or [])
@@ -168,6 +188,7 @@ def pytest_configure(config: pytest.Config) -> None:
         session.allow_foreign = bool(config.getoption("allow_foreign_baseline"))
         if session.blocks < 2:
             raise Sme2Error(f"--sme2-blocks must be 2 or more, got {session.blocks}")
+        session.gate_categories = _gate_categories(config)
         session.confirm_blocks = _int(config, "sme2_confirm_blocks")
         if session.confirm_blocks < 0:
             raise Sme2Error(f"--sme2-confirm-blocks must be 0 or more, got "
@@ -365,17 +386,20 @@ def sme2_bench(request: pytest.FixtureRequest, sme2_session: BenchSession,
         except Sme2Error as e:
             _fail(e, config)
         try:
-            judgement = sme2_session.judge([result])
+            judgements = sme2_session.judge_all([result])
             # A suspected regression is measured again before it can fail the test; the extra
             # blocks are recorded as they come (reports pool them with the first).
-            judgement = sme2_session.confirm(run, runner, sme2_device, result, judgement,
-                                             on_block=record, progress=progress)
+            judgements = sme2_session.confirm(run, runner, sme2_device, result, judgements,
+                                              on_block=record, progress=progress)
         except Sme2Error as e:  # a corrupt baseline file, a failed confirmation run
             record(result)
             _fail(e, config)
-        result.extra["baseline"] = judgement.to_dict()
+        result.extra["baseline"] = judgements[0].to_dict()
+        if len(judgements) > 1:
+            result.extra["baseline_categories"] = {j.category: j.to_dict()
+                                                   for j in judgements[1:]}
         record(result)
-        _enforce_gate(request, sme2_session, judgement)
+        _enforce_gate(request, sme2_session, judgements)
         return result
 
     return bench
@@ -417,28 +441,34 @@ def sme2_compare(request: pytest.FixtureRequest, sme2_session: BenchSession,
             _fail(e, config)
         cmp.extra["baselines"] = {r: j.to_dict() for r, j in judgements.items()}
         request.node.user_properties.append((COMPARISON_PROPERTY, cmp.to_json()))
-        for judgement in judgements.values():
-            _enforce_gate(request, sme2_session, judgement)
+        _enforce_gate(request, sme2_session, list(judgements.values()))
         return cmp
 
     return compare
 
 
-def _enforce_gate(request: pytest.FixtureRequest, session: BenchSession, judgement) -> None:
-    """JUnit properties always; a failure when --fail-on-regression is set and the baseline
-    shows a clear regression, or exists but cannot be compared (never a silent pass)."""
+def _enforce_gate(request: pytest.FixtureRequest, session: BenchSession,
+                  judgements: list) -> None:
+    """JUnit properties always; a failure when --fail-on-regression is set and a judgement
+    shows a clear regression, or a baseline exists but cannot be compared (never a silent
+    pass). Every regression of the test is named in the one failure."""
     from pytest_sme2.baselines import junit_properties
 
-    for name, value in junit_properties(judgement):
-        request.node.user_properties.append((name, value))
+    for judgement in judgements:
+        for name, value in junit_properties(judgement):
+            request.node.user_properties.append((name, value))
+    # One line per baseline file: a file's categories share its reason for not comparing.
+    foreign = list(dict.fromkeys(j.reason for j in judgements if j.foreign))
     if session.fail_on_regression is None:
-        if judgement.foreign:
-            _write_live(request.config, f"sme2: {judgement.reason}")
+        for reason in foreign:
+            _write_live(request.config, f"sme2: {reason}")
         return
-    if judgement.regressed:
-        pytest.fail(f"regression against the baseline: {judgement.reason}", pytrace=False)
-    if judgement.foreign:
-        pytest.fail(judgement.reason, pytrace=False)
+    regressions = [j.reason for j in judgements if j.regressed]
+    if regressions:
+        pytest.fail("regression against the baseline: " + "; and ".join(regressions),
+                    pytrace=False)
+    if foreign:
+        pytest.fail("; ".join(foreign), pytrace=False)
 
 
 class _Collector:

@@ -32,6 +32,7 @@ class BenchSession:
     taskset: str | None = "auto"
     blocks: int = MIN_BLOCKS                        # per side, in a comparison
     confirm_blocks: int = DEFAULT_CONFIRM_BLOCKS    # re-measured when a regression is suspected
+    gate_categories: list[str] = field(default_factory=list)  # judged besides E2E; or ["all"]
     min_speedup: dict[str, float] = field(default_factory=dict)
     baseline_dir: Path | None = None
     fail_on_regression: float | None = None        # percent; None: judge and report only
@@ -76,44 +77,59 @@ class BenchSession:
                 return name
         return None
 
-    def judge(self, results: list[BenchmarkResult]):
+    def judge(self, results: list[BenchmarkResult]) -> "Judgement":
         """The regression gate's judgement of one benchmark's blocks against its baseline."""
-        from pytest_sme2.baselines import DEFAULT_THRESHOLD_PCT, gate, not_compared
+        return self.judge_all(results, categories=False)[0]
 
+    def judge_all(self, results: list[BenchmarkResult], categories: bool = True
+                  ) -> list["Judgement"]:
+        """End to end first, then each category of ``gate_categories`` ("all": every
+        category the results have time in)."""
+        from pytest_sme2.baselines import DEFAULT_THRESHOLD_PCT, gate_all, not_compared
+
+        names: list[str] = []
+        if categories and self.gate_categories:
+            names = sorted({c for r in results for c in r.categories_ms}) \
+                if "all" in self.gate_categories else list(self.gate_categories)
         if self.baseline_dir is None:
-            return not_compared("no baseline folder configured")
+            return [not_compared("no baseline folder configured", category=c)
+                    for c in [None, *names]]
         pct = DEFAULT_THRESHOLD_PCT if self.fail_on_regression is None else \
             self.fail_on_regression
-        return gate(results, self.baseline_dir, pct, self.allow_foreign)
+        return gate_all(results, self.baseline_dir, pct, self.allow_foreign, categories=names)
 
     def confirm(self, run: "BenchmarkRun", runner: str, device: Device,
-                first: "BenchmarkResult", judgement: "Judgement",
+                first: "BenchmarkResult", judgements: list["Judgement"],
                 on_block: Callable[["BenchmarkResult"], None] | None = None,
                 progress: Callable[[str], None] | None = None,
                 measure: Callable[["BenchmarkRun"], "BenchmarkResult"] | None = None,
-                ) -> "Judgement":
-        """When ``judgement`` calls a regression, measure ``confirm_blocks`` more blocks (fresh
-        runner processes, right away) and judge all blocks together; otherwise return it as is.
-        One process in a bad state (a 2-thread run whose threads share a core for a while) is
-        outvoted by the median of the blocks; a real regression is in every block. Each extra
-        block goes to ``on_block`` as soon as it is measured."""
-        if not judgement.regressed or self.confirm_blocks <= 0:
-            return judgement
+                ) -> list["Judgement"]:
+        """When a judgement of ``first`` (end to end or a category) calls a regression, measure
+        ``confirm_blocks`` more blocks (fresh runner processes, right away) and judge all blocks
+        together; otherwise return the judgements as they are. One process in a bad state (a
+        2-thread run whose threads share a core for a while) is outvoted by the median of the
+        blocks; a real regression is in every block. Each extra block goes to ``on_block`` as
+        soon as it is measured."""
+        suspects = [j for j in judgements if j.regressed]
+        if not suspects or self.confirm_blocks <= 0:
+            return judgements
         if measure is None:
             from pytest_sme2.bench import run_benchmark
 
             def measure(r: "BenchmarkRun") -> "BenchmarkResult":
                 return run_benchmark(r, self.runner(runner, progress), device, self.settings)
         if progress:
+            what = ", ".join(f"{j.category or 'end to end'} {j.ratio.point:.3f}x"
+                             for j in suspects)
             progress(f"{run.model} {run.dtype} t{run.threads} {runner}: a regression is "
-                     f"suspected ({judgement.ratio.point:.3f}x); measuring "
-                     f"{self.confirm_blocks} more block(s) to confirm it")
+                     f"suspected ({what}); measuring {self.confirm_blocks} more block(s) to "
+                     "confirm it")
         blocks = [first]
         for i in range(1, self.confirm_blocks + 1):
             blocks.append(measure(replace(run, block=i)))
             if on_block:
                 on_block(blocks[-1])
-        return self.judge(blocks)
+        return self.judge_all(blocks, categories=len(judgements) > 1)
 
     def save_baselines(self) -> list[Path]:
         """Add this session's results to the baselines, one session per benchmark key."""

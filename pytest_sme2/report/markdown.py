@@ -413,7 +413,10 @@ def _regression_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
 
     for b in doc.get("benchmarks") or []:
         if b.get("block") is None:
-            add(b["nodeid"].split("::")[-1], b["runner"], b.get("baseline"))
+            name = b["nodeid"].split("::")[-1]
+            add(name, b["runner"], b.get("baseline"))
+            for category, j in (b.get("baseline_categories") or {}).items():
+                add(f"{name} ({category})", b["runner"], j)
     for c in doc.get("comparisons") or []:
         name = c["base_blocks"][0].rsplit("[", 1)[0].split("::")[-1] if c.get("base_blocks") \
             else c["model"]

@@ -65,12 +65,21 @@ def _row(name: str, rs: list[BenchmarkResult], speedup: str,
             baseline_cell(baseline if baseline is not None else r.extra.get("baseline")))
 
 
+def _with_blocks(first: BenchmarkResult, results: list[BenchmarkResult]
+                 ) -> list[BenchmarkResult]:
+    """A benchmark's result and the blocks measured to confirm a suspected regression (same
+    test, same setting), so the row shows what the gate judged: medians over all blocks."""
+    same = (first.nodeid, first.model, first.dtype, first.threads, first.runner_name)
+    return [first] + [r for r in results if r.extra.get("block") is not None and
+                      (r.nodeid, r.model, r.dtype, r.threads, r.runner_name) == same]
+
+
 def summary_table(results: Iterable[BenchmarkResult], comparisons: Iterable[dict] = ()
                   ) -> list[str]:
     results = list(results)
     by_id = {r.nodeid: r for r in results}
     rows = [COLUMNS]
-    rows += [_row(r.nodeid.split("::")[-1], [r], "") for r in results
+    rows += [_row(r.nodeid.split("::")[-1], _with_blocks(r, results), "") for r in results
              if r.extra.get("block") is None]
     for c in comparisons:
         name = c["base_blocks"][0].rsplit("[", 1)[0].split("::")[-1]

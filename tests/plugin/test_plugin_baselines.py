@@ -100,6 +100,41 @@ def test_clear_regression_fails_the_test_and_the_session(gated, pytester):
     quiet.stdout.fnmatch_lines(["test_toy*REGRESSION *x*"])
 
 
+def test_a_category_regression_fails_naming_the_category(gated, pytester):
+    for _ in range(3):
+        gated("--save-baseline").assert_outcomes(passed=2)
+    toy = next(f for f in _baseline_files(pytester) if "-t1-" in f.name)
+
+    def faster_convolution(doc):
+        # A recorded past whose Convolution took a third of today's time, end to end alike.
+        for s in doc["sessions"]:
+            for cats in s["categories_ms"]:
+                cats["Convolution"] /= 3
+    _edit(toy, faster_convolution)
+    res = gated("--fail-on-regression=10", "--sme2-gate-categories=Convolution,GEMM",
+                "--junitxml=junit.xml")
+    res.assert_outcomes(passed=1, failed=1)
+    res.stdout.fnmatch_lines(["*test_toy*regression against the baseline: *Convolution *% "
+                              "slower: median * ms (3 block(s)) vs baseline * ms (3 session(s))*"])
+    props = {p.get("name"): p.get("value")
+             for p in ET.parse(pytester.path / "junit.xml").iter("property")}
+    assert props["sme2_gate_Convolution_status"] == "regression"
+    assert "sme2_gate_GEMM_status" in props
+    doc = json.loads((pytester.path / "sme2-report" / "results.json").read_text())
+    toy_result = next(b for b in doc["benchmarks"]
+                      if b["nodeid"].endswith("test_toy") and b["block"] is None)
+    assert toy_result["baseline_categories"]["Convolution"]["status"] == "regression"
+    report = (pytester.path / "sme2-report" / "report.md").read_text()
+    assert "test_toy (Convolution)" in report
+
+
+def test_unknown_gate_category_is_a_usage_error(gated):
+    res = gated("--sme2-gate-categories=Convolution,Attention")
+    assert res.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--sme2-gate-categories: unknown category 'Attention'; known: Convolution, GEMM" \
+        in res.stderr.str()
+
+
 def test_foreign_baseline_is_never_compared_silently(gated, pytester):
     gated("--save-baseline").assert_outcomes(passed=2)
     for f in _baseline_files(pytester):

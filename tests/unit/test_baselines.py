@@ -18,8 +18,9 @@ import pytest
 from pytest_sme2.analysis.latency import latency_stats
 from pytest_sme2.baselines import (IMPROVEMENT, NOT_COMPARED, OK, REGRESSION, SCHEMA, Baseline,
                                    BaselineError, BaselineKey, Session, compare_environment,
-                                   find_baseline, gate, group_by_key, judge, judge_category,
-                                   judge_levels, junit_properties, load, noise_floor, save)
+                                   find_baseline, gate, gate_all, group_by_key, judge,
+                                   judge_category, judge_levels, junit_properties, load,
+                                   noise_floor, save)
 from pytest_sme2.results import BenchmarkResult
 
 REPO = Path(__file__).resolve().parents[2]
@@ -518,10 +519,10 @@ def _confirming(session, first, later: list[tuple[float, ...]]):
         measured.append(run.block)
         return r
 
-    judgement = session.confirm(BenchmarkRun("toy_cnn"), "python", None, first,
-                                session.judge([first]), on_block=reported.append,
-                                progress=progress.append, measure=measure)
-    return judgement, measured, reported, progress
+    judgements = session.confirm(BenchmarkRun("toy_cnn"), "python", None, first,
+                                 session.judge_all([first]), on_block=reported.append,
+                                 progress=progress.append, measure=measure)
+    return judgements[0], measured, reported, progress
 
 
 def test_one_slow_process_is_outvoted_by_the_confirmation_blocks(tmp_path):
@@ -532,7 +533,8 @@ def test_one_slow_process_is_outvoted_by_the_confirmation_blocks(tmp_path):
         session, first, [(1.0, 1.01, 0.99), (1.02, 1.0, 1.01)])
     assert judgement.status == OK and judgement.current_blocks == 3
     assert measured == [1, 2] and [r.extra["block"] for r in reported] == [1, 2]
-    assert "a regression is suspected (1.5" in progress[0] and "2 more block(s)" in progress[0]
+    assert "a regression is suspected (end to end 1.5" in progress[0]
+    assert "2 more block(s)" in progress[0]
 
 
 def test_a_real_regression_is_in_every_block_and_stays_one(tmp_path):
@@ -550,3 +552,92 @@ def test_nothing_is_measured_again_without_a_suspected_regression_or_when_disabl
     session.confirm_blocks = 0
     judgement, measured, _, _ = _confirming(session, _result((1.6, 1.6, 1.6)), [])
     assert judgement.status == REGRESSION and judgement.current_blocks == 1 and measured == []
+
+
+# -- per-category gating ---------------------------------------------------------------------
+
+
+def _history(tmp_path: Path, cats: dict[str, float], sessions: int = 3) -> Path:
+    folder = tmp_path / "bl"
+    for i in range(sessions):
+        level = 1.0 + 0.01 * i
+        save([_result((level, level * 1.01, level * 0.99), extra={"categories_ms": cats})],
+             folder, session_id=f"s{i}", commit=False, now=T0 + timedelta(days=i))
+    return folder
+
+
+def test_a_category_regression_is_caught_while_end_to_end_is_within_noise(tmp_path):
+    folder = _history(tmp_path, {"GEMM": 0.5, "Convolution": 0.4, "Pooling": 0.01})
+    # Same end-to-end time, GEMM twice as slow (another category got faster).
+    now = _result((1.0, 1.01, 0.99), extra={"categories_ms": {"GEMM": 1.0, "Convolution": 0.4,
+                                                              "Pooling": 0.01}})
+    e2e, gemm, conv, pool = gate_all([now], folder, 10.0,
+                                     categories=["GEMM", "Convolution", "Pooling"])
+    assert (e2e.category, e2e.status) == (None, OK)
+    assert (gemm.category, gemm.status) == ("GEMM", REGRESSION)
+    assert gemm.reason.startswith("GEMM ") and "slower" in gemm.reason
+    assert (conv.category, conv.status) == ("Convolution", OK)
+    assert pool.status == NOT_COMPARED and "Pooling is 1.0% of the baseline's end-to-end " \
+        "time, below the 5% a category needs to be gated" in pool.reason
+    assert gate([now], folder, 10.0).status == OK          # gate() stays end to end only
+
+
+def test_categories_share_the_baselines_fate_when_it_is_missing_or_foreign(tmp_path):
+    folder = _history(tmp_path, {"GEMM": 0.5})
+    missing = gate_all([_result(dtype="int8")], folder, categories=["GEMM"])
+    assert [(j.category, j.status) for j in missing] == [(None, NOT_COMPARED),
+                                                         ("GEMM", NOT_COMPARED)]
+    assert all("record one with --save-baseline" in j.reason for j in missing)
+    elsewhere = _result(device={"cpu": "Other CPU"})
+    foreign = gate_all([elsewhere], folder, categories=["GEMM"])
+    assert all(j.foreign and j.status == NOT_COMPARED for j in foreign)
+    allowed = gate_all([elsewhere], folder, categories=["GEMM"], allow_foreign=True)
+    assert all("[foreign baseline allowed: " in j.reason for j in allowed)
+
+
+def test_session_gates_every_category_with_time_when_asked_for_all(tmp_path):
+    session = _gated_session(tmp_path)
+    session.gate_categories = ["all"]
+    judged = session.judge_all([_result((1.0, 1.0, 1.0),
+                                        extra={"categories_ms": {"GEMM": 0.5, "Other": 0.5}})])
+    assert [j.category for j in judged] == [None, "GEMM", "Other"]
+    assert session.judge([_result()]).category is None     # judge(): end to end only
+
+
+def test_a_suspected_category_regression_is_confirmed_too(tmp_path):
+    session = _gated_session(tmp_path)
+    session.gate_categories = ["GEMM"]
+    first = _result((1.0, 1.0, 1.0), extra={"categories_ms": {"GEMM": 1.5}})
+    judged = session.judge_all([first])
+    assert [j.status for j in judged] == [OK, REGRESSION]
+    from pytest_sme2.bench import BenchmarkRun
+
+    measured, progress = [], []
+
+    def measure(run):
+        measured.append(run.block)
+        return _result((1.0, 1.0, 1.0), extra={"categories_ms": {"GEMM": 0.5}})
+
+    again = session.confirm(BenchmarkRun("toy_cnn"), "python", None, first, judged,
+                            progress=progress.append, measure=measure)
+    assert measured == [1, 2] and [j.status for j in again] == [OK, OK]
+    assert "(GEMM 3.000x)" in progress[0]
+
+
+def test_a_failed_confirmation_run_raises_after_reporting_what_it_measured(tmp_path):
+    from pytest_sme2.bench import BenchmarkRun
+    from pytest_sme2.errors import Sme2Error
+
+    session = _gated_session(tmp_path)
+    first = _result((1.6, 1.6, 1.6))
+    reported = []
+
+    def measure(run):
+        if run.block == 2:
+            raise Sme2Error("runner python: killed by signal 9 (SIGKILL)")
+        return _result((1.6, 1.6, 1.6), extra={"block": run.block})
+
+    with pytest.raises(Sme2Error, match="SIGKILL"):
+        session.confirm(BenchmarkRun("toy_cnn"), "python", None, first,
+                        session.judge_all([first]), on_block=reported.append, measure=measure)
+    assert [r.extra["block"] for r in reported] == [1]    # kept; the plugin records the first
