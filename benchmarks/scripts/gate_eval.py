@@ -224,7 +224,10 @@ def analyze(raw: dict) -> None:
             pb_fa += pb
             print(_row(f"{s['tag']} {n}", j, pb))
     total = reps * len(names)
-    print(f"\nA/A false alarms at {pct:g}% ({total} judgements):")
+    flagged = [f"{s['tag']} {n}" for s in raw["quiet"] for n in names
+               if gate_offline(history[n], s["benchmarks"][n]["blocks"], pct).regressed]
+    print(f"\nA/A false alarms at {pct:g}% ({total} judgements; gate's: "
+          f"{', '.join(flagged) or 'none'}):")
     print(f"  plugin gate, {nb}-session baseline           : {plugin_fa}/{total}; exit statuses "
           f"{[s['exit'] for s in raw['quiet']]}")
     print(f"  gate (this code), {nb}-session baseline      : {gate_fa}/{total}")
@@ -262,10 +265,14 @@ def analyze(raw: dict) -> None:
           f"{'plugin (run)':>12s}  {f'gate {nb}-session':>14s}  {'gate 1-session':>14s}  "
           f"{'pytest-benchmark':>16s}")
     for label, test in bands:
-        rs = [r for r in rows if test(r[1].point)]
-        names_in = sorted({r[0] for r in rs})
-        print(f"{label:46s} {len(rs):6d}  {share(rs, 2):>12s}  {share(rs, 3):>14s}  "
-              f"{share(rs, 4):>14s}  {share(rs, 5):>16s}   {', '.join(names_in)}")
+        for threads in [None] + sorted({r[0].rsplit("-t", 1)[1] for r in rows}):
+            rs = [r for r in rows if test(r[1].point) and
+                  (threads is None or r[0].endswith(f"-t{threads}"))]
+            names_in = sorted({r[0] for r in rs})
+            what = label if threads is None else f"  of which {threads} thread(s)"
+            print(f"{what:46s} {len(rs):6d}  {share(rs, 2):>12s}  {share(rs, 3):>14s}  "
+                  f"{share(rs, 4):>14s}  {share(rs, 5):>16s}   "
+                  f"{', '.join(names_in) if threads is None else ''}")
     print(f"loaded sessions' exit statuses: {[s['exit'] for s in raw['loaded']]}")
     injected(raw, names, history, newest, pct)
 

@@ -62,7 +62,14 @@ def _row(name: str, rs: list[BenchmarkResult], speedup: str,
             f"{median(x.e2e.p90_ms for x in rs):.3f}",
             f"{median(x.e2e.cv_pct for x in rs):.1f}", str(sum(x.e2e.n for x in rs)),
             speedup, top_category(cats), r.kernel_evidence.get("sme2", "-"),
-            baseline_cell(baseline if baseline is not None else r.extra.get("baseline")))
+            baseline_cell(baseline if baseline is not None else r.extra.get("baseline"))
+            + _category_regressions(r.extra.get("baseline_categories")))
+
+
+def _category_regressions(judged: dict | None) -> str:
+    """Gated categories that regressed, appended to the end-to-end verdict."""
+    return "".join(f"; {c} REGRESSION {j['ratio']['point']:.2f}x"
+                   for c, j in (judged or {}).items() if j.get("status") == "regression")
 
 
 def _with_blocks(first: BenchmarkResult, results: list[BenchmarkResult]

@@ -114,10 +114,12 @@ def test_a_category_regression_fails_naming_the_category(gated, pytester):
     res = gated("--fail-on-regression=10", "--sme2-gate-categories=Convolution,GEMM",
                 "--junitxml=junit.xml")
     res.assert_outcomes(passed=1, failed=1)
-    res.stdout.fnmatch_lines(["*test_toy*regression against the baseline: *Convolution *% "
-                              "slower: median * ms (3 block(s)) vs baseline * ms (3 session(s))*"])
-    props = {p.get("name"): p.get("value")
-             for p in ET.parse(pytester.path / "junit.xml").iter("property")}
+    res.stdout.fnmatch_lines(["regression against the baseline: *Convolution *% "
+                              "slower: median * ms (3 block(s)) vs baseline * ms (3 session(s))*",
+                              "test_toy *Convolution REGRESSION *x"])
+    case = next(c for c in ET.parse(pytester.path / "junit.xml").iter("testcase")
+                if c.get("name") == "test_toy")
+    props = {p.get("name"): p.get("value") for p in case.iter("property")}
     assert props["sme2_gate_Convolution_status"] == "regression"
     assert "sme2_gate_GEMM_status" in props
     doc = json.loads((pytester.path / "sme2-report" / "results.json").read_text())

@@ -38,3 +38,12 @@ def test_confirmation_blocks_are_pooled_into_their_benchmarks_row():
 def test_a_single_block_benchmark_shows_its_own_figures():
     lines = summary_table([_result([2.0, 2.2, 2.1])])
     assert "2.100" in lines[2].split() and "3" in lines[2].split()
+
+
+def test_a_category_regression_shows_beside_the_end_to_end_verdict():
+    r = _result([1.0, 1.0], baseline=OK_3_BLOCKS)
+    r.extra["baseline_categories"] = {
+        "Convolution": {"status": "regression", "ratio": {"point": 2.86, "low": 2.8, "high": 3.4}},
+        "GEMM": {"status": "ok", "ratio": {"point": 1.0, "low": 0.9, "high": 1.1}}}
+    row = summary_table([r])[2]
+    assert row.endswith("ok 1.01x [0.98, 1.60]; Convolution REGRESSION 2.86x")
