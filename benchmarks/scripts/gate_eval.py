@@ -2,7 +2,7 @@
 sessions over the default host matrix (not a unit test: ~25 minutes on 2 cores; prints figures).
 
     python benchmarks/scripts/gate_eval.py [--baseline-sessions 3] [--reps 3] [--threshold 10]
-    python benchmarks/scripts/gate_eval.py --reanalyze sme2-gate-eval/raw.json
+    python benchmarks/scripts/gate_eval.py --reanalyze run1/raw.json [run2/raw.json ...]
 
 Every *session* is one ``pytest benchmarks/test_latency.py`` process (18 benchmarks: 3 models x
 fp32/fp16/int8 x 1/2 threads, one runner process per benchmark, 30 timed runs):
@@ -20,6 +20,9 @@ through 64 MB of memory (``--load stream``: they take CPU time *and* evict the s
 the way a busy phone's other apps do) or spin (``--load spin``: CPU time only; on this VM a
 spinning neighbour leaves a 1-thread run's median alone, as the scheduler's time slices are
 longer than one inference).
+
+A benchmark the gate suspects is measured again in the same session (``--sme2-confirm-blocks``,
+2 more runner processes) and judged on all its blocks; ``raw.json`` keeps every block.
 
 Analysis (also offline with ``--reanalyze``): the plugin's own verdicts and exit statuses;
 the same samples judged against a 1-session baseline (the first); pytest-benchmark's
@@ -193,8 +196,12 @@ def _status(j: dict | Judgement | None) -> str | None:
     return (j.to_dict() if isinstance(j, Judgement) else (j or {})).get("status")
 
 
-def analyze(raw: dict) -> None:
+def analyze(raw: dict) -> dict[str, list[tuple]]:
+    """Print the run's tables; return its judgements for a summary over runs:
+    ``aa``: (threads, gate, gate 1-session, pytest-benchmark) per quiet judgement;
+    ``loaded``: (threads, true slowdown, gate, gate 1-session, pytest-benchmark)."""
     pct = raw["threshold"]
+    tally: dict[str, list[tuple]] = {"aa": [], "loaded": []}
     base = raw["baseline"]
     names = sorted(base[-1]["benchmarks"])
     history = {n: [s["benchmarks"][n]["blocks"] for s in base if n in s["benchmarks"]]
@@ -222,15 +229,21 @@ def analyze(raw: dict) -> None:
             gate_fa += j.status == REGRESSION
             one_fa += j1.status == REGRESSION
             pb_fa += pb
+            tally["aa"].append((_threads(n), j.regressed, j1.regressed, pb))
             print(_row(f"{s['tag']} {n}", j, pb))
     total = reps * len(names)
     flagged = [f"{s['tag']} {n}" for s in raw["quiet"] for n in names
                if gate_offline(history[n], s["benchmarks"][n]["blocks"], pct).regressed]
+    suspected = [f"{s['tag']} {n} ({len(s['benchmarks'][n]['blocks'])} blocks)"
+                 for s in raw["quiet"] for n in names
+                 if judge(_baseline(history[n]), s["benchmarks"][n]["blocks"][:1], pct).regressed]
     print(f"\nA/A false alarms at {pct:g}% ({total} judgements; gate's: "
           f"{', '.join(flagged) or 'none'}):")
     print(f"  plugin gate, {nb}-session baseline           : {plugin_fa}/{total}; exit statuses "
           f"{[s['exit'] for s in raw['quiet']]}")
     print(f"  gate (this code), {nb}-session baseline      : {gate_fa}/{total}")
+    print(f"    suspected on the first block alone      : {len(suspected)}/{total}: "
+          f"{', '.join(suspected) or 'none'}")
     print(f"  gate, 1-session baseline                  : {one_fa}/{total}")
     print(f"  pytest-benchmark median:{pct:g} (newest saved) : {pb_fa}/{total}")
 
@@ -251,6 +264,7 @@ def analyze(raw: dict) -> None:
             pb = pb_rule(newest[n], b["blocks"][0], pct)
             rows.append((n, true, _status(b["gate"]) == REGRESSION, j.status == REGRESSION,
                          j1.status == REGRESSION, pb))
+            tally["loaded"].append((_threads(n), true.point, j.regressed, j1.regressed, pb))
             print(_row(f"{s['tag']} {n}", j, pb,
                        f"   {true.point:5.2f}x [{true.low:.2f}, {true.high:.2f}]"))
 
@@ -275,6 +289,34 @@ def analyze(raw: dict) -> None:
                   f"{', '.join(names_in) if threads is None else ''}")
     print(f"loaded sessions' exit statuses: {[s['exit'] for s in raw['loaded']]}")
     injected(raw, names, history, newest, pct)
+    return tally
+
+
+def _threads(name: str) -> int:
+    return int(name.rsplit("-t", 1)[1])
+
+
+def summary(tallies: list[dict[str, list[tuple]]], pct: float) -> None:
+    """Every run's judgements together, by thread count."""
+    print(f"\n== {len(tallies)} run(s) together: judgements called a regression (gate with "
+          "the 3-session baseline / with the first session only / pytest-benchmark's rule)")
+    print(f"{'what':44s} {'threads':>7s} {'judged':>6s} {'gate':>6s} {'gate-1':>6s} "
+          f"{'p-b':>6s}")
+    aa = [row for t in tallies for row in t["aa"]]
+    loaded = [row for t in tallies for row in t["loaded"]]
+    groups = [("A/A, same code (a flag is a false alarm)", aa, lambda r: True)]
+    groups += [(f"loaded, true slowdown >= {AFFECTED:.2f}x (must flag)", loaded,
+                lambda r: r[1] >= AFFECTED),
+               (f"loaded, {1 + pct / 100:.2f}-{AFFECTED:.2f}x (may flag)", loaded,
+                lambda r: 1 + pct / 100 <= r[1] < AFFECTED),
+               (f"loaded, < {1 + pct / 100:.2f}x (a flag is a false alarm)", loaded,
+                lambda r: r[1] < 1 + pct / 100)]
+    for label, rows, keep in groups:
+        for threads in sorted({r[0] for r in rows}):
+            rs = [r for r in rows if r[0] == threads and keep(r)]
+            cols = (2, 3, 4) if rows is loaded else (1, 2, 3)
+            print(f"{label:44s} {threads:7d} {len(rs):6d} " +
+                  " ".join(f"{sum(r[i] for r in rs):6d}" for i in cols))
 
 
 def injected(raw: dict, names: list[str], history: dict, newest: dict, pct: float,
@@ -308,21 +350,31 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--load", choices=sorted(_LOAD_CODE), default="stream")
     p.add_argument("--per-core", type=int, default=2,
                    help="competing processes pinned to each CPU (default 2)")
-    p.add_argument("--reanalyze", type=Path, help="judge a raw.json again without measuring")
+    p.add_argument("--reanalyze", type=Path, nargs="+",
+                   help="judge raw.json files again without measuring (several: also a "
+                        "summary over them)")
     p.add_argument("pytest_args", nargs="*",
                    help="more pytest options after --, e.g. -- --sme2-dtypes fp32")
     args = p.parse_args(argv)
+    raws = []
     if args.reanalyze:
-        raw = json.loads(args.reanalyze.read_text())
-        for s in raw["baseline"] + raw["quiet"] + raw["loaded"]:  # files of the first version
-            for b in s["benchmarks"].values():
-                if "e2e_ms" in b:
-                    b["blocks"] = [b.pop("e2e_ms")]
+        for path in args.reanalyze:
+            raw = json.loads(path.read_text())
+            for s in raw["baseline"] + raw["quiet"] + raw["loaded"]:  # the first version's files
+                for b in s["benchmarks"].values():
+                    if "e2e_ms" in b:
+                        b["blocks"] = [b.pop("e2e_ms")]
+            raws.append(raw)
     else:
         args.out = args.out.resolve()
-        raw = measure(args)
-        (args.out / "raw.json").write_text(json.dumps(raw) + "\n")
-    analyze(raw)
+        raws.append(measure(args))
+        (args.out / "raw.json").write_text(json.dumps(raws[0]) + "\n")
+    tallies = []
+    for path, raw in zip(args.reanalyze or [args.out / "raw.json"], raws):
+        print(f"\n######## {path}")
+        tallies.append(analyze(raw))
+    if len(tallies) > 1:
+        summary(tallies, raws[0]["threshold"])
     return 0
 
 

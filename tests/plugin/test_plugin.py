@@ -114,3 +114,20 @@ def test_unknown_device_fails_clearly(bench_dir, export_cache):
     res = _run(bench_dir, f"--sme2-cache-dir={export_cache}", "--device=toaster")
     res.assert_outcomes(errors=1)
     res.stdout.fnmatch_lines(["*--device 'toaster': unknown device kind 'toaster'*"])
+
+
+def test_a_session_without_benchmarks_does_not_import_the_measuring_stack(pytester):
+    # Every pytest run of a project with pytest-sme2 installed loads the plugin: it must not
+    # pay for pandas (hundreds of ms) unless a benchmark runs.
+    pytester.makeconftest("""
+import sys
+
+def pytest_sessionfinish(session):
+    heavy = sorted(m for m in ("pandas", "torch", "executorch", "matplotlib", "jinja2")
+                   if m in sys.modules)
+    print("HEAVY:", ",".join(heavy) or "none")
+""")
+    pytester.makepyfile(test_plain="def test_plain():\n    assert True\n")
+    res = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s")
+    res.assert_outcomes(passed=1)
+    res.stdout.fnmatch_lines(["*HEAVY: none*"])
