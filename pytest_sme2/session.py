@@ -106,9 +106,9 @@ class BenchSession:
                 ) -> list["Judgement"]:
         """When a judgement of ``first`` (end to end or a category) calls a regression, measure
         ``confirm_blocks`` more blocks (fresh runner processes, right away) and judge all blocks
-        together; otherwise return the judgements as they are. One process in a bad state (a
-        2-thread run whose threads share a core for a while) is outvoted by the median of the
-        blocks; a real regression is in every block. Each extra block goes to ``on_block`` as
+        together; otherwise return the judgements as they are. One process in a bad state (on a
+        shared VM, a 2-thread run that starts without its parallelism) is outvoted by the
+        median of the blocks; a real regression is in every block. Each extra block goes to ``on_block`` as
         soon as it is measured."""
         suspects = [j for j in judgements if j.regressed]
         if not suspects or self.confirm_blocks <= 0:
