@@ -36,7 +36,7 @@ apart, 1-3% within one). So:
    in a bad state cannot fail CI.
 
 :func:`gate_all` adds the same judgement for operator categories (:func:`judge_category`);
-a category under ``MIN_CATEGORY_SHARE`` of the time is not gated.
+a category too small to be a bottleneck (``BOTTLENECK_PCT`` of the time) is not gated.
 
 This trades sensitivity for the absence of false alarms: a CI gate that cries wolf gets
 disabled. On a quiet, pinned device the floor is small and the threshold decides; on a noisy VM
@@ -614,12 +614,6 @@ def group_by_key(results: Iterable[BenchmarkResult]) -> dict[BaselineKey, list[B
     return {key: rs for key, rs in groups.values()}
 
 
-# A category below this share of the baseline's end-to-end time is not gated: a 50% change of
-# 1% of the time is noise in a small number, not a regression anyone would act on (the same
-# line as the report's >5% bottlenecks).
-MIN_CATEGORY_SHARE = 0.05
-
-
 def gate(results: Sequence[BenchmarkResult], baseline_dir: Path,
          threshold_pct: float = DEFAULT_THRESHOLD_PCT, allow_foreign: bool = False,
          exclude_session: str | None = None) -> Judgement:
@@ -634,8 +628,8 @@ def gate_all(results: Sequence[BenchmarkResult], baseline_dir: Path,
              exclude_session: str | None = None, categories: Sequence[str] = ()
              ) -> list[Judgement]:
     """:func:`gate`, then one judgement per category of ``categories`` (``judge_category``;
-    a category under ``MIN_CATEGORY_SHARE`` of the baseline's time is ``not_compared``, with
-    the reason): end to end first."""
+    a category under the report's bottleneck share of the baseline's time is
+    ``not_compared``, with the reason): end to end first."""
     categories = list(categories)
 
     def for_all(make) -> list[Judgement]:
@@ -666,11 +660,16 @@ def gate_all(results: Sequence[BenchmarkResult], baseline_dir: Path,
 
 def _gate_category(base: Baseline, results: Sequence[BenchmarkResult], category: str,
                    threshold_pct: float) -> Judgement:
+    # A category that is not a bottleneck is not gated: a 50% change of 1% of the time is noise
+    # in a small number, not a regression anyone would act on. (Imported here: the module
+    # reads and writes baseline files without pandas.)
+    from pytest_sme2.analysis.operators import BOTTLENECK_PCT
+
     shares = [b.get(category, 0.0) / float(np.mean(blk)) for s in base.sessions
               for b, blk in zip(s.categories_ms, s.blocks) if blk]
-    if shares and float(np.median(shares)) < MIN_CATEGORY_SHARE:
+    if shares and 100 * float(np.median(shares)) < BOTTLENECK_PCT:
         return not_compared(f"{category} is {float(np.median(shares)):.1%} of the baseline's "
-                            f"end-to-end time, below the {MIN_CATEGORY_SHARE:.0%} a category "
+                            f"end-to-end time, below the {BOTTLENECK_PCT:g}% a category "
                             "needs to be gated", threshold_pct, category)
     return judge_category(base, category, [r.categories_ms.get(category, 0.0) for r in results],
                           threshold_pct)

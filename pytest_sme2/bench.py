@@ -106,6 +106,8 @@ def run_comparison(run: BenchmarkRun, base: Runner, candidate: Runner, device: D
             block_run = replace(run, label=f"{label}[{runner.info.name}#{i}]", block=i,
                                 save_outputs=(i == 0))
             result = run_benchmark(block_run, runner, device, settings)
+            # --sme2-reexport means one fresh export per comparison, not one per block.
+            settings = replace(settings, reexport=False)
             results[runner.info.name].append(result)
             if on_block:
                 on_block(result)

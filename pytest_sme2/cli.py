@@ -114,6 +114,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     from pytest_sme2.report.markdown import render_report
+    from pytest_sme2.results import RESULTS_SCHEMA
 
     try:
         doc = json.loads(Path(args.results).read_text())
@@ -121,12 +122,18 @@ def _report(args: argparse.Namespace) -> int:
         raise Sme2Error(f"{args.results}: no such results file") from None
     except (OSError, ValueError) as e:
         raise Sme2Error(f"{args.results}: not a readable results.json ({e})") from None
-    if not isinstance(doc, dict) or doc.get("schema") != "pytest-sme2/results/1":
+    if not isinstance(doc, dict) or doc.get("schema") != RESULTS_SCHEMA:
         raise Sme2Error(f"{args.results}: not a pytest-sme2 results document (schema "
                         f"{doc.get('schema') if isinstance(doc, dict) else None!r}, expected "
-                        "'pytest-sme2/results/1')")
-    out = render_report(doc, Path(args.out or Path(args.results).parent),
-                        charts=not args.no_charts)
+                        f"{RESULTS_SCHEMA!r})")
+    out_dir = Path(args.out or Path(args.results).parent)
+    try:
+        out = render_report(doc, out_dir, charts=not args.no_charts)
+    except OSError as e:
+        raise Sme2Error(f"{out_dir}: cannot write the report ({e.strerror or e})") from None
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise Sme2Error(f"{args.results}: a results document this version cannot render "
+                        f"({type(e).__name__}: {e}); was it edited by hand?") from None
     print(out)
     return 0
 

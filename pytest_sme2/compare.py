@@ -14,7 +14,6 @@ from pytest_sme2.results import BenchmarkResult
 from pytest_sme2.settings import DEFAULT_MARGIN
 from pytest_sme2.stats import Interval, paired_ratio
 
-
 FASTER, SLOWER, SAME = "faster", "slower", "no significant difference"
 # Largest |a - b| between two runners' outputs of one program, relative to max |a|.
 OUTPUT_TOLERANCE = {"fp32": 1e-4, "fp16": 1e-2, "int8": 0.05, "int8_dynamic": 0.05}

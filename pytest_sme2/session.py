@@ -116,8 +116,11 @@ class BenchSession:
         if measure is None:
             from pytest_sme2.bench import run_benchmark
 
+            # The first block exported the model already (once, even with --sme2-reexport).
+            settings = replace(self.settings, reexport=False)
+
             def measure(r: "BenchmarkRun") -> "BenchmarkResult":
-                return run_benchmark(r, self.runner(runner, progress), device, self.settings)
+                return run_benchmark(r, self.runner(runner, progress), device, settings)
         if progress:
             what = ", ".join(f"{j.category or 'end to end'} {j.ratio.point:.3f}x"
                              for j in suspects)
