@@ -1,5 +1,7 @@
 """End-to-end latency of every case of the matrix (--sme2-models x --sme2-dtypes x
---sme2-threads) on the selected device, read from the ETDump's Method::execute events."""
+--sme2-threads) on the selected device, read from the ETDump's Method::execute events. The
+runner is the session's default: on the host our native runner where it builds (a run costs it
+milliseconds; test_sme2.py checks it agrees with the Python runtime), else the Python runtime."""
 
 
 def test_latency(sme2_bench, sme2_case):

@@ -5,11 +5,18 @@ quantized partitioner in front of the plain one."""
 
 from __future__ import annotations
 
+import logging
 import operator
 from pathlib import Path
 from typing import Callable
 
-import torch
+# Importing torchao logs "Failed to load ..._C_mxfp8 / _C_cutlass_90a" (CUDA extras a CPU build
+# lacks) and makes torch's pytree warn about an Enum it registers: harmless, and noise in every
+# export's output. Only errors from them get through.
+for _name in ("torchao", "torch.utils._pytree"):
+    logging.getLogger(_name).setLevel(logging.ERROR)
+
+import torch  # noqa: E402 - after the loggers are set
 
 from models.registry import ModelDef
 

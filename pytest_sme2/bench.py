@@ -59,12 +59,13 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
                          timeout_s=settings.timeout_s)
     thermal = getattr(device, "thermal", None)  # Android zones; the host has none to read
     before = thermal() if thermal else None
-    device.run(runner, request)
+    outcome = device.run(runner, request)
     after = thermal() if thermal else None
     facts = device.facts()
     analysis = analyze(read_etdump(request.etdump), warmup=settings.warmup,
                        source=str(request.etdump), etrecord=read_etrecord(exported.etrecord),
-                       device_sme2=facts.sme2)
+                       device_sme2=process_sme2(facts.sme2, runner.hwcap_mask),
+                       kernel_trace=outcome.kernel_trace)
     if len(analysis.e2e_all) != request.executions:
         raise Sme2Error(f"{request.etdump}: {len(analysis.e2e_all)} runs with Method::execute, "
                         f"expected {request.executions} ({settings.warmup} warm-up + "
@@ -78,7 +79,13 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
         export_key=exported.key,
         extra={**analysis_extra(analysis), "thermal_before": before, "thermal_after": after,
                "block": run.block,
-               "outputs": str(request.outputs) if request.outputs else None})
+               "outputs": str(request.outputs) if request.outputs else None,
+               "kernel_trace": str(outcome.kernel_trace) if outcome.kernel_trace else None})
+
+
+def process_sme2(device_sme2: bool | None, hwcap_mask: str | None) -> bool | None:
+    """SME2 as the runner's process saw it: every mask hides SME2, whatever the device has."""
+    return False if hwcap_mask else device_sme2
 
 
 def analysis_extra(analysis: Analysis) -> dict:

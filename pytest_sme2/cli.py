@@ -1,12 +1,13 @@
 """``pytest-sme2``: the library's commands outside pytest.
 
-    pytest-sme2 analyze ETDUMP [--etrecord F] [--warmup N] [--xnntrace LOG]
+    pytest-sme2 analyze ETDUMP [--etrecord F] [--warmup N] [--xnntrace LOG] [--kernel-trace CSV]
                         [--device-sme2 yes|no|unknown | --device-facts JSON]
                         [--json OUT] [--csv-dir DIR]
     pytest-sme2 export MODEL [--dtype DTYPE] [--out DIR] [--cache-dir DIR] [--force]
-    pytest-sme2 run PTE --runner {python|native|PATH} [--device SPEC] [--threads N] [--runs N]
-                    [--warmup N] --etdump OUT
+    pytest-sme2 run PTE --runner {python|native|PATH}[,label=value...] [--device SPEC]
+                    [--threads N] [--runs N] [--warmup N] --etdump OUT [--kernel-trace CSV]
     pytest-sme2 report RESULTS.json [--out DIR] [--no-charts]
+    pytest-sme2 setup qemu [--dry-run]
 
 User errors print one line on stderr and exit with status 2; no traceback.
 """
@@ -46,7 +47,8 @@ def _analyze(args: argparse.Namespace) -> int:
     from pytest_sme2.report.terminal import analysis_summary
 
     analysis = analyze_file(args.etdump, warmup=args.warmup, etrecord=args.etrecord,
-                            xnntrace=args.xnntrace, device_sme2=_device_sme2(args))
+                            xnntrace=args.xnntrace, device_sme2=_device_sme2(args),
+                            kernel_trace=args.kernel_trace)
     print("\n".join(analysis_summary(analysis)))
     if args.json:
         Path(args.json).write_text(json.dumps(analysis.to_json(), indent=2) + "\n")
@@ -84,7 +86,7 @@ def _run(args: argparse.Namespace) -> int:
     from pytest_sme2.analysis.latency import e2e_per_run, latency_stats
     from pytest_sme2.devices import open_device
     from pytest_sme2.etdump import read_etdump
-    from pytest_sme2.runners import RunRequest, runner_from_spec
+    from pytest_sme2.runners import RunRequest, parse_runner_spec
 
     pte = Path(args.pte)
     if not pte.is_file():
@@ -92,13 +94,20 @@ def _run(args: argparse.Namespace) -> int:
     for flag in ("threads", "runs"):
         if getattr(args, flag) < 1:
             raise Sme2Error(f"--{flag} must be 1 or more, got {getattr(args, flag)}")
-    runner = runner_from_spec(args.runner, progress=lambda m: print(m, file=sys.stderr))
+    spec = parse_runner_spec(args.runner)
     device = open_device(args.device, taskset=None if args.taskset == "none" else args.taskset)
+    if args.kernel_trace and not device.trace_kernels:
+        raise Sme2Error(f"--kernel-trace needs a device that traces execution (--device qemu); "
+                        f"--device {args.device} cannot")
     try:
+        # Built for the device: on --device qemu the native runner is cross-built for aarch64.
+        runner = spec.make(lambda m: print(m, file=sys.stderr), target=device.target)
         request = RunRequest(pte=pte.resolve(), etdump=Path(args.etdump).resolve(),
                              threads=args.threads, runs=args.runs, warmup=args.warmup,
                              inputs=Path(args.inputs).resolve() if args.inputs else None,
-                             timeout_s=args.timeout)
+                             timeout_s=args.timeout,
+                             kernel_trace=Path(args.kernel_trace).resolve()
+                             if args.kernel_trace else None)
         outcome = device.run(runner, request)
     finally:
         cleanup = getattr(device, "cleanup", None)
@@ -108,7 +117,14 @@ def _run(args: argparse.Namespace) -> int:
     stats = latency_stats(per_run[per_run.index >= args.warmup])
     print(f"{outcome.etdump}: {len(per_run)} runs ({args.warmup} warm-up) with "
           f"{runner.info.name} on {args.device}; Method::execute median {stats.median_ms:.3f} ms, "
-          f"p90 {stats.p90_ms:.3f} ms, CV {stats.cv_pct:.1f}%")
+          f"p90 {stats.p90_ms:.3f} ms, CV {stats.cv_pct:.1f}%"
+          + (" [emulated CPU: timings say nothing about speed]"
+             if device.facts().extra.get("emulated") else ""))
+    if outcome.kernel_trace:
+        from pytest_sme2.analysis.kernel_trace import read_kernel_trace_csv
+
+        trace = read_kernel_trace_csv(outcome.kernel_trace)
+        print(f"{outcome.kernel_trace}: {trace.summary()}")
     return 0
 
 
@@ -138,6 +154,12 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _setup(args: argparse.Namespace) -> int:
+    from pytest_sme2.emulation.provision import run_setup
+
+    return run_setup(args.dry_run, out=lambda line: print(line, flush=True))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pytest-sme2", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -147,6 +169,9 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--warmup", type=int, default=0, help="leading runs to discard (default 0)")
     a.add_argument("--etrecord", type=Path, help="the .etrecord beside the .pte (backends, op types)")
     a.add_argument("--xnntrace", type=Path, help="XNNPACK kernel log ('Using ... microkernel' lines)")
+    a.add_argument("--kernel-trace", type=Path, metavar="CSV",
+                   help="kernels that executed (the CSV of `run --kernel-trace`): 'proven' when "
+                        "SME2 kernels ran")
     a.add_argument("--device-sme2", choices=("yes", "no", "unknown"),
                    help="whether the device that ran it has SME2")
     a.add_argument("--device-facts", type=Path,
@@ -165,8 +190,13 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run one .pte with one runner on one device, write the ETDump")
     run.add_argument("pte", type=Path)
     run.add_argument("--runner", default="python",
-                     help="python, native, or a path to an executor_runner-compatible binary")
-    run.add_argument("--device", default="host", help="host, android, android:SERIAL[@HOST:PORT]")
+                     help="python, native, or a path to an executor_runner-compatible binary, "
+                          "then ,label=value... (native,sme2=off on --device qemu: the same "
+                          "binary with SME/SME2 hidden)")
+    run.add_argument("--device", default="host",
+                     help="host, android, android:SERIAL[@HOST:PORT], qemu[:CPU]")
+    run.add_argument("--kernel-trace", type=Path,
+                     help="write the micro-kernels that executed here (CSV; --device qemu)")
     run.add_argument("--threads", type=int, default=1)
     run.add_argument("--runs", type=int, default=30)
     run.add_argument("--warmup", type=int, default=3)
@@ -181,6 +211,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", type=Path, help="folder for report.md (default: beside the JSON)")
     r.add_argument("--no-charts", action="store_true")
     r.set_defaults(func=_report)
+
+    st = sub.add_parser("setup", help="provision an emulated Arm64 SME2 target (QEMU, cross "
+                                      "compiler, aarch64 wheel); docs/emulated-sme2.md")
+    st.add_argument("what", choices=("qemu",))
+    st.add_argument("--dry-run", action="store_true", help="print what would be done, do nothing")
+    st.set_defaults(func=_setup)
     return parser
 
 

@@ -15,8 +15,13 @@ from pytest_sme2.settings import DEFAULT_MARGIN
 from pytest_sme2.stats import Interval, paired_ratio
 
 FASTER, SLOWER, SAME = "faster", "slower", "no significant difference"
-# Largest |a - b| between two runners' outputs of one program, relative to max |a|.
-OUTPUT_TOLERANCE = {"fp32": 1e-4, "fp16": 1e-2, "int8": 0.05, "int8_dynamic": 0.05}
+EMULATED_NOTE = " (emulated CPU: timings say nothing about speed)"
+# Largest |a - b| between two runners' outputs of one program, relative to max |a|. fp16: two
+# kernel families accumulate differently (KleidiAI SME2 fp16 kernels vs XNNPACK's NEON fp16
+# ones), and over MobileNetV3's ~50 layers they drifted 1.3% apart while each was 2.0-2.2% from
+# the fp32 eager result (QEMU, benchmarks/scripts/emulated_sme2.py): a difference within fp16's
+# own error is not a wrong result.
+OUTPUT_TOLERANCE = {"fp32": 1e-4, "fp16": 3e-2, "int8": 0.05, "int8_dynamic": 0.05}
 
 
 @dataclass
@@ -24,10 +29,11 @@ class OutputCheck:
     max_abs_diff: float
     tolerance: float
     equal: bool
+    max_rel_diff: float = 0.0           # max_abs_diff / max |base output|
 
     def to_dict(self) -> dict:
-        return {"max_abs_diff": self.max_abs_diff, "tolerance": self.tolerance,
-                "equal": self.equal}
+        return {"max_abs_diff": self.max_abs_diff, "max_rel_diff": self.max_rel_diff,
+                "tolerance": self.tolerance, "equal": self.equal}
 
 
 @dataclass(repr=False)
@@ -51,6 +57,11 @@ class Comparison:
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
+    def emulated(self) -> bool:
+        """Measured on an emulated CPU: its timings say nothing about speed."""
+        return bool(self.base_blocks[0].device.get("extra", {}).get("emulated"))
+
+    @property
     def base_median_ms(self) -> float:
         return float(np.median([r.e2e.median_ms for r in self.base_blocks]))
 
@@ -62,7 +73,7 @@ class Comparison:
         return (f"{self.candidate} vs {self.base} on {self.model} {self.dtype} t{self.threads}: "
                 f"speed-up {self.speedup} ({len(self.base_blocks)} interleaved blocks each; "
                 f"medians {self.base_median_ms:.3f} -> {self.candidate_median_ms:.3f} ms): "
-                f"{self.verdict}")
+                f"{self.verdict}" + (EMULATED_NOTE if self.emulated else ""))
 
     def __repr__(self) -> str:  # assertion messages show this: numbers, not block objects
         return f"Comparison({self})"
@@ -77,7 +88,7 @@ class Comparison:
             "category_speedups": {k: (v.to_dict() if v else None)
                                   for k, v in self.category_speedups.items()},
             "outputs": self.outputs.to_dict() if self.outputs else None,
-            "verdict": self.verdict, "margin": self.margin,
+            "verdict": self.verdict, "margin": self.margin, "emulated": self.emulated,
             "base_block_medians_ms": [r.e2e.median_ms for r in self.base_blocks],
             "candidate_block_medians_ms": [r.e2e.median_ms for r in self.candidate_blocks],
             "base_blocks": [r.nodeid for r in self.base_blocks],
@@ -110,12 +121,12 @@ def category_speedups(base: list[BenchmarkResult], candidate: list[BenchmarkResu
 
 def check_outputs(a: list[np.ndarray], b: list[np.ndarray], dtype: str) -> OutputCheck:
     if len(a) != len(b) or any(x.shape != y.shape for x, y in zip(a, b)):
-        return OutputCheck(float("inf"), OUTPUT_TOLERANCE.get(dtype, 1e-4), False)
+        return OutputCheck(float("inf"), OUTPUT_TOLERANCE.get(dtype, 1e-4), False, float("inf"))
     diff = max((float(np.max(np.abs(x.astype(np.float64) - y.astype(np.float64))))
                 for x, y in zip(a, b) if x.size), default=0.0)
     scale = max((float(np.max(np.abs(x.astype(np.float64)))) for x in a if x.size), default=0.0)
     tol = OUTPUT_TOLERANCE.get(dtype, 1e-4) * max(scale, 1e-12)
-    return OutputCheck(diff, tol, diff <= tol)
+    return OutputCheck(diff, tol, diff <= tol, diff / max(scale, 1e-12))
 
 
 def make_comparison(base_blocks: list[BenchmarkResult], candidate_blocks: list[BenchmarkResult],

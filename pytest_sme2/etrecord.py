@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import zipfile
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from pytest_sme2.errors import Sme2Error
@@ -50,7 +51,24 @@ def _module_path(stack: str | None) -> str:
 
 
 def read_etrecord(path: str | Path, method: str = "forward") -> ETRecordInfo:
+    """What the analysis needs from ``path``; a file version already read is not read again (a
+    session analyses every block of a model against one .etrecord)."""
     path = Path(path)
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        raise ETRecordError(f"{path}: no such ETRecord file") from None
+    except OSError:  # reading it says what is wrong
+        return _read(path, method)
+    return _read_version(str(path), st.st_size, st.st_mtime_ns, method)
+
+
+@lru_cache(maxsize=32)
+def _read_version(path: str, size: int, mtime_ns: int, method: str) -> ETRecordInfo:
+    return _read(Path(path), method)
+
+
+def _read(path: Path, method: str) -> ETRecordInfo:
     try:
         with zipfile.ZipFile(path) as z:
             names = set(z.namelist())

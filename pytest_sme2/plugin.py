@@ -3,6 +3,7 @@ work itself lives in the library (:mod:`pytest_sme2.bench`, :mod:`pytest_sme2.co
 
 from __future__ import annotations
 
+import sys
 from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -35,8 +36,8 @@ DEFAULT_MIN_SPEEDUP = "fp32=1.2,fp16=1.5,int8=1.2,int8_dynamic=1.2"
 
 # option dest -> (ini name, default, help)
 _OPTIONS = {
-    "device": ("sme2_device", "host", "where to run: host, android, android:SERIAL or "
-               "android:SERIAL@HOST:PORT"),
+    "device": ("sme2_device", "host", "where to run: host, android, android:SERIAL, "
+               "android:SERIAL@HOST:PORT, or qemu[:CPU] (an emulated Arm64 CPU with SME2)"),
     "runs": ("sme2_runs", "30", "timed runs per benchmark (default 30)"),
     "warmup": ("sme2_warmup", "3", "warm-up runs per benchmark, discarded (default 3)"),
     "report_dir": ("sme2_report_dir", "sme2-report",
@@ -110,8 +111,20 @@ def _path(config: pytest.Config, dest: str) -> Path | None:
     return (base / value).resolve()
 
 
+# An emulated CPU runs a model 100-1000x slower than the host, and its timings say nothing about
+# speed: fewer runs and blocks suffice for what it does prove (kernels, outputs). Applied only
+# where the user left the default.
+EMULATED_DEFAULTS = {"runs": "5", "warmup": "1", "sme2_blocks": "2"}
+
+
+def _is_emulated(config: pytest.Config) -> bool:
+    return _setting(config, "device")[0].split(":", 1)[0] == "qemu"
+
+
 def _int(config: pytest.Config, dest: str) -> int:
     value, _ = _setting(config, dest)
+    if dest in EMULATED_DEFAULTS and value == _OPTIONS[dest][1] and _is_emulated(config):
+        value = EMULATED_DEFAULTS[dest]
     try:
         return int(value)
     except ValueError:
@@ -237,6 +250,17 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             bench_session.close()
         except Sme2Error as e:
             _write_live(session.config, f"sme2: cleanup: {e}")
+    _skip_idle_hypothesis_summary(session.config)
+
+
+def _skip_idle_hypothesis_summary(config: pytest.Config) -> None:
+    """hypothesis, installed with executorch, imports itself in its terminal summary (~1 s at
+    the end of every session) to look for output only a session that ran it can have: when
+    nothing imported it, its plugin sits the summary out (it runs after this hook)."""
+    plugin = config.pluginmanager.get_plugin("hypothesispytest")
+    if plugin is not None and "hypothesis" not in sys.modules and \
+            not config.getoption("--hypothesis-show-statistics", False):
+        config.pluginmanager.unregister(plugin)
 
 
 def _is_xdist_worker(config: pytest.Config) -> bool:
@@ -293,25 +317,39 @@ def sme2_runners(sme2_session: BenchSession) -> dict[str, dict]:
             for name, s in sme2_session.specs.items()}
 
 
-def _sme2_runner(session: BenchSession, state: str) -> str:
-    name = session.sme2_runner(state)
+def _sme2_runner(session: BenchSession, state: str, config: pytest.Config) -> str:
+    try:
+        name = session.sme2_runner(state)
+    except Sme2Error as e:   # the device could not be opened to ask it about SME2
+        _fail(e, config)
     if name is None:
         pytest.skip(f"no SME2-{state} runner configured: pass --runner "
                     f"sme2_{state}=/path/to/executor_runner,sme2={state} "
-                    "(build recipe: docs/native-runner.md)")
+                    "(build recipe: docs/native-runner.md), or run on --device qemu, where "
+                    "the native runner with SME2 hidden is the SME2-off side")
     return name
 
 
 @pytest.fixture(scope="session")
-def sme2_on(sme2_session: BenchSession) -> str:
-    """Name of the runner labelled sme2=on (or named sme2_on); skips when there is none."""
-    return _sme2_runner(sme2_session, "on")
+def sme2_on(pytestconfig: pytest.Config, sme2_session: BenchSession) -> str:
+    """Name of the runner labelled sme2=on (or named sme2_on); on an SME2 device that can hide
+    SME2 from a process (QEMU) the native runner as built; skips when there is none."""
+    return _sme2_runner(sme2_session, "on", pytestconfig)
 
 
 @pytest.fixture(scope="session")
-def sme2_off(sme2_session: BenchSession) -> str:
-    """Name of the runner labelled sme2=off (or named sme2_off); skips when there is none."""
-    return _sme2_runner(sme2_session, "off")
+def sme2_off(pytestconfig: pytest.Config, sme2_session: BenchSession) -> str:
+    """Name of the runner labelled sme2=off (or named sme2_off); on an SME2 device that can hide
+    SME2 from a process (QEMU) the same native binary with SME and SME2 masked; skips when there
+    is none."""
+    return _sme2_runner(sme2_session, "off", pytestconfig)
+
+
+@pytest.fixture(scope="session")
+def sme2_emulated(sme2_device) -> bool:
+    """True on an emulated CPU (QEMU): its timings say nothing about speed, so tests assert
+    kernels and outputs there, not speed-ups."""
+    return bool(sme2_device.facts().extra.get("emulated"))
 
 
 @pytest.fixture(scope="session")
@@ -378,7 +416,8 @@ def sme2_bench(request: pytest.FixtureRequest, sme2_session: BenchSession,
         _write_live(config, f"sme2: {msg}")
 
     def bench(model: str, dtype: str = "fp32", threads: int = 1,
-              runner: str = "python") -> BenchmarkResult:
+              runner: str | None = None) -> BenchmarkResult:
+        runner = runner or sme2_session.default_runner(progress)
         run = BenchmarkRun(model, dtype, threads, label=request.node.nodeid, progress=progress)
         try:
             result = run_benchmark(run, sme2_session.runner(runner, progress), sme2_device,
@@ -529,3 +568,19 @@ class _Collector:
             return
         for path in written:
             terminalreporter.write_line(f"wrote {path}")
+        _skip_exit_collection()
+
+
+_EXIT_HOOKS: set[str] = set()
+
+
+def _skip_exit_collection() -> None:
+    """At exit, Python's final garbage collections walk every object a benchmark session made
+    (pandas, matplotlib, results): ~0.4 s for nothing. Freezing them first skips that walk;
+    done at exit only, so a pytest run inside a longer-lived process is not affected."""
+    import atexit
+    import gc
+
+    if "freeze" not in _EXIT_HOOKS:  # once, however many sessions this process runs
+        _EXIT_HOOKS.add("freeze")
+        atexit.register(gc.freeze)

@@ -19,9 +19,14 @@ from pytest_sme2.versions import versions
 if TYPE_CHECKING:  # the measuring stack (pandas) is imported when a benchmark runs
     from pytest_sme2.baselines import Judgement
     from pytest_sme2.bench import BenchmarkRun
-    from pytest_sme2.results import BenchmarkResult
+    from pytest_sme2.results import BenchmarkResult, ResultsWriter
 
 RESULTS_FILE = "results.json"
+# On the host, benchmarks that name no runner use our native runner where it can be built (a
+# C++ compiler and CMake): a run costs it milliseconds, the Python runtime a forked process of
+# an interpreter that imported torch. Without a toolchain, the Python runtime, saying why once.
+DEFAULT_HOST_RUNNER = "native"
+FALLBACK_HOST_RUNNER = "python"
 
 
 @dataclass
@@ -42,6 +47,8 @@ class BenchSession:
     comparisons: list[dict] = field(default_factory=list)   # Comparison.to_json() documents
     _device: Device | None = None
     _runners: dict[str, Runner] = field(default_factory=dict)
+    _host_default: str | None = None
+    _writer: "ResultsWriter | None" = None    # results.json, laid out once per benchmark
 
     def __post_init__(self) -> None:
         self.specs: dict[str, RunnerSpec] = runner_specs(self.runner_texts)
@@ -67,15 +74,48 @@ class BenchSession:
                 raise RunnerError(f"unknown runner {name!r}; configured: "
                                   f"{', '.join(sorted(self.specs))} (add one with "
                                   "--runner NAME=SPEC)")
-            self._runners[name] = spec.make(progress)
+            self._runners[name] = spec.make(progress, target=self.device().target)
         return self._runners[name]
 
+    def default_runner(self, progress: Callable[[str], None] | None = None) -> str:
+        """The runner a benchmark uses when it names none: on the host the native runner if it
+        can be made (built on first use), else the Python runtime (``progress`` hears why, once);
+        elsewhere the native runner, built for the device (the Python runtime runs on the host
+        only)."""
+        if self.device_spec != "host":
+            return "native"
+        if self._host_default is None:
+            try:
+                self.runner(DEFAULT_HOST_RUNNER, progress)
+                self._host_default = DEFAULT_HOST_RUNNER
+            except RunnerError as e:
+                self._host_default = FALLBACK_HOST_RUNNER
+                if progress:
+                    progress(f"benchmarks that name no runner use {FALLBACK_HOST_RUNNER!r}: "
+                             f"{e}")
+        return self._host_default
+
     def sme2_runner(self, state: str) -> str | None:
-        """The runner labelled ``sme2=<state>`` (or named ``sme2_<state>``), if configured."""
+        """The runner labelled ``sme2=<state>`` (or named ``sme2_<state>``), if configured;
+        else, on a device that has SME2 and can hide it from a process, the native runner's
+        pair (see :func:`pytest_sme2.runners.spec.masked_pair`)."""
         for name, spec in self.specs.items():
             if spec.labels.get("sme2") == state or name == f"sme2_{state}":
                 return name
+        if self._offers_masked_pair():
+            from pytest_sme2.runners.spec import masked_pair
+
+            for spec in masked_pair():
+                self.specs.setdefault(spec.name, spec)
+            return f"sme2_{state}"
         return None
+
+    def _offers_masked_pair(self) -> bool:
+        """Only where the native runner is built for an Arm64 Linux target that runs the mask
+        library with it (QEMU, an emulated phone), and only when the device reports SME2: a
+        masked pair elsewhere would compare nothing."""
+        device = self.device()
+        return device.target == "aarch64-linux-gnu" and device.facts().sme2 is True
 
     def judge(self, results: list[BenchmarkResult]) -> "Judgement":
         """The regression gate's judgement of one benchmark's blocks against its baseline."""
@@ -163,11 +203,13 @@ class BenchSession:
                             for name, spec in self.specs.items()}}
 
     def write(self) -> None:
-        from pytest_sme2.results import write_results
+        from pytest_sme2.results import ResultsWriter
 
         if self.results:
-            write_results(self.results_path, self.results, self.comparisons,
-                          self.document_session())
+            if self._writer is None:
+                self._writer = ResultsWriter()
+            self._writer.write(self.results_path, self.results, self.comparisons,
+                               self.document_session())
 
     def finish(self) -> list[Path]:
         """Final results.json and report.md (with charts); returns the files written."""
@@ -190,3 +232,7 @@ class BenchSession:
         cleanup = getattr(self._device, "cleanup", None)
         if cleanup is not None:
             cleanup()
+        for runner in self._runners.values():  # the python runner's fork server
+            close = getattr(runner, "close", None)
+            if close is not None:
+                close()

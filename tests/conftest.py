@@ -30,7 +30,20 @@ def user_caches(tmp_path_factory) -> dict[str, str]:
             "MPLCONFIGDIR": str(tmp_path_factory.mktemp("matplotlib"))}
 
 
+@pytest.fixture(scope="session")
+def provisioned_qemu() -> dict[str, str]:
+    """The emulator `pytest-sme2 setup qemu` installed, named for inner sessions: their fresh
+    cache folder would not hold it."""
+    from pytest_sme2.emulation.tools import QEMU_ENV, find_qemu_binary
+    from pytest_sme2.errors import Sme2Error
+
+    try:
+        return {QEMU_ENV: str(find_qemu_binary()[0])}
+    except Sme2Error:
+        return {}
+
+
 @pytest.fixture
-def inner_session_env(user_caches, monkeypatch) -> None:
-    for key, value in user_caches.items():
+def inner_session_env(user_caches, provisioned_qemu, monkeypatch) -> None:
+    for key, value in {**user_caches, **provisioned_qemu}.items():
         monkeypatch.setenv(key, value)

@@ -1,17 +1,22 @@
-"""Kernel evidence: what the ETDump, an XNNPACK log and the device say about SME2.
+"""Kernel evidence: what an execution trace, the ETDump, an XNNPACK log and the device say
+about SME2.
 
-Three sources, of different strength:
+Four sources, of different strength:
 
+* ``executed``: the micro-kernels a traced process executed (QEMU's translated-block log and
+  the libraries' symbols, :mod:`pytest_sme2.analysis.kernel_trace`). The strongest: an executed
+  SME2 kernel *proves* SME2 ran, and a trace with no SME code at all *proves* it did not.
 * ``xnntrace``: XNNPACK built with logging (log level >= 4) prints
   ``Using gemm microkernel 'xnn_pf16_gemm_minmax_ukernel_32x32c2__neonsme2'.`` once per kernel
   config it initialises. A ``__neonsme2`` kernel there *proves* SME2 ran. Prebuilt wheels log
   nothing, so a log without such lines proves nothing either way.
 * ETDump operator names: XNNPACK names KleidiAI operators with a packed datatype
-  (``Fully Connected (NC, PF32)``); on an SME2 device those paths run SME2 kernels, so they
-  *indicate* SME2 but cannot prove it.
+  (``Fully Connected (NC, PF32)``). They mean KleidiAI, not SME2: the same names appear when
+  KleidiAI runs SME1 kernels. Only on a device reporting SME2 do they *indicate* SME2.
 * device hwcaps: a device without SME2 cannot have run SME2 kernels, whatever ran.
 
 ``sme2_verdict`` combines them and never claims more than the strongest source shows.
+``operator_kernel_hints`` pairs GEMM operators with the executed kernels of their datatype.
 
 ``kernels_frame`` gives the ``kernels.csv`` table (seed-compatible), one row per distinct kernel:
 
@@ -28,12 +33,16 @@ Three sources, of different strength:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from pytest_sme2.analysis.categories import op_name
+
+if TYPE_CHECKING:   # kernel_trace imports this module; types only, no cycle at run time
+    from pytest_sme2.analysis.kernel_trace import ExecutedKernel, KernelTrace
 
 KERNEL_COLUMNS = ["name", "kind", "isa", "isa_family", "sme2"]
 
@@ -77,15 +86,20 @@ class Kernel:
 class Evidence:
     """The SME2 verdict and what it rests on.
 
-    ``sme2`` is ``proven`` (trace shows SME2 kernels), ``indicated`` (KleidiAI packed operators
-    ran on a device that has, or may have, SME2), ``absent`` or ``unknown``; ``reason`` says how
-    we know and names the source.
+    ``sme2`` is ``proven`` (SME2 kernels executed, or an xnntrace names them), ``indicated``
+    (KleidiAI packed operators ran on a device reporting SME2), ``absent`` or ``unknown``;
+    ``reason`` says how we know and names the source. ``executed`` and ``streaming_blocks``
+    (blocks holding SME instructions) come from a kernel trace; ``streaming_blocks`` is None
+    without one.
     """
 
     sme2: str
     reason: str
     kleidiai_ops: tuple[str, ...]
     kernels: tuple[Kernel, ...]
+    executed: tuple[ExecutedKernel, ...] = ()
+    streaming_blocks: int | None = None
+    kernel_trace_source: str = ""
 
 
 def is_kleidiai_op(name: str) -> bool:
@@ -113,6 +127,18 @@ def isa_family(isa: str) -> str:
     return "unknown"
 
 
+def kernel_isa(name: str) -> str:
+    """ISA part of a micro-kernel name: after ``__`` for XNNPACK (``neonsme2``), from the first
+    ISA token on for KleidiAI (``kai_run_matmul_..._sme2_mopa`` -> ``sme2_mopa``)."""
+    if "__" in name:
+        return _isa_of(name)
+    tokens = name.split("_")
+    for i, token in enumerate(tokens):
+        if isa_family(token) != "unknown":
+            return "_".join(tokens[i:])
+    return "unknown"
+
+
 def parse_xnntrace(text: str) -> list[Kernel]:
     """Kernels named by ``Using <kind> microkernel '<name>'`` lines, distinct, first-seen order."""
     seen: dict[tuple[str, str], Kernel] = {}
@@ -125,24 +151,72 @@ def parse_xnntrace(text: str) -> list[Kernel]:
 
 
 def sme2_verdict(
-    *, kernels: Sequence[Kernel] | None, kleidiai: Sequence[str], device_sme2: bool | None
+    *,
+    kernels: Sequence[Kernel] | None,
+    kleidiai: Sequence[str],
+    device_sme2: bool | None,
+    executed: KernelTrace | None = None,
 ) -> Evidence:
-    """Combine kernel trace, KleidiAI operator names and device hwcaps into one verdict.
+    """Combine executed kernels, xnntrace, KleidiAI operator names and device hwcaps into one
+    verdict, the strongest source first.
 
     ``kernels`` is None when no log was captured. A log with no kernel lines counts the same
-    (XNNPACK logging was off): silence is not evidence of absence.
+    (XNNPACK logging was off): silence is not evidence of absence. ``executed`` is a kernel
+    trace; SME code it cannot name (blocks without symbols) leaves the verdict to the other
+    sources, with a note.
     """
     packed = tuple(dict.fromkeys(kleidiai))
     traced = tuple(kernels or ())
     empty_log = kernels is not None and not traced
     sme2_kernels = [k.name for k in traced if k.sme2]
     n_packed = _count(len(packed), "KleidiAI packed operator")
+    ran = executed.executed if executed is not None else ()
+    note = ""
 
     def verdict(sme2: str, reason: str) -> Evidence:
+        reason += note
         if empty_log:
             reason += "; the xnntrace log had no kernel lines (XNNPACK logging off?)"
-        return Evidence(sme2, reason, packed, traced)
+        return Evidence(sme2, reason, packed, traced, ran,
+                        executed.streaming_blocks if executed is not None else None,
+                        executed.source if executed is not None else "")
 
+    if executed is not None:
+        sme2_run = [k.name for k in ran if k.isa_family == "SME2"]
+        sme1_run = [k.name for k in ran if k.isa_family == "SME"]
+        hidden = executed.streaming_unattributed
+        if sme2_run and device_sme2 is False:
+            return verdict(
+                UNKNOWN,
+                f"kernel trace: SME2 micro-kernels executed ({_few(sme2_run)}) but device "
+                "hwcaps report no SME2: the trace and the device do not match",
+            )
+        if sme2_run:
+            return verdict(
+                PROVEN,
+                f"kernel trace: {_count(len(sme2_run), 'SME2 micro-kernel')} executed "
+                f"({_few(sme2_run)})",
+            )
+        if not hidden and sme1_run:
+            return verdict(
+                ABSENT, f"kernel trace: SME (SME1) kernels executed ({_few(sme1_run)}), no SME2"
+            )
+        if not hidden and not executed.streaming_blocks:
+            return verdict(
+                ABSENT,
+                f"kernel trace: no SME or SME2 code executed ({executed.blocks_total} blocks, "
+                f"none with SME instructions); {_executed_summary(ran)}",
+            )
+        if not hidden:
+            return verdict(
+                ABSENT,
+                f"kernel trace: no SME2 micro-kernel executed ({executed.streaming_blocks} "
+                "blocks with SME instructions, all in functions that are not SME2 kernels)",
+            )
+        libs = sorted(set(executed.unattributed.loc[
+            executed.unattributed["streaming_blocks"] > 0, "library"]))
+        note = (f"; kernel trace: {hidden} blocks with SME instructions ran in code without "
+                f"symbols ({_few(libs)}), SME or SME2 cannot be told from them")
     if sme2_kernels and device_sme2 is False:
         return verdict(
             UNKNOWN,
@@ -172,22 +246,102 @@ def sme2_verdict(
         if any(isa_family(isa) == "SME" for isa in isas):
             reason += "; neonsme is SME (SME1), not SME2"
         return verdict(ABSENT, reason)
-    if packed:
-        device = (
-            "a device reporting SME2"
-            if device_sme2
-            else "a device whose SME2 support is unknown (no device hwcaps)"
-        )
+    # Packed names mean KleidiAI, which also runs SME1 and NEON kernels: only the device's SME2
+    # capability turns them into an indication.
+    if packed and device_sme2:
         return verdict(
             INDICATED,
-            f"{n_packed} ran ({_few(packed)}) on {device}; "
+            f"{n_packed} ran ({_few(packed)}) on a device reporting SME2; "
             "no kernel trace to prove SME2 micro-kernels",
+        )
+    if packed:
+        return verdict(
+            UNKNOWN,
+            f"{n_packed} ran ({_few(packed)}), but device SME2 support is unknown (no device "
+            "hwcaps): KleidiAI runs SME1 and NEON kernels too; no kernel trace",
         )
     device = "device hwcaps report SME2" if device_sme2 else "device SME2 support is unknown"
     return verdict(
         UNKNOWN,
         f"no KleidiAI packed operators in the ETDump operator names and no kernel trace; {device}",
     )
+
+
+def _executed_summary(ran: Sequence[ExecutedKernel]) -> str:
+    if not ran:
+        return "no KleidiAI/XNNPACK kernel symbols among them"
+    families = sorted({k.isa_family for k in ran})
+    return (f"{_count(len(ran), 'KleidiAI/XNNPACK kernel')}: {', '.join(families)} "
+            f"({_few([k.name for k in ran])})")
+
+
+# Operators whose work is a GEMM (XNNPACK names them with their datatypes); depthwise
+# convolutions use dwconv kernels, not GEMMs.
+_GEMM_OPS = re.compile(
+    r"^(?:Convolution|Deconvolution|Fully Connected|Batch Matrix Multiply)\b")
+_OP_DTYPE_ALIASES = {"QC8": "QS8"}   # "Convolution (NHWC, QC8)" runs xnn_qs8_qc8w_* kernels
+_XNN_GEMM = re.compile(r"^xnn_([a-z0-9]+)_(?:[a-z0-9]+_)*?i?gemm_")
+_KAI_MATMUL = re.compile(r"^kai_(?:run|kernel)_i?matmul_clamp_([a-z0-9]+)_([a-z0-9]+)_")
+
+
+def gemm_datatype(name: str) -> str | None:
+    """The XNNPACK operator datatype (``PF32``, ``PF16``, ``PQS8``, ``QP8``, ``F32``...) a GEMM
+    micro-kernel serves, or None (not a GEMM kernel, or a datatype not mapped here)."""
+    if "pack" in name:
+        return None                # weight and activation packing, not the GEMM
+    if m := _XNN_GEMM.match(name):
+        return m.group(1).upper()
+    if m := _KAI_MATMUL.match(name):
+        out, lhs = m.group(1), m.group(2)
+        if lhs.startswith(("qai8dx", "qsi8d32")):
+            return "QP8"           # dynamically quantised activations, f32 out
+        if out == "qai8":
+            return "PQS8"
+        if out in ("f32", "f16") and lhs.startswith(out):
+            return "P" + out.upper()
+    return None
+
+
+def _op_datatype(name: str) -> str | None:
+    args = _ARGS.search(name)
+    if not _GEMM_OPS.match(name) or args is None or "DWConv" in name:
+        return None
+    tokens = [t.strip() for t in args.group(1).split(",")]
+    dtype = tokens[1] if len(tokens) > 1 else tokens[0]     # after the layout (NC, NHWC)
+    return _OP_DTYPE_ALIASES.get(dtype, dtype)
+
+
+def operator_kernel_hints(
+    operator_names: Iterable[str], executed: Iterable[ExecutedKernel]
+) -> dict[str, list[str]]:
+    """GEMM-class operator (``#n`` stripped) -> executed GEMM micro-kernels of its datatype.
+
+    Only operators with at least one such kernel appear. Several operators of one datatype
+    get the same list: the trace cannot tell which of them ran which (see :func:`kernel_hint`).
+    """
+    by_dtype: dict[str, list[str]] = {}
+    for k in executed:
+        dtype = gemm_datatype(k.name)
+        if dtype is not None and k.name not in by_dtype.setdefault(dtype, []):
+            by_dtype[dtype].append(k.name)
+    hints = {}
+    for op in sorted({op_name(n) for n in operator_names}):
+        dtype = _op_datatype(op)
+        if dtype in by_dtype:
+            hints[op] = sorted(by_dtype[dtype])
+    return hints
+
+
+def kernel_hint(operator: str, hints: Mapping[str, Sequence[str]]) -> str:
+    """The operator's ``kernel_hint``: "" when none, its kernels when it alone has their
+    datatype, else ``cannot tell (N operators share the datatype): kernels``."""
+    mine = list(hints.get(op_name(operator), ()))
+    if not mine:
+        return ""
+    sharing = sum(1 for kernels in hints.values() if list(kernels) == mine)
+    if sharing == 1:
+        return ", ".join(mine)
+    return f"cannot tell ({sharing} operators share the datatype): {', '.join(mine)}"
 
 
 def kernels_frame(kernels: Iterable[Kernel]) -> pd.DataFrame:

@@ -10,7 +10,9 @@ from pathlib import Path
 import pandas as pd
 
 from pytest_sme2.analysis.categories import CategoryRule
-from pytest_sme2.analysis.kernels import Evidence, kleidiai_ops, parse_xnntrace, sme2_verdict
+from pytest_sme2.analysis.kernel_trace import KernelTrace, read_kernel_trace_csv
+from pytest_sme2.analysis.kernels import (Evidence, kernel_hint, kleidiai_ops,
+                                          operator_kernel_hints, parse_xnntrace, sme2_verdict)
 from pytest_sme2.analysis.latency import LatencyStats, e2e_per_run, latency_stats
 from pytest_sme2.analysis.operators import (annotate, category_breakdown, operator_table,
                                             overheads)
@@ -39,6 +41,8 @@ class Analysis:
 
     def to_json(self) -> dict:
         ops = self.operators
+        ev = self.evidence
+        hints = operator_kernel_hints(ops["name"], ev.executed)
         return {
             "schema": ANALYSIS_SCHEMA,
             "source": self.source,
@@ -54,22 +58,30 @@ class Analysis:
                  "calls_per_run": float(r.calls_per_run),
                  "mean_ms_per_run": float(r.mean_ms_per_run), "pct_e2e": float(r.pct_e2e),
                  "bottleneck": bool(r.bottleneck), "should_delegate": bool(r.should_delegate),
-                 "op_types": list(r.op_types), "module_paths": list(r.module_paths)}
+                 "op_types": list(r.op_types), "module_paths": list(r.module_paths),
+                 "kernel_hint": kernel_hint(r.name, hints)}
                 for r in ops.itertuples(index=False)],
             "kernel_evidence": {
-                "sme2": self.evidence.sme2, "reason": self.evidence.reason,
-                "kleidiai_ops": list(self.evidence.kleidiai_ops),
+                "sme2": ev.sme2, "reason": ev.reason,
+                "kleidiai_ops": list(ev.kleidiai_ops),
                 "kernels": [{"name": k.name, "kind": k.kind, "isa": k.isa, "sme2": k.sme2}
-                            for k in self.evidence.kernels]},
+                            for k in ev.kernels],
+                "executed_kernels": [{"name": k.name, "isa_family": k.isa_family,
+                                      "kind": k.kind, "library": k.library,
+                                      "blocks": k.blocks} for k in ev.executed],
+                "streaming_sme_blocks": ev.streaming_blocks,
+                "kernel_trace_source": ev.kernel_trace_source},
         }
 
 
 def analyze(events: pd.DataFrame, *, warmup: int = 0, source: str = "ETDump",
             etrecord: ETRecordInfo | None = None, xnntrace: str | None = None,
             device_sme2: bool | None = None,
-            rules: Sequence[CategoryRule] | None = None) -> Analysis:
+            rules: Sequence[CategoryRule] | None = None,
+            kernel_trace: KernelTrace | str | Path | None = None) -> Analysis:
     """Analyse a frame from :func:`pytest_sme2.etdump.read_etdump`. ``warmup`` leading runs are
-    dropped from every statistic; ``xnntrace`` is the text of an XNNPACK kernel log."""
+    dropped from every statistic; ``xnntrace`` is the text of an XNNPACK kernel log;
+    ``kernel_trace`` the executed kernels (a :class:`KernelTrace` or its CSV's path)."""
     if warmup < 0:
         raise Sme2Error(f"{source}: warm-up must be 0 or more, got {warmup}")
     per_run = e2e_per_run(events, source=source)
@@ -83,8 +95,11 @@ def analyze(events: pd.DataFrame, *, warmup: int = 0, source: str = "ETDump",
     annotated = annotate(events, etrecord, rules)
     ops = operator_table(annotated, timed_runs, stats.mean_ms, etrecord)
     names = annotated.loc[annotated["leaf"], "name"].unique()
+    if kernel_trace is not None and not isinstance(kernel_trace, KernelTrace):
+        kernel_trace = read_kernel_trace_csv(kernel_trace)
     evidence = sme2_verdict(kernels=parse_xnntrace(xnntrace) if xnntrace is not None else None,
-                            kleidiai=kleidiai_ops(names), device_sme2=device_sme2)
+                            kleidiai=kleidiai_ops(names), device_sme2=device_sme2,
+                            executed=kernel_trace)
     return Analysis(source=source, runs=runs, warmup=warmup, e2e_all=per_run, e2e=stats,
                     categories_ms=category_breakdown(ops, stats.mean_ms, rules),
                     operators=ops, overheads_ms=overheads(annotated, timed_runs, stats.mean_ms),
@@ -93,7 +108,8 @@ def analyze(events: pd.DataFrame, *, warmup: int = 0, source: str = "ETDump",
 
 def analyze_file(etdump: str | Path, *, warmup: int = 0, etrecord: str | Path | None = None,
                  xnntrace: str | Path | None = None, device_sme2: bool | None = None,
-                 rules: Sequence[CategoryRule] | None = None) -> Analysis:
+                 rules: Sequence[CategoryRule] | None = None,
+                 kernel_trace: KernelTrace | str | Path | None = None) -> Analysis:
     from pytest_sme2.etdump import read_etdump
     from pytest_sme2.etrecord import read_etrecord
 
@@ -105,4 +121,4 @@ def analyze_file(etdump: str | Path, *, warmup: int = 0, etrecord: str | Path | 
             raise Sme2Error(f"{xnntrace}: cannot read the kernel trace ({e.strerror})") from None
     return analyze(read_etdump(etdump), warmup=warmup, source=str(etdump),
                    etrecord=read_etrecord(etrecord) if etrecord else None, xnntrace=text,
-                   device_sme2=device_sme2, rules=rules)
+                   device_sme2=device_sme2, rules=rules, kernel_trace=kernel_trace)

@@ -9,7 +9,22 @@ on and off, never overwrite each other's libraries), ``model-<sha>/`` and ``inpu
 the model and inputs under their own names, ``out/`` the ETDump and outputs. Files whose sha256
 on the device already matches are not pushed again. Nothing outside the session folder is ever
 written or removed. One benchmark at a time per device, across pytest-xdist workers too: a
-host-side file lock keyed by the device is held for the whole run."""
+host-side file lock keyed by the device is held for the whole run.
+
+What a device runs (``target``, what the native runner is built for): a real phone runs bionic
+programs, target ``android`` — the native runner is not built for it here (that needs an NDK;
+pass an NDK build of ``executor_runner`` with ``--runner``). A device can name another target
+with the property ``ro.pytest_sme2.target``; only pytest-sme2's fake phones do: ``host`` (the
+fake runs the host's own programs) or ``aarch64-linux-gnu`` (it runs glibc aarch64 programs
+under QEMU), so the cross-built native runner and its libraries are pushed there.
+
+SME2 off in one binary (a runner's ``hwcap_mask``): the hwcap mask library
+(pytest_sme2/target/hwcap_mask.c) built for the device's programs — ``android-arm64`` with the
+NDK (``ANDROID_NDK``) for a phone, ``aarch64-linux-gnu`` for the glibc fake — is pushed to
+``helpers-<sha>/`` and preloaded: ``LD_PRELOAD=<it> PYTEST_SME2_HWCAP2_CLEAR=<bits>``. Where it
+can be built, every native/binary run preloads it (clearing nothing unless masked), so SME2-on
+and SME2-off processes differ in one environment variable, as on ``--device qemu``; where it
+cannot, unmasked runs go without it and a masked runner fails with one line saying why."""
 
 from __future__ import annotations
 
@@ -32,11 +47,14 @@ from pathlib import Path, PurePosixPath
 import adbutils
 from adbutils.errors import AdbError, AdbTimeout
 
-from pytest_sme2.devices.android_facts import (FACTS_SCRIPT, THERMAL_SCRIPT, check_mask, cpu_mask,
-                                               fastest_cpus, parse_facts, parse_thermal)
+from pytest_sme2.devices.android_facts import (FACTS_SCRIPT, TARGET_PROP, THERMAL_SCRIPT,
+                                               check_mask, cpu_mask, fastest_cpus, parse_facts,
+                                               parse_thermal)
 from pytest_sme2.devices.base import DeviceError
 from pytest_sme2.devices.facts import DeviceFacts
 from pytest_sme2.devices.host import stderr_tail
+from pytest_sme2.errors import Sme2Error
+from pytest_sme2.hwcaps import HWCAP2_CLEAR_ENV, MASKS, mask_bits
 from pytest_sme2.locking import file_lock
 from pytest_sme2.runners.base import Runner, RunnerError, RunOutcome, RunRequest
 from pytest_sme2.tensorfile import sidecar
@@ -49,6 +67,9 @@ QUERY_TIMEOUT_S = 30.0                  # adb inactivity limit for short queries
 KILL_GRACE_S = 2                        # `timeout -k`: SIGKILL this long after SIGTERM
 ADB_GRACE_S = 30.0                      # the device-side timeout must always fire first
 PUSH_CHUNK = 64 * 1024                  # sync DATA payloads may not exceed 64 KiB
+ANDROID_TARGET = "android"              # a real phone: bionic programs (NDK builds)
+# The device's target -> the target the hwcap mask library is built for (same C library).
+HELPER_TARGETS = {ANDROID_TARGET: "android-arm64", "aarch64-linux-gnu": "aarch64-linux-gnu"}
 
 
 @dataclass(frozen=True)
@@ -163,6 +184,8 @@ class _Stage:
     exe: str
     runner_dir: str
     request: RunRequest                 # the request with device paths
+    preload: str | None = None          # the pushed hwcap mask library, if preloaded
+    hwcap2_clear: int = 0               # AT_HWCAP2 bits it clears
 
 
 def device_lock(key: str):
@@ -185,6 +208,8 @@ def _explain(stderr: str) -> str | None:
 
 
 class AndroidDevice:
+    trace_kernels = False    # an emulated phone's trace would live on its host: not read here
+
     def __init__(self, spec: str, serial: str, client: adbutils.AdbClient, *,
                  taskset: str | None = "auto", session_id: str | None = None):
         self.spec = spec
@@ -199,6 +224,7 @@ class AndroidDevice:
             raise DeviceError(f"bad session folder {self.session_dir!r}")
         self._lock_key = f"{client.host}-{client.port}-{serial}"
         self._facts: DeviceFacts | None = None
+        self._mask_lib: tuple[Path | None, str] | None = None
 
     def __repr__(self) -> str:
         return f"AndroidDevice({self.serial!r})"
@@ -248,6 +274,31 @@ class AndroidDevice:
             self._facts = parse_facts(self._query(FACTS_SCRIPT, "facts"), self.serial)
         return self._facts
 
+    @property
+    def target(self) -> str:
+        """What the native runner is built for to run here: ``android`` for a phone, or what
+        the device names with ``ro.pytest_sme2.target`` (module docstring)."""
+        return self.facts().extra.get("target") or ANDROID_TARGET
+
+    def mask_library(self) -> tuple[Path | None, str]:
+        """The hwcap mask library built for this device's programs, or (None, why not).
+        Built (or found in the cache) once per device."""
+        if self._mask_lib is None:
+            target = self.target
+            helper = HELPER_TARGETS.get(target)
+            if helper is None:
+                self._mask_lib = (None, f"device {self.serial} runs {target} programs "
+                                        f"({TARGET_PROP}={target}), which have no Arm64 hwcaps "
+                                        "to hide")
+            else:
+                from pytest_sme2.target.build import build_target_helpers
+
+                try:
+                    self._mask_lib = (build_target_helpers(helper).hwcap_mask, "")
+                except Sme2Error as e:
+                    self._mask_lib = (None, str(e))
+        return self._mask_lib
+
     def thermal(self) -> dict[str, float]:
         """Current thermal zone temperatures in degrees C (recorded around each benchmark)."""
         return parse_thermal(self._query(THERMAL_SCRIPT, "temperatures"))
@@ -275,13 +326,20 @@ class AndroidDevice:
         check = getattr(runner, "check_device", None)
         if callable(check):             # BinaryRunner: an x86_64 binary on an arm64 phone
             check(self.facts().abi)
+        hide = getattr(runner, "hwcap_mask", None)
+        preload, why_not = self.mask_library()
+        if hide and preload is None:
+            raise RunnerError(f"runner {name!r} hides {MASKS[hide][1] if hide in MASKS else hide}"
+                              f" from its process (mask={hide}) with a preloaded library, which "
+                              f"device {self.serial} cannot have: {why_not}")
+        clear = mask_bits(hide) if hide else 0
         mask = self.cpu_mask(request.threads)
         request.etdump.parent.mkdir(parents=True, exist_ok=True)
         request.etdump.unlink(missing_ok=True)   # a stale trace must never be read as this run's
         if request.outputs:
             request.outputs.unlink(missing_ok=True)
         with device_lock(self._lock_key):
-            stage = self._plan(files, request)
+            stage = self._plan(files, request, preload, clear)
             with self._link("while copying files to it"):
                 self._stage(stage)
             res, wall = self._execute(runner, stage, mask)
@@ -299,7 +357,8 @@ class AndroidDevice:
                     self._pull(f"{remote}.json", sidecar(request.outputs), required=None)
         return RunOutcome(request.etdump, wall, res.stdout, res.stderr)
 
-    def _plan(self, files: list[Path], request: RunRequest) -> _Stage:
+    def _plan(self, files: list[Path], request: RunRequest, preload: Path | None = None,
+              clear: int = 0) -> _Stage:
         shas = [file_sha256(f) for f in files]
         digest = hashlib.sha256("".join(f"{f.name}\0{s}\0" for f, s in zip(files, shas))
                                 .encode()).hexdigest()[:16]
@@ -323,9 +382,15 @@ class AndroidDevice:
             inputs=PurePosixPath(inputs) if inputs else None,
             outputs=PurePosixPath(f"{out}/{request.outputs.name}") if request.outputs else None,
             timeout_s=request.timeout_s)  # type: ignore[arg-type]  # device paths are POSIX
+        preload_remote = None
+        if preload is not None:
+            sha = file_sha256(preload)
+            preload_remote = f"{self.session_dir}/helpers-{sha[:16]}/{preload.name}"
+            pushes.append(_Push(preload, preload_remote, 0o644, sha))
         for p in pushes:
             self._inside(p.remote)
-        return _Stage(pushes, pushes[0].remote, runner_dir, device_request)
+        return _Stage(pushes, pushes[0].remote, runner_dir, device_request, preload_remote,
+                      clear)
 
     def _inside(self, remote: str) -> str:
         """Every path we write or remove must be inside the session folder."""
@@ -389,7 +454,10 @@ class AndroidDevice:
         q = shlex.quote
         secs = f"{limit:.3f}".rstrip("0").rstrip(".")
         pin = f"taskset {q(mask)} " if mask else ""
-        return (f"cd {q(stage.runner_dir)} && LD_LIBRARY_PATH={q(stage.runner_dir)} "
+        env = f"LD_LIBRARY_PATH={q(stage.runner_dir)} "
+        if stage.preload:
+            env += f"LD_PRELOAD={q(stage.preload)} {HWCAP2_CLEAR_ENV}={stage.hwcap2_clear:#x} "
+        return (f"cd {q(stage.runner_dir)} && {env}"
                 f"timeout -k {KILL_GRACE_S} {secs} {pin}{' '.join(q(a) for a in argv)}")
 
     def _execute(self, runner: Runner, stage: _Stage,

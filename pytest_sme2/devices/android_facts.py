@@ -12,7 +12,13 @@ from pytest_sme2.versions import package_version
 
 PROPS = ("ro.product.manufacturer", "ro.product.model", "ro.soc.manufacturer", "ro.soc.model",
          "ro.board.platform", "ro.hardware", "ro.product.cpu.abi", "ro.build.version.release",
-         "ro.build.version.sdk", "ro.build.fingerprint")
+         "ro.build.version.sdk", "ro.build.fingerprint", "ro.pytest_sme2.target",
+         "ro.pytest_sme2.emulator")
+# Only pytest-sme2's fake phones (tests/fakes/adb_device.py) set the two ro.pytest_sme2.*
+# properties: a real phone runs bionic programs (native-runner target "android", an NDK build).
+# A fake names what it runs instead: "host" (the host's own programs) or "aarch64-linux-gnu"
+# (glibc aarch64 programs under QEMU, with ro.pytest_sme2.emulator saying which).
+TARGET_PROP, EMULATOR_PROP = "ro.pytest_sme2.target", "ro.pytest_sme2.emulator"
 AT_HWCAP2 = 26
 HWCAP2_SME, HWCAP2_SME2 = 1 << 23, 1 << 37
 
@@ -177,6 +183,11 @@ def parse_facts(text: str, serial: str) -> DeviceFacts:
     }
     if hwcap2 is not None:
         extra["hwcap2"] = hex(hwcap2)
+    if props.get(TARGET_PROP):
+        extra["target"] = props[TARGET_PROP]
+    if props.get(EMULATOR_PROP):          # its timings say nothing about speed
+        extra["emulated"] = True
+        extra["emulator"] = props[EMULATOR_PROP]
     release, sdk = props.get("ro.build.version.release", ""), props.get("ro.build.version.sdk", "")
     return DeviceFacts(kind="android", serial=serial, model=props.get("ro.product.model") or "",
                        cpu=cpu, abi=props.get("ro.product.cpu.abi", ""),

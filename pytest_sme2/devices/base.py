@@ -15,6 +15,10 @@ class DeviceError(Sme2Error):
 
 class Device(Protocol):
     spec: str
+    # What the native runner is built for to run here: "host", "aarch64-linux-gnu" (QEMU), ...
+    target: str
+    # Whether a run also records which kernels executed (RunOutcome.kernel_trace): QEMU only.
+    trace_kernels: bool
 
     def facts(self) -> DeviceFacts:
         ...
@@ -26,8 +30,9 @@ class Device(Protocol):
 
 def open_device(spec: str, *, taskset: str | None = "auto",
                 session_id: str | None = None) -> Device:
-    """The device a ``--device`` spec names: ``host``, ``android``, ``android:SERIAL`` or
-    ``android:SERIAL@HOST:PORT``. ``taskset`` (auto | none | hex mask) pins Android runs."""
+    """The device a ``--device`` spec names: ``host``, ``android``, ``android:SERIAL``,
+    ``android:SERIAL@HOST:PORT``, ``qemu`` or ``qemu:CPU``. ``taskset`` (auto | none | hex
+    mask) pins Android runs."""
     kind = spec.split(":", 1)[0]
     if kind == "host":
         from pytest_sme2.devices.host import HostDevice
@@ -39,5 +44,9 @@ def open_device(spec: str, *, taskset: str | None = "auto",
         from pytest_sme2.devices.android import open_android
 
         return open_android(spec, taskset=taskset, session_id=session_id)
+    if kind == "qemu":
+        from pytest_sme2.devices.qemu import QemuDevice
+
+        return QemuDevice(spec)
     raise DeviceError(f"--device {spec!r}: unknown device kind {kind!r}; use 'host', 'android', "
-                      "'android:SERIAL' or 'android:SERIAL@HOST:PORT'")
+                      "'android:SERIAL', 'android:SERIAL@HOST:PORT', 'qemu' or 'qemu:CPU'")

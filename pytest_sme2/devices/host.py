@@ -40,6 +40,8 @@ def _kill_group(proc: subprocess.Popen) -> None:
 @dataclass
 class HostDevice:
     spec: str = "host"
+    target: str = "host"
+    trace_kernels: bool = False
 
     @cached_property
     def _cached_facts(self) -> DeviceFacts:
@@ -49,48 +51,56 @@ class HostDevice:
         return self._cached_facts
 
     def run(self, runner: Runner, request: RunRequest) -> RunOutcome:
-        name = runner.info.name
         check_host = getattr(runner, "check_host", None)
         if check_host is not None:  # a foreign-architecture binary: say so before exec fails
             check_host()
-        request.etdump.parent.mkdir(parents=True, exist_ok=True)
-        request.etdump.unlink(missing_ok=True)  # a stale trace must never be read as this run's
-        argv = runner.command(request)
-        t0 = time.perf_counter()
-        try:
-            # A session of its own, so a timeout kills whatever the runner started too.
-            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    start_new_session=True)
-        except OSError as e:
-            raise RunnerError(f"runner {name!r}: cannot start {argv[0]} ({e.strerror})") from None
-        try:
-            out, err = proc.communicate(timeout=request.timeout_s)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            raise RunnerError(f"runner {name!r} on {request.pte.name}: no result within "
-                              f"{request.timeout_s:g} s; killed (raise --sme2-timeout or lower "
-                              "--runs)") from None
-        except BaseException:  # Ctrl-C: leave no runner behind
-            _kill_group(proc)
-            raise
-        # errors="replace": a runner echoing a corrupt file's bytes must not crash the reader
-        proc = subprocess.CompletedProcess(argv, proc.returncode,
-                                           out.decode(errors="replace"),
-                                           err.decode(errors="replace"))
-        wall = time.perf_counter() - t0
-        if proc.returncode < 0:
-            sig = signal.Signals(-proc.returncode).name
-            raise RunnerError(f"runner {name!r} on {request.pte.name} was killed by {sig}; "
-                              f"stderr: {stderr_tail(proc.stderr)}")
-        if proc.returncode != 0:
-            from pytest_sme2.runners.binary import explain_failure
+        if runner.hwcap_mask:
+            raise RunnerError(f"runner {runner.info.name!r} has mask={runner.hwcap_mask}: hiding "
+                              "SME/SME2 from a process is done on an Arm64 Linux target "
+                              "(--device qemu); on this host it would change nothing")
+        return run_local(runner.info.name, request, runner.command(request))
 
-            cause = explain_failure(proc.stderr)
-            what = f"{cause} (exited with status {proc.returncode})" if cause else \
-                f"exited with status {proc.returncode}"
-            raise RunnerError(f"runner {name!r} on {request.pte.name} {what}; "
-                              f"stderr: {stderr_tail(proc.stderr)}")
-        if not request.etdump.is_file() or request.etdump.stat().st_size == 0:
-            raise RunnerError(f"runner {name!r} on {request.pte.name} succeeded but wrote no "
-                              f"ETDump at {request.etdump} (was it built with the event tracer?)")
-        return RunOutcome(request.etdump, wall, proc.stdout, proc.stderr)
+
+def run_local(name: str, request: RunRequest, argv: list[str],
+              env: dict[str, str] | None = None, where: str = "") -> RunOutcome:
+    """Run ``argv`` as a local process for ``request`` (a runner on the host, or the emulator
+    that runs one): time limit, a fresh ETDump, and one-line errors naming runner and model.
+    ``where`` follows the model name in errors (e.g. " under QEMU -cpu max")."""
+    request.etdump.parent.mkdir(parents=True, exist_ok=True)
+    request.etdump.unlink(missing_ok=True)  # a stale trace must never be read as this run's
+    t0 = time.perf_counter()
+    try:
+        # A session of its own, so a timeout kills whatever the runner started too.
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True, env=env)
+    except OSError as e:
+        raise RunnerError(f"runner {name!r}: cannot start {argv[0]} ({e.strerror})") from None
+    try:
+        out, err = proc.communicate(timeout=request.timeout_s)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        raise RunnerError(f"runner {name!r} on {request.pte.name}{where}: no result within "
+                          f"{request.timeout_s:g} s; killed (raise --sme2-timeout or lower "
+                          "--runs)") from None
+    except BaseException:  # Ctrl-C: leave no runner behind
+        _kill_group(proc)
+        raise
+    # errors="replace": a runner echoing a corrupt file's bytes must not crash the reader
+    stdout, stderr = out.decode(errors="replace"), err.decode(errors="replace")
+    wall = time.perf_counter() - t0
+    if proc.returncode < 0:
+        sig = signal.Signals(-proc.returncode).name
+        raise RunnerError(f"runner {name!r} on {request.pte.name}{where} was killed by {sig}; "
+                          f"stderr: {stderr_tail(stderr)}")
+    if proc.returncode != 0:
+        from pytest_sme2.runners.binary import explain_failure
+
+        cause = explain_failure(stderr)
+        what = f"{cause} (exited with status {proc.returncode})" if cause else \
+            f"exited with status {proc.returncode}"
+        raise RunnerError(f"runner {name!r} on {request.pte.name}{where} {what}; "
+                          f"stderr: {stderr_tail(stderr)}")
+    if not request.etdump.is_file() or request.etdump.stat().st_size == 0:
+        raise RunnerError(f"runner {name!r} on {request.pte.name}{where} succeeded but wrote no "
+                          f"ETDump at {request.etdump} (was it built with the event tracer?)")
+    return RunOutcome(request.etdump, wall, stdout, stderr)

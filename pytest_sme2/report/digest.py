@@ -226,12 +226,28 @@ def _evidence(blocks: list[dict[str, Any]]) -> dict[str, Any]:
         for k in e.get("kernels") or []:
             kernels.setdefault(k["name"], k)
     packed = list(dict.fromkeys(op for e in evs for op in e.get("kleidiai_ops") or []))
+    executed = _executed(evs)
     if len(set(verdicts)) == 1:
         return {"sme2": verdicts[0], "reason": evs[0].get("reason", ""), "kleidiai_ops": packed,
-                "kernels": list(kernels.values())}
+                "kernels": list(kernels.values()), "executed_kernels": executed}
     counts = ", ".join(f"{v} in {verdicts.count(v)}" for v in dict.fromkeys(verdicts))
     return {"sme2": "mixed", "reason": f"blocks disagree: {counts} of {len(verdicts)} blocks",
-            "kleidiai_ops": packed, "kernels": list(kernels.values())}
+            "kleidiai_ops": packed, "kernels": list(kernels.values()),
+            "executed_kernels": executed}
+
+
+def _executed(evs: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    """Kernels that executed in any block (a traced device), executed block counts summed;
+    None when no block was traced."""
+    traced = [e["executed_kernels"] for e in evs if e.get("executed_kernels") is not None]
+    if not traced:
+        return None
+    out: dict[str, dict[str, Any]] = {}
+    for kernels in traced:
+        for k in kernels:
+            row = out.setdefault(k["name"], {**k, "blocks": 0})
+            row["blocks"] += int(k.get("blocks") or 0)
+    return sorted(out.values(), key=lambda k: (k.get("isa_family", ""), k["name"]))
 
 
 def make_side(runner: str, blocks: list[dict[str, Any]],

@@ -14,22 +14,36 @@ COLUMNS = ("benchmark", "model", "dtype", "threads", "runner", "median ms", "p90
 _NUMERIC = {3, 5, 6, 7, 8}
 
 
+EMULATED = " [emulated CPU: timings say nothing about speed]"
+
+
+def _emulated(device: dict) -> bool:
+    return bool(device.get("extra", {}).get("emulated"))
+
+
 def benchmark_line(r: BenchmarkResult) -> str:
     e = r.e2e
+    ev = r.kernel_evidence
+    sme2 = f"; SME2 {ev['sme2']}" if ev.get("executed_kernels") is not None else ""
     return (f"sme2: {r.model} {r.dtype} t{r.threads} {r.runner_name}: Method::execute median "
             f"{e.median_ms:.3f} ms, p90 {e.p90_ms:.3f} ms, CV {e.cv_pct:.1f}%, "
-            f"n={e.n} (+{r.warmup} warm-up discarded)")
+            f"n={e.n} (+{r.warmup} warm-up discarded){sme2}"
+            + (EMULATED if _emulated(r.device) else ""))
 
 
 def comparison_line(c: dict) -> str:
     s = c["speedup"]
     out = c.get("outputs")
-    outputs = "" if not out else (", outputs equal" if out["equal"] else
-                                  f", OUTPUTS DIFFER (max |diff| {out['max_abs_diff']:.3g})")
+    outputs = "" if not out else (
+        f", outputs equal (max |diff| {out['max_abs_diff']:.3g}, relative "
+        f"{out.get('max_rel_diff', 0.0):.3g})" if out["equal"] else
+        f", OUTPUTS DIFFER (max |diff| {out['max_abs_diff']:.3g}, relative "
+        f"{out.get('max_rel_diff', 0.0):.3g}, tolerance {out['tolerance']:.3g})")
     return (f"sme2: {c['candidate']} vs {c['base']} on {c['model']} {c['dtype']} t{c['threads']}: "
             f"speed-up {s['point']:.3f}x [{s['low']:.3f}, {s['high']:.3f}], medians "
             f"{c['base_median_ms']:.3f} -> {c['candidate_median_ms']:.3f} ms over "
-            f"{len(c['base_blocks'])} blocks each: {c['verdict']}{outputs}")
+            f"{len(c['base_blocks'])} blocks each: {c['verdict']}{outputs}"
+            + (EMULATED if c.get("emulated") else ""))
 
 
 def top_category(categories_ms: dict[str, float]) -> str:
@@ -95,8 +109,10 @@ def summary_table(results: Iterable[BenchmarkResult], comparisons: Iterable[dict
         cand = [by_id[n] for n in c["candidate_blocks"] if n in by_id]
         judged = c.get("baselines") or {}
         if base and cand:
+            mark = " emulated" if c.get("emulated") else ""
             rows.append(_row(name, base, "(base)", judged.get(c["base"], {})))
-            rows.append(_row(name, cand, f"{s['point']:.2f}x [{s['low']:.2f}, {s['high']:.2f}]",
+            rows.append(_row(name, cand,
+                             f"{s['point']:.2f}x [{s['low']:.2f}, {s['high']:.2f}]{mark}",
                              judged.get(c["candidate"], {})))
     widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
 
@@ -104,7 +120,11 @@ def summary_table(results: Iterable[BenchmarkResult], comparisons: Iterable[dict
         return "  ".join(c.rjust(w) if i in _NUMERIC else c.ljust(w)
                          for i, (c, w) in enumerate(zip(row, widths))).rstrip()
 
-    return [fmt(rows[0]), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows[1:]]
+    lines = [fmt(rows[0]), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows[1:]]
+    if any(_emulated(r.device) for r in results):
+        lines.append("emulated: measured on an emulated CPU (QEMU); its times and speed-ups say "
+                     "nothing about speed — the SME2 column and the outputs are what it proves")
+    return lines
 
 
 def analysis_summary(a) -> list[str]:

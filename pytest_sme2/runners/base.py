@@ -24,6 +24,8 @@ class RunRequest:
     inputs: Path | None = None      # tensor file (pytest_sme2.tensorfile) of the inputs
     outputs: Path | None = None     # where to save the last run's outputs, if wanted
     timeout_s: float = 600.0
+    # Where to write the executed-kernels CSV, on devices that can trace execution (QEMU).
+    kernel_trace: Path | None = None
 
     @property
     def executions(self) -> int:
@@ -37,6 +39,7 @@ class RunOutcome:
     wall_s: float
     stdout: str
     stderr: str
+    kernel_trace: Path | None = None    # executed kernels (CSV), when the device traced them
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,9 @@ class RunnerInfo:
 
 class Runner(Protocol):
     info: RunnerInfo
+    # A name from pytest_sme2.hwcaps.MASKS: the device hides those CPU features from this
+    # runner's process (same binary, SME2 off). None: the process sees the CPU as it is.
+    hwcap_mask: str | None
 
     def command(self, request: RunRequest) -> list[str]:
         """The argv that runs ``request`` and writes ``request.etdump``. A remote device calls

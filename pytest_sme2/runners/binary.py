@@ -91,6 +91,7 @@ class BinaryRunner:
     path: Path
     lib_dir: Path | None = None
     labels: dict[str, str] = field(default_factory=dict)
+    hwcap_mask: str | None = None              # see runners.base.Runner
     info: RunnerInfo = field(init=False)
     machine: str | None = field(init=False)   # ELF architecture, None for a script
     takes_tensor_files = False                 # inputs are ones; no outputs file

@@ -6,11 +6,15 @@ machine. A hit checks two files and runs nothing. Concurrent pytest-xdist worker
 file lock; the build happens in a temporary folder that is renamed into place, so nobody ever
 runs a half-linked binary. Each cache entry holds the binary and ``build.json`` (labels, the
 shared libraries it links, build time); the build tree is not kept.
+
+``target="aarch64-linux-gnu"`` cross-builds the same sources for an emulated Arm64 device
+(pytest_sme2.emulation): a generated CMake toolchain file, the aarch64-linux-gnu cross compiler,
+and the aarch64 executorch wheel of the installed version. Its key adds the target, the cross
+compiler and the wheel (version and folder: the binary's RUNPATH names that folder).
 """
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import os
@@ -23,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from pytest_sme2.errors import Sme2Error
+from pytest_sme2.buildcache import sources_hash
 from pytest_sme2.locking import file_lock
 from pytest_sme2.runners.base import RunnerError, RunnerInfo, RunRequest
 from pytest_sme2.versions import package_version
@@ -33,6 +39,10 @@ BINARY = "sme2_runner"
 MANIFEST = "build.json"
 BUILD_TYPE = "Release"
 STEP_TIMEOUT_S = 900.0
+HOST = "host"
+CROSS_TARGETS = ("aarch64-linux-gnu",)
+TOOLCHAIN_FILE = "toolchain.cmake"
+XNNPACK_LIB = "libexecutorch_backend_xnnpack.so"
 
 
 def default_cache_dir() -> Path:
@@ -72,11 +82,16 @@ class Toolchain:
         return f"{family} {ver}"
 
 
-def find_toolchain() -> Toolchain:
+def _find_cmake() -> str:
     cmake = shutil.which("cmake")
     if not cmake:
         raise RunnerError("the native runner is built with CMake (>= 3.19), which is not on PATH; "
                           "install cmake or use --sme2-runner python")
+    return cmake
+
+
+def find_toolchain() -> Toolchain:
+    cmake = _find_cmake()
     wanted = os.environ.get("CXX")
     if wanted:
         cxx = shutil.which(wanted)
@@ -98,14 +113,7 @@ def find_toolchain() -> Toolchain:
 
 
 def cache_key(tc: Toolchain) -> str:
-    h = hashlib.sha256()
-    for name in SOURCES:
-        try:
-            h.update((SOURCE_DIR / name).read_bytes())
-        except OSError:
-            raise RunnerError(f"the native runner's source {SOURCE_DIR / name} is missing from "
-                              "this installation of pytest-sme2 (reinstall it with its package "
-                              "data)") from None
+    h = sources_hash(SOURCE_DIR, SOURCES, "the native runner", RunnerError)
     for part in (package_version("executorch"), tc.cxx, tc.cxx_version, platform.machine(),
                  BUILD_TYPE):
         h.update(part.encode() + b"\0")
@@ -154,11 +162,28 @@ def _step(stage: str, argv: list[str], log: list[str], log_path: Path) -> None:
 
 
 def build_native_runner(cache_dir: Path | None = None, force: bool = False,
-                        progress: Callable[[str], None] | None = None) -> Path:
-    """Path of the cached native runner binary, configuring and building it first if needed."""
+                        progress: Callable[[str], None] | None = None,
+                        target: str = HOST) -> Path:
+    """Path of the cached native runner binary, configuring and building it first if needed.
+    ``target``: "host", or "aarch64-linux-gnu" for an emulated Arm64 device."""
     cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
+    if target != HOST:
+        cross = find_cross_build(target, progress)
+        key = cross_cache_key(cross)
+        what = (f"{target}, {cross.toolchain.compiler_label}, aarch64 executorch "
+                f"{cross.executorch_version} wheel")
+        return _cached_build(cache_dir, key, force, progress, what,
+                             lambda out, failed: _build_cross_into(out, cross, key, failed))
     tc = find_toolchain()
     key = cache_key(tc)
+    what = f"{tc.compiler_label}, executorch {package_version('executorch')}"
+    return _cached_build(cache_dir, key, force, progress, what,
+                         lambda out, failed: _build_into(out, tc, key, failed))
+
+
+def _cached_build(cache_dir: Path, key: str, force: bool,
+                  progress: Callable[[str], None] | None, what: str,
+                  build: Callable[[Path, Path], dict]) -> Path:
     folder = cache_dir / key
     if not force and _is_built(folder):
         return folder / BINARY
@@ -166,13 +191,12 @@ def build_native_runner(cache_dir: Path | None = None, force: bool = False,
         if not force and _is_built(folder):  # another worker built it while we waited
             return folder / BINARY
         say = progress or (lambda msg: None)
-        say(f"building the native runner ({tc.compiler_label}, executorch "
-            f"{package_version('executorch')}) ...")
+        say(f"building the native runner ({what}) ...")
         tmp = cache_dir / f".tmp-{key}-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         try:
-            manifest = _build_into(tmp, tc, key, cache_dir / f"build-{key}.failed.log")
+            manifest = build(tmp, cache_dir / f"build-{key}.failed.log")
             if folder.exists():
                 shutil.rmtree(folder)
             os.rename(tmp, folder)
@@ -182,13 +206,28 @@ def build_native_runner(cache_dir: Path | None = None, force: bool = False,
     return folder / BINARY
 
 
-def _build_into(out: Path, tc: Toolchain, key: str, failed_log: Path) -> dict:
+def cached_native_runner(cache_dir: Path | None = None, target: str = HOST) -> Path | None:
+    """The cached binary for ``target`` if it is built, without building or downloading."""
+    cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
+    if target == HOST:
+        key = cache_key(find_toolchain())
+    else:
+        try:
+            key = cross_cache_key(find_cross_build(target, fetch=False))
+        except Sme2Error:  # no cross compiler, wheel not fetched: not built either
+            return None
+    return cache_dir / key / BINARY if _is_built(cache_dir / key) else None
+
+
+def _cmake_build(out: Path, tc: Toolchain, compiler_args: list[str], executorch_dir: Path,
+                 failed_log: Path) -> tuple[float, list[str], list[str]]:
+    """Configure and build into ``out/build``; (seconds, runtime libs, log), binary copied."""
     build = out / "build"
     log: list[str] = []
     t0 = time.perf_counter()
     configure = [tc.cmake, "-S", str(SOURCE_DIR), "-B", str(build),
-                 f"-DCMAKE_BUILD_TYPE={BUILD_TYPE}", f"-DCMAKE_CXX_COMPILER={tc.cxx}",
-                 f"-Dexecutorch_DIR={executorch_cmake_dir()}"]
+                 f"-DCMAKE_BUILD_TYPE={BUILD_TYPE}", *compiler_args,
+                 f"-Dexecutorch_DIR={executorch_dir}"]
     if tc.ninja:
         configure += ["-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={tc.ninja}"]
     _step("configure", configure, log, failed_log)
@@ -196,7 +235,23 @@ def _build_into(out: Path, tc: Toolchain, key: str, failed_log: Path) -> dict:
     seconds = time.perf_counter() - t0
     shutil.copy2(build / BINARY, out / BINARY)
     libs = [ln for ln in (build / "runtime-libs.txt").read_text().splitlines() if ln.strip()]
-    manifest = {
+    return seconds, libs, log
+
+
+def _write_manifest(out: Path, tc: Toolchain, manifest: dict, log: list[str]) -> dict:
+    manifest["cmake"] = subprocess.run([tc.cmake, "--version"], capture_output=True,
+                                       text=True).stdout.split("\n")[0]
+    manifest["compiler_version"] = tc.cxx_version
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    (out / "build.log").write_text("".join(log))
+    shutil.rmtree(out / "build")
+    return manifest
+
+
+def _build_into(out: Path, tc: Toolchain, key: str, failed_log: Path) -> dict:
+    seconds, libs, log = _cmake_build(out, tc, [f"-DCMAKE_CXX_COMPILER={tc.cxx}"],
+                                      executorch_cmake_dir(), failed_log)
+    return _write_manifest(out, tc, {
         "key": key,
         "labels": {
             "executorch": package_version("executorch"),
@@ -209,15 +264,103 @@ def _build_into(out: Path, tc: Toolchain, key: str, failed_log: Path) -> dict:
             "source": "executorch wheel",
         },
         "libs": libs,
-        "cmake": subprocess.run([tc.cmake, "--version"], capture_output=True,
-                                text=True).stdout.split("\n")[0],
-        "compiler_version": tc.cxx_version,
         "build_seconds": round(seconds, 3),
-    }
-    (out / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-    (out / "build.log").write_text("".join(log))
-    shutil.rmtree(build)
-    return manifest
+    }, log)
+
+
+# --- cross builds (emulated Arm64 targets) --------------------------------------------------
+
+@dataclass(frozen=True)
+class CrossBuild:
+    """What a cross build of the runner is made with."""
+    target: str                # "aarch64-linux-gnu"
+    toolchain: Toolchain       # cmake, the cross g++ and its version, ninja
+    cc: str                    # the cross gcc (CMake's toolchain file names both)
+    executorch_dir: Path       # the target wheel's executorch/ folder (include/, lib/)
+    executorch_version: str
+
+    @property
+    def machine(self) -> str:
+        return self.target.split("-", 1)[0]
+
+    @property
+    def cmake_dir(self) -> Path:
+        return self.executorch_dir / "lib" / "cmake" / "executorch"
+
+
+def find_cross_build(target: str, progress: Callable[[str], None] | None = None,
+                     fetch: bool = True) -> CrossBuild:
+    """Tools and wheel for ``target``; ``fetch=False`` never downloads (RunnerError instead)."""
+    from pytest_sme2.emulation.tools import compiler_version, find_cross_compiler
+    from pytest_sme2.emulation.wheel import cached_executorch_dir, target_executorch_dir
+
+    if target == "android":             # a phone's bionic programs: an NDK build, not ours
+        raise RunnerError("the native runner is not built for Android phones here (that needs "
+                          "an NDK build, docs/native-runner.md): pass one with --runner "
+                          "NAME=/path/to/executor_runner,libs=DIR")
+    if target not in CROSS_TARGETS:
+        raise RunnerError(f"unknown native runner target {target!r}; known: "
+                          f"{', '.join((HOST, *CROSS_TARGETS))}")
+    cc, cxx = find_cross_compiler()
+    version = package_version("executorch")
+    folder = target_executorch_dir(version, progress) if fetch else cached_executorch_dir(version)
+    if folder is None:
+        raise RunnerError(f"the aarch64 executorch {version} wheel is not cached yet")
+    toolchain = Toolchain(_find_cmake(), cxx, compiler_version(cxx), shutil.which("ninja"))
+    return CrossBuild(target, toolchain, cc, Path(os.path.realpath(folder)), version)
+
+
+def toolchain_file_text(cross: CrossBuild) -> str:
+    return (f"# pytest-sme2: cross build for {cross.target}\n"
+            "set(CMAKE_SYSTEM_NAME Linux)\n"
+            f"set(CMAKE_SYSTEM_PROCESSOR {cross.machine})\n"
+            f"set(CMAKE_C_COMPILER {cross.cc})\n"
+            f"set(CMAKE_CXX_COMPILER {cross.toolchain.cxx})\n")
+
+
+def cross_cache_key(cross: CrossBuild) -> str:
+    h = sources_hash(SOURCE_DIR, SOURCES, "the native runner", RunnerError)
+    for part in (cross.target, cross.executorch_version, str(cross.executorch_dir),
+                 cross.toolchain.cxx, cross.toolchain.cxx_version, toolchain_file_text(cross),
+                 BUILD_TYPE):
+        h.update(part.encode() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def wheel_sme2_label(lib_dir: Path) -> str:
+    """What the target wheel's XNNPACK holds, read from its symbol names. Kernels present is
+    not kernels used: XNNPACK picks them only where the CPU reports SME2."""
+    try:
+        data = (lib_dir / XNNPACK_LIB).read_bytes()
+    except OSError:
+        return "unknown"
+    kernels = set(re.findall(rb"kai_run_\w*_sme2_\w*", data))
+    if kernels:
+        return (f"kernels present ({len(kernels)} KleidiAI SME2 micro-kernels in the wheel's "
+                "XNNPACK)")
+    return "absent (no KleidiAI SME2 micro-kernels in the wheel's XNNPACK)"
+
+
+def _build_cross_into(out: Path, cross: CrossBuild, key: str, failed_log: Path) -> dict:
+    toolchain_file = out / TOOLCHAIN_FILE  # kept with the binary: how it was made
+    toolchain_file.write_text(toolchain_file_text(cross))
+    seconds, libs, log = _cmake_build(out, cross.toolchain,
+                                      [f"-DCMAKE_TOOLCHAIN_FILE={toolchain_file}"],
+                                      cross.cmake_dir, failed_log)
+    return _write_manifest(out, cross.toolchain, {
+        "key": key,
+        "target": cross.target,
+        "labels": {
+            "executorch": cross.executorch_version,
+            "compiler": cross.toolchain.compiler_label,
+            "build_type": BUILD_TYPE,
+            "machine": cross.machine,
+            "sme2": wheel_sme2_label(cross.executorch_dir / "lib"),
+            "source": "executorch wheel (aarch64)",
+        },
+        "libs": libs,
+        "build_seconds": round(seconds, 3),
+    }, log)
 
 
 @dataclass(frozen=True)
@@ -231,6 +374,7 @@ class NativeRunner:
     binary: Path
     info: RunnerInfo = field(default_factory=lambda: RunnerInfo("native", "native"))
     libs: tuple[Path, ...] = ()
+    hwcap_mask: str | None = None       # see runners.base.Runner
 
     @classmethod
     def from_build(cls, binary: Path, name: str = "native") -> NativeRunner:
@@ -261,6 +405,7 @@ class NativeRunner:
 
 
 def native_runner(cache_dir: Path | None = None, force: bool = False,
-                  progress: Callable[[str], None] | None = None) -> NativeRunner:
-    """Build (or reuse) the native runner and describe it."""
-    return NativeRunner.from_build(build_native_runner(cache_dir, force, progress))
+                  progress: Callable[[str], None] | None = None,
+                  target: str = HOST) -> NativeRunner:
+    """Build (or reuse) the native runner for ``target`` and describe it."""
+    return NativeRunner.from_build(build_native_runner(cache_dir, force, progress, target))

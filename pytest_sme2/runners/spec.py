@@ -5,9 +5,13 @@
     fast=native                             the same under another name
     sme2_on=/path/executor_runner,sme2=on   a user binary with build labels
     sme2_off=/path/runner,libs=/path/lib,sme2=off,flags=-DXNNPACK_ENABLE_ARM_SME2=OFF
+    sme2_off=native,mask=sme                the same binary as sme2_on, SME/SME2 hidden from it
 
 After the kind or path, comma-separated ``key=value`` pairs are labels recorded with every
-result, except ``libs=DIR`` (shared libraries pushed beside a binary on a remote device).
+result, except ``libs=DIR`` (shared libraries pushed beside a binary on a remote device) and
+``mask=sme|sme2`` (the device hides those CPU features from the runner's process: SME2 off in
+one binary, :mod:`pytest_sme2.hwcaps`; it implies the label ``sme2=off`` and records how). The
+native runner is one build with SME2 kernels, so ``native,sme2=off`` means ``mask=sme``.
 The runner itself is made on first use, so a native build only happens when one is needed.
 """
 
@@ -31,27 +35,37 @@ class RunnerSpec:
     path: Path | None = None
     lib_dir: Path | None = None
     labels: dict[str, str] = field(default_factory=dict)
+    hwcap_mask: str | None = None      # a pytest_sme2.hwcaps.MASKS name
 
-    def make(self, progress: Callable[[str], None] | None = None) -> Runner:
+    def make(self, progress: Callable[[str], None] | None = None,
+             target: str = "host") -> Runner:
+        """The runner, built for ``target`` where we build it (the native runner): ``host``
+        or a device's target such as ``aarch64-linux-gnu`` (QEMU)."""
         if self.kind == "python":
             from pytest_sme2.runners.base import RunnerInfo
             from pytest_sme2.runners.python import PythonRunner
 
+            if self.hwcap_mask:
+                raise RunnerError(f"runner {self.name!r}: mask= needs a native or binary runner "
+                                  "on an Arm64 device; the python runner runs on the host")
             base = PythonRunner()
             return PythonRunner(info=RunnerInfo(self.name, "python",
-                                                {**base.info.labels, **self.labels}))
+                                                {**base.info.labels, **self.labels}),
+                                progress=progress)
         if self.kind == "native":
+            from pytest_sme2.runners.base import RunnerInfo
             from pytest_sme2.runners.native import NativeRunner, build_native_runner
 
-            runner = NativeRunner.from_build(build_native_runner(progress=progress), self.name)
-            if self.labels:
-                info = type(runner.info)(self.name, "native", {**runner.info.labels,
-                                                                **self.labels})
-                runner = NativeRunner(runner.binary, info, runner.libs)
-            return runner
+            binary = build_native_runner(progress=progress, target=target)
+            runner = NativeRunner.from_build(binary, self.name)
+            return NativeRunner(runner.binary,
+                                RunnerInfo(self.name, "native", {**runner.info.labels,
+                                                                 **self.labels}),
+                                runner.libs, self.hwcap_mask)
         from pytest_sme2.runners.binary import BinaryRunner
 
-        return BinaryRunner(self.name, self.path, self.lib_dir, dict(self.labels))
+        return BinaryRunner(self.name, self.path, self.lib_dir, dict(self.labels),
+                            self.hwcap_mask)
 
 
 def parse_runner_spec(text: str) -> RunnerSpec:
@@ -77,22 +91,60 @@ def parse_runner_spec(text: str) -> RunnerSpec:
         raise RunnerError(f"--runner {text!r}: nothing after '='; {usage}")
     labels: dict[str, str] = {}
     lib_dir = None
+    mask = None
     for item in rest:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise RunnerError(f"--runner {text!r}: {item!r} is not key=value; {usage}")
         if key.strip() == "libs":
             lib_dir = Path(value.strip()).expanduser()
+        elif key.strip() == "mask":
+            mask = value.strip()
         else:
             labels[key.strip()] = value.strip()
+    if target == "native" and labels.get("sme2") == "off" and mask is None:
+        # Our runner is one build with SME2 kernels: the only true "SME2 off" is a masked process.
+        mask = "sme"
+    if mask is not None:
+        labels.update(mask_labels(mask, labels, text))
     if target in BUILTIN:
         if lib_dir is not None:
             raise RunnerError(f"--runner {text!r}: libs= applies to a binary path only")
-        return RunnerSpec(name, target, labels=labels)
+        if mask is not None and target == "python":
+            raise RunnerError(f"--runner {text!r}: mask= needs a native or binary runner on an "
+                              "Arm64 device; the python runner runs on the host")
+        return RunnerSpec(name, target, labels=labels, hwcap_mask=mask)
     if "/" not in target and not target.startswith("."):
         raise RunnerError(f"--runner {text!r}: {target!r} is neither a built-in runner "
                           f"({', '.join(BUILTIN)}) nor a path; {usage}")
-    return RunnerSpec(name, "binary", Path(target).expanduser(), lib_dir, labels)
+    return RunnerSpec(name, "binary", Path(target).expanduser(), lib_dir, labels, mask)
+
+
+def masked_pair() -> list[RunnerSpec]:
+    """The SME2 comparison from one binary: ``sme2_on`` (the native runner as built),
+    ``sme2_off`` (the same binary, SME and SME2 hidden) and ``sme_only`` (SME2 hidden, SME kept),
+    so the two sides differ in the CPU features the process sees and nothing else."""
+    on = {"sme2": "on", "made_by": "one binary; hwcaps as the device reports them"}
+    off = mask_labels("sme", {})
+    sme = mask_labels("sme2", {})
+    return [RunnerSpec("sme2_on", "native", labels=on),
+            RunnerSpec("sme2_off", "native", labels={**off, "made_by": "one binary; "
+                                                     + off["made_by"]}, hwcap_mask="sme"),
+            RunnerSpec("sme_only", "native", labels={**sme, "made_by": "one binary; "
+                                                     + sme["made_by"]}, hwcap_mask="sme2")]
+
+
+def mask_labels(mask: str, labels: dict[str, str], text: str = "") -> dict[str, str]:
+    """The labels a hwcap mask implies: SME2 is off, and how (recorded with every result)."""
+    from pytest_sme2.hwcaps import MASKS, describe_mask
+
+    if mask not in MASKS:
+        raise RunnerError(f"--runner {text!r}: unknown mask {mask!r}; use mask=sme (no SME, no "
+                          "SME2) or mask=sme2 (SME without SME2)")
+    if labels.get("sme2", "off") != "off":
+        raise RunnerError(f"--runner {text!r}: mask={mask} hides SME2, so the label "
+                          f"sme2={labels['sme2']} would be false; drop it")
+    return {"sme2": "off", "hwcap_mask": mask, "made_by": describe_mask(mask)}
 
 
 def runner_specs(texts: list[str]) -> dict[str, RunnerSpec]:

@@ -17,6 +17,19 @@ PATH). Device paths at the start of a word (``/data/local/tmp``, ``/proc``, ``/s
 removed from the output again, so the caller sees device paths. This is a test double, not a
 jail: it runs whatever the test sends, so it only ever listens on 127.0.0.1 and lives as long as
 one test.
+
+Two kinds of fake phone (``FakeAndroidConfig.arch``):
+- ``host`` (default): pushed programs are the host's own (x86-64 glibc); the SME2 facts are
+  crafted from ``sme2``. The phone says so with ``ro.pytest_sme2.target=host``.
+- ``aarch64``: pushed aarch64 ELF programs run under QEMU user mode (``qemu``, ``-L sysroot``,
+  ``-cpu qemu_cpu``), like binfmt_misc would run them: the phone's ``timeout`` and ``taskset``
+  start their command through ``bin/fake-exec``, which wraps an aarch64 ELF in QEMU and passes
+  the guest's ``LD_LIBRARY_PATH``/``LD_PRELOAD`` with ``-E`` (the shell renames an
+  ``LD_PRELOAD=`` assignment to ``FAKE_GUEST_LD_PRELOAD=`` so the host's own tools never try to
+  preload an aarch64 library). The auxv and cpuinfo features come from the emulated CPU: the
+  aarch64 ``probe`` (pytest_sme2/target/sme2_probe.c) runs under the same QEMU when the phone is
+  built. Its programs are glibc programs (the sysroot's), not bionic ones, and the phone says
+  so with ``ro.pytest_sme2.target=aarch64-linux-gnu`` and ``ro.pytest_sme2.emulator``.
 """
 
 from __future__ import annotations
@@ -25,6 +38,7 @@ import os
 import posixpath
 import re
 import secrets
+import shutil
 import signal
 import socket
 import struct
@@ -47,8 +61,23 @@ WRITABLE = "/data/local/tmp"
 # (which itself contains /tmp) or a file name is never rewritten twice.
 _DEVICE_PATH = re.compile(r"(?<![\w.\-/])(/data/local/tmp|/proc|/sys|/system|/vendor)(?![\w.\-])")
 
+_LD_PRELOAD = re.compile(r"(?<![\w$])LD_PRELOAD=")
+GUEST_PRELOAD = "FAKE_GUEST_LD_PRELOAD"
+
 HWCAP2_SME, HWCAP2_SME2 = 1 << 23, 1 << 37
 AT_NULL, AT_PAGESZ, AT_HWCAP, AT_HWCAP2 = 0, 6, 16, 26
+# /proc/cpuinfo feature names of the AT_HWCAP and AT_HWCAP2 bits, in bit order (Linux
+# arch/arm64/kernel/cpuinfo.c): the aarch64 fake derives its Features line from the emulated CPU.
+HWCAP_NAMES = ("fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm "
+               "jscvt fcma lrcpc dcpop sha3 sm3 sm4 asimddp sha512 sve asimdfhm dit uscat ilrcpc "
+               "flagm ssbs sb paca pacg").split()
+HWCAP2_NAMES = ("dcpodp sve2 sveaes svepmull svebitperm svesha3 svesm4 flagm2 frint svei8mm "
+                "svef32mm svef64mm svebf16 i8mm bf16 dgh rng bti mte ecv afp rpres mte3 sme "
+                "smei16i64 smef64f64 smei8i32 smef16f32 smeb16f32 smef32f32 smefa64 wfxt ebf16 "
+                "sveebf16 cssc rprfm sve2p1 sme2 sme2p1 smei16i32 smebi32i32 smeb16b16 smef16f16 "
+                "mops hbc sveb16b16 lrcpc3 lse128 fpmr lut faminmax f8cvt f8fma f8dp4 f8dp2 "
+                "f8e4m3 f8e5m2 smelutv2 smef8f16 smef8f32 smesf8fma smesf8dp4 smesf8dp2 "
+                "poe").split()
 
 
 def default_props(sme2: bool) -> dict[str, str]:
@@ -82,6 +111,14 @@ class FakeAndroidConfig:
     drop_after_s: float = 0.2
     fail_push: str | None = None    # regex on device paths: SEND answers FAIL
     serial_no: str = "FAKE0001"
+    # "host": pushed programs are host programs. "aarch64": aarch64 ELF programs run under QEMU
+    # (qemu, sysroot and probe needed; sme2 is then ignored: the emulated CPU decides).
+    arch: str = "host"
+    qemu: Path | None = None        # qemu-aarch64, >= 11 for SME2
+    sysroot: Path | None = None     # QEMU's -L: the glibc the pushed programs link against
+    qemu_cpu: str = "max"
+    probe: Path | None = None       # aarch64 sme2_probe: the emulated CPU's hwcaps
+    trace_dir: Path | None = None   # aarch64: each program's QEMU in_asm log and maps file here
 
 
 class _Gone(Exception):
@@ -106,7 +143,7 @@ class FakeAdbDevice:
         self._procs: list[subprocess.Popen] = []
         self._stop = threading.Event()
         self._dropped = False
-        build_sandbox(self.root, self.config)
+        self.props = build_sandbox(self.root, self.config)     # what getprop answers
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind(("127.0.0.1", port))
@@ -154,7 +191,10 @@ class FakeAdbDevice:
         return self.root / norm.lstrip("/") if norm != "/" else self.root
 
     def rewrite(self, cmd: str) -> str:
-        return _DEVICE_PATH.sub(lambda m: f"{self.root}{m.group(1)}", cmd)
+        cmd = _DEVICE_PATH.sub(lambda m: f"{self.root}{m.group(1)}", cmd)
+        if self.config.arch == "aarch64":   # the guest's, never the host tools' (fake-exec)
+            cmd = _LD_PRELOAD.sub(GUEST_PRELOAD + "=", cmd)
+        return cmd
 
     def unrewrite(self, data: bytes) -> bytes:
         return data.replace(str(self.root).encode(), b"")
@@ -292,7 +332,7 @@ class _Conn:
                 stream.peer_closed()
 
     def _banner(self) -> bytes:
-        props = {**default_props(self.dev.config.sme2), **self.dev.config.props}
+        props = self.dev.props
         keys = ("ro.product.name", "ro.product.model", "ro.product.device")
         head = "".join(f"{k}={props[k]};" for k in keys)
         return f"device::{head}features={','.join(FEATURES)}".encode()
@@ -585,12 +625,87 @@ def _cpu_features(sme2: bool) -> str:
                    "sme2" if sme2 else "")
 
 
-def crafted_auxv(sme2: bool) -> bytes:
-    """An arm64 auxiliary vector: (type, value) u64 pairs ending with AT_NULL."""
-    hwcap2 = (HWCAP2_SME | HWCAP2_SME2 | (1 << 1)) if sme2 else (1 << 1)   # bit 1: SVE2
-    pairs = [(33, 0x7FFF0000), (AT_HWCAP, 0xEFFFFFFF), (AT_PAGESZ, 4096), (AT_HWCAP2, hwcap2),
+def hwcap_features(hwcap: int, hwcap2: int) -> str:
+    """The cpuinfo ``Features`` words of AT_HWCAP/AT_HWCAP2 values (named bits only)."""
+    return " ".join([n for b, n in enumerate(HWCAP_NAMES) if hwcap >> b & 1]
+                    + [n for b, n in enumerate(HWCAP2_NAMES) if hwcap2 >> b & 1])
+
+
+def crafted_auxv(sme2: bool, hwcaps: tuple[int, int] | None = None) -> bytes:
+    """An arm64 auxiliary vector: (type, value) u64 pairs ending with AT_NULL. ``hwcaps``:
+    (AT_HWCAP, AT_HWCAP2) as read on an emulated CPU; else made up from ``sme2``."""
+    if hwcaps is None:
+        hwcap2 = (HWCAP2_SME | HWCAP2_SME2 | (1 << 1)) if sme2 else (1 << 1)   # bit 1: SVE2
+        hwcaps = (0xEFFFFFFF, hwcap2)
+    pairs = [(33, 0x7FFF0000), (AT_HWCAP, hwcaps[0]), (AT_PAGESZ, 4096), (AT_HWCAP2, hwcaps[1]),
              (AT_NULL, 0)]
     return b"".join(struct.pack("<QQ", k, v) for k, v in pairs)
+
+
+@dataclass(frozen=True)
+class EmulatedCpu:
+    """What the aarch64 probe saw under QEMU: the fake phone's CPU."""
+    hwcap: int
+    hwcap2: int
+    qemu_version: str
+
+
+def emulated_cpu(cfg: FakeAndroidConfig) -> EmulatedCpu:
+    """Run the aarch64 probe under the phone's QEMU once; its hwcaps are the phone's."""
+    for what in ("qemu", "sysroot", "probe"):
+        if getattr(cfg, what) is None or not Path(getattr(cfg, what)).exists():
+            raise ValueError(f"an aarch64 fake phone needs {what}= (got {getattr(cfg, what)})")
+    argv = [str(cfg.qemu), "-L", str(cfg.sysroot), "-cpu", cfg.qemu_cpu, str(cfg.probe)]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    seen = dict(ln.split(" ", 1) for ln in proc.stdout.splitlines() if " " in ln)
+    if proc.returncode != 0 or "hwcap2" not in seen:
+        raise RuntimeError(f"the probe failed under QEMU ({' '.join(argv)}): "
+                           f"{proc.stderr.strip()[-300:]}")
+    version = subprocess.run([str(cfg.qemu), "--version"], capture_output=True, text=True,
+                             timeout=30).stdout
+    m = re.search(r"version (\d+(?:\.\d+)*)", version)
+    return EmulatedCpu(int(seen["hwcap"], 0), int(seen["hwcap2"], 0), m.group(1) if m else "?")
+
+
+def _target_props(cfg: FakeAndroidConfig, cpu: EmulatedCpu | None) -> dict[str, str]:
+    """What the fake phone runs, as properties only pytest-sme2's fakes have (a real phone runs
+    bionic programs and has neither): the native-runner target and, if emulated, the emulator."""
+    if cpu is None:
+        return {"ro.pytest_sme2.target": "host"}
+    return {"ro.pytest_sme2.target": "aarch64-linux-gnu",
+            "ro.pytest_sme2.emulator": f"QEMU {cpu.qemu_version} user mode, -cpu {cfg.qemu_cpu}",
+            "ro.product.model": "Fake Arm64 Phone (QEMU)", "ro.soc.manufacturer": "QEMU",
+            "ro.soc.model": cfg.qemu_cpu, "ro.board.platform": "qemu", "ro.hardware": "qemu"}
+
+
+def _fake_exec(cfg: FakeAndroidConfig) -> str:
+    """binfmt_misc done by hand: an aarch64 ELF program runs under QEMU, anything else as is."""
+    trace = ""
+    if cfg.trace_dir is not None:
+        d = _sh_word(str(cfg.trace_dir))
+        trace = ('run=$(date +%s%N)-$$\n'
+                 f'set -- -d in_asm -D {d}/run-$run.log -E PYTEST_SME2_MAPS_OUT={d}/run-$run.maps '
+                 '"$@"\n')
+    qemu = " ".join(_sh_word(str(a)) for a in (cfg.qemu, "-L", cfg.sysroot, "-cpu", cfg.qemu_cpu))
+    return ("#!/bin/sh\n# fake binfmt_misc: aarch64 ELF programs run under QEMU user mode\n"
+            'case "$1" in */*) ;; *) exec "$@" ;; esac\n'
+            '[ -f "$1" ] && [ "$(od -An -tx1 -N4 "$1" | tr -d \' \\n\')" = 7f454c46 ] && '
+            '[ "$(od -An -tu2 -j18 -N2 "$1" | tr -d \' \\n\')" = 183 ] || exec "$@"\n'
+            'if [ -n "${LD_LIBRARY_PATH+x}" ]; then '
+            'set -- -E "LD_LIBRARY_PATH=$LD_LIBRARY_PATH" "$@"; fi\n'
+            f'if [ -n "${{{GUEST_PRELOAD}+x}}" ]; then '
+            f'set -- -E "LD_PRELOAD=${GUEST_PRELOAD}" "$@"; fi\n'
+            + trace +
+            f'exec env -u LD_LIBRARY_PATH -u {GUEST_PRELOAD} {qemu} "$@"\n')
+
+
+def _fake_timeout() -> str:
+    real = shutil.which("timeout", path="/usr/bin:/bin") or "timeout"
+    return ("#!/bin/sh\n# fake toybox timeout: the host's, its command started through fake-exec\n"
+            'opts=\nwhile :; do\n  case "$1" in\n'
+            '    -k|-s) opts="$opts $1 $2"; shift 2 ;;\n    -*) opts="$opts $1"; shift ;;\n'
+            '    *) break ;;\n  esac\ndone\nlimit=$1\nshift\n'
+            f'exec {_sh_word(real)} $opts "$limit" "$FAKE_ANDROID_ROOT/bin/fake-exec" "$@"\n')
 
 
 def _write(path: Path, text: str | bytes, mode: int = 0o644) -> None:
@@ -602,15 +717,24 @@ def _write(path: Path, text: str | bytes, mode: int = 0o644) -> None:
     os.chmod(path, mode)
 
 
-def build_sandbox(root: Path, cfg: FakeAndroidConfig) -> None:
+def build_sandbox(root: Path, cfg: FakeAndroidConfig) -> dict[str, str]:
+    """Lay out the phone's files; the properties its getprop answers."""
+    if cfg.arch not in ("host", "aarch64"):
+        raise ValueError(f"FakeAndroidConfig.arch must be 'host' or 'aarch64', not {cfg.arch!r}")
     (root / "data/local/tmp").mkdir(parents=True, exist_ok=True)
     ncpu = sum(n for n, _ in cfg.clusters)
-    feats = _cpu_features(cfg.sme2)
+    emulated = emulated_cpu(cfg) if cfg.arch == "aarch64" else None
+    if emulated is not None:
+        hwcaps: tuple[int, int] | None = (emulated.hwcap, emulated.hwcap2)
+        sme2 = bool(emulated.hwcap2 & HWCAP2_SME2)
+        feats = hwcap_features(*hwcaps)
+    else:
+        hwcaps, sme2, feats = None, cfg.sme2, _cpu_features(cfg.sme2)
     cpuinfo = "".join(f"processor\t: {i}\nBogoMIPS\t: 26.00\nFeatures\t: {feats}\n"
                       f"CPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\n"
                       f"CPU part\t: 0xd87\nCPU revision\t: 1\n\n" for i in range(ncpu))
     _write(root / "proc/cpuinfo", cpuinfo)
-    _write(root / "proc/self/auxv", crafted_auxv(cfg.sme2))
+    _write(root / "proc/self/auxv", crafted_auxv(sme2, hwcaps))
     mask = (1 << ncpu) - 1
     _write(root / "proc/self/status", f"Name:\tsh\nState:\tR (running)\nCpus_allowed:\t{mask:x}\n"
                                       f"Cpus_allowed_list:\t0-{ncpu - 1}\n")
@@ -626,7 +750,7 @@ def build_sandbox(root: Path, cfg: FakeAndroidConfig) -> None:
     for i, (kind, milli) in enumerate(cfg.thermal):
         _write(root / f"sys/class/thermal/thermal_zone{i}/type", f"{kind}\n")
         _write(root / f"sys/class/thermal/thermal_zone{i}/temp", f"{milli}\n")
-    props = {**default_props(cfg.sme2), **cfg.props}
+    props = {**default_props(sme2), **_target_props(cfg, emulated), **cfg.props}
     cases = "".join(f"  {_sh_word(k)}) echo {_sh_word(v)} ;;\n" for k, v in props.items())
     listing = "".join(f"echo {_sh_word(f'[{k}]: [{v}]')}\n" for k, v in sorted(props.items()))
     _write(root / "bin/getprop",
@@ -639,9 +763,16 @@ def build_sandbox(root: Path, cfg: FakeAndroidConfig) -> None:
            f'  -a) echo "Linux localhost {cfg.kernel} #1 SMP PREEMPT aarch64 Toybox" ;;\n'
            '  *) echo Linux ;;\nesac\n', 0o755)
     # The host may have fewer CPUs than the fake phone: record the mask instead of applying it.
+    start = '"$FAKE_ANDROID_ROOT/bin/fake-exec" ' if emulated is not None else ""
     _write(root / "bin/taskset",
            "#!/bin/sh\n# fake taskset: logs the mask, runs the command unpinned\n"
-           'echo "$1" >> "$FAKE_ANDROID_ROOT/taskset.log"\nshift\nexec "$@"\n', 0o755)
+           f'echo "$1" >> "$FAKE_ANDROID_ROOT/taskset.log"\nshift\nexec {start}"$@"\n', 0o755)
+    if emulated is not None:
+        _write(root / "bin/fake-exec", _fake_exec(cfg), 0o755)
+        _write(root / "bin/timeout", _fake_timeout(), 0o755)
+        if cfg.trace_dir is not None:
+            Path(cfg.trace_dir).mkdir(parents=True, exist_ok=True)
+    return props
 
 
 def _sh_word(text: str) -> str:

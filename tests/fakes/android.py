@@ -161,3 +161,34 @@ def fake_android(adb_server: AdbServer, tmp_path: Path) -> Iterator[FakePhone]:
         yield phone
     finally:
         release_phone(phone)
+
+
+def arm64_phone_config(**kw) -> FakeAndroidConfig:
+    """A fake phone that runs pushed aarch64 programs under QEMU (``-cpu max``: SME2), with
+    what `pytest-sme2 setup qemu` provisioned; skips without it (fails in CI, which
+    provisions it)."""
+    from pytest_sme2.emulation.tools import find_qemu
+    from pytest_sme2.errors import Sme2Error
+    from pytest_sme2.target.build import build_target_helpers
+
+    try:
+        qemu = find_qemu()
+        probe = build_target_helpers("aarch64-linux-gnu").probe
+    except Sme2Error as e:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"emulated Arm64 not provisioned (`pytest-sme2 setup qemu`): {e}")
+    return FakeAndroidConfig(**{"arch": "aarch64", "qemu": qemu.qemu, "sysroot": qemu.sysroot,
+                                "probe": probe, **kw})
+
+
+@pytest.fixture
+def fake_arm64_android(adb_server: AdbServer, tmp_path: Path) -> Iterator[FakePhone]:
+    """One connected fake phone whose pushed aarch64 programs run under QEMU -cpu max (SME2),
+    each run's QEMU in_asm log and maps file kept in ``tmp_path / "qemu-trace"``."""
+    phone = connect_phone(adb_server, tmp_path / "phone",
+                          arm64_phone_config(trace_dir=tmp_path / "qemu-trace"))
+    try:
+        yield phone
+    finally:
+        release_phone(phone)

@@ -54,6 +54,7 @@ class ScriptRunner:
     script: Path
     extra: list[Path] = field(default_factory=list)
     info: RunnerInfo = field(default_factory=lambda: RunnerInfo("fake", "test"))
+    hwcap_mask: str | None = None
 
     def command(self, request: RunRequest) -> list[str]:
         argv = [str(self.script), "--model_path", str(request.pte), "--etdump_path",

@@ -33,17 +33,17 @@ def test_runs_benchmark_prints_latency_and_writes_results(bench_dir, export_cach
                "--report-dir=out")
     res.assert_outcomes(passed=1)
     res.stdout.fnmatch_lines([
-        "sme2: toy_cnn fp32 t1 python: Method::execute median * ms, p90 * ms, CV *%, n=6 "
-        "(+2 warm-up discarded)",
+        "sme2: toy_cnn fp32 t1 native: Method::execute median * ms, p90 * ms, CV *%, n=6 "
+        "(+2 warm-up discarded)*",
         "*pytest-sme2 summary*",
         "benchmark*model*dtype*threads*runner*median ms*p90 ms*CV %*runs*speedup*top category*SME2*vs baseline",
-        "test_toy*toy_cnn*fp32*1*python*6*Convolution*absent*-",
+        "test_toy*toy_cnn*fp32*1*native*6*Convolution*absent*-",
     ])
     assert "exporting" not in res.stdout.str()  # the session's cache already holds it
     doc = json.loads((bench_dir.path / "out" / "results.json").read_text())
     assert doc["schema"] == "pytest-sme2/results/1"
     (b,) = doc["benchmarks"]
-    assert (b["model"], b["dtype"], b["threads"], b["runner"]) == ("toy_cnn", "fp32", 1, "python")
+    assert (b["model"], b["dtype"], b["threads"], b["runner"]) == ("toy_cnn", "fp32", 1, "native")
     assert b["runs"] == 6 and b["warmup"] == 2 and len(b["e2e_ms"]) == 6
     assert b["median_ms"] == pytest.approx(statistics.median(b["e2e_ms"]))
     assert b["device"]["kind"] == "host"
@@ -53,7 +53,21 @@ def test_runs_benchmark_prints_latency_and_writes_results(bench_dir, export_cach
     assert b["e2e_ms"] == pytest.approx(from_trace[2:], abs=1e-6)
     folder = Path(b["etdump"]).parent
     assert {p.name for p in folder.glob("*.csv")} == {
-        "python_all_runs_timeline.csv", "python_ops_stats.csv", "kernels.csv"}
+        "native_all_runs_timeline.csv", "native_ops_stats.csv", "kernels.csv"}
+
+
+def test_without_a_native_runner_benchmarks_use_python_and_say_why(bench_dir, export_cache,
+                                                                     monkeypatch):
+    monkeypatch.setenv("CXX", "no-such-compiler")   # the native runner cannot be built
+    res = _run(bench_dir, f"--sme2-cache-dir={export_cache}", "--runs=3", "--warmup=1",
+               "--report-dir=out")
+    res.assert_outcomes(passed=1)
+    res.stdout.fnmatch_lines([
+        "sme2: benchmarks that name no runner use 'python': CXX=no-such-compiler is not an "
+        "executable on PATH*",
+        "sme2: toy_cnn fp32 t1 python: Method::execute median * ms*n=3*",
+    ])
+    assert res.stdout.str().count("benchmarks that name no runner") == 1
 
 
 def test_second_session_reuses_the_export(pytester, tmp_path_factory):

@@ -93,3 +93,14 @@ def test_facts_without_auxv_or_features_leave_sme_unknown():
 def test_facts_from_something_that_is_not_android():
     with pytest.raises(DeviceError, match=r"answered the facts query with nothing usable"):
         parse_facts("sh: getprop: not found\n", "S")
+
+
+def test_only_a_fake_phone_names_its_target_and_emulator():
+    phone = "prop ro.product.model=Pixel 9\nprop ro.pytest_sme2.target=\ncpu 0 1950000 -\n"
+    f = parse_facts(phone, "S")
+    assert "target" not in f.extra and "emulated" not in f.extra   # a real phone: "android"
+    fake = (phone.replace("target=", "target=aarch64-linux-gnu")
+            + "prop ro.pytest_sme2.emulator=QEMU 11.1.3 user mode, -cpu max\n")
+    f = parse_facts(fake, "S")
+    assert f.extra["target"] == "aarch64-linux-gnu" and f.extra["emulated"] is True
+    assert f.extra["emulator"] == "QEMU 11.1.3 user mode, -cpu max"

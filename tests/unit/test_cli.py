@@ -101,3 +101,31 @@ def test_report_of_a_hand_edited_document_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"{p}: a results document this version cannot render" in err
     assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_analyze_with_a_kernel_trace_proves_sme2(tmp_path, capsys):
+    import pandas as pd
+
+    from pytest_sme2.analysis.kernel_trace import (TRACE_COLUMNS, UNATTRIBUTED_COLUMNS,
+                                                   KernelTrace, write_kernel_trace_csv)
+
+    mopa = "kai_run_matmul_clamp_f32_f32p2vlx1_f32p2vlx1biasf32_sme2_mopa"
+    et = tmp_path / "on.etdump"
+    et.write_bytes(make_etdump([execute_run(i * 100_000, [("Convolution (NHWC, PF32) #1", 900)])
+                                for i in range(3)]))
+    kernels = pd.DataFrame([(mopa, "SME2", "sme2_mopa", "kleidiai", "libx.so", 20, 6)],
+                           columns=TRACE_COLUMNS)
+    csv = write_kernel_trace_csv(KernelTrace("log", kernels, pd.DataFrame(
+        columns=UNATTRIBUTED_COLUMNS), 100, 6), tmp_path / "on.kernels.csv")
+    out = tmp_path / "a.json"
+    assert main(["analyze", str(et), "--kernel-trace", str(csv), "--json", str(out)]) == 0
+    ev = json.loads(out.read_text())["kernel_evidence"]
+    assert ev["sme2"] == "proven"
+    assert ev["reason"] == f"kernel trace: 1 SME2 micro-kernel executed ({mopa})"
+    assert ev["executed_kernels"] == [{"name": mopa, "isa_family": "SME2", "kind": "kleidiai",
+                                       "library": "libx.so", "blocks": 20}]
+    assert ev["kernel_trace_source"] == str(csv) and ev["streaming_sme_blocks"] == 6
+    assert [op["kernel_hint"] for op in json.loads(out.read_text())["operators"]] == [mopa]
+    assert "SME2: proven" in capsys.readouterr().out
+    assert main(["analyze", str(et), "--kernel-trace", str(tmp_path / "nope.csv")]) == 2
+    assert "no such kernel-trace CSV" in capsys.readouterr().err

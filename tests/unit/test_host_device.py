@@ -17,6 +17,7 @@ class ScriptRunner:
 
     script: str
     info: RunnerInfo = RunnerInfo("fake", "test")
+    hwcap_mask: str | None = None
 
     def command(self, request: RunRequest) -> list[str]:
         return [sys.executable, "-c", self.script, str(request.etdump)]

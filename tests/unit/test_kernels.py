@@ -13,13 +13,18 @@ from pytest_sme2.analysis.kernels import (
     KERNEL_COLUMNS,
     Evidence,
     Kernel,
+    gemm_datatype,
     is_kleidiai_op,
     isa_family,
+    kernel_hint,
+    kernel_isa,
     kernels_frame,
     kleidiai_ops,
+    operator_kernel_hints,
     parse_xnntrace,
     sme2_verdict,
 )
+from pytest_sme2.analysis.kernel_trace import ExecutedKernel
 
 SME2_GEMM = "xnn_pf16_gemm_minmax_ukernel_32x32c2__neonsme2"
 SME1_GEMM = "xnn_pf32_gemm_minmax_ukernel_16x64__neonsme"
@@ -286,13 +291,28 @@ def test_indicated_on_sme2_device() -> None:
     )
 
 
-def test_indicated_when_device_unknown() -> None:
+def test_packed_names_on_a_device_of_unknown_sme2_are_unknown_not_indicated() -> None:
+    # Changed rule (issue 12): PF32/PF16/PQS8/QP8 names mean KleidiAI, not SME2 -- the same
+    # names appear when KleidiAI runs SME1 kernels (QEMU 10, SME without SME2). Only a device
+    # reporting SME2 makes them an indication. This test used to expect "indicated".
     ev = sme2_verdict(kernels=None, kleidiai=PACKED[:1], device_sme2=None)
-    assert ev.sme2 == "indicated"
+    assert ev.sme2 == "unknown"
     assert ev.reason == (
-        "1 KleidiAI packed operator ran (Batch Matrix Multiply (NC, PF16)) on a device whose "
-        "SME2 support is unknown (no device hwcaps); no kernel trace to prove SME2 micro-kernels"
+        "1 KleidiAI packed operator ran (Batch Matrix Multiply (NC, PF16)), but device SME2 "
+        "support is unknown (no device hwcaps): KleidiAI runs SME1 and NEON kernels too; "
+        "no kernel trace"
     )
+
+
+def test_empty_xnntrace_and_unknown_device_is_unknown() -> None:
+    ev = sme2_verdict(kernels=[], kleidiai=PACKED, device_sme2=None)
+    assert ev.sme2 == "unknown"
+    assert ev.reason.endswith("the xnntrace log had no kernel lines (XNNPACK logging off?)")
+
+
+def test_evidence_without_a_trace_keeps_its_old_shape() -> None:
+    ev = Evidence("absent", "r", (), ())
+    assert (ev.executed, ev.streaming_blocks, ev.kernel_trace_source) == ((), None, "")
 
 
 def test_long_operator_lists_are_shortened() -> None:
@@ -354,5 +374,106 @@ def test_module_imports_only_stdlib_pandas_and_categories() -> None:
         if isinstance(node, (ast.Import, ast.ImportFrom))
         for alias in node.names
     }
-    allowed = set(sys.stdlib_module_names) | {"pandas", "pytest_sme2.analysis.categories"}
+    # kernel_trace is imported for type annotations only (under TYPE_CHECKING): it imports
+    # this module, so a run-time import would be a cycle.
+    allowed = set(sys.stdlib_module_names) | {"pandas", "pytest_sme2.analysis.categories",
+                                              "pytest_sme2.analysis.kernel_trace"}
     assert {m if m.startswith("pytest_sme2") else m.split(".")[0] for m in modules} <= allowed
+
+
+def test_kernel_trace_is_imported_for_types_only() -> None:
+    source = Path(kernels_module.__file__).read_text()
+    assert "if TYPE_CHECKING:" in source
+    assert not hasattr(kernels_module, "KernelTrace")
+
+
+# --- kernel_isa -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "isa"),
+    [
+        ("kai_run_matmul_clamp_f32_f32p2vlx1_f32p2vlx1biasf32_sme2_mopa", "sme2_mopa"),
+        ("kai_run_matmul_clamp_f32_f32_f32p2vlx1b_1x8vl_sme_mla", "sme_mla"),
+        ("kai_run_matmul_clamp_f32_qai8dxp4x8_qsi8cxp4x8_16x4_neon_dotprod", "neon_dotprod"),
+        ("kai_run_rhs_pack_nxk_f32p2vlx1biasf32_f32_f32_sme", "sme"),
+        (SME2_GEMM, "neonsme2"),
+        ("xnn_x32_packw_gemm_goi_ukernel", "unknown"),
+    ],
+)
+def test_kernel_isa(name: str, isa: str) -> None:
+    assert kernel_isa(name) == isa
+
+
+# --- operator kernel hints --------------------------------------------------------------------
+
+F32_MOPA = "kai_run_matmul_clamp_f32_f32p2vlx1_f32p2vlx1biasf32_sme2_mopa"
+F32_GEMV = "kai_run_matmul_clamp_f32_f32_f32p2vlx1b_1x16vl_sme2_mla"
+F16_MOPA = "kai_run_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa"
+QP8_DOT = "kai_run_matmul_clamp_f32_qai8dxp1vlx4_qsi8cxp4vlx4_1vlx4vl_sme2_mopa"
+QS8_MOPA = "kai_run_matmul_clamp_qai8_qai8p2vlx4_qsi8cxpsb2vlx4_2vlx2vl_sme2_mopa"
+F32_IMATMUL = "kai_run_imatmul_clamp_f32_f32p2vlx1_f32p2vlx1b_2vlx2vl_sme2_mopa"
+
+
+def ek(name: str) -> ExecutedKernel:
+    return ExecutedKernel(name, isa_family(kernel_isa(name)), "kleidiai", "lib.so", 3)
+
+
+@pytest.mark.parametrize(
+    ("name", "dtype"),
+    [
+        (F32_MOPA, "PF32"),
+        (F32_GEMV, "PF32"),
+        (F32_IMATMUL, "PF32"),
+        (F16_MOPA, "PF16"),
+        (QP8_DOT, "QP8"),
+        ("kai_run_matmul_clamp_f32_qsi8d32p1vlx4_qai4c32p4vlx4_1vlx4vl_sme2_mopa", "QP8"),
+        (QS8_MOPA, "PQS8"),
+        ("kai_run_rhs_pack_nxk_f32p2vlx1biasf32_f32_f32_sme", None),
+        ("kai_run_lhs_imatmul_pack_x32p2vlx1_x32p_sme", None),
+        ("xnn_pf32_gemm_minmax_ukernel_1x32__neonsme2", "PF32"),
+        ("xnn_qd8_f32_qc8w_gemm_minmax_ukernel_4x16c4__neondot", "QD8"),
+        ("xnn_f32_igemm_minmax_ukernel_4x8__aarch64_neonfma_ld128", "F32"),
+        ("xnn_x32_packw_gemm_goi_ukernel_x16__neon_ld4lane", None),
+        ("xnn_f32_dwconv_minmax_ukernel_25p8c__neon_acc2", None),
+    ],
+)
+def test_gemm_datatype(name: str, dtype: str | None) -> None:
+    assert gemm_datatype(name) == dtype
+
+
+def test_one_operator_of_a_datatype_gets_its_kernels() -> None:
+    ops = ["Fully Connected (NC, PF16) #1", "Fully Connected (NC, PF16) #2",
+           "Convolution (NHWC, PF32) #1", "Add (ND, F32) #1"]
+    hints = operator_kernel_hints(ops, [ek(F16_MOPA), ek(F32_MOPA), ek(F32_GEMV)])
+    assert hints == {"Convolution (NHWC, PF32)": [F32_GEMV, F32_MOPA],
+                     "Fully Connected (NC, PF16)": [F16_MOPA]}
+    assert kernel_hint("Fully Connected (NC, PF16) #2", hints) == F16_MOPA
+    assert kernel_hint("Convolution (NHWC, PF32) #1", hints) == f"{F32_GEMV}, {F32_MOPA}"
+    assert kernel_hint("Add (ND, F32) #1", hints) == ""
+
+
+def test_several_operators_of_one_datatype_cannot_be_told_apart() -> None:
+    ops = ["Convolution (NHWC, PF32)", "Fully Connected (NC, PF32)"]
+    hints = operator_kernel_hints(ops, [ek(F32_MOPA)])
+    assert kernel_hint("Convolution (NHWC, PF32)", hints) == (
+        f"cannot tell (2 operators share the datatype): {F32_MOPA}")
+
+
+@pytest.mark.parametrize(
+    ("op", "kernel"),
+    [
+        ("Fully Connected (NC, QP8, F32, QC8W)", QP8_DOT),
+        ("Convolution (NHWC, PQS8, QS8, QC8W) IGEMM", QS8_MOPA),
+        ("Convolution (NHWC, QC8) IGEMM", "xnn_qs8_qc8w_igemm_minmax_fp32_ukernel_4x16__neon"),
+        ("Batch Matrix Multiply (NC, PF16)", F16_MOPA),
+    ],
+)
+def test_datatypes_pair_operators_and_kernels(op: str, kernel: str) -> None:
+    assert operator_kernel_hints([op], [ek(kernel)]) == {op: [kernel]}
+
+
+def test_no_hint_for_other_datatypes_depthwise_or_without_trace() -> None:
+    assert operator_kernel_hints(["Convolution (NHWC, F32) IGEMM"], [ek(F32_MOPA)]) == {}
+    assert operator_kernel_hints(["Convolution (NHWC, PF32) DWConv"], [ek(F32_MOPA)]) == {}
+    assert operator_kernel_hints(["Convolution (NHWC, PF32)"], []) == {}

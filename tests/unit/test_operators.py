@@ -64,8 +64,10 @@ def test_overheads_are_container_time_not_covered_by_children(events):
     assert o["runtime_ms"] == pytest.approx(0.0002)       # Method::execute's own 2 x 100 ns
 
 
-def test_kleidiai_name_gives_indicated_only_when_device_may_have_sme2(events):
-    assert analyze(events).evidence.sme2 == "indicated"           # device unknown
+def test_kleidiai_name_gives_indicated_only_when_device_has_sme2(events):
+    # Packed names mean KleidiAI, which also runs SME1 and NEON kernels: without the device's
+    # SME2 capability they indicate nothing about SME2.
+    assert analyze(events).evidence.sme2 == "unknown"             # device unknown
     assert analyze(events, device_sme2=True).evidence.sme2 == "indicated"
     absent = analyze(events, device_sme2=False).evidence
     assert absent.sme2 == "absent"

@@ -1,0 +1,183 @@
+"""An emulated Arm64 Linux CPU with SME2: runners execute under QEMU user mode.
+
+Spec: ``qemu`` (``-cpu max``: SME and SME2 on) or ``qemu:CPU`` with any QEMU CPU model
+(``qemu:neoverse-v1``, ``qemu:max,sme=off``). Runners must be aarch64 Linux programs: the native
+runner is cross-built for the target against the aarch64 ExecuTorch wheel
+(``pytest-sme2 setup qemu`` provisions QEMU, the cross compiler and the wheel).
+
+What it gives that no other device here can: SME2 code really runs, so which micro-kernels
+executed is *proven* — every run is traced (QEMU's translated-code log, the guest's address map,
+the libraries' symbol tables; :mod:`pytest_sme2.analysis.kernel_trace`) — and SME2 can be hidden
+from one process of the same binary (:mod:`pytest_sme2.hwcaps`). What it cannot give: speed.
+Emulated times say nothing about SME2's speed-up (NOTES: SME2-on fp32 ran *slower* than off), so
+every result is marked ``emulated`` and speed-up thresholds are not asserted on it.
+
+Each run preloads the same hwcap-mask library (clearing nothing unless the runner has a mask),
+so SME2-on and SME2-off processes differ in one environment variable and nothing else.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from pytest_sme2.devices.base import DeviceError
+from pytest_sme2.devices.facts import DeviceFacts, host_facts
+from pytest_sme2.devices.host import run_local
+from pytest_sme2.hwcaps import HWCAP2_CLEAR_ENV, MAPS_OUT_ENV, mask_bits, sme_flags
+from pytest_sme2.runners.base import Runner, RunnerError, RunOutcome, RunRequest
+from pytest_sme2.target import parse_probe
+from pytest_sme2.versions import package_version
+
+TARGET = "aarch64-linux-gnu"
+DEFAULT_CPU = "max"
+KEEP_LOG_ENV = "PYTEST_SME2_KEEP_QEMU_LOG"   # keep the (large) translated-code log for debugging
+
+
+def parse_spec(spec: str) -> str:
+    """The QEMU CPU model a ``qemu[:CPU]`` spec names."""
+    kind, sep, cpu = spec.partition(":")
+    if kind != "qemu":
+        raise DeviceError(f"--device {spec!r} is not a QEMU spec")
+    cpu = cpu.strip()
+    if sep and not cpu:
+        raise DeviceError(f"--device {spec!r}: name a QEMU CPU model after ':' (e.g. qemu:max) "
+                          "or use --device qemu")
+    return cpu or DEFAULT_CPU
+
+
+@dataclass
+class QemuDevice:
+    spec: str = "qemu"
+    trace_kernels: bool = True          # record which kernels executed, every run
+    cpu: str = field(init=False)
+    target: str = field(default=TARGET, init=False)
+
+    def __post_init__(self) -> None:
+        self.cpu = parse_spec(self.spec)
+
+    def __repr__(self) -> str:
+        return f"QemuDevice(cpu={self.cpu!r})"
+
+    # -- what the emulator needs (provisioned by `pytest-sme2 setup qemu`) --------------------
+
+    @cached_property
+    def tools(self):
+        from pytest_sme2.emulation.tools import find_qemu
+
+        return find_qemu()
+
+    @cached_property
+    def helpers(self):
+        from pytest_sme2.target.build import build_target_helpers
+
+        return build_target_helpers(TARGET)
+
+    def _qemu_argv(self, argv: list[str], env: dict[str, str],
+                   log: Path | None = None) -> list[str]:
+        # -d in_asm logs each block of guest code as QEMU translates it, i.e. as execution
+        # first reaches it: the record of what ran (kernel_trace reads it).
+        trace = ["-d", "in_asm", "-D", str(log)] if log is not None else []
+        return self.tools.command(trace + argv, cpu=self.cpu, env=env)
+
+    # -- facts, read inside the guest --------------------------------------------------------
+
+    @cached_property
+    def _facts(self) -> DeviceFacts:
+        import subprocess
+
+        argv = self._qemu_argv([str(self.helpers.probe)], {})
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise DeviceError(f"--device {self.spec}: cannot run the target probe under "
+                              f"{self.tools.qemu} ({e}); run `pytest-sme2 setup qemu`") from None
+        probe = parse_probe(proc.stdout)
+        if proc.returncode != 0 or "hwcap2" not in probe:
+            why = (proc.stderr.strip().splitlines() or ["no output"])[-1][:200]
+            raise DeviceError(f"--device {self.spec}: QEMU could not run the target probe with "
+                              f"-cpu {self.cpu} ({why}); check the CPU model "
+                              f"(`{self.tools.qemu} -cpu help`)")
+        hwcap2 = int(probe["hwcap2"])
+        sme, sme2 = sme_flags(hwcap2)
+        host = host_facts()
+        return DeviceFacts(
+            kind="qemu", serial=f"qemu-{self.cpu}",
+            model=f"QEMU {self.tools.version} user mode, -cpu {self.cpu}",
+            cpu=f"QEMU {self.cpu} (emulated Arm64)", abi="arm64-v8a",
+            os=f"Linux user mode on {host.os or platform.system()}",
+            kernel=str(probe.get("kernel", "")), cores=int(probe.get("cpus", 0)),
+            sme=sme, sme2=sme2, executorch=package_version("executorch"),
+            extra={"emulated": True, "qemu_version": self.tools.version, "qemu_cpu": self.cpu,
+                   "qemu": str(self.tools.qemu), "hwcap": hex(int(probe.get("hwcap", 0))),
+                   "hwcap2": hex(hwcap2), "sme_source": "auxv (inside the guest)",
+                   "host_cpu": host.cpu, "host_abi": host.abi})
+
+    def facts(self) -> DeviceFacts:
+        return self._facts
+
+    # -- running ------------------------------------------------------------------------------
+
+    def run(self, runner: Runner, request: RunRequest) -> RunOutcome:
+        name = runner.info.name
+        self._check_runner(runner)
+        clear = mask_bits(runner.hwcap_mask) if runner.hwcap_mask else 0
+        env = {"LD_PRELOAD": str(self.helpers.hwcap_mask), HWCAP2_CLEAR_ENV: hex(clear)}
+        log = maps = None
+        if self.trace_kernels:
+            stem = request.etdump.with_suffix("")
+            log, maps = Path(f"{stem}.qemu-in_asm.log"), Path(f"{stem}.maps.txt")
+            for p in (log, maps):
+                p.unlink(missing_ok=True)
+            env[MAPS_OUT_ENV] = str(maps)
+        argv = self._qemu_argv(runner.command(request), env, log)
+        try:
+            outcome = run_local(name, request, argv, where=f" under QEMU -cpu {self.cpu}")
+        except RunnerError as e:
+            if "killed by SIGILL" in str(e):
+                raise RunnerError(
+                    f"{e} — the emulated CPU (-cpu {self.cpu}) lacks an instruction the binary "
+                    "uses: use a CPU model that has it (--device qemu is -cpu max) or build the "
+                    "runner for this one") from None
+            raise
+        if log is None or maps is None:
+            return outcome
+        return RunOutcome(outcome.etdump, outcome.wall_s, outcome.stdout, outcome.stderr,
+                          self._kernel_trace(request, log, maps))
+
+    def _kernel_trace(self, request: RunRequest, log: Path, maps: Path) -> Path:
+        from pytest_sme2.analysis.kernel_trace import executed_kernels, write_kernel_trace_csv
+
+        out = request.kernel_trace or Path(f"{request.etdump.with_suffix('')}.kernels.csv")
+        try:
+            trace = executed_kernels(log, maps)
+            write_kernel_trace_csv(trace, out)
+        finally:
+            if not os.environ.get(KEEP_LOG_ENV):
+                log.unlink(missing_ok=True)   # ~4-20 MB per run; the CSV keeps what it proved
+        return out
+
+    def _check_runner(self, runner: Runner) -> None:
+        """Only aarch64 Linux programs run here; say which runner and what to use instead."""
+        from pytest_sme2.runners.binary import elf_machine
+
+        name = runner.info.name
+        if runner.info.kind == "python":
+            raise RunnerError(f"runner {name!r} is the host's Python runtime and cannot run on "
+                              f"--device {self.spec}; use the native runner (cross-built for "
+                              "aarch64) or an aarch64 executor_runner")
+        exe = runner.device_files()[0]
+        machine = elf_machine(exe)
+        if machine != "aarch64":
+            raise RunnerError(f"runner {name!r}: {exe} is {machine or 'not an ELF program'}, "
+                              f"and --device {self.spec} runs aarch64 Linux programs; build it "
+                              "for aarch64 (the native runner is cross-built automatically)")
+
+    def thermal(self) -> dict[str, float] | None:
+        return None                      # an emulator has no sensors of its own
+
+    def cleanup(self) -> bool:
+        return True

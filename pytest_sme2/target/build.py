@@ -1,0 +1,162 @@
+"""Build the target helpers (the hwcap mask library and the probe) with the target's C compiler,
+cached under ``~/.cache/pytest-sme2/target-helpers/<target>-<key>``.
+
+Key = both sources + the compile commands + the compiler (path and version) + target. Like the
+native runner: a per-key file lock, a temporary folder renamed into place, a hit runs nothing.
+
+Targets: ``aarch64-linux-gnu`` (the emulated device; Debian's cross gcc) and ``android-arm64``
+(the NDK's ``aarch64-linux-android<API>-clang``, with ANDROID_NDK or ANDROID_NDK_HOME set).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from pytest_sme2.buildcache import sources_hash
+from pytest_sme2.emulation import EmulationError, cache_root
+from pytest_sme2.locking import file_lock
+from pytest_sme2.target import SOURCE_DIR
+
+TARGETS = ("aarch64-linux-gnu", "android-arm64")
+MASK_LIB = "libpytest_sme2_hwcap_mask.so"
+PROBE = "sme2_probe"
+SOURCES = ("hwcap_mask.c", "sme2_probe.c")
+MANIFEST = "helpers.json"
+NDK_ENVS = ("ANDROID_NDK", "ANDROID_NDK_HOME")
+ANDROID_API = 28   # Android 9: the oldest API level pytest-sme2 documents for arm64 phones
+STEP_TIMEOUT_S = 300.0
+
+
+@dataclass(frozen=True)
+class TargetHelpers:
+    hwcap_mask: Path      # the .so to LD_PRELOAD
+    probe: Path           # the probe executable
+
+
+def default_cache_dir() -> Path:
+    return cache_root() / "target-helpers"
+
+
+def android_clang(ndk: Path, api: int = ANDROID_API, host_tag: str | None = None) -> Path:
+    """The NDK's target-specific clang driver (the NDK ships x86_64 host tools, also on macOS)."""
+    host_tag = host_tag or f"{platform.system().lower()}-x86_64"
+    return (ndk / "toolchains" / "llvm" / "prebuilt" / host_tag / "bin"
+            / f"aarch64-linux-android{api}-clang")
+
+
+def find_target_cc(target: str) -> str:
+    """The C compiler for ``target``; EmulationError naming what is missing."""
+    if target == "aarch64-linux-gnu":
+        from pytest_sme2.emulation.tools import find_cross_compiler
+
+        return find_cross_compiler()[0]
+    if target == "android-arm64":
+        ndk = next((os.environ[e] for e in NDK_ENVS if os.environ.get(e)), None)
+        if not ndk:
+            raise EmulationError("building the target helpers for android-arm64 needs an Android "
+                                 "NDK: set ANDROID_NDK (or ANDROID_NDK_HOME) to its folder")
+        clang = android_clang(Path(ndk))
+        if not (clang.is_file() and os.access(clang, os.X_OK)):
+            raise EmulationError(f"ANDROID_NDK={ndk} has no {clang.name} (looked for {clang}); "
+                                 "point ANDROID_NDK at an NDK r23 or newer")
+        return str(clang)
+    raise EmulationError(f"unknown target {target!r} for the target helpers; known: "
+                         f"{', '.join(TARGETS)}")
+
+
+def helper_commands(cc: str, out: Path, src: Path = SOURCE_DIR) -> dict[str, list[str]]:
+    """Output file name -> compile command. The mask is a plain shared object that only needs
+    libdl (dlsym RTLD_NEXT); the probe is dynamically linked so the mask can be preloaded."""
+    return {
+        MASK_LIB: [cc, "-O2", "-shared", "-fPIC", "-o", str(out / MASK_LIB),
+                   str(src / "hwcap_mask.c"), "-ldl"],
+        PROBE: [cc, "-O2", "-o", str(out / PROBE), str(src / "sme2_probe.c")],
+    }
+
+
+def helpers_cache_key(target: str, cc: str, cc_version: str) -> str:
+    h = sources_hash(SOURCE_DIR, SOURCES, "the target helpers", EmulationError)
+    # Commands with placeholder folders: the flags count, not where this copy is installed.
+    commands = helper_commands(cc, Path("OUT"), Path("SRC"))
+    for part in (target, cc, cc_version, json.dumps(commands, sort_keys=True)):
+        h.update(part.encode() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def _compiler_version(cc: str) -> str:
+    from pytest_sme2.emulation.tools import compiler_version
+
+    return compiler_version(cc)
+
+
+def _helpers_in(folder: Path) -> TargetHelpers | None:
+    helpers = TargetHelpers(folder / MASK_LIB, folder / PROBE)
+    if (helpers.hwcap_mask.is_file() and helpers.probe.is_file()
+            and os.access(helpers.probe, os.X_OK) and (folder / MANIFEST).is_file()):
+        return helpers
+    return None
+
+
+def cached_target_helpers(target: str = "aarch64-linux-gnu",
+                          cache_dir: Path | None = None) -> TargetHelpers | None:
+    """The built helpers for ``target`` if cached (never builds); None otherwise."""
+    try:
+        cc = find_target_cc(target)
+        key = helpers_cache_key(target, cc, _compiler_version(cc))
+    except EmulationError:
+        return None
+    return _helpers_in(Path(cache_dir or default_cache_dir()) / f"{target}-{key}")
+
+
+def build_target_helpers(target: str = "aarch64-linux-gnu", cache_dir: Path | None = None,
+                         progress: Callable[[str], None] | None = None) -> TargetHelpers:
+    """The hwcap mask library and the probe for ``target``, compiled first if not cached."""
+    cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
+    cc = find_target_cc(target)
+    cc_version = _compiler_version(cc)
+    key = helpers_cache_key(target, cc, cc_version)
+    folder = cache_dir / f"{target}-{key}"
+    hit = _helpers_in(folder)
+    if hit:
+        return hit
+    with file_lock(cache_dir / f".{target}-{key}.lock"):
+        hit = _helpers_in(folder)  # another worker built them while we waited
+        if hit:
+            return hit
+        say = progress or (lambda msg: None)
+        say(f"building the target helpers for {target} ({cc_version}) ...")
+        tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{target}-{key}-", dir=cache_dir))
+        try:
+            commands = helper_commands(cc, tmp)
+            for name, argv in commands.items():
+                _compile(name, argv, target)
+            manifest = {"target": target, "key": key, "compiler": cc,
+                        "compiler_version": cc_version,
+                        "commands": helper_commands(cc, Path("OUT"), Path("SRC"))}
+            (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+            shutil.rmtree(folder, ignore_errors=True)
+            os.rename(tmp, folder)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        say(f"built the target helpers: {folder}")
+    return TargetHelpers(folder / MASK_LIB, folder / PROBE)
+
+
+def _compile(name: str, argv: list[str], target: str) -> None:
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=STEP_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise EmulationError(f"compiling {name} for {target} failed: {e}") from None
+    if proc.returncode != 0:
+        lines = [ln.strip() for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip()]
+        first = next((ln for ln in lines if "error" in ln), lines[-1] if lines else "no output")
+        raise EmulationError(f"compiling {name} for {target} failed: {first[:300]} "
+                             f"(command: {' '.join(argv)})")

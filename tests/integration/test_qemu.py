@@ -1,0 +1,164 @@
+"""SME2 for real on the emulated Arm64 CPU: QEMU 11 user mode (-cpu max has SME2), our native
+runner cross-built against the aarch64 ExecuTorch wheel (KleidiAI SME2 kernels inside), one
+binary run with SME2 on, masked off, and SME-only — and the kernels that executed, proven from
+QEMU's translated-code log. Needs `pytest-sme2 setup qemu` (CI runs it first); without it these
+tests skip saying so, except in CI, where a missing piece fails."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pytest_sme2.bench import BenchmarkRun, run_benchmark, run_comparison
+from pytest_sme2.errors import Sme2Error
+from pytest_sme2.runners import RunnerError
+from pytest_sme2.runners.spec import masked_pair
+from pytest_sme2.settings import BenchSettings
+
+pytestmark = pytest.mark.slow
+
+SME_FAMILIES = {"SME", "SME2"}
+
+
+@pytest.fixture(scope="module")
+def qemu():
+    from pytest_sme2.devices.qemu import QemuDevice
+
+    device = QemuDevice("qemu")
+    try:
+        device.facts()
+    except Sme2Error as e:
+        if os.environ.get("CI"):
+            raise                       # CI provisions the emulator: missing is a failure
+        pytest.skip(f"emulated SME2 device not provisioned: {e}")
+    return device
+
+
+@pytest.fixture(scope="module")
+def runners(qemu):
+    return {s.name: s.make(target=qemu.target) for s in masked_pair()}
+
+
+@pytest.fixture(scope="module")
+def settings(tmp_path_factory, export_cache):
+    return BenchSettings(runs=2, warmup=1, cache_dir=export_cache,
+                         report_dir=tmp_path_factory.mktemp("qemu-report"), timeout_s=300)
+
+
+def test_facts_are_read_inside_the_guest(qemu):
+    facts = qemu.facts()
+    assert facts.kind == "qemu" and facts.abi == "arm64-v8a"
+    assert facts.sme is True and facts.sme2 is True
+    assert facts.extra["emulated"] is True and facts.extra["qemu_cpu"] == "max"
+    assert int(facts.extra["qemu_version"].split(".")[0]) >= 11
+    assert facts.extra["sme_source"].startswith("auxv")
+    # Emulated and real devices never share a baseline key.
+    assert facts.fingerprint.startswith("qemu|")
+
+
+def test_a_cpu_model_without_sme_reports_none(qemu):
+    from pytest_sme2.devices.qemu import QemuDevice
+
+    facts = QemuDevice("qemu:max,sme=off").facts()
+    assert (facts.sme, facts.sme2) == (False, False)
+    assert facts.extra["qemu_cpu"] == "max,sme=off"
+
+
+def test_one_binary_three_views_and_the_kernels_that_ran(qemu, runners, settings):
+    """SME2 on: PF32 operators and SME2 micro-kernels executed (proven). Masked: the same
+    binary picks non-KleidiAI operators and no SME code runs. SME-only: SME1 kernels, no SME2."""
+    results = {name: run_benchmark(BenchmarkRun("toy_cnn", "fp32", 1, label=f"toy-{name}"),
+                                   runner, qemu, settings)
+               for name, runner in runners.items()}
+    binaries = {r.info.labels.get("machine") for r in runners.values()}
+    assert len({runner.binary for runner in runners.values()}) == 1, binaries
+
+    on = results["sme2_on"].kernel_evidence
+    assert on["sme2"] == "proven", on["reason"]
+    assert {k["isa_family"] for k in on["executed_kernels"]} >= {"SME2"}
+    assert any("sme2_mopa" in k["name"] for k in on["executed_kernels"])
+    assert any("PF32" in op for op in on["kleidiai_ops"])
+
+    off = results["sme2_off"].kernel_evidence
+    assert off["sme2"] == "absent", off["reason"]
+    assert not any(k["isa_family"] in SME_FAMILIES for k in off["executed_kernels"])
+    assert off["streaming_sme_blocks"] == 0
+    assert off["kleidiai_ops"] == []            # PF32 -> F32: not the KleidiAI path
+    names = {o["name"] for o in results["sme2_off"].operators}
+    assert any("(NHWC, F32)" in n for n in names), names
+
+    sme1 = results["sme_only"].kernel_evidence
+    assert sme1["sme2"] == "absent", sme1["reason"]
+    families = {k["isa_family"] for k in sme1["executed_kernels"]}
+    assert "SME" in families and "SME2" not in families
+    assert "SME (SME1) kernels executed" in sme1["reason"]
+
+    for r in results.values():
+        assert r.device["extra"]["emulated"] is True
+        assert Path(r.extra["kernel_trace"]).is_file()
+        assert not list(Path(r.etdump).parent.glob("*.qemu-in_asm.log"))   # big log removed
+
+
+def test_sme2_on_and_off_outputs_agree_within_tolerance(qemu, runners, settings):
+    cmp = run_comparison(BenchmarkRun("toy_cnn", "fp32", 1, label="toy-agree"),
+                         runners["sme2_off"], runners["sme2_on"], qemu, settings, blocks=2)
+    assert cmp.outputs is not None and cmp.outputs.equal, cmp.outputs
+    assert cmp.emulated
+    assert "timings say nothing about speed" in str(cmp)
+
+
+def test_cli_run_writes_the_executed_kernels(qemu, toy_export, tmp_path):
+    from pytest_sme2.cli import main
+    from pytest_sme2.analysis.kernel_trace import read_kernel_trace_csv
+
+    csv = tmp_path / "k.csv"
+    rc = main(["run", str(toy_export.pte), "--device", "qemu", "--runner", "native,sme2=off",
+               "--runs", "1", "--warmup", "0", "--etdump", str(tmp_path / "off.etdump"),
+               "--kernel-trace", str(csv)])
+    assert rc == 0
+    trace = read_kernel_trace_csv(csv)
+    assert not any(k.isa_family in SME_FAMILIES for k in trace.executed)
+    assert trace.streaming_blocks == 0
+    rc = main(["run", str(toy_export.pte), "--device", "qemu", "--runner", "native",
+               "--runs", "1", "--warmup", "0", "--etdump", str(tmp_path / "on.etdump"),
+               "--kernel-trace", str(tmp_path / "on.csv")])
+    assert rc == 0
+    rc = main(["analyze", str(tmp_path / "on.etdump"), "--kernel-trace",
+               str(tmp_path / "on.csv"), "--json", str(tmp_path / "on.json")])
+    assert rc == 0
+    import json
+
+    doc = json.loads((tmp_path / "on.json").read_text())
+    assert doc["kernel_evidence"]["sme2"] == "proven"
+
+
+SMSTART = r"""
+int main(void) {
+    __asm__ volatile(".inst 0xd503477f");   /* smstart: SME, absent from a Cortex-A53 */
+    return 0;
+}
+"""
+
+
+def test_a_binary_killed_by_sigill_under_emulation_is_one_line(qemu, toy_export, tmp_path):
+    from pytest_sme2.devices.qemu import QemuDevice
+    from pytest_sme2.runners.base import RunRequest
+    from pytest_sme2.runners.binary import BinaryRunner
+
+    cc = shutil.which("aarch64-linux-gnu-gcc")
+    if cc is None:
+        pytest.skip("no aarch64 cross compiler (pytest-sme2 setup qemu installs it)")
+    src, exe = tmp_path / "sme.c", tmp_path / "sme_runner"
+    src.write_text(SMSTART)
+    subprocess.run([cc, "-O1", "-o", str(exe), str(src)], check=True)
+    device = QemuDevice("qemu:cortex-a53")
+    with pytest.raises(RunnerError) as ei:
+        device.run(BinaryRunner("sme", exe), RunRequest(pte=toy_export.pte,
+                                                        etdump=tmp_path / "x.etdump"))
+    msg = str(ei.value)
+    assert "\n" not in msg
+    assert "killed by SIGILL" in msg and "-cpu cortex-a53" in msg

@@ -1,0 +1,73 @@
+"""`pytest --device android:SERIAL` with a real Arm64 binary: the real adb server, a fake phone
+that runs pushed aarch64 programs under QEMU -cpu max (SME2), the native runner cross-built for
+the phone's target, SME2 on and masked from that one binary. Needs `pytest-sme2 setup qemu`
+(skips without it, fails in CI)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_sme2.target.build import MASK_LIB
+from tests.fakes.android import arm64_phone_config, connect_phone, release_phone
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("inner_session_env")]
+
+BENCH = """
+def test_on_and_masked(sme2_bench, sme2_compare, sme2_on, sme2_off, sme2_capable_device,
+                       sme2_emulated):
+    assert sme2_emulated
+    on = sme2_bench("toy_cnn", dtype="fp32", threads=1, runner=sme2_on)
+    off = sme2_bench("toy_cnn", dtype="fp32", threads=1, runner=sme2_off)
+    on_ops = {o["name"] for o in on.operators}
+    off_ops = {o["name"] for o in off.operators}
+    assert any("PF32" in n for n in on_ops), on_ops
+    assert any("(NHWC, F32)" in n for n in off_ops) and not any("PF32" in n for n in off_ops)
+    cmp = sme2_compare(sme2_off, sme2_on, "toy_cnn", dtype="fp32", threads=1)
+    assert cmp.outputs.equal, cmp.outputs
+    assert cmp.emulated       # timings say nothing about speed: no speed-up asserted
+"""
+
+
+@pytest.fixture
+def arm64_phone(adb_server, tmp_path):
+    phone = connect_phone(adb_server, tmp_path / "phone", arm64_phone_config())
+    try:
+        yield phone
+    finally:
+        release_phone(phone)
+
+
+def test_sme2_on_and_masked_on_an_arm64_phone(pytester, arm64_phone, adb_server, monkeypatch,
+                                               export_cache):
+    for key, value in adb_server.env.items():
+        monkeypatch.setenv(key, value)
+    pytester.makepyfile(test_a=BENCH)
+    res = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", f"--device=android:{arm64_phone.serial}",
+        f"--sme2-cache-dir={export_cache}", "--runs=2", "--warmup=1", "--sme2-blocks=2",
+        "--sme2-confirm-blocks=0",
+        "--runner", "sme2_on=native,sme2=on", "--runner", "sme2_off=native,sme2=off")
+    res.assert_outcomes(passed=1)
+    res.stdout.fnmatch_lines([
+        "sme2: sme2_on vs sme2_off on toy_cnn fp32 t1: speed-up *outputs equal*"
+        "?emulated CPU: timings say nothing about speed?"])
+    doc = json.loads((pytester.path / "sme2-report" / "results.json").read_text())
+    benches = doc["benchmarks"]
+    assert {b["runner"] for b in benches} == {"sme2_on", "sme2_off"}
+    for b in benches:
+        device = b["device"]
+        assert device["kind"] == "android" and device["serial"] == arm64_phone.serial
+        assert device["sme2"] is True and device["extra"]["emulated"] is True
+        assert device["extra"]["target"] == "aarch64-linux-gnu"
+        assert b["runner_info"]["labels"]["machine"] == "aarch64"
+        assert Path(b["etdump"]).is_file()          # pulled from the phone
+    off = [b for b in benches if b["runner"] == "sme2_off"]
+    assert all(b["runner_info"]["labels"]["made_by"].startswith("hwcaps masked to no SME")
+               for b in off)
+    sent = {Path(p).name for p in arm64_phone.device.sends}
+    assert {"sme2_runner", "libexecutorch_backend_xnnpack.so", MASK_LIB} <= sent
+    # Every run preloaded the mask library; only the masked side cleared bits.
+    runs = [c for c in arm64_phone.device.commands if "sme2_runner" in c and "timeout" in c]
+    assert runs and all("LD_PRELOAD=" in c for c in runs)
+    assert {c.count("PYTEST_SME2_HWCAP2_CLEAR=0x0 ") for c in runs} == {0, 1}

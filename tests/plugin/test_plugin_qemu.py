@@ -1,0 +1,62 @@
+"""`pytest benchmarks --device qemu -k toy_cnn`, as a user runs it: the project's own benchmark
+files on the emulated Arm64 CPU with SME2. The SME2 comparison runs (the masked native runner is
+the SME2-off side, no --runner needed) and passes on kernel evidence and outputs; timings are
+marked as emulated and no speed-up is asserted."""
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("inner_session_env")]
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+@pytest.fixture
+def qemu_ready(provisioned_qemu):
+    if not provisioned_qemu:
+        if os.environ.get("CI"):
+            pytest.fail("QEMU is not provisioned: CI must run `pytest-sme2 setup qemu` first")
+        pytest.skip("QEMU not provisioned: run `pytest-sme2 setup qemu`")
+
+
+def test_benchmarks_on_the_emulated_sme2_cpu(pytester, qemu_ready, export_cache):
+    for name in ("test_latency.py", "test_sme2.py"):
+        shutil.copy(BENCHMARKS / name, pytester.path / name)
+    res = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--device=qemu", f"--sme2-cache-dir={export_cache}",
+        "--sme2-models=toy_cnn", "--sme2-dtypes=fp32,int8", "--sme2-threads=1",
+        "--report-dir=out", "-k", "toy_cnn")
+    res.assert_outcomes(passed=4)
+    # fnmatch: '?' stands for the brackets, which would be character classes.
+    res.stdout.fnmatch_lines([
+        "sme2: toy_cnn fp32 t1 native: Method::execute median * ms*; SME2 proven "
+        "?emulated CPU: timings say nothing about speed?",
+        "sme2: sme2_on vs sme2_off on toy_cnn fp32 t1: speed-up *outputs equal*"
+        "?emulated CPU: timings say nothing about speed?",
+        "*pytest-sme2 summary*",
+        "test_sme2_speedup?toy_cnn-fp32-t1?*sme2_off*(base)*absent*",
+        "test_sme2_speedup?toy_cnn-fp32-t1?*sme2_on*x ?*? emulated*proven*",
+        "emulated: measured on an emulated CPU (QEMU)*",
+    ])
+    doc = json.loads((pytester.path / "out" / "results.json").read_text())
+    on = [b for b in doc["benchmarks"] if b["runner"] == "sme2_on"]
+    off = [b for b in doc["benchmarks"] if b["runner"] == "sme2_off"]
+    assert on and off
+    assert {b["runner_info"]["labels"]["made_by"].split(";")[0] for b in on + off} == \
+        {"one binary"}
+    assert all(b["device"]["kind"] == "qemu" and b["device"]["extra"]["emulated"] for b in on)
+    assert all(b["kernel_evidence"]["sme2"] == "proven" for b in on)
+    assert all(b["kernel_evidence"]["sme2"] == "absent" for b in off)
+    assert all(Path(b["kernel_trace"]).is_file() for b in on + off)
+    assert not any(k["isa_family"] in ("SME", "SME2")
+                   for b in off for k in b["kernel_evidence"]["executed_kernels"])
+    report = (pytester.path / "out" / "report.md").read_text()
+    assert "Measured on an emulated CPU (QEMU" in report
+    assert "Micro-kernels executed (kernel trace):" in report
+    assert "hwcaps masked to no SME, no SME2" in report
+    for c in doc["comparisons"]:
+        assert c["emulated"] is True and c["outputs"]["equal"] is True

@@ -1,0 +1,117 @@
+"""The python runner's fork-server client and handle, against a fake server: status and signals
+come back as the run's own, a missing server means a fresh interpreter, and the runner says once
+when it has to do without a server."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from pytest_sme2.runners.base import RunRequest
+from pytest_sme2.runners.fork_client import HEADER
+from pytest_sme2.runners.fork_server import CLIENT, ForkServer, _status
+from pytest_sme2.runners.python import PythonRunner
+
+
+def _fake_server(path: Path, reply: bytes | None, seen: list) -> threading.Thread:
+    """Accept one client, keep its request, answer ``reply`` (None: hang up)."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(1)
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        data, fds, _, _ = socket.recv_fds(conn, 65536, 3)
+        seen.append((json.loads(data[HEADER.size:]), len(fds)))
+        for fd in fds:
+            os.close(fd)
+        if reply is not None:
+            conn.sendall(reply)
+        conn.close()
+        listener.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return thread
+
+
+def _client(address: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-S", str(CLIENT), str(address), *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("status", [0, 3])
+def test_client_sends_argv_cwd_and_stdio_and_exits_with_the_runs_status(tmp_path, status):
+    seen: list = []
+    thread = _fake_server(tmp_path / "s", json.dumps({"status": status}).encode(), seen)
+    proc = _client(tmp_path / "s", "--pte", "m.pte", cwd=tmp_path)
+    thread.join(10)
+    assert proc.returncode == status
+    assert seen == [({"argv": ["--pte", "m.pte"], "cwd": str(tmp_path)}, 3)]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSEGV])
+def test_a_run_killed_by_a_signal_kills_the_client_by_the_same_signal(tmp_path, sig):
+    thread = _fake_server(tmp_path / "s", json.dumps({"status": -sig}).encode(), [])
+    proc = _client(tmp_path / "s", cwd=tmp_path)
+    thread.join(10)
+    assert proc.returncode == -sig
+
+
+def test_a_server_that_hangs_up_is_one_line_and_status_1(tmp_path):
+    thread = _fake_server(tmp_path / "s", None, [])
+    proc = _client(tmp_path / "s", cwd=tmp_path)
+    thread.join(10)
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == "python runner: the fork server ended before the run did"
+
+
+def test_without_a_server_the_client_becomes_a_fresh_python_child(tmp_path):
+    proc = _client(tmp_path / "no-server", "--pte", "missing.pte", "--etdump", "o.etdump",
+                   cwd=tmp_path)
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == "missing.pte: no such .pte file"
+
+
+def test_wait_status_becomes_a_subprocess_style_status():
+    assert _status(0) == 0
+    assert _status(3 << 8) == 3
+    assert _status(signal.SIGSEGV) == -signal.SIGSEGV
+
+
+def _request(tmp_path: Path) -> RunRequest:
+    return RunRequest(pte=tmp_path / "m.pte", etdump=tmp_path / "o.etdump", threads=2, runs=4,
+                      warmup=1, inputs=tmp_path / "in.bin")
+
+
+def test_command_is_a_fork_client_when_the_server_runs(tmp_path, monkeypatch):
+    monkeypatch.setattr(ForkServer, "address", lambda self: "/tmp/x/s")
+    argv = PythonRunner().command(_request(tmp_path))
+    assert argv[:4] == [sys.executable, "-S", str(CLIENT), "/tmp/x/s"]
+    assert argv[4:] == ["--pte", str(tmp_path / "m.pte"), "--etdump", str(tmp_path / "o.etdump"),
+                        "--threads", "2", "--runs", "4", "--warmup", "1",
+                        "--inputs", str(tmp_path / "in.bin")]
+
+
+def test_without_fork_the_command_is_a_fresh_interpreter(tmp_path):
+    argv = PythonRunner(fork=False).command(_request(tmp_path))
+    assert argv[:3] == [sys.executable, "-m", "pytest_sme2.runners.python_child"]
+
+
+def test_a_server_that_cannot_start_falls_back_saying_so_once(tmp_path):
+    said: list[str] = []
+    runner = PythonRunner(python=str(tmp_path / "no-python"), progress=said.append)
+    for _ in range(2):
+        argv = runner.command(_request(tmp_path))
+        assert argv[:3] == [str(tmp_path / "no-python"), "-m", "pytest_sme2.runners.python_child"]
+    assert len(said) == 1
+    assert said[0].startswith("runner 'python': the fork server did not start (")
+    assert said[0].endswith("); each run starts a fresh interpreter instead (seconds per run)")

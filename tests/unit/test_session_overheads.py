@@ -1,0 +1,97 @@
+"""What a benchmark session costs beside its runs: hypothesis's end-of-session import skipped
+when nothing used hypothesis, the exit's garbage collection skipped, .etrecord files read once
+per version, and a runtime import that leaves torchao (and its noise) out."""
+
+from __future__ import annotations
+
+import atexit
+import gc
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from pytest_sme2 import plugin
+from pytest_sme2.etrecord import read_etrecord
+
+
+class _Plugins:
+    def __init__(self, hypothesis):
+        self.plugin = hypothesis
+        self.unregistered: list = []
+
+    def get_plugin(self, name):
+        return self.plugin if name == "hypothesispytest" else None
+
+    def unregister(self, plugin):
+        self.unregistered.append(plugin)
+
+
+class _Config:
+    def __init__(self, plugins, statistics=False):
+        self.pluginmanager = plugins
+        self.statistics = statistics
+
+    def getoption(self, name, default=None):
+        assert name == "--hypothesis-show-statistics"
+        return self.statistics
+
+
+def test_hypothesis_sits_the_summary_out_only_when_nothing_used_it(monkeypatch):
+    hyp = object()
+    monkeypatch.delitem(sys.modules, "hypothesis", raising=False)
+    idle = _Plugins(hyp)
+    plugin._skip_idle_hypothesis_summary(_Config(idle))
+    assert idle.unregistered == [hyp]
+
+    asked = _Plugins(hyp)
+    plugin._skip_idle_hypothesis_summary(_Config(asked, statistics=True))
+    assert asked.unregistered == []
+
+    monkeypatch.setitem(sys.modules, "hypothesis", object())
+    used = _Plugins(hyp)
+    plugin._skip_idle_hypothesis_summary(_Config(used))
+    assert used.unregistered == []
+    plugin._skip_idle_hypothesis_summary(_Config(_Plugins(None)))  # not installed: nothing
+
+
+def test_the_exit_collection_is_skipped_once_however_many_sessions(monkeypatch):
+    registered: list = []
+    monkeypatch.setattr(plugin, "_EXIT_HOOKS", set())
+    monkeypatch.setattr(atexit, "register", registered.append)
+    plugin._skip_exit_collection()
+    plugin._skip_exit_collection()
+    assert registered == [gc.freeze]
+
+
+def test_an_etrecord_is_read_once_per_version(tmp_path, toy_export):
+    copy = tmp_path / "model.etrecord"
+    copy.write_bytes(toy_export.etrecord.read_bytes())
+    first = read_etrecord(copy)
+    assert read_etrecord(copy) is first
+    copy.write_bytes(toy_export.etrecord.read_bytes())
+    os.utime(copy, ns=(time.time_ns(), time.time_ns() + 10**9))   # a new version
+    again = read_etrecord(copy)
+    assert again is not first and again == first
+
+
+def test_the_runtime_import_leaves_exir_and_torchao_out():
+    code = ("import sys; from pytest_sme2.runners.python_child import import_runtime; "
+            "rt = import_runtime(); assert hasattr(rt, '_load_for_executorch'); "
+            "print(sorted(m for m in ('torchao', 'executorch.exir') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=300)
+    assert out.stdout.strip() == "[]"
+    assert "Failed to load" not in out.stderr
+
+
+@pytest.mark.slow
+def test_the_export_recipes_silence_torchao_import_noise():
+    code = ("import pytest_sme2._recipes; "
+            "from torchao.quantization.pt2e.quantize_pt2e import prepare_pt2e")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=300)
+    assert "Failed to load" not in out.stderr
+    assert "KernelPreference" not in out.stderr
