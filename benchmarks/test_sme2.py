@@ -28,19 +28,19 @@ def test_sme2_speedup(sme2_compare, sme2_off, sme2_on, sme2_capable_device, sme2
                        threads=sme2_case.threads)
     on_evidence = cmp.candidate_blocks[0].kernel_evidence
     off_evidence = cmp.base_blocks[0].kernel_evidence
-    assert on_evidence["sme2"] in EVIDENCE, (
-        f"no evidence that the SME2-on runner used SME2: {on_evidence['reason']}")
-    assert off_evidence["sme2"] not in EVIDENCE, (
-        f"the SME2-off runner shows SME2: {off_evidence['reason']}")
+    assert on_evidence.sme2 in EVIDENCE, (
+        f"no evidence that the SME2-on runner used SME2: {on_evidence.reason}")
+    assert off_evidence.sme2 not in EVIDENCE, (
+        f"the SME2-off runner shows SME2: {off_evidence.reason}")
     if cmp.outputs is not None:       # runners that write outputs (ours): SME2 must not change them
         assert cmp.outputs.equal, f"SME2 on and off disagree beyond tolerance: {cmp.outputs}"
     if sme2_emulated:
         # Executed kernels, not timings, are the evidence here: the SME2-on side ran SME2
         # micro-kernels and the masked side ran no SME code at all.
-        assert on_evidence["sme2"] == "proven", on_evidence["reason"]
-        assert off_evidence.get("executed_kernels") is not None, off_evidence["reason"]
-        assert not any(k["isa_family"] in ("SME", "SME2")
-                       for k in off_evidence["executed_kernels"]), off_evidence["reason"]
+        assert on_evidence.sme2 == "proven", on_evidence.reason
+        assert off_evidence.traced, off_evidence.reason
+        assert not any(k.isa_family in ("SME", "SME2")
+                       for k in off_evidence.executed_kernels), off_evidence.reason
         return                        # emulated speed is not speed: nothing to assert on it
     assert cmp.speedup.low >= sme2_min_speedup(sme2_case.dtype), str(cmp)
 

@@ -4,7 +4,7 @@ Built-in models are registered by ``"module:function"`` target so that looking a
 hashing its source for the export cache) does not import torch. Users register their own from a
 ``conftest.py`` or their package::
 
-    from models import register_model
+    from pytest_sme2_models import ModelDef, register_model
 
     @register_model("my_net")
     def build():
@@ -54,7 +54,8 @@ class ModelEntry:
         try:
             return getattr(importlib.import_module(module_name), func)
         except (ImportError, AttributeError) as e:
-            raise Sme2Error(f"model {self.name!r}: cannot load builder {self.target!r} ({e})") from None
+            raise Sme2Error(f"model {self.name!r}: cannot load builder {self.target!r} "
+                            f"({e})") from None
 
     def build(self) -> ModelDef:
         return self.builder()(**self.kwargs)
@@ -120,4 +121,4 @@ def get_model(name: str) -> ModelEntry:
     except KeyError:
         raise UnknownModelError(
             f"unknown model {name!r}; registered models: {', '.join(registered_models())} "
-            "(register your own with models.register_model)") from None
+            "(register your own with pytest_sme2_models.register_model)") from None

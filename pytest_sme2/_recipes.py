@@ -1,7 +1,7 @@
 """The XNNPACK export recipes (heavy imports: only :mod:`pytest_sme2.export` loads this, and only
-on a cache miss). Recipes follow ../shared/NOTES.md: fp16 is ``.half()`` before export; static
-int8 is PT2E with per-channel symmetric config and calibration; dynamic int8 needs the dynamically
-quantized partitioner in front of the plain one."""
+on a cache miss). fp16 is ``.half()`` before export; static int8 is PT2E with per-channel
+symmetric config and calibration; dynamic int8 needs the dynamically quantized partitioner in
+front of the plain one."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from typing import Callable
 for _name in ("torchao", "torch.utils._pytree"):
     logging.getLogger(_name).setLevel(logging.ERROR)
 
-import torch  # noqa: E402 - after the loggers are set
+import torch  # after the loggers are set
 
-from models.registry import ModelDef
+from pytest_sme2_models.registry import ModelDef
 
 _NOT_OPERATORS = {"executorch_call_delegate", "getitem"}
 

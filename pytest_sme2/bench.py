@@ -6,9 +6,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
-from pytest_sme2.analysis.summary import Analysis, analyze
+from pytest_sme2.analysis.categories import CategoryRule
+from pytest_sme2.analysis.summary import analyze
 from pytest_sme2.compare import Comparison, check_outputs, make_comparison
 from pytest_sme2.devices.base import Device
 from pytest_sme2.errors import Sme2Error
@@ -16,7 +17,7 @@ from pytest_sme2.etdump import read_etdump
 from pytest_sme2.etrecord import read_etrecord
 from pytest_sme2.export import export_model
 from pytest_sme2.report.csv import write_csvs
-from pytest_sme2.results import BenchmarkResult
+from pytest_sme2.results import BenchmarkResult, ResultAnalysis, RunContext
 from pytest_sme2.runners.base import Runner, RunRequest
 from pytest_sme2.settings import DEFAULT_MARGIN, MIN_BLOCKS, BenchSettings
 from pytest_sme2.tensorfile import read_tensors
@@ -39,6 +40,9 @@ class BenchmarkRun:
     progress: Callable[[str], None] | None = field(default=None, repr=False)
     block: int | None = None        # position in an interleaved comparison
     save_outputs: bool = False      # keep the last run's outputs (runners that can)
+    # The operator category table (None: the built-in one); pytest_sme2.hooks.category_rules
+    # gives the plugins' rules in front of the built-in ones.
+    rules: Sequence[CategoryRule] | None = field(default=None, repr=False)
 
 
 def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
@@ -65,7 +69,7 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
     analysis = analyze(read_etdump(request.etdump), warmup=settings.warmup,
                        source=str(request.etdump), etrecord=read_etrecord(exported.etrecord),
                        device_sme2=process_sme2(facts.sme2, runner.hwcap_mask),
-                       kernel_trace=outcome.kernel_trace)
+                       rules=run.rules, kernel_trace=outcome.kernel_trace)
     if len(analysis.e2e_all) != request.executions:
         raise Sme2Error(f"{request.etdump}: {len(analysis.e2e_all)} runs with Method::execute, "
                         f"expected {request.executions} ({settings.warmup} warm-up + "
@@ -76,22 +80,16 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
         runner=runner.info.to_dict(), device=facts.to_dict(), runs=settings.runs,
         warmup=settings.warmup, e2e_ms=[round(float(v), 6) for v in analysis.timed_e2e],
         e2e=analysis.e2e, etdump=str(request.etdump), pte=str(exported.pte),
-        export_key=exported.key,
-        extra={**analysis_extra(analysis), "thermal_before": before, "thermal_after": after,
-               "block": run.block,
-               "outputs": str(request.outputs) if request.outputs else None,
-               "kernel_trace": str(outcome.kernel_trace) if outcome.kernel_trace else None})
+        export_key=exported.key, analysis=ResultAnalysis.from_json(analysis.to_json()),
+        context=RunContext(thermal_before=before, thermal_after=after, block=run.block,
+                           outputs=str(request.outputs) if request.outputs else None,
+                           kernel_trace=str(outcome.kernel_trace) if outcome.kernel_trace
+                           else None))
 
 
 def process_sme2(device_sme2: bool | None, hwcap_mask: str | None) -> bool | None:
     """SME2 as the runner's process saw it: every mask hides SME2, whatever the device has."""
     return False if hwcap_mask else device_sme2
-
-
-def analysis_extra(analysis: Analysis) -> dict:
-    """The analysis parts results.json carries beside the latency."""
-    doc = analysis.to_json()
-    return {k: doc[k] for k in ("categories_ms", "overheads_ms", "operators", "kernel_evidence")}
 
 
 def run_comparison(run: BenchmarkRun, base: Runner, candidate: Runner, device: Device,
@@ -120,7 +118,7 @@ def run_comparison(run: BenchmarkRun, base: Runner, candidate: Runner, device: D
                 on_block(result)
     a, b = results[base.info.name], results[candidate.info.name]
     outputs = None
-    if a[0].extra.get("outputs") and b[0].extra.get("outputs"):
-        outputs = check_outputs(read_tensors(Path(a[0].extra["outputs"])),
-                                read_tensors(Path(b[0].extra["outputs"])), run.dtype)
-    return make_comparison(a, b, outputs, margin)
+    if a[0].context.outputs and b[0].context.outputs:
+        outputs = check_outputs(read_tensors(Path(a[0].context.outputs)),
+                                read_tensors(Path(b[0].context.outputs)), run.dtype)
+    return make_comparison(a, b, outputs, margin, nodeid=label)

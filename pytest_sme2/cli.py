@@ -7,6 +7,8 @@
     pytest-sme2 run PTE --runner {python|native|PATH}[,label=value...] [--device SPEC]
                     [--threads N] [--runs N] [--warmup N] --etdump OUT [--kernel-trace CSV]
     pytest-sme2 report RESULTS.json [--out DIR] [--no-charts]
+    pytest-sme2 gate RESULTS.json --baseline-dir DIR [--fail-on-regression PCT]
+                     [--allow-foreign-baseline] [--categories LIST]
     pytest-sme2 setup qemu [--dry-run]
 
 User errors print one line on stderr and exit with status 2; no traceback.
@@ -130,18 +132,9 @@ def _run(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     from pytest_sme2.report.markdown import render_report
-    from pytest_sme2.results import RESULTS_SCHEMA
+    from pytest_sme2.results import load_results
 
-    try:
-        doc = json.loads(Path(args.results).read_text())
-    except FileNotFoundError:
-        raise Sme2Error(f"{args.results}: no such results file") from None
-    except (OSError, ValueError) as e:
-        raise Sme2Error(f"{args.results}: not a readable results.json ({e})") from None
-    if not isinstance(doc, dict) or doc.get("schema") != RESULTS_SCHEMA:
-        raise Sme2Error(f"{args.results}: not a pytest-sme2 results document (schema "
-                        f"{doc.get('schema') if isinstance(doc, dict) else None!r}, expected "
-                        f"{RESULTS_SCHEMA!r})")
+    doc = load_results(args.results)      # one line naming the file for anything unreadable
     out_dir = Path(args.out or Path(args.results).parent)
     try:
         out = render_report(doc, out_dir, charts=not args.no_charts)
@@ -152,6 +145,35 @@ def _report(args: argparse.Namespace) -> int:
                         f"({type(e).__name__}: {e}); was it edited by hand?") from None
     print(out)
     return 0
+
+
+def _gate(args: argparse.Namespace) -> int:
+    """Judge every benchmark of a results document (all its blocks, grouped by baseline key,
+    as --save-baseline groups them) against the stored baselines: one line per benchmark;
+    exit 1 when the gate fails (a regression, or a baseline from another device that was not
+    compared), else 0."""
+    from pytest_sme2 import gate
+    from pytest_sme2.baseline_store import group_by_key
+    from pytest_sme2.config import GatePolicy, parse_gate_categories, parse_threshold
+    from pytest_sme2.results import load_results
+
+    policy = GatePolicy(fail_on_regression=parse_threshold(args.fail_on_regression),
+                        allow_foreign=args.allow_foreign_baseline,
+                        categories=parse_gate_categories(args.categories), confirm_blocks=0)
+    doc = load_results(args.results)
+    if not doc.benchmarks:
+        raise Sme2Error(f"{args.results}: no benchmarks to judge")
+    if not args.baseline_dir.is_dir():
+        raise Sme2Error(f"--baseline-dir {args.baseline_dir}: no such folder")
+    own = doc.session.get("baseline_session_id")   # a session that saved is not its own baseline
+    failed = False
+    for key, blocks in group_by_key(doc.benchmarks).items():
+        report = gate.evaluate(blocks, args.baseline_dir, policy, exclude_session=own)
+        line = "; ".join([report.e2e.summary] + [j.summary for j in report.regressions
+                                                 if j.category])
+        print(f"{key.model} {key.dtype} t{key.threads} {key.runner}: {line}")
+        failed = failed or report.failure(policy) is not None
+    return 1 if failed else 0
 
 
 def _setup(args: argparse.Namespace) -> int:
@@ -167,8 +189,10 @@ def build_parser() -> argparse.ArgumentParser:
     a = sub.add_parser("analyze", help="summarise an ETDump (no torch needed)")
     a.add_argument("etdump", type=Path)
     a.add_argument("--warmup", type=int, default=0, help="leading runs to discard (default 0)")
-    a.add_argument("--etrecord", type=Path, help="the .etrecord beside the .pte (backends, op types)")
-    a.add_argument("--xnntrace", type=Path, help="XNNPACK kernel log ('Using ... microkernel' lines)")
+    a.add_argument("--etrecord", type=Path,
+                   help="the .etrecord beside the .pte (backends, op types)")
+    a.add_argument("--xnntrace", type=Path,
+                   help="XNNPACK kernel log ('Using ... microkernel' lines)")
     a.add_argument("--kernel-trace", type=Path, metavar="CSV",
                    help="kernels that executed (the CSV of `run --kernel-trace`): 'proven' when "
                         "SME2 kernels ran")
@@ -202,7 +226,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--warmup", type=int, default=3)
     run.add_argument("--inputs", type=Path, help="tensor file of inputs (default: generated)")
     run.add_argument("--taskset", default="auto", help="Android CPU pinning: auto, none, hex mask")
-    run.add_argument("--timeout", type=float, default=600.0, help="seconds before the run is killed")
+    run.add_argument("--timeout", type=float, default=600.0,
+                     help="seconds before the run is killed")
     run.add_argument("--etdump", type=Path, required=True, help="where to write the ETDump")
     run.set_defaults(func=_run)
 
@@ -211,6 +236,20 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", type=Path, help="folder for report.md (default: beside the JSON)")
     r.add_argument("--no-charts", action="store_true")
     r.set_defaults(func=_report)
+
+    g = sub.add_parser("gate", help="judge a results.json against stored baselines: exit 1 on "
+                                    "a regression, 0 otherwise")
+    g.add_argument("results", type=Path)
+    g.add_argument("--baseline-dir", type=Path, required=True,
+                   help="the baseline folder (pytest's --baseline-dir)")
+    g.add_argument("--fail-on-regression", default="10", metavar="PCT",
+                   help="a slow-down beyond PCT percent that noise cannot explain fails "
+                        "(default 10)")
+    g.add_argument("--allow-foreign-baseline", action="store_true",
+                   help="compare with a baseline recorded on another device instead of failing")
+    g.add_argument("--categories", default="", metavar="LIST",
+                   help="operator categories judged besides end to end (Convolution,GEMM or all)")
+    g.set_defaults(func=_gate)
 
     st = sub.add_parser("setup", help="provision an emulated Arm64 SME2 target (QEMU, cross "
                                       "compiler, aarch64 wheel); docs/emulated-sme2.md")

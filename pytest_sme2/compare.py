@@ -4,13 +4,13 @@ equivalence and a verdict. Pure functions over results; running the blocks is be
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.results import BenchmarkResult
+from pytest_sme2.results import BenchmarkResult, ComparisonRecord, OutputCheck, pool
 from pytest_sme2.settings import DEFAULT_MARGIN
 from pytest_sme2.stats import Interval, paired_ratio
 
@@ -22,18 +22,6 @@ EMULATED_NOTE = " (emulated CPU: timings say nothing about speed)"
 # the fp32 eager result (QEMU, benchmarks/scripts/emulated_sme2.py): a difference within fp16's
 # own error is not a wrong result.
 OUTPUT_TOLERANCE = {"fp32": 1e-4, "fp16": 3e-2, "int8": 0.05, "int8_dynamic": 0.05}
-
-
-@dataclass
-class OutputCheck:
-    max_abs_diff: float
-    tolerance: float
-    equal: bool
-    max_rel_diff: float = 0.0           # max_abs_diff / max |base output|
-
-    def to_dict(self) -> dict:
-        return {"max_abs_diff": self.max_abs_diff, "max_rel_diff": self.max_rel_diff,
-                "tolerance": self.tolerance, "equal": self.equal}
 
 
 @dataclass(repr=False)
@@ -54,20 +42,21 @@ class Comparison:
     outputs: OutputCheck | None
     verdict: str
     margin: float = DEFAULT_MARGIN
-    extra: dict[str, Any] = field(default_factory=dict)
+    nodeid: str = ""                        # the test that compared
+    baselines: dict[str, dict[str, Any]] | None = None   # the gate's verdict per runner
 
     @property
     def emulated(self) -> bool:
         """Measured on an emulated CPU: its timings say nothing about speed."""
-        return bool(self.base_blocks[0].device.get("extra", {}).get("emulated"))
+        return self.base_blocks[0].emulated
 
     @property
     def base_median_ms(self) -> float:
-        return float(np.median([r.e2e.median_ms for r in self.base_blocks]))
+        return pool(self.base_blocks).median_ms
 
     @property
     def candidate_median_ms(self) -> float:
-        return float(np.median([r.e2e.median_ms for r in self.candidate_blocks]))
+        return pool(self.candidate_blocks).median_ms
 
     def __str__(self) -> str:
         return (f"{self.candidate} vs {self.base} on {self.model} {self.dtype} t{self.threads}: "
@@ -78,23 +67,22 @@ class Comparison:
     def __repr__(self) -> str:  # assertion messages show this: numbers, not block objects
         return f"Comparison({self})"
 
+    def record(self) -> ComparisonRecord:
+        """What results.json keeps of it: the figures and the blocks' node ids."""
+        return ComparisonRecord(
+            model=self.model, dtype=self.dtype, threads=self.threads, base=self.base,
+            candidate=self.candidate, base_median_ms=self.base_median_ms,
+            candidate_median_ms=self.candidate_median_ms, speedup=self.speedup,
+            category_speedups=dict(self.category_speedups), outputs=self.outputs,
+            verdict=self.verdict, margin=self.margin, emulated=self.emulated,
+            base_block_medians_ms=[r.e2e.median_ms for r in self.base_blocks],
+            candidate_block_medians_ms=[r.e2e.median_ms for r in self.candidate_blocks],
+            base_blocks=[r.nodeid for r in self.base_blocks],
+            candidate_blocks=[r.nodeid for r in self.candidate_blocks],
+            nodeid=self.nodeid, baselines=self.baselines)
+
     def to_json(self) -> dict:
-        return {
-            "model": self.model, "dtype": self.dtype, "threads": self.threads,
-            "base": self.base, "candidate": self.candidate,
-            "base_median_ms": self.base_median_ms,
-            "candidate_median_ms": self.candidate_median_ms,
-            "speedup": self.speedup.to_dict(),
-            "category_speedups": {k: (v.to_dict() if v else None)
-                                  for k, v in self.category_speedups.items()},
-            "outputs": self.outputs.to_dict() if self.outputs else None,
-            "verdict": self.verdict, "margin": self.margin, "emulated": self.emulated,
-            "base_block_medians_ms": [r.e2e.median_ms for r in self.base_blocks],
-            "candidate_block_medians_ms": [r.e2e.median_ms for r in self.candidate_blocks],
-            "base_blocks": [r.nodeid for r in self.base_blocks],
-            "candidate_blocks": [r.nodeid for r in self.candidate_blocks],
-            **self.extra,
-        }
+        return self.record().to_json()
 
 
 def verdict(speedup: Interval, margin: float = DEFAULT_MARGIN) -> str:
@@ -130,8 +118,8 @@ def check_outputs(a: list[np.ndarray], b: list[np.ndarray], dtype: str) -> Outpu
 
 
 def make_comparison(base_blocks: list[BenchmarkResult], candidate_blocks: list[BenchmarkResult],
-                    outputs: OutputCheck | None = None,
-                    margin: float = DEFAULT_MARGIN) -> Comparison:
+                    outputs: OutputCheck | None = None, margin: float = DEFAULT_MARGIN,
+                    nodeid: str = "") -> Comparison:
     if len(base_blocks) != len(candidate_blocks) or len(base_blocks) < 2:
         raise Sme2Error(f"a comparison needs the same number (>= 2) of blocks on each side, got "
                         f"{len(base_blocks)} and {len(candidate_blocks)}")
@@ -143,4 +131,4 @@ def make_comparison(base_blocks: list[BenchmarkResult], candidate_blocks: list[B
         base=first.runner_name, candidate=candidate_blocks[0].runner_name,
         base_blocks=base_blocks, candidate_blocks=candidate_blocks, speedup=speedup,
         category_speedups=category_speedups(base_blocks, candidate_blocks),
-        outputs=outputs, verdict=verdict(speedup, margin), margin=margin)
+        outputs=outputs, verdict=verdict(speedup, margin), margin=margin, nodeid=nodeid)

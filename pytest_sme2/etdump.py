@@ -198,7 +198,8 @@ def _unique_rows(grid: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.n
             h = h * np.uint64(0x100000001B3) ^ cols[:, k]
     _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
     inverse = inverse.ravel()
-    if np.array_equal(grid, grid[first][inverse]) and np.array_equal(length, length[first][inverse]):
+    if np.array_equal(grid, grid[first][inverse]) and \
+            np.array_equal(length, length[first][inverse]):
         return first, inverse
     keys = np.ascontiguousarray(grid).view(f"V{grid.shape[1] * grid.itemsize}").ravel()
     _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)

@@ -1,10 +1,11 @@
 """Export a registered model to an ExecuTorch ``.pte`` (XNNPACK delegate) with its ``.etrecord``,
 through a content-addressed cache.
 
-Cache key = model source + builder arguments + dtype + export recipe (this file) + torch /
-executorch / torchao versions. A hit reads one small JSON file and imports neither torch nor
-executorch. Concurrent pytest-xdist workers take a per-key lock; the export is written into a
-temporary folder and renamed into place, so nobody ever sees a half-written model.
+Cache key = model source + builder arguments + dtype + export recipe (this file and
+``_recipes.py``: :data:`RECIPE_SOURCES`) + torch / executorch / torchao versions. A hit reads
+one small JSON file and imports neither torch nor executorch. Concurrent pytest-xdist workers
+take a per-key lock; the export is written into a temporary folder and renamed into place, so
+nobody ever sees a half-written model.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ DTYPES = ("fp32", "fp16", "int8", "int8_dynamic")
 # model is recorded in the metadata, not judged (random weights quantize badly).
 TOLERANCE = {"fp32": 1e-3, "fp16": 3e-2, "int8": 0.1, "int8_dynamic": 0.1}
 PTE, ETRECORD, INPUTS, META = "model.pte", "model.etrecord", "inputs.bin", "meta.json"
+# The export recipe is the source of these files (the cache logic here, the torch and executorch
+# steps in _recipes.py): editing any of them makes a new cache key.
+RECIPE_SOURCES = (Path(__file__), Path(__file__).with_name("_recipes.py"))
 
 
 class ExportError(Sme2Error):
@@ -65,17 +69,26 @@ def _versions() -> dict[str, str]:
     return {pkg: package_version(pkg) for pkg in ("torch", "executorch", "torchao")}
 
 
+def recipe_digest() -> str:
+    """Hash of the recipe's source files (:data:`RECIPE_SOURCES`), read without importing
+    them: a cache hit must not import torch."""
+    h = hashlib.sha256()
+    for path in RECIPE_SOURCES:
+        data = path.read_bytes()
+        h.update(f"{path.name}:{len(data)}:".encode())
+        h.update(data)
+    return h.hexdigest()
+
+
 def cache_key(model: str, dtype: str) -> str:
-    from models import get_model
+    from pytest_sme2_models import get_model
 
     h = hashlib.sha256()
     h.update(get_model(model).source_digest().encode())
     h.update(dtype.encode())
-    h.update(Path(__file__).read_bytes())  # the recipe
+    h.update(recipe_digest().encode())
     h.update(json.dumps(_versions(), sort_keys=True).encode())
     return h.hexdigest()[:16]
-
-
 
 
 def _load_hit(model: str, dtype: str, key: str, folder: Path) -> ExportedModel | None:
@@ -143,7 +156,7 @@ def _export_into(folder: Path, model: str, dtype: str, key: str,
     stage = ["build"]
     t0 = time.perf_counter()
     try:
-        from models import get_model
+        from pytest_sme2_models import get_model
 
         say(f"exporting {model} {dtype} ...")
         definition = get_model(model).build()

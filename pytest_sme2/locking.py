@@ -1,9 +1,10 @@
 """Cross-process exclusion on this host (pytest-xdist workers, parallel CI jobs): an advisory
-``flock`` on a lock file, released when the block ends or the process dies."""
+``flock``, released when the block ends or the process dies."""
 
 from __future__ import annotations
 
 import fcntl
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 
 @contextmanager
 def file_lock(path: Path) -> Iterator[None]:
+    """A lock file at ``path`` (created, and left in place)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a+") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
@@ -18,3 +20,16 @@ def file_lock(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+@contextmanager
+def folder_lock(folder: Path) -> Iterator[None]:
+    """A lock on the folder itself, for folders that are committed (baselines): no lock file
+    to commit by mistake."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock

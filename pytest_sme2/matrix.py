@@ -1,5 +1,6 @@
-"""The benchmark matrix: models x dtypes x threads, with readable ids (``mobilenet_v3_small-fp16-t1``)
-that ``-k`` can filter. Configured by --sme2-models/--sme2-dtypes/--sme2-threads or their ini keys."""
+"""The benchmark matrix: models x dtypes x threads, with readable ids
+(``mobilenet_v3_small-fp16-t1``) that ``-k`` can filter. Configured by --sme2-models,
+--sme2-dtypes, --sme2-threads or their ini keys."""
 
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ def parse_threads(text: str) -> tuple[int, ...]:
 def build_matrix(models: list[str], dtypes: list[str], threads: tuple[int, ...]) -> list[Case]:
     """Validate names up front: a typo should stop the session with one line, not fail every
     benchmark."""
-    from models import get_model
+    from pytest_sme2_models import get_model
 
     for m in models:
         get_model(m)  # raises UnknownModelError listing registered names

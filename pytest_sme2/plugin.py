@@ -1,27 +1,31 @@
 """pytest glue: options, fixtures, the benchmark matrix, live lines and the summary table. The
-work itself lives in the library (:mod:`pytest_sme2.bench`, :mod:`pytest_sme2.compare`, ...)."""
+work itself lives in the library: the configuration in :mod:`pytest_sme2.config`, measuring in
+:mod:`pytest_sme2.bench`, the regression gate in :mod:`pytest_sme2.gate`."""
 
 from __future__ import annotations
 
+import re
 import sys
 from contextlib import nullcontext
-from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import pytest
 
+from pytest_sme2.config import (FLAGS, OPTIONS, RUNNERS_DEST, RUNNERS_INI, BaseDirs, GatePolicy,
+                                Sme2Config, config_from_options)
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.export import DTYPES, ExportedModel, export_model
-from pytest_sme2.matrix import (DEFAULT_DTYPES, DEFAULT_MODELS, DEFAULT_THREADS, Case,
-                                build_matrix, parse_threads, split_list)
+from pytest_sme2.export import ExportedModel, export_model
+from pytest_sme2.matrix import Case, build_matrix
 from pytest_sme2.session import BenchSession
-from pytest_sme2.settings import (DEFAULT_CONFIRM_BLOCKS, DEFAULT_MARGIN, MIN_BLOCKS,
-                                  BenchSettings)
+from pytest_sme2.settings import DEFAULT_MARGIN, BenchSettings
 
 # The measuring and reporting library (numpy, pandas) is imported where it is used, not here:
 # every pytest run of a project that has pytest-sme2 installed imports this module.
 if TYPE_CHECKING:
+    from pytest_sme2.bench import BenchmarkRun
     from pytest_sme2.compare import Comparison
+    from pytest_sme2.gate import GateReport, Judgement
     from pytest_sme2.results import BenchmarkResult
 
 SESSION_KEY = pytest.StashKey[BenchSession]()
@@ -29,186 +33,49 @@ MATRIX_KEY = pytest.StashKey[list[Case]]()
 RESULT_PROPERTY = "sme2_result"
 COMPARISON_PROPERTY = "sme2_comparison"
 
-# Lower bounds asserted on the SME2 speed-up's confidence interval. The seed kit measured, on
-# one core, 3.9x (fp16) and 1.8x (int8) end to end on a conv-heavy model; a model whose time is
-# not in Convolution/GEMM gains less, so the defaults ask for a clear but modest effect.
-DEFAULT_MIN_SPEEDUP = "fp32=1.2,fp16=1.5,int8=1.2,int8_dynamic=1.2"
 
-# option dest -> (ini name, default, help)
-_OPTIONS = {
-    "device": ("sme2_device", "host", "where to run: host, android, android:SERIAL, "
-               "android:SERIAL@HOST:PORT, or qemu[:CPU] (an emulated Arm64 CPU with SME2)"),
-    "runs": ("sme2_runs", "30", "timed runs per benchmark (default 30)"),
-    "warmup": ("sme2_warmup", "3", "warm-up runs per benchmark, discarded (default 3)"),
-    "report_dir": ("sme2_report_dir", "sme2-report",
-                   "folder for results.json, report.md and artifacts (default sme2-report/)"),
-    "sme2_cache_dir": ("sme2_cache_dir", "",
-                       "export cache folder (default ~/.cache/pytest-sme2/exports)"),
-    "sme2_timeout": ("sme2_timeout", "600", "seconds one runner invocation may take"),
-    "sme2_taskset": ("sme2_taskset", "auto",
-                     "CPU pinning on Android: auto (the biggest cores), none, or a hex mask"),
-    "sme2_models": ("sme2_models", ",".join(DEFAULT_MODELS), "models of the benchmark matrix"),
-    "sme2_dtypes": ("sme2_dtypes", ",".join(DEFAULT_DTYPES),
-                    f"dtypes of the benchmark matrix ({', '.join(DTYPES)})"),
-    "sme2_threads": ("sme2_threads", ",".join(map(str, DEFAULT_THREADS)),
-                     "thread counts of the benchmark matrix"),
-    "sme2_blocks": ("sme2_blocks", str(MIN_BLOCKS),
-                    f"interleaved blocks per side in a comparison (default {MIN_BLOCKS})"),
-    "sme2_confirm_blocks": ("sme2_confirm_blocks", str(DEFAULT_CONFIRM_BLOCKS),
-                            "when the baseline gate suspects a regression, measure this many "
-                            "more blocks (fresh runner processes) and judge all of them "
-                            f"(default {DEFAULT_CONFIRM_BLOCKS}; 0: judge the first block "
-                            "alone)"),
-    "sme2_gate_categories": ("sme2_gate_categories", "",
-                             "operator categories the baseline gate judges besides end-to-end "
-                             "latency, comma-separated (e.g. Convolution,GEMM), or 'all'; "
-                             "a category too small to be a bottleneck is not gated"),
-    "sme2_min_speedup": ("sme2_min_speedup", DEFAULT_MIN_SPEEDUP,
-                         "SME2-on vs -off speed-up the CI's lower bound must reach, per dtype"),
-    "baseline_dir": ("sme2_baseline_dir", "benchmarks/baselines",
-                     "folder of stored baselines, one JSON file per benchmark key"),
-    "fail_on_regression": ("sme2_fail_on_regression", "",
-                           "fail a benchmark (and the session) whose slow-down beyond PCT "
-                           "percent is statistically clear against its baseline"),
-}
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """The hooks plugins and conftest.py files implement: :mod:`pytest_sme2.hookspec`."""
+    from pytest_sme2 import hookspec
+
+    pluginmanager.add_hookspecs(hookspec)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("sme2", "pytest-sme2 benchmarking")
-    for dest, (ini, default, help_text) in _OPTIONS.items():
+    for dest, option in OPTIONS.items():
         flag = "--" + dest.replace("_", "-")
-        group.addoption(flag, dest=dest, default=None, help=help_text + f" [ini: {ini}]")
-        parser.addini(ini, help_text, default=default)
-    group.addoption("--sme2-reexport", action="store_true", default=False,
-                    help="export models again even when the cache has them")
-    group.addoption("--runner", dest="runners", action="append", default=[],
+        group.addoption(flag, dest=dest, default=None, help=f"{option.help} [ini: {option.ini}]")
+        parser.addini(option.ini, option.help, default=option.default)
+    for dest, help_text in FLAGS.items():
+        group.addoption("--" + dest.replace("_", "-"), dest=dest, action="store_true",
+                        default=False, help=help_text)
+    group.addoption("--runner", dest=RUNNERS_DEST, action="append", default=[],
                     metavar="NAME=SPEC",
                     help="add a runner: NAME=python, NAME=native or NAME=/path/to/executor_runner"
-                         "[,libs=DIR][,label=value...] (repeatable) [ini: sme2_runners]")
-    parser.addini("sme2_runners", "runner specs, one per line (see --runner)", type="linelist",
+                         f"[,libs=DIR][,label=value...] (repeatable) [ini: {RUNNERS_INI}]")
+    parser.addini(RUNNERS_INI, "runner specs, one per line (see --runner)", type="linelist",
                   default=[])
-    group.addoption("--save-baseline", action="store_true", default=False,
-                    help="record this session's results as a new baseline session")
-    group.addoption("--allow-foreign-baseline", action="store_true", default=False,
-                    help="compare against baselines recorded in another environment (other "
-                         "SoC, runner build, executorch version) instead of refusing")
 
 
-def _setting(config: pytest.Config, dest: str) -> tuple[str, bool]:
-    """The value of an option (command line first, then ini) and whether it came from the
-    command line (paths from there are relative to the invocation folder, from ini to rootdir)."""
-    value = config.getoption(dest)
-    if value is not None:
-        return str(value), True
-    return str(config.getini(_OPTIONS[dest][0])), False
+def _config(config: pytest.Config) -> Sme2Config:
+    """The session's configuration from pytest's option and ini values (one usage error)."""
+    values = {dest: config.getoption(dest) for dest in (*OPTIONS, *FLAGS, RUNNERS_DEST)}
+    ini = {name: config.getini(name) for name in (*(o.ini for o in OPTIONS.values()),
+                                                   RUNNERS_INI)}
+    from pytest_sme2.hooks import category_rules, runner_kinds
 
-
-def _path(config: pytest.Config, dest: str) -> Path | None:
-    value, from_cli = _setting(config, dest)
-    if not value:
-        return None
-    base = config.invocation_params.dir if from_cli else config.rootpath
-    return (base / value).resolve()
-
-
-# An emulated CPU runs a model 100-1000x slower than the host, and its timings say nothing about
-# speed: fewer runs and blocks suffice for what it does prove (kernels, outputs). Applied only
-# where the user left the default.
-EMULATED_DEFAULTS = {"runs": "5", "warmup": "1", "sme2_blocks": "2"}
-
-
-def _is_emulated(config: pytest.Config) -> bool:
-    return _setting(config, "device")[0].split(":", 1)[0] == "qemu"
-
-
-def _int(config: pytest.Config, dest: str) -> int:
-    value, _ = _setting(config, dest)
-    if dest in EMULATED_DEFAULTS and value == _OPTIONS[dest][1] and _is_emulated(config):
-        value = EMULATED_DEFAULTS[dest]
     try:
-        return int(value)
-    except ValueError:
-        raise Sme2Error(f"--{dest.replace('_', '-')} must be a whole number, got {value!r}") \
-            from None
-
-
-def settings_from_config(config: pytest.Config) -> BenchSettings:
-    return BenchSettings(runs=_int(config, "runs"), warmup=_int(config, "warmup"),
-                         report_dir=_path(config, "report_dir") or Path("sme2-report"),
-                         cache_dir=_path(config, "sme2_cache_dir"),
-                         reexport=bool(config.getoption("sme2_reexport")),
-                         timeout_s=float(_int(config, "sme2_timeout")))
-
-
-def _pct(config: pytest.Config) -> float | None:
-    text, _ = _setting(config, "fail_on_regression")
-    if not text:
-        return None
-    try:
-        pct = float(text)
-        if pct < 0 or pct != pct:
-            raise ValueError
-    except ValueError:
-        raise Sme2Error(f"--fail-on-regression must be a percentage of 0 or more, got "
-                        f"{text!r}") from None
-    return pct
-
-
-def _min_speedups(config: pytest.Config) -> dict[str, float]:
-    text, _ = _setting(config, "sme2_min_speedup")
-    out = {}
-    for item in split_list(text):
-        dtype, sep, value = item.partition("=")
-        try:
-            if not sep or dtype.strip() not in DTYPES:
-                raise ValueError
-            out[dtype.strip()] = float(value)
-        except ValueError:
-            raise Sme2Error(f"--sme2-min-speedup: {item!r} is not DTYPE=NUMBER with DTYPE one "
-                            f"of {', '.join(DTYPES)}") from None
-    return out
-
-
-def _gate_categories(config: pytest.Config) -> list[str]:
-    from pytest_sme2.analysis.categories import OTHER, named_categories
-
-    names = split_list(_setting(config, "sme2_gate_categories")[0])
-    known = {c.lower(): c for c in (*named_categories(), OTHER)}
-    out = []
-    for name in names:
-        if name.lower() == "all":
-            return ["all"]
-        if name.lower() not in known:
-            raise Sme2Error(f"--sme2-gate-categories: unknown category {name!r}; known: "
-                            f"{', '.join(known.values())}, or all")
-        out.append(known[name.lower()])
-    return out
+        return config_from_options(values, ini,
+                                   BaseDirs(config.invocation_params.dir, config.rootpath),
+                                   runner_kinds(config.hook), category_rules(config.hook))
+    except Sme2Error as e:
+        raise pytest.UsageError(str(e)) from None
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "sme2: a pytest-sme2 benchmark")
-    texts = list(config.getini("sme2_runners")) + list(config.getoption("runners") or [])
-    taskset = _setting(config, "sme2_taskset")[0]
-    try:
-        session = BenchSession(settings_from_config(config),
-                               device_spec=_setting(config, "device")[0], runner_texts=texts,
-                               taskset=None if taskset == "none" else taskset)
-        session.min_speedup = _min_speedups(config)
-        session.blocks = _int(config, "sme2_blocks")
-        session.baseline_dir = _path(config, "baseline_dir")
-        session.fail_on_regression = _pct(config)
-        session.save_baseline = bool(config.getoption("save_baseline"))
-        session.allow_foreign = bool(config.getoption("allow_foreign_baseline"))
-        if session.blocks < 2:
-            raise Sme2Error(f"--sme2-blocks must be 2 or more, got {session.blocks}")
-        session.gate_categories = _gate_categories(config)
-        session.confirm_blocks = _int(config, "sme2_confirm_blocks")
-        if session.confirm_blocks < 0:
-            raise Sme2Error(f"--sme2-confirm-blocks must be 0 or more, got "
-                            f"{session.confirm_blocks}")
-    except Sme2Error as e:
-        raise pytest.UsageError(str(e)) from None
-    config.stash[SESSION_KEY] = session
+    config.stash[SESSION_KEY] = BenchSession(_config(config), hook=config.hook)
     if not _is_xdist_worker(config):
         config.pluginmanager.register(_Collector(config), "sme2-collector")
 
@@ -222,10 +89,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def _matrix(config: pytest.Config) -> list[Case]:
     if MATRIX_KEY not in config.stash:
         try:
-            config.stash[MATRIX_KEY] = build_matrix(
-                split_list(_setting(config, "sme2_models")[0]),
-                split_list(_setting(config, "sme2_dtypes")[0]),
-                parse_threads(_setting(config, "sme2_threads")[0]))
+            cfg = config.stash[SESSION_KEY].config
+            config.stash[MATRIX_KEY] = build_matrix(list(cfg.models), list(cfg.dtypes),
+                                                    cfg.threads)
         except Sme2Error as e:
             raise pytest.UsageError(str(e)) from None
     return config.stash[MATRIX_KEY]
@@ -365,7 +231,7 @@ def sme2_capable_device(sme2_device):
 @pytest.fixture(scope="session")
 def sme2_min_speedup(sme2_session: BenchSession) -> Callable[[str], float]:
     """``sme2_min_speedup(dtype)``: the configured lower bound for an SME2 speed-up."""
-    return lambda dtype: sme2_session.min_speedup.get(dtype, 1.0)
+    return lambda dtype: sme2_session.config.min_speedup.get(dtype, 1.0)
 
 
 def _case_params(request: pytest.FixtureRequest) -> tuple[str, str]:
@@ -392,54 +258,89 @@ def sme2_model(request: pytest.FixtureRequest, sme2_session: BenchSession) -> Ex
         _fail(e, request.config)
 
 
-def _recorder(request: pytest.FixtureRequest) -> Callable[[BenchmarkResult], None]:
-    # Results ride on the test report so pytest-xdist carries them to the controller; each is
-    # attached as soon as it is measured, so a later failure in the test loses nothing.
-    return lambda r: request.node.user_properties.append((RESULT_PROPERTY, r.to_json()))
+def _recorder(request: pytest.FixtureRequest
+              ) -> Callable[[Sequence[BenchmarkResult], dict[str, GateReport]], None]:
+    """Records a benchmark's blocks once the gate judged them (or could not). Results ride on
+    the test report, so pytest-xdist carries them to the controller; every exit of a fixture
+    records what it measured, so a failure in the test loses nothing. Every block of
+    results.json has the same keys, whatever the gate did: what was under test
+    (``under_test``) and the verdicts on its benchmark — all the benchmark's blocks judged
+    together — (``baseline``, ``baseline_categories``); a benchmark the gate could not judge
+    (a corrupt baseline, a failed run) has a ``not_compared`` verdict saying why."""
+    from pytest_sme2 import gate
+    from pytest_sme2.baseline_key import UNDER_TEST, UnderTest
+
+    def record(blocks: Sequence[BenchmarkResult], reports: dict[str, GateReport]) -> None:
+        for result in blocks:
+            report = reports.get(result.runner_name) or \
+                gate.GateReport.unjudged("not judged: the test stopped first")
+            result.extra.setdefault(UNDER_TEST, UnderTest.of(result).to_dict())
+            report.record_on(result)
+            request.config.hook.pytest_sme2_amend_result(result=result)
+            request.node.user_properties.append((RESULT_PROPERTY, result.to_json()))
+
+    return record
+
+
+def _progress(config: pytest.Config) -> Callable[[str], None]:
+    return lambda msg: _write_live(config, f"sme2: {msg}")
+
+
+def _judge(session: BenchSession, run: BenchmarkRun, runner: str,
+           measured: list[BenchmarkResult], policy: GatePolicy,
+           progress: Callable[[str], None], side_label: bool = False) -> GateReport:
+    """The gate on ``runner``'s blocks in ``measured``; confirmation blocks, measured when a
+    regression is suspected, are added to ``measured``. ``side_label``: name them as
+    comparison blocks (``test[runner#3]``). A live line says what changed under test since
+    the baseline, with the verdict."""
+    from pytest_sme2 import gate
+
+    def measure_more(block: int) -> BenchmarkResult:
+        label = f"{run.label}[{runner}#{block}]" if side_label else run.label
+        measured.append(session.measure(replace(run, label=label, block=block), runner,
+                                        progress, export_again=False))
+        return measured[-1]
+
+    side = [r for r in measured if r.runner_name == runner]
+    report = gate.run_with_confirmation(side, measure_more, session.config.baseline_dir, policy,
+                                        progress)[1]
+    if report.e2e.changed_since_baseline:  # what the test changed, and what it did to speed
+        progress(f"{run.model} {run.dtype} t{run.threads} {runner}: {report.e2e.summary}")
+    return report
 
 
 @pytest.fixture
 def sme2_bench(request: pytest.FixtureRequest, sme2_session: BenchSession,
                sme2_device) -> Callable[..., BenchmarkResult]:
-    """Run one benchmark setting and return its :class:`BenchmarkResult`::
+    """Run one benchmark setting and return its :class:`BenchmarkResult`, judged against its
+    baseline (a suspected regression measured again first)::
 
         def test_latency(sme2_bench):
             result = sme2_bench("toy_cnn", dtype="fp32", threads=1)
             assert result.e2e.median_ms < 5
     """
-    from pytest_sme2.bench import BenchmarkRun, run_benchmark
+    from pytest_sme2.bench import BenchmarkRun
+    from pytest_sme2.gate import GateReport
 
-    config = request.config
-    record = _recorder(request)
-
-    def progress(msg: str) -> None:
-        _write_live(config, f"sme2: {msg}")
+    cfg, record, progress = sme2_session.config, _recorder(request), _progress(request.config)
 
     def bench(model: str, dtype: str = "fp32", threads: int = 1,
               runner: str | None = None) -> BenchmarkResult:
         runner = runner or sme2_session.default_runner(progress)
-        run = BenchmarkRun(model, dtype, threads, label=request.node.nodeid, progress=progress)
+        run = BenchmarkRun(model, dtype, threads, label=request.node.nodeid, progress=progress,
+                           rules=sme2_session.config.category_rules)
+        measured: list[BenchmarkResult] = []
+        reports: dict[str, GateReport] = {}
         try:
-            result = run_benchmark(run, sme2_session.runner(runner, progress), sme2_device,
-                                   sme2_session.settings)
-        except Sme2Error as e:
-            _fail(e, config)
-        try:
-            judgements = sme2_session.judge_all([result])
-            # A suspected regression is measured again before it can fail the test; the extra
-            # blocks are recorded as they come (reports pool them with the first).
-            judgements = sme2_session.confirm(run, runner, sme2_device, result, judgements,
-                                              on_block=record, progress=progress)
-        except Sme2Error as e:  # a corrupt baseline file, a failed confirmation run
-            record(result)
-            _fail(e, config)
-        result.extra["baseline"] = judgements[0].to_dict()
-        if len(judgements) > 1:
-            result.extra["baseline_categories"] = {j.category: j.to_dict()
-                                                   for j in judgements[1:]}
-        record(result)
-        _enforce_gate(request, sme2_session, judgements)
-        return result
+            measured.append(sme2_session.measure(run, runner, progress))
+            reports[runner] = _judge(sme2_session, run, runner, measured, cfg.gate, progress)
+        except Sme2Error as e:  # a failed run, a corrupt baseline file
+            reports[runner] = GateReport.unjudged(f"not judged: {e}")
+            _fail(e, request.config)
+        finally:
+            record(measured, reports)
+        _enforce_gate(request, cfg.gate, reports[runner])
+        return measured[0]
 
     return bench
 
@@ -453,61 +354,79 @@ def sme2_compare(request: pytest.FixtureRequest, sme2_session: BenchSession,
             cmp = sme2_compare(sme2_off, sme2_on, "mobilenet_v3_small", dtype="fp16")
             assert cmp.speedup.low >= 1.5
 
-    ``speedup`` is base time / candidate time with a 95% CI over paired blocks."""
+    ``speedup`` is base time / candidate time with a 95% CI over paired blocks. Each side is
+    judged against its baseline end to end, on all its blocks."""
     from pytest_sme2.bench import BenchmarkRun, run_comparison
+    from pytest_sme2.gate import GateReport
 
-    config = request.config
-    record = _recorder(request)
-
-    def progress(msg: str) -> None:
-        _write_live(config, f"sme2: {msg}")
+    cfg, record, progress = sme2_session.config, _recorder(request), _progress(request.config)
+    policy = replace(cfg.gate, categories=())
 
     def compare(base: str, candidate: str, model: str, dtype: str = "fp32", threads: int = 1,
                 blocks: int | None = None, margin: float = DEFAULT_MARGIN) -> Comparison:
+        run = BenchmarkRun(model, dtype, threads, label=request.node.nodeid, progress=progress,
+                           rules=sme2_session.config.category_rules)
+        measured: list[BenchmarkResult] = []        # every block, in the order measured
+        reports: dict[str, GateReport] = {}         # by runner name, as the blocks carry it
+        cmp = None
         try:
             cmp = run_comparison(
-                BenchmarkRun(model, dtype, threads, label=request.node.nodeid, progress=progress),
-                sme2_session.runner(base, progress), sme2_session.runner(candidate, progress),
-                sme2_device, sme2_session.settings, blocks=blocks or sme2_session.blocks,
-                margin=margin, on_block=record)
-        except Sme2Error as e:
-            _fail(e, config)
-        try:
-            judgements = {runner: sme2_session.judge(blocks) for runner, blocks in
-                          ((base, cmp.base_blocks), (candidate, cmp.candidate_blocks))}
-        except Sme2Error as e:
-            request.node.user_properties.append((COMPARISON_PROPERTY, cmp.to_json()))
-            _fail(e, config)
-        cmp.extra["baselines"] = {r: j.to_dict() for r, j in judgements.items()}
-        request.node.user_properties.append((COMPARISON_PROPERTY, cmp.to_json()))
-        _enforce_gate(request, sme2_session, list(judgements.values()))
+                run, sme2_session.runner(base, progress), sme2_session.runner(candidate, progress),
+                sme2_device, sme2_session.settings, blocks=blocks or cfg.blocks, margin=margin,
+                on_block=measured.append)
+            for side in (cmp.base, cmp.candidate):
+                reports[side] = _judge(sme2_session, run, side, measured, policy, progress,
+                                       side_label=True)
+        except Sme2Error as e:  # a failed run, a corrupt baseline file
+            reports = dict.fromkeys({r.runner_name for r in measured},
+                                    GateReport.unjudged(f"not judged: {e}"))
+            _fail(e, request.config)
+        finally:
+            record(measured, reports)
+            if cmp is not None:
+                cmp.baselines = {r: report.e2e.to_dict() for r, report in reports.items()}
+                request.node.user_properties.append((COMPARISON_PROPERTY, cmp.to_json()))
+        _enforce_gate(request, policy, GateReport.of_all(list(reports.values())))
         return cmp
 
     return compare
 
 
-def _enforce_gate(request: pytest.FixtureRequest, session: BenchSession,
-                  judgements: list) -> None:
-    """JUnit properties always; a failure when --fail-on-regression is set and a judgement
-    shows a clear regression, or a baseline exists but cannot be compared (never a silent
-    pass). Every regression of the test is named in the one failure."""
-    from pytest_sme2.baselines import junit_properties
+def junit_properties(judgement: Judgement) -> list[tuple[str, object]]:
+    """``record_property`` pairs, so CI systems show medians and ratios beside the test."""
+    pre = "sme2_gate" + (f"_{re.sub(r'[^A-Za-z0-9]+', '_', judgement.category)}"
+                         if judgement.category else "")
+    props: list[tuple[str, object]] = [(f"{pre}_status", judgement.status)]
+    r = judgement.ratio
+    if r is not None:
+        props += [(f"{pre}_baseline_median", round(judgement.baseline_median or 0.0, 6)),
+                  (f"{pre}_current_median", round(judgement.current_median or 0.0, 6)),
+                  (f"{pre}_ratio", round(r.point, 4)), (f"{pre}_ratio_ci_low", round(r.low, 4)),
+                  (f"{pre}_ratio_ci_high", round(r.high, 4)),
+                  (f"{pre}_noise_floor_pct", round(judgement.noise_floor_pct or 0.0, 2)),
+                  (f"{pre}_baseline_sessions", judgement.baseline_sessions),
+                  (f"{pre}_current_blocks", judgement.current_blocks)]
+    if judgement.changed_since_baseline:
+        props.append((f"{pre}_changed_since_baseline",
+                      ", ".join(judgement.changed_since_baseline)))
+    props += [(f"{pre}_threshold_pct", judgement.threshold_pct),
+              (f"{pre}_reason", judgement.reason)]
+    return props
 
-    for judgement in judgements:
-        for name, value in junit_properties(judgement):
-            request.node.user_properties.append((name, value))
-    # One line per baseline file: a file's categories share its reason for not comparing.
-    foreign = list(dict.fromkeys(j.reason for j in judgements if j.foreign))
-    if session.fail_on_regression is None:
-        for reason in foreign:
+
+def _enforce_gate(request: pytest.FixtureRequest, policy: GatePolicy,
+                  report: GateReport) -> None:
+    """JUnit properties always; a failure when the policy is enforced (--fail-on-regression)
+    and the report shows a clear regression, or a baseline exists but cannot be compared
+    (never a silent pass)."""
+    for judgement in report.judgements:
+        request.node.user_properties.extend(junit_properties(judgement))
+    failure = report.failure(policy)
+    if failure:
+        pytest.fail(failure, pytrace=False)
+    if not policy.enforced:  # one line per baseline file: its categories share the reason
+        for reason in dict.fromkeys(j.reason for j in report.judgements if j.foreign):
             _write_live(request.config, f"sme2: {reason}")
-        return
-    regressions = [j.reason for j in judgements if j.regressed]
-    if regressions:
-        pytest.fail("regression against the baseline: " + "; and ".join(regressions),
-                    pytrace=False)
-    if foreign:
-        pytest.fail("; ".join(foreign), pytrace=False)
 
 
 class _Collector:
@@ -519,23 +438,26 @@ class _Collector:
         self.session: BenchSession = config.stash[SESSION_KEY]
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when != "call":
-            return
+        ours = [(name, value) for name, value in report.user_properties
+                if name in (RESULT_PROPERTY, COMPARISON_PROPERTY)]
+        if report.when != "call" or not ours:
+            return  # a test that measured nothing costs no import of the measuring stack
         from pytest_sme2.report.terminal import benchmark_line, comparison_line
-        from pytest_sme2.results import BenchmarkResult
+        from pytest_sme2.results import BenchmarkResult, ComparisonRecord
 
-        for name, value in report.user_properties:
+        for name, value in ours:
             if name == RESULT_PROPERTY:
                 result = BenchmarkResult.from_json(value)
                 self.session.add(result)
-                if result.extra.get("block") is None:
+                if result.block is None:
                     _write_live(self.config, benchmark_line(result))
             elif name == COMPARISON_PROPERTY:
-                self.session.add_comparison(value)
-                _write_live(self.config, comparison_line(value))
+                record = ComparisonRecord.from_json(value)
+                self.session.add_comparison(record)
+                _write_live(self.config, comparison_line(record))
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if not self.session.save_baseline or not self.session.results:
+        if not self.session.config.save_baseline or not self.session.results:
             return
         if exitstatus == pytest.ExitCode.INTERRUPTED:
             _write_live(self.config, "sme2: interrupted: no baseline saved from a partial session")
@@ -547,7 +469,7 @@ class _Collector:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
             return
         _write_live(self.config, f"sme2: saved {len(saved)} baseline(s) in "
-                                 f"{self.session.baseline_dir}")
+                                 f"{self.session.config.baseline_dir}")
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not self.session.results:

@@ -1,21 +1,172 @@
-"""The one results schema: what a benchmark measured, and ``results.json`` (versioned)."""
+"""The one results schema: typed records for what a benchmark measured and what a comparison
+found, the one pooling of a benchmark's blocks, and ``results.json`` (versioned) with its one
+loader.
+
+``results.json`` (``"schema": "pytest-sme2/results/1"``) holds ``session``, ``benchmarks``
+(:class:`BenchmarkResult`, one per measured block) and ``comparisons``
+(:class:`ComparisonRecord`). Every record writes the keys it reads, in the same order, so a
+document this version wrote loads and writes back byte for byte; older documents load with
+defaults for what they lack. Keys a record does not know are kept in its ``extra``.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import statistics
 import tempfile
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from pytest_sme2.analysis.latency import LatencyStats
+from pytest_sme2.errors import Sme2Error
+from pytest_sme2.stats import Interval
 
 RESULTS_SCHEMA = "pytest-sme2/results/1"
 
 
+def _known(cls: type, d: Mapping[str, Any]) -> dict[str, Any]:
+    """The items of ``d`` that name a field of the dataclass ``cls``."""
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in d.items() if k in names}
+
+
+# -- the analysis of one block --------------------------------------------------------------
+
+@dataclass
+class OperatorStats:
+    """One operator (name and instruction) of a benchmark, as ``analysis/operators.py``
+    computed it: per timed run means, share of E2E and the bottleneck flags."""
+
+    name: str
+    instruction_id: int = -1
+    category: str = ""
+    delegated: bool = False
+    backend: str = ""
+    calls_per_run: float = 0.0
+    mean_ms_per_run: float = 0.0
+    pct_e2e: float = 0.0
+    bottleneck: bool = False          # above analysis.operators.BOTTLENECK_PCT of E2E
+    should_delegate: bool = False     # a bottleneck outside the delegate
+    op_types: list[str] = field(default_factory=list)
+    module_paths: list[str] = field(default_factory=list)
+    kernel_hint: str = ""
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "OperatorStats":
+        return cls(**_known(cls, d))
+
+
+@dataclass
+class LoggedKernel:
+    """A micro-kernel an XNNPACK log (xnntrace) names as selected."""
+
+    name: str
+    kind: str = ""
+    isa: str = ""
+    sme2: bool = False
+
+
+@dataclass
+class TracedKernel:
+    """A micro-kernel a kernel trace shows executed; ``blocks``: its translated blocks."""
+
+    name: str
+    isa_family: str = ""
+    kind: str = ""
+    library: str = ""
+    blocks: int = 0
+
+
+@dataclass
+class KernelEvidence:
+    """The SME2 verdict (``proven``, ``indicated``, ``absent``, ``unknown``; ``mixed`` for
+    blocks that disagree) and what it rests on."""
+
+    sme2: str = "unknown"
+    reason: str = ""
+    kleidiai_ops: list[str] = field(default_factory=list)
+    kernels: list[LoggedKernel] = field(default_factory=list)
+    executed_kernels: list[TracedKernel] = field(default_factory=list)
+    streaming_sme_blocks: int | None = None     # None: no kernel trace was read
+    kernel_trace_source: str = ""
+
+    @property
+    def traced(self) -> bool:
+        """A kernel trace was read, so ``executed_kernels`` is what ran (possibly nothing)."""
+        return self.streaming_sme_blocks is not None or bool(self.executed_kernels)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any] | None) -> "KernelEvidence | None":
+        if not d:
+            return None
+        known = _known(cls, d)
+        known["kernels"] = [LoggedKernel(**_known(LoggedKernel, k))
+                            for k in known.get("kernels") or []]
+        known["executed_kernels"] = [TracedKernel(**_known(TracedKernel, k))
+                                     for k in known.get("executed_kernels") or []]
+        known["kleidiai_ops"] = list(known.get("kleidiai_ops") or [])
+        return cls(**known)
+
+
+@dataclass
+class ResultAnalysis:
+    """What the ETDump of one block says beyond its latency: mean ms per timed run by category
+    (adding up to E2E's mean), framework overheads, operators and the SME2 evidence."""
+
+    categories_ms: dict[str, float] = field(default_factory=dict)
+    overheads_ms: dict[str, float] = field(default_factory=dict)
+    operators: list[OperatorStats] = field(default_factory=list)
+    kernel_evidence: KernelEvidence | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"categories_ms": self.categories_ms, "overheads_ms": self.overheads_ms,
+                "operators": [asdict(o) for o in self.operators],
+                "kernel_evidence": self.kernel_evidence.to_json() if self.kernel_evidence
+                else {}}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "ResultAnalysis":
+        """From a benchmark's entry or ``Analysis.to_json()`` (the same keys)."""
+        return cls(categories_ms=dict(d.get("categories_ms") or {}),
+                   overheads_ms=dict(d.get("overheads_ms") or {}),
+                   operators=[OperatorStats.from_json(o) for o in d.get("operators") or []],
+                   kernel_evidence=KernelEvidence.from_json(d.get("kernel_evidence")))
+
+
+@dataclass
+class RunContext:
+    """Where and how a block ran, beside what it measured."""
+
+    thermal_before: dict[str, float] | None = None   # degrees C per zone (Android)
+    thermal_after: dict[str, float] | None = None
+    block: int | None = None          # position in a comparison or confirmation; None: first
+    outputs: str | None = None        # the last run's outputs (runners that write them)
+    kernel_trace: str | None = None   # executed kernels CSV (traced devices)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# -- one block -------------------------------------------------------------------------------
+
+_CORE = ("nodeid", "model", "dtype", "threads", "runner", "runner_info", "device", "runs",
+         "warmup", "e2e_ms", "median_ms", "p90_ms", "cv_pct", "e2e", "etdump", "pte",
+         "export_key")
+_ANALYSIS = ("categories_ms", "overheads_ms", "operators", "kernel_evidence")
+_CONTEXT = tuple(f.name for f in fields(RunContext))
+_GATE = ("baseline", "baseline_categories")
+
+
 @dataclass
 class BenchmarkResult:
+    """One block: one runner process's timed runs of one setting, and what they showed."""
+
     nodeid: str
     model: str
     dtype: str
@@ -29,30 +180,52 @@ class BenchmarkResult:
     etdump: str
     pte: str
     export_key: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
+    analysis: ResultAnalysis = field(default_factory=ResultAnalysis)
+    context: RunContext = field(default_factory=RunContext)
+    # The regression gate's verdicts (``Judgement.to_dict()``), None where it did not judge.
+    baseline: dict[str, Any] | None = None
+    baseline_categories: dict[str, dict[str, Any]] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)     # keys this version does not know
 
     @property
     def runner_name(self) -> str:
         return self.runner["name"]
 
     @property
+    def name(self) -> str:
+        """The test's name without its file (``test_latency[toy_cnn-fp32-t1]``)."""
+        return self.nodeid.split("::")[-1]
+
+    @property
     def median_ms(self) -> float:
         return self.e2e.median_ms
 
     @property
+    def block(self) -> int | None:
+        return self.context.block
+
+    @property
+    def emulated(self) -> bool:
+        """Measured on an emulated CPU: its timings say nothing about speed."""
+        return bool((self.device.get("extra") or {}).get("emulated"))
+
+    @property
     def categories_ms(self) -> dict[str, float]:
         """Mean ms per timed run by operator category (sums to ``e2e.mean_ms``)."""
-        return self.extra.get("categories_ms", {})
+        return self.analysis.categories_ms
 
     @property
-    def operators(self) -> list[dict[str, Any]]:
-        return self.extra.get("operators", [])
+    def operators(self) -> list[OperatorStats]:
+        return self.analysis.operators
 
     @property
-    def kernel_evidence(self) -> dict[str, Any]:
-        return self.extra.get("kernel_evidence", {})
+    def kernel_evidence(self) -> KernelEvidence | None:
+        return self.analysis.kernel_evidence
 
     def to_json(self) -> dict[str, Any]:
+        gate = {k: v for k, v in (("baseline", self.baseline),
+                                  ("baseline_categories", self.baseline_categories))
+                if v is not None}
         return {
             "nodeid": self.nodeid, "model": self.model, "dtype": self.dtype,
             "threads": self.threads, "runner": self.runner_name,
@@ -61,21 +234,229 @@ class BenchmarkResult:
             "median_ms": self.e2e.median_ms, "p90_ms": self.e2e.p90_ms,
             "cv_pct": self.e2e.cv_pct, "e2e": self.e2e.to_dict(),
             "etdump": self.etdump, "pte": self.pte, "export_key": self.export_key,
-            **self.extra,
+            **self.analysis.to_json(), **self.context.to_json(), **gate, **self.extra,
         }
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "BenchmarkResult":
-        known = {"nodeid", "model", "dtype", "threads", "runner", "runner_info", "device", "runs",
-                 "warmup", "e2e_ms", "median_ms", "p90_ms", "cv_pct", "e2e", "etdump", "pte",
-                 "export_key"}
+    def from_json(cls, d: Mapping[str, Any]) -> "BenchmarkResult":
+        known = set(_CORE + _ANALYSIS + _CONTEXT + _GATE)
         return cls(nodeid=d["nodeid"], model=d["model"], dtype=d["dtype"], threads=d["threads"],
                    runner=d.get("runner_info") or {"name": d["runner"]}, device=d["device"],
                    runs=d["runs"], warmup=d["warmup"], e2e_ms=list(d["e2e_ms"]),
                    e2e=LatencyStats(**d["e2e"]), etdump=d["etdump"], pte=d["pte"],
-                   export_key=d.get("export_key", ""),
+                   export_key=d.get("export_key", ""), analysis=ResultAnalysis.from_json(d),
+                   context=RunContext(**_known(RunContext, d)),
+                   baseline=d.get("baseline"), baseline_categories=d.get("baseline_categories"),
                    extra={k: v for k, v in d.items() if k not in known})
 
+
+# -- pooling blocks --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PooledLatency:
+    """A benchmark's blocks (runner processes) as one set of figures. The block is the unit
+    of replication, as in comparisons and the regression gate: ``median_ms`` is the median of
+    the block medians, ``p90_ms``, ``std_ms`` and ``cv_pct`` the median over blocks of each
+    block's own; ``mean_ms`` the mean of the block means (what the categories add up to);
+    ``min_ms``/``max_ms`` over all runs; ``n`` every timed run. One block: its own figures."""
+
+    median_ms: float
+    p90_ms: float
+    std_ms: float
+    cv_pct: float
+    mean_ms: float
+    min_ms: float
+    max_ms: float
+    n: int
+    blocks: int
+    block_medians_ms: tuple[float, ...]
+
+
+def pool(blocks: Iterable[BenchmarkResult | LatencyStats]) -> PooledLatency:
+    """The one pooling of a benchmark's blocks, used by the terminal table, report.md and the
+    comparisons' medians."""
+    stats = [b.e2e if isinstance(b, BenchmarkResult) else b for b in blocks]
+    if not stats:
+        raise Sme2Error("no blocks to pool")
+    medians = tuple(s.median_ms for s in stats)
+    return PooledLatency(
+        median_ms=statistics.median(medians),
+        p90_ms=statistics.median(s.p90_ms for s in stats),
+        std_ms=statistics.median(s.std_ms for s in stats),
+        cv_pct=statistics.median(s.cv_pct for s in stats),
+        mean_ms=statistics.fmean(s.mean_ms for s in stats),
+        min_ms=min(s.min_ms for s in stats), max_ms=max(s.max_ms for s in stats),
+        n=sum(s.n for s in stats), blocks=len(stats), block_medians_ms=medians)
+
+
+def mean_per_block(values: Sequence[Mapping[str, float]]) -> dict[str, float]:
+    """Per key, the mean over blocks (a block without the key counts 0), keys in first-seen
+    order. Blocks' categories pooled so are shares of :attr:`PooledLatency.mean_ms`."""
+    keys = list(dict.fromkeys(k for d in values for k in d))
+    return {k: sum(float(d.get(k, 0.0)) for d in values) / len(values) for k in keys} \
+        if values else {}
+
+
+def pool_categories(blocks: Sequence[BenchmarkResult]) -> dict[str, float]:
+    """Mean ms per run of each operator category over a benchmark's blocks."""
+    return mean_per_block([b.categories_ms for b in blocks])
+
+
+# -- comparisons -----------------------------------------------------------------------------
+
+@dataclass
+class OutputCheck:
+    max_abs_diff: float
+    tolerance: float
+    equal: bool
+    max_rel_diff: float = 0.0           # max_abs_diff / max |base output|
+
+    def to_dict(self) -> dict:
+        return {"max_abs_diff": self.max_abs_diff, "max_rel_diff": self.max_rel_diff,
+                "tolerance": self.tolerance, "equal": self.equal}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any] | None) -> "OutputCheck | None":
+        return cls(**_known(cls, d)) if d else None
+
+
+def _interval(d: Mapping[str, Any] | None) -> Interval | None:
+    return Interval(d["point"], d["low"], d["high"], d.get("confidence", 0.95)) if d else None
+
+
+@dataclass
+class ComparisonRecord:
+    """What a comparison of two runners found, as ``results.json`` holds it: the figures and
+    the node ids of its blocks (the benchmarks of the same document), not the blocks."""
+
+    model: str
+    dtype: str
+    threads: int
+    base: str                                   # runner names
+    candidate: str
+    base_median_ms: float                       # pool(base blocks).median_ms
+    candidate_median_ms: float
+    speedup: Interval                           # base time / candidate time
+    category_speedups: dict[str, Interval | None]
+    outputs: OutputCheck | None
+    verdict: str
+    margin: float
+    emulated: bool = False
+    base_block_medians_ms: list[float] = field(default_factory=list)
+    candidate_block_medians_ms: list[float] = field(default_factory=list)
+    base_blocks: list[str] = field(default_factory=list)       # benchmark node ids
+    candidate_blocks: list[str] = field(default_factory=list)
+    nodeid: str = ""                            # the test that compared ("" before 14)
+    baselines: dict[str, dict[str, Any]] | None = None   # the gate's verdict per runner
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def point(self) -> str:
+        return f"{self.model} {self.dtype} t{self.threads}"
+
+    @property
+    def name(self) -> str:
+        """The test's name without its file, or the point for a document without it."""
+        return self.nodeid.split("::")[-1] if self.nodeid else self.point
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **({"nodeid": self.nodeid} if self.nodeid else {}),
+            "model": self.model, "dtype": self.dtype, "threads": self.threads,
+            "base": self.base, "candidate": self.candidate,
+            "base_median_ms": self.base_median_ms,
+            "candidate_median_ms": self.candidate_median_ms,
+            "speedup": self.speedup.to_dict(),
+            "category_speedups": {k: (v.to_dict() if v else None)
+                                  for k, v in self.category_speedups.items()},
+            "outputs": self.outputs.to_dict() if self.outputs else None,
+            "verdict": self.verdict, "margin": self.margin, "emulated": self.emulated,
+            "base_block_medians_ms": self.base_block_medians_ms,
+            "candidate_block_medians_ms": self.candidate_block_medians_ms,
+            "base_blocks": self.base_blocks, "candidate_blocks": self.candidate_blocks,
+            **({"baselines": self.baselines} if self.baselines is not None else {}),
+            **self.extra,
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "ComparisonRecord":
+        known = {f.name for f in fields(cls)}
+        return cls(
+            model=d["model"], dtype=d["dtype"], threads=d["threads"], base=d["base"],
+            candidate=d["candidate"], base_median_ms=d["base_median_ms"],
+            candidate_median_ms=d["candidate_median_ms"], speedup=_interval(d["speedup"]),
+            category_speedups={k: _interval(v)
+                               for k, v in (d.get("category_speedups") or {}).items()},
+            outputs=OutputCheck.from_json(d.get("outputs")), verdict=d["verdict"],
+            margin=d["margin"], emulated=bool(d.get("emulated", False)),
+            base_block_medians_ms=list(d.get("base_block_medians_ms") or []),
+            candidate_block_medians_ms=list(d.get("candidate_block_medians_ms") or []),
+            base_blocks=list(d.get("base_blocks") or []),
+            candidate_blocks=list(d.get("candidate_blocks") or []),
+            nodeid=d.get("nodeid", ""), baselines=d.get("baselines"),
+            extra={k: v for k, v in d.items() if k not in known})
+
+
+# -- the document ----------------------------------------------------------------------------
+
+@dataclass
+class ResultsDoc:
+    """A whole ``results.json``: what :func:`load_results` gives and the reports read."""
+
+    session: dict[str, Any] = field(default_factory=dict)    # versions, configuration, runners
+    benchmarks: list[BenchmarkResult] = field(default_factory=list)
+    comparisons: list[ComparisonRecord] = field(default_factory=list)
+    schema: str = RESULTS_SCHEMA
+
+    def blocks(self, nodeids: Iterable[str]) -> list[BenchmarkResult]:
+        """The benchmarks with these node ids, in that order (ids not in the document left
+        out)."""
+        by_id = {b.nodeid: b for b in self.benchmarks}
+        return [by_id[i] for i in nodeids if i in by_id]
+
+    def to_json(self) -> dict[str, Any]:
+        return results_document(self.benchmarks, self.comparisons, self.session, self.schema)
+
+
+def load_results(source: ResultsDoc | Mapping[str, Any] | str | Path) -> ResultsDoc:
+    """The one loader of ``results.json``: a path (which must carry the schema), a document
+    already parsed, or a :class:`ResultsDoc` (returned as it is). Anything else, or content
+    this version cannot read, raises :class:`Sme2Error` in one line naming the source."""
+    if isinstance(source, ResultsDoc):
+        return source
+    if isinstance(source, Mapping):
+        name, doc = "results document", source
+        if doc.get("schema", RESULTS_SCHEMA) != RESULTS_SCHEMA:
+            raise _not_results(name, doc)
+    else:
+        name = str(source)
+        try:
+            doc = json.loads(Path(source).read_text())
+        except FileNotFoundError:
+            raise Sme2Error(f"{name}: no such results file") from None
+        except (OSError, ValueError) as e:
+            raise Sme2Error(f"{name}: not a readable results.json ({e})") from None
+        if not isinstance(doc, dict) or doc.get("schema") != RESULTS_SCHEMA:
+            raise _not_results(name, doc)
+    try:
+        return ResultsDoc(session=dict(doc.get("session") or {}),
+                          benchmarks=[BenchmarkResult.from_json(b)
+                                      for b in doc.get("benchmarks") or []],
+                          comparisons=[ComparisonRecord.from_json(c)
+                                       for c in doc.get("comparisons") or []],
+                          schema=doc.get("schema", RESULTS_SCHEMA))
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise Sme2Error(f"{name}: a results document this version cannot read "
+                        f"({type(e).__name__}: {e}); was it edited by hand?") from None
+
+
+def _not_results(name: str, doc: Any) -> Sme2Error:
+    schema = doc.get("schema") if isinstance(doc, Mapping) else None
+    return Sme2Error(f"{name}: not a pytest-sme2 results document (schema {schema!r}, expected "
+                     f"{RESULTS_SCHEMA!r})")
+
+
+# -- writing ---------------------------------------------------------------------------------
 
 def atomic_write_text(path: Path, text: str) -> None:
     """Write via a temporary file and rename: readers see the old or the new file, never half."""
@@ -91,10 +472,11 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 
 def results_document(results: Iterable[BenchmarkResult], comparisons: Iterable[Any] = (),
-                     session: dict[str, Any] | None = None) -> dict[str, Any]:
+                     session: dict[str, Any] | None = None,
+                     schema: str = RESULTS_SCHEMA) -> dict[str, Any]:
     """The results.json document: ``session`` (configuration, versions), ``benchmarks`` (one
-    per measured block) and ``comparisons`` (``Comparison.to_json()``)."""
-    return {"schema": RESULTS_SCHEMA, "session": session or {},
+    per measured block) and ``comparisons`` (records, comparisons or their JSON documents)."""
+    return {"schema": schema, "session": session or {},
             "benchmarks": [r.to_json() for r in results],
             "comparisons": [c if isinstance(c, dict) else c.to_json() for c in comparisons]}
 

@@ -1,4 +1,4 @@
-"""What one benchmarking session holds: its settings, device and runners, and what it has
+"""What one benchmarking session holds: its configuration, device and runners, and what it has
 measured so far — written to ``results.json`` after every benchmark so an interrupted session
 loses nothing."""
 
@@ -7,17 +7,18 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
+from pytest_sme2.config import Sme2Config
 from pytest_sme2.devices.base import Device, open_device
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.runners.base import Runner, RunnerError
 from pytest_sme2.runners.spec import RunnerSpec, runner_specs
-from pytest_sme2.settings import DEFAULT_CONFIRM_BLOCKS, MIN_BLOCKS, BenchSettings
+from pytest_sme2.settings import BenchSettings
 from pytest_sme2.versions import versions
 
 if TYPE_CHECKING:  # the measuring stack (pandas) is imported when a benchmark runs
-    from pytest_sme2.baselines import Judgement
+    from pytest_sme2.results import ComparisonRecord
     from pytest_sme2.bench import BenchmarkRun
     from pytest_sme2.results import BenchmarkResult, ResultsWriter
 
@@ -31,27 +32,25 @@ FALLBACK_HOST_RUNNER = "python"
 
 @dataclass
 class BenchSession:
-    settings: BenchSettings
-    device_spec: str = "host"
-    runner_texts: list[str] = field(default_factory=list)
-    taskset: str | None = "auto"
-    blocks: int = MIN_BLOCKS                        # per side, in a comparison
-    confirm_blocks: int = DEFAULT_CONFIRM_BLOCKS    # re-measured when a regression is suspected
-    gate_categories: list[str] = field(default_factory=list)  # judged besides E2E; or ["all"]
-    min_speedup: dict[str, float] = field(default_factory=dict)
-    baseline_dir: Path | None = None
-    fail_on_regression: float | None = None        # percent; None: judge and report only
-    save_baseline: bool = False
-    allow_foreign: bool = False
+    config: Sme2Config = field(default_factory=Sme2Config)
     results: list[BenchmarkResult] = field(default_factory=list)
-    comparisons: list[dict] = field(default_factory=list)   # Comparison.to_json() documents
+    comparisons: list[ComparisonRecord] = field(default_factory=list)
+    # Baselines saved from this session go to one baseline session of this id; results.json
+    # names it, so `pytest-sme2 gate` never judges the session by itself.
+    session_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    hook: Any = None        # pytest's config.hook: plugins' device and runner kinds (hookspec.py)
     _device: Device | None = None
     _runners: dict[str, Runner] = field(default_factory=dict)
     _host_default: str | None = None
     _writer: "ResultsWriter | None" = None    # results.json, laid out once per benchmark
 
     def __post_init__(self) -> None:
-        self.specs: dict[str, RunnerSpec] = runner_specs(self.runner_texts)
+        self.specs: dict[str, RunnerSpec] = runner_specs(list(self.config.runners),
+                                                         self.config.runner_kinds)
+
+    @property
+    def settings(self) -> BenchSettings:
+        return self.config.settings
 
     @property
     def results_path(self) -> Path:
@@ -61,8 +60,8 @@ class BenchSession:
         if self._device is None:
             # One device folder per process: an xdist worker's cleanup must not remove files
             # another worker is still using.
-            self._device = open_device(self.device_spec, taskset=self.taskset,
-                                       session_id=uuid.uuid4().hex[:12])
+            self._device = open_device(self.config.device, taskset=self.config.taskset,
+                                       session_id=uuid.uuid4().hex[:12], hook=self.hook)
         return self._device
 
     def runner(self, name: str, progress: Callable[[str], None] | None = None) -> Runner:
@@ -74,7 +73,8 @@ class BenchSession:
                 raise RunnerError(f"unknown runner {name!r}; configured: "
                                   f"{', '.join(sorted(self.specs))} (add one with "
                                   "--runner NAME=SPEC)")
-            self._runners[name] = spec.make(progress, target=self.device().target)
+            self._runners[name] = spec.make(progress, target=self.device().target,
+                                            hook=self.hook)
         return self._runners[name]
 
     def default_runner(self, progress: Callable[[str], None] | None = None) -> str:
@@ -82,7 +82,7 @@ class BenchSession:
         can be made (built on first use), else the Python runtime (``progress`` hears why, once);
         elsewhere the native runner, built for the device (the Python runtime runs on the host
         only)."""
-        if self.device_spec != "host":
+        if self.config.device != "host":
             return "native"
         if self._host_default is None:
             try:
@@ -117,87 +117,37 @@ class BenchSession:
         device = self.device()
         return device.target == "aarch64-linux-gnu" and device.facts().sme2 is True
 
-    def judge(self, results: list[BenchmarkResult]) -> "Judgement":
-        """The regression gate's judgement of one benchmark's blocks against its baseline."""
-        return self.judge_all(results, categories=False)[0]
-
-    def judge_all(self, results: list[BenchmarkResult], categories: bool = True
-                  ) -> list["Judgement"]:
-        """End to end first, then each category of ``gate_categories`` ("all": every
-        category the results have time in)."""
-        from pytest_sme2.baselines import DEFAULT_THRESHOLD_PCT, gate_all, not_compared
-
-        names: list[str] = []
-        if categories and self.gate_categories:
-            names = sorted({c for r in results for c in r.categories_ms}) \
-                if "all" in self.gate_categories else list(self.gate_categories)
-        if self.baseline_dir is None:
-            return [not_compared("no baseline folder configured", category=c)
-                    for c in [None, *names]]
-        pct = DEFAULT_THRESHOLD_PCT if self.fail_on_regression is None else \
-            self.fail_on_regression
-        return gate_all(results, self.baseline_dir, pct, self.allow_foreign, categories=names)
-
-    def confirm(self, run: "BenchmarkRun", runner: str, device: Device,
-                first: "BenchmarkResult", judgements: list["Judgement"],
-                on_block: Callable[["BenchmarkResult"], None] | None = None,
+    def measure(self, run: BenchmarkRun, runner: str,
                 progress: Callable[[str], None] | None = None,
-                measure: Callable[["BenchmarkRun"], "BenchmarkResult"] | None = None,
-                ) -> list["Judgement"]:
-        """When a judgement of ``first`` (end to end or a category) calls a regression, measure
-        ``confirm_blocks`` more blocks (fresh runner processes, right away) and judge all blocks
-        together; otherwise return the judgements as they are. One process in a bad state (on a
-        shared VM, a 2-thread run that starts without its parallelism) is outvoted by the
-        median of the blocks; a real regression is in every block. Each extra block goes to ``on_block`` as
-        soon as it is measured."""
-        suspects = [j for j in judgements if j.regressed]
-        if not suspects or self.confirm_blocks <= 0:
-            return judgements
-        if measure is None:
-            from pytest_sme2.bench import run_benchmark
+                export_again: bool = True) -> BenchmarkResult:
+        """One block of ``run`` with the runner configured under ``runner``, on the device.
+        ``export_again=False`` for the blocks after the first: --sme2-reexport exports once per
+        benchmark, not once per block."""
+        from pytest_sme2.bench import run_benchmark
 
-            # The first block exported the model already (once, even with --sme2-reexport).
-            settings = replace(self.settings, reexport=False)
-
-            def measure(r: "BenchmarkRun") -> "BenchmarkResult":
-                return run_benchmark(r, self.runner(runner, progress), device, settings)
-        if progress:
-            what = ", ".join(f"{j.category or 'end to end'} {j.ratio.point:.3f}x"
-                             for j in suspects)
-            progress(f"{run.model} {run.dtype} t{run.threads} {runner}: a regression is "
-                     f"suspected ({what}); measuring {self.confirm_blocks} more block(s) to "
-                     "confirm it")
-        blocks = [first]
-        for i in range(1, self.confirm_blocks + 1):
-            blocks.append(measure(replace(run, block=i)))
-            if on_block:
-                on_block(blocks[-1])
-        return self.judge_all(blocks, categories=len(judgements) > 1)
+        settings = self.settings if export_again else replace(self.settings, reexport=False)
+        return run_benchmark(run, self.runner(runner, progress), self.device(), settings)
 
     def save_baselines(self) -> list[Path]:
         """Add this session's results to the baselines, one session per benchmark key."""
-        from pytest_sme2.baselines import group_by_key, save
+        from pytest_sme2.baseline_store import group_by_key, save
 
-        if self.baseline_dir is None:
+        if self.config.baseline_dir is None:
             return []
-        sid = uuid.uuid4().hex[:12]
-        return [save(rs, self.baseline_dir, session_id=sid)
+        return [save(rs, self.config.baseline_dir, session_id=self.session_id)
                 for rs in group_by_key(self.results).values()]
 
     def add(self, result: BenchmarkResult) -> None:
         self.results.append(result)
         self.write()
 
-    def add_comparison(self, comparison: dict) -> None:
+    def add_comparison(self, comparison: ComparisonRecord) -> None:
         self.comparisons.append(comparison)
         self.write()
 
     def document_session(self) -> dict:
-        s = self.settings
-        return {"versions": versions(),
-                "config": {"device": self.device_spec, "runs": s.runs, "warmup": s.warmup,
-                           "blocks": self.blocks, "taskset": self.taskset,
-                           "min_speedup": self.min_speedup},
+        return {"versions": versions(), "config": self.config.document(),
+                "baseline_session_id": self.session_id,
                 "runners": {name: {"kind": spec.kind, "labels": dict(spec.labels),
                                    "path": str(spec.path) if spec.path else None}
                             for name, spec in self.specs.items()}}

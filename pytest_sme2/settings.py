@@ -1,12 +1,11 @@
-"""Session-wide benchmark settings: a module of its own, so the pytest plugin can read and check
-its options without importing the analysis stack (pandas) into every pytest run."""
+"""Session-wide benchmark settings: a module of its own, so the pytest plugin can read its
+options without importing the analysis stack (pandas) into every pytest run. Option values are
+checked where they are read (:func:`pytest_sme2.config.config_from_options`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-
-from pytest_sme2.errors import Sme2Error
 
 MIN_BLOCKS = 5                # interleaved blocks per side in a comparison
 # A difference smaller than this is not called a difference, whatever the interval says:
@@ -18,9 +17,11 @@ DEFAULT_MARGIN = 0.02
 # outvotes that process; a real regression is in every block.
 DEFAULT_CONFIRM_BLOCKS = 2
 
+
 @dataclass(frozen=True)
 class BenchSettings:
-    """Session-wide settings (from pytest options, or given directly by library users)."""
+    """How each benchmark is measured (from pytest options, or given directly by library
+    users)."""
 
     runs: int = 30
     warmup: int = 3
@@ -28,12 +29,3 @@ class BenchSettings:
     cache_dir: Path | None = None
     reexport: bool = False
     timeout_s: float = 600.0
-
-    def __post_init__(self):
-        if self.runs < 1:
-            raise Sme2Error(f"--runs must be a positive number of timed runs, got {self.runs}")
-        if self.warmup < 0:
-            raise Sme2Error(f"--warmup must be 0 or more, got {self.warmup}")
-        if not self.timeout_s > 0:
-            raise Sme2Error(f"--sme2-timeout must be a positive number of seconds, got "
-                            f"{self.timeout_s:g}")

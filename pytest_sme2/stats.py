@@ -1,4 +1,5 @@
-"""Interval estimates for latency ratios, from independent blocks (one runner process each).
+"""Interval estimates for latency ratios, from independent blocks (one runner process each),
+and the regression gate's statistics: its noise floor and its two-level bootstrap.
 
 Runs inside one process share its caches, frequency and placement, so they understate the
 variance between processes: every interval here treats a *block* (one process, its median) as
@@ -10,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import Sequence
 
 import numpy as np
 
@@ -32,11 +34,8 @@ class Interval:
         return {"point": self.point, "low": self.low, "high": self.high,
                 "confidence": self.confidence}
 
-    def contains(self, value: float) -> bool:
-        return self.low <= value <= self.high
 
-
-def _t_quantile(p: float, df: int) -> float:
+def t_quantile(p: float, df: int) -> float:
     """Student's t quantile (scipy is not a dependency): exact for df 1 and 2, a Cornish-Fisher
     expansion beyond (0.975 quantile within 0.15% for df >= 3, e.g. 3.1786 vs 3.1824 at df 3),
     far below the noise of any benchmark."""
@@ -71,7 +70,7 @@ def paired_ratio(base: list[float], candidate: list[float],
     mean = float(logs.mean())
     if logs.size < 2:
         return Interval(math.exp(mean), 0.0, math.inf, confidence)
-    half = _t_quantile(0.5 + confidence / 2, logs.size - 1) * float(logs.std(ddof=1)) / \
+    half = t_quantile(0.5 + confidence / 2, logs.size - 1) * float(logs.std(ddof=1)) / \
         math.sqrt(logs.size)
     return Interval(math.exp(mean), math.exp(mean - half), math.exp(mean + half), confidence)
 
@@ -92,3 +91,60 @@ def bootstrap_ratio_of_medians(base: list[float], candidate: list[float], confid
     alpha = (1 - confidence) / 2
     return Interval(float(np.median(a) / np.median(b)), float(np.quantile(ratios, alpha)),
                     float(np.quantile(ratios, 1 - alpha)), confidence)
+
+
+# -- the regression gate's statistics (pytest_sme2.gate) ---------------------------------------
+
+MIN_SESSIONS = 3                  # below this, drift between sessions is taken as unmeasured
+PREDICTION = 0.975                # one-sided level of the noise floor (a prediction bound)
+UNMEASURED_DRIFT = 0.25           # the least noise floor then (this VM: ±30% between sessions)
+
+
+def noise_floor(sessions: Sequence[Sequence[float]]) -> tuple[float, str]:
+    """(relative floor, where it came from) from per-session block values.
+
+    The floor is how far one fresh session may land from the baseline level with no change in
+    the code: a one-sided 97.5% prediction bound on the log scale,
+    ``exp(t(0.975, n-1) * sd * sqrt(1 + 1/n)) - 1``. From ``MIN_SESSIONS`` sessions on, sd and
+    n are those of the session levels: drift between sessions is what a new session brings.
+    With fewer, that drift has barely been seen (one session's blocks cannot show it at all),
+    so all blocks are pooled (more degrees of freedom than 2 session levels give: Student's t
+    with 1 df would multiply the sd by 12.7) and the floor is at least ``UNMEASURED_DRIFT``."""
+    kept = [np.asarray(s, dtype=float) for s in sessions if len(s)]
+    if len(kept) >= MIN_SESSIONS:
+        values, source = np.array([np.median(s) for s in kept]), f"{len(kept)} sessions"
+    else:
+        values = np.concatenate(kept) if kept else np.zeros(0)
+        source = f"{values.size} block(s) of {len(kept)} session(s)"
+    floor = 0.0
+    if values.size >= 2:
+        logs = np.log(values)
+        n = logs.size
+        floor = math.expm1(t_quantile(PREDICTION, n - 1) * float(logs.std(ddof=1)) *
+                           math.sqrt(1 + 1 / n))
+    if len(kept) < MIN_SESSIONS and floor < UNMEASURED_DRIFT:
+        floor = UNMEASURED_DRIFT
+        source += f", at least {UNMEASURED_DRIFT:.0%} below {MIN_SESSIONS} sessions"
+    return floor, source
+
+
+def two_level_bootstrap(sessions: Sequence[Sequence[float]], current: Sequence[float],
+                        confidence: float = 0.95, resamples: int = 4000, seed: int = 0
+                        ) -> tuple[float, float]:
+    """Percentile interval of median(current*) / median_s(median(session_s*)): a cluster
+    bootstrap that resamples baseline sessions, then blocks within each drawn session, and the
+    current blocks. ``sessions`` holds one value per block for each session."""
+    blocks = [np.asarray(s, dtype=float) for s in sessions]
+    cur = np.asarray(current, dtype=float)
+    rng = np.random.default_rng(seed)
+    s = len(blocks)
+    # draws[j][r, k]: a block-resampled median of session j, for replicate r and slot k
+    draws = np.stack([np.median(rng.choice(blk, size=(resamples, s, blk.size)), axis=2)
+                      for blk in blocks])                         # (s, resamples, s)
+    pick = rng.integers(0, s, size=(resamples, s))
+    rows = np.arange(resamples)[:, None]
+    base = np.median(draws[pick, rows, np.arange(s)[None, :]], axis=1)
+    resampled = np.median(rng.choice(cur, size=(resamples, cur.size)), axis=1)
+    ratios = resampled / base
+    alpha = (1 - confidence) / 2
+    return float(np.quantile(ratios, alpha)), float(np.quantile(ratios, 1 - alpha))

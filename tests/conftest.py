@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
-from tests.fakes.android import adb_server, fake_android  # noqa: F401  (fixtures)
+from tests.fakes.android import adb_server, fake_android, fake_arm64_android  # noqa: F401 (fixtures)
 
 
 @pytest.fixture(scope="session")
@@ -47,3 +48,14 @@ def provisioned_qemu() -> dict[str, str]:
 def inner_session_env(user_caches, provisioned_qemu, monkeypatch) -> None:
     for key, value in {**user_caches, **provisioned_qemu}.items():
         monkeypatch.setenv(key, value)
+
+
+@pytest.fixture
+def run_pytest(pytester, inner_session_env) -> Callable[..., pytest.RunResult]:
+    """``run_pytest(*args)``: pytest on pytester's folder in a fresh process, as a user runs it
+    (the plugin from its entry point, no cache provider, the session's shared caches)."""
+
+    def run(*args: str) -> pytest.RunResult:
+        return pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+
+    return run

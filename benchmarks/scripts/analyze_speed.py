@@ -77,8 +77,9 @@ def main() -> None:
     execute = df[(df.event_block_name == "Execute") & (df.event_name == "Method::execute")]
     same = max(abs(x - y) for x, y in zip(doc["e2e_ms"], execute["raw"].iloc[0]))
     ratio = statistics.median(theirs) / statistics.median(ours)
-    print(f"median: analyze {statistics.median(ours):.2f} s, Inspector {statistics.median(theirs):.2f}"
-          f" s -> {ratio:.1f}x faster; peak RSS of the analyze process {max(ours_rss):.0f} MB; "
+    print(f"median: analyze {statistics.median(ours):.2f} s, Inspector "
+          f"{statistics.median(theirs):.2f} s -> {ratio:.1f}x faster; peak RSS of the analyze "
+          f"process {max(ours_rss):.0f} MB; "
           f"max |e2e difference| vs Inspector {same:.2e} ms over {len(doc['e2e_ms'])} runs")
 
 

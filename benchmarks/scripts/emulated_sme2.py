@@ -21,6 +21,7 @@ from pathlib import Path
 from pytest_sme2.bench import BenchmarkRun, run_benchmark
 from pytest_sme2.compare import check_outputs
 from pytest_sme2.devices.qemu import QemuDevice
+from pytest_sme2.results import KernelEvidence, OperatorStats
 from pytest_sme2.runners.spec import masked_pair
 from pytest_sme2.settings import BenchSettings
 from pytest_sme2.tensorfile import read_tensors
@@ -28,19 +29,19 @@ from pytest_sme2.tensorfile import read_tensors
 VIEWS = ("sme2_on", "sme2_off", "sme_only")
 
 
-def gemm_like_ops(operators: list[dict]) -> str:
+def gemm_like_ops(operators: list[OperatorStats]) -> str:
     """Distinct convolution / fully-connected / matmul operator names, ``#n`` dropped: the
     operators whose datatype shows the KleidiAI (P...) or the plain path."""
-    names = {re.sub(r"\s*#\d+$", "", o["name"]) for o in operators}
+    names = {re.sub(r"\s*#\d+$", "", o.name) for o in operators}
     keep = sorted(n for n in names if re.match(r"(Convolution|Fully Connected|Batch Matrix|"
                                                r"Deconvolution)", n))
     return "; ".join(keep) or "-"
 
 
-def kai_kernels(evidence: dict) -> str:
+def kai_kernels(evidence: KernelEvidence) -> str:
     """The KleidiAI matmul/igemm micro-kernels that executed, shortened to their tail."""
-    names = [k["name"] for k in evidence.get("executed_kernels") or []
-             if k["name"].startswith("kai_run_matmul") or "imatmul_clamp" in k["name"]]
+    names = [k.name for k in evidence.executed_kernels
+             if k.name.startswith("kai_run_matmul") or "imatmul_clamp" in k.name]
     return ", ".join(n.replace("kai_run_matmul_clamp_", "") for n in names) or "none"
 
 
@@ -71,17 +72,17 @@ def main() -> None:
                                    save_outputs=True)
                 results[view] = (run_benchmark(run, runners[view], device, settings),
                                  time.perf_counter() - t0)
-            on = read_tensors(Path(results["sme2_on"][0].extra["outputs"]))
+            on = read_tensors(Path(results["sme2_on"][0].context.outputs))
             for view in VIEWS:
                 r, wall = results[view]
                 ev = r.kernel_evidence
                 diff = "-"
                 if view != "sme2_on":
-                    chk = check_outputs(on, read_tensors(Path(r.extra["outputs"])), dtype)
+                    chk = check_outputs(on, read_tensors(Path(r.context.outputs)), dtype)
                     diff = (f"{chk.max_abs_diff:.3g} / {chk.max_rel_diff:.3g} "
                             f"({'ok' if chk.equal else 'BEYOND TOLERANCE'})")
                 print(f"| {model} | {dtype} | {view} | {gemm_like_ops(r.operators)} | "
-                      f"{kai_kernels(ev)} | {ev['sme2']} | {diff} | {wall:.1f} |", flush=True)
+                      f"{kai_kernels(ev)} | {ev.sme2} | {diff} | {wall:.1f} |", flush=True)
     print(f"\nwall time of the emulated session: {time.perf_counter() - t_session:.0f} s "
           f"({args.runs} timed + 1 warm-up run per process, every run traced); artifacts in "
           f"{out}")

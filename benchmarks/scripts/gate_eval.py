@@ -43,8 +43,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pytest_sme2.baselines import (DEFAULT_THRESHOLD_PCT, REGRESSION, Baseline, BaselineKey,
-                                   Judgement, Session, judge)
+from pytest_sme2.config import DEFAULT_THRESHOLD_PCT
+from pytest_sme2.gate import REGRESSION, Judgement, judge_levels
 from pytest_sme2.stats import Interval, paired_ratio
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -117,7 +117,8 @@ def run_session(args: argparse.Namespace, tag: str, save: bool, loaded: bool) ->
     try:
         doc = json.loads((out / "results.json").read_text())
     except (OSError, ValueError) as e:
-        raise SystemExit(f"session {tag}: no results.json ({e}); see {out / 'pytest.log'}")
+        raise SystemExit(f"session {tag}: no results.json ({e}); see {out / 'pytest.log'}") \
+            from None
     benches: dict[str, dict] = {}
     for b in doc["benchmarks"]:  # the test's result first, then its confirmation blocks
         entry = benches.setdefault(_name(b), {"blocks": [], "gate": None})
@@ -155,18 +156,19 @@ def measure(args: argparse.Namespace) -> dict:
 # -- judging -----------------------------------------------------------------------------------
 
 
-def _baseline(sessions: list[list[list[float]]]) -> Baseline:
-    """Sessions of one benchmark (each a list of blocks of samples) as a Baseline."""
-    key = BaselineKey("host", "cpu", "x86_64", False, "0-1", "m", "fp32", 1, "python", {}, "k")
-    return Baseline(key, [Session(timestamp=f"t{i}", blocks=s) for i, s in enumerate(sessions)])
+def judge(history: list[list[list[float]]], blocks: list[list[float]], pct: float) -> Judgement:
+    """The gate's rule (pytest_sme2.gate.judge_levels) on sessions of blocks of samples and
+    this session's blocks: a block's value is its median, as the plugin judges it."""
+    return judge_levels([[float(np.median(b)) for b in s] for s in history],
+                        [float(np.median(b)) for b in blocks], pct)
 
 
 def gate_offline(history: list[list[list[float]]], blocks: list[list[float]],
                  pct: float) -> Judgement:
     """The plugin's rule with this code: the first block, and when it is suspected, every
     block the session measured (its confirmation blocks)."""
-    j = judge(_baseline(history), blocks[:1], pct)
-    return judge(_baseline(history), blocks, pct) if j.regressed and len(blocks) > 1 else j
+    j = judge(history, blocks[:1], pct)
+    return judge(history, blocks, pct) if j.regressed and len(blocks) > 1 else j
 
 
 def pb_rule(base: list[float], cur: list[float], pct: float) -> bool:
@@ -236,7 +238,7 @@ def analyze(raw: dict) -> dict[str, list[tuple]]:
                if gate_offline(history[n], s["benchmarks"][n]["blocks"], pct).regressed]
     suspected = [f"{s['tag']} {n} ({len(s['benchmarks'][n]['blocks'])} blocks)"
                  for s in raw["quiet"] for n in names
-                 if judge(_baseline(history[n]), s["benchmarks"][n]["blocks"][:1], pct).regressed]
+                 if judge(history[n], s["benchmarks"][n]["blocks"][:1], pct).regressed]
     print(f"\nA/A false alarms at {pct:g}% ({total} judgements; gate's: "
           f"{', '.join(flagged) or 'none'}):")
     print(f"  plugin gate, {nb}-session baseline           : {plugin_fa}/{total}; exit statuses "

@@ -81,7 +81,7 @@ def pytest_configure(config) -> None:
             ("pytest_sme2.bench", "analyze", "analysis"),
             ("pytest_sme2.bench", "write_csvs", "CSVs"),
             ("pytest_sme2.session", "BenchSession.write", "results.json writes"),
-            ("pytest_sme2.session", "BenchSession.judge_all", "baseline gate"),
+            ("pytest_sme2.gate", "evaluate", "baseline gate"),
             ("pytest_sme2.session", "BenchSession.finish", "report (results.json, report.md, "
                                                             "charts)"),
             ("pytest_sme2.session", "BenchSession.close", "session close (fork server)"),

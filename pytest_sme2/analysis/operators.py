@@ -34,11 +34,6 @@ def _per_name(names: pd.Series, *fns) -> list[np.ndarray]:
     return [np.asarray([fn(u) for u in uniques], dtype=object)[codes] for fn in fns]
 
 
-def leaf_mask(events: pd.Series | pd.DataFrame) -> pd.Series:
-    (framework,) = _per_name(events["name"], is_framework_event)
-    return (events["run"] >= 0) & ~framework.astype(bool)
-
-
 def annotate(events: pd.DataFrame, etrecord: ETRecordInfo | None = None,
              rules: Sequence[CategoryRule] | None = None) -> pd.DataFrame:
     """Add ``category`` (for leaves; containers get ""), ``backend`` and ``leaf`` columns."""

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pytest_sme2.devices.facts import DeviceFacts
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.runners.base import Runner, RunOutcome, RunRequest
+
+if TYPE_CHECKING:
+    from pluggy import HookRelay
 
 
 class DeviceError(Sme2Error):
@@ -29,10 +32,15 @@ class Device(Protocol):
 
 
 def open_device(spec: str, *, taskset: str | None = "auto",
-                session_id: str | None = None) -> Device:
+                session_id: str | None = None, hook: HookRelay | None = None) -> Device:
     """The device a ``--device`` spec names: ``host``, ``android``, ``android:SERIAL``,
-    ``android:SERIAL@HOST:PORT``, ``qemu`` or ``qemu:CPU``. ``taskset`` (auto | none | hex
-    mask) pins Android runs."""
+    ``android:SERIAL@HOST:PORT``, ``qemu`` or ``qemu:CPU``, or a kind a plugin opens (its
+    ``pytest_sme2_open_device`` hook, asked first through ``hook``: :mod:`pytest_sme2.hooks`).
+    ``taskset`` (auto | none | hex mask) pins Android runs."""
+    if hook is not None:
+        device = hook.pytest_sme2_open_device(spec=spec)
+        if device is not None:
+            return device
     kind = spec.split(":", 1)[0]
     if kind == "host":
         from pytest_sme2.devices.host import HostDevice
@@ -49,4 +57,5 @@ def open_device(spec: str, *, taskset: str | None = "auto",
 
         return QemuDevice(spec)
     raise DeviceError(f"--device {spec!r}: unknown device kind {kind!r}; use 'host', 'android', "
-                      "'android:SERIAL', 'android:SERIAL@HOST:PORT', 'qemu' or 'qemu:CPU'")
+                      "'android:SERIAL', 'android:SERIAL@HOST:PORT', 'qemu' or 'qemu:CPU' (or a "
+                      "kind a plugin opens: pytest_sme2_open_device)")

@@ -77,7 +77,8 @@ def host_facts() -> DeviceFacts:
     extra: dict = {"python": platform.python_version()}
     if system == "Darwin":
         cpu = _sysctl("machdep.cpu.brand_string") or "Apple silicon"
-        sme2_raw, sme_raw = _sysctl("hw.optional.arm.FEAT_SME2"), _sysctl("hw.optional.arm.FEAT_SME")
+        sme2_raw = _sysctl("hw.optional.arm.FEAT_SME2")
+        sme_raw = _sysctl("hw.optional.arm.FEAT_SME")
         sme2 = sme2_raw == "1" if sme2_raw else None
         sme = sme_raw == "1" if sme_raw else None
         model = _sysctl("hw.model") or "mac"

@@ -35,6 +35,9 @@ def _kill_group(proc: subprocess.Popen) -> None:
     except (ProcessLookupError, PermissionError):
         pass
     proc.wait()
+    for pipe in (proc.stdout, proc.stderr):   # unread: closed here, not left to the collector
+        if pipe is not None:
+            pipe.close()
 
 
 @dataclass

@@ -9,7 +9,7 @@ What it gives that no other device here can: SME2 code really runs, so which mic
 executed is *proven* — every run is traced (QEMU's translated-code log, the guest's address map,
 the libraries' symbol tables; :mod:`pytest_sme2.analysis.kernel_trace`) — and SME2 can be hidden
 from one process of the same binary (:mod:`pytest_sme2.hwcaps`). What it cannot give: speed.
-Emulated times say nothing about SME2's speed-up (NOTES: SME2-on fp32 ran *slower* than off), so
+Emulated times say nothing about SME2's speed-up (SME2-on fp32 often runs *slower* than off), so
 every result is marked ``emulated`` and speed-up thresholds are not asserted on it.
 
 Each run preloads the same hwcap-mask library (clearing nothing unless the runner has a mask),

@@ -1,9 +1,9 @@
 """Find the host tools an emulated Arm64 target runs and builds with: QEMU user mode and the
 aarch64-linux-gnu cross compiler (whose glibc sysroot is also QEMU's ``-L`` folder).
 
-QEMU must be 11 or newer: 10.0 emulates SME but not SME2, and bookworm's 7.2 neither (NOTES,
-"Emulated Arm64 with SME2"). Every failure is one EmulationError line naming the missing piece
-and the setup command.
+QEMU must be 11 or newer: 10.0 emulates SME but not SME2, and bookworm's 7.2 neither
+(docs/emulated-sme2.md, "What was tried"). Every failure is one EmulationError line naming the
+missing piece and the setup command.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Charts for the report: where the time goes, one stacked bar per runner.
+"""Charts for the report: where the time goes, one stacked bar per runner of a unit.
 
 matplotlib is imported inside the functions and draws on a bare ``Figure`` (Agg; no pyplot
 state, nothing displayed): importing this module costs nothing, and a machine without
@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from pytest_sme2.analysis.categories import (CONVOLUTION, DATA_MOVEMENT, ELEMENTWISE, GEMM,
                                              NORMALIZATION, OTHER, POOLING)
-from pytest_sme2.report.digest import Side, interval, make_side
+from pytest_sme2.report.digest import Side, Unit, category_order
 
 # One colour per category, the same in every chart; compute warm, data movement red.
 COLOURS = {CONVOLUTION: "#1f77b4", GEMM: "#ff7f0e", DATA_MOVEMENT: "#d62728",
@@ -66,41 +66,22 @@ def _processes(jobs: int) -> int:
     return max(1, min(cores, jobs // JOBS_PER_PROCESS))
 
 
-def category_chart(comparison: dict[str, Any], benchmarks: list[dict[str, Any]],
-                   path: Path) -> Path:
-    """Base vs candidate of one comparison (``Comparison.to_json()``): mean ms per category,
-    averaged over each side's blocks (found in ``benchmarks`` by node id)."""
-    by_id = {b.get("nodeid"): b for b in benchmarks}
-    sides = [make_side(str(comparison[role]),
-                       [by_id[i] for i in comparison.get(f"{role}_blocks") or [] if i in by_id])
-             for role in ("base", "candidate")]
-    title = (f"{comparison['model']} {comparison['dtype']} t{comparison['threads']}: "
-             f"{comparison['base']} → {comparison['candidate']}")
-    sp = interval(comparison.get("speedup"))
-    if sp is not None:
-        title += (f"\nspeed-up {sp.point:.3f}x [{sp.low:.3f}, {sp.high:.3f}] "
-                  f"({sp.confidence:.0%} CI), {comparison.get('verdict', '')}")
-    return _stacked(sides, title, Path(path), roles=("base", "candidate"))
-
-
-def breakdown_chart(benchmarks: list[dict[str, Any]], path: Path,
-                    title: str | None = None) -> Path:
-    """Benchmarks without a comparison: one bar per runner (its blocks averaged)."""
-    groups: dict[str, list[dict]] = {}
-    for b in benchmarks:
-        groups.setdefault(str(b.get("runner")), []).append(b)
-    sides = [make_side(name, blocks) for name, blocks in groups.items()]
-    if title is None:
-        first = benchmarks[0] if benchmarks else {}
-        title = f"{first.get('model', '?')} {first.get('dtype', '?')} t{first.get('threads', '?')}"
-    return _stacked(sides, title, Path(path))
+def unit_chart(unit: Unit, path: Path) -> Path:
+    """Where the time goes in one unit, mean ms per category averaged over each side's blocks:
+    base vs candidate for a comparison (its speed-up in the title), else one bar per runner."""
+    title = unit.point
+    if unit.comparison:
+        c = unit.comparison
+        sp = c.speedup
+        title = (f"{unit.point}: {c.base} → {c.candidate}\nspeed-up {sp.point:.3f}x "
+                 f"[{sp.low:.3f}, {sp.high:.3f}] ({sp.confidence:.0%} CI), {c.verdict}")
+    roles = ("base", "candidate") if unit.comparison else ()
+    return _stacked(unit.sides, title, Path(path), roles)
 
 
 def _stacked(sides: list[Side], title: str, path: Path, roles: tuple[str, ...] = ()) -> Path:
     # A bare Figure renders with Agg and touches no pyplot state or backend of the caller's.
     from matplotlib.figure import Figure
-
-    from pytest_sme2.report.digest import category_order
 
     cats = category_order(c for s in sides for c in s.categories_ms)
     extra = iter(EXTRA_COLOURS * 4)

@@ -3,29 +3,30 @@
 A unit is one model/dtype/threads point. A comparison is one unit with two sides (base and
 candidate, in that order); benchmarks no comparison claims are grouped into units by
 model/dtype/threads with one side per runner. A side pools the benchmarks (blocks) of one
-runner: latency over all their timed runs, and per-run means of categories, overheads and
-operators averaged over blocks, so shares are of the mean E2E the categories add up to.
+runner: latency with :func:`pytest_sme2.results.pool` (median of block medians), and per-run
+means of categories, overheads and operators averaged over blocks, so shares are of the mean
+E2E the categories add up to. Operators keep the figures and flags the analysis gave them.
 
-Pure functions over the JSON document (``results.results_document``): the markdown report, its
-charts and the recommendations all read it through here, so they agree on every number.
+Pure functions over a :class:`~pytest_sme2.results.ResultsDoc`: the markdown report, its charts
+and the recommendations all read it through here, so they agree on every number.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pytest_sme2.analysis.categories import NAMED_CATEGORIES, OTHER
-from pytest_sme2.analysis.latency import latency_stats
-from pytest_sme2.analysis.operators import BOTTLENECK_PCT
-from pytest_sme2.compare import DEFAULT_MARGIN, SAME, verdict
+from pytest_sme2.compare import DEFAULT_MARGIN, verdict
+from pytest_sme2.results import (BenchmarkResult, ComparisonRecord, KernelEvidence,
+                                 LoggedKernel, OperatorStats, PooledLatency, ResultsDoc,
+                                 TracedKernel, mean_per_block, pool, pool_categories)
 from pytest_sme2.stats import Interval
 
 CV_NOISY_PCT = 10.0          # a block whose runs vary more than this is noisy
 SHARE_GROWTH_PP = 2.0        # a category's share of E2E "grew" by at least this many points
-EVIDENCE_ORDER = ("proven", "indicated", "unknown", "absent")
 
 
 def category_order(names) -> list[str]:
@@ -42,13 +43,12 @@ class Side:
 
     runner: str
     info: dict[str, Any]                    # name, kind, labels (runner_info)
-    blocks: list[dict[str, Any]]
-    e2e: dict[str, Any] | None = None       # pooled latency statistics of all timed runs
-    e2e_mean_ms: float = 0.0                # mean over blocks of their E2E mean
+    blocks: list[BenchmarkResult]
+    latency: PooledLatency | None = None    # None without blocks
     categories_ms: dict[str, float] = field(default_factory=dict)
     overheads_ms: dict[str, float] = field(default_factory=dict)
-    operators: list[dict[str, Any]] = field(default_factory=list)
-    evidence: dict[str, Any] = field(default_factory=dict)
+    operators: list[OperatorStats] = field(default_factory=list)
+    evidence: KernelEvidence | None = None
 
     @property
     def labels(self) -> dict[str, str]:
@@ -56,19 +56,21 @@ class Side:
 
     @property
     def device(self) -> dict[str, Any]:
-        return self.blocks[0].get("device") or {} if self.blocks else {}
-
-    @property
-    def block_cvs(self) -> list[float]:
-        return [b["e2e"]["cv_pct"] for b in self.blocks if b.get("e2e")]
+        return self.blocks[0].device if self.blocks else {}
 
     @property
     def runs(self) -> int | None:
-        return self.blocks[0].get("runs") if self.blocks else None
+        return self.blocks[0].runs if self.blocks else None
 
     @property
-    def warmup(self) -> int | None:
-        return self.blocks[0].get("warmup") if self.blocks else None
+    def e2e_mean_ms(self) -> float:
+        """Mean E2E ms per run (mean of the block means): what the categories add up to."""
+        return self.latency.mean_ms if self.latency else 0.0
+
+    @property
+    def verdict(self) -> str | None:
+        """The kernel-evidence verdict, None without evidence."""
+        return self.evidence.sme2 if self.evidence else None
 
     def share(self, category: str) -> float:
         """Percent of E2E spent in ``category``."""
@@ -77,10 +79,10 @@ class Side:
 
     def thermal(self) -> tuple[float, float] | None:
         """Hottest zone before the first block and after the last (degrees C), if recorded."""
-        before = [max(b["thermal_before"].values()) for b in self.blocks
-                  if isinstance(b.get("thermal_before"), dict) and b["thermal_before"]]
-        after = [max(b["thermal_after"].values()) for b in self.blocks
-                 if isinstance(b.get("thermal_after"), dict) and b["thermal_after"]]
+        before = [max(b.context.thermal_before.values()) for b in self.blocks
+                  if b.context.thermal_before]
+        after = [max(b.context.thermal_after.values()) for b in self.blocks
+                 if b.context.thermal_after]
         if not before or not after:
             return None
         return before[0], max(after)
@@ -92,7 +94,7 @@ class Unit:
     dtype: str
     threads: int
     sides: list[Side]
-    comparison: dict[str, Any] | None = None
+    comparison: ComparisonRecord | None = None
 
     @property
     def point(self) -> str:
@@ -121,19 +123,17 @@ class Unit:
 
     @property
     def speedup(self) -> Interval | None:
-        return interval(self.comparison.get("speedup")) if self.comparison else None
+        return self.comparison.speedup if self.comparison else None
 
     def category_speedup(self, category: str) -> Interval | None:
-        if not self.comparison:
-            return None
-        return interval((self.comparison.get("category_speedups") or {}).get(category))
+        return self.comparison.category_speedups.get(category) if self.comparison else None
 
     def category_change(self, category: str) -> str | None:
         """faster / slower / no significant difference, with the comparison's margin."""
         iv = self.category_speedup(category)
         if iv is None:
             return None
-        return verdict(iv, (self.comparison or {}).get("margin", DEFAULT_MARGIN))
+        return verdict(iv, self.comparison.margin if self.comparison else DEFAULT_MARGIN)
 
     def categories(self) -> list[str]:
         return category_order(c for s in self.sides for c in s.categories_ms)
@@ -147,173 +147,115 @@ class Unit:
         states = [str(s.labels.get("sme2", "unknown")).lower() for s in self.sides]
         return states[0] != states[1]
 
-    def same(self) -> bool:
-        return bool(self.comparison) and self.comparison.get("verdict") == SAME
 
-
-def interval(d: dict[str, Any] | None) -> Interval | None:
-    if not d:
-        return None
-    return Interval(float(d["point"]), float(d["low"]), float(d["high"]),
-                    float(d.get("confidence", 0.95)))
-
-
-def _runner(b: dict[str, Any]) -> str:
-    return str(b.get("runner") or (b.get("runner_info") or {}).get("name") or "?")
-
-
-def _pooled_e2e(blocks: list[dict[str, Any]]) -> dict[str, Any] | None:
-    samples = [v for b in blocks for v in (b.get("e2e_ms") or [])]
-    if len(blocks) == 1 and blocks[0].get("e2e"):
-        return dict(blocks[0]["e2e"])
-    if samples and all(b.get("e2e_ms") for b in blocks):
-        return latency_stats(samples).to_dict()
-    stats = [b["e2e"] for b in blocks if b.get("e2e")]
-    if not stats:
-        return None
-    # Blocks without their samples: what can be said without them, nothing invented.
-    return {"n": sum(s["n"] for s in stats),
-            "median_ms": _median([s["median_ms"] for s in stats]),
-            "mean_ms": sum(s["mean_ms"] for s in stats) / len(stats),
-            "min_ms": min(s["min_ms"] for s in stats), "max_ms": max(s["max_ms"] for s in stats),
-            "std_ms": None, "cv_pct": None}
-
-
-def _median(xs: list[float]) -> float:
-    xs = sorted(xs)
-    mid = len(xs) // 2
-    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
-
-
-def _mean_dict(dicts: list[dict[str, float]]) -> dict[str, float]:
-    keys = list(dict.fromkeys(k for d in dicts for k in d))
-    return {k: sum(float(d.get(k, 0.0)) for d in dicts) / len(dicts) for k in keys} \
-        if dicts else {}
-
-
-def _operators(blocks: list[dict[str, Any]], e2e_mean_ms: float) -> list[dict[str, Any]]:
-    """Operators by (name, instruction), ms per run averaged over blocks (absent = 0)."""
-    merged: dict[tuple[str, int], dict[str, Any]] = {}
+def _operators(blocks: list[BenchmarkResult]) -> list[OperatorStats]:
+    """Operators by (name, instruction) over blocks: the analysis' per-run figures averaged
+    (a block without the operator counts 0) and its flags where it set them in at least half
+    of the blocks; largest first."""
+    rows: dict[tuple[str, int], list[OperatorStats]] = {}
     for b in blocks:
-        for op in b.get("operators") or []:
-            key = (op["name"], int(op.get("instruction_id", -1)))
-            m = merged.setdefault(key, {**op, "ms": 0.0, "calls": [], "module_paths": list(
-                op.get("module_paths") or []), "op_types": list(op.get("op_types") or [])})
-            m["ms"] += float(op.get("mean_ms_per_run", 0.0))
-            m["calls"].append(float(op.get("calls_per_run", 0.0)))
-    out = []
+        for op in b.operators:
+            rows.setdefault((op.name, op.instruction_id), []).append(op)
     n = max(len(blocks), 1)
-    for m in merged.values():
-        ms = m.pop("ms") / n
-        calls = m.pop("calls")
-        pct = 100.0 * ms / e2e_mean_ms if e2e_mean_ms > 0 else 0.0
-        delegated = bool(m.get("delegated"))
-        out.append({**m, "mean_ms_per_run": ms, "calls_per_run": sum(calls) / len(calls),
-                    "pct_e2e": pct, "delegated": delegated,
-                    "bottleneck": pct > BOTTLENECK_PCT,
-                    "should_delegate": pct > BOTTLENECK_PCT and not delegated})
-    out.sort(key=lambda o: -o["mean_ms_per_run"])
+    out = []
+    for ops in rows.values():
+        if len(ops) == n == 1:
+            out.append(ops[0])
+            continue
+        out.append(replace(
+            ops[0], mean_ms_per_run=sum(o.mean_ms_per_run for o in ops) / n,
+            pct_e2e=sum(o.pct_e2e for o in ops) / n,
+            calls_per_run=sum(o.calls_per_run for o in ops) / len(ops),
+            bottleneck=2 * sum(o.bottleneck for o in ops) >= n,
+            should_delegate=2 * sum(o.should_delegate for o in ops) >= n))
+    out.sort(key=lambda o: -o.mean_ms_per_run)
     return out
 
 
-def _evidence(blocks: list[dict[str, Any]]) -> dict[str, Any]:
-    evs = [b["kernel_evidence"] for b in blocks if b.get("kernel_evidence")]
+def _evidence(blocks: list[BenchmarkResult]) -> KernelEvidence | None:
+    evs = [b.kernel_evidence for b in blocks if b.kernel_evidence]
     if not evs:
-        return {}
-    verdicts = [str(e.get("sme2", "unknown")) for e in evs]
-    kernels: dict[str, dict] = {}
-    for e in evs:
-        for k in e.get("kernels") or []:
-            kernels.setdefault(k["name"], k)
-    packed = list(dict.fromkeys(op for e in evs for op in e.get("kleidiai_ops") or []))
-    executed = _executed(evs)
-    if len(set(verdicts)) == 1:
-        return {"sme2": verdicts[0], "reason": evs[0].get("reason", ""), "kleidiai_ops": packed,
-                "kernels": list(kernels.values()), "executed_kernels": executed}
-    counts = ", ".join(f"{v} in {verdicts.count(v)}" for v in dict.fromkeys(verdicts))
-    return {"sme2": "mixed", "reason": f"blocks disagree: {counts} of {len(verdicts)} blocks",
-            "kleidiai_ops": packed, "kernels": list(kernels.values()),
-            "executed_kernels": executed}
-
-
-def _executed(evs: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
-    """Kernels that executed in any block (a traced device), executed block counts summed;
-    None when no block was traced."""
-    traced = [e["executed_kernels"] for e in evs if e.get("executed_kernels") is not None]
-    if not traced:
         return None
-    out: dict[str, dict[str, Any]] = {}
-    for kernels in traced:
-        for k in kernels:
-            row = out.setdefault(k["name"], {**k, "blocks": 0})
-            row["blocks"] += int(k.get("blocks") or 0)
-    return sorted(out.values(), key=lambda k: (k.get("isa_family", ""), k["name"]))
+    verdicts = [e.sme2 for e in evs]
+    kernels: dict[str, LoggedKernel] = {}
+    for e in evs:
+        for k in e.kernels:
+            kernels.setdefault(k.name, k)
+    traced = [e for e in evs if e.traced]
+    executed: dict[str, TracedKernel] = {}      # executed in any block, block counts summed
+    for e in traced:
+        for k in e.executed_kernels:
+            seen = executed.get(k.name)
+            executed[k.name] = replace(seen, blocks=seen.blocks + k.blocks) if seen else k
+    merged = KernelEvidence(
+        sme2=verdicts[0], reason=evs[0].reason,
+        kleidiai_ops=list(dict.fromkeys(op for e in evs for op in e.kleidiai_ops)),
+        kernels=list(kernels.values()),
+        executed_kernels=sorted(executed.values(), key=lambda k: (k.isa_family, k.name)),
+        streaming_sme_blocks=sum(e.streaming_sme_blocks or 0 for e in traced) if traced
+        else None,
+        kernel_trace_source=evs[0].kernel_trace_source)
+    if len(set(verdicts)) == 1:
+        return merged
+    counts = ", ".join(f"{v} in {verdicts.count(v)}" for v in dict.fromkeys(verdicts))
+    return replace(merged, sme2="mixed",
+                   reason=f"blocks disagree: {counts} of {len(verdicts)} blocks")
 
 
-def make_side(runner: str, blocks: list[dict[str, Any]],
+def make_side(runner: str, blocks: list[BenchmarkResult],
               info: dict[str, Any] | None = None) -> Side:
-    info = info or (blocks[0].get("runner_info") if blocks else None) or {"name": runner}
-    side = Side(runner=runner, info=info, blocks=blocks)
+    info = info or (blocks[0].runner if blocks else None) or {"name": runner}
     if not blocks:
-        return side
-    side.e2e = _pooled_e2e(blocks)
-    means = [b["e2e"]["mean_ms"] for b in blocks if b.get("e2e")]
-    side.e2e_mean_ms = sum(means) / len(means) if means else 0.0
-    side.categories_ms = _mean_dict([b.get("categories_ms") or {} for b in blocks])
-    side.overheads_ms = _mean_dict([b.get("overheads_ms") or {} for b in blocks])
-    side.operators = _operators(blocks, side.e2e_mean_ms)
-    side.evidence = _evidence(blocks)
-    return side
+        return Side(runner=runner, info=info, blocks=blocks)
+    return Side(runner=runner, info=info, blocks=blocks, latency=pool(blocks),
+                categories_ms=pool_categories(blocks),
+                overheads_ms=mean_per_block([b.analysis.overheads_ms for b in blocks]),
+                operators=_operators(blocks), evidence=_evidence(blocks))
 
 
-def units(doc: dict[str, Any]) -> list[Unit]:
+def units(doc: ResultsDoc) -> list[Unit]:
     """Comparisons first, in document order; then the other benchmarks by model/dtype/threads."""
-    benchmarks = doc.get("benchmarks") or []
-    by_id = {b.get("nodeid"): b for b in benchmarks}
     claimed: set[str] = set()
     out: list[Unit] = []
-    for c in doc.get("comparisons") or []:
-        sides = []
-        for role in ("base", "candidate"):
-            ids = c.get(f"{role}_blocks") or []
-            claimed.update(ids)
-            blocks = [by_id[i] for i in ids if i in by_id]
-            sides.append(make_side(str(c[role]), blocks))
-        out.append(Unit(c["model"], c["dtype"], int(c["threads"]), sides, c))
-    groups: dict[tuple, dict[str, list[dict]]] = {}
-    for b in benchmarks:
-        if b.get("nodeid") in claimed:
+    for c in doc.comparisons:
+        claimed.update(c.base_blocks + c.candidate_blocks)
+        sides = [make_side(c.base, doc.blocks(c.base_blocks)),
+                 make_side(c.candidate, doc.blocks(c.candidate_blocks))]
+        out.append(Unit(c.model, c.dtype, int(c.threads), sides, c))
+    groups: dict[tuple, dict[str, list[BenchmarkResult]]] = {}
+    for b in doc.benchmarks:
+        if b.nodeid in claimed:
             continue
-        key = (b["model"], b["dtype"], int(b["threads"]))
-        groups.setdefault(key, {}).setdefault(_runner(b), []).append(b)
-    for (model, dtype, threads), runners in groups.items():
+        key = (b.model, b.dtype, int(b.threads))
+        groups.setdefault(key, {}).setdefault(b.runner_name, []).append(b)
+    for (model, dtype, threads), runners_ in groups.items():
         out.append(Unit(model, dtype, threads,
-                        [make_side(name, blocks) for name, blocks in runners.items()]))
+                        [make_side(name, blocks) for name, blocks in runners_.items()]))
     return out
 
 
-def devices(doc: dict[str, Any]) -> list[dict[str, Any]]:
+def devices(doc: ResultsDoc) -> list[dict[str, Any]]:
     """The distinct devices the benchmarks ran on (the session's device without benchmarks)."""
     seen: dict[str, dict] = {}
-    for b in doc.get("benchmarks") or []:
-        d = b.get("device") or {}
+    for b in doc.benchmarks:
+        d = b.device or {}
         if d:
             key = "|".join(str(d.get(k)) for k in ("kind", "serial", "cpu", "abi", "sme2"))
             seen.setdefault(key, d)
-    if not seen and (doc.get("session") or {}).get("device"):
-        return [doc["session"]["device"]]
+    if not seen and doc.session.get("device"):
+        return [doc.session["device"]]
     return list(seen.values())
 
 
-def runners(doc: dict[str, Any]) -> list[dict[str, Any]]:
+def runners(doc: ResultsDoc) -> list[dict[str, Any]]:
     """Runners that measured something (name, kind, labels, path if the session knows it),
     then runners the session configured but never used."""
-    configured = (doc.get("session") or {}).get("runners") or {}
+    configured = doc.session.get("runners") or {}
     out: dict[str, dict] = {}
-    for b in doc.get("benchmarks") or []:
-        name = _runner(b)
+    for b in doc.benchmarks:
+        name = b.runner_name
         if name not in out:
-            info = dict(b.get("runner_info") or {"name": name})
+            info = dict(b.runner)
             info.setdefault("name", name)
             conf = configured.get(name) or {}
             if conf.get("path") and "path" not in info:

@@ -1,9 +1,11 @@
 """``report.md``: what a results document says, for a performance engineer.
 
-Sections, each left out when the document has nothing for it: Summary, Metadata (the device
-the benchmarks ran on, from the document — never the machine rendering the report), Latency,
-Speed-up, Operator Category Breakdown (with a chart per unit), Acceleration Analysis,
-Bottlenecks, Portable vs Delegated, Kernel Evidence and Recommendations.
+Sections, each left out when the document has nothing for it, named and ordered as the seed
+kit's reports: Summary, Metadata (the device the benchmarks ran on, from the document — never
+the machine rendering the report), Latency Comparison, Speedup, Regressions, Operator Category
+Breakdown (with a chart per unit), Acceleration Analysis, Bottleneck Identification, Portable vs
+Delegated Operator Analysis, Kernel Evidence and Actionable Recommendations. Every latency figure
+of a runner is its blocks pooled by :func:`pytest_sme2.results.pool`.
 
 Python prepares rows of plain values (:func:`context`); ``templates/report.md.j2`` lays them
 out; number formats live in the filters below (ms with 3 decimals, % with 1, speed-ups with 3).
@@ -24,7 +26,7 @@ from pytest_sme2.analysis.categories import CONVOLUTION, GEMM
 from pytest_sme2.compare import FASTER, SLOWER
 from pytest_sme2.report.digest import SHARE_GROWTH_PP, Unit, devices, finite, runners, units
 from pytest_sme2.report.recommend import recommendations
-from pytest_sme2.results import atomic_write_text
+from pytest_sme2.results import OutputCheck, ResultsDoc, atomic_write_text, load_results
 
 REPORT_FILE = "report.md"
 CHART_DIR = "charts"
@@ -119,8 +121,7 @@ def _ms_pct_cells(pairs) -> list[str]:
 
 
 def _op_cells(ops) -> list[str]:
-    return _ms_pct_cells((o["mean_ms_per_run"], o["pct_e2e"]) if o else (None, None)
-                         for o in ops)
+    return _ms_pct_cells((o.mean_ms_per_run, o.pct_e2e) if o else (None, None) for o in ops)
 
 
 def _e2e_cells(totals) -> list[str]:
@@ -141,7 +142,7 @@ def _value(v: Any) -> str:
 
 # -- sections --------------------------------------------------------------------------------
 
-def _device_table(doc: dict[str, Any]) -> dict[str, Any] | None:
+def _device_table(doc: ResultsDoc) -> dict[str, Any] | None:
     devs = devices(doc)
     if not devs:
         return None
@@ -154,8 +155,8 @@ def _device_table(doc: dict[str, Any]) -> dict[str, Any] | None:
             else ["device"], "rows": rows}
 
 
-def _versions(doc: dict[str, Any]) -> list[tuple[str, str]]:
-    session = doc.get("session") or {}
+def _versions(doc: ResultsDoc) -> list[tuple[str, str]]:
+    session = doc.session
     out: dict[str, str] = {}
     for d in devices(doc):
         if d.get("executorch"):
@@ -174,18 +175,18 @@ def _versions(doc: dict[str, Any]) -> list[tuple[str, str]]:
     return list(out.items())
 
 
-def _configuration(doc: dict[str, Any], us: list[Unit]) -> list[tuple[str, str]]:
-    bms = doc.get("benchmarks") or []
-    conf = (doc.get("session") or {}).get("config") or {}
+def _configuration(doc: ResultsDoc, us: list[Unit]) -> list[tuple[str, str]]:
+    bms = doc.benchmarks
+    conf = doc.session.get("config") or {}
     out = []
-    measured = sorted({(b.get("runs"), b.get("warmup")) for b in bms}, key=str)
+    measured = sorted({(b.runs, b.warmup) for b in bms}, key=str)
     if measured:
         out.append(("timed runs per benchmark", "; ".join(
             f"{r} (+{w} warm-up discarded)" for r, w in measured)))
-    threads = sorted({b.get("threads") for b in bms}, key=str)
+    threads = sorted({b.threads for b in bms}, key=str)
     if threads:
         out.append(("threads", ", ".join(map(str, threads))))
-    blocks = sorted({len(u.comparison.get("base_blocks") or []) for u in us if u.comparison})
+    blocks = sorted({len(u.comparison.base_blocks) for u in us if u.comparison})
     if blocks:
         out.append(("interleaved blocks per side", ", ".join(map(str, blocks))))
     if conf:
@@ -193,7 +194,7 @@ def _configuration(doc: dict[str, Any], us: list[Unit]) -> list[tuple[str, str]]
     return out
 
 
-def _runner_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
+def _runner_rows(doc: ResultsDoc) -> list[dict[str, str]]:
     return [{"name": r["name"], "kind": r.get("kind", "?"),
              "labels": ", ".join(f"{k}={v}" for k, v in sorted((r.get("labels") or {}).items()))
              or "—", "path": r.get("path") or "—", "unused": bool(r.get("unused"))}
@@ -204,38 +205,40 @@ def _latency_rows(us: list[Unit]) -> list[dict[str, Any]]:
     rows = []
     for u in us:
         for i, s in enumerate(u.sides):
-            if not s.e2e:
+            if not s.latency:
                 continue
-            e = s.e2e
+            p = s.latency
             role = ""
             if u.comparison:
                 role = "base" if i == 0 else f"{fmt_x(u.speedup)} {fmt_ci(u.speedup)}"
             rows.append({"model": u.model, "dtype": u.dtype, "threads": u.threads,
-                         "runner": s.runner, "blocks": len(s.blocks), "n": e.get("n"),
-                         "median": e.get("median_ms"), "mean": e.get("mean_ms"),
-                         "min": e.get("min_ms"), "max": e.get("max_ms"), "std": e.get("std_ms"),
-                         "cv": e.get("cv_pct"), "speedup": role})
+                         "runner": s.runner, "blocks": p.blocks, "n": p.n,
+                         "median": p.median_ms, "mean": p.mean_ms, "min": p.min_ms,
+                         "max": p.max_ms, "std": p.std_ms, "cv": p.cv_pct, "speedup": role})
     return rows
 
 
-def _outputs_text(out: dict[str, Any] | None) -> str:
+def _outputs_text(out: OutputCheck | None) -> str:
     if not out:
         return "not checked"
-    fig = f"max abs diff {out['max_abs_diff']:.3g}, tolerance {out['tolerance']:.3g}"
-    return f"equal ({fig})" if out.get("equal") else f"**DIFFER** ({fig})"
+    fig = f"max abs diff {out.max_abs_diff:.3g}, tolerance {out.tolerance:.3g}"
+    return f"equal ({fig})" if out.equal else f"**DIFFER** ({fig})"
 
 
 def _speedup_rows(us: list[Unit]) -> list[dict[str, Any]]:
+    """The medians are the sides' pooled ones, as in Latency Comparison; the recorded ones
+    (the same pooling) where the document lacks the blocks."""
     rows = []
     for u in us:
         c = u.comparison
         if not c:
             continue
-        rows.append({"point": u.point, "base": c["base"], "candidate": c["candidate"],
-                     "base_ms": c.get("base_median_ms"), "cand_ms": c.get("candidate_median_ms"),
-                     "sp": u.speedup, "verdict": c.get("verdict", "?"),
-                     "blocks": len(c.get("base_blocks") or []),
-                     "outputs": _outputs_text(c.get("outputs"))})
+        base, cand = u.base.latency, u.candidate.latency
+        rows.append({"point": u.point, "base": c.base, "candidate": c.candidate,
+                     "base_ms": base.median_ms if base else c.base_median_ms,
+                     "cand_ms": cand.median_ms if cand else c.candidate_median_ms,
+                     "sp": c.speedup, "verdict": c.verdict, "blocks": len(c.base_blocks),
+                     "outputs": _outputs_text(c.outputs)})
     return rows
 
 
@@ -284,7 +287,7 @@ def _op_rows(u: Unit, keep) -> list[dict[str, Any]]:
     keys: dict[tuple, dict[str, Any]] = {}
     for i, s in enumerate(u.sides):
         for op in s.operators:
-            key = (op["name"], op.get("instruction_id"))
+            key = (op.name, op.instruction_id)
             row = keys.setdefault(key, {"op": op, "sides": [None] * len(u.sides),
                                         "keep": False})
             row["sides"][i] = op
@@ -292,18 +295,18 @@ def _op_rows(u: Unit, keep) -> list[dict[str, Any]]:
     rows = [r for r in keys.values() if r["keep"]]
 
     def weight(r):
-        return tuple(-(r["sides"][i] or {}).get("mean_ms_per_run", 0.0)
+        return tuple(-(r["sides"][i].mean_ms_per_run if r["sides"][i] else 0.0)
                      for i in reversed(range(len(u.sides))))
     rows.sort(key=weight)
     for r in rows:
         ops = [o for o in r["sides"] if o]
-        r["calls"] = max(o.get("calls_per_run", 0.0) for o in ops)
-        r["should_delegate"] = any(o.get("should_delegate") for o in ops)
-        r["where"] = ("portable" if not r["op"].get("delegated")
-                      else r["op"].get("backend") or "delegate")
+        op = r["op"]
+        r["calls"] = max(o.calls_per_run for o in ops)
+        r["should_delegate"] = any(o.should_delegate for o in ops)
+        r["where"] = "portable" if not op.delegated else op.backend or "delegate"
         # cells, escaped here: code spans keep "_" and "*" in op types and paths literal
-        r["op_types"] = ", ".join(code(t) for t in r["op"].get("op_types") or [])
-        paths = r["op"].get("module_paths") or []
+        r["op_types"] = ", ".join(code(t) for t in op.op_types)
+        paths = op.module_paths
         r["module_paths"] = ", ".join(code(p) for p in paths[:MAX_PATHS]) + (
             f" (+{len(paths) - MAX_PATHS} more)" if len(paths) > MAX_PATHS else "")
     return rows
@@ -314,18 +317,18 @@ def _portable(u: Unit) -> dict[str, Any] | None:
         return None
     summary = []
     for s in u.sides:
-        deleg = sum(o["mean_ms_per_run"] for o in s.operators if o["delegated"])
-        port = sum(o["mean_ms_per_run"] for o in s.operators if not o["delegated"])
+        deleg = sum(o.mean_ms_per_run for o in s.operators if o.delegated)
+        port = sum(o.mean_ms_per_run for o in s.operators if not o.delegated)
         rest = s.e2e_mean_ms - deleg - port
-        n_port = sum(1 for o in s.operators if not o["delegated"])
+        n_port = sum(1 for o in s.operators if not o.delegated)
 
         def pct(ms, s=s):
             return 100 * ms / s.e2e_mean_ms if s.e2e_mean_ms > 0 else None
         summary.append({"runner": s.runner, "deleg": deleg, "deleg_pct": pct(deleg),
                         "port": port, "port_pct": pct(port), "rest": rest, "rest_pct": pct(rest),
                         "n_port": n_port,
-                        "n_deleg": sum(1 for o in s.operators if o["delegated"])})
-    rows = _op_rows(u, lambda o: not o["delegated"])
+                        "n_deleg": sum(1 for o in s.operators if o.delegated)})
+    rows = _op_rows(u, lambda o: not o.delegated)
     return {"summary": summary, "rows": rows,
             "any_types": any(r["op_types"] for r in rows),
             "any_paths": any(r["module_paths"] for r in rows)}
@@ -337,17 +340,16 @@ def _evidence(u: Unit) -> list[dict[str, Any]]:
         ev = s.evidence
         if not ev:
             continue
-        v = str(ev.get("sme2", "unknown"))
-        kernels = ev.get("kernels") or []
+        v = ev.sme2
+        kernels = ev.kernels
         out.append({"runner": s.runner, "verdict": v,
                     "wording": VERDICT_WORDING.get(v, f"Verdict {v!r}: see the reason."),
-                    "reason": ev.get("reason") or "no reason recorded",
-                    "packed": ev.get("kleidiai_ops") or [],
+                    "reason": ev.reason or "no reason recorded", "packed": ev.kleidiai_ops,
                     "kernels": kernels[:TOP_KERNELS], "more_kernels": max(0, len(kernels)
                                                                           - TOP_KERNELS),
-                    "sme2_kernels": sum(1 for k in kernels if k.get("sme2")),
-                    "executed": ev.get("executed_kernels"),
-                    "made_by": (s.info.get("labels") or {}).get("made_by", "")})
+                    "sme2_kernels": sum(1 for k in kernels if k.sme2),
+                    "traced": ev.traced, "executed": ev.executed_kernels,
+                    "made_by": s.labels.get("made_by", "")})
     return out
 
 
@@ -356,26 +358,25 @@ EMULATED_NOTE = ("Measured on an emulated CPU ({what}): emulated timings say not
                  "executed and the outputs are real.")
 
 
-def _emulated_notes(doc: dict[str, Any]) -> list[str]:
+def _emulated_notes(doc: ResultsDoc) -> list[str]:
     """One note per emulated device the results came from."""
     seen: dict[str, str] = {}
-    for b in doc.get("benchmarks") or []:
-        dev = b.get("device") or {}
-        if (dev.get("extra") or {}).get("emulated"):
-            seen.setdefault(dev.get("model") or "emulated", dev.get("model") or "QEMU")
+    for b in doc.benchmarks:
+        if b.emulated:
+            model = b.device.get("model")
+            seen.setdefault(model or "emulated", model or "QEMU")
     return [EMULATED_NOTE.format(what=w) for w in seen.values()]
 
 
 def _summary(u: Unit) -> str:
     if u.comparison:
         c = u.comparison
-        text = (f"{u.point}: {c['candidate']} vs {c['base']} — speed-up {fmt_x(u.speedup)} "
-                f"{fmt_ci(u.speedup)} ({c.get('verdict', '?')}); outputs "
-                f"{_outputs_text(c.get('outputs'))}")
-        ev = u.candidate.evidence.get("sme2") if u.candidate else None
-        return text + (f"; {c['candidate']} kernel evidence: {ev}" if ev else "")
-    parts = [f"{s.runner} median {fmt_ms((s.e2e or {}).get('median_ms'))} ms" +
-             (f" (kernel evidence: {s.evidence['sme2']})" if s.evidence.get("sme2") else "")
+        text = (f"{u.point}: {c.candidate} vs {c.base} — speed-up {fmt_x(c.speedup)} "
+                f"{fmt_ci(c.speedup)} ({c.verdict}); outputs {_outputs_text(c.outputs)}")
+        ev = u.candidate.verdict if u.candidate else None
+        return text + (f"; {c.candidate} kernel evidence: {ev}" if ev else "")
+    parts = [f"{s.runner} median {fmt_ms(s.latency.median_ms if s.latency else None)} ms" +
+             (f" (kernel evidence: {s.verdict})" if s.verdict else "")
              for s in u.sides]
     return f"{u.point}: " + ", ".join(parts)
 
@@ -384,20 +385,21 @@ def _unit_context(u: Unit, chart: str | None) -> dict[str, Any]:
     return {"unit": u, "title": u.title, "chart": chart, "runners": [s.runner for s in u.sides],
             "side_cols": [f">{s.runner} {unit}" for s in u.sides for unit in ("ms", "%")],
             "categories": _category_table(u), "acceleration": _acceleration(u),
-            "bottlenecks": _op_rows(u, lambda o: o["bottleneck"]),
+            "bottlenecks": _op_rows(u, lambda o: o.bottleneck),
             "portable": _portable(u), "evidence": _evidence(u)}
 
 
-def context(doc: dict[str, Any], charts: dict[str, str] | None = None,
+def context(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = None,
             notes: list[str] | None = None) -> dict[str, Any]:
     """Everything the template needs; ``charts`` maps a unit's slug to its image path."""
+    doc = load_results(doc)
     charts = charts or {}
     us = units(doc)
     unit_ctx = [_unit_context(u, charts.get(u.slug)) for u in us]
     return {
-        "schema": doc.get("schema") or "",
-        "n_benchmarks": len(doc.get("benchmarks") or []),
-        "n_comparisons": len(doc.get("comparisons") or []),
+        "schema": doc.schema,
+        "n_benchmarks": len(doc.benchmarks),
+        "n_comparisons": len(doc.comparisons),
         "summary": [_summary(u) for u in us],
         "device": _device_table(doc),
         "runners": _runner_rows(doc),
@@ -411,13 +413,13 @@ def context(doc: dict[str, Any], charts: dict[str, str] | None = None,
                 "acceleration": any(c["acceleration"] for c in unit_ctx),
                 "operators": any(c["portable"] for c in unit_ctx),
                 "evidence": any(c["evidence"] for c in unit_ctx)},
-        "recommendations": recommendations(doc),
+        "recommendations": recommendations(doc, us),
         "regressions": _regression_rows(doc),
         "notes": _emulated_notes(doc) + (notes or []),
     }
 
 
-def _regression_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
+def _regression_rows(doc: ResultsDoc) -> list[dict[str, str]]:
     """The gate's judgements recorded with benchmarks and comparisons (one row per judged
     benchmark; blocks of a comparison side share one judgement)."""
     rows = []
@@ -433,17 +435,14 @@ def _regression_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
                      "ci": f"[{r['low']:.3f}, {r['high']:.3f}]" if r else "-",
                      "reason": j["reason"]})
 
-    for b in doc.get("benchmarks") or []:
-        if b.get("block") is None:
-            name = b["nodeid"].split("::")[-1]
-            add(name, b["runner"], b.get("baseline"))
-            for category, j in (b.get("baseline_categories") or {}).items():
-                add(f"{name} ({category})", b["runner"], j)
-    for c in doc.get("comparisons") or []:
-        name = c["base_blocks"][0].rsplit("[", 1)[0].split("::")[-1] if c.get("base_blocks") \
-            else c["model"]
-        for runner, j in (c.get("baselines") or {}).items():
-            add(name, runner, j)
+    for b in doc.benchmarks:
+        if b.block is None:
+            add(b.name, b.runner_name, b.baseline)
+            for category, j in (b.baseline_categories or {}).items():
+                add(f"{b.name} ({category})", b.runner_name, j)
+    for c in doc.comparisons:
+        for runner, j in (c.baselines or {}).items():
+            add(c.name, runner, j)
     return rows
 
 
@@ -459,7 +458,7 @@ def environment() -> jinja2.Environment:
     return env
 
 
-def render_markdown(doc: dict[str, Any], charts: dict[str, str] | None = None,
+def render_markdown(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = None,
                     notes: list[str] | None = None) -> str:
     text = environment().get_template(TEMPLATE).render(**context(doc, charts, notes))
     # Sections are separated by one blank line however the template's conditionals fell.
@@ -475,8 +474,10 @@ def render_markdown(doc: dict[str, Any], charts: dict[str, str] | None = None,
     return "\n".join(lines).rstrip() + "\n"
 
 
-def render_report(doc: dict[str, Any], out_dir: Path, charts: bool = True) -> Path:
-    """Write ``out_dir/report.md`` (and ``out_dir/charts/*.png``) from a results document."""
+def render_report(doc: ResultsDoc | dict[str, Any], out_dir: Path, charts: bool = True) -> Path:
+    """Write ``out_dir/report.md`` (and ``out_dir/charts/*.png``) from a results document
+    (:func:`pytest_sme2.results.load_results` reads what it is given)."""
+    doc = load_results(doc)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     images: dict[str, str] = {}
@@ -505,22 +506,16 @@ def _collector_ignores_what_exists() -> Iterator[None]:
         gc.unfreeze()
 
 
-def _charts(doc: dict[str, Any], out_dir: Path) -> tuple[dict[str, str], list[str]]:
+def _charts(doc: ResultsDoc, out_dir: Path) -> tuple[dict[str, str], list[str]]:
     from pytest_sme2.report import charts as charts_mod
 
     images: dict[str, str] = {}
     jobs = []
-    benchmarks = doc.get("benchmarks") or []
     for u in units(doc):
         if not any(s.categories_ms for s in u.sides):
             continue
         rel = f"{CHART_DIR}/{u.slug}.png"
-        if u.comparison:
-            jobs.append(partial(charts_mod.category_chart, u.comparison, benchmarks,
-                                out_dir / rel))
-        else:
-            jobs.append(partial(charts_mod.breakdown_chart,
-                                [b for s in u.sides for b in s.blocks], out_dir / rel))
+        jobs.append(partial(charts_mod.unit_chart, u, out_dir / rel))
         images[u.slug] = rel
     try:
         if jobs:

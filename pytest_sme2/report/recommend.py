@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_sme2.analysis.categories import CONVOLUTION, DATA_MOVEMENT, GEMM, OTHER
-from pytest_sme2.analysis.operators import BOTTLENECK_PCT
 from pytest_sme2.compare import FASTER, SLOWER
 from pytest_sme2.report.digest import (CV_NOISY_PCT, SHARE_GROWTH_PP, Side, Unit, finite,
                                        units)
+from pytest_sme2.results import OperatorStats, ResultsDoc, load_results
 
 DATA_MOVEMENT_PCT = 15.0     # Data Movement at least this share of E2E is worth a look
 DATA_FAMILY_PCT = 5.0        # ... and so is one family of it above this (transposes...)
@@ -40,9 +40,11 @@ class Recommendation:
     rule: str = ""              # which rule produced it (stable id, for tests and filters)
 
 
-def recommendations(doc: dict[str, Any]) -> list[Recommendation]:
+def recommendations(doc: ResultsDoc | dict[str, Any],
+                    us: list[Unit] | None = None) -> list[Recommendation]:
+    """``us``: the document's units when the caller has them already."""
     out: list[Recommendation] = []
-    us = units(doc)
+    us = units(load_results(doc)) if us is None else us
     for rule in (_outputs, _direction, _portable_ops, _data_movement, _low_compute_speedup,
                  _overhead, _other_ops, _evidence, _noise):
         for unit in us:
@@ -68,13 +70,13 @@ def _focus(unit: Unit) -> list[Side]:
     return [s for s in unit.sides if s.blocks]
 
 
-def _paths(op: dict[str, Any]) -> str:
+def _paths(op: OperatorStats) -> str:
     """Where an operator comes from: its module paths, else its op types (code-quoted)."""
-    paths = op.get("module_paths") or []
+    paths = op.module_paths
     if paths:
         more = f" (+{len(paths) - MAX_PATHS} more)" if len(paths) > MAX_PATHS else ""
         return ", ".join(f"`{p}`" for p in paths[:MAX_PATHS]) + more
-    return ", ".join(f"`{t}`" for t in op.get("op_types") or [])
+    return ", ".join(f"`{t}`" for t in op.op_types)
 
 
 def _times(n: float) -> str:
@@ -88,10 +90,10 @@ def _yes_no(v: Any) -> str:
 # -- rules -----------------------------------------------------------------------------------
 
 def _outputs(unit: Unit) -> list[Recommendation]:
-    out = (unit.comparison or {}).get("outputs")
-    if not out or out.get("equal", True):
+    out = unit.comparison.outputs if unit.comparison else None
+    if not out or out.equal:
         return []
-    fig = f"max |Δ| {out['max_abs_diff']:.3g} > tolerance {out['tolerance']:.3g}"
+    fig = f"max |Δ| {out.max_abs_diff:.3g} > tolerance {out.tolerance:.3g}"
     return [Recommendation(
         f"Outputs of {unit.candidate.runner} differ from {unit.base.runner} on {unit.point} "
         f"({fig}): the two runners do not compute the same thing, so the speed-up is not like "
@@ -105,10 +107,10 @@ def _direction(unit: Unit) -> list[Recommendation]:
         return []
     base, cand = unit.base, unit.candidate
     sp = unit.speedup
-    fig = f"speed-up {_x(sp)} ({c['verdict']})"
+    fig = f"speed-up {_x(sp)} ({c.verdict})"
     device = (cand.device or base.device)
     labels = ", ".join(f"{k}={v}" for k, v in sorted(cand.labels.items())) or "none recorded"
-    if unit.is_sme2() and c.get("verdict") not in (FASTER, SLOWER):
+    if unit.is_sme2() and c.verdict not in (FASTER, SLOWER):
         if device.get("sme2") is False:
             text = (f"{cand.runner} vs {base.runner} on {unit.point}: {fig}. The device reports "
                     f"no SME2 ({device.get('cpu', 'unknown CPU')}, {device.get('abi', '?')}), "
@@ -119,16 +121,16 @@ def _direction(unit: Unit) -> list[Recommendation]:
                     f"device's SME2 capability (hwcaps SME2: {_yes_no(device.get('sme2'))}); "
                     "the kernel evidence below says what ran.")
         return [Recommendation(text, fig, "sme2-no-difference")]
-    if c.get("verdict") == SLOWER:
+    if c.verdict == SLOWER:
         extra = (" A slower SME2 build often means small matrices paying the streaming-mode "
                  "switch; compare per-category speed-ups to see where it loses."
                  if unit.is_sme2() else " The category speed-ups show where it loses.")
         return [Recommendation(f"{cand.runner} is slower than {base.runner} on {unit.point}: "
                                f"{fig}.{extra}", fig, "slower")]
-    if unit.is_sme2() and c.get("verdict") == FASTER and cand.evidence.get("sme2") == "absent":
+    if unit.is_sme2() and c.verdict == FASTER and cand.verdict == "absent":
         return [Recommendation(
             f"{cand.runner} is faster than {base.runner} on {unit.point} ({fig}) but its kernel "
-            f"evidence is 'absent' ({cand.evidence.get('reason', '')}): the gain comes from "
+            f"evidence is 'absent' ({cand.evidence.reason}): the gain comes from "
             "something else in the build; compare builds that differ only in SME2.",
             f"{fig}; kernel evidence absent", "faster-without-sme2")]
     return []
@@ -150,12 +152,12 @@ _PORTABLE_ADVICE: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def _portable_advice(op: dict[str, Any]) -> str:
-    context = " ".join((op.get("module_paths") or []) + (op.get("op_types") or [])).lower()
+def _portable_advice(op: OperatorStats) -> str:
+    context = " ".join(op.module_paths + op.op_types).lower()
     for name_re, context_re, advice in _PORTABLE_ADVICE:
-        if re.search(name_re, op["name"]) and (not context_re or re.search(context_re, context)):
+        if re.search(name_re, op.name) and (not context_re or re.search(context_re, context)):
             return advice
-    types = ", ".join(op.get("op_types") or []) or "this operator"
+    types = ", ".join(op.op_types) or "this operator"
     return (f"check whether the XNNPACK partitioner supports {types}; if not, rewrite the "
             "module with supported operators or fuse it into its neighbour")
 
@@ -164,16 +166,16 @@ def _portable_ops(unit: Unit) -> list[Recommendation]:
     out = []
     for side in _focus(unit):
         for op in side.operators:
-            if op["delegated"] or op["pct_e2e"] <= BOTTLENECK_PCT:
+            if not op.should_delegate:
                 continue
             where = _paths(op)
-            calls = op["calls_per_run"]
-            fig = (f"{op['name']}: {op['pct_e2e']:.1f}% of E2E, {op['mean_ms_per_run']:.3f} ms "
+            calls = op.calls_per_run
+            fig = (f"{op.name}: {op.pct_e2e:.1f}% of E2E, {op.mean_ms_per_run:.3f} ms "
                    f"and {calls:g} call{'' if calls == 1 else 's'} per run, portable "
                    f"({_where(unit, side)})")
             out.append(Recommendation(
-                f"`{op['name']}` runs {_times(calls)} per inference outside the "
-                f"delegate{f' ({where})' if where else ''} and takes {op['pct_e2e']:.1f}% of "
+                f"`{op.name}` runs {_times(calls)} per inference outside the "
+                f"delegate{f' ({where})' if where else ''} and takes {op.pct_e2e:.1f}% of "
                 f"E2E on {_where(unit, side)} — {_portable_advice(op)}.", fig, "portable-op"))
     return out
 
@@ -210,12 +212,12 @@ def _data_movement(unit: Unit) -> list[Recommendation]:
     out = []
     for side in _focus(unit):
         share = side.share(DATA_MOVEMENT)
-        ops = [o for o in side.operators if o.get("category") == DATA_MOVEMENT]
-        families: dict[str, list[dict]] = {}
+        ops = [o for o in side.operators if o.category == DATA_MOVEMENT]
+        families: dict[str, list[OperatorStats]] = {}
         for o in ops:
-            families.setdefault(_family(o["name"]), []).append(o)
+            families.setdefault(_family(o.name), []).append(o)
         big = {f: os_ for f, os_ in families.items()
-               if sum(o["pct_e2e"] for o in os_) > DATA_FAMILY_PCT}
+               if sum(o.pct_e2e for o in os_) > DATA_FAMILY_PCT}
         grew = None
         if unit.comparison and unit.base and unit.base.blocks:
             before = unit.base.share(DATA_MOVEMENT)
@@ -235,11 +237,11 @@ def _data_movement(unit: Unit) -> list[Recommendation]:
                          "the next bottleneck")
         clauses = []
         advice_of = {f: a for f, _, a in _DATA_FAMILIES}
-        for family, fam_ops in sorted(big.items(), key=lambda kv: -sum(o["pct_e2e"]
+        for family, fam_ops in sorted(big.items(), key=lambda kv: -sum(o.pct_e2e
                                                                        for o in kv[1])):
-            pct = sum(o["pct_e2e"] for o in fam_ops)
-            top = sorted(fam_ops, key=lambda o: -o["pct_e2e"])[:MAX_PATHS]
-            where = "; ".join(f"`{o['name']}` ({o['pct_e2e']:.1f}%)" for o in top)
+            pct = sum(o.pct_e2e for o in fam_ops)
+            top = sorted(fam_ops, key=lambda o: -o.pct_e2e)[:MAX_PATHS]
+            where = "; ".join(f"`{o.name}` ({o.pct_e2e:.1f}%)" for o in top)
             advice = advice_of.get(family)
             clauses.append(f"{family} operators take {pct:.1f}% of E2E — "
                            + (advice.format(where=where) if advice else f"see {where}"))
@@ -251,7 +253,7 @@ def _data_movement(unit: Unit) -> list[Recommendation]:
 
 
 def _low_compute_speedup(unit: Unit) -> list[Recommendation]:
-    if not unit.is_sme2() or unit.comparison.get("verdict") == SLOWER or not unit.base.blocks:
+    if not unit.is_sme2() or unit.comparison.verdict == SLOWER or not unit.base.blocks:
         return []
     out = []
     for cat in (CONVOLUTION, GEMM):
@@ -260,7 +262,7 @@ def _low_compute_speedup(unit: Unit) -> list[Recommendation]:
         if iv is None or share < COMPUTE_SHARE_PCT or iv.point >= LOW_COMPUTE_SPEEDUP:
             continue
         fig = f"{cat} speed-up {_x(iv)}, {share:.1f}% of E2E on {unit.base.runner}"
-        ev = unit.candidate.evidence.get("sme2", "unknown")
+        ev = unit.candidate.verdict or "unknown"
         out.append(Recommendation(
             f"{cat} is {share:.1f}% of E2E on {unit.point} {unit.base.runner} but only "
             f"{_x(iv)} faster on {unit.candidate.runner} (GEMM and convolution typically gain "
@@ -293,11 +295,11 @@ def _overhead(unit: Unit) -> list[Recommendation]:
 def _other_ops(unit: Unit) -> list[Recommendation]:
     out = []
     for side in _focus(unit):
-        ops = [o for o in side.operators if o.get("category") == OTHER]
-        pct = sum(o["pct_e2e"] for o in ops)
+        ops = [o for o in side.operators if o.category == OTHER]
+        pct = sum(o.pct_e2e for o in ops)
         if pct < OTHER_OPS_PCT:
             continue
-        names = ", ".join(f"`{o['name']}`" for o in ops[:MAX_PATHS])
+        names = ", ".join(f"`{o.name}`" for o in ops[:MAX_PATHS])
         out.append(Recommendation(
             f"Operators outside the category taxonomy take {pct:.1f}% of E2E on "
             f"{_where(unit, side)} ({names}): add a category rule for them so the breakdown "
@@ -317,10 +319,10 @@ def _evidence(unit: Unit) -> list[Recommendation]:
         sides = [s for s in unit.sides if s.blocks and s.device.get("sme2") is True]
     out = []
     for side in sides:
-        ev = side.evidence.get("sme2")
+        ev = side.verdict
         if ev not in ("indicated", "unknown"):
             continue
-        packed = side.evidence.get("kleidiai_ops") or []
+        packed = side.evidence.kleidiai_ops
         names = ", ".join(f"`{p}`" for p in packed[:MAX_PATHS])
         what = (f"KleidiAI packed operators ran: {names}" if packed
                 else "no KleidiAI packed operators or kernel trace")
@@ -328,7 +330,7 @@ def _evidence(unit: Unit) -> list[Recommendation]:
             f"Kernel evidence on {_where(unit, side)} is '{ev}' ({what}): to see which "
             "micro-kernels ran, use a runner whose XNNPACK logs kernel selection (log level >= "
             "4) and pass the log to `pytest-sme2 analyze --xnntrace`.",
-            f"kernel evidence '{ev}': {side.evidence.get('reason', '')}", "evidence"))
+            f"kernel evidence '{ev}': {side.evidence.reason}", "evidence"))
     return out
 
 
@@ -336,8 +338,7 @@ def _noise(unit: Unit) -> list[Recommendation]:
     """One line per unit: the runners whose blocks had CV above the threshold, and heat."""
     parts, figs, android = [], [], False
     for side in unit.sides:
-        cvs = [(b["e2e"]["cv_pct"], b["e2e"].get("outliers") or 0)
-               for b in side.blocks if b.get("e2e") and finite(b["e2e"].get("cv_pct"))]
+        cvs = [(b.e2e.cv_pct, b.e2e.outliers) for b in side.blocks if finite(b.e2e.cv_pct)]
         noisy = [c for c in cvs if c[0] > CV_NOISY_PCT]
         if noisy:
             worst = max(c[0] for c in noisy)

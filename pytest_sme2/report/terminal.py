@@ -2,48 +2,48 @@
 
 from __future__ import annotations
 
-from statistics import median
-from typing import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from pytest_sme2.analysis.categories import OTHER
-from pytest_sme2.results import BenchmarkResult
+from pytest_sme2.results import BenchmarkResult, ComparisonRecord, pool, pool_categories
 
 TOP_OPERATORS = 10
 COLUMNS = ("benchmark", "model", "dtype", "threads", "runner", "median ms", "p90 ms", "CV %",
            "runs", "speedup [95% CI]", "top category", "SME2", "vs baseline")
 _NUMERIC = {3, 5, 6, 7, 8}
-
-
 EMULATED = " [emulated CPU: timings say nothing about speed]"
 
 
-def _emulated(device: dict) -> bool:
-    return bool(device.get("extra", {}).get("emulated"))
+def _record(c: ComparisonRecord | Mapping[str, Any]) -> ComparisonRecord:
+    """A comparison as its record; a comparison's JSON document (as it travels on a test
+    report) goes through the one loader."""
+    return c if isinstance(c, ComparisonRecord) else ComparisonRecord.from_json(c)
 
 
 def benchmark_line(r: BenchmarkResult) -> str:
     e = r.e2e
     ev = r.kernel_evidence
-    sme2 = f"; SME2 {ev['sme2']}" if ev.get("executed_kernels") is not None else ""
+    sme2 = f"; SME2 {ev.sme2}" if ev is not None and ev.traced else ""
     return (f"sme2: {r.model} {r.dtype} t{r.threads} {r.runner_name}: Method::execute median "
             f"{e.median_ms:.3f} ms, p90 {e.p90_ms:.3f} ms, CV {e.cv_pct:.1f}%, "
             f"n={e.n} (+{r.warmup} warm-up discarded){sme2}"
-            + (EMULATED if _emulated(r.device) else ""))
+            + (EMULATED if r.emulated else ""))
 
 
-def comparison_line(c: dict) -> str:
-    s = c["speedup"]
-    out = c.get("outputs")
+def comparison_line(c: ComparisonRecord | Mapping[str, Any]) -> str:
+    c = _record(c)
+    s, out = c.speedup, c.outputs
     outputs = "" if not out else (
-        f", outputs equal (max |diff| {out['max_abs_diff']:.3g}, relative "
-        f"{out.get('max_rel_diff', 0.0):.3g})" if out["equal"] else
-        f", OUTPUTS DIFFER (max |diff| {out['max_abs_diff']:.3g}, relative "
-        f"{out.get('max_rel_diff', 0.0):.3g}, tolerance {out['tolerance']:.3g})")
-    return (f"sme2: {c['candidate']} vs {c['base']} on {c['model']} {c['dtype']} t{c['threads']}: "
-            f"speed-up {s['point']:.3f}x [{s['low']:.3f}, {s['high']:.3f}], medians "
-            f"{c['base_median_ms']:.3f} -> {c['candidate_median_ms']:.3f} ms over "
-            f"{len(c['base_blocks'])} blocks each: {c['verdict']}{outputs}"
-            + (EMULATED if c.get("emulated") else ""))
+        f", outputs equal (max |diff| {out.max_abs_diff:.3g}, relative "
+        f"{out.max_rel_diff:.3g})" if out.equal else
+        f", OUTPUTS DIFFER (max |diff| {out.max_abs_diff:.3g}, relative "
+        f"{out.max_rel_diff:.3g}, tolerance {out.tolerance:.3g})")
+    return (f"sme2: {c.candidate} vs {c.base} on {c.point}: "
+            f"speed-up {s.point:.3f}x [{s.low:.3f}, {s.high:.3f}], medians "
+            f"{c.base_median_ms:.3f} -> {c.candidate_median_ms:.3f} ms over "
+            f"{len(c.base_blocks)} blocks each: {c.verdict}{outputs}"
+            + (EMULATED if c.emulated else ""))
 
 
 def top_category(categories_ms: dict[str, float]) -> str:
@@ -68,16 +68,15 @@ def baseline_cell(j: dict | None) -> str:
 
 def _row(name: str, rs: list[BenchmarkResult], speedup: str,
          baseline: dict | None = None) -> tuple[str, ...]:
-    """One row for a benchmark, or for one side of a comparison (medians over its blocks)."""
+    """One row for a benchmark, or for one side of a comparison: its blocks pooled."""
     r = rs[0]
-    cats = {k: median(x.categories_ms.get(k, 0.0) for x in rs) for k in r.categories_ms}
-    return (name, r.model, r.dtype, str(r.threads), r.runner_name,
-            f"{median(x.e2e.median_ms for x in rs):.3f}",
-            f"{median(x.e2e.p90_ms for x in rs):.3f}",
-            f"{median(x.e2e.cv_pct for x in rs):.1f}", str(sum(x.e2e.n for x in rs)),
-            speedup, top_category(cats), r.kernel_evidence.get("sme2", "-"),
-            baseline_cell(baseline if baseline is not None else r.extra.get("baseline"))
-            + _category_regressions(r.extra.get("baseline_categories")))
+    p = pool(rs)
+    ev = r.kernel_evidence
+    return (name, r.model, r.dtype, str(r.threads), r.runner_name, f"{p.median_ms:.3f}",
+            f"{p.p90_ms:.3f}", f"{p.cv_pct:.1f}", str(p.n), speedup,
+            top_category(pool_categories(rs)), ev.sme2 if ev else "-",
+            baseline_cell(baseline if baseline is not None else r.baseline)
+            + _category_regressions(r.baseline_categories))
 
 
 def _category_regressions(judged: dict | None) -> str:
@@ -89,31 +88,30 @@ def _category_regressions(judged: dict | None) -> str:
 def _with_blocks(first: BenchmarkResult, results: list[BenchmarkResult]
                  ) -> list[BenchmarkResult]:
     """A benchmark's result and the blocks measured to confirm a suspected regression (same
-    test, same setting), so the row shows what the gate judged: medians over all blocks."""
+    test, same setting), so the row shows what the gate judged: all blocks pooled."""
     same = (first.nodeid, first.model, first.dtype, first.threads, first.runner_name)
-    return [first] + [r for r in results if r.extra.get("block") is not None and
+    return [first] + [r for r in results if r.block is not None and
                       (r.nodeid, r.model, r.dtype, r.threads, r.runner_name) == same]
 
 
-def summary_table(results: Iterable[BenchmarkResult], comparisons: Iterable[dict] = ()
+def summary_table(results: Iterable[BenchmarkResult],
+                  comparisons: Iterable[ComparisonRecord | Mapping[str, Any]] = ()
                   ) -> list[str]:
     results = list(results)
     by_id = {r.nodeid: r for r in results}
     rows = [COLUMNS]
-    rows += [_row(r.nodeid.split("::")[-1], _with_blocks(r, results), "") for r in results
-             if r.extra.get("block") is None]
-    for c in comparisons:
-        name = c["base_blocks"][0].rsplit("[", 1)[0].split("::")[-1]
-        s = c["speedup"]
-        base = [by_id[n] for n in c["base_blocks"] if n in by_id]
-        cand = [by_id[n] for n in c["candidate_blocks"] if n in by_id]
-        judged = c.get("baselines") or {}
+    rows += [_row(r.name, _with_blocks(r, results), "") for r in results if r.block is None]
+    for c in map(_record, comparisons):
+        s = c.speedup
+        base = [by_id[n] for n in c.base_blocks if n in by_id]
+        cand = [by_id[n] for n in c.candidate_blocks if n in by_id]
+        judged = c.baselines or {}
         if base and cand:
-            mark = " emulated" if c.get("emulated") else ""
-            rows.append(_row(name, base, "(base)", judged.get(c["base"], {})))
-            rows.append(_row(name, cand,
-                             f"{s['point']:.2f}x [{s['low']:.2f}, {s['high']:.2f}]{mark}",
-                             judged.get(c["candidate"], {})))
+            mark = " emulated" if c.emulated else ""
+            rows.append(_row(c.name, base, "(base)", judged.get(c.base, {})))
+            rows.append(_row(c.name, cand,
+                             f"{s.point:.2f}x [{s.low:.2f}, {s.high:.2f}]{mark}",
+                             judged.get(c.candidate, {})))
     widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
 
     def fmt(row):
@@ -121,7 +119,7 @@ def summary_table(results: Iterable[BenchmarkResult], comparisons: Iterable[dict
                          for i, (c, w) in enumerate(zip(row, widths))).rstrip()
 
     lines = [fmt(rows[0]), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows[1:]]
-    if any(_emulated(r.device) for r in results):
+    if any(r.emulated for r in results):
         lines.append("emulated: measured on an emulated CPU (QEMU); its times and speed-ups say "
                      "nothing about speed — the SME2 column and the outputs are what it proves")
     return lines

@@ -8,9 +8,12 @@ from pytest_sme2.runners.base import Runner, RunnerError, RunnerInfo, RunOutcome
 from pytest_sme2.runners.spec import RunnerSpec, parse_runner_spec, runner_specs
 
 
-def runner_from_spec(text: str, progress=None) -> Runner:
-    """Make the runner a ``[NAME=]SPEC`` string describes (see runners.spec)."""
-    return parse_runner_spec(text).make(progress)
+def runner_from_spec(text: str, progress=None, hook=None) -> Runner:
+    """Make the runner a ``[NAME=]SPEC`` string describes (see runners.spec); ``hook``: the
+    plugins' hooks, for kinds they make (:mod:`pytest_sme2.hooks`)."""
+    from pytest_sme2.hooks import runner_kinds
+
+    return parse_runner_spec(text, runner_kinds(hook)).make(progress, hook=hook)
 
 
 __all__ = ["Runner", "RunnerError", "RunnerInfo", "RunOutcome", "RunRequest", "RunnerSpec",

@@ -4,7 +4,8 @@ once, then forks a fresh process for every run.
 Importing the runtime costs one to several seconds per process; a fork costs milliseconds. Each
 run still is a process of its own, forked before any runtime state exists — the server imports
 modules and nothing else: it loads no program and never touches the thread pool, which the run
-sizes before it loads (NOTES) —, so the process stays the unit of replication.
+sizes before it loads (XNNPACK keeps the pool it finds when a program loads) —, so the process
+stays the unit of replication.
 
 Protocol, one Unix-socket connection per run: the client (:mod:`pytest_sme2.runners.fork_client`)
 sends a length-prefixed JSON ``{"argv", "cwd"}`` with its stdin/stdout/stderr attached; the

@@ -20,9 +20,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable, Collection
 
 from pytest_sme2.runners.base import Runner, RunnerError
+
+if TYPE_CHECKING:
+    from pluggy import HookRelay
 
 BUILTIN = ("python", "native")
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -31,16 +34,25 @@ _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 @dataclass(frozen=True)
 class RunnerSpec:
     name: str
-    kind: str                          # python | native | binary
+    kind: str                          # python | native | binary, or a kind a plugin makes
     path: Path | None = None
     lib_dir: Path | None = None
     labels: dict[str, str] = field(default_factory=dict)
     hwcap_mask: str | None = None      # a pytest_sme2.hwcaps.MASKS name
 
     def make(self, progress: Callable[[str], None] | None = None,
-             target: str = "host") -> Runner:
+             target: str = "host", hook: HookRelay | None = None) -> Runner:
         """The runner, built for ``target`` where we build it (the native runner): ``host``
-        or a device's target such as ``aarch64-linux-gnu`` (QEMU)."""
+        or a device's target such as ``aarch64-linux-gnu`` (QEMU). A plugin's
+        ``pytest_sme2_make_runner`` hook, asked first through ``hook`` (:mod:`pytest_sme2.hooks`),
+        may make it instead: it must for a kind of its own."""
+        if hook is not None:
+            runner = hook.pytest_sme2_make_runner(spec=self, target=target)
+            if runner is not None:
+                return runner
+        if self.kind not in ("python", "native", "binary"):
+            raise RunnerError(f"runner {self.name!r}: no plugin made a runner of kind "
+                              f"{self.kind!r} (their pytest_sme2_make_runner returned None)")
         if self.kind == "python":
             from pytest_sme2.runners.base import RunnerInfo
             from pytest_sme2.runners.python import PythonRunner
@@ -68,8 +80,10 @@ class RunnerSpec:
                             self.hwcap_mask)
 
 
-def parse_runner_spec(text: str) -> RunnerSpec:
-    """Parse one ``[NAME=]SPEC`` string; errors name the spec and show the expected form."""
+def parse_runner_spec(text: str, kinds: Collection[str] = ()) -> RunnerSpec:
+    """Parse one ``[NAME=]SPEC`` string; errors name the spec and show the expected form.
+    ``kinds``: runner kinds plugins make (:func:`pytest_sme2.hooks.runner_kinds`), accepted as
+    ``NAME=KIND[,key=value...]``."""
     raw = text.strip()
     usage = ("expected NAME=python, NAME=native or NAME=/path/to/executor_runner"
              "[,libs=DIR][,label=value...]")
@@ -114,9 +128,12 @@ def parse_runner_spec(text: str) -> RunnerSpec:
             raise RunnerError(f"--runner {text!r}: mask= needs a native or binary runner on an "
                               "Arm64 device; the python runner runs on the host")
         return RunnerSpec(name, target, labels=labels, hwcap_mask=mask)
+    if target in kinds:
+        return RunnerSpec(name, target, lib_dir=lib_dir, labels=labels, hwcap_mask=mask)
     if "/" not in target and not target.startswith("."):
+        plugins = f", a kind a plugin makes ({', '.join(sorted(kinds))})" if kinds else ""
         raise RunnerError(f"--runner {text!r}: {target!r} is neither a built-in runner "
-                          f"({', '.join(BUILTIN)}) nor a path; {usage}")
+                          f"({', '.join(BUILTIN)}){plugins} nor a path; {usage}")
     return RunnerSpec(name, "binary", Path(target).expanduser(), lib_dir, labels, mask)
 
 
@@ -147,12 +164,13 @@ def mask_labels(mask: str, labels: dict[str, str], text: str = "") -> dict[str, 
     return {"sme2": "off", "hwcap_mask": mask, "made_by": describe_mask(mask)}
 
 
-def runner_specs(texts: list[str]) -> dict[str, RunnerSpec]:
-    """The configured runners by name: the built-ins, then the user's (which may override)."""
+def runner_specs(texts: list[str], kinds: Collection[str] = ()) -> dict[str, RunnerSpec]:
+    """The configured runners by name: the built-ins, then the user's (which may override).
+    ``kinds``: as for :func:`parse_runner_spec`."""
     specs = {name: RunnerSpec(name, name) for name in BUILTIN}
     seen: set[str] = set()
     for text in texts:
-        spec = parse_runner_spec(text)
+        spec = parse_runner_spec(text, kinds)
         if spec.name in seen:
             raise RunnerError(f"--runner {text!r}: a runner named {spec.name!r} is already "
                               "configured")

@@ -439,6 +439,12 @@ def _service(name: str):
     return None
 
 
+def _close_pipes(proc: subprocess.Popen) -> None:
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
+
+
 def _shell(stream: _Stream, cmd: str, v2: bool) -> None:
     dev = stream.dev
     with dev._lock:
@@ -459,6 +465,7 @@ def _shell(stream: _Stream, cmd: str, v2: bool) -> None:
         _kill_group(proc)
         stream.conn.abort()
         proc.wait()
+        _close_pipes(proc)
         return
 
     def pump(fh, packet_id: int) -> None:
@@ -483,6 +490,7 @@ def _shell(stream: _Stream, cmd: str, v2: bool) -> None:
     for t in pumps:
         t.join()
     rc = proc.wait()
+    _close_pipes(proc)
     rc = 128 - rc if rc < 0 else rc     # killed by signal N: the shell convention 128+N
     if v2:
         stream.write(bytes([3]) + struct.pack("<I", 1) + bytes([rc & 0xFF]))

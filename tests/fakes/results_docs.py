@@ -1,5 +1,7 @@
 """Crafted results documents (schema ``pytest-sme2/results/1``) for report and recommendation
-tests: small, with round numbers, so expected figures can be written down by hand.
+tests: small, with round numbers, so expected figures can be written down by hand. Each has
+every key a session writes, in the order it writes them, so it loads and writes back byte for
+byte (``pytest_sme2.results.load_results``).
 
 ``sme2_doc()`` is the story the report exists to tell: SME2 off vs on on an SME2 phone,
 Convolution and GEMM 4x faster, everything else unchanged, so Data Movement's share grows from
@@ -10,6 +12,7 @@ side; the on side's kernel evidence is only 'indicated'.
 from __future__ import annotations
 
 import copy
+import statistics
 from typing import Any
 
 from pytest_sme2.analysis.latency import latency_stats
@@ -26,20 +29,24 @@ SCALE_ACT = [f"features.{i}.block.{j}.scale_activation" for i, j in
 
 
 def op(name: str, ms: float, e2e_ms: float, category: str, *, delegated: bool = True,
-       calls: float = 1.0, instr: int = 0, op_types=(), module_paths=None) -> dict[str, Any]:
+       calls: float = 1.0, instr: int = 0, op_types=(), module_paths=()) -> dict[str, Any]:
     pct = 100 * ms / e2e_ms
-    d = {"name": name, "instruction_id": instr, "category": category, "delegated": delegated,
-         "backend": "XnnpackBackend" if delegated else "portable", "calls_per_run": calls,
-         "mean_ms_per_run": ms, "pct_e2e": pct, "bottleneck": pct > 5,
-         "should_delegate": pct > 5 and not delegated, "op_types": list(op_types)}
-    if module_paths is not None:
-        d["module_paths"] = list(module_paths)
-    return d
+    return {"name": name, "instruction_id": instr, "category": category, "delegated": delegated,
+            "backend": "XnnpackBackend" if delegated else "portable", "calls_per_run": calls,
+            "mean_ms_per_run": ms, "pct_e2e": pct, "bottleneck": pct > 5,
+            "should_delegate": pct > 5 and not delegated, "op_types": list(op_types),
+            "module_paths": list(module_paths), "kernel_hint": ""}
 
 
-def evidence(verdict: str, reason: str = "", packed=(), kernels=()) -> dict[str, Any]:
+def evidence(verdict: str, reason: str = "", packed=(), kernels=(), executed=None,
+             streaming_blocks: int | None = None) -> dict[str, Any]:
+    """Kernel evidence; ``executed`` (kernels a trace shows ran) makes it a traced run's."""
+    traced = executed is not None
     return {"sme2": verdict, "reason": reason or f"test reason for {verdict}",
-            "kleidiai_ops": list(packed), "kernels": list(kernels)}
+            "kleidiai_ops": list(packed), "kernels": list(kernels),
+            "executed_kernels": list(executed or []),
+            "streaming_sme_blocks": (streaming_blocks or 0) if traced else None,
+            "kernel_trace_source": "/tmp/kernels.csv" if traced else ""}
 
 
 def benchmark(nodeid: str, runner: str, samples: list[float], categories: dict[str, float],
@@ -66,7 +73,7 @@ def benchmark(nodeid: str, runner: str, samples: list[float], categories: dict[s
         "operators": operators, "kernel_evidence": ev or evidence("unknown"),
         "thermal_before": {"cpu": thermal[0]} if thermal else None,
         "thermal_after": {"cpu": thermal[1]} if thermal else None,
-        "block": block,
+        "block": block, "outputs": None, "kernel_trace": None,
     }
 
 
@@ -87,16 +94,17 @@ def interval(point: float, low: float, high: float) -> dict[str, float]:
 
 
 def comparison(base: list[dict], cand: list[dict], speedup: dict, verdict: str,
-               category_speedups: dict, outputs: dict | None = None) -> dict[str, Any]:
+               category_speedups: dict, outputs: dict | None = None,
+               nodeid: str = "bench.py::test_sme2") -> dict[str, Any]:
     b0 = base[0]
-    return {"model": b0["model"], "dtype": b0["dtype"], "threads": b0["threads"],
-            "base": b0["runner"], "candidate": cand[0]["runner"],
-            "base_median_ms": sorted(b["median_ms"] for b in base)[len(base) // 2],
-            "candidate_median_ms": sorted(b["median_ms"] for b in cand)[len(cand) // 2],
+    return {"nodeid": nodeid, "model": b0["model"], "dtype": b0["dtype"],
+            "threads": b0["threads"], "base": b0["runner"], "candidate": cand[0]["runner"],
+            "base_median_ms": statistics.median(b["median_ms"] for b in base),
+            "candidate_median_ms": statistics.median(b["median_ms"] for b in cand),
             "speedup": speedup, "category_speedups": category_speedups,
             "outputs": outputs if outputs is not None else
-            {"max_abs_diff": 0.001, "tolerance": 0.01, "equal": True},
-            "verdict": verdict, "margin": 0.02,
+            {"max_abs_diff": 0.001, "max_rel_diff": 0.0005, "tolerance": 0.01, "equal": True},
+            "verdict": verdict, "margin": 0.02, "emulated": False,
             "base_block_medians_ms": [b["median_ms"] for b in base],
             "candidate_block_medians_ms": [b["median_ms"] for b in cand],
             "base_blocks": [b["nodeid"] for b in base],

@@ -81,6 +81,7 @@ base_index = st.integers(0, N_BASES - 1)
 position = st.integers(0, 1 << 20)
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=EXPECTED["bit_flips"])
 @given(i=base_index, flips=st.lists(st.tuples(position, st.integers(0, 7)), min_size=1,
                                      max_size=16))
@@ -108,6 +109,7 @@ def test_insertions(bases, i, where, blob):
     check(data, "insertions")
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=EXPECTED["splices"])
 @given(i=base_index, j=base_index, a=position, b=position)
 def test_splices(bases, i, j, a, b):
@@ -132,6 +134,7 @@ def test_uniform_buffers():
 HUGE = [0xFFFFFFFF, 0xFFFFFFFE, 0x80000000, 0x7FFFFFFF, 0x40000000, 0x10000000, 1 << 20]
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=EXPECTED["huge_fields"])
 @given(i=base_index, where=position, value=st.sampled_from(HUGE) | st.integers(0, 1 << 32),
        width=st.sampled_from([2, 4, 8]), aligned=st.booleans())
@@ -164,7 +167,7 @@ def programs(draw) -> bytes:
     """A valid file of any shape the writer allows: 0-4 runs, odd names, huge times, runs
     without Method::execute, allocation events, either framing."""
     runs = []
-    for r in range(draw(st.integers(0, 4))):
+    for _ in range(draw(st.integers(0, 4))):
         body = [(kind, k, ops if kind == "delegate" else ops[:1])
                 for k, (kind, ops) in enumerate(draw(calls))]
         events = program_run(draw(st.integers(0, 1 << 50)), body,
@@ -176,12 +179,14 @@ def programs(draw) -> bytes:
                        size_prefixed=draw(st.booleans()), extra_events=draw(st.booleans()))
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=EXPECTED["crafted_programs"])
 @given(data=programs())
 def test_crafted_programs(data):
     check(data, "crafted_programs")
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=EXPECTED["crafted_then_flipped"])
 @given(data=programs(), flips=st.lists(st.tuples(position, st.integers(0, 7)), min_size=1,
                                         max_size=4))

@@ -55,9 +55,6 @@ def _inner_sessions_share_caches(inner_session_env):
     pass
 
 
-def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
-
 
 def _script(path: Path, body: str, executable: bool = True) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -136,7 +133,7 @@ def test_after(sme2_bench):
 
 
 @pytest.fixture
-def runner_session(pytester, export_cache, toy_export):
+def runner_session(pytester, export_cache, toy_export, run_pytest):
     """One session: a good benchmark, every runner fault, a good benchmark. The ETDump-writing
     faults copy crafted traces (4 executions asked: 1 warm-up + 3 timed)."""
     bins, traces = pytester.path / "bin", pytester.path / "traces"
@@ -171,7 +168,7 @@ def runner_session(pytester, export_cache, toy_export):
     stale.mkdir(parents=True)
     (stale / "stale.etdump").write_bytes(good)
     pytester.makepyfile(test_faults=AROUND.format(faults=RUNNER_FAULTS))
-    res = _run(pytester, f"--sme2-cache-dir={export_cache}", *FAST, "--report-dir=out",
+    res = run_pytest(f"--sme2-cache-dir={export_cache}", *FAST, "--report-dir=out",
                "--sme2-timeout=2", *[f"--runner={n}={p}" for n, p in paths.items()])
     return res, paths, arch, good
 
@@ -250,10 +247,10 @@ def test_after(sme2_bench):
     sme2_bench("toy_cnn", runner="native")
 """
 PTE_CONFTEST = """
-from models import register_model
+from pytest_sme2_models import register_model
 
 for name in {models!r}:
-    register_model(name, "models.toy_cnn:build")   # same builder: same export cache key
+    register_model(name, "pytest_sme2_models.toy_cnn:build")   # same builder: same export cache key
 """
 
 
@@ -280,7 +277,7 @@ def damaged_cache(pytester, toy_export) -> dict[str, Path]:
     return ptes
 
 
-def test_damaged_pte_in_the_export_cache_fails_naming_it(pytester, damaged_cache):
+def test_damaged_pte_in_the_export_cache_fails_naming_it(pytester, damaged_cache, run_pytest):
     """A cache hit whose model.pte is empty, random, refused or truncated fails that benchmark
     with the file's path, with both built-in runners; the others go on."""
     models = sorted(PTE_FAULTS)
@@ -289,7 +286,7 @@ def test_damaged_pte_in_the_export_cache_fails_naming_it(pytester, damaged_cache
     # those are kept to one (pte_refused); the truncated one is the same refusal as native's.
     bench = PTE_BENCH.format(models=models)
     pytester.makepyfile(test_pte=bench)
-    res = _run(pytester, "--sme2-cache-dir=cache", *FAST, "--report-dir=out",
+    res = run_pytest("--sme2-cache-dir=cache", *FAST, "--report-dir=out",
                "--deselect=test_pte.py::test_pte[pte_truncated-python]")
     res.assert_outcomes(passed=2, failed=7, deselected=1)
     p = damaged_cache
@@ -387,7 +384,8 @@ USAGE = ("expected NAME=python, NAME=native or NAME=/path/to/executor_runner[,li
                              "int8, int8_dynamic"),
 ], ids=["runner-empty-target", "runner-bad-name", "runner-bad-label", "runner-twice",
         "runs-negative", "runs-zero", "timeout-zero", "threads-word", "dtype-unknown"])
-def test_bad_options_stop_the_session_with_one_line_and_touch_nothing(pytester, args, message):
+def test_bad_options_stop_the_session_with_one_line_and_touch_nothing(pytester, args, message,
+                                                                      run_pytest):
     """A usage error before anything runs: exit status 4, one line on stderr, no test run, and
     the previous session's results.json and report.md are left as they were."""
     pytester.makepyfile(test_b="def test_b(sme2_bench):\n    sme2_bench('toy_cnn')\n")
@@ -395,7 +393,7 @@ def test_bad_options_stop_the_session_with_one_line_and_touch_nothing(pytester, 
     previous.mkdir()
     (previous / "results.json").write_text('{"schema": "pytest-sme2/results/1"}\n')
     (previous / "report.md").write_text("# old\n")
-    res = _run(pytester, *args)
+    res = run_pytest(*args)
     assert res.ret == pytest.ExitCode.USAGE_ERROR
     assert [ln for ln in res.errlines if ln.strip()] == [f"ERROR: {message}"]
     assert "collected" not in res.stdout.str()
@@ -428,20 +426,21 @@ def test_after(sme2_bench):
 """
 
 
-def test_bad_arguments_to_sme2_bench_fail_that_test_only(pytester, export_cache, toy_export):
+def test_bad_arguments_to_sme2_bench_fail_that_test_only(pytester, export_cache, toy_export,
+                                                        run_pytest):
     pytester.makepyfile(test_calls=BAD_CALLS)
-    res = _run(pytester, f"--sme2-cache-dir={export_cache}", *FAST, "--runner=mine=native")
+    res = run_pytest(f"--sme2-cache-dir={export_cache}", *FAST, "--runner=mine=native")
     res.assert_outcomes(passed=2, failed=4)
     assert one_line(res, "test_unknown_runner") == (
         "unknown runner 'turbo'; configured: mine, native, python (add one with --runner "
         "NAME=SPEC)")
-    from models import registered_models
+    from pytest_sme2_models import registered_models
 
     builtin = ", ".join(m for m in registered_models()
                         if m in ("mobilenet_v3_small", "toy_cnn", "vit_tiny"))
     assert one_line(res, "test_unknown_model") == (
         f"unknown model 'no_such_model'; registered models: {builtin} (register your own with "
-        "models.register_model)")
+        "pytest_sme2_models.register_model)")
     assert one_line(res, "test_unknown_dtype") == (
         "unknown dtype 'bf16'; choose one of fp32, fp16, int8, int8_dynamic")
     assert one_line(res, "test_zero_threads") == "threads must be 1 or more, got 0"
@@ -461,7 +460,7 @@ def test_bad_arguments_to_sme2_bench_fail_that_test_only(pytester, export_cache,
 ], ids=["no-device", "unknown-serial"])
 def test_android_device_missing_errors_each_benchmark_in_one_line(pytester, adb_server,
                                                                   export_cache, toy_export,
-                                                                  device, message):
+                                                                  device, message, run_pytest):
     """Against a private adb server with no phone (ANDROID_ADB_SERVER_PORT is in the inner
     session's environment): every benchmark errors at setup with the same line; nothing is
     written."""
@@ -473,7 +472,7 @@ def test_android_device_missing_errors_each_benchmark_in_one_line(pytester, adb_
         def test_two(sme2_bench):
             sme2_bench("toy_cnn", runner="native")
     """)
-    res = _run(pytester, f"--sme2-cache-dir={export_cache}", *FAST, f"--device={device}")
+    res = run_pytest(f"--sme2-cache-dir={export_cache}", *FAST, f"--device={device}")
     res.assert_outcomes(errors=2)
     assert res.ret == pytest.ExitCode.TESTS_FAILED
     assert one_line(res, "test_one") == message and one_line(res, "test_two") == message
@@ -485,9 +484,9 @@ def test_android_device_missing_errors_each_benchmark_in_one_line(pytester, adb_
 
 WEIRD = "x;$(touch PWNED) 'q\" `id`"
 WEIRD_CONFTEST = """
-from models import register_model
+from pytest_sme2_models import register_model
 
-register_model({model!r}, "models.toy_cnn:build")
+register_model({model!r}, "pytest_sme2_models.toy_cnn:build")
 """
 WEIRD_BENCH = """
 MODEL = {model!r}
@@ -504,7 +503,7 @@ def _tree(root: Path) -> set[str]:
     return {str(p.relative_to(root)) for p in root.rglob("*")}
 
 
-def test_metacharacters_in_model_report_cache_and_runner_paths(pytester, toy_export):
+def test_metacharacters_in_model_report_cache_and_runner_paths(pytester, toy_export, run_pytest):
     """Spaces, ';', '$()', quotes and backquotes in a model name, the report folder, the cache
     folder and a runner's path (and a runner given by a relative ./path): both benchmarks pass,
     their results are recorded under those exact names, and nothing is written outside the
@@ -527,7 +526,7 @@ def test_metacharacters_in_model_report_cache_and_runner_paths(pytester, toy_exp
     report = f"out {WEIRD}"
     before = _tree(pytester.path)
     # -p no:benchmark: pytest-benchmark (installed beside us) makes .benchmarks/ in any session.
-    res = _run(pytester, "-p", "no:benchmark", f"--sme2-cache-dir={cache.name}", *FAST,
+    res = run_pytest("-p", "no:benchmark", f"--sme2-cache-dir={cache.name}", *FAST,
                f"--report-dir={report}", f"--runner=weird={weird_runner}",
                "--runner=rel=./rel runner.sh")
     res.assert_outcomes(passed=2)
@@ -598,6 +597,7 @@ def test_ctrl_c_in_the_middle_keeps_every_completed_result(pytester, export_cach
             proc.wait()
     while (line := lines.get(timeout=10)) is not None:
         seen.append(line)
+    proc.stdout.close()
     text = "".join(seen)
     assert "KeyboardInterrupt" in text and "Traceback" not in text
     assert "2 passed" in text and "test_4" not in text

@@ -24,7 +24,7 @@ from pytest_sme2.runners.spec import parse_runner_spec
 from pytest_sme2.target.build import MASK_LIB
 from pytest_sme2.tensorfile import read_tensors
 from tests.fakes.adb_device import FakeAndroidConfig
-from tests.fakes.android import connect_phone, fake_arm64_android, release_phone  # noqa: F401
+from tests.fakes.android import connect_phone, release_phone
 
 pytestmark = pytest.mark.slow
 

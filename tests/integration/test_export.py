@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from models import register_model
-from models.registry import _REGISTRY
+from pytest_sme2_models import register_model
+from pytest_sme2_models.registry import _REGISTRY
 from pytest_sme2 import _recipes
 from pytest_sme2.export import ExportError, export_model
 
@@ -53,7 +53,7 @@ def bad_model():
             return x if x.sum() > 0 else -x  # torch.export cannot trace this
 
     def build():
-        from models import ModelDef
+        from pytest_sme2_models import ModelDef
         return ModelDef(DataDependent(), (torch.ones(2),))
 
     register_model("data_dependent", build)
@@ -75,14 +75,14 @@ def test_two_processes_export_once(tmp_path):
     """Two workers asking for the same export at once: one exports, the other waits for it."""
     (tmp_path / "tinymodel.py").write_text(textwrap.dedent("""
         import torch
-        from models import ModelDef
+        from pytest_sme2_models import ModelDef
         def build():
             torch.manual_seed(0)
             return ModelDef(torch.nn.Sequential(torch.nn.Linear(8, 4)).eval(), (torch.ones(1, 8),))
     """))
     script = textwrap.dedent(f"""
         import sys; sys.path.insert(0, {str(tmp_path)!r})
-        from models import register_model
+        from pytest_sme2_models import register_model
         from pytest_sme2.export import export_model
         register_model("tiny", "tinymodel:build")
         e = export_model("tiny", "fp32", {str(tmp_path / 'cache')!r},

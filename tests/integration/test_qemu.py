@@ -78,28 +78,28 @@ def test_one_binary_three_views_and_the_kernels_that_ran(qemu, runners, settings
     assert len({runner.binary for runner in runners.values()}) == 1, binaries
 
     on = results["sme2_on"].kernel_evidence
-    assert on["sme2"] == "proven", on["reason"]
-    assert {k["isa_family"] for k in on["executed_kernels"]} >= {"SME2"}
-    assert any("sme2_mopa" in k["name"] for k in on["executed_kernels"])
-    assert any("PF32" in op for op in on["kleidiai_ops"])
+    assert on.sme2 == "proven", on.reason
+    assert {k.isa_family for k in on.executed_kernels} >= {"SME2"}
+    assert any("sme2_mopa" in k.name for k in on.executed_kernels)
+    assert any("PF32" in op for op in on.kleidiai_ops)
 
     off = results["sme2_off"].kernel_evidence
-    assert off["sme2"] == "absent", off["reason"]
-    assert not any(k["isa_family"] in SME_FAMILIES for k in off["executed_kernels"])
-    assert off["streaming_sme_blocks"] == 0
-    assert off["kleidiai_ops"] == []            # PF32 -> F32: not the KleidiAI path
-    names = {o["name"] for o in results["sme2_off"].operators}
+    assert off.sme2 == "absent", off.reason
+    assert not any(k.isa_family in SME_FAMILIES for k in off.executed_kernels)
+    assert off.streaming_sme_blocks == 0
+    assert off.kleidiai_ops == []            # PF32 -> F32: not the KleidiAI path
+    names = {o.name for o in results["sme2_off"].operators}
     assert any("(NHWC, F32)" in n for n in names), names
 
     sme1 = results["sme_only"].kernel_evidence
-    assert sme1["sme2"] == "absent", sme1["reason"]
-    families = {k["isa_family"] for k in sme1["executed_kernels"]}
+    assert sme1.sme2 == "absent", sme1.reason
+    families = {k.isa_family for k in sme1.executed_kernels}
     assert "SME" in families and "SME2" not in families
-    assert "SME (SME1) kernels executed" in sme1["reason"]
+    assert "SME (SME1) kernels executed" in sme1.reason
 
     for r in results.values():
         assert r.device["extra"]["emulated"] is True
-        assert Path(r.extra["kernel_trace"]).is_file()
+        assert Path(r.context.kernel_trace).is_file()
         assert not list(Path(r.etdump).parent.glob("*.qemu-in_asm.log"))   # big log removed
 
 

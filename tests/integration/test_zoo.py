@@ -72,8 +72,9 @@ def test_export_run_and_match_inspector(traced, model, dtype):
 
 
 def test_portable_ops_surface_in_the_report(traced):
-    """MobileNetV3's nn.Hardsigmoid leaves int64 casts outside the delegate (NOTES): the
-    analysis must show them as portable operators, not hide them."""
+    """MobileNetV3's nn.Hardsigmoid leaves int64 casts outside the delegate (docs/onboarding.md,
+    "the Hardsigmoid lesson"): the analysis must show them as portable operators, not hide
+    them."""
     exported, trace = traced("mobilenet_v3_small", "fp32")
     a = analyze_file(trace, warmup=WARMUP, etrecord=exported.etrecord)
     portable = a.operators[~a.operators.delegated]

@@ -18,9 +18,6 @@ def test_toy(sme2_bench):
 """
 
 
-def _run(pytester, *args):
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
-
 
 @pytest.fixture
 def bench_dir(pytester, export_cache, toy_export):
@@ -28,15 +25,16 @@ def bench_dir(pytester, export_cache, toy_export):
     return pytester
 
 
-def test_runs_benchmark_prints_latency_and_writes_results(bench_dir, export_cache):
-    res = _run(bench_dir, f"--sme2-cache-dir={export_cache}", "--runs=6", "--warmup=2",
+def test_runs_benchmark_prints_latency_and_writes_results(bench_dir, export_cache, run_pytest):
+    res = run_pytest(f"--sme2-cache-dir={export_cache}", "--runs=6", "--warmup=2",
                "--report-dir=out")
     res.assert_outcomes(passed=1)
     res.stdout.fnmatch_lines([
         "sme2: toy_cnn fp32 t1 native: Method::execute median * ms, p90 * ms, CV *%, n=6 "
         "(+2 warm-up discarded)*",
         "*pytest-sme2 summary*",
-        "benchmark*model*dtype*threads*runner*median ms*p90 ms*CV %*runs*speedup*top category*SME2*vs baseline",
+        "benchmark*model*dtype*threads*runner*median ms*p90 ms*CV %*runs*speedup*top category"
+        "*SME2*vs baseline",
         "test_toy*toy_cnn*fp32*1*native*6*Convolution*absent*-",
     ])
     assert "exporting" not in res.stdout.str()  # the session's cache already holds it
@@ -57,9 +55,9 @@ def test_runs_benchmark_prints_latency_and_writes_results(bench_dir, export_cach
 
 
 def test_without_a_native_runner_benchmarks_use_python_and_say_why(bench_dir, export_cache,
-                                                                     monkeypatch):
+                                                                     monkeypatch, run_pytest):
     monkeypatch.setenv("CXX", "no-such-compiler")   # the native runner cannot be built
-    res = _run(bench_dir, f"--sme2-cache-dir={export_cache}", "--runs=3", "--warmup=1",
+    res = run_pytest(f"--sme2-cache-dir={export_cache}", "--runs=3", "--warmup=1",
                "--report-dir=out")
     res.assert_outcomes(passed=1)
     res.stdout.fnmatch_lines([
@@ -70,18 +68,18 @@ def test_without_a_native_runner_benchmarks_use_python_and_say_why(bench_dir, ex
     assert res.stdout.str().count("benchmarks that name no runner") == 1
 
 
-def test_second_session_reuses_the_export(pytester, tmp_path_factory):
+def test_second_session_reuses_the_export(pytester, tmp_path_factory, run_pytest):
     cache = tmp_path_factory.mktemp("fresh-cache")
     pytester.makepyfile(test_bench=BENCH)
-    first = _run(pytester, f"--sme2-cache-dir={cache}", "--runs=3", "--warmup=1")
+    first = run_pytest(f"--sme2-cache-dir={cache}", "--runs=3", "--warmup=1")
     first.assert_outcomes(passed=1)
     first.stdout.fnmatch_lines(["sme2: exporting toy_cnn fp32 ...", "sme2: exported toy_cnn*"])
-    second = _run(pytester, f"--sme2-cache-dir={cache}", "--runs=3", "--warmup=1")
+    second = run_pytest(f"--sme2-cache-dir={cache}", "--runs=3", "--warmup=1")
     second.assert_outcomes(passed=1)
     assert "exporting" not in second.stdout.str()
 
 
-def test_options_from_ini(bench_dir, export_cache):
+def test_options_from_ini(bench_dir, export_cache, run_pytest):
     bench_dir.makeini(f"""
         [pytest]
         sme2_runs = 4
@@ -89,14 +87,14 @@ def test_options_from_ini(bench_dir, export_cache):
         sme2_report_dir = from-ini
         sme2_cache_dir = {export_cache}
     """)
-    _run(bench_dir).assert_outcomes(passed=1)
+    run_pytest().assert_outcomes(passed=1)
     doc = json.loads((bench_dir.path / "from-ini" / "results.json").read_text())
     assert len(doc["benchmarks"][0]["e2e_ms"]) == 4
 
 
-def test_command_line_beats_ini(bench_dir, export_cache):
+def test_command_line_beats_ini(bench_dir, export_cache, run_pytest):
     bench_dir.makeini(f"[pytest]\nsme2_runs = 4\nsme2_cache_dir = {export_cache}\n")
-    _run(bench_dir, "--runs=3").assert_outcomes(passed=1)
+    run_pytest("--runs=3").assert_outcomes(passed=1)
     doc = json.loads((bench_dir.path / "sme2-report" / "results.json").read_text())
     assert len(doc["benchmarks"][0]["e2e_ms"]) == 3
 
@@ -104,19 +102,19 @@ def test_command_line_beats_ini(bench_dir, export_cache):
 @pytest.mark.parametrize("arg,msg", [("--runs=0", "--runs must be a positive number"),
                                      ("--runs=many", "--runs must be a whole number"),
                                      ("--warmup=-1", "--warmup must be 0 or more")])
-def test_bad_options_are_usage_errors(pytester, arg, msg):
+def test_bad_options_are_usage_errors(pytester, arg, msg, run_pytest):
     pytester.makepyfile(test_bench=BENCH)
-    res = _run(pytester, arg)
+    res = run_pytest(arg)
     assert res.ret == pytest.ExitCode.USAGE_ERROR
     res.stderr.fnmatch_lines([f"*{msg}*"])
 
 
-def test_unknown_model_fails_clearly_and_the_others_go_on(bench_dir, export_cache):
+def test_unknown_model_fails_clearly_and_the_others_go_on(bench_dir, export_cache, run_pytest):
     bench_dir.makepyfile(test_more="""
         def test_unknown(sme2_bench):
             sme2_bench("no_such_model")
     """)
-    res = _run(bench_dir, f"--sme2-cache-dir={export_cache}", "--runs=3", "--warmup=0")
+    res = run_pytest(f"--sme2-cache-dir={export_cache}", "--runs=3", "--warmup=0")
     res.assert_outcomes(passed=1, failed=1)
     res.stdout.fnmatch_lines(["*unknown model 'no_such_model'; registered models: *toy_cnn*"])
     assert "Traceback" not in res.stdout.str()
@@ -124,13 +122,13 @@ def test_unknown_model_fails_clearly_and_the_others_go_on(bench_dir, export_cach
     assert [b["model"] for b in doc["benchmarks"]] == ["toy_cnn"]
 
 
-def test_unknown_device_fails_clearly(bench_dir, export_cache):
-    res = _run(bench_dir, f"--sme2-cache-dir={export_cache}", "--device=toaster")
+def test_unknown_device_fails_clearly(bench_dir, export_cache, run_pytest):
+    res = run_pytest(f"--sme2-cache-dir={export_cache}", "--device=toaster")
     res.assert_outcomes(errors=1)
     res.stdout.fnmatch_lines(["*--device 'toaster': unknown device kind 'toaster'*"])
 
 
-def test_a_session_without_benchmarks_does_not_import_the_measuring_stack(pytester):
+def test_a_session_without_benchmarks_does_not_import_the_measuring_stack(pytester, run_pytest):
     # Every pytest run of a project with pytest-sme2 installed loads the plugin: it must not
     # pay for pandas (hundreds of ms) unless a benchmark runs.
     pytester.makeconftest("""
@@ -142,6 +140,6 @@ def pytest_sessionfinish(session):
     print("HEAVY:", ",".join(heavy) or "none")
 """)
     pytester.makepyfile(test_plain="def test_plain():\n    assert True\n")
-    res = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s")
+    res = run_pytest("-s")
     res.assert_outcomes(passed=1)
     res.stdout.fnmatch_lines(["*HEAVY: none*"])

@@ -16,14 +16,15 @@ def test_lat(sme2_bench, sme2_case):
 
 
 @pytest.fixture
-def phone_session(pytester, fake_android, adb_server, monkeypatch, export_cache, toy_export):
+def phone_session(pytester, run_pytest, fake_android, adb_server, monkeypatch, export_cache,
+                  toy_export):
     for key, value in adb_server.env.items():
         monkeypatch.setenv(key, value)
 
     def run(runner: str, *args: str):
         pytester.makepyfile(test_a=BENCH.format(runner=runner))
-        return pytester.runpytest_subprocess(
-            "-p", "no:cacheprovider", f"--device=android:{fake_android.serial}",
+        return run_pytest(
+            f"--device=android:{fake_android.serial}",
             f"--sme2-cache-dir={export_cache}", "--sme2-models=toy_cnn", "--sme2-dtypes=fp32",
             "--sme2-threads=2", "--runs=5", "--warmup=1", *args)
 

@@ -19,8 +19,8 @@ def test_on_and_masked(sme2_bench, sme2_compare, sme2_on, sme2_off, sme2_capable
     assert sme2_emulated
     on = sme2_bench("toy_cnn", dtype="fp32", threads=1, runner=sme2_on)
     off = sme2_bench("toy_cnn", dtype="fp32", threads=1, runner=sme2_off)
-    on_ops = {o["name"] for o in on.operators}
-    off_ops = {o["name"] for o in off.operators}
+    on_ops = {o.name for o in on.operators}
+    off_ops = {o.name for o in off.operators}
     assert any("PF32" in n for n in on_ops), on_ops
     assert any("(NHWC, F32)" in n for n in off_ops) and not any("PF32" in n for n in off_ops)
     cmp = sme2_compare(sme2_off, sme2_on, "toy_cnn", dtype="fp32", threads=1)
@@ -38,13 +38,13 @@ def arm64_phone(adb_server, tmp_path):
         release_phone(phone)
 
 
-def test_sme2_on_and_masked_on_an_arm64_phone(pytester, arm64_phone, adb_server, monkeypatch,
-                                               export_cache):
+def test_sme2_on_and_masked_on_an_arm64_phone(pytester, run_pytest, arm64_phone, adb_server,
+                                               monkeypatch, export_cache):
     for key, value in adb_server.env.items():
         monkeypatch.setenv(key, value)
     pytester.makepyfile(test_a=BENCH)
-    res = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", f"--device=android:{arm64_phone.serial}",
+    res = run_pytest(
+        f"--device=android:{arm64_phone.serial}",
         f"--sme2-cache-dir={export_cache}", "--runs=2", "--warmup=1", "--sme2-blocks=2",
         "--sme2-confirm-blocks=0",
         "--runner", "sme2_on=native,sme2=on", "--runner", "sme2_off=native,sme2=off")

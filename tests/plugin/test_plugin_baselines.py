@@ -18,13 +18,12 @@ def test_other(sme2_bench):
 
 
 @pytest.fixture
-def gated(pytester, export_cache, toy_export):
+def gated(pytester, run_pytest, export_cache, toy_export):
     pytester.makepyfile(test_b=BENCH)
 
     def run(*args):
-        return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rA",
-                                             f"--sme2-cache-dir={export_cache}", "--runs=20",
-                                             "--warmup=2", "--baseline-dir=bl", *args)
+        return run_pytest("-rA", f"--sme2-cache-dir={export_cache}", "--runs=20", "--warmup=2",
+                          "--baseline-dir=bl", *args)
     return run
 
 
@@ -67,6 +66,9 @@ def test_record_then_compare_same_code_passes(gated, pytester):
     second = gated("--junitxml=junit.xml")
     second.assert_outcomes(passed=2)
     doc = json.loads((pytester.path / "sme2-report" / "results.json").read_text())
+    # Every block has the same keys, whether or not this machine made the gate suspect a
+    # regression and measure confirmation blocks (a 2-thread run can be 1.5x slow for minutes).
+    assert len({tuple(sorted(b)) for b in doc["benchmarks"]}) == 1
     judged = [b["baseline"] for b in doc["benchmarks"]]
     assert all(j["status"] in ("ok", "regression", "improvement") for j in judged)
     assert all(j["baseline_sessions"] == 1 and j["noise_floor_pct"] >= 25 for j in judged)
@@ -105,8 +107,11 @@ def test_clear_regression_fails_the_test_and_the_session(gated, pytester):
                               "(3 block(s)) vs baseline * ms (3 session(s)); ratio *x * 95% CI; "
                               "limit 10.0% slower*"])
     doc = json.loads((pytester.path / "sme2-report" / "results.json").read_text())
-    toy_blocks = [b["block"] for b in doc["benchmarks"] if b["nodeid"].endswith("test_toy")]
-    assert sorted(toy_blocks, key=str) == [1, 2, None]  # every block kept, the first last
+    toy = [b for b in doc["benchmarks"] if b["nodeid"].endswith("test_toy")]
+    assert [b["block"] for b in toy] == [None, 1, 2]      # every block kept, the first first
+    assert len({tuple(sorted(b)) for b in doc["benchmarks"]}) == 1    # one shape
+    assert all(b["baseline"] == toy[0]["baseline"] for b in toy)      # judged together
+    assert toy[0]["baseline"]["current_blocks"] == 3 and toy[0]["baseline_categories"] == {}
     # --sme2-confirm-blocks=0 judges the first block alone.
     alone = gated("--fail-on-regression=10", "--sme2-confirm-blocks=0")
     alone.assert_outcomes(passed=1, failed=1)
@@ -200,3 +205,56 @@ def test_bad_threshold_is_a_usage_error(gated):
     res = gated("--sme2-confirm-blocks=-1")
     assert res.ret == pytest.ExitCode.USAGE_ERROR
     assert "--sme2-confirm-blocks must be 0 or more, got -1" in res.stderr.str()
+
+
+MODEL = """
+import torch
+
+from pytest_sme2_models import ModelDef
+
+WIDTH = {width}
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, WIDTH, 3)
+
+    def forward(self, x):
+        return self.conv(x).relu()
+
+
+def build():
+    torch.manual_seed(0)
+    return ModelDef(module=Net().eval(), example_inputs=(torch.randn(1, 3, 32, 32),))
+"""
+
+
+def test_a_changed_model_is_judged_and_the_change_named(pytester, run_pytest, export_cache):
+    """Issue 13: a pull request that widens a registered model under the same name is judged
+    against the model's baseline — never refused as "another environment" — and the verdict
+    says what changed."""
+    pytester.makepyfile(my_net_mod=MODEL.format(width=32))
+    pytester.makeconftest("from pytest_sme2_models import register_model\n"
+                          "register_model('my_net', 'my_net_mod:build')\n")
+    pytester.makepyfile(test_m="def test_net(sme2_bench):\n"
+                               "    sme2_bench('my_net', runner='native')\n")
+    args = ("-rA", f"--sme2-cache-dir={export_cache}", "--runs=10", "--warmup=1",
+            "--baseline-dir=bl")
+    run_pytest(*args, "--save-baseline").assert_outcomes(passed=1)
+    (recorded,) = _baseline_files(pytester)
+    _edit(recorded, lambda doc: _slower_past(doc, 10.0))  # a verdict this machine cannot sway
+    pytester.makepyfile(my_net_mod=MODEL.format(width=34))
+    res = run_pytest(*args, "--fail-on-regression=10", "--junitxml=junit.xml")
+    res.assert_outcomes(passed=1)
+    res.stdout.fnmatch_lines(["sme2: my_net fp32 t1 native: improvement 0.*x [[]*, *[]] vs "
+                              "baseline; changed since baseline: model source"])
+    (b,) = json.loads((pytester.path / "sme2-report" / "results.json").read_text())["benchmarks"]
+    assert b["baseline"]["status"] == "improvement"
+    assert b["baseline"]["changed_since_baseline"] == ["model source"]
+    assert b["baseline"]["reason"].endswith("; changed since baseline: model source")
+    assert b["under_test"]["export_key"] == b["export_key"]
+    props = {p.get("name"): p.get("value")
+             for p in ET.parse(pytester.path / "junit.xml").iter("property")}
+    assert props["sme2_gate_changed_since_baseline"] == "model source"
+    assert _baseline_files(pytester) == [recorded]     # one file: the key did not change

@@ -23,11 +23,11 @@ def qemu_ready(provisioned_qemu):
         pytest.skip("QEMU not provisioned: run `pytest-sme2 setup qemu`")
 
 
-def test_benchmarks_on_the_emulated_sme2_cpu(pytester, qemu_ready, export_cache):
+def test_benchmarks_on_the_emulated_sme2_cpu(pytester, run_pytest, qemu_ready, export_cache):
     for name in ("test_latency.py", "test_sme2.py"):
         shutil.copy(BENCHMARKS / name, pytester.path / name)
-    res = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "--device=qemu", f"--sme2-cache-dir={export_cache}",
+    res = run_pytest(
+        "--device=qemu", f"--sme2-cache-dir={export_cache}",
         "--sme2-models=toy_cnn", "--sme2-dtypes=fp32,int8", "--sme2-threads=1",
         "--report-dir=out", "-k", "toy_cnn")
     res.assert_outcomes(passed=4)

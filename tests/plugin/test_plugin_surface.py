@@ -28,17 +28,14 @@ def test_needs_sme2(sme2_off, sme2_on, sme2_capable_device):
 """
 
 
-def _run(pytester, *args):
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rs", *args)
-
 
 def _doc(pytester, folder="sme2-report"):
     return json.loads((pytester.path / folder / "results.json").read_text())
 
 
-def test_matrix_ids_filter_and_fixture(pytester, export_cache, toy_export):
+def test_matrix_ids_filter_and_fixture(pytester, export_cache, toy_export, run_pytest):
     pytester.makepyfile(test_m=MATRIX)
-    res = _run(pytester, f"--sme2-cache-dir={export_cache}", "--sme2-models=toy_cnn",
+    res = run_pytest("-rs", f"--sme2-cache-dir={export_cache}", "--sme2-models=toy_cnn",
                "--sme2-dtypes=fp32", "--sme2-threads=1,2", "--runs=3", "--warmup=1", "-v",
                "-k", "t2 or test_model")
     res.assert_outcomes(passed=3)
@@ -57,18 +54,18 @@ def test_matrix_ids_filter_and_fixture(pytester, export_cache, toy_export):
     (["--sme2-blocks=1"], "--sme2-blocks must be 2 or more"),
     (["--sme2-min-speedup=fp32"], "is not DTYPE=NUMBER"),
 ])
-def test_bad_configuration_is_one_usage_error(pytester, args, msg):
+def test_bad_configuration_is_one_usage_error(pytester, args, msg, run_pytest):
     pytester.makepyfile(test_m=MATRIX)
-    res = _run(pytester, *args)
+    res = run_pytest("-rs", *args)
     assert res.ret == pytest.ExitCode.USAGE_ERROR
     assert msg in res.stderr.str()
     assert "Traceback" not in res.stderr.str()
 
 
 def test_comparison_records_blocks_and_shows_numbers_on_failure(pytester, export_cache,
-                                                                 toy_export):
+                                                                 toy_export, run_pytest):
     pytester.makepyfile(test_c=COMPARE)
-    res = _run(pytester, f"--sme2-cache-dir={export_cache}", "--runs=20", "--warmup=2",
+    res = run_pytest("-rs", f"--sme2-cache-dir={export_cache}", "--runs=20", "--warmup=2",
                "--runner=a=native", "--runner=b=native")
     res.assert_outcomes(failed=1)
     out = res.stdout.str()
@@ -90,27 +87,28 @@ def test_comparison_records_blocks_and_shows_numbers_on_failure(pytester, export
     assert len(c["base_block_medians_ms"]) == 3
 
 
-def test_sme2_tests_skip_with_what_to_pass(pytester):
+def test_sme2_tests_skip_with_what_to_pass(pytester, run_pytest):
     pytester.makepyfile(test_s=SME2)
-    res = _run(pytester)
+    res = run_pytest("-rs")
     res.assert_outcomes(skipped=1)
     res.stdout.fnmatch_lines(["*no SME2-off runner configured: pass --runner "
                               "sme2_off=/path/to/executor_runner,sme2=off*"])
 
 
-def test_sme2_tests_skip_on_a_device_without_sme2(pytester):
+def test_sme2_tests_skip_on_a_device_without_sme2(pytester, run_pytest):
     pytester.makepyfile(test_s=SME2)
-    res = _run(pytester, "--runner=sme2_on=native,sme2=on", "--runner=sme2_off=native,sme2=off")
+    res = run_pytest("-rs", "--runner=sme2_on=native,sme2=on", "--runner=sme2_off=native,sme2=off")
     res.assert_outcomes(skipped=1)
     res.stdout.fnmatch_lines(["*has no SME2 in its hwcaps: an SME2-on runner cannot use SME2 "
                               "kernels there*"])
 
 
-def test_unknown_runner_name_fails_listing_configured(pytester, export_cache, toy_export):
+def test_unknown_runner_name_fails_listing_configured(pytester, export_cache, toy_export,
+                                                      run_pytest):
     pytester.makepyfile(test_u="""
         def test_u(sme2_bench):
             sme2_bench("toy_cnn", runner="turbo")
     """)
-    res = _run(pytester, f"--sme2-cache-dir={export_cache}", "--runner=mine=native")
+    res = run_pytest("-rs", f"--sme2-cache-dir={export_cache}", "--runner=mine=native")
     res.assert_outcomes(failed=1)
     res.stdout.fnmatch_lines(["*unknown runner 'turbo'; configured: mine, native, python*"])

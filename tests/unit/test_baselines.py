@@ -1,5 +1,6 @@
-"""Baselines: keys, the file (round trip, cap, bad input, concurrent writers), environment
-checks and the gate on synthetic data with realistic noise."""
+"""Baselines and the gate: keys (where it ran + what was asked), what is under test, the file
+(round trip, cap, bad input, concurrent writers, schema-1 migration), environment checks, and
+the gate's entry points on synthetic data with realistic noise."""
 
 from __future__ import annotations
 
@@ -9,23 +10,30 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from statistics import median
 
 import numpy as np
 import pytest
 
 from pytest_sme2.analysis.latency import latency_stats
-from pytest_sme2.baselines import (IMPROVEMENT, NOT_COMPARED, OK, REGRESSION, SCHEMA, Baseline,
-                                   BaselineError, BaselineKey, Session, compare_environment,
-                                   find_baseline, gate, gate_all, group_by_key, judge,
-                                   judge_category, judge_levels, junit_properties, load,
-                                   noise_floor, save)
-from pytest_sme2.results import BenchmarkResult
+from pytest_sme2.baseline_key import BaselineKey, UnderTest
+from pytest_sme2.baseline_store import (SCHEMA, Baseline, BaselineError, find, group_by_key,
+                                        load, save)
+from pytest_sme2.config import GatePolicy
+from pytest_sme2.errors import Sme2Error
+from pytest_sme2.gate import (IMPROVEMENT, NOT_COMPARED, OK, REGRESSION, evaluate, judge_levels,
+                              run_with_confirmation)
+from pytest_sme2.plugin import junit_properties
+from pytest_sme2.results import BenchmarkResult, ResultAnalysis, RunContext
+from pytest_sme2.stats import noise_floor
 
 REPO = Path(__file__).resolve().parents[2]
 FIX = "delete it or re-record it with --save-baseline"
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+AT_10 = GatePolicy(fail_on_regression=10)
 
 
 def _result(samples=(1.0, 1.1, 0.9), **kw) -> BenchmarkResult:
@@ -39,8 +47,11 @@ def _result(samples=(1.0, 1.1, 0.9), **kw) -> BenchmarkResult:
                         "labels": {"runtime": "executorch.pybindings", "executorch": "1.5.1"}},
                 device=device, runs=len(samples), warmup=1, e2e_ms=list(samples),
                 e2e=latency_stats(samples), etdump="a.etdump", pte="m.pte",
-                export_key="2e9e4915a511dbff", extra={"categories_ms": {"GEMM": 0.5}})
-    base.update(kw)
+                export_key="2e9e4915a511dbff")
+    # extra= as results.json has it: categories_ms and block go to their typed homes
+    extra = dict(kw.pop("extra", {"categories_ms": {"GEMM": 0.5}}))
+    base.update(kw, analysis=ResultAnalysis(categories_ms=extra.pop("categories_ms", {})),
+                context=RunContext(block=extra.pop("block", None)), extra=extra)
     return BenchmarkResult(**base)
 
 
@@ -50,20 +61,32 @@ def _with_device_extra(**extra) -> BenchmarkResult:
     return r
 
 
+UNDER_TEST = {"export_key": "2e9e4915a511dbff", "model_source": "aaaa", "recipe": "rrrr",
+              "program": "pppp", "versions": {"torch": "2.13.0", "executorch": "1.5.1",
+                                              "torchao": "0.18.0"},
+              "runner_labels": {"runtime": "executorch.pybindings", "executorch": "1.5.1"}}
+
+
+def _under(samples=(1.0, 1.1, 0.9), **changes) -> BenchmarkResult:
+    """A result with an explicit record of what is under test (``UNDER_TEST`` amended)."""
+    under = {**UNDER_TEST, **changes}
+    return _result(samples, extra={"categories_ms": {"GEMM": 0.5}, "under_test": under})
+
+
 # -- keys ------------------------------------------------------------------------------------
 
 
 def test_filename_is_readable_and_hash_is_stable():
     key = BaselineKey.from_result(_result())
     assert re.fullmatch(r"toy_cnn-fp32-t1-python-[0-9a-f]{10}\.json", key.filename)
-    # Label order, serial numbers, host names, samples and node ids do not change the key.
+    # Serial numbers, host names, samples, node ids and what is under test (runner labels,
+    # the export) do not change the key.
     other = _result(samples=(5.0,), nodeid="other", device={"serial": "x", "kernel": "7"},
-                    runner={"name": "python", "kind": "python",
-                            "labels": {"executorch": "1.5.1",
-                                       "runtime": "executorch.pybindings"}})
+                    runner={"name": "python", "kind": "python", "labels": {"executorch": "1.6"}},
+                    export_key="0000000000000000")
     assert BaselineKey.from_result(other).digest == key.digest
     # ... nor another process (no hash randomisation, no dict-order dependence).
-    code = ("import json, sys; from pytest_sme2.baselines import BaselineKey; "
+    code = ("import json, sys; from pytest_sme2.baseline_key import BaselineKey; "
             "print(BaselineKey.from_dict(json.loads(sys.argv[1])).digest)")
     out = subprocess.run([sys.executable, "-c", code, json.dumps(key.to_dict())], cwd=REPO,
                          capture_output=True, text=True, check=True).stdout.strip()
@@ -74,17 +97,16 @@ CHANGES = {
     "device kind": lambda: _result(device={"kind": "android"}),
     "cpu": lambda: _result(device={"cpu": "Intel Xeon"}),
     "abi": lambda: _result(device={"abi": "arm64-v8a"}),
+    "sme": lambda: _result(device={"sme": True}),
     "sme2": lambda: _result(device={"sme2": True}),
     "cpus allowed": lambda: _with_device_extra(cpus_allowed=[0, 1, 2, 3]),
     "cpu mask": lambda: _result(extra={"cpu_mask": "f0"}),
+    "emulated": lambda: _with_device_extra(emulated=True),
     "model": lambda: _result(model="vit_tiny"),
     "dtype": lambda: _result(dtype="fp16"),
     "threads": lambda: _result(threads=2),
     "runner name": lambda: _result(runner={"name": "fast", "kind": "python", "labels": {
         "runtime": "executorch.pybindings", "executorch": "1.5.1"}}),
-    "runner labels": lambda: _result(runner={"name": "python", "kind": "python", "labels": {
-        "runtime": "executorch.pybindings", "executorch": "1.4.1"}}),
-    "export key": lambda: _result(export_key="0000000000000000"),
 }
 
 
@@ -94,9 +116,70 @@ def test_each_key_field_changes_the_hash(what):
         BaselineKey.from_result(_result()).digest
 
 
+def test_a_measure_of_another_kind_is_another_key():
+    time_key = BaselineKey.from_result(_result())
+    assert time_key.measure == "time"
+    assert BaselineKey.from_result(_result(), measure="instructions").digest != time_key.digest
+
+
 def test_results_group_by_key_in_first_seen_order():
     groups = group_by_key([_result(threads=2), _result(), _result(samples=(2.0,))])
     assert [(k.threads, len(rs)) for k, rs in groups.items()] == [(2, 1), (1, 2)]
+
+
+# -- what is under test ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("old,new,expected", [
+    ({}, {}, []),
+    ({}, {"model_source": "bbbb", "program": "qqqq"}, ["model source"]),
+    # A comment in the model file: the source changed, the exported graph did not.
+    ({}, {"model_source": "bbbb"}, ["model source", "exported program unchanged"]),
+    ({}, {"recipe": "ssss", "program": "qqqq"}, ["export recipe"]),
+    ({}, {"versions": {"torch": "2.13.0", "executorch": "1.5.2", "torchao": "0.18.0"},
+          "runner_labels": {"runtime": "executorch.pybindings", "executorch": "1.5.2"},
+          "program": "qqqq"}, ["executorch 1.5.1 -> 1.5.2"]),          # said once
+    ({}, {"program": "qqqq"}, ["exported program"]),
+    ({}, {"runner_labels": {"sme2": "off"}},
+     ["runner build labels executorch=1.5.1 -> (none), runtime=executorch.pybindings -> "
+      "(none), sme2=(none) -> off"]),
+    # A baseline recorded before any of this was known (schema 1): only the export hash.
+    ({"model_source": None, "recipe": None, "program": None, "versions": {}},
+     {"export_key": "ffff"},
+     ["export (model source, recipe or torch/executorch/torchao versions)"]),
+    ({"model_source": None, "recipe": None, "program": None}, {"export_key": "ffff",
+     "versions": {"torch": "2.13.0", "executorch": "1.6.0", "torchao": "0.18.0"}},
+     ["executorch 1.5.1 -> 1.6.0"]),
+])
+def test_changes_since_the_baseline_are_named(old, new, expected):
+    before = UnderTest.from_dict({**UNDER_TEST, **old})
+    assert UnderTest.from_dict({**UNDER_TEST, **new}).changes_since(before) == expected
+
+
+def test_under_test_is_read_from_the_export_and_the_registry(tmp_path, monkeypatch):
+    from pytest_sme2_models import registry
+
+    (tmp_path / "net_mod.py").write_text("def build():\n    return None\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(registry._REGISTRY, "tmp_net",
+                        registry.ModelEntry("tmp_net", "net_mod:build"))
+    export = tmp_path / "export"
+    export.mkdir()
+    (export / "meta.json").write_text(json.dumps({
+        "pte_sha256": "ab" * 32, "versions": {"torch": "2.13.0", "executorch": "1.5.2",
+                                              "torchao": "0.18.0"}}))
+    result = _result(model="tmp_net", pte=str(export / "model.pte"))
+    first = UnderTest.of(result)
+    assert first.program == "ab" * 32 and first.versions["executorch"] == "1.5.2"
+    assert first.export_key == "2e9e4915a511dbff" and first.recipe
+    assert first.runner_labels == {"runtime": "executorch.pybindings", "executorch": "1.5.1"}
+    (tmp_path / "net_mod.py").write_text("def build():\n    return None  # wider\n")
+    assert UnderTest.of(result).changes_since(first) == ["model source",
+                                                         "exported program unchanged"]
+    # Recorded once when measured, then read back: the record wins.
+    result.extra["under_test"] = first.to_dict()
+    assert UnderTest.of(result) == first
+    assert UnderTest.of(_result(model="no_such_model")).model_source is None
 
 
 # -- the file --------------------------------------------------------------------------------
@@ -104,7 +187,7 @@ def test_results_group_by_key_in_first_seen_order():
 
 def test_save_load_round_trip(tmp_path):
     blocks = [(1.0, 1.2, 1.1), (1.3, 1.25, 1.2)]
-    path = save([_result(b) for b in blocks], tmp_path, commit="a" * 40, now=T0,
+    path = save([_under(b) for b in blocks], tmp_path, commit="a" * 40, now=T0,
                 session_id="s1")
     assert path.name == BaselineKey.from_result(_result()).filename
     base = load(path)
@@ -117,10 +200,13 @@ def test_save_load_round_trip(tmp_path):
     assert s.timestamp == "2026-01-01T00:00:00+00:00"
     assert s.versions["executorch"] == "1.5.1"
     assert s.categories_ms == [{"GEMM": 0.5}, {"GEMM": 0.5}]
+    assert s.under_test == UnderTest.from_dict(UNDER_TEST)
     text = path.read_text()
     doc = json.loads(text)
-    assert doc["schema"] == SCHEMA and doc["digest"] == base.key.digest
+    assert doc["schema"] == SCHEMA == "pytest-sme2/baseline/2"
+    assert doc["digest"] == base.key.digest
     assert doc["sessions"][0]["median_ms"] == pytest.approx(1.175)
+    assert doc["sessions"][0]["under_test"]["model_source"] == "aaaa"
     assert '"blocks": [\n' in text and "[1.0, 1.2, 1.1]" in text  # one line per block
 
     def sorted_keys(pairs):
@@ -208,11 +294,11 @@ def test_empty_file(tmp_path):
 
 
 def test_unknown_schema_version(tmp_path):
-    p = _file(tmp_path, json.dumps({"schema": "pytest-sme2/baseline/2", "sessions": []}))
+    p = _file(tmp_path, json.dumps({"schema": "pytest-sme2/baseline/3", "sessions": []}))
     with pytest.raises(BaselineError) as e:
         load(p)
-    assert str(e.value) == (f"baseline {p}: schema 'pytest-sme2/baseline/2' is not one this "
-                            "pytest-sme2 reads ('pytest-sme2/baseline/1'); upgrade pytest-sme2, "
+    assert str(e.value) == (f"baseline {p}: schema 'pytest-sme2/baseline/3' is not one this "
+                            "pytest-sme2 reads ('pytest-sme2/baseline/2'); upgrade pytest-sme2, "
                             "or re-record it with --save-baseline")
 
 
@@ -236,9 +322,9 @@ def test_malformed_samples(tmp_path):
 
 def test_a_corrupt_baseline_fails_the_gate_never_passes(tmp_path):
     name = BaselineKey.from_result(_result()).filename
-    (tmp_path / name).write_text('{"schema": "pytest-sme2/baseline/1", "sessions": [')
+    (tmp_path / name).write_text('{"schema": "pytest-sme2/baseline/2", "sessions": [')
     with pytest.raises(BaselineError, match="corrupt or truncated"):
-        gate([_result()], tmp_path)
+        evaluate([_result()], tmp_path)
 
 
 def test_save_replaces_a_corrupt_file_and_keeps_it_aside(tmp_path):
@@ -251,7 +337,7 @@ def test_save_replaces_a_corrupt_file_and_keeps_it_aside(tmp_path):
 
 def test_save_never_overwrites_a_newer_format(tmp_path):
     name = BaselineKey.from_result(_result()).filename
-    newer = json.dumps({"schema": "pytest-sme2/baseline/2"})
+    newer = json.dumps({"schema": "pytest-sme2/baseline/3"})
     (tmp_path / name).write_text(newer)
     with pytest.raises(BaselineError, match="upgrade pytest-sme2"):
         save([_result()], tmp_path, commit=None)
@@ -263,7 +349,7 @@ import sys, time
 from pathlib import Path
 sys.path.insert(0, {tests!r})
 from test_baselines import _result
-from pytest_sme2.baselines import save
+from pytest_sme2.baseline_store import save
 folder, tag, go = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
 while not go.exists():
     time.sleep(0.005)
@@ -289,6 +375,95 @@ def test_two_processes_saving_at_once_lose_nothing(tmp_path):
     assert [p.name for p in folder.iterdir()] == [path.name]
 
 
+# -- schema 1 (the key held the export hash and the runner's build labels) --------------------
+
+
+def _v1_file(folder: Path, name: str, export_key: str, medians: list[float], day0: int = 0,
+             cpu: str = "AMD EPYC", executorch: str = "1.5.1") -> Path:
+    """A baseline file exactly as pytest-sme2 wrote schema 1 (docs/regression-gate.md)."""
+    key = {"abi": "x86_64", "cpu": cpu, "cpu_set": "0-1", "device_kind": "host",
+           "dtype": "fp32", "export_key": export_key, "model": "toy_cnn", "runner": "python",
+           "runner_labels": {"executorch": executorch, "runtime": "executorch.pybindings"},
+           "sme2": False, "threads": 1}
+    device = {"abi": "x86_64", "cores": 2, "cpu": cpu, "executorch": executorch,
+              "extra": {"cpus_allowed": [0, 1], "python": "3.11.7"}, "kernel": "6.1",
+              "kind": "host", "model": "x86_64", "os": "Linux", "serial": "vm", "sme": False,
+              "sme2": False}
+    sessions = [{"block_medians": [m], "blocks": [[m, m * 1.01, m * 0.99]],
+                 "categories_ms": [{"GEMM": 0.5}], "device": device, "git_commit": None,
+                 "median_ms": m, "session_id": f"v1-{day0 + i}",
+                 "timestamp": (T0 + timedelta(days=day0 + i)).isoformat(timespec="seconds"),
+                 "versions": {"executorch": executorch, "python": "3.11.7",
+                              "torch": "2.13.0", "torchao": "0.18.0"}}
+                for i, m in enumerate(medians)]
+    path = folder / name
+    folder.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"digest": "5ba0d98b94a4c1aa", "key": key,
+                                "schema": "pytest-sme2/baseline/1", "sessions": sessions},
+                               indent=2, sort_keys=True))
+    return path
+
+
+def test_a_schema_1_file_is_migrated_and_judged(tmp_path):
+    old = _v1_file(tmp_path, "toy_cnn-fp32-t1-python-5ba0d98b94.json", "1111111111111111",
+                   [1.0, 1.01, 0.99])
+    base = load(old)
+    assert base.key == BaselineKey.from_result(_result()) and base.migrated == [old]
+    assert base.sessions[0].under_test == UnderTest(
+        export_key="1111111111111111",
+        versions={"torch": "2.13.0", "executorch": "1.5.1", "torchao": "0.18.0"},
+        runner_labels={"executorch": "1.5.1", "runtime": "executorch.pybindings"})
+    # Judged, not refused: the export changed (another export hash), the device did not.
+    report = evaluate([_under((3.0, 3.03, 2.97), export_key="2222222222222222")], tmp_path,
+                      AT_10)
+    j = report.e2e
+    assert j.status == REGRESSION and j.baseline_sessions == 3 and not j.foreign
+    assert j.changed_since_baseline == (
+        "export (model source, recipe or torch/executorch/torchao versions)",)
+    # Saving migrates: one schema-2 file with the old sessions first, the old file removed.
+    new = save([_under((1.0,))], tmp_path, commit=None, now=T0 + timedelta(days=30))
+    assert [p.name for p in tmp_path.iterdir()] == [new.name] != [old.name]
+    doc = json.loads(new.read_text())
+    assert doc["schema"] == SCHEMA and len(doc["sessions"]) == 4
+    assert [s["under_test"]["export_key"] for s in doc["sessions"]] == \
+        ["1111111111111111"] * 3 + ["2e9e4915a511dbff"]
+
+
+def test_schema_1_files_of_one_benchmark_become_one_history(tmp_path):
+    """Schema 1 started a new file for every export hash (a model edit, an executorch
+    upgrade): those files are one history now, in time order."""
+    _v1_file(tmp_path, "toy_cnn-fp32-t1-python-aaaaaaaaaa.json", "1111", [1.0, 1.0], day0=0)
+    _v1_file(tmp_path, "toy_cnn-fp32-t1-python-bbbbbbbbbb.json", "2222", [2.0, 2.0], day0=5,
+             executorch="1.5.2")
+    _v1_file(tmp_path, "toy_cnn-fp32-t1-python-cccccccccc.json", "3333", [9.0], day0=9,
+             cpu="Intel Xeon")      # another CPU: another key, left alone
+    found = find(tmp_path, BaselineKey.from_result(_result()))
+    assert found.foreign_reason is None
+    assert [s.median_ms for s in found.baseline.sessions] == [1.0, 1.0, 2.0, 2.0]
+    assert found.baseline.under_test.versions["executorch"] == "1.5.2"
+    save([_result((2.0,))], tmp_path, commit=None, now=T0 + timedelta(days=30))
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [BaselineKey.from_result(_result()).filename, "toy_cnn-fp32-t1-python-cccccccccc.json"])
+
+
+def test_a_schema_1_file_from_another_cpu_is_still_refused(tmp_path):
+    _v1_file(tmp_path, "toy_cnn-fp32-t1-python-5ba0d98b94.json", "1111", [1.0], cpu="Intel Xeon")
+    j = evaluate([_result()], tmp_path, AT_10).e2e
+    assert j.status == NOT_COMPARED and j.foreign
+    assert "(toy_cnn-fp32-t1-python-5ba0d98b94.json): CPU/SoC 'Intel Xeon' -> 'AMD EPYC'" \
+        in j.reason
+
+
+def test_a_schema_1_file_without_its_key_is_malformed(tmp_path):
+    p = _v1_file(tmp_path, "toy_cnn-fp32-t1-python-5ba0d98b94.json", "1111", [1.0])
+    doc = json.loads(p.read_text())
+    del doc["key"]["cpu_set"]
+    p.write_text(json.dumps(doc))
+    with pytest.raises(BaselineError) as e:
+        load(p)
+    assert str(e.value) == f"baseline {p}: malformed ('key' lacks fields); {FIX}"
+
+
 # -- environment -----------------------------------------------------------------------------
 
 
@@ -296,68 +471,88 @@ def _stored(tmp_path: Path, result: BenchmarkResult) -> Baseline:
     return load(save([result], tmp_path, commit=None))
 
 
+def _reason(tmp_path: Path, now: BenchmarkResult) -> str | None:
+    return find(tmp_path, BaselineKey.from_result(now)).foreign_reason
+
+
 def test_same_environment_compares(tmp_path):
-    assert compare_environment(_stored(tmp_path, _result()), _result()) is None
+    _stored(tmp_path, _result())
+    assert _reason(tmp_path, _result()) is None
 
 
 def test_other_cpu_is_named(tmp_path):
     base = _stored(tmp_path, _result())
-    reason = compare_environment(base, _result(device={"cpu": "Intel Xeon"}))
-    assert reason == (f"baseline recorded in another environment ({base.path.name}): "
-                      "CPU/SoC 'AMD EPYC' -> 'Intel Xeon'")
+    assert _reason(tmp_path, _result(device={"cpu": "Intel Xeon"})) == (
+        f"baseline recorded in another environment ({base.path.name}): "
+        "CPU/SoC 'AMD EPYC' -> 'Intel Xeon'")
 
 
 @pytest.mark.parametrize("now,expected", [
     (dict(device={"abi": "arm64-v8a"}), "ABI 'x86_64' -> 'arm64-v8a'"),
     (dict(device={"sme2": True}), "SME2 capability False -> True"),
+    (dict(device={"sme": True}), "SME capability False -> True"),
     (dict(extra={"cpu_mask": "f0"}), "CPU set '0-1' -> 'mask=f0'"),
-    (dict(export_key="ffff"), "export hash (model source, recipe, torch/executorch versions) "
-                              "'2e9e4915a511dbff' -> 'ffff'"),
-    (dict(runner={"name": "python", "kind": "python", "labels": {
-        "runtime": "executorch.pybindings", "executorch": "1.4.1"}},
-          device={"executorch": "1.4.1"}), "runner build labels executorch=1.5.1 -> 1.4.1"),
 ])
 def test_each_environment_difference_is_a_reason(tmp_path, now, expected):
-    reason = compare_environment(_stored(tmp_path, _result()), _result(**now))
+    _stored(tmp_path, _result())
+    reason = _reason(tmp_path, _result(**now))
     assert reason is not None and expected in reason
 
 
-def test_binary_runner_flags_and_executorch_version(tmp_path):
-    on = {"name": "sme2", "kind": "binary", "labels": {"sme2": "on"}}
-    off = {"name": "sme2", "kind": "binary", "labels": {"sme2": "off"}}
-    base = _stored(tmp_path, _result(runner=on))
-    reason = compare_environment(base, _result(runner=off, device={"executorch": "1.6.0"}))
-    assert reason.endswith("runner build labels sme2=on -> off; executorch 1.5.1 -> 1.6.0")
+def test_a_change_under_test_is_judged_and_named_never_refused(tmp_path):
+    """The change a gate exists for — a wider model, an executorch upgrade, a rebuilt runner —
+    is judged against the baseline, and the verdict says what changed."""
+    for i in range(3):
+        save([_under((1.0 + i / 100,) * 3)], tmp_path, session_id=f"s{i}", commit=None,
+             now=T0 + timedelta(days=i))
+    now = _under((1.6, 1.61, 1.59), model_source="bbbb", program="qqqq",
+                 versions={"torch": "2.13.0", "executorch": "1.5.2", "torchao": "0.18.0"},
+                 runner_labels={"runtime": "executorch.pybindings", "executorch": "1.5.2",
+                                "sme2": "on"})
+    j = evaluate([now], tmp_path, AT_10).e2e
+    assert j.status == REGRESSION and not j.foreign
+    changed = ("model source", "executorch 1.5.1 -> 1.5.2", "runner build labels sme2=(none) -> on")
+    assert j.changed_since_baseline == changed
+    assert j.to_dict()["changed_since_baseline"] == list(changed)
+    assert j.reason.endswith("; changed since baseline: " + ", ".join(changed))
+    assert re.fullmatch(r"regression 1\.\d\dx \[\d\.\d\d, \d\.\d\d\] vs baseline; changed since "
+                        r"baseline: model source, executorch 1\.5\.1 -> 1\.5\.2, runner build "
+                        r"labels sme2=\(none\) -> on", j.summary)
+    same = evaluate([_under((1.0, 1.0, 1.0))], tmp_path, AT_10).e2e
+    assert same.status == OK and same.changed_since_baseline == ()
+    assert "changed since baseline" not in same.reason + same.summary
 
 
 def test_gate_refuses_a_foreign_baseline_unless_allowed(tmp_path):
     save([_result(samples=(1.0,))], tmp_path, commit=None)
     now = _result(device={"cpu": "Intel Xeon"})
-    found = find_baseline(tmp_path, now)  # same benchmark, other file: found for the reason
+    found = find(tmp_path, BaselineKey.from_result(now))  # other file: found for the reason
     assert found.baseline is not None and "CPU/SoC" in found.foreign_reason
-    refused = gate([now], tmp_path, threshold_pct=10)
-    assert refused.status == NOT_COMPARED
+    refused = evaluate([now], tmp_path, AT_10).e2e
+    assert refused.status == NOT_COMPARED and refused.foreign
     assert refused.reason.startswith("not compared: baseline recorded in another environment")
     assert "CPU/SoC 'AMD EPYC' -> 'Intel Xeon'" in refused.reason
     assert "--allow-foreign-baseline" in refused.reason
-    allowed = gate([now], tmp_path, threshold_pct=10, allow_foreign=True)
+    assert refused.summary == refused.reason
+    allowed = evaluate([now], tmp_path, GatePolicy(fail_on_regression=10, allow_foreign=True)).e2e
     assert allowed.status in (OK, REGRESSION, IMPROVEMENT)
     assert "foreign baseline allowed" in allowed.reason
 
 
 def test_gate_without_baseline_says_how_to_record_one(tmp_path):
-    j = gate([_result()], tmp_path)
+    j = evaluate([_result()], tmp_path).e2e
     assert j.status == NOT_COMPARED and "record one with --save-baseline" in j.reason
     assert BaselineKey.from_result(_result()).filename in j.reason
+    assert evaluate([_result()], None).e2e.reason == "no baseline folder configured"
 
 
 def test_gate_never_judges_a_session_by_itself(tmp_path):
     save([_result((1.0,))], tmp_path, session_id="now", commit=None)
-    j = gate([_result((1.0,))], tmp_path, exclude_session="now")
+    j = evaluate([_result((1.0,))], tmp_path, exclude_session="now").e2e
     assert j.status == NOT_COMPARED and "no sessions" in j.reason
 
 
-# -- the gate on synthetic data --------------------------------------------------------------
+# -- the rule on synthetic data --------------------------------------------------------------
 
 BLOCK_SD = math.log(1.15) / 1.96   # 95% of blocks within ±15% of the true level
 RUNS = 30
@@ -371,21 +566,20 @@ def _block(rng: np.random.Generator, level: float, sd: float) -> list[float]:
 
 def _world(seed: int, effect: float, sessions: int, blocks: int, current: int,
            session_sd: float = 0.0, block_sd: float = BLOCK_SD
-           ) -> tuple[Baseline, list[list[float]]]:
+           ) -> tuple[list[list[float]], list[float]]:
+    """Block medians of ``sessions`` baseline sessions and of the current session."""
     rng = np.random.default_rng(seed)
-    key = BaselineKey.from_result(_result())
     past = []
-    for i in range(sessions):
+    for _ in range(sessions):
         level = math.exp(rng.normal(0, session_sd))
-        past.append(Session(timestamp=str(i),
-                            blocks=[_block(rng, level, block_sd) for _ in range(blocks)]))
+        past.append([median(_block(rng, level, block_sd)) for _ in range(blocks)])
     level = effect * math.exp(rng.normal(0, session_sd))
-    return Baseline(key, past), [_block(rng, level, block_sd) for _ in range(current)]
+    return past, [median(_block(rng, level, block_sd)) for _ in range(current)]
 
 
 def _count(effect: float, status: str, seeds: int, **world) -> int:
-    return sum(judge(*_world(seed, effect, **world), threshold_pct=10, resamples=1000,
-                     seed=seed).status == status for seed in range(seeds))
+    return sum(judge_levels(*_world(seed, effect, **world), threshold_pct=10, resamples=1000,
+                            seed=seed).status == status for seed in range(seeds))
 
 
 def test_aa_no_false_alarms_with_three_block_sessions():
@@ -403,12 +597,12 @@ def test_aa_single_blocks_and_shared_session_drift_rarely_alarm():
     assert single <= 3 and shared <= 3, (single, shared)
 
 
+@pytest.mark.slow    # 300 simulated gates
 def test_a_30_percent_slowdown_is_flagged():
     """(b) With ten 3-block baseline sessions and 3 current blocks, a 30% slowdown under ±15%
     drift between processes is flagged in 162 of 200 seeds (81%: three blocks cannot pin a
     median down better), a 50% one in all; the seed-0 case is flagged with the numbers."""
-    base, cur = _world(0, 1.3, sessions=10, blocks=3, current=3)
-    j = judge(base, cur, threshold_pct=10)
+    j = judge_levels(*_world(0, 1.3, sessions=10, blocks=3, current=3), threshold_pct=10)
     assert j.status == REGRESSION and j.regressed
     assert re.match(r"\d+\.\d% slower: median [\d.]+ ms \(3 block\(s\)\) vs baseline [\d.]+ ms "
                     r"\(10 session\(s\)\); ratio [\d.]+x \[[\d.]+, [\d.]+\] 95% CI", j.reason)
@@ -427,8 +621,7 @@ def test_a_5_percent_change_at_10_percent_is_not_flagged():
 
 def test_an_improvement_is_reported_not_failed():
     """(d) 30% faster: called an improvement, never a regression."""
-    base, cur = _world(0, 0.7, sessions=10, blocks=3, current=3)
-    j = judge(base, cur, threshold_pct=10)
+    j = judge_levels(*_world(0, 0.7, sessions=10, blocks=3, current=3), threshold_pct=10)
     assert j.status == IMPROVEMENT and not j.regressed and "faster" in j.reason
     assert _count(0.7, REGRESSION, 100, sessions=10, blocks=3, current=3) == 0
 
@@ -464,12 +657,13 @@ def test_category_gate(tmp_path):
     for i in range(4):
         save([res(0.5 + i / 1000) for _ in range(3)], tmp_path, commit=None,
              now=T0 + timedelta(days=i))
-    (path,) = tmp_path.glob("*.json")
-    base = load(path)
-    j = judge_category(base, "GEMM", [1.0, 1.01, 0.99])
-    assert j.status == REGRESSION and j.category == "GEMM" and j.reason.startswith("GEMM ")
-    assert judge_category(base, "Convolution", [0.2, 0.2, 0.2]).status == OK
-    assert judge_category(base, "Pooling", [0.1]).status == NOT_COMPARED
+    policy = GatePolicy(categories=("GEMM", "Convolution", "Pooling"))
+    report = evaluate([res(1.0), res(1.01), res(0.99)], tmp_path, policy)
+    gemm, conv, pool = (report.categories[c] for c in ("GEMM", "Convolution", "Pooling"))
+    assert gemm.status == REGRESSION and gemm.category == "GEMM" and gemm.reason.startswith("GEMM ")
+    assert conv.status == OK
+    assert pool.status == NOT_COMPARED
+    assert [j.category for j in report.judgements] == [None, "GEMM", "Convolution", "Pooling"]
 
 
 def test_junit_properties():
@@ -484,74 +678,85 @@ def test_junit_properties():
     assert props["sme2_gate_threshold_pct"] == 10
     assert props["sme2_gate_baseline_sessions"] == 3 and props["sme2_gate_current_blocks"] == 2
     assert props["sme2_gate_reason"] == j.reason
+    assert "sme2_gate_changed_since_baseline" not in props
     nc = dict(junit_properties(judge_levels([], [1.0])))
     assert nc["sme2_gate_status"] == "not_compared" and "sme2_gate_ratio" not in nc
     cat = junit_properties(judge_levels([[1.0]], [1.0], category="Data Movement"))
     assert cat[0] == ("sme2_gate_Data_Movement_status", "ok")
+    changed = dict(junit_properties(replace(j, changed_since_baseline=("model source",))))
+    assert changed["sme2_gate_changed_since_baseline"] == "model source"
 
 
-# -- confirmation of a suspected regression (BenchSession.confirm) ------------------------------
+# -- confirmation of a suspected regression (gate.run_with_confirmation) ----------------------
 
 
-def _gated_session(tmp_path: Path, confirm_blocks: int = 2):
-    from pytest_sme2.session import BenchSession
-    from pytest_sme2.settings import BenchSettings
-
-    session = BenchSession(BenchSettings(report_dir=tmp_path / "report"))
-    session.baseline_dir = tmp_path / "bl"
-    session.confirm_blocks = confirm_blocks
-    for i in range(3):  # a steady past at 1.0 ms: a small noise floor
+def _steady_past(tmp_path: Path) -> Path:
+    """Three sessions at 1.0 ms: a small noise floor."""
+    folder = tmp_path / "bl"
+    for i in range(3):
         level = 1.0 + 0.01 * i
-        save([_result((level, level * 1.01, level * 0.99))], session.baseline_dir,
+        save([_result((level, level * 1.01, level * 0.99))], folder,
              session_id=f"s{i}", commit=False, now=T0 + timedelta(days=i))
-    return session
+    return folder
 
 
-def _confirming(session, first, later: list[tuple[float, ...]]):
-    """Run BenchSession.confirm with a stand-in for the runner: the blocks it 'measures' are
-    ``later``, in order; returns the judgement and what was measured and reported."""
-    from pytest_sme2.bench import BenchmarkRun
+def _confirming(folder: Path, first: BenchmarkResult, later: list[tuple[float, ...]],
+                policy: GatePolicy = AT_10):
+    """run_with_confirmation with a stand-in for the runner: the blocks it 'measures' are
+    ``later``, in order; returns the report and what was measured and said."""
+    measured, progress = [], []
 
-    measured, reported, progress = [], [], []
+    def measure_more(block: int) -> BenchmarkResult:
+        measured.append(block)
+        return _result(later[len(measured) - 1], extra={"block": block})
 
-    def measure(run: BenchmarkRun) -> BenchmarkResult:
-        r = _result(later[len(measured)], extra={"block": run.block})
-        measured.append(run.block)
-        return r
-
-    judgements = session.confirm(BenchmarkRun("toy_cnn"), "python", None, first,
-                                 session.judge_all([first]), on_block=reported.append,
-                                 progress=progress.append, measure=measure)
-    return judgements[0], measured, reported, progress
+    blocks, report = run_with_confirmation([first], measure_more, folder, policy,
+                                           progress.append)
+    assert blocks[0] is first and [b.block for b in blocks[1:]] == measured
+    return report, measured, progress
 
 
 def test_one_slow_process_is_outvoted_by_the_confirmation_blocks(tmp_path):
-    session = _gated_session(tmp_path)
+    folder = _steady_past(tmp_path)
     first = _result((1.6, 1.61, 1.59))           # a process that lost its second core
-    assert session.judge([first]).status == REGRESSION
-    judgement, measured, reported, progress = _confirming(
-        session, first, [(1.0, 1.01, 0.99), (1.02, 1.0, 1.01)])
-    assert judgement.status == OK and judgement.current_blocks == 3
-    assert measured == [1, 2] and [r.extra["block"] for r in reported] == [1, 2]
-    assert "a regression is suspected (end to end 1.5" in progress[0]
-    assert "2 more block(s)" in progress[0]
+    assert evaluate([first], folder, AT_10).e2e.status == REGRESSION
+    report, measured, progress = _confirming(folder, first,
+                                             [(1.0, 1.01, 0.99), (1.02, 1.0, 1.01)])
+    assert report.e2e.status == OK and report.e2e.current_blocks == 3 and report.confirmed
+    assert measured == [1, 2]
+    assert progress == ["toy_cnn fp32 t1 python: a regression is suspected (end to end "
+                        "1.584x); measuring 2 more block(s) to confirm it"]
 
 
 def test_a_real_regression_is_in_every_block_and_stays_one(tmp_path):
-    session = _gated_session(tmp_path)
     slow = (1.6, 1.61, 1.59)
-    judgement, measured, _, _ = _confirming(session, _result(slow), [slow, slow])
-    assert judgement.status == REGRESSION and judgement.current_blocks == 3
-    assert "(3 block(s))" in judgement.reason and measured == [1, 2]
+    report, measured, _ = _confirming(_steady_past(tmp_path), _result(slow), [slow, slow])
+    assert report.e2e.status == REGRESSION and report.e2e.current_blocks == 3
+    assert "(3 block(s))" in report.e2e.reason and measured == [1, 2]
+    assert report.failure(AT_10).startswith("regression against the baseline: 5")
+    assert report.failure(GatePolicy()) is None        # judged and reported, not enforced
 
 
 def test_nothing_is_measured_again_without_a_suspected_regression_or_when_disabled(tmp_path):
-    session = _gated_session(tmp_path)
-    judgement, measured, _, _ = _confirming(session, _result((1.0, 1.0, 1.0)), [])
-    assert judgement.status == OK and measured == []
-    session.confirm_blocks = 0
-    judgement, measured, _, _ = _confirming(session, _result((1.6, 1.6, 1.6)), [])
-    assert judgement.status == REGRESSION and judgement.current_blocks == 1 and measured == []
+    folder = _steady_past(tmp_path)
+    report, measured, _ = _confirming(folder, _result((1.0, 1.0, 1.0)), [])
+    assert report.e2e.status == OK and measured == [] and not report.confirmed
+    report, measured, _ = _confirming(folder, _result((1.6, 1.6, 1.6)), [],
+                                      GatePolicy(fail_on_regression=10, confirm_blocks=0))
+    assert report.e2e.status == REGRESSION and report.e2e.current_blocks == 1 and measured == []
+
+
+def test_blocks_already_measured_count_towards_confirmation(tmp_path):
+    """A comparison side judged on 5 interleaved blocks is not measured again; one judged on 2
+    gets one more block, so a regression is always called on at least 3 processes."""
+    folder, slow = _steady_past(tmp_path), (1.6, 1.61, 1.59)
+    blocks, report = run_with_confirmation([_result(slow)] * 5, lambda i: pytest.fail("measured"),
+                                           folder, AT_10)
+    assert report.e2e.status == REGRESSION and len(blocks) == 5 and not report.confirmed
+    measured = []
+    blocks, report = run_with_confirmation(
+        [_result(slow)] * 2, lambda i: measured.append(i) or _result(slow), folder, AT_10)
+    assert measured == [2] and len(blocks) == 3 and report.e2e.current_blocks == 3
 
 
 # -- per-category gating ---------------------------------------------------------------------
@@ -571,73 +776,182 @@ def test_a_category_regression_is_caught_while_end_to_end_is_within_noise(tmp_pa
     # Same end-to-end time, GEMM twice as slow (another category got faster).
     now = _result((1.0, 1.01, 0.99), extra={"categories_ms": {"GEMM": 1.0, "Convolution": 0.4,
                                                               "Pooling": 0.01}})
-    e2e, gemm, conv, pool = gate_all([now], folder, 10.0,
-                                     categories=["GEMM", "Convolution", "Pooling"])
+    report = evaluate([now], folder,
+                      GatePolicy(fail_on_regression=10,
+                                 categories=("GEMM", "Convolution", "Pooling")))
+    e2e, gemm, conv, pool = report.judgements
     assert (e2e.category, e2e.status) == (None, OK)
     assert (gemm.category, gemm.status) == ("GEMM", REGRESSION)
     assert gemm.reason.startswith("GEMM ") and "slower" in gemm.reason
     assert (conv.category, conv.status) == ("Convolution", OK)
     assert pool.status == NOT_COMPARED and "Pooling is 1.0% of the baseline's end-to-end " \
         "time, below the 5% a category needs to be gated" in pool.reason
-    assert gate([now], folder, 10.0).status == OK          # gate() stays end to end only
+    assert report.regressions == [gemm]
+    assert report.failure(AT_10) == "regression against the baseline: " + gemm.reason
+    assert evaluate([now], folder, AT_10).judgements == (e2e,)   # no categories asked
 
 
 def test_categories_share_the_baselines_fate_when_it_is_missing_or_foreign(tmp_path):
     folder = _history(tmp_path, {"GEMM": 0.5})
-    missing = gate_all([_result(dtype="int8")], folder, categories=["GEMM"])
+    gemm = GatePolicy(categories=("GEMM",))
+    missing = evaluate([_result(dtype="int8")], folder, gemm).judgements
     assert [(j.category, j.status) for j in missing] == [(None, NOT_COMPARED),
                                                          ("GEMM", NOT_COMPARED)]
     assert all("record one with --save-baseline" in j.reason for j in missing)
     elsewhere = _result(device={"cpu": "Other CPU"})
-    foreign = gate_all([elsewhere], folder, categories=["GEMM"])
-    assert all(j.foreign and j.status == NOT_COMPARED for j in foreign)
-    allowed = gate_all([elsewhere], folder, categories=["GEMM"], allow_foreign=True)
-    assert all("[foreign baseline allowed: " in j.reason for j in allowed)
+    foreign = evaluate([elsewhere], folder, replace(gemm, fail_on_regression=10))
+    assert all(j.foreign and j.status == NOT_COMPARED for j in foreign.judgements)
+    assert foreign.failure(AT_10) == foreign.e2e.reason        # said once, not per category
+    allowed = evaluate([elsewhere], folder, replace(gemm, allow_foreign=True))
+    assert all("[foreign baseline allowed: " in j.reason for j in allowed.judgements)
 
 
-def test_session_gates_every_category_with_time_when_asked_for_all(tmp_path):
-    session = _gated_session(tmp_path)
-    session.gate_categories = ["all"]
-    judged = session.judge_all([_result((1.0, 1.0, 1.0),
-                                        extra={"categories_ms": {"GEMM": 0.5, "Other": 0.5}})])
-    assert [j.category for j in judged] == [None, "GEMM", "Other"]
-    assert session.judge([_result()]).category is None     # judge(): end to end only
+def test_every_category_with_time_is_gated_when_asked_for_all(tmp_path):
+    folder = _steady_past(tmp_path)
+    report = evaluate([_result((1.0, 1.0, 1.0),
+                               extra={"categories_ms": {"GEMM": 0.5, "Other": 0.5}})], folder,
+                      GatePolicy(categories=("all",)))
+    assert [j.category for j in report.judgements] == [None, "GEMM", "Other"]
+    first = _result()
+    report.record_on(first)
+    assert first.baseline["category"] is None and first.baseline["status"] == OK
+    assert set(first.baseline_categories) == {"GEMM", "Other"}
+    evaluate([first], folder).record_on(first)
+    assert first.baseline_categories == {}          # the key is there whatever was gated
 
 
 def test_a_suspected_category_regression_is_confirmed_too(tmp_path):
-    session = _gated_session(tmp_path)
-    session.gate_categories = ["GEMM"]
+    folder = _steady_past(tmp_path)
+    policy = GatePolicy(fail_on_regression=10, categories=("GEMM",))
     first = _result((1.0, 1.0, 1.0), extra={"categories_ms": {"GEMM": 1.5}})
-    judged = session.judge_all([first])
-    assert [j.status for j in judged] == [OK, REGRESSION]
-    from pytest_sme2.bench import BenchmarkRun
-
+    assert [j.status for j in evaluate([first], folder, policy).judgements] == [OK, REGRESSION]
     measured, progress = [], []
 
-    def measure(run):
-        measured.append(run.block)
+    def measure_more(block):
+        measured.append(block)
         return _result((1.0, 1.0, 1.0), extra={"categories_ms": {"GEMM": 0.5}})
 
-    again = session.confirm(BenchmarkRun("toy_cnn"), "python", None, first, judged,
-                            progress=progress.append, measure=measure)
-    assert measured == [1, 2] and [j.status for j in again] == [OK, OK]
+    _, again = run_with_confirmation([first], measure_more, folder, policy, progress.append)
+    assert measured == [1, 2] and [j.status for j in again.judgements] == [OK, OK]
     assert "(GEMM 3.000x)" in progress[0]
 
 
 def test_a_failed_confirmation_run_raises_after_reporting_what_it_measured(tmp_path):
-    from pytest_sme2.bench import BenchmarkRun
-    from pytest_sme2.errors import Sme2Error
-
-    session = _gated_session(tmp_path)
+    folder = _steady_past(tmp_path)
     first = _result((1.6, 1.6, 1.6))
     reported = []
 
-    def measure(run):
-        if run.block == 2:
+    def measure_more(block):
+        if block == 2:
             raise Sme2Error("runner python: killed by signal 9 (SIGKILL)")
-        return _result((1.6, 1.6, 1.6), extra={"block": run.block})
+        reported.append(_result((1.6, 1.6, 1.6), extra={"block": block}))
+        return reported[-1]
 
     with pytest.raises(Sme2Error, match="SIGKILL"):
-        session.confirm(BenchmarkRun("toy_cnn"), "python", None, first,
-                        session.judge_all([first]), on_block=reported.append, measure=measure)
-    assert [r.extra["block"] for r in reported] == [1]    # kept; the plugin records the first
+        run_with_confirmation([first], measure_more, folder, AT_10)
+    assert [r.block for r in reported] == [1]    # kept; the plugin records the first
+
+
+# -- pytest-sme2 gate RESULTS.json (the same entry point, outside pytest) ---------------------
+
+
+def _results_json(tmp_path: Path, blocks: list[BenchmarkResult], session_id: str = "") -> Path:
+    from pytest_sme2.results import results_document
+
+    path = tmp_path / "results.json"
+    session = {"baseline_session_id": session_id} if session_id else {}
+    path.write_text(json.dumps(results_document(blocks, (), session)))
+    return path
+
+
+def _gate_cli(capsys, *args) -> tuple[int, list[str], str]:
+    from pytest_sme2.cli import main
+
+    code = main(["gate", *map(str, args)])
+    out, err = capsys.readouterr()
+    return code, out.splitlines(), err
+
+
+def test_gate_command_judges_each_benchmark_and_exits_1_on_a_regression(tmp_path, capsys):
+    folder = _steady_past(tmp_path)
+    slow, same = (1.6, 1.61, 1.59), (1.0, 1.01, 0.99)
+    doc = _results_json(tmp_path, [_under(slow, model_source="bbbb", program="qqqq"),
+                                   _under(slow), _result(same, threads=2)])
+    code, lines, err = _gate_cli(capsys, doc, "--baseline-dir", folder)
+    assert code == 1 and err == ""
+    assert len(lines) == 2           # one per benchmark: its two blocks are judged together
+    assert re.fullmatch(r"toy_cnn fp32 t1 python: regression 1\.5\dx \[\d\.\d\d, \d\.\d\d\] vs "
+                        r"baseline; changed since baseline: .*", lines[0])
+    assert lines[1].startswith("toy_cnn fp32 t2 python: not compared: no baseline "
+                               "toy_cnn-fp32-t2-python-")
+    assert _gate_cli(capsys, doc, "--baseline-dir", folder, "--fail-on-regression", "200")[0] == 0
+
+
+def test_gate_command_passes_the_same_code_and_never_judges_a_session_by_itself(tmp_path,
+                                                                              capsys):
+    folder = _steady_past(tmp_path)
+    code, lines, _ = _gate_cli(capsys, _results_json(tmp_path, [_result((1.0, 1.01, 0.99))]),
+                               "--baseline-dir", folder)
+    assert code == 0 and re.fullmatch(r"toy_cnn fp32 t1 python: ok \d\.\d\dx .* vs baseline",
+                                      lines[0])
+    # A session saved with --save-baseline names its baseline session in results.json, and is
+    # judged against the sessions before it: 5x slower is a regression against those three,
+    # while with itself among them the noise floor would swallow it.
+    save([_result((5.0,))], folder, session_id="this-one", commit=None)
+    assert _gate_cli(capsys, _results_json(tmp_path, [_result((5.0,))], "this-one"),
+                     "--baseline-dir", folder)[0] == 1
+    assert _gate_cli(capsys, _results_json(tmp_path, [_result((5.0,))]),
+                     "--baseline-dir", folder)[0] == 0
+
+
+def test_gate_command_fails_on_a_foreign_baseline_unless_allowed(tmp_path, capsys):
+    folder = _steady_past(tmp_path)
+    doc = _results_json(tmp_path, [_result(device={"cpu": "Intel Xeon"})])
+    code, lines, _ = _gate_cli(capsys, doc, "--baseline-dir", folder)
+    assert code == 1 and lines[0].startswith(
+        "toy_cnn fp32 t1 python: not compared: baseline recorded in another environment")
+    code, lines, _ = _gate_cli(capsys, doc, "--baseline-dir", folder, "--allow-foreign-baseline")
+    assert code == 0 and " vs baseline" in lines[0]
+
+
+def test_gate_command_judges_categories_when_asked(tmp_path, capsys):
+    folder = _history(tmp_path, {"GEMM": 0.5, "Convolution": 0.4})
+    doc = _results_json(tmp_path, [_result((1.0, 1.01, 0.99), extra={
+        "categories_ms": {"GEMM": 1.0, "Convolution": 0.4}})])
+    assert _gate_cli(capsys, doc, "--baseline-dir", folder)[0] == 0
+    code, lines, _ = _gate_cli(capsys, doc, "--baseline-dir", folder, "--categories", "all")
+    assert code == 1 and re.fullmatch(r"toy_cnn fp32 t1 python: ok .* vs baseline; GEMM "
+                                      r"regression 2\.\d\dx .* vs baseline", lines[0])
+
+
+@pytest.mark.parametrize("setup,args,message", [
+    (lambda d: None, ["--baseline-dir", "{bl}"], "results.json: no such results file"),
+    (lambda d: d.write_text("{}"), ["--baseline-dir", "{bl}"],
+     "not a pytest-sme2 results document"),
+    (lambda d: d.write_text('{"schema": "pytest-sme2/results/1", "benchmarks": []}'),
+     ["--baseline-dir", "{bl}"], "no benchmarks to judge"),
+    (lambda d: d.write_text('{"schema": "pytest-sme2/results/1", "benchmarks": [{}]}'),
+     ["--baseline-dir", "{bl}"], "a results document this version cannot read"),
+    (lambda d: d.write_text(json.dumps({"schema": "pytest-sme2/results/1", "benchmarks": [
+        _result().to_json()]})), ["--baseline-dir", "{bl}/missing"], "no such folder"),
+    (lambda d: d.write_text(json.dumps({"schema": "pytest-sme2/results/1", "benchmarks": [
+        _result().to_json()]})), ["--baseline-dir", "{bl}", "--fail-on-regression", "-1"],
+     "--fail-on-regression must be a percentage of 0 or more"),
+    (lambda d: d.write_text(json.dumps({"schema": "pytest-sme2/results/1", "benchmarks": [
+        _result().to_json()]})), ["--baseline-dir", "{bl}", "--categories", "Attention"],
+     "--sme2-gate-categories: unknown category 'Attention'"),
+])
+def test_gate_command_bad_input_exits_2_with_one_line(tmp_path, capsys, setup, args, message):
+    doc = tmp_path / "results.json"
+    setup(doc)
+    (tmp_path / "bl").mkdir()
+    code, lines, err = _gate_cli(capsys, doc, *[a.format(bl=tmp_path / "bl") for a in args])
+    assert code == 2 and lines == [] and message in err and len(err.splitlines()) == 1
+
+
+def test_gate_command_a_corrupt_baseline_is_bad_input_never_a_pass(tmp_path, capsys):
+    (tmp_path / "bl").mkdir()
+    (tmp_path / "bl" / BaselineKey.from_result(_result()).filename).write_text("{trunc")
+    code, _, err = _gate_cli(capsys, _results_json(tmp_path, [_result()]), "--baseline-dir",
+                             tmp_path / "bl")
+    assert code == 2 and "is corrupt or truncated" in err

@@ -99,7 +99,7 @@ def test_report_of_a_hand_edited_document_is_one_line(tmp_path, capsys):
     p.write_text('{"schema": "pytest-sme2/results/1", "benchmarks": [{"model": "m"}]}')
     assert main(["report", str(p), "--no-charts"]) == 2
     err = capsys.readouterr().err
-    assert f"{p}: a results document this version cannot render" in err
+    assert f"{p}: a results document this version cannot read" in err
     assert err.count("\n") == 1 and "Traceback" not in err
 
 

@@ -78,7 +78,8 @@ def test_other_file_type_is_not_an_etdump(tmp_path):
 
 @pytest.mark.parametrize("cut", [4, 9, 16, 40, 0.5, 0.9, -1])
 def test_truncated_file_is_a_clean_error(two_runs, cut):
-    n = int(len(two_runs) * cut) if isinstance(cut, float) else (cut if cut > 0 else len(two_runs) - 1)
+    n = int(len(two_runs) * cut) if isinstance(cut, float) else \
+        (cut if cut > 0 else len(two_runs) - 1)
     with pytest.raises(ETDumpError, match=r"x\.etdump: "):
         parse_etdump(two_runs[:n], source="x.etdump")
 

@@ -83,6 +83,7 @@ def test_bad_device_spec(spec, msg):
         open_device(spec)
 
 
+@pytest.mark.slow    # waits out a 2 s time limit
 def test_timeout_kills_what_the_runner_started(tmp_path):
     marker = tmp_path / "child.pid"
     script = ("import subprocess, sys, time; "

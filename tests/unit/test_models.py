@@ -6,9 +6,10 @@ import pytest
 import torch
 from torch import nn
 
-import models
-from models import ModelDef, UnknownModelError, get_model, register_model, registered_models
-from models import registry
+import pytest_sme2_models as models
+from pytest_sme2_models import (ModelDef, UnknownModelError, get_model, register_model,
+                                registered_models)
+from pytest_sme2_models import registry
 
 BUILTINS = ("toy_cnn", "mobilenet_v3_small", "vit_tiny")
 
@@ -49,7 +50,7 @@ def test_builtins_registered_by_target_string():
     for name in BUILTINS:
         assert name in names
         entry = get_model(name)
-        assert entry.target == f"models.{name}:build"
+        assert entry.target == f"pytest_sme2_models.{name}:build"
         assert entry.description
         assert callable(entry.builder())
         assert entry.source_file().name == f"{name}.py"
@@ -93,7 +94,7 @@ def test_user_model_via_callable_and_override(clean_registry):
 def test_registry_cleanup_restored_builtins():
     assert "user_linear" not in registered_models()
     assert "user_identity" not in registered_models()
-    assert get_model("toy_cnn").target == "models.toy_cnn:build"
+    assert get_model("toy_cnn").target == "pytest_sme2_models.toy_cnn:build"
 
 
 # --- mobilenet_v3_small -----------------------------------------------------------------------
@@ -103,7 +104,7 @@ def test_mobilenet_parameter_count(mobilenet):
 
 
 def test_mobilenet_module_tree(mobilenet):
-    from models.mobilenet_v3_small import InvertedResidual, SqueezeExcitation
+    from pytest_sme2_models.mobilenet_v3_small import InvertedResidual, SqueezeExcitation
 
     m = mobilenet.module
     assert [name for name, _ in m.named_children()] == ["features", "avgpool", "classifier"]
@@ -140,7 +141,7 @@ def test_mobilenet_shapes_and_inputs(mobilenet):
 
 
 def test_mobilenet_deterministic():
-    from models.mobilenet_v3_small import build
+    from pytest_sme2_models.mobilenet_v3_small import build
 
     a, b = build(size=64), build(size=64)       # small input: BN calibration is the build cost
     assert torch.equal(a.example_inputs[0], b.example_inputs[0])
@@ -154,7 +155,7 @@ def test_mobilenet_deterministic():
 
 
 def test_mobilenet_export_friendly_matches_faithful(mobilenet):
-    from models.mobilenet_v3_small import ClampHardsigmoid, build
+    from pytest_sme2_models.mobilenet_v3_small import ClampHardsigmoid, build
 
     friendly = build(export_friendly=True)
     assert sum(isinstance(x, nn.Hardsigmoid) for x in friendly.module.modules()) == 0
@@ -166,7 +167,7 @@ def test_mobilenet_export_friendly_matches_faithful(mobilenet):
 
 
 def test_clamp_hardsigmoid_equals_hardsigmoid():
-    from models.mobilenet_v3_small import ClampHardsigmoid
+    from pytest_sme2_models.mobilenet_v3_small import ClampHardsigmoid
 
     x = torch.linspace(-8, 8, 4001)
     assert torch.equal(ClampHardsigmoid()(x), nn.Hardsigmoid()(x))
@@ -174,7 +175,7 @@ def test_clamp_hardsigmoid_equals_hardsigmoid():
 
 
 def test_mobilenet_size_and_raw_init():
-    from models.mobilenet_v3_small import build
+    from pytest_sme2_models.mobilenet_v3_small import build
 
     d = build(size=96, calibrate_bn=False)
     assert d.example_inputs[0].shape == (1, 3, 96, 96)
@@ -200,7 +201,7 @@ def test_vit_default_shapes():
 
 
 def test_vit_configurable_and_deterministic():
-    from models.vit_tiny import build
+    from pytest_sme2_models.vit_tiny import build
 
     a = build(seed=3, image=32, patch=8, dim=64, depth=2, heads=4, mlp_ratio=2)
     b = build(seed=3, image=32, patch=8, dim=64, depth=2, heads=4, mlp_ratio=2)
@@ -219,7 +220,7 @@ def test_vit_configurable_and_deterministic():
 
 
 def test_vit_attention_matches_sdpa():
-    from models.vit_tiny import Attention
+    from pytest_sme2_models.vit_tiny import Attention
 
     torch.manual_seed(0)
     attn = Attention(48, 3).eval()

@@ -16,7 +16,7 @@ from pytest_sme2.hwcaps import (HWCAP2_SME, HWCAP2_SME2, SME2_FAMILY, SME_FAMILY
 from pytest_sme2.runners import RunnerError, parse_runner_spec
 from pytest_sme2.runners.spec import masked_pair
 from pytest_sme2.session import BenchSession
-from pytest_sme2.settings import BenchSettings
+from pytest_sme2.config import Sme2Config
 
 
 def test_spec_names_the_cpu_model():
@@ -115,24 +115,23 @@ class _FakeQemu:
 
 
 def test_session_offers_the_masked_pair_only_on_an_sme2_qemu_device():
-    session = BenchSession(BenchSettings(), device_spec="qemu")
+    session = BenchSession(Sme2Config(device="qemu"))
     session._device = _FakeQemu(True)
     assert session.sme2_runner("off") == "sme2_off"
     assert session.sme2_runner("on") == "sme2_on"
     assert session.specs["sme2_off"].hwcap_mask == "sme"
     assert session.default_runner() == "native"
 
-    no_sme2 = BenchSession(BenchSettings(), device_spec="qemu:max,sme=off")
+    no_sme2 = BenchSession(Sme2Config(device="qemu:max,sme=off"))
     no_sme2._device = _FakeQemu(False)
     assert no_sme2.sme2_runner("off") is None
 
-    host = BenchSession(BenchSettings())
+    host = BenchSession()
     assert host.sme2_runner("on") is None
 
 
 def test_configured_runners_win_over_the_masked_pair():
-    session = BenchSession(BenchSettings(), device_spec="qemu",
-                           runner_texts=["mine=/opt/r,sme2=off"])
+    session = BenchSession(Sme2Config(device="qemu", runners=("mine=/opt/r,sme2=off",)))
     session._device = _FakeQemu(True)
     assert session.sme2_runner("off") == "mine"
 

@@ -2,27 +2,32 @@
 
 from __future__ import annotations
 
-import json
-
 import copy
+import json
 import os
 import platform
 import re
 import socket
+import statistics
 
 import jinja2
 import pytest
 
+from pytest_sme2.analysis.latency import latency_stats
 from pytest_sme2.report import markdown
-from pytest_sme2.report.charts import breakdown_chart, category_chart
+from pytest_sme2.report.charts import unit_chart
+from pytest_sme2.report.digest import units
 from pytest_sme2.report.markdown import VERDICT_WORDING, code, render_markdown, render_report
+from pytest_sme2.results import load_results
 from tests.fakes.results_docs import (HOST_NO_SME2, evidence, interval, noisy, op, single_doc,
                                       sme2_doc)
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-SECTIONS = ("## Summary", "## Metadata", "## Latency", "## Speed-up",
-            "## Operator Category Breakdown", "## Acceleration Analysis", "## Bottlenecks",
-            "## Portable vs Delegated", "## Kernel Evidence", "## Recommendations")
+# The seed kit's section names, in its order (Summary and Regressions are ours).
+SECTIONS = ("## Summary", "## Metadata", "## Latency Comparison", "## Speedup",
+            "## Operator Category Breakdown", "## Acceleration Analysis",
+            "## Bottleneck Identification", "## Portable vs Delegated Operator Analysis",
+            "## Kernel Evidence", "## Actionable Recommendations")
 
 
 def section(text: str, heading: str) -> str:
@@ -80,7 +85,7 @@ def test_every_section_appears_in_order(sme2_text):
 
 
 def test_latency_table_pools_blocks_and_gives_the_ci(sme2_text):
-    lat = section(sme2_text, "Latency")
+    lat = section(sme2_text, "Latency Comparison")
     (off,) = table_rows(lat, "mobilenet_v3_small")[:1]
     on = table_rows(lat, "mobilenet_v3_small")[1]
     # model dtype threads runner blocks n median mean min max std CV speed-up
@@ -92,7 +97,7 @@ def test_latency_table_pools_blocks_and_gives_the_ci(sme2_text):
 
 
 def test_speedup_section_has_point_ci_verdict_and_outputs(sme2_text):
-    (row,) = table_rows(section(sme2_text, "Speed-up"), "mobilenet_v3_small fp16 t1")
+    (row,) = table_rows(section(sme2_text, "Speedup"), "mobilenet_v3_small fp16 t1")
     assert row[1:] == ["sme2_off → sme2_on", "5", "10.000", "4.000", "2.500x",
                        "[2.450, 2.550]", "**faster**",
                        "equal (max abs diff 0.001, tolerance 0.01)"]
@@ -126,7 +131,7 @@ def test_acceleration_flags_the_growing_data_movement_share(sme2_text):
 
 
 def test_bottlenecks_are_operators_above_5_percent(sme2_text):
-    bot = section(sme2_text, "Bottlenecks")
+    bot = section(sme2_text, "Bottleneck Identification")
     names = [r[0] for r in (split_row(x) for x in bot.splitlines()) if r][2:]
     assert "`native_call__to_dim_order_copy.out`" in names
     assert "`Convert (NC, F32, F16) #1`" not in names          # 1.0% and 2.5%
@@ -138,7 +143,7 @@ def test_bottlenecks_are_operators_above_5_percent(sme2_text):
 
 
 def test_portable_vs_delegated(sme2_text):
-    port = section(sme2_text, "Portable vs Delegated")
+    port = section(sme2_text, "Portable vs Delegated Operator Analysis")
     assert table_rows(port, "sme2_on")[0][1:] == ["3.400", "85.0", "0.300", "7.5", "0.300",
                                                   "7.5", "6 / 1"]
     row = table_rows(port, "`native_call__to_dim_order_copy.out`")[0]
@@ -185,6 +190,55 @@ def test_blocks_that_disagree_get_no_single_verdict():
     assert "**mixed**" in on and "indicated in 4, proven in 1 of 5 blocks" in on
 
 
+def test_executed_kernels_show_for_traced_runs_only():
+    kai = {"name": "kai_run_matmul_clamp_f32_f32p2vlx1_f32p2vlx1biasf32_sme2_mopa",
+           "isa_family": "SME2", "kind": "kleidiai", "library": "libexecutorch.so", "blocks": 3}
+    doc = sme2_doc(on_evidence=evidence("proven", executed=[kai], streaming_blocks=3))
+    for b in doc["benchmarks"]:
+        if b["runner"] == "sme2_off":
+            b["kernel_evidence"] = evidence("absent", executed=[])
+    ev = section(render_markdown(doc), "Kernel Evidence")
+    off, on = ev.split("\n- **")[1:]                       # each runner with its sub-items
+    assert on.startswith("sme2_on**") and off.startswith("sme2_off**")
+    assert f"Micro-kernels executed (kernel trace): `{kai['name']}` (SME2)." in on
+    assert "Micro-kernels executed (kernel trace): no KleidiAI or exported XNNPACK" in off
+    assert "no kernel trace was captured" not in on + off
+    untraced = section(render_markdown(sme2_doc()), "Kernel Evidence")    # no trace, no claim
+    assert "Micro-kernels executed" not in untraced
+
+
+def test_one_median_per_runner_in_latency_comparison_and_speedup():
+    """Blocks whose runs, pooled, have another median than the median of the block medians:
+    every section shows the latter."""
+    doc = sme2_doc(blocks=3)
+    for b, tail in zip(doc["benchmarks"][:3], (9.0, 10.0, 11.0)):
+        samples = [tail - 1.0] * 12 + [30.0] * 8          # medians 8, 9, 10; pooled: 10
+        stats = latency_stats(samples)
+        b.update(e2e_ms=samples, median_ms=stats.median_ms, p90_ms=stats.p90_ms,
+                 cv_pct=stats.cv_pct, e2e=stats.to_dict())
+    assert statistics.median(v for b in doc["benchmarks"][:3] for v in b["e2e_ms"]) == 10.0
+    text = render_markdown(doc)
+    (off, _) = table_rows(section(text, "Latency Comparison"), "mobilenet_v3_small")
+    (row,) = table_rows(section(text, "Speedup"), "mobilenet_v3_small fp16 t1")
+    assert off[6] == row[3] == "9.000"
+
+
+def test_bottlenecks_are_the_ones_the_analysis_flagged():
+    doc = single_doc()
+    doc["benchmarks"][0]["operators"][0]["bottleneck"] = False    # the analysis' word stands
+    text = render_markdown(doc)
+    assert "No operator above 5% of E2E." in section(text, "Bottleneck Identification")
+
+
+def test_a_comparisons_regression_row_names_its_test():
+    doc = sme2_doc()
+    doc["comparisons"][0]["baselines"] = {"sme2_on": {
+        "status": "regression", "ratio": {"point": 1.3, "low": 1.2, "high": 1.4},
+        "reason": "30.0% slower", "foreign": False}}
+    (row,) = table_rows(section(render_markdown(doc), "Regressions"), "test_sme2")
+    assert row[1:3] == ["sme2_on", "**regression**"]
+
+
 def test_device_metadata_comes_from_the_document_not_the_host(monkeypatch):
     for name in ("machine", "processor", "node", "platform", "system", "release"):
         monkeypatch.setattr(platform, name, lambda *a, **k: "HOST-SENTINEL")
@@ -223,7 +277,7 @@ def test_pipes_in_operator_names_are_escaped():
     assert "`native_call_my\\|op.out`" in text
     assert "`my::a\\|b`" in text
     assert_tables_valid(text)
-    row = table_rows(section(text, "Bottlenecks"), "`native_call_my\\|op.out`")[0]
+    row = table_rows(section(text, "Bottleneck Identification"), "`native_call_my\\|op.out`")[0]
     assert row[1:] == ["0", "Other", "portable", "1", "0.300", "15.0"]
 
 
@@ -236,11 +290,11 @@ def test_code_spans_survive_backticks_and_pipes():
 def test_single_benchmark_report():
     text = render_markdown(single_doc())
     assert "No comparisons were run" in text
-    assert "## Acceleration Analysis" not in text and "## Speed-up" not in text
+    assert "## Acceleration Analysis" not in text and "## Speedup" not in text
     cats = section(text, "Operator Category Breakdown")
     assert "### toy_cnn fp32 t1: python" in cats
     assert table_rows(cats, "Convolution")[0][1:] == ["1.600", "80.0"]
-    (row,) = table_rows(section(text, "Latency"), "toy_cnn")
+    (row,) = table_rows(section(text, "Latency Comparison"), "toy_cnn")
     assert row[3] == "python" and row[-1] == "—"
     ev = section(text, "Kernel Evidence")
     assert "**absent**" in ev and VERDICT_WORDING["absent"] in ev
@@ -263,10 +317,11 @@ def test_a_comparison_whose_blocks_are_missing_still_renders():
     doc = sme2_doc()
     doc["benchmarks"] = []
     text = render_markdown(doc)
-    (row,) = table_rows(section(text, "Speed-up"), "mobilenet_v3_small fp16 t1")
+    (row,) = table_rows(section(text, "Speedup"), "mobilenet_v3_small fp16 t1")
     assert row[5] == "2.500x"
-    for heading in ("## Latency", "## Operator Category Breakdown", "## Acceleration Analysis",
-                    "## Bottlenecks", "## Kernel Evidence"):
+    for heading in ("## Latency Comparison", "## Operator Category Breakdown",
+                    "## Acceleration Analysis", "## Bottleneck Identification",
+                    "## Kernel Evidence"):
         assert heading not in text
     assert_tables_valid(text)
 
@@ -303,11 +358,11 @@ def test_missing_matplotlib_leaves_a_note_not_a_crash(tmp_path, monkeypatch):
     assert "![" not in text
 
 
-def test_category_chart_and_breakdown_chart_write_pngs(tmp_path):
-    doc = sme2_doc()
-    p1 = category_chart(doc["comparisons"][0], doc["benchmarks"], tmp_path / "a" / "c.png")
-    single = single_doc()
-    p2 = breakdown_chart(single["benchmarks"], tmp_path / "b.png")
+def test_charts_of_a_comparison_and_of_a_plain_benchmark_write_pngs(tmp_path):
+    (compared,) = units(load_results(sme2_doc()))
+    (plain,) = units(load_results(single_doc()))
+    p1 = unit_chart(compared, tmp_path / "a" / "c.png")
+    p2 = unit_chart(plain, tmp_path / "b.png")
     for p in (p1, p2):
         data = p.read_bytes()
         assert data[:8] == PNG_SIGNATURE and len(data) > 1000
@@ -333,16 +388,16 @@ def test_template_undefined_is_strict():
 
 def test_noisy_blocks_show_in_cv_and_recommendations():
     text = render_markdown(sme2_doc(on_samples=noisy))
-    on = table_rows(section(text, "Latency"), "mobilenet_v3_small")[1]
+    on = table_rows(section(text, "Latency Comparison"), "mobilenet_v3_small")[1]
     assert float(on[11]) > 10
-    assert "CV above 10%" in section(text, "Recommendations")
+    assert "CV above 10%" in section(text, "Actionable Recommendations")
 
 
 def test_outputs_that_differ_are_shouted():
     doc = sme2_doc(outputs={"max_abs_diff": 0.5, "tolerance": 0.01, "equal": False})
     text = render_markdown(doc)
-    assert "**DIFFER** (max abs diff 0.5, tolerance 0.01)" in section(text, "Speed-up")
-    recs = section(text, "Recommendations")
+    assert "**DIFFER** (max abs diff 0.5, tolerance 0.01)" in section(text, "Speedup")
+    recs = section(text, "Actionable Recommendations")
     assert recs.splitlines()[2].startswith("1. Outputs of sme2_on differ from sme2_off")
 
 
@@ -350,9 +405,9 @@ def test_no_significant_difference_is_reported_as_such():
     doc = sme2_doc(verdict="no significant difference", speedup=interval(1.01, 0.99, 1.03),
                    on_conv=6.0)
     text = render_markdown(doc)
-    (row,) = table_rows(section(text, "Speed-up"), "mobilenet_v3_small fp16 t1")
+    (row,) = table_rows(section(text, "Speedup"), "mobilenet_v3_small fp16 t1")
     assert row[7] == "**no significant difference**"
-    assert "check sme2_on's build flags" in section(text, "Recommendations")
+    assert "check sme2_on's build flags" in section(text, "Actionable Recommendations")
 
 
 def test_regressions_section_lists_judged_benchmarks(tmp_path):

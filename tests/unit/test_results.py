@@ -1,33 +1,161 @@
+"""results.json: typed records, the one loader, byte-for-byte round trips and the one pooling
+of a benchmark's blocks."""
+
 import json
+from pathlib import Path
+
+import pytest
 
 from pytest_sme2.analysis.latency import latency_stats
-from pytest_sme2.results import (RESULTS_SCHEMA, BenchmarkResult, atomic_write_text,
-                                 write_results)
+from pytest_sme2.compare import make_comparison
+from pytest_sme2.errors import Sme2Error
+from pytest_sme2.results import (RESULTS_SCHEMA, BenchmarkResult, ComparisonRecord,
+                                 KernelEvidence, OperatorStats, ResultAnalysis, ResultsDoc,
+                                 ResultsWriter, RunContext, atomic_write_text, load_results, pool,
+                                 pool_categories, write_results)
+from tests.fakes.results_docs import evidence, single_doc, sme2_doc
+
+REAL_DOC = Path(__file__).parents[1] / "fakes" / "results_qemu_session.json"
 
 
-def _result(**kw) -> BenchmarkResult:
-    samples = [1.0, 1.2, 1.1]
+def _result(samples=(1.0, 1.2, 1.1), **kw) -> BenchmarkResult:
     base = dict(nodeid="b.py::t[x]", model="toy_cnn", dtype="fp32", threads=1,
                 runner={"name": "python", "kind": "python", "labels": {"sme2": "off"}},
-                device={"kind": "host", "cpu": "x"}, runs=3, warmup=1, e2e_ms=samples,
-                e2e=latency_stats(samples), etdump="a.etdump", pte="m.pte", export_key="k")
+                device={"kind": "host", "cpu": "x"}, runs=len(samples), warmup=1,
+                e2e_ms=list(samples), e2e=latency_stats(samples), etdump="a.etdump", pte="m.pte",
+                export_key="k")
     base.update(kw)
     return BenchmarkResult(**base)
+
+
+def _text(doc: dict) -> str:
+    return json.dumps(doc, indent=2) + "\n"
 
 
 def test_json_has_the_contract_keys():
     d = _result().to_json()
     for key in ("nodeid", "model", "dtype", "threads", "runner", "device", "runs", "warmup",
-                "e2e_ms", "median_ms", "p90_ms", "cv_pct", "etdump", "pte"):
+                "e2e_ms", "median_ms", "p90_ms", "cv_pct", "etdump", "pte", "categories_ms",
+                "overheads_ms", "operators", "kernel_evidence", "thermal_before",
+                "thermal_after", "block", "outputs", "kernel_trace"):
         assert key in d
     assert d["runner"] == "python"
     assert d["median_ms"] == 1.1
+    assert "baseline" not in d and "baseline_categories" not in d     # not judged
 
 
-def test_round_trip_keeps_everything_including_extra_keys():
-    r = _result(extra={"categories_ms": {"GEMM": 0.5}})
+def test_round_trip_keeps_every_typed_part_and_unknown_keys():
+    r = _result(analysis=ResultAnalysis(
+                    categories_ms={"GEMM": 0.5, "Other": 0.6},
+                    operators=[OperatorStats("Fully Connected (NC, F32) #1", 0, "GEMM", True,
+                                             "XnnpackBackend", 1.0, 0.5, 45.0, True, False)],
+                    kernel_evidence=KernelEvidence("absent", "no SME2")),
+                context=RunContext(block=2, thermal_before={"cpu": 40.0}),
+                baseline={"status": "ok"}, extra={"build_id": "ci-7"})
     back = BenchmarkResult.from_json(json.loads(json.dumps(r.to_json())))
     assert back == r
+    assert back.block == 2 and back.operators[0].category == "GEMM"
+    assert back.kernel_evidence.sme2 == "absent" and not back.kernel_evidence.traced
+    assert list(r.to_json())[-1] == "build_id"          # a plugin's key, after ours
+
+
+@pytest.mark.parametrize("make", [lambda: json.loads(REAL_DOC.read_text()), sme2_doc,
+                                  single_doc], ids=["qemu-session", "sme2", "single"])
+def test_a_document_loads_and_writes_back_byte_for_byte(make, tmp_path):
+    text = _text(make())
+    path = tmp_path / "results.json"
+    path.write_text(text)
+    doc = load_results(path)
+    assert _text(doc.to_json()) == text
+    assert ResultsWriter().text(doc.benchmarks, doc.comparisons, doc.session) == text
+    assert load_results(json.loads(text)).to_json() == json.loads(text)
+
+
+def test_a_real_session_reads_as_typed_records():
+    doc = load_results(REAL_DOC)
+    (cmp,) = doc.comparisons
+    assert cmp.nodeid == "" and cmp.name == "toy_cnn fp32 t1"    # written before the key
+    assert cmp.emulated
+    on = doc.blocks(cmp.candidate_blocks)
+    assert [b.block for b in on] == [0, 1]
+    ev = on[0].kernel_evidence
+    assert ev.sme2 == "proven" and ev.traced
+    assert any(k.isa_family == "SME2" for k in ev.executed_kernels)
+    off = doc.blocks(cmp.base_blocks)[0].kernel_evidence
+    assert off.traced and off.executed_kernels == [] and off.streaming_sme_blocks == 0
+    assert cmp.baselines and set(cmp.baselines) == {"sme2_off", "sme2_on"}
+    assert cmp.base_median_ms == pool(doc.blocks(cmp.base_blocks)).median_ms
+
+
+def test_an_untraced_run_has_evidence_but_no_trace():
+    ev = KernelEvidence.from_json(evidence("absent"))
+    assert not ev.traced and ev.executed_kernels == []
+    assert KernelEvidence.from_json(evidence("proven", executed=[])).traced
+    assert KernelEvidence.from_json({}) is None
+
+
+def test_comparison_records_carry_the_test_and_round_trip():
+    blocks = [[_result((m,) * 3, nodeid=f"b.py::test_c[{side}#{i}]",
+                       runner={"name": side, "kind": "x", "labels": {}},
+                       context=RunContext(block=i)) for i, m in enumerate(medians)]
+              for side, medians in (("off", (2.0, 2.2, 2.1)), ("on", (1.0, 1.1, 1.0)))]
+    cmp = make_comparison(*blocks, nodeid="b.py::test_c")
+    doc = cmp.to_json()
+    assert list(doc)[0] == "nodeid"
+    rec = ComparisonRecord.from_json(json.loads(json.dumps(doc)))
+    assert rec.name == "test_c" and rec.to_json() == doc
+    assert rec.base_median_ms == 2.1 and rec.speedup == cmp.speedup
+    legacy = {k: v for k, v in doc.items() if k != "nodeid"}
+    assert ComparisonRecord.from_json(legacy).name == "toy_cnn fp32 t1"
+
+
+def test_the_loader_says_what_is_wrong_in_one_line(tmp_path):
+    with pytest.raises(Sme2Error, match="no such results file"):
+        load_results(tmp_path / "nope.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    with pytest.raises(Sme2Error, match="not a readable results.json"):
+        load_results(bad)
+    bad.write_text('{"schema": "something/else"}')
+    with pytest.raises(Sme2Error, match="not a pytest-sme2 results document"):
+        load_results(bad)
+    bad.write_text('{"benchmarks": []}')                   # a file must say what it is
+    with pytest.raises(Sme2Error, match="not a pytest-sme2 results document"):
+        load_results(bad)
+    bad.write_text(json.dumps({"schema": RESULTS_SCHEMA, "benchmarks": [{"model": "m"}]}))
+    with pytest.raises(Sme2Error, match="cannot read .KeyError: 'nodeid'.; was it edited"):
+        load_results(bad)
+    doc = load_results({})                                 # in memory: an empty document
+    assert doc == ResultsDoc() and load_results(doc) is doc
+
+
+def test_one_block_pools_to_its_own_figures():
+    r = _result((1.0, 1.2, 1.1, 5.0))
+    p = pool([r])
+    e = r.e2e
+    assert (p.median_ms, p.p90_ms, p.std_ms, p.cv_pct, p.mean_ms, p.min_ms, p.max_ms, p.n) == \
+        (e.median_ms, e.p90_ms, e.std_ms, e.cv_pct, e.mean_ms, e.min_ms, e.max_ms, e.n)
+    assert pool([r.e2e]) == p
+
+
+def test_blocks_pool_as_the_median_of_their_medians_not_of_their_runs():
+    blocks = [_result(s) for s in ((1, 1, 1, 9, 9), (2, 2, 2, 9, 9), (3, 3, 3, 9, 9))]
+    p = pool(blocks)
+    assert p.median_ms == 2 and p.block_medians_ms == (1, 2, 3)
+    assert sorted(v for b in blocks for v in b.e2e_ms)[7] == 3      # what pooling runs gives
+    assert (p.n, p.blocks, p.min_ms, p.max_ms) == (15, 3, 1, 9)
+    assert p.mean_ms == pytest.approx((4.2 + 4.8 + 5.4) / 3)
+    with pytest.raises(Sme2Error, match="no blocks"):
+        pool([])
+
+
+def test_pooled_categories_add_up_to_the_pooled_mean():
+    a = _result((2.0, 2.0), analysis=ResultAnalysis(categories_ms={"GEMM": 1.5, "Other": 0.5}))
+    b = _result((4.0, 4.0), analysis=ResultAnalysis(categories_ms={"Convolution": 1.0,
+                                                                    "Other": 3.0}))
+    cats = pool_categories([a, b])
+    assert cats == {"GEMM": 0.75, "Other": 1.75, "Convolution": 0.5}
+    assert sum(cats.values()) == pytest.approx(pool([a, b]).mean_ms)
 
 
 def test_results_file_is_versioned(tmp_path):

@@ -66,6 +66,7 @@ def test_the_exit_collection_is_skipped_once_however_many_sessions(monkeypatch):
     assert registered == [gc.freeze]
 
 
+@pytest.mark.slow    # exports toy_cnn
 def test_an_etrecord_is_read_once_per_version(tmp_path, toy_export):
     copy = tmp_path / "model.etrecord"
     copy.write_bytes(toy_export.etrecord.read_bytes())
@@ -77,6 +78,7 @@ def test_an_etrecord_is_read_once_per_version(tmp_path, toy_export):
     assert again is not first and again == first
 
 
+@pytest.mark.slow    # a fresh interpreter imports the ExecuTorch runtime
 def test_the_runtime_import_leaves_exir_and_torchao_out():
     code = ("import sys; from pytest_sme2.runners.python_child import import_runtime; "
             "rt = import_runtime(); assert hasattr(rt, '_load_for_executorch'); "

@@ -7,14 +7,14 @@ from pytest_sme2.analysis.latency import latency_stats
 from pytest_sme2.compare import (FASTER, SAME, SLOWER, check_outputs, make_comparison,
                                  verdict)
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.results import BenchmarkResult
-from pytest_sme2.stats import Interval, _t_quantile, bootstrap_ratio_of_medians, paired_ratio
+from pytest_sme2.results import BenchmarkResult, ResultAnalysis, RunContext
+from pytest_sme2.stats import Interval, bootstrap_ratio_of_medians, paired_ratio, t_quantile
 
 
 @pytest.mark.parametrize("df,expected", [(1, 12.7062), (2, 4.3027), (3, 3.1824), (4, 2.7764),
                                          (5, 2.5706), (9, 2.2622), (30, 2.0423)])
 def test_t_quantile_close_to_tables(df, expected):
-    assert _t_quantile(0.975, df) == pytest.approx(expected, rel=2e-3)
+    assert t_quantile(0.975, df) == pytest.approx(expected, rel=2e-3)
 
 
 def test_paired_ratio_exact_when_every_pair_agrees():
@@ -68,7 +68,7 @@ def _result(runner, i, median, cats):
     return BenchmarkResult(nodeid=f"t[{runner}#{i}]", model="m", dtype="fp16", threads=1,
                            runner={"name": runner}, device={}, runs=3, warmup=0, e2e_ms=samples,
                            e2e=latency_stats(samples), etdump="", pte="",
-                           extra={"categories_ms": cats, "block": i})
+                           analysis=ResultAnalysis(categories_ms=cats), context=RunContext(block=i))
 
 
 def test_comparison_of_blocks():
@@ -76,15 +76,16 @@ def test_comparison_of_blocks():
            for i, f in enumerate([1.0, 1.02, 0.98, 1.01, 0.99])]
     on = [_result("on", i, 2.0 * f, {"GEMM": 1.0 * f, "Data Movement": 1.0 * f, "Other": 0.0})
           for i, f in enumerate([1.0, 1.02, 0.98, 1.01, 0.99])]
-    cmp = make_comparison(off, on)
+    cmp = make_comparison(off, on, nodeid="t.py::test_c")
     assert cmp.speedup.point == pytest.approx(2.0)
     assert cmp.verdict == FASTER
     assert cmp.category_speedups["GEMM"].point == pytest.approx(3.0)
     assert cmp.category_speedups["Data Movement"].point == pytest.approx(1.0)
     assert cmp.category_speedups["Other"] is None  # no time on either side: no ratio
     doc = cmp.to_json()
-    assert doc["base"] == "off" and doc["candidate"] == "on"
+    assert doc["base"] == "off" and doc["candidate"] == "on" and doc["nodeid"] == "t.py::test_c"
     assert doc["base_block_medians_ms"] == pytest.approx([4.0, 4.08, 3.92, 4.04, 3.96])
+    assert doc["base_median_ms"] == 4.0 and doc["candidate_median_ms"] == 2.0  # of the blocks
     assert "speed-up 2.000x" in str(cmp)
 
 

@@ -367,7 +367,7 @@ int run(const Options& o) {
   }
 
   // The pool must be sized before the program loads: XNNPACK captures it when the delegate is
-  // initialised, and resizing later leaves it with a dangling pool (see NOTES, Python runtime).
+  // initialised, and resizing later leaves it with a dangling pool (the Python runner, too).
   // No NoThreadPoolGuard at 1 thread (upstream adds one): we keep the same threading as the
   // Python runner so that native and Python differ only in the process around the runtime.
   auto* pool = executorch::extension::threadpool::get_threadpool();

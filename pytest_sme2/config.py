@@ -1,0 +1,274 @@
+"""The plugin's configuration: one frozen :class:`Sme2Config`, built and validated by one pure
+function, :func:`config_from_options`, from the command-line and ini values — testable without
+pytest. The option table (:data:`OPTIONS`, every option with its ini twin and default) lives
+here too; the plugin only registers it with pytest and hands the values over.
+
+Nothing here imports numpy, pandas or torch: every pytest run of a project with pytest-sme2
+installed builds this.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Collection, Mapping, NamedTuple
+
+from pytest_sme2.errors import Sme2Error
+from pytest_sme2.export import DTYPES
+from pytest_sme2.matrix import (DEFAULT_DTYPES, DEFAULT_MODELS, DEFAULT_THREADS, parse_threads,
+                                split_list)
+from pytest_sme2.runners.spec import runner_specs
+from pytest_sme2.settings import DEFAULT_CONFIRM_BLOCKS, MIN_BLOCKS, BenchSettings
+
+# Lower bounds asserted on the SME2 speed-up's confidence interval. The seed kit measured, on
+# one core, 3.9x (fp16) and 1.8x (int8) end to end on a conv-heavy model; a model whose time is
+# not in Convolution/GEMM gains less, so the defaults ask for a clear but modest effect.
+DEFAULT_MIN_SPEEDUP = "fp32=1.2,fp16=1.5,int8=1.2,int8_dynamic=1.2"
+DEFAULT_THRESHOLD_PCT = 10.0      # the gate's threshold when --fail-on-regression is not given
+DEFAULT_BASELINE_DIR = "benchmarks/baselines"
+
+
+class Option(NamedTuple):
+    ini: str
+    default: str
+    help: str
+
+
+# option dest (--dest-with-dashes) -> ini name, default, help
+OPTIONS: dict[str, Option] = {
+    "device": Option("sme2_device", "host", "where to run: host, android, android:SERIAL, "
+                     "android:SERIAL@HOST:PORT, or qemu[:CPU] (an emulated Arm64 CPU with SME2)"),
+    "runs": Option("sme2_runs", "30", "timed runs per benchmark (default 30)"),
+    "warmup": Option("sme2_warmup", "3", "warm-up runs per benchmark, discarded (default 3)"),
+    "report_dir": Option("sme2_report_dir", "sme2-report",
+                         "folder for results.json, report.md and artifacts (default "
+                         "sme2-report/)"),
+    "sme2_cache_dir": Option("sme2_cache_dir", "",
+                             "export cache folder (default ~/.cache/pytest-sme2/exports)"),
+    "sme2_timeout": Option("sme2_timeout", "600", "seconds one runner invocation may take"),
+    "sme2_taskset": Option("sme2_taskset", "auto",
+                           "CPU pinning on Android: auto (the biggest cores), none, or a hex "
+                           "mask"),
+    "sme2_models": Option("sme2_models", ",".join(DEFAULT_MODELS),
+                          "models of the benchmark matrix"),
+    "sme2_dtypes": Option("sme2_dtypes", ",".join(DEFAULT_DTYPES),
+                          f"dtypes of the benchmark matrix ({', '.join(DTYPES)})"),
+    "sme2_threads": Option("sme2_threads", ",".join(map(str, DEFAULT_THREADS)),
+                           "thread counts of the benchmark matrix"),
+    "sme2_blocks": Option("sme2_blocks", str(MIN_BLOCKS),
+                          f"interleaved blocks per side in a comparison (default {MIN_BLOCKS})"),
+    "sme2_confirm_blocks": Option("sme2_confirm_blocks", str(DEFAULT_CONFIRM_BLOCKS),
+                                  "when the baseline gate suspects a regression, measure this "
+                                  "many more blocks (fresh runner processes) and judge all of "
+                                  f"them (default {DEFAULT_CONFIRM_BLOCKS}; 0: judge the first "
+                                  "block alone)"),
+    "sme2_gate_categories": Option("sme2_gate_categories", "",
+                                   "operator categories the baseline gate judges besides "
+                                   "end-to-end latency, comma-separated (e.g. Convolution,GEMM), "
+                                   "or 'all'; a category too small to be a bottleneck is not "
+                                   "gated"),
+    "sme2_min_speedup": Option("sme2_min_speedup", DEFAULT_MIN_SPEEDUP,
+                               "SME2-on vs -off speed-up the CI's lower bound must reach, per "
+                               "dtype"),
+    "baseline_dir": Option("sme2_baseline_dir", DEFAULT_BASELINE_DIR,
+                           "folder of stored baselines, one JSON file per benchmark key"),
+    "fail_on_regression": Option("sme2_fail_on_regression", "",
+                                 "fail a benchmark (and the session) whose slow-down beyond PCT "
+                                 "percent is statistically clear against its baseline"),
+}
+# store_true options (command line only): dest -> help
+FLAGS: dict[str, str] = {
+    "sme2_reexport": "export models again even when the cache has them",
+    "save_baseline": "record this session's results as a new baseline session",
+    "allow_foreign_baseline": "compare against baselines recorded on another device (other "
+                              "SoC, CPU set, ABI) instead of refusing",
+}
+RUNNERS_DEST, RUNNERS_INI = "runners", "sme2_runners"   # --runner (repeatable) / ini lines
+
+# An emulated CPU runs a model 100-1000x slower than the host, and its timings say nothing about
+# speed: fewer runs and blocks suffice for what it does prove (kernels, outputs). Applied only
+# where the command line did not set the option and the ini value is the default.
+EMULATED_DEFAULTS = {"runs": "5", "warmup": "1", "sme2_blocks": "2"}
+
+
+@dataclass(frozen=True)
+class GatePolicy:
+    """What the regression gate is asked to do (``pytest_sme2.gate``)."""
+
+    fail_on_regression: float | None = None   # percent; None: judge and report only
+    allow_foreign: bool = False               # compare with a baseline from another device
+    categories: tuple[str, ...] = ()          # judged besides end to end; ("all",): every one
+    confirm_blocks: int = DEFAULT_CONFIRM_BLOCKS  # blocks a suspected regression is judged on, + 1
+
+    @property
+    def enforced(self) -> bool:
+        """A regression fails the test (and a foreign baseline too: never a silent pass)."""
+        return self.fail_on_regression is not None
+
+    @property
+    def threshold_pct(self) -> float:
+        return DEFAULT_THRESHOLD_PCT if self.fail_on_regression is None else \
+            self.fail_on_regression
+
+
+@dataclass(frozen=True)
+class Sme2Config:
+    """Everything a pytest-sme2 session was asked for; defaults are the options' defaults
+    (``baseline_dir`` None: no baselines)."""
+
+    settings: BenchSettings = BenchSettings()
+    device: str = "host"
+    runners: tuple[str, ...] = ()             # runner specs: ini lines, then --runner
+    runner_kinds: tuple[str, ...] = ()        # kinds plugins make (pytest_sme2_runner_kinds)
+    category_rules: tuple[Any, ...] | None = None   # None: the built-in table (hookspec.py)
+    taskset: str | None = "auto"              # None: no pinning
+    models: tuple[str, ...] = DEFAULT_MODELS
+    dtypes: tuple[str, ...] = DEFAULT_DTYPES
+    threads: tuple[int, ...] = DEFAULT_THREADS
+    blocks: int = MIN_BLOCKS                  # per side, in a comparison
+    min_speedup: Mapping[str, float] = field(
+        default_factory=lambda: parse_min_speedup(DEFAULT_MIN_SPEEDUP))
+    baseline_dir: Path | None = None
+    save_baseline: bool = False
+    gate: GatePolicy = GatePolicy()
+
+    @property
+    def emulated(self) -> bool:
+        return is_emulated(self.device)
+
+    def document(self) -> dict[str, Any]:
+        """The configuration as results.json's ``session.config`` records it."""
+        s = self.settings
+        return {"device": self.device, "runs": s.runs, "warmup": s.warmup,
+                "blocks": self.blocks, "taskset": self.taskset,
+                "min_speedup": dict(self.min_speedup)}
+
+
+class BaseDirs(NamedTuple):
+    """Where relative paths start: the command line's from the invocation folder, the ini
+    file's from the rootdir."""
+
+    invocation: Path
+    rootdir: Path
+
+
+def is_emulated(device: str) -> bool:
+    return device.split(":", 1)[0] == "qemu"
+
+
+def config_from_options(values: Mapping[str, Any], ini: Mapping[str, Any],
+                        base_dirs: BaseDirs, runner_kinds: Collection[str] = (),
+                        category_rules: tuple[Any, ...] | None = None) -> Sme2Config:
+    """The session's configuration from ``values`` (command line, by option dest: a string,
+    or None when not given; booleans for :data:`FLAGS`; a list for ``runners``) and ``ini``
+    (by ini name; a missing name takes the option's default); ``runner_kinds``: the runner
+    kinds plugins make, accepted in runner specs. Every check of every option is here; a bad
+    value is an Sme2Error naming the option."""
+
+    def text(dest: str) -> tuple[str, bool]:
+        value = values.get(dest)
+        if value is not None:
+            return str(value), True
+        return str(ini.get(OPTIONS[dest].ini, OPTIONS[dest].default)), False
+
+    device = text("device")[0]
+
+    def whole(dest: str, least: int, what: str) -> int:
+        value, from_cli = text(dest)
+        if dest in EMULATED_DEFAULTS and is_emulated(device) and not from_cli and \
+                value == OPTIONS[dest].default:
+            value = EMULATED_DEFAULTS[dest]
+        try:
+            number = int(value)
+        except ValueError:
+            raise Sme2Error(f"{_flag(dest)} must be a whole number, got {value!r}") from None
+        if number < least:
+            raise Sme2Error(f"{_flag(dest)} must be {what}, got {number}")
+        return number
+
+    def path(dest: str) -> Path | None:
+        value, from_cli = text(dest)
+        if not value:
+            return None
+        return ((base_dirs.invocation if from_cli else base_dirs.rootdir) / value).resolve()
+
+    timeout = whole("sme2_timeout", 1, "a positive number of seconds")
+    settings = BenchSettings(runs=whole("runs", 1, "a positive number of timed runs"),
+                             warmup=whole("warmup", 0, "0 or more"),
+                             report_dir=path("report_dir") or Path("sme2-report"),
+                             cache_dir=path("sme2_cache_dir"),
+                             reexport=bool(values.get("sme2_reexport")),
+                             timeout_s=float(timeout))
+    dtypes = tuple(split_list(text("sme2_dtypes")[0]))
+    for d in dtypes:
+        if d not in DTYPES:
+            raise Sme2Error(f"--sme2-dtypes: unknown dtype {d!r}; choose from {', '.join(DTYPES)}")
+    taskset = text("sme2_taskset")[0]
+    runners = tuple(str(r) for r in (*(ini.get(RUNNERS_INI) or ()),
+                                     *(values.get(RUNNERS_DEST) or ())))
+    runner_specs(list(runners), runner_kinds)   # a bad spec stops here, not at first use
+    return Sme2Config(
+        settings=settings, device=device, runners=runners, runner_kinds=tuple(runner_kinds),
+        category_rules=category_rules,
+        taskset=None if taskset == "none" else taskset,
+        models=tuple(split_list(text("sme2_models")[0])), dtypes=dtypes,
+        threads=parse_threads(text("sme2_threads")[0]),
+        blocks=whole("sme2_blocks", 2, "2 or more"),
+        min_speedup=parse_min_speedup(text("sme2_min_speedup")[0]),
+        baseline_dir=path("baseline_dir"), save_baseline=bool(values.get("save_baseline")),
+        gate=GatePolicy(fail_on_regression=parse_threshold(text("fail_on_regression")[0]),
+                        allow_foreign=bool(values.get("allow_foreign_baseline")),
+                        categories=parse_gate_categories(text("sme2_gate_categories")[0],
+                                                         category_rules),
+                        confirm_blocks=whole("sme2_confirm_blocks", 0, "0 or more")))
+
+
+def _flag(dest: str) -> str:
+    return "--" + dest.replace("_", "-")
+
+
+def parse_threshold(text: str) -> float | None:
+    """``--fail-on-regression``: a percentage of 0 or more, or "" (off)."""
+    if not text:
+        return None
+    try:
+        pct = float(text)
+    except ValueError:
+        pct = math.nan
+    if not pct >= 0 or math.isinf(pct):
+        raise Sme2Error(f"--fail-on-regression must be a percentage of 0 or more, got "
+                        f"{text!r}")
+    return pct
+
+
+def parse_min_speedup(text: str) -> dict[str, float]:
+    """``--sme2-min-speedup``: ``DTYPE=NUMBER,...``."""
+    out = {}
+    for item in split_list(text):
+        dtype, sep, value = item.partition("=")
+        try:
+            if not sep or dtype.strip() not in DTYPES:
+                raise ValueError
+            out[dtype.strip()] = float(value)
+        except ValueError:
+            raise Sme2Error(f"--sme2-min-speedup: {item!r} is not DTYPE=NUMBER with DTYPE one "
+                            f"of {', '.join(DTYPES)}") from None
+    return out
+
+
+def parse_gate_categories(text: str, rules: tuple[Any, ...] | None = None) -> tuple[str, ...]:
+    """``--sme2-gate-categories``: category names (any case) or ``all``; ``rules``: the
+    category table in use (plugins may add categories)."""
+    from pytest_sme2.analysis.categories import OTHER, named_categories
+
+    known = {c.lower(): c for c in (*named_categories(rules), OTHER)}
+    out = []
+    for name in split_list(text):
+        if name.lower() == "all":
+            return ("all",)
+        if name.lower() not in known:
+            raise Sme2Error(f"--sme2-gate-categories: unknown category {name!r}; known: "
+                            f"{', '.join(known.values())}, or all")
+        out.append(known[name.lower()])
+    return tuple(out)

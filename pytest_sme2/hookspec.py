@@ -1,0 +1,82 @@
+"""The hooks a plugin or a ``conftest.py`` implements to extend pytest-sme2: stable API.
+
+Implement them as ordinary pytest hooks (a function of that name in ``conftest.py`` or in a
+plugin module); an implementation may take any subset of a hook's arguments, and arguments may
+be added to a hook later without breaking it. The library used without pytest calls the same
+hooks through :func:`pytest_sme2.hooks.plugin_manager`.
+
+A lab board as a device kind and a runner kind, an extra category and a build id on every
+result, from one ``conftest.py``::
+
+    from pytest_sme2.analysis.categories import CategoryRule
+
+    def pytest_sme2_open_device(spec):
+        if spec.startswith("lab:"):
+            return LabBoard(spec)                  # a pytest_sme2.devices.Device
+
+    def pytest_sme2_runner_kinds():
+        return ["lab"]                             # --runner fast=lab,board=rk3588
+
+    def pytest_sme2_make_runner(spec, target):
+        if spec.kind == "lab":
+            return LabRunner(spec.name, spec.labels)   # a pytest_sme2.runners.Runner
+
+    def pytest_sme2_category_rules():
+        return [CategoryRule("Attention", r"^Scaled Dot Product Attention", "fused SDPA")]
+
+    def pytest_sme2_amend_result(result):
+        result.extra["build_id"] = os.environ.get("CI_BUILD_ID")
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+import pluggy
+
+if TYPE_CHECKING:
+    from pytest_sme2.analysis.categories import CategoryRule
+    from pytest_sme2.devices.base import Device
+    from pytest_sme2.results import BenchmarkResult
+    from pytest_sme2.runners.base import Runner
+    from pytest_sme2.runners.spec import RunnerSpec
+
+hookspec = pluggy.HookspecMarker("pytest")
+
+
+@hookspec
+def pytest_sme2_category_rules() -> Sequence[CategoryRule]:
+    """Operator category rules tried before the built-in table
+    (:data:`pytest_sme2.analysis.categories.DEFAULT_RULES`); the first rule whose pattern
+    matches an operator's name gives its category, which may be a new one (it then has its own
+    column in results and reports, and ``--sme2-gate-categories`` accepts it). Rules of
+    plugins registered later (``conftest.py`` files) come first."""
+
+
+@hookspec
+def pytest_sme2_runner_kinds() -> Sequence[str]:
+    """Names of the runner kinds this plugin makes in :func:`pytest_sme2_make_runner`: a
+    ``--runner NAME=KIND[,key=value...]`` spec accepts them as KIND (any other word that is not
+    ``python``, ``native`` or a path is a usage error)."""
+
+
+@hookspec(firstresult=True)
+def pytest_sme2_make_runner(spec: RunnerSpec, target: str) -> Runner | None:
+    """Make the runner ``spec`` describes (``spec.name``, ``spec.kind``, ``spec.labels``,
+    ``spec.path``, ...) for the device target ``target`` (``host``, ``aarch64-linux-gnu``,
+    ...), or return None to leave it to the next plugin and then to the built-in kinds. Asked
+    for every spec, built-in kinds included, once per session when a benchmark first uses it."""
+
+
+@hookspec(firstresult=True)
+def pytest_sme2_open_device(spec: str) -> Device | None:
+    """Open the device the ``--device`` spec names (e.g. ``lab:board3``), or return None to leave
+    it to the next plugin and then to the built-in kinds (``host``, ``android``, ``qemu``).
+    Called once per process when a benchmark first needs the device."""
+
+
+@hookspec
+def pytest_sme2_amend_result(result: BenchmarkResult) -> None:
+    """Amend a measured :class:`~pytest_sme2.results.BenchmarkResult` in place (e.g. add to
+    ``result.extra``, which ``results.json`` carries) before it is recorded: called in the
+    process that measured it, before the test gets it and before it is written."""

@@ -1,0 +1,48 @@
+"""The export cache key: what must make a new export (no export runs here)."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+
+import pytest
+
+from pytest_sme2 import export
+
+
+@pytest.fixture
+def recipe_copies(tmp_path, monkeypatch):
+    """The recipe's source files copied to tmp_path, and the key computed from the copies."""
+    copies = []
+    for path in export.RECIPE_SOURCES:
+        copies.append(tmp_path / path.name)
+        shutil.copyfile(path, copies[-1])
+    monkeypatch.setattr(export, "RECIPE_SOURCES", tuple(copies))
+    return {p.name: p for p in copies}
+
+
+def test_the_recipe_is_export_py_and_recipes_py():
+    assert {p.name for p in export.RECIPE_SOURCES} == {"export.py", "_recipes.py"}
+    assert all(p.is_file() for p in export.RECIPE_SOURCES)
+
+
+def test_the_key_depends_on_the_model_and_the_dtype():
+    keys = {export.cache_key(m, d) for m in ("toy_cnn", "vit_tiny") for d in ("fp32", "int8")}
+    assert len(keys) == 4
+    assert export.cache_key("toy_cnn", "fp32") == export.cache_key("toy_cnn", "fp32")
+
+
+@pytest.mark.parametrize("name", ["_recipes.py", "export.py"])
+def test_editing_a_recipe_file_changes_the_key(recipe_copies, name):
+    before = export.cache_key("toy_cnn", "fp32")
+    assert before == export.cache_key("toy_cnn", "fp32")
+    path = recipe_copies[name]
+    path.write_bytes(path.read_bytes() + b"\n# a changed recipe\n")
+    assert export.cache_key("toy_cnn", "fp32") != before
+
+
+def test_a_cache_hit_does_not_import_the_recipe(recipe_copies, monkeypatch):
+    """The key is read from the sources' bytes: importing _recipes would import torch."""
+    monkeypatch.delitem(sys.modules, "pytest_sme2._recipes", raising=False)
+    export.cache_key("toy_cnn", "fp32")
+    assert "pytest_sme2._recipes" not in sys.modules
