@@ -33,10 +33,26 @@ def _known(cls: type, d: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in d.items() if k in names}
 
 
+class _ItemAccess:
+    """``record["name"]`` and ``record.get("name")`` as well as ``record.name``: these records
+    were plain dicts before, and users' tests index them (``kernel_evidence["sme2"]``)."""
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in {f.name for f in fields(self)}:  # type: ignore[arg-type]
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+
 # -- the analysis of one block --------------------------------------------------------------
 
 @dataclass
-class OperatorStats:
+class OperatorStats(_ItemAccess):
     """One operator (name and instruction) of a benchmark, as ``analysis/operators.py``
     computed it: per timed run means, share of E2E and the bottleneck flags."""
 
@@ -60,7 +76,7 @@ class OperatorStats:
 
 
 @dataclass
-class LoggedKernel:
+class LoggedKernel(_ItemAccess):
     """A micro-kernel an XNNPACK log (xnntrace) names as selected."""
 
     name: str
@@ -70,7 +86,7 @@ class LoggedKernel:
 
 
 @dataclass
-class TracedKernel:
+class TracedKernel(_ItemAccess):
     """A micro-kernel a kernel trace shows executed; ``blocks``: its translated blocks."""
 
     name: str
@@ -81,7 +97,7 @@ class TracedKernel:
 
 
 @dataclass
-class KernelEvidence:
+class KernelEvidence(_ItemAccess):
     """The SME2 verdict (``proven``, ``indicated``, ``absent``, ``unknown``; ``mixed`` for
     blocks that disagree) and what it rests on."""
 

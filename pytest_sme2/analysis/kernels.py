@@ -167,104 +167,92 @@ def sme2_verdict(
     """
     packed = tuple(dict.fromkeys(kleidiai))
     traced = tuple(kernels or ())
-    empty_log = kernels is not None and not traced
-    sme2_kernels = [k.name for k in traced if k.sme2]
-    n_packed = _count(len(packed), "KleidiAI packed operator")
-    ran = executed.executed if executed is not None else ()
     note = ""
-
-    def verdict(sme2: str, reason: str) -> Evidence:
-        reason += note
-        if empty_log:
-            reason += "; the xnntrace log had no kernel lines (XNNPACK logging off?)"
-        return Evidence(sme2, reason, packed, traced, ran,
-                        executed.streaming_blocks if executed is not None else None,
-                        executed.source if executed is not None else "")
-
+    found: tuple[str, str] | None = None
     if executed is not None:
-        sme2_run = [k.name for k in ran if k.isa_family == "SME2"]
-        sme1_run = [k.name for k in ran if k.isa_family == "SME"]
-        hidden = executed.streaming_unattributed
-        if sme2_run and device_sme2 is False:
-            return verdict(
-                UNKNOWN,
-                f"kernel trace: SME2 micro-kernels executed ({_few(sme2_run)}) but device "
-                "hwcaps report no SME2: the trace and the device do not match",
-            )
-        if sme2_run:
-            return verdict(
-                PROVEN,
-                f"kernel trace: {_count(len(sme2_run), 'SME2 micro-kernel')} executed "
-                f"({_few(sme2_run)})",
-            )
-        if not hidden and sme1_run:
-            return verdict(
-                ABSENT, f"kernel trace: SME (SME1) kernels executed ({_few(sme1_run)}), no SME2"
-            )
-        if not hidden and not executed.streaming_blocks:
-            return verdict(
-                ABSENT,
-                f"kernel trace: no SME or SME2 code executed ({executed.blocks_total} blocks, "
-                f"none with SME instructions); {_executed_summary(ran)}",
-            )
-        if not hidden:
-            return verdict(
-                ABSENT,
-                f"kernel trace: no SME2 micro-kernel executed ({executed.streaming_blocks} "
-                "blocks with SME instructions, all in functions that are not SME2 kernels)",
-            )
+        found, note = _from_execution(executed, device_sme2)
+    found = found or _from_xnntrace(traced, device_sme2) or _from_names(packed, device_sme2)
+    sme2, reason = found
+    reason += note
+    if kernels is not None and not traced:
+        reason += "; the xnntrace log had no kernel lines (XNNPACK logging off?)"
+    return Evidence(sme2, reason, packed, traced,
+                    executed.executed if executed is not None else (),
+                    executed.streaming_blocks if executed is not None else None,
+                    executed.source if executed is not None else "")
+
+
+def _from_execution(executed: KernelTrace, device_sme2: bool | None
+                    ) -> tuple[tuple[str, str] | None, str]:
+    """(verdict, reason) from the kernels that executed, or None and a note when SME code ran
+    in functions without symbols (SME1 and SME2 cannot be told apart there)."""
+    ran = executed.executed
+    sme2_run = [k.name for k in ran if k.isa_family == "SME2"]
+    sme1_run = [k.name for k in ran if k.isa_family == "SME"]
+    hidden = executed.streaming_unattributed
+    if sme2_run and device_sme2 is False:
+        return (UNKNOWN, f"kernel trace: SME2 micro-kernels executed ({_few(sme2_run)}) but "
+                         "device hwcaps report no SME2: the trace and the device do not "
+                         "match"), ""
+    if sme2_run:
+        return (PROVEN, f"kernel trace: {_count(len(sme2_run), 'SME2 micro-kernel')} executed "
+                        f"({_few(sme2_run)})"), ""
+    if hidden:
         libs = sorted(set(executed.unattributed.loc[
             executed.unattributed["streaming_blocks"] > 0, "library"]))
-        note = (f"; kernel trace: {hidden} blocks with SME instructions ran in code without "
-                f"symbols ({_few(libs)}), SME or SME2 cannot be told from them")
+        return None, (f"; kernel trace: {hidden} blocks with SME instructions ran in code "
+                      f"without symbols ({_few(libs)}), SME or SME2 cannot be told from them")
+    if sme1_run:
+        return (ABSENT, f"kernel trace: SME (SME1) kernels executed ({_few(sme1_run)}), "
+                        "no SME2"), ""
+    if not executed.streaming_blocks:
+        return (ABSENT, f"kernel trace: no SME or SME2 code executed ({executed.blocks_total} "
+                        f"blocks, none with SME instructions); {_executed_summary(ran)}"), ""
+    return (ABSENT, f"kernel trace: no SME2 micro-kernel executed ({executed.streaming_blocks} "
+                    "blocks with SME instructions, all in functions that are not SME2 "
+                    "kernels)"), ""
+
+
+def _from_xnntrace(traced: Sequence[Kernel], device_sme2: bool | None
+                   ) -> tuple[str, str] | None:
+    """(verdict, reason) from XNNPACK's kernel log; None when it names no kernel."""
+    sme2_kernels = [k.name for k in traced if k.sme2]
     if sme2_kernels and device_sme2 is False:
-        return verdict(
-            UNKNOWN,
-            f"xnntrace shows SME2 micro-kernels ({_few(sme2_kernels)}) but device hwcaps "
-            "report no SME2: the trace and the device do not match",
-        )
+        return UNKNOWN, (f"xnntrace shows SME2 micro-kernels ({_few(sme2_kernels)}) but device "
+                         "hwcaps report no SME2: the trace and the device do not match")
     if sme2_kernels:
-        return verdict(
-            PROVEN,
-            f"xnntrace shows {_count(len(sme2_kernels), 'SME2 micro-kernel')} "
-            f"({_few(sme2_kernels)})",
-        )
+        return PROVEN, (f"xnntrace shows {_count(len(sme2_kernels), 'SME2 micro-kernel')} "
+                        f"({_few(sme2_kernels)})")
+    if not traced or device_sme2 is False:
+        return None              # the device's word (below) is the stronger one then
+    isas = sorted({k.isa for k in traced})
+    reason = (f"xnntrace lists {_count(len(traced), 'micro-kernel')} and none is SME2 "
+              f"(ISAs: {_few(isas)})")
+    if any(isa_family(isa) == "SME" for isa in isas):
+        reason += "; neonsme is SME (SME1), not SME2"
+    return ABSENT, reason
+
+
+def _from_names(packed: Sequence[str], device_sme2: bool | None) -> tuple[str, str]:
+    """(verdict, reason) from the ETDump's operator names and the device's hwcaps alone."""
+    n_packed = _count(len(packed), "KleidiAI packed operator")
     if device_sme2 is False:
         if packed:
-            return verdict(
-                ABSENT,
-                f"device hwcaps report no SME2, so the {n_packed} that ran ({_few(packed)}) "
-                "used non-SME2 kernels",
-            )
-        return verdict(ABSENT, "device hwcaps report no SME2")
-    if traced:
-        isas = sorted({k.isa for k in traced})
-        reason = (
-            f"xnntrace lists {_count(len(traced), 'micro-kernel')} and none is SME2 "
-            f"(ISAs: {_few(isas)})"
-        )
-        if any(isa_family(isa) == "SME" for isa in isas):
-            reason += "; neonsme is SME (SME1), not SME2"
-        return verdict(ABSENT, reason)
+            return ABSENT, (f"device hwcaps report no SME2, so the {n_packed} that ran "
+                            f"({_few(packed)}) used non-SME2 kernels")
+        return ABSENT, "device hwcaps report no SME2"
     # Packed names mean KleidiAI, which also runs SME1 and NEON kernels: only the device's SME2
     # capability turns them into an indication.
     if packed and device_sme2:
-        return verdict(
-            INDICATED,
-            f"{n_packed} ran ({_few(packed)}) on a device reporting SME2; "
-            "no kernel trace to prove SME2 micro-kernels",
-        )
+        return INDICATED, (f"{n_packed} ran ({_few(packed)}) on a device reporting SME2; "
+                           "no kernel trace to prove SME2 micro-kernels")
     if packed:
-        return verdict(
-            UNKNOWN,
-            f"{n_packed} ran ({_few(packed)}), but device SME2 support is unknown (no device "
-            "hwcaps): KleidiAI runs SME1 and NEON kernels too; no kernel trace",
-        )
+        return UNKNOWN, (f"{n_packed} ran ({_few(packed)}), but device SME2 support is unknown "
+                         "(no device hwcaps): KleidiAI runs SME1 and NEON kernels too; no "
+                         "kernel trace")
     device = "device hwcaps report SME2" if device_sme2 else "device SME2 support is unknown"
-    return verdict(
-        UNKNOWN,
-        f"no KleidiAI packed operators in the ETDump operator names and no kernel trace; {device}",
-    )
+    return UNKNOWN, ("no KleidiAI packed operators in the ETDump operator names and no kernel "
+                     f"trace; {device}")
 
 
 def _executed_summary(ran: Sequence[ExecutedKernel]) -> str:

@@ -11,8 +11,8 @@ from pytest_sme2.config import Sme2Config
 
 def test_the_host_default_is_the_native_runner_when_it_can_be_made(monkeypatch):
     made: list[str] = []
-    monkeypatch.setattr(RunnerSpec, "make",
-                        lambda self, progress=None, target="host", hook=None: made.append(self.name))
+    monkeypatch.setattr(RunnerSpec, "make", lambda self, progress=None, target="host",
+                        hook=None: made.append(self.name))
     session = BenchSession()
     assert session.default_runner() == "native"
     assert made == ["native"]

@@ -172,3 +172,15 @@ def test_atomic_write_leaves_no_temporary_files(tmp_path):
     atomic_write_text(p, "two")
     assert p.read_text() == "two"
     assert [q.name for q in tmp_path.iterdir()] == ["f.json"]
+
+
+def test_records_that_were_dicts_still_answer_item_access():
+    from pytest_sme2.results import KernelEvidence, OperatorStats, TracedKernel
+
+    ev = KernelEvidence("proven", "why", executed_kernels=[TracedKernel("kai_x", "SME2")])
+    assert ev["sme2"] == ev.sme2 == "proven"
+    assert ev["executed_kernels"][0]["isa_family"] == "SME2"
+    assert ev.get("nope", 7) == 7
+    with pytest.raises(KeyError):
+        ev["nope"]
+    assert OperatorStats("Conv")["name"] == "Conv"

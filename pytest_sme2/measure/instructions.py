@@ -1,0 +1,478 @@
+"""Instructions executed per ``Method::execute``: a measure of the work a model does that does
+not drift with the machine, counted under valgrind (callgrind) on the host.
+
+What is counted. The native runner (``pytest_sme2.runners.native``) runs the benchmark's model
+with its inputs and thread count under ``valgrind --tool=callgrind`` (no cache or branch
+simulation). Collection is off at start; it is toggled on inside
+``executorch::runtime::Method::execute()`` on the calling thread (``--toggle-collect``: process
+start-up, model loading and setting inputs between executions are not counted) and for the whole
+life of every other thread (``--toggle-collect=start_thread``: the thread pool's workers, which
+do their share of an execution outside the caller's call stack). Two processes run the same
+model ``n_low`` and ``n_high`` times; the count per execute is the slope
+``(I(n_high) - I(n_low)) / (n_high - n_low)``, which cancels everything both have in common: the
+first execution (19% dearer than the others for mobilenet_v3_small: buffers, first reshape), the
+workers' start-up, the dumps.
+
+What is left out. The thread pool's own code (``libexecutorch_threadpool.so``: pthreadpool's
+spin-waiting and work hand-out) is the only part whose count changes between identical runs
+(valgrind runs one thread at a time, and how long a worker spins before the work reaches it
+depends on scheduling). It is reported per library, not counted in ``per_execute``. Measured on
+mobilenet_v3_small fp32 (slope 2 -> 12 executions, three process pairs each): 1 thread 26,431,863
+per execute with a spread of 1 instruction (4e-8) — the pool's code spread 937; 2 threads
+26,538,675 with a spread of 475 (1.8e-5) — the pool's code 108,223-130,666 per execute, a spread
+of 22,443 (8e-4) that would otherwise be most of the noise. ``--fair-sched=yes`` changed
+neither (1.4e-5). See ``benchmarks/scripts/instruction_gate_eval.py`` for the figures over the
+matrix.
+
+What the counts are not. valgrind's virtual CPU has no AVX-512 (nor AMX, SME ...), so XNNPACK
+picks the kernels it would pick on an AVX2 machine: the counts follow the work a change adds or
+removes, not the instructions of the timed run on this CPU. valgrind runs the threads one at a
+time, so a count says nothing about parallel speed.
+
+Symbols: the x86 executorch wheel hides XNNPACK's internal functions (microkernels read as
+``0x00000000000ffcc0 [libexecutorch_backend_xnnpack.so]``); per-operator attribution is exact
+for operators outside the delegate (their kernels are named) and the delegate is one entry.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from pytest_sme2.errors import Sme2Error
+from pytest_sme2.measure.callgrind import Costs, Function, read_profiles
+
+VALGRIND_PACKAGE = "valgrind"           # the Debian/Ubuntu package that provides it
+MIN_VALGRIND = (3, 18)      # glibc 2.34 (pthread moved into libc.so.6) is supported from 3.18
+METHOD_EXECUTE = "executorch::runtime::Method::execute()"
+METHOD_EXECUTE_MANGLED = "_ZN10executorch7runtime6Method7executeEv"
+EXECUTE_INSTRUCTION = "executorch::runtime::Method::execute_instruction()"
+THREAD_START = "start_thread"           # glibc's entry of every thread it creates
+POOL_LIBRARY = "libexecutorch_threadpool.so"
+DEFAULT_EXECUTIONS = (2, 4)             # n_low, n_high: the first of each is a warm-up
+DEFAULT_TIMEOUT_S = 1800.0
+HOTTEST = 10
+HOST_ONLY = "instructions are counted on the host only; measuring time only"
+METHOD = "callgrind"
+
+
+class InstructionCountError(Sme2Error):
+    pass
+
+
+@dataclass(frozen=True)
+class InstructionCount:
+    """Instructions per ``Method::execute`` of one model, dtype and thread count.
+
+    ``per_execute`` leaves out the thread pool's own code (``deterministic_note`` says so, with
+    how much it was); ``per_library`` lists every library, the pool included; ``hottest`` the
+    ten functions with the most instructions of their own; ``per_operator`` what each kernel
+    or delegate call of the method cost (inclusive), where the symbols name them."""
+
+    per_execute: float
+    executions: int                     # executions the slope spans (n_high - n_low)
+    method: str                         # how it was counted
+    threads: int
+    hottest: list[tuple[str, float]]
+    per_library: dict[str, float]
+    deterministic_note: str
+    per_operator: dict[str, float] = field(default_factory=dict)
+    excluded: dict[str, float] = field(default_factory=dict)   # library -> per execute
+    wall_s: float = 0.0                 # what counting cost (both processes, in parallel)
+    valgrind: str = ""                  # "3.19.0"
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["hottest"] = [[name, value] for name, value in self.hottest]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> InstructionCount:
+        d = dict(d)
+        d["hottest"] = [(str(n), float(v)) for n, v in d.get("hottest", [])]
+        return cls(**d)
+
+
+# -- valgrind ----------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=8)
+def _version_of(valgrind: str) -> str:
+    try:
+        out = subprocess.run([valgrind, "--version"], capture_output=True, text=True,
+                             timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise InstructionCountError(f"cannot run {valgrind} --version ({e}); install the "
+                                    f"Debian package '{VALGRIND_PACKAGE}'") from None
+    text = (out.stdout or out.stderr).strip()
+    return text.splitlines()[0] if text else ""
+
+
+def find_valgrind() -> tuple[str, str]:
+    """(path, version) of a valgrind that can count, or InstructionCountError in one line."""
+    path = shutil.which("valgrind")
+    if path is None:
+        raise InstructionCountError(
+            "instructions are counted with valgrind, which is not on PATH: install the Debian "
+            f"package '{VALGRIND_PACKAGE}' (apt-get install {VALGRIND_PACKAGE}) or measure "
+            "time only")
+    text = _version_of(path)
+    m = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
+    if not m:
+        raise InstructionCountError(f"{path} --version printed {text[:60]!r}, not a valgrind "
+                                    f"version; install the Debian package '{VALGRIND_PACKAGE}'")
+    version = tuple(int(g) for g in m.groups() if g is not None)
+    if version[:2] < MIN_VALGRIND:
+        need = ".".join(map(str, MIN_VALGRIND))
+        raise InstructionCountError(
+            f"valgrind {m.group(0)} ({path}) is too old to count instructions ({need} or newer "
+            f"needed): install a newer Debian package '{VALGRIND_PACKAGE}'")
+    return path, m.group(0)
+
+
+def host_only_reason(device: Any) -> str | None:
+    """None where instructions can be counted (the host), else the one line to show."""
+    spec = str(getattr(device, "spec", "host"))
+    if spec.split(":", 1)[0] == "host" and getattr(device, "target", "host") == "host":
+        return None
+    return f"--device {spec}: {HOST_ONLY}"
+
+
+def _nm_symbols(path: Path, dynamic: bool) -> str | None:
+    nm = shutil.which("nm")
+    if nm is None:
+        return None
+    argv = [nm, "--defined-only", *(["-D"] if dynamic else []), str(path)]
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout if out.returncode == 0 else ""
+
+
+def _demangle(symbol: str) -> str | None:
+    cxxfilt = shutil.which("c++filt")
+    if cxxfilt is None:
+        return None
+    try:
+        out = subprocess.run([cxxfilt, symbol], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    name = out.stdout.strip()
+    return name if out.returncode == 0 and name and name != symbol else None
+
+
+def execute_symbol(binary: Path, libs: Sequence[Path] = ()) -> str:
+    """The name callgrind gives ``Method::execute``, checked against the library that defines
+    it (``nm -D --defined-only``, demangled with ``c++filt``): libexecutorch.so of the wheel, or
+    the binary itself for a static build. Without binutils the known name is assumed."""
+    candidates = [(Path(p), True) for p in libs if Path(p).name.startswith("libexecutorch.so")]
+    candidates.append((Path(binary), False))
+    looked = []
+    for path, dynamic in candidates:
+        symbols = _nm_symbols(path, dynamic)
+        if symbols is None:                        # no nm: trust the known spelling
+            return METHOD_EXECUTE
+        looked.append(path.name)
+        if re.search(rf"\s{METHOD_EXECUTE_MANGLED}$", symbols, re.M):
+            return _demangle(METHOD_EXECUTE_MANGLED) or METHOD_EXECUTE
+    raise InstructionCountError(
+        f"{', '.join(looked)} define no {METHOD_EXECUTE} ({METHOD_EXECUTE_MANGLED}); "
+        "instructions per execution cannot be told from loading")
+
+
+# -- one counting run ---------------------------------------------------------------------------
+
+
+def callgrind_argv(valgrind: str, symbol: str, out_file: Path, log_file: Path) -> list[str]:
+    return [valgrind, "--tool=callgrind", "--cache-sim=no", "--branch-sim=no",
+            "--separate-threads=yes", "--collect-atstart=no",
+            f"--toggle-collect={symbol}", f"--toggle-collect={THREAD_START}",
+            f"--callgrind-out-file={out_file}", f"--log-file={log_file}"]
+
+
+_KILLED = re.compile(r"Process terminating with default action of signal (\d+) \((\w+)\)")
+_VEX = re.compile(r"(vex \S+: unhandled instruction bytes[^\n]*|valgrind: Unrecognised "
+                  r"instruction[^\n]*)")
+
+
+@dataclass
+class _Process:
+    executions: int
+    folder: Path
+    proc: subprocess.Popen | None = None
+    stdout: str = ""
+    stderr: str = ""
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return lines[-1][:300] if lines else "(no stderr)"
+
+
+def _failure(name: str, model: Path, p: _Process) -> InstructionCountError:
+    log = ""
+    try:
+        log = (p.folder / "valgrind.log").read_text(errors="replace")
+    except OSError:
+        pass
+    code = p.proc.returncode if p.proc else None
+    m = _KILLED.search(log)
+    if (code is not None and code < 0) or m:
+        sig = m.group(2) if m else signal.Signals(-code).name
+        vex = _VEX.search(log)
+        why = f" ({vex.group(1).strip()})" if vex else ""
+        return InstructionCountError(
+            f"runner {name!r} on {model.name} was killed by {sig} under valgrind{why}; "
+            f"stderr: {_last_line(p.stderr)}")
+    return InstructionCountError(
+        f"runner {name!r} on {model.name} under valgrind exited with status {code}: "
+        f"{_last_line(p.stderr or log)}")
+
+
+def _run_all(processes: list[_Process], argvs: list[list[str]], timeout_s: float, name: str,
+             model: Path) -> None:
+    """Start every process, then wait for all (they run in parallel: each is one host thread
+    under valgrind, and the counts do not depend on timing)."""
+    try:
+        for p, argv in zip(processes, argvs):
+            try:
+                p.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                          start_new_session=True)
+            except OSError as e:
+                raise InstructionCountError(f"cannot start {argv[0]} ({e.strerror})") from None
+        deadline = time.monotonic() + timeout_s
+        for p in processes:
+            try:
+                out, err = p.proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                raise InstructionCountError(
+                    f"runner {name!r} on {model.name} under valgrind gave no count within "
+                    f"{timeout_s:g} s; killed") from None
+            p.stdout, p.stderr = out.decode(errors="replace"), err.decode(errors="replace")
+    finally:
+        for p in processes:
+            if p.proc is not None and p.proc.poll() is None:
+                try:
+                    os.killpg(p.proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                p.proc.communicate()            # reaps it and closes its pipes
+    for p in processes:
+        if p.proc.returncode != 0:
+            raise _failure(name, model, p)
+
+
+def _costs(folder: Path) -> tuple[Costs, Costs]:
+    """(calling thread, every other thread) of one process."""
+    profiles = read_profiles(folder.glob("callgrind.out*"))
+    return (Costs.of(p for p in profiles if p.thread == 1),
+            Costs.of(p for p in profiles if p.thread != 1))
+
+
+# -- from two processes to one count ------------------------------------------------------------
+
+
+def _library(obj: str) -> str:
+    return os.path.basename(obj) or obj
+
+
+def _is_pool(obj: str) -> bool:
+    return _library(obj).startswith(POOL_LIBRARY)
+
+
+def short_name(fn: str) -> str:
+    """A function name without its parameter list: ``ns::f(int, float) const`` -> ``ns::f``."""
+    name = fn.strip()
+    if name.endswith(" const"):
+        name = name[:-6]
+    if not name.endswith(")"):
+        return name
+    depth = 0
+    for i in range(len(name) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(name[i], 0)
+        if depth == 0:
+            return name[:i] or fn
+    return fn
+
+
+def _is_address(fn: str) -> bool:
+    return bool(re.fullmatch(r"0x[0-9a-fA-F]+", fn))
+
+
+def _slope(low: dict, high: dict, span: int) -> dict:
+    return {k: (high.get(k, 0) - low.get(k, 0)) / span for k in set(low) | set(high)}
+
+
+def _operator_name(callee: Function, costs: Costs) -> str:
+    obj, fn = callee
+    if "Backend::execute" in fn:                  # a delegate: one entry per backend
+        backend = short_name(fn).split("::")[-2]
+        return f"{backend} delegate"
+    if _is_address(fn):             # an unnamed wrapper: name it by the kernel it calls
+        named = [(cost, f) for (o, f), cost in costs.calls.get(callee, {}).items()
+                 if f.startswith("torch::executor::")]
+        if named:
+            fn = max(named)[1]
+    name = short_name(fn)
+    for prefix in ("torch::executor::native::", "torch::executor::"):
+        if name.startswith(prefix):
+            return name[len(prefix):]
+    return name if not _is_address(name) else f"{name} [{_library(obj)}]"
+
+
+def _operators(main: Costs) -> dict[str, int]:
+    """Inclusive cost of each kernel or delegate that ``Method::execute_instruction`` called on
+    the calling thread, by operator name."""
+    out: dict[str, int] = {}
+    for caller, callees in main.calls.items():
+        if caller[1] != EXECUTE_INSTRUCTION:
+            continue
+        for callee, cost in callees.items():
+            obj, fn = callee
+            lib = _library(obj)
+            if not (lib.startswith(("libexecutorch_kernels", "libexecutorch_backend")) or
+                    "::native::" in fn or "Backend::execute" in fn):
+                continue
+            name = _operator_name(callee, main)
+            out[name] = out.get(name, 0) + cost
+    return out
+
+
+def summarize(low: tuple[Costs, Costs], high: tuple[Costs, Costs], n_low: int, n_high: int,
+              threads: int, wall_s: float = 0.0, valgrind: str = "") -> InstructionCount:
+    """The count per execute from the profiles of two processes that ran the same model
+    ``n_low`` and ``n_high`` times: (calling thread, other threads) costs of each."""
+    span = n_high - n_low
+    if span <= 0:
+        raise InstructionCountError(f"the slope needs more executions in the second process "
+                                    f"({n_low} -> {n_high})")
+    for (main, _), n in ((low, n_low), (high, n_high)):
+        if main.total == 0:
+            raise InstructionCountError(
+                f"nothing was counted inside {METHOD_EXECUTE} in a run of {n} execution(s): the "
+                "runner never entered it under that name")
+    if threads > 1 and high[1].total == 0:
+        raise InstructionCountError(
+            f"no instruction of the thread pool's workers was counted at {threads} threads "
+            f"(valgrind did not see glibc's {THREAD_START}: a libc without symbols?)")
+
+    def merged(pair: tuple[Costs, Costs]) -> dict[Function, int]:
+        out = dict(pair[0].self_cost)
+        for k, v in pair[1].self_cost.items():
+            out[k] = out.get(k, 0) + v
+        return out
+
+    per_fn = _slope(merged(low), merged(high), span)
+    per_library: dict[str, float] = {}
+    for (obj, _), v in per_fn.items():
+        per_library[_library(obj)] = per_library.get(_library(obj), 0.0) + v
+    per_library = {lib: v for lib, v in per_library.items() if abs(v) >= 0.5}
+    excluded = {lib: v for lib, v in per_library.items() if _is_pool(lib)}
+    per_execute = sum(v for lib, v in per_library.items() if lib not in excluded)
+    if per_execute <= 0:
+        raise InstructionCountError(f"{n_high} executions counted no more instructions than "
+                                    f"{n_low} ({per_execute:+.0f} per execute)")
+    hottest = sorted(((f"{short_name(fn)} [{_library(obj)}]", v)
+                      for (obj, fn), v in per_fn.items() if v > 0), key=lambda kv: -kv[1])
+    operators = _slope(_operators(low[0]), _operators(high[0]), span)
+    if threads > 1:
+        workers = _slope({k: v for k, v in low[1].self_cost.items() if not _is_pool(k[0])},
+                         {k: v for k, v in high[1].self_cost.items() if not _is_pool(k[0])},
+                         span)
+        operators["pool workers (operator not known)"] = sum(workers.values())
+    pool = sum(excluded.values())
+    if not excluded:
+        note = (f"{threads} thread(s): every counted instruction; no separate thread-pool "
+                "library to leave out (a static runner build), so pool spinning is counted")
+    elif threads == 1:
+        note = (f"1 thread: instructions inside {METHOD_EXECUTE}; the thread pool's own code "
+                f"({POOL_LIBRARY}, {pool:,.0f} per execute) is left out: it varies between "
+                "identical runs")
+    else:
+        note = (f"{threads} threads: the calling thread inside {METHOD_EXECUTE} plus the pool's "
+                "workers, summed (the share each thread takes varies from run to run, the sum "
+                f"does not); the pool's own spinning and work hand-out ({POOL_LIBRARY}, "
+                f"{pool:,.0f} per execute) is left out: it varies between identical runs")
+    return InstructionCount(
+        per_execute=per_execute, executions=span,
+        method=(f"{METHOD}: {METHOD_EXECUTE} on the calling thread + pool workers, slope of "
+                f"{n_low} -> {n_high} executions, {POOL_LIBRARY} left out"),
+        threads=threads, hottest=hottest[:HOTTEST],
+        per_library=dict(sorted(per_library.items(), key=lambda kv: -kv[1])),
+        deterministic_note=note,
+        per_operator=dict(sorted(((k, v) for k, v in operators.items() if v > 0),
+                                 key=lambda kv: -kv[1])),
+        excluded=excluded, wall_s=round(wall_s, 3), valgrind=valgrind)
+
+
+# -- the entry point ----------------------------------------------------------------------------
+
+
+def count_instructions(pte: Path, *, threads: int = 1, inputs: Path | None = None,
+                       runner: Any = None, executions: tuple[int, int] = DEFAULT_EXECUTIONS,
+                       timeout_s: float = DEFAULT_TIMEOUT_S, keep_dir: Path | None = None,
+                       progress: Callable[[str], None] | None = None) -> InstructionCount:
+    """Instructions per ``Method::execute`` of ``pte`` at ``threads`` threads with ``inputs``
+    (a tensor file, as the benchmark feeds; None: ones), from the native runner under valgrind.
+
+    ``runner``: a ``NativeRunner`` (default: the host build, built on first use).
+    ``executions``: (n_low, n_high) executions of the two processes, run in parallel.
+    ``keep_dir``: keep the callgrind profiles there (default: a temporary folder, removed)."""
+    from pytest_sme2.runners.base import RunRequest
+    from pytest_sme2.runners.native import native_runner
+
+    n_low, n_high = executions
+    if threads < 1:
+        raise InstructionCountError(f"threads must be 1 or more, got {threads}")
+    if not 1 <= n_low < n_high:
+        raise InstructionCountError(f"executions must be two counts 1 <= low < high, got "
+                                    f"{executions}")
+    pte = Path(pte)
+    if not pte.is_file():
+        raise InstructionCountError(f"{pte}: model file not found")
+    valgrind, version = find_valgrind()
+    runner = runner if runner is not None else native_runner(progress=progress)
+    name = runner.info.name
+    symbol = execute_symbol(runner.binary, getattr(runner, "libs", ()))
+    folder = Path(keep_dir) if keep_dir else Path(tempfile.mkdtemp(prefix="sme2-callgrind-"))
+    t0 = time.perf_counter()
+    try:
+        processes, argvs = [], []
+        for n in (n_low, n_high):
+            sub = folder / f"n{n}"
+            shutil.rmtree(sub, ignore_errors=True)
+            sub.mkdir(parents=True)
+            request = RunRequest(pte=pte, etdump=sub / "run.etdump", threads=threads, runs=n,
+                                 warmup=0, inputs=inputs)
+            processes.append(_Process(n, sub))
+            argvs.append(callgrind_argv(valgrind, symbol, sub / "callgrind.out",
+                                        sub / "valgrind.log") + runner.command(request))
+        if progress:
+            progress(f"counting instructions of {pte.parent.name}/{pte.name} at {threads} "
+                     f"thread(s) under valgrind ({n_low} and {n_high} executions) ...")
+        _run_all(processes, argvs, timeout_s, name, pte)
+        wall = time.perf_counter() - t0
+        return summarize(_costs(processes[0].folder), _costs(processes[1].folder), n_low,
+                         n_high, threads, wall, version)
+    finally:
+        if keep_dir is None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def format_count(count: InstructionCount, top: int = 3) -> str:
+    """One line for the terminal: ``2,570,512 instructions per execute (1 thread; slope of 2
+    executions); top: 0x...ffcc0 [libexecutorch_backend_xnnpack.so] 73%, ...``."""
+    hot = ", ".join(f"{n} {v / count.per_execute:.0%}" for n, v in count.hottest[:top])
+    return (f"{count.per_execute:,.0f} instructions per execute ({count.threads} thread(s), "
+            f"slope over {count.executions} execution(s), {count.wall_s:.1f} s under valgrind "
+            f"{count.valgrind}); hottest: {hot}")

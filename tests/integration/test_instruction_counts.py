@@ -1,0 +1,67 @@
+"""Instructions per Method::execute counted for real: the native runner on real exports under
+valgrind. The count must repeat between processes, not depend on how many executions the slope
+spans, and grow when the model does more work."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from pytest_sme2.measure.instructions import POOL_LIBRARY, count_instructions
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(shutil.which("valgrind") is None,
+                                 reason="valgrind is not installed")]
+
+WIDE = "toy_cnn_wide_for_instructions"
+
+
+@pytest.fixture(scope="module")
+def toy_count(toy_export):
+    return count_instructions(toy_export.pte, threads=1, inputs=toy_export.inputs)
+
+
+def test_two_processes_agree_within_1e_4(toy_export, toy_count):
+    again = count_instructions(toy_export.pte, threads=1, inputs=toy_export.inputs)
+    assert abs(again.per_execute / toy_count.per_execute - 1) < 1e-4, (again, toy_count)
+
+
+def test_more_executions_do_not_change_the_count_per_execute(toy_export, toy_count):
+    longer = count_instructions(toy_export.pte, threads=1, inputs=toy_export.inputs,
+                                executions=(2, 6))
+    assert longer.executions == 4 and toy_count.executions == 2
+    assert abs(longer.per_execute / toy_count.per_execute - 1) < 1e-4, (longer, toy_count)
+
+
+def test_what_the_count_holds(toy_count):
+    c = toy_count
+    # toy_cnn fp32 does ~2.6 million instructions per execute (1 thread, valgrind's AVX2 CPU)
+    assert 1e6 < c.per_execute < 1e7
+    assert len(c.hottest) == 10 and c.hottest == sorted(c.hottest, key=lambda kv: -kv[1])
+    assert max(c.per_library, key=c.per_library.get) == "libexecutorch_backend_xnnpack.so"
+    assert set(c.excluded) == {POOL_LIBRARY}
+    assert c.per_execute == pytest.approx(sum(v for k, v in c.per_library.items()
+                                              if k != POOL_LIBRARY))
+    # the delegate is one entry (XNNPACK's symbols are hidden in the x86 wheel); the adaptive
+    # average pooling that XNNPACK leaves to the runtime is named by its kernel
+    assert set(c.per_operator) == {"XnnpackBackend delegate", "_adaptive_avg_pool2d_out"}
+    assert c.valgrind and c.wall_s > 0
+
+
+def test_two_threads_repeat_too(toy_export):
+    a, b = (count_instructions(toy_export.pte, threads=2, inputs=toy_export.inputs)
+            for _ in range(2))
+    assert a.threads == 2 and a.deterministic_note.startswith("2 threads")
+    assert abs(a.per_execute / b.per_execute - 1) < 1e-4, (a, b)
+
+
+def test_a_wider_model_counts_more(export_cache, toy_count):
+    from pytest_sme2.export import export_model
+    from pytest_sme2_models import register_model
+
+    register_model(WIDE, "pytest_sme2_models.toy_cnn:build", channels=24)
+    wide = export_model(WIDE, "fp32", export_cache)
+    count = count_instructions(wide.pte, threads=1, inputs=wide.inputs)
+    # 16 -> 24 channels: the two 3x3 convolutions between them do 2.25x the work
+    assert count.per_execute > 1.5 * toy_count.per_execute
