@@ -24,7 +24,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any, Iterable, Sequence
 
-from pytest_sme2.baseline_key import BaselineKey, UnderTest
+from pytest_sme2.baseline_key import MEASURE_TIME, BaselineKey, UnderTest
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.locking import folder_lock
 from pytest_sme2.results import BenchmarkResult, atomic_write_text
@@ -284,7 +284,7 @@ def group_by_key(results: Iterable[BenchmarkResult]) -> dict[BaselineKey, list[B
 
 def save(results: Sequence[BenchmarkResult], baseline_dir: Path, keep: int = DEFAULT_KEEP,
          session_id: str | None = None, commit: str | None | bool = True,
-         now: datetime | None = None) -> Path:
+         now: datetime | None = None, measure: str = MEASURE_TIME) -> Path:
     """Add one session (one block per result) to the key's file and keep the last ``keep``.
 
     All results must share a key. With ``session_id``, blocks are added to the session of that
@@ -293,22 +293,32 @@ def save(results: Sequence[BenchmarkResult], baseline_dir: Path, keep: int = DEF
     Read-modify-write happens under a lock and the file is replaced atomically, so concurrent
     savers never lose a session or leave half a file. A corrupt file is kept beside as
     ``<name>.corrupt`` and a new history starts (that is what re-recording means). Schema-1
-    files of the key are merged into the new file and removed."""
+    files of the key are merged into the new file and removed.
+
+    ``measure="instructions"``: the file keyed so, one block per result holding its
+    instructions per execute (results without a count are an error)."""
     if not results:
         raise BaselineError("nothing to save: no results")
     if keep < 1:
         raise BaselineError(f"keep must be at least 1 session, got {keep}")
-    key = BaselineKey.from_result(results[0])
+    key = BaselineKey.from_result(results[0], measure)
     for r in results[1:]:
-        if BaselineKey.from_result(r) != key:
+        if BaselineKey.from_result(r, measure) != key:
             raise BaselineError(f"cannot save {r.nodeid or r.model!r} with "
                                 f"{results[0].nodeid or results[0].model!r}: different keys")
     folder = Path(baseline_dir)
     path = folder / key.filename
     sha = git_commit() if commit is True else (commit or None)
     stamp = (now or datetime.now(timezone.utc)).isoformat(timespec="seconds")
-    blocks = [[round(float(v), 6) for v in r.e2e_ms] for r in results]
-    cats = [{k: round(float(v), 6) for k, v in r.categories_ms.items()} for r in results]
+    if measure == MEASURE_TIME:
+        blocks = [[round(float(v), 6) for v in r.e2e_ms] for r in results]
+        cats = [{k: round(float(v), 6) for k, v in r.categories_ms.items()} for r in results]
+    else:
+        counts = [r.instructions_per_execute for r in results]
+        if any(c is None or not c > 0 for c in counts):
+            raise BaselineError(f"cannot save {results[0].nodeid or results[0].model!r} in "
+                                f"{measure}: a block has no count")
+        blocks, cats = [[round(float(c), 3)] for c in counts], []
     with folder_lock(folder):
         baseline = Baseline(key, [], path)
         if path.exists():

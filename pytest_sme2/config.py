@@ -27,6 +27,7 @@ from pytest_sme2.settings import DEFAULT_CONFIRM_BLOCKS, MIN_BLOCKS, BenchSettin
 DEFAULT_MIN_SPEEDUP = "fp32=1.2,fp16=1.5,int8=1.2,int8_dynamic=1.2"
 DEFAULT_THRESHOLD_PCT = 10.0      # the gate's threshold when --fail-on-regression is not given
 DEFAULT_BASELINE_DIR = "benchmarks/baselines"
+MEASURES = ("time", "instructions")   # --sme2-measure: time only, or instructions counted too
 
 
 class Option(NamedTuple):
@@ -73,6 +74,10 @@ OPTIONS: dict[str, Option] = {
                                "dtype"),
     "baseline_dir": Option("sme2_baseline_dir", DEFAULT_BASELINE_DIR,
                            "folder of stored baselines, one JSON file per benchmark key"),
+    "sme2_measure": Option("sme2_measure", MEASURES[0],
+                           "what each host benchmark measures: time (default), or "
+                           "instructions: also instructions per execute, counted once under "
+                           "valgrind and gated like time"),
     "fail_on_regression": Option("sme2_fail_on_regression", "",
                                  "fail a benchmark (and the session) whose slow-down beyond PCT "
                                  "percent is statistically clear against its baseline"),
@@ -132,6 +137,7 @@ class Sme2Config:
     baseline_dir: Path | None = None
     save_baseline: bool = False
     gate: GatePolicy = GatePolicy()
+    measure: str = MEASURES[0]                # "time", or "instructions" (counted too)
 
     @property
     def emulated(self) -> bool:
@@ -208,6 +214,7 @@ def config_from_options(values: Mapping[str, Any], ini: Mapping[str, Any],
     runners = tuple(str(r) for r in (*(ini.get(RUNNERS_INI) or ()),
                                      *(values.get(RUNNERS_DEST) or ())))
     runner_specs(list(runners), runner_kinds)   # a bad spec stops here, not at first use
+    measure = parse_measure(text("sme2_measure")[0])
     return Sme2Config(
         settings=settings, device=device, runners=runners, runner_kinds=tuple(runner_kinds),
         category_rules=category_rules,
@@ -221,11 +228,21 @@ def config_from_options(values: Mapping[str, Any], ini: Mapping[str, Any],
                         allow_foreign=bool(values.get("allow_foreign_baseline")),
                         categories=parse_gate_categories(text("sme2_gate_categories")[0],
                                                          category_rules),
-                        confirm_blocks=whole("sme2_confirm_blocks", 0, "0 or more")))
+                        confirm_blocks=whole("sme2_confirm_blocks", 0, "0 or more")),
+        measure=measure)
 
 
 def _flag(dest: str) -> str:
     return "--" + dest.replace("_", "-")
+
+
+def parse_measure(text: str) -> str:
+    """``--sme2-measure``: time or instructions (any case, surrounding spaces ignored)."""
+    measure = text.strip().lower()
+    if measure not in MEASURES:
+        raise Sme2Error(f"--sme2-measure: unknown measure {text!r}; choose from "
+                        f"{', '.join(MEASURES)}")
+    return measure
 
 
 def parse_threshold(text: str) -> float | None:

@@ -56,7 +56,8 @@ from pytest_sme2.baseline_key import BaselineKey, UnderTest
 from pytest_sme2.config import DEFAULT_THRESHOLD_PCT, GatePolicy
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.results import BenchmarkResult
-from pytest_sme2.stats import Interval, noise_floor, two_level_bootstrap
+from pytest_sme2.stats import (UNMEASURED_DRIFT, UNMEASURED_DRIFT_INSTRUCTIONS, Interval,
+                               noise_floor, two_level_bootstrap)
 
 __all__ = ["GatePolicy", "GateReport", "Judgement", "evaluate", "judge_levels",
            "run_with_confirmation"]
@@ -65,6 +66,7 @@ OK, REGRESSION, IMPROVEMENT, NOT_COMPARED = "ok", "regression", "improvement", "
 CONFIDENCE = 0.95
 RESAMPLES = 4000
 DEFAULT_POLICY = GatePolicy()
+TIME, INSTRUCTIONS = "time", "instructions"     # the measures a judgement can be of
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,7 @@ class Judgement:
     category: str | None = None
     foreign: bool = False             # a baseline exists but was recorded on another device
     changed_since_baseline: tuple[str, ...] = ()   # under test: model source, versions, ...
+    measure: str = TIME               # or INSTRUCTIONS (--sme2-measure instructions)
 
     @property
     def regressed(self) -> bool:
@@ -100,6 +103,8 @@ class Judgement:
         """One line: ``regression 1.34x [1.28, 1.41] vs baseline; changed since baseline:
         model source, executorch 1.5.1 -> 1.5.2``, or ``not compared: <why>``."""
         what = f"{self.category} " if self.category else ""
+        if self.measure != TIME:
+            what = f"{self.measure} {what}"
         r = self.ratio
         if self.status == NOT_COMPARED or r is None:
             reason = self.reason.removeprefix("not compared: ")
@@ -110,7 +115,9 @@ class Judgement:
         return line
 
     def to_dict(self) -> dict[str, Any]:
-        return {"status": self.status, "ratio": self.ratio.to_dict() if self.ratio else None,
+        measure = {} if self.measure == TIME else {"measure": self.measure}
+        return {**measure,
+                "status": self.status, "ratio": self.ratio.to_dict() if self.ratio else None,
                 "threshold_pct": self.threshold_pct, "noise_floor_pct": self.noise_floor_pct,
                 "reason": self.reason, "baseline_median": self.baseline_median,
                 "current_median": self.current_median,
@@ -136,7 +143,11 @@ def judge_levels(base_sessions: Sequence[Sequence[float]], current: Sequence[flo
                  confidence: float = CONFIDENCE, resamples: int = RESAMPLES, seed: int = 0,
                  category: str | None = None) -> Judgement:
     """The rule on block-level values: ``base_sessions`` holds one value per block for each
-    baseline session, ``current`` one value per block of this session."""
+    baseline session, ``current`` one value per block of this session. ``unit="instructions"``:
+    instruction counts (--sme2-measure instructions), judged by the same rule; below 3
+    baseline sessions their noise floor is at least ``UNMEASURED_DRIFT_INSTRUCTIONS`` (0.1%)
+    instead of time's 25%, and the judgement says it is of instructions."""
+    measure = INSTRUCTIONS if unit == INSTRUCTIONS else TIME
     if threshold_pct < 0:
         raise Sme2Error(f"the regression threshold must be 0% or more, got {threshold_pct:g}%")
     sessions = [np.asarray(s, dtype=float) for s in base_sessions if len(s)]
@@ -153,21 +164,25 @@ def judge_levels(base_sessions: Sequence[Sequence[float]], current: Sequence[flo
     point = cur_level / base_level
     low, high = two_level_bootstrap(sessions, cur, confidence, resamples, seed)
     ratio = Interval(point, min(low, point), max(high, point), confidence)
-    floor, source = noise_floor(sessions)
+    floor, source = noise_floor(sessions, UNMEASURED_DRIFT_INSTRUCTIONS
+                                if measure == INSTRUCTIONS else UNMEASURED_DRIFT)
     limit = 1 + max(threshold_pct / 100, floor)
+    more, fewer = ("more", "fewer") if measure == INSTRUCTIONS else ("slower", "faster")
     if ratio.low > limit:
-        status, word = REGRESSION, f"{(point - 1) * 100:.1f}% slower"
+        status, word = REGRESSION, f"{(point - 1) * 100:.1f}% {more}"
     elif ratio.high < 1 / limit:
-        status, word = IMPROVEMENT, f"{(1 - point) * 100:.1f}% faster"
+        status, word = IMPROVEMENT, f"{(1 - point) * 100:.1f}% {fewer}"
     else:
         status, word = OK, "within noise"
     what = f"{category} " if category else ""
+    if measure == INSTRUCTIONS:
+        what = f"{INSTRUCTIONS} {what}"
     reason = (f"{what}{word}: median {cur_level:.4g} {unit} ({cur.size} block(s)) vs baseline "
               f"{base_level:.4g} {unit} ({len(sessions)} session(s)); ratio {ratio} "
-              f"{int(confidence * 100)}% CI; limit {_pct(limit - 1)} slower = max(threshold "
+              f"{int(confidence * 100)}% CI; limit {_pct(limit - 1)} {more} = max(threshold "
               f"{threshold_pct:g}%, noise floor {_pct(floor)} from {source})")
     return Judgement(status, ratio, threshold_pct, floor * 100, reason, base_level, cur_level,
-                     len(sessions), int(cur.size), category)
+                     len(sessions), int(cur.size), category, measure=measure)
 
 
 def _judge_category(base: baseline_store.Baseline, results: Sequence[BenchmarkResult],
@@ -211,6 +226,11 @@ class GateReport:
         return {j.category: j for j in self.judgements[1:] if j.category}
 
     @property
+    def instructions(self) -> Judgement | None:
+        """The verdict on instruction counts (--sme2-measure instructions), if any."""
+        return next((j for j in self.judgements if j.measure == INSTRUCTIONS), None)
+
+    @property
     def regressions(self) -> list[Judgement]:
         return [j for j in self.judgements if j.regressed]
 
@@ -235,6 +255,8 @@ class GateReport:
         ``baselines``: one row per benchmark, not per block."""
         block.baseline = self.e2e.to_dict()
         block.baseline_categories = {c: j.to_dict() for c, j in self.categories.items()}
+        if self.instructions is not None:
+            block.baseline_instructions = self.instructions.to_dict()
 
     @classmethod
     def unjudged(cls, reason: str) -> GateReport:
@@ -263,10 +285,12 @@ def evaluate(results: Sequence[BenchmarkResult], baseline_dir: Path | None,
     fails with its message, never passes."""
     names = _category_names(policy, results)
     pct = policy.threshold_pct
+    counted = _judge_instructions(results, baseline_dir, policy, exclude_session)
+    extra = (counted,) if counted is not None else ()
 
     def every(reason: str, foreign: bool = False) -> GateReport:
         return GateReport(tuple(replace(not_compared(reason, pct, c), foreign=foreign)
-                                for c in [None, *names]), len(results))
+                                for c in [None, *names]) + extra, len(results))
 
     if not results:
         return every("nothing measured to compare")
@@ -286,8 +310,44 @@ def evaluate(results: Sequence[BenchmarkResult], baseline_dir: Path | None,
     verdicts += [_judge_category(base, results, c, pct) for c in names]
     changed = tuple(UnderTest.of(results[0]).changes_since(base.under_test)) \
         if base.under_test is not None else ()
-    return GateReport(tuple(_annotated(v, changed, found.foreign_reason) for v in verdicts),
-                      len(results))
+    return GateReport(tuple(_annotated(v, changed, found.foreign_reason) for v in verdicts)
+                      + extra, len(results))
+
+
+def _judge_instructions(results: Sequence[BenchmarkResult], baseline_dir: Path | None,
+                        policy: GatePolicy, exclude_session: str | None) -> Judgement | None:
+    """The rule on instructions per execute (--sme2-measure instructions), when this benchmark
+    has them: against the baseline file keyed ``measure="instructions"`` (one value per
+    session), else ``not_compared`` saying why. None when nothing was counted."""
+    counts = [c for r in results if (c := r.instructions_per_execute) is not None]
+    if not counts:
+        return None
+    pct = policy.threshold_pct
+
+    def unjudged(reason: str, foreign: bool = False) -> Judgement:
+        return replace(not_compared(reason, pct), measure=INSTRUCTIONS, foreign=foreign)
+
+    if baseline_dir is None:
+        return unjudged("no baseline folder configured")
+    key = BaselineKey.from_result(results[0], measure=INSTRUCTIONS)
+    found = baseline_store.find(baseline_dir, key)
+    if found.baseline is None:
+        return unjudged(f"no instruction baseline {key.filename} in {baseline_dir}; record one "
+                        "with --sme2-measure instructions --save-baseline")
+    if found.baseline.key.measure != INSTRUCTIONS:
+        name = found.baseline.path.name if found.baseline.path else "the baseline"
+        return unjudged(f"{name} was measured in {found.baseline.key.measure} only, not in "
+                        "instructions; record instruction counts with --sme2-measure "
+                        "instructions --save-baseline")
+    if found.foreign_reason and not policy.allow_foreign:
+        return unjudged(f"not compared: {found.foreign_reason} (compare anyway with "
+                        "--allow-foreign-baseline, or re-record with --save-baseline)", True)
+    base = found.baseline.excluding(exclude_session)
+    verdict = judge_levels([s.block_medians for s in base.sessions], counts, pct,
+                           unit=INSTRUCTIONS)
+    changed = tuple(UnderTest.of(results[0]).changes_since(base.under_test)) \
+        if base.under_test is not None else ()
+    return _annotated(verdict, changed, found.foreign_reason)
 
 
 def _annotated(j: Judgement, changed: tuple[str, ...], foreign: str | None) -> Judgement:
@@ -317,12 +377,14 @@ def run_with_confirmation(first: Sequence[BenchmarkResult],
     blocks = list(first)
     report = evaluate(blocks, baseline_dir, policy, exclude_session)
     missing = 1 + policy.confirm_blocks - len(blocks)
-    if not report.regressions or measure_more is None or missing <= 0:
+    # Instruction counts do not drift between processes: more time blocks cannot confirm them.
+    timed = [j for j in report.regressions if j.measure == TIME]
+    if not timed or measure_more is None or missing <= 0:
         return blocks, report
     if progress:
         r = blocks[0]
         what = ", ".join(f"{j.category or 'end to end'} {j.ratio.point:.3f}x"
-                         for j in report.regressions if j.ratio)
+                         for j in timed if j.ratio)
         progress(f"{r.model} {r.dtype} t{r.threads} {r.runner_name}: a regression is "
                  f"suspected ({what}); measuring {missing} more block(s) to confirm it")
     for _ in range(missing):

@@ -66,9 +66,14 @@ def _config(config: pytest.Config) -> Sme2Config:
     from pytest_sme2.hooks import category_rules, runner_kinds
 
     try:
-        return config_from_options(values, ini,
-                                   BaseDirs(config.invocation_params.dir, config.rootpath),
-                                   runner_kinds(config.hook), category_rules(config.hook))
+        cfg = config_from_options(values, ini,
+                                  BaseDirs(config.invocation_params.dir, config.rootpath),
+                                  runner_kinds(config.hook), category_rules(config.hook))
+        if cfg.measure == "instructions" and cfg.device.split(":", 1)[0] == "host":
+            from pytest_sme2.measure.instructions import find_valgrind
+
+            find_valgrind()   # missing or too old: one line naming the package, up front
+        return cfg
     except Sme2Error as e:
         raise pytest.UsageError(str(e)) from None
 
@@ -333,6 +338,8 @@ def sme2_bench(request: pytest.FixtureRequest, sme2_session: BenchSession,
         reports: dict[str, GateReport] = {}
         try:
             measured.append(sme2_session.measure(run, runner, progress))
+            if cfg.measure == "instructions":
+                _count_instructions(sme2_session, sme2_device, measured[0], progress)
             reports[runner] = _judge(sme2_session, run, runner, measured, cfg.gate, progress)
         except Sme2Error as e:  # a failed run, a corrupt baseline file
             reports[runner] = GateReport.unjudged(f"not judged: {e}")
@@ -343,6 +350,31 @@ def sme2_bench(request: pytest.FixtureRequest, sme2_session: BenchSession,
         return measured[0]
 
     return bench
+
+
+def _count_instructions(session: BenchSession, device, result: BenchmarkResult,
+                        progress: Callable[[str], None]) -> None:
+    """--sme2-measure instructions: count instructions per execute of the benchmark's model,
+    inputs and threads once, with the native runner under valgrind, onto ``result``. On a
+    device other than the host, say once per session that only time is measured. A failed
+    count (a runner killed under valgrind) raises: that benchmark fails, the others go on."""
+    from pathlib import Path
+
+    from pytest_sme2.measure.instructions import count_instructions, host_only_reason
+    from pytest_sme2.runners.native import native_runner
+
+    reason = host_only_reason(device)
+    if reason is not None:
+        if not session.instructions_note_shown:
+            session.instructions_note_shown = True
+            progress(reason)
+        return
+    s = session.settings
+    exported = export_model(result.model, result.dtype, s.cache_dir, False, progress=progress)
+    count = count_instructions(Path(result.pte), threads=result.threads,
+                               inputs=exported.inputs, runner=native_runner(progress=progress),
+                               progress=progress)
+    result.instructions = count.to_dict()
 
 
 @pytest.fixture
@@ -394,8 +426,9 @@ def sme2_compare(request: pytest.FixtureRequest, sme2_session: BenchSession,
 
 def junit_properties(judgement: Judgement) -> list[tuple[str, object]]:
     """``record_property`` pairs, so CI systems show medians and ratios beside the test."""
-    pre = "sme2_gate" + (f"_{re.sub(r'[^A-Za-z0-9]+', '_', judgement.category)}"
-                         if judgement.category else "")
+    pre = "sme2_gate" + (f"_{judgement.measure}" if judgement.measure != "time" else "") \
+        + (f"_{re.sub(r'[^A-Za-z0-9]+', '_', judgement.category)}"
+           if judgement.category else "")
     props: list[tuple[str, object]] = [(f"{pre}_status", judgement.status)]
     r = judgement.ratio
     if r is not None:

@@ -177,6 +177,9 @@ _CORE = ("nodeid", "model", "dtype", "threads", "runner", "runner_info", "device
 _ANALYSIS = ("categories_ms", "overheads_ms", "operators", "kernel_evidence")
 _CONTEXT = tuple(f.name for f in fields(RunContext))
 _GATE = ("baseline", "baseline_categories")
+# --sme2-measure instructions: the count (InstructionCount.to_dict()) and the gate's verdict on
+# it; absent from results.json when not measured.
+_INSTRUCTIONS = ("instructions", "baseline_instructions")
 
 
 @dataclass
@@ -201,7 +204,15 @@ class BenchmarkResult:
     # The regression gate's verdicts (``Judgement.to_dict()``), None where it did not judge.
     baseline: dict[str, Any] | None = None
     baseline_categories: dict[str, dict[str, Any]] | None = None
+    # Instructions per Method::execute (InstructionCount.to_dict()), with --sme2-measure
+    # instructions on the host; the first block of a benchmark only.
+    instructions: dict[str, Any] | None = None
+    baseline_instructions: dict[str, Any] | None = None     # the gate's verdict on them
     extra: dict[str, Any] = field(default_factory=dict)     # keys this version does not know
+
+    @property
+    def instructions_per_execute(self) -> float | None:
+        return float(self.instructions["per_execute"]) if self.instructions else None
 
     @property
     def runner_name(self) -> str:
@@ -242,6 +253,9 @@ class BenchmarkResult:
         gate = {k: v for k, v in (("baseline", self.baseline),
                                   ("baseline_categories", self.baseline_categories))
                 if v is not None}
+        gate.update({k: v for k, v in (("instructions", self.instructions),
+                                       ("baseline_instructions", self.baseline_instructions))
+                     if v is not None})
         return {
             "nodeid": self.nodeid, "model": self.model, "dtype": self.dtype,
             "threads": self.threads, "runner": self.runner_name,
@@ -255,7 +269,7 @@ class BenchmarkResult:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "BenchmarkResult":
-        known = set(_CORE + _ANALYSIS + _CONTEXT + _GATE)
+        known = set(_CORE + _ANALYSIS + _CONTEXT + _GATE + _INSTRUCTIONS)
         return cls(nodeid=d["nodeid"], model=d["model"], dtype=d["dtype"], threads=d["threads"],
                    runner=d.get("runner_info") or {"name": d["runner"]}, device=d["device"],
                    runs=d["runs"], warmup=d["warmup"], e2e_ms=list(d["e2e_ms"]),
@@ -263,6 +277,8 @@ class BenchmarkResult:
                    export_key=d.get("export_key", ""), analysis=ResultAnalysis.from_json(d),
                    context=RunContext(**_known(RunContext, d)),
                    baseline=d.get("baseline"), baseline_categories=d.get("baseline_categories"),
+                   instructions=d.get("instructions"),
+                   baseline_instructions=d.get("baseline_instructions"),
                    extra={k: v for k, v in d.items() if k not in known})
 
 

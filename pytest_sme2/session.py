@@ -43,6 +43,7 @@ class BenchSession:
     _runners: dict[str, Runner] = field(default_factory=dict)
     _host_default: str | None = None
     _writer: "ResultsWriter | None" = None    # results.json, laid out once per benchmark
+    instructions_note_shown: bool = False     # --sme2-measure instructions off the host: said
 
     def __post_init__(self) -> None:
         self.specs: dict[str, RunnerSpec] = runner_specs(list(self.config.runners),
@@ -134,8 +135,13 @@ class BenchSession:
 
         if self.config.baseline_dir is None:
             return []
-        return [save(rs, self.config.baseline_dir, session_id=self.session_id)
-                for rs in group_by_key(self.results).values()]
+        saved = [save(rs, self.config.baseline_dir, session_id=self.session_id)
+                 for rs in group_by_key(self.results).values()]
+        counted = [r for r in self.results if r.instructions]   # --sme2-measure instructions
+        saved += [save(rs, self.config.baseline_dir, session_id=self.session_id,
+                       measure="instructions")
+                  for rs in group_by_key(counted).values()]
+        return saved
 
     def add(self, result: BenchmarkResult) -> None:
         self.results.append(result)

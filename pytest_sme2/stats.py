@@ -98,9 +98,14 @@ def bootstrap_ratio_of_medians(base: list[float], candidate: list[float], confid
 MIN_SESSIONS = 3                  # below this, drift between sessions is taken as unmeasured
 PREDICTION = 0.975                # one-sided level of the noise floor (a prediction bound)
 UNMEASURED_DRIFT = 0.25           # the least noise floor then (this VM: ±30% between sessions)
+# The same minimum for instruction counts (--sme2-measure instructions): they do not drift
+# between sessions (a few parts per million: pytest_sme2.measure.instructions), so 25% would
+# blind their gate.
+UNMEASURED_DRIFT_INSTRUCTIONS = 0.001
 
 
-def noise_floor(sessions: Sequence[Sequence[float]]) -> tuple[float, str]:
+def noise_floor(sessions: Sequence[Sequence[float]],
+                unmeasured: float = UNMEASURED_DRIFT) -> tuple[float, str]:
     """(relative floor, where it came from) from per-session block values.
 
     The floor is how far one fresh session may land from the baseline level with no change in
@@ -109,7 +114,8 @@ def noise_floor(sessions: Sequence[Sequence[float]]) -> tuple[float, str]:
     n are those of the session levels: drift between sessions is what a new session brings.
     With fewer, that drift has barely been seen (one session's blocks cannot show it at all),
     so all blocks are pooled (more degrees of freedom than 2 session levels give: Student's t
-    with 1 df would multiply the sd by 12.7) and the floor is at least ``UNMEASURED_DRIFT``."""
+    with 1 df would multiply the sd by 12.7) and the floor is at least ``unmeasured``
+    (``UNMEASURED_DRIFT`` for time)."""
     kept = [np.asarray(s, dtype=float) for s in sessions if len(s)]
     if len(kept) >= MIN_SESSIONS:
         values, source = np.array([np.median(s) for s in kept]), f"{len(kept)} sessions"
@@ -122,9 +128,11 @@ def noise_floor(sessions: Sequence[Sequence[float]]) -> tuple[float, str]:
         n = logs.size
         floor = math.expm1(t_quantile(PREDICTION, n - 1) * float(logs.std(ddof=1)) *
                            math.sqrt(1 + 1 / n))
-    if len(kept) < MIN_SESSIONS and floor < UNMEASURED_DRIFT:
-        floor = UNMEASURED_DRIFT
-        source += f", at least {UNMEASURED_DRIFT:.0%} below {MIN_SESSIONS} sessions"
+    if len(kept) < MIN_SESSIONS and floor < unmeasured:
+        floor = unmeasured
+        source += f", at least {unmeasured:.0%} below {MIN_SESSIONS} sessions" \
+            if unmeasured == UNMEASURED_DRIFT else \
+            f", at least {unmeasured:.1%} below {MIN_SESSIONS} sessions"
     return floor, source
 
 

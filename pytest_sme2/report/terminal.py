@@ -28,7 +28,16 @@ def benchmark_line(r: BenchmarkResult) -> str:
     return (f"sme2: {r.model} {r.dtype} t{r.threads} {r.runner_name}: Method::execute median "
             f"{e.median_ms:.3f} ms, p90 {e.p90_ms:.3f} ms, CV {e.cv_pct:.1f}%, "
             f"n={e.n} (+{r.warmup} warm-up discarded){sme2}"
-            + (EMULATED if r.emulated else ""))
+            + (EMULATED if r.emulated else "") + _instructions(r))
+
+
+def _instructions(r: BenchmarkResult) -> str:
+    """`` | instructions X per execute ...`` where they were counted (--sme2-measure)."""
+    if not r.instructions:
+        return ""
+    from pytest_sme2.measure.instructions import InstructionCount, format_count
+
+    return f" | instructions {format_count(InstructionCount.from_dict(r.instructions))}"
 
 
 def comparison_line(c: ComparisonRecord | Mapping[str, Any]) -> str:
@@ -76,7 +85,16 @@ def _row(name: str, rs: list[BenchmarkResult], speedup: str,
             f"{p.p90_ms:.3f}", f"{p.cv_pct:.1f}", str(p.n), speedup,
             top_category(pool_categories(rs)), ev.sme2 if ev else "-",
             baseline_cell(baseline if baseline is not None else r.baseline)
-            + _category_regressions(r.baseline_categories))
+            + _category_regressions(r.baseline_categories)
+            + _instructions_cell(r.baseline_instructions))
+
+
+def _instructions_cell(j: dict | None) -> str:
+    """The verdict on instruction counts, where they were judged."""
+    if not j or not j.get("ratio"):
+        return ""
+    word = {"regression": "REGRESSION", "improvement": "fewer"}.get(j["status"], "ok")
+    return f"; instructions {word} {j['ratio']['point']:.4f}x"
 
 
 def _category_regressions(judged: dict | None) -> str:

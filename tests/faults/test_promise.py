@@ -525,7 +525,8 @@ def test_metacharacters_in_model_report_cache_and_runner_paths(pytester, toy_exp
     pytester.makepyfile(test_weird=WEIRD_BENCH.format(model=model))
     report = f"out {WEIRD}"
     before = _tree(pytester.path)
-    # -p no:benchmark: pytest-benchmark (installed beside us) makes .benchmarks/ in any session.
+    # -p no:benchmark: pytest-benchmark, where a user has it, makes .benchmarks/ in any session
+    # (pytest-sme2 no longer depends on it).
     res = run_pytest("-p", "no:benchmark", f"--sme2-cache-dir={cache.name}", *FAST,
                f"--report-dir={report}", f"--runner=weird={weird_runner}",
                "--runner=rel=./rel runner.sh")

@@ -104,3 +104,28 @@ def test_bad_values_are_one_line_naming_the_option(values, message):
 def test_every_option_has_an_ini_twin():
     assert all(o.ini.startswith("sme2_") for o in OPTIONS.values())
     assert len({o.ini for o in OPTIONS.values()}) == len(OPTIONS)
+
+
+# -- --sme2-measure (issue 13) -----------------------------------------------------------------
+
+
+def test_measure_defaults_to_time():
+    assert _config().measure == "time" and Sme2Config().measure == "time"
+    assert OPTIONS["sme2_measure"].ini == "sme2_measure"
+
+
+@pytest.mark.parametrize("values, ini, expected", [
+    ({"sme2_measure": "instructions"}, {}, "instructions"),
+    ({}, {"sme2_measure": "instructions"}, "instructions"),
+    ({"sme2_measure": "time"}, {"sme2_measure": "instructions"}, "time"),   # command line wins
+    ({"sme2_measure": " Instructions "}, {}, "instructions"),
+])
+def test_measure_from_the_command_line_or_ini(values, ini, expected):
+    assert _config(ini, **values).measure == expected
+
+
+@pytest.mark.parametrize("bad", ["cycles", "", "time,instructions"])
+def test_an_unknown_measure_is_a_usage_error_listing_both(bad):
+    with pytest.raises(Sme2Error, match=r"--sme2-measure: unknown measure .*; choose from "
+                                        r"time, instructions$"):
+        _config(sme2_measure=bad)

@@ -1,0 +1,61 @@
+"""--sme2-measure instructions end to end (issue 13): record instruction baselines, then a run
+of the same code passes the gate on them, and results.json carries the count."""
+
+import json
+import os
+import shutil
+import xml.etree.ElementTree as ET
+
+import pytest
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("inner_session_env")]
+
+BENCH = """
+def test_toy(sme2_bench):
+    sme2_bench("toy_cnn", dtype="fp32", threads=1, runner="native")
+"""
+
+
+@pytest.fixture
+def valgrind():
+    if shutil.which("valgrind") is None:
+        if os.environ.get("CI"):
+            pytest.fail("valgrind is not installed: CI must count instructions "
+                        "(apt-get install valgrind)")
+        pytest.skip("valgrind is not installed (apt-get install valgrind): instructions "
+                    "cannot be counted here")
+
+
+def test_record_instructions_then_the_same_code_passes(pytester, run_pytest, export_cache,
+                                                       toy_export, valgrind):
+    pytester.makepyfile(test_i=BENCH)
+    args = ("-rA", f"--sme2-cache-dir={export_cache}", "--runs=3", "--warmup=1",
+            "--baseline-dir=bl", "--sme2-measure=instructions")
+    for _ in range(3):
+        run_pytest(*args, "--save-baseline").assert_outcomes(passed=1)
+    files = sorted((pytester.path / "bl").glob("*.json"))
+    docs = {json.loads(f.read_text())["key"]["measure"]: (f, json.loads(f.read_text()))
+            for f in files}
+    assert sorted(docs) == ["instructions", "time"]
+    counts = [s["blocks"] for s in docs["instructions"][1]["sessions"]]
+    assert len(counts) == 3 and all(len(b) == 1 and len(b[0]) == 1 for b in counts)
+    # Time on this VM drifts far beyond 2% between sessions: a past 3x slower keeps the time
+    # gate out of this test, which is about the instruction gate.
+    path, doc = docs["time"]
+    for s in doc["sessions"]:
+        s["blocks"] = [[v * 3 for v in b] for b in s["blocks"]]
+    path.write_text(json.dumps(doc))
+
+    res = run_pytest(*args, "--fail-on-regression=2", "--junitxml=j.xml")
+    res.assert_outcomes(passed=1)
+    res.stdout.fnmatch_lines(["*toy_cnn fp32 t1 native: Method::execute median * | "
+                              "instructions * per execute (1 thread(s)*"])
+    [block] = json.loads((pytester.path / "sme2-report" / "results.json").read_text()
+                         )["benchmarks"]
+    assert block["instructions"]["per_execute"] > 0
+    assert block["baseline_instructions"]["measure"] == "instructions"
+    assert block["baseline_instructions"]["status"] == "ok"
+    props = {p.get("name"): p.get("value")
+             for p in ET.parse(pytester.path / "j.xml").iter("property")}
+    assert props["sme2_gate_instructions_status"] == "ok"
+    assert props["sme2_gate_status"] == "improvement"
