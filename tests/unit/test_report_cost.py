@@ -59,6 +59,8 @@ def test_the_report_leaves_the_collectors_state_as_it_found_it(tmp_path):
     try:
         frozen = gc.get_freeze_count()
         render_report(doc, tmp_path)
-        assert gc.get_freeze_count() == frozen
+        # Not unfrozen, nothing more frozen. (Frozen objects that die meanwhile leave the
+        # permanent generation, so the count may drop: found by CI, 1226314 -> 1226312.)
+        assert 0 < gc.get_freeze_count() <= frozen
     finally:
         gc.unfreeze()
