@@ -440,6 +440,7 @@ def _regression_rows(doc: ResultsDoc) -> list[dict[str, str]]:
             add(b.name, b.runner_name, b.baseline)
             for category, j in (b.baseline_categories or {}).items():
                 add(f"{b.name} ({category})", b.runner_name, j)
+            add(f"{b.name} (instructions)", b.runner_name, b.baseline_instructions)
     for c in doc.comparisons:
         for runner, j in (c.baselines or {}).items():
             add(c.name, runner, j)

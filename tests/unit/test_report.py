@@ -422,6 +422,19 @@ def test_regressions_section_lists_judged_benchmarks(tmp_path):
     assert "test_c" not in section  # no baseline at all: nothing to say here
 
 
+def test_regressions_section_shows_the_instruction_gate(tmp_path):
+    from pytest_sme2.report.markdown import render_markdown
+
+    doc = json.loads(json.dumps(_gate_doc()))
+    doc["benchmarks"][2]["baseline_instructions"] = {
+        "status": "regression", "ratio": {"point": 1.05, "low": 1.049, "high": 1.051},
+        "reason": "instructions 5.0% more: 2.7e+06 instructions vs baseline 2.57e+06",
+        "foreign": False, "measure": "instructions"}
+    section = render_markdown(doc, charts={}).split("## Regressions", 1)[1].split("\n## ", 1)[0]
+    assert "| test_c (instructions) | python | **regression** | 1.050x | [1.049, 1.051] | " \
+        "instructions 5.0% more" in section
+
+
 def _gate_doc():
     def bench(name, judgement):
         return {"nodeid": f"t.py::{name}", "model": "toy_cnn", "dtype": "fp32", "threads": 1,
