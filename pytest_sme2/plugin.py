@@ -339,7 +339,7 @@ def sme2_bench(request: pytest.FixtureRequest, sme2_session: BenchSession,
         try:
             measured.append(sme2_session.measure(run, runner, progress))
             if cfg.measure == "instructions":
-                _count_instructions(sme2_session, sme2_device, measured[0], progress)
+                sme2_session.count_instructions(measured[0], progress)
             reports[runner] = _judge(sme2_session, run, runner, measured, cfg.gate, progress)
         except Sme2Error as e:  # a failed run, a corrupt baseline file
             reports[runner] = GateReport.unjudged(f"not judged: {e}")
@@ -350,31 +350,6 @@ def sme2_bench(request: pytest.FixtureRequest, sme2_session: BenchSession,
         return measured[0]
 
     return bench
-
-
-def _count_instructions(session: BenchSession, device, result: BenchmarkResult,
-                        progress: Callable[[str], None]) -> None:
-    """--sme2-measure instructions: count instructions per execute of the benchmark's model,
-    inputs and threads once, with the native runner under valgrind, onto ``result``. On a
-    device other than the host, say once per session that only time is measured. A failed
-    count (a runner killed under valgrind) raises: that benchmark fails, the others go on."""
-    from pathlib import Path
-
-    from pytest_sme2.measure.instructions import count_instructions, host_only_reason
-    from pytest_sme2.runners.native import native_runner
-
-    reason = host_only_reason(device)
-    if reason is not None:
-        if not session.instructions_note_shown:
-            session.instructions_note_shown = True
-            progress(reason)
-        return
-    s = session.settings
-    exported = export_model(result.model, result.dtype, s.cache_dir, False, progress=progress)
-    count = count_instructions(Path(result.pte), threads=result.threads,
-                               inputs=exported.inputs, runner=native_runner(progress=progress),
-                               progress=progress)
-    result.instructions = count.to_dict()
 
 
 @pytest.fixture

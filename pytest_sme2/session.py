@@ -129,6 +129,30 @@ class BenchSession:
         settings = self.settings if export_again else replace(self.settings, reexport=False)
         return run_benchmark(run, self.runner(runner, progress), self.device(), settings)
 
+    def count_instructions(self, result: BenchmarkResult,
+                           progress: Callable[[str], None] | None = None) -> None:
+        """--sme2-measure instructions: instructions per execute of ``result``'s model, inputs
+        and threads, counted once with the native runner under valgrind, onto ``result``. Off
+        the host, say once per session that only time is measured. A failed count (a runner
+        killed under valgrind) raises: that benchmark fails, the others go on."""
+        from pytest_sme2.export import export_model
+        from pytest_sme2.measure.instructions import count_instructions, host_only_reason
+        from pytest_sme2.runners.native import native_runner
+
+        say = progress or (lambda msg: None)
+        reason = host_only_reason(self.device())
+        if reason is not None:
+            if not self.instructions_note_shown:
+                self.instructions_note_shown = True
+                say(reason)
+            return
+        s = self.settings
+        exported = export_model(result.model, result.dtype, s.cache_dir, False, progress=progress)
+        count = count_instructions(Path(result.pte), threads=result.threads,
+                                   inputs=exported.inputs, runner=native_runner(progress=progress),
+                                   progress=progress)
+        result.instructions = count.to_dict()
+
     def save_baselines(self) -> list[Path]:
         """Add this session's results to the baselines, one session per benchmark key."""
         from pytest_sme2.baseline_store import group_by_key, save

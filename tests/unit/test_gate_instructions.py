@@ -94,14 +94,13 @@ def test_no_counts_no_instruction_judgement(tmp_path):
 def test_off_the_host_one_line_per_session_and_time_only():
     from types import SimpleNamespace
 
-    from pytest_sme2.plugin import _count_instructions
     from pytest_sme2.session import BenchSession
 
     session, lines = BenchSession(), []
-    phone = SimpleNamespace(spec="android:R5", target="aarch64-linux-android")
+    session._device = SimpleNamespace(spec="android:R5", target="aarch64-linux-android")
     for _ in range(3):
         r = _result()
-        _count_instructions(session, phone, r, lines.append)
+        session.count_instructions(r, lines.append)
         assert r.instructions is None
     assert lines == ["--device android:R5: instructions are counted on the host only; "
                      "measuring time only"]
