@@ -17,6 +17,7 @@ from pytest_sme2.etdump import read_etdump
 from pytest_sme2.etrecord import read_etrecord
 from pytest_sme2.export import export_model
 from pytest_sme2.report.csv import write_csvs
+from pytest_sme2.report.trace import write_trace
 from pytest_sme2.results import BenchmarkResult, ResultAnalysis, RunContext
 from pytest_sme2.runners.base import Runner, RunRequest
 from pytest_sme2.settings import DEFAULT_MARGIN, MIN_BLOCKS, BenchSettings
@@ -75,6 +76,9 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
                         f"expected {request.executions} ({settings.warmup} warm-up + "
                         f"{settings.runs} timed)")
     write_csvs(analysis, out, stem)  # seed-compatible CSVs beside the ETDump
+    # The median timed run as a Chrome/Perfetto trace: one run's events, a few milliseconds.
+    trace = write_trace(analysis.events, out / f"{stem}.trace.json", warmup=settings.warmup,
+                        source=str(request.etdump), e2e=analysis.e2e_all)
     return BenchmarkResult(
         nodeid=run.label, model=run.model, dtype=run.dtype, threads=run.threads,
         runner=runner.info.to_dict(), device=facts.to_dict(), runs=settings.runs,
@@ -84,7 +88,7 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
         context=RunContext(thermal_before=before, thermal_after=after, block=run.block,
                            outputs=str(request.outputs) if request.outputs else None,
                            kernel_trace=str(outcome.kernel_trace) if outcome.kernel_trace
-                           else None))
+                           else None, trace=str(trace)))
 
 
 def process_sme2(device_sme2: bool | None, hwcap_mask: str | None) -> bool | None:

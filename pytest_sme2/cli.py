@@ -3,6 +3,8 @@
     pytest-sme2 analyze ETDUMP [--etrecord F] [--warmup N] [--xnntrace LOG] [--kernel-trace CSV]
                         [--device-sme2 yes|no|unknown | --device-facts JSON]
                         [--json OUT] [--csv-dir DIR]
+    pytest-sme2 compare BASE.etdump CANDIDATE.etdump [--etrecord F] [--name1 A --name2 B]
+                        [--warmup N] [--json J] [--md M]
     pytest-sme2 export MODEL [--dtype DTYPE] [--out DIR] [--cache-dir DIR] [--force]
     pytest-sme2 run PTE --runner {python|native|PATH}[,label=value...] [--device SPEC]
                     [--threads N] [--runs N] [--warmup N] --etdump OUT [--kernel-trace CSV]
@@ -60,6 +62,29 @@ def _analyze(args: argparse.Namespace) -> int:
 
         for p in write_csvs(analysis, Path(args.csv_dir), Path(args.etdump).stem):
             print(f"wrote {p}")
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    # Light like analyze: no torch, no executorch.
+    from pytest_sme2.analysis.diff import compare_analyses
+    from pytest_sme2.analysis.summary import analyze_file
+    from pytest_sme2.report.diff_markdown import compare_lines, render_markdown
+
+    if args.name1 == args.name2:
+        raise Sme2Error(f"--name1 and --name2 must differ (both {args.name1!r})")
+    base = analyze_file(args.base, warmup=args.warmup, etrecord=args.etrecord)
+    cand = analyze_file(args.candidate, warmup=args.warmup, etrecord=args.etrecord)
+    diff = compare_analyses(base, cand, base_name=args.name1, candidate_name=args.name2)
+    print("\n".join(compare_lines(diff)))
+    for path, text in ((args.json, lambda: json.dumps(diff.to_json(), indent=2) + "\n"),
+                       (args.md, lambda: render_markdown(diff))):
+        if path:
+            try:
+                Path(path).write_text(text())
+            except OSError as e:
+                raise Sme2Error(f"{path}: cannot write ({e.strerror or e})") from None
+            print(f"wrote {path}")
     return 0
 
 
@@ -203,6 +228,21 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--json", type=Path, help="write the analysis document here")
     a.add_argument("--csv-dir", type=Path, help="write seed-compatible CSV files here")
     a.set_defaults(func=_analyze)
+
+    c = sub.add_parser("compare", help="compare two ETDumps (base, candidate) offline: "
+                                       "speed-up, category and operator deltas")
+    c.add_argument("base", type=Path)
+    c.add_argument("candidate", type=Path)
+    c.add_argument("--etrecord", type=Path,
+                   help="the .etrecord of the model (both traces; backends, op types)")
+    c.add_argument("--name1", default="base", help="label of the base trace (e.g. SME2-Off)")
+    c.add_argument("--name2", default="candidate",
+                   help="label of the candidate trace (e.g. SME2-On)")
+    c.add_argument("--warmup", type=int, default=0,
+                   help="leading runs to discard from each trace (default 0)")
+    c.add_argument("--json", type=Path, help="write the comparison document here")
+    c.add_argument("--md", type=Path, help="write a markdown report here")
+    c.set_defaults(func=_compare)
 
     e = sub.add_parser("export", help="export a registered model (or reuse the cached export)")
     e.add_argument("model")

@@ -81,6 +81,10 @@ OPTIONS: dict[str, Option] = {
     "fail_on_regression": Option("sme2_fail_on_regression", "",
                                  "fail a benchmark (and the session) whose slow-down beyond PCT "
                                  "percent is statistically clear against its baseline"),
+    "sme2_benchmark_json": Option("sme2_benchmark_json", "",
+                                  "at session end, also write the results to this file in "
+                                  "pytest-benchmark's JSON format (pytest-benchmark compare, "
+                                  "CI benchmark charts)"),
 }
 # store_true options (command line only): dest -> help
 FLAGS: dict[str, str] = {
@@ -138,6 +142,7 @@ class Sme2Config:
     save_baseline: bool = False
     gate: GatePolicy = GatePolicy()
     measure: str = MEASURES[0]                # "time", or "instructions" (counted too)
+    benchmark_json: Path | None = None        # --sme2-benchmark-json: pytest-benchmark format
 
     @property
     def emulated(self) -> bool:
@@ -215,6 +220,10 @@ def config_from_options(values: Mapping[str, Any], ini: Mapping[str, Any],
                                      *(values.get(RUNNERS_DEST) or ())))
     runner_specs(list(runners), runner_kinds)   # a bad spec stops here, not at first use
     measure = parse_measure(text("sme2_measure")[0])
+    benchmark_json = path("sme2_benchmark_json")
+    if benchmark_json is not None and benchmark_json.is_dir():
+        raise Sme2Error(f"--sme2-benchmark-json: {benchmark_json} is a folder; give a file "
+                        "path")
     return Sme2Config(
         settings=settings, device=device, runners=runners, runner_kinds=tuple(runner_kinds),
         category_rules=category_rules,
@@ -229,7 +238,7 @@ def config_from_options(values: Mapping[str, Any], ini: Mapping[str, Any],
                         categories=parse_gate_categories(text("sme2_gate_categories")[0],
                                                          category_rules),
                         confirm_blocks=whole("sme2_confirm_blocks", 0, "0 or more")),
-        measure=measure)
+        measure=measure, benchmark_json=benchmark_json)
 
 
 def _flag(dest: str) -> str:

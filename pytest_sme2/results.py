@@ -164,9 +164,13 @@ class RunContext:
     block: int | None = None          # position in a comparison or confirmation; None: first
     outputs: str | None = None        # the last run's outputs (runners that write them)
     kernel_trace: str | None = None   # executed kernels CSV (traced devices)
+    trace: str | None = None          # Chrome/Perfetto trace JSON of the median run
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        if d["trace"] is None:    # documents written before the key write back unchanged
+            del d["trace"]
+        return d
 
 
 # -- one block -------------------------------------------------------------------------------

@@ -200,12 +200,28 @@ class BenchSession:
         from pytest_sme2.results import results_document
 
         doc = results_document(self.results, self.comparisons, self.document_session())
+        extra = self._write_ci_files()
         try:
-            return [self.results_path, render_report(doc, self.settings.report_dir)]
+            return [self.results_path, render_report(doc, self.settings.report_dir), *extra]
         except Exception as e:  # noqa: BLE001 - the measurements are safe in results.json
             raise Sme2Error(f"{self.settings.report_dir / 'report.md'}: not written "
                             f"({type(e).__name__}: {e}); results.json is complete, rerun "
                             f"`pytest-sme2 report {self.results_path}`") from None
+
+    def _write_ci_files(self) -> list[Path]:
+        """--sme2-benchmark-json (pytest-benchmark's format) and, in GitHub Actions, the step
+        summary: written before report.md, so a report that fails to render loses neither."""
+        from pytest_sme2.report.github import append_step_summary
+
+        written: list[Path] = []
+        if self.config.benchmark_json is not None:
+            from pytest_sme2.report.benchmark_json import write_benchmark_json
+
+            written.append(write_benchmark_json(self.config.benchmark_json, self.results,
+                                                self.comparisons))
+        summary = append_step_summary(self.results, self.comparisons, self.settings.report_dir,
+                                      written)
+        return written + ([summary] if summary else [])
 
     def close(self) -> None:
         """Remove what the session left on a remote device."""

@@ -1,0 +1,268 @@
+"""Our results in pytest-benchmark's JSON format (``--sme2-benchmark-json PATH``), so that
+``pytest-benchmark compare`` and CI tools that read that format (continuous benchmark charts)
+work on them unchanged.
+
+One entry per benchmark — a matrix test's setting, or one side of a comparison — whose timed
+runs are the ``Method::execute`` samples of all its blocks (runner processes), in seconds, as
+:func:`pytest_sme2.results.pool` pools blocks. ``stats`` are computed the way pytest-benchmark's
+``Stats`` computes them (``iterations`` is 1: every sample is one execute). ``machine_info``
+describes the device the benchmarks ran on (from our device facts) with pytest-benchmark's keys;
+``commit_info`` is what pytest-benchmark reads from ``git``.
+
+pytest-benchmark is not a dependency: the format is written here.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import re
+import statistics
+import subprocess
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from pytest_sme2.results import BenchmarkResult, ComparisonRecord, atomic_write_text, pool
+from pytest_sme2.versions import package_version
+
+# The pytest-benchmark JSON layout this module writes (its "version" field names the writer's
+# version; the layout has been the same since 3.1, when "ops" was added).
+FORMAT_VERSION = "5.1.0"
+TIMER = "ExecuTorch ETDump Method::execute"
+
+
+@dataclass
+class BenchmarkSide:
+    """One benchmark as the summary table shows it: a test's name, and the blocks of one
+    runner (a matrix setting with its confirmation blocks, or one side of a comparison)."""
+
+    test: str                       # the test's name without its file
+    nodeid: str
+    blocks: list[BenchmarkResult]
+    role: str = ""                  # "base" / "candidate" for the sides of a comparison
+    comparison: ComparisonRecord | None = None
+
+    @property
+    def first(self) -> BenchmarkResult:
+        return self.blocks[0]
+
+    @property
+    def runner(self) -> str:
+        return self.first.runner_name
+
+
+def _record(c: ComparisonRecord | Mapping[str, Any]) -> ComparisonRecord:
+    return c if isinstance(c, ComparisonRecord) else ComparisonRecord.from_json(c)
+
+
+def benchmark_sides(results: Iterable[BenchmarkResult],
+                    comparisons: Iterable[ComparisonRecord | Mapping[str, Any]] = ()
+                    ) -> list[BenchmarkSide]:
+    """The session's benchmarks, as the terminal summary groups them: each first block with
+    the confirmation blocks of the same test and setting, then each comparison's two sides."""
+    results = list(results)
+    by_id = {r.nodeid: r for r in results}
+    out = []
+    for r in results:
+        if r.block is not None:
+            continue
+        same = (r.nodeid, r.model, r.dtype, r.threads, r.runner_name)
+        blocks = [r] + [b for b in results if b.block is not None and
+                        (b.nodeid, b.model, b.dtype, b.threads, b.runner_name) == same]
+        out.append(BenchmarkSide(r.name, r.nodeid, blocks))
+    for c in map(_record, comparisons):
+        base = [by_id[n] for n in c.base_blocks if n in by_id]
+        cand = [by_id[n] for n in c.candidate_blocks if n in by_id]
+        if base and cand:
+            nodeid = c.nodeid or c.name
+            out.append(BenchmarkSide(c.name, nodeid, base, "base", c))
+            out.append(BenchmarkSide(c.name, nodeid, cand, "candidate", c))
+    return out
+
+
+# -- stats, as pytest_benchmark.stats.Stats computes them -----------------------------------
+
+def _quartiles(data: Sequence[float]) -> tuple[float, float]:
+    """Q1 and Q3 of sorted ``data`` (Wikipedia's methods 3 (odd n) and 2 (even n), as
+    pytest-benchmark)."""
+    n = len(data)
+    if n == 1:
+        return data[0], data[0]
+    if n % 2:
+        k, q = n // 4, n % 4
+        if q == 1:
+            return (0.25 * data[k - 1] + 0.75 * data[k],
+                    0.75 * data[3 * k] + 0.25 * data[3 * k + 1])
+        return (0.75 * data[k] + 0.25 * data[k + 1],
+                0.25 * data[3 * k + 1] + 0.75 * data[3 * k + 2])
+    return statistics.median(data[: n // 2]), statistics.median(data[n // 2:])
+
+
+def benchmark_stats(samples: Sequence[float]) -> dict[str, Any]:
+    """pytest-benchmark's ``stats`` of ``samples`` (seconds), its keys in its order, then
+    ``iterations`` (1) and ``data``."""
+    data = [float(x) for x in samples]
+    if not data:
+        raise ValueError("no samples")
+    s = sorted(data)
+    n = len(data)
+    mean = statistics.mean(data)
+    stddev = statistics.stdev(data) if n > 1 else 0
+    q1, q3 = _quartiles(s)
+    iqr = q3 - q1
+    low_fence, high_fence = q1 - 1.5 * iqr, q3 + 1.5 * iqr
+    iqr_outliers = sum(1 for x in data if x < low_fence or x > high_fence)
+    stddev_outliers = sum(1 for x in data if x < mean - stddev or x > mean + stddev)
+    if n == 1:
+        ld15iqr = hd15iqr = data[0]
+    else:
+        ld15iqr = s[bisect_left(s, low_fence)]
+        hd15iqr = s[bisect_right(s, high_fence) - 1]
+    total = sum(data)
+    return {"min": s[0], "max": s[-1], "mean": mean, "stddev": stddev, "rounds": n,
+            "median": statistics.median(data), "iqr": iqr, "q1": q1, "q3": q3,
+            "iqr_outliers": iqr_outliers, "stddev_outliers": stddev_outliers,
+            "outliers": f"{stddev_outliers};{iqr_outliers}", "ld15iqr": ld15iqr,
+            "hd15iqr": hd15iqr, "ops": n / total if total else 0, "total": total,
+            "iterations": 1, "data": data}
+
+
+# -- entries ---------------------------------------------------------------------------------
+
+def _unique(name: str, seen: set[str]) -> str:
+    out, k = name, 2
+    while out in seen:
+        out, k = f"{name}#{k}", k + 1
+    seen.add(out)
+    return out
+
+
+def benchmark_entry(side: BenchmarkSide, seen: set[str] | None = None) -> dict[str, Any]:
+    """One pytest-benchmark entry: its blocks' timed runs pooled, in seconds. ``group`` is the
+    model/dtype/threads point, so pytest-benchmark's table puts its runners side by side."""
+    r = side.first
+    seen = set() if seen is None else seen
+    params = {"model": r.model, "dtype": r.dtype, "threads": r.threads, "runner": r.runner_name}
+    param = f"{r.model}-{r.dtype}-t{r.threads}-{r.runner_name}"
+    func = side.test.split("[", 1)[0]
+    name = _unique(f"{func}[{param}]", seen)
+    module = side.nodeid.split("::", 1)[0] if "::" in side.nodeid else ""
+    p = pool(side.blocks)
+    ev = r.kernel_evidence
+    extra: dict[str, Any] = {
+        "nodeid": side.nodeid, "median_ms": p.median_ms, "p90_ms": p.p90_ms,
+        "cv_pct": p.cv_pct, "blocks": p.blocks, "block_medians_ms": list(p.block_medians_ms),
+        "runner_kind": r.runner.get("kind", ""), "runner_labels": dict(r.runner.get("labels")
+                                                                       or {}),
+        "device": r.device.get("kind", ""), "emulated": r.emulated,
+        "sme2": ev.sme2 if ev else "unknown"}
+    c = side.comparison
+    if c is not None:
+        extra.update(role=side.role, base=c.base, candidate=c.candidate, verdict=c.verdict,
+                     speedup=c.speedup.to_dict() if side.role == "candidate" else None)
+    if r.baseline and r.baseline.get("status"):
+        extra["baseline"] = r.baseline["status"]
+    samples_s = [ms / 1000.0 for b in side.blocks for ms in b.e2e_ms]
+    return {
+        "group": f"{r.model} {r.dtype} t{r.threads}", "name": name,
+        "fullname": f"{module}::{name}" if module else name, "params": params, "param": param,
+        "extra_info": extra,
+        "options": {"timer": TIMER, "warmup": r.warmup, "blocks": p.blocks,
+                    "disable_gc": False, "min_rounds": r.runs, "max_time": None,
+                    "min_time": None},
+        "stats": benchmark_stats(samples_s),
+    }
+
+
+# -- machine and commit ----------------------------------------------------------------------
+
+def machine_info(devices: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """pytest-benchmark's ``machine_info`` for the device the benchmarks ran on (the first,
+    when a session used several: all are under ``sme2_devices``); the ``python_*`` keys are
+    the Python that drove the session."""
+    d = dict(devices[0]) if devices else {}
+    flags = [f for f in ("sme", "sme2") if d.get(f)]
+    return {
+        "node": str(d.get("serial") or d.get("model") or platform.node()),
+        "processor": str(d.get("cpu") or ""),
+        "machine": str(d.get("abi") or ""),
+        "python_compiler": platform.python_compiler(),
+        "python_implementation": platform.python_implementation(),
+        "python_implementation_version": platform.python_version(),
+        "python_version": platform.python_version(),
+        "python_build": list(platform.python_build()),
+        "release": str(d.get("kernel") or ""),
+        "system": str(d.get("os") or d.get("kind") or ""),
+        "cpu": {"brand_raw": str(d.get("cpu") or ""), "arch_string_raw": str(d.get("abi") or ""),
+                "count": d.get("cores"), "flags": flags},
+        "sme2_devices": [dict(x) for x in devices],
+    }
+
+
+def _git(args: list[str], cwd: Path) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True,
+                          timeout=10).stdout.strip()
+
+
+def commit_info(cwd: Path | None = None) -> dict[str, Any]:
+    """What pytest-benchmark's ``get_commit_info`` records, from ``git`` in ``cwd``."""
+    cwd = Path.cwd() if cwd is None else Path(cwd)
+    project = cwd.name
+    try:
+        url = _git(["config", "--local", "remote.origin.url"], cwd)
+        parts = [p for p in re.split(r"[/:\s\\]|\.git", url) if p]
+        project = parts[-1].strip() if parts else project
+    except (OSError, subprocess.SubprocessError):
+        pass
+    dirty, branch = False, "(unknown)"
+    try:
+        _git(["rev-parse", "--git-dir"], cwd)
+    except (OSError, subprocess.SubprocessError):
+        return {"id": "unversioned", "time": None, "author_time": None, "dirty": False,
+                "project": project, "branch": branch}
+    try:
+        desc = _git(["describe", "--dirty", "--always", "--long", "--abbrev=40"], cwd).split("-")
+        if desc[-1].strip() == "dirty":
+            dirty = True
+            desc.pop()
+        commit = desc[-1].strip("g")
+        commit_time = _git(["show", "-s", "--pretty=format:%cI"], cwd)
+        author_time = _git(["show", "-s", "--pretty=format:%aI"], cwd)
+        branch = _git(["rev-parse", "--abbrev-ref", "HEAD"], cwd)
+        if branch == "HEAD":
+            branch = "(detached head)"
+        return {"id": commit, "time": commit_time, "author_time": author_time, "dirty": dirty,
+                "project": project, "branch": branch}
+    except (OSError, subprocess.SubprocessError) as e:
+        return {"id": "unknown", "time": None, "author_time": None, "dirty": dirty,
+                "error": repr(e), "project": project, "branch": branch}
+
+
+# -- the document ----------------------------------------------------------------------------
+
+def benchmark_document(results: Iterable[BenchmarkResult],
+                       comparisons: Iterable[ComparisonRecord | Mapping[str, Any]] = (),
+                       cwd: Path | None = None) -> dict[str, Any]:
+    results = list(results)
+    sides = benchmark_sides(results, comparisons)
+    devices: list[dict[str, Any]] = []
+    for r in results:
+        if r.device not in devices:
+            devices.append(r.device)
+    seen: set[str] = set()
+    return {"machine_info": machine_info(devices), "commit_info": commit_info(cwd),
+            "benchmarks": [benchmark_entry(s, seen) for s in sides],
+            "datetime": datetime.now(timezone.utc).isoformat(), "version": FORMAT_VERSION,
+            "generator": f"pytest-sme2 {package_version('pytest-sme2')}"}
+
+
+def write_benchmark_json(path: Path, results: Iterable[BenchmarkResult],
+                         comparisons: Iterable[ComparisonRecord | Mapping[str, Any]] = (),
+                         cwd: Path | None = None) -> Path:
+    doc = benchmark_document(results, comparisons, cwd)
+    atomic_write_text(Path(path), json.dumps(doc, indent=4) + "\n")
+    return Path(path)

@@ -1,0 +1,119 @@
+"""Rendering of :class:`pytest_sme2.analysis.diff.EtdumpDiff`: a few terminal lines and a
+markdown file (``pytest-sme2 compare``)."""
+
+from __future__ import annotations
+
+from pytest_sme2.analysis.diff import ADDED, REMOVED, EtdumpDiff, OperatorDelta
+
+TOP_CHANGES = 5
+MAX_MD_OPERATORS = 40
+
+
+def _pct(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:+.1f}%"
+
+
+def _sp(iv) -> str:
+    return "n/a" if iv is None else f"{iv.point:.2f}x [{iv.low:.2f}, {iv.high:.2f}]"
+
+
+def compare_lines(d: EtdumpDiff) -> list[str]:
+    """A few readable lines for the terminal."""
+    lines = [
+        f"{d.base_name}: {d.base_source}, {d.base_runs} timed runs, median "
+        f"{d.base_median_ms:.3f} ms (CV {d.base_cv_pct:.1f}%)",
+        f"{d.candidate_name}: {d.candidate_source}, {d.candidate_runs} timed runs, median "
+        f"{d.candidate_median_ms:.3f} ms (CV {d.candidate_cv_pct:.1f}%)",
+        f"speed-up {d.candidate_name} vs {d.base_name}: {d.speedup.point:.3f}x "
+        f"[{d.speedup.low:.3f}, {d.speedup.high:.3f}] 95% over runs — {d.verdict}",
+        f"  note: {d.note}",
+        "categories (ms per run, candidate - base): " + ", ".join(
+            f"{c.category} {c.delta_ms:+.3f} ({_pct(c.delta_pct)})"
+            for c in d.categories if c.base_ms or c.candidate_ms),
+    ]
+    matched = [o for o in d.operators if o.status not in (ADDED, REMOVED)]
+    if matched:
+        lines.append("largest operator changes: " + "; ".join(
+            f"{o.name} {o.delta_ms:+.3f} ms ({_pct(o.delta_pct)})"
+            for o in matched[:TOP_CHANGES]))
+    if d.added or d.removed:
+        lines.append(f"operators only in {d.candidate_name}: {len(d.added)}, only in "
+                     f"{d.base_name}: {len(d.removed)}")
+    for b, c in d.kleidiai_changes:
+        lines.append(f"KleidiAI: {b} -> {c}")
+    if not d.kleidiai_changes and (d.kleidiai_base or d.kleidiai_candidate):
+        lines.append(f"KleidiAI packed ops: {d.base_name} {len(d.kleidiai_base)}, "
+                     f"{d.candidate_name} {len(d.kleidiai_candidate)}")
+    if d.bottlenecks:
+        lines.append("bottlenecks (>5% of E2E): " + ", ".join(
+            f"{o.name} ({o.base_pct_e2e:.1f}% -> {o.candidate_pct_e2e:.1f}%)"
+            for o in d.bottlenecks[:TOP_CHANGES]))
+    for r in d.recommendations:
+        lines.append(f"recommendation: {r['text']}")
+    return lines
+
+
+def _cell(s: str | None) -> str:
+    return "—" if s is None else f"`{s}`".replace("|", "\\|")
+
+
+def _op_row(o: OperatorDelta) -> str:
+    return (f"| {_cell(o.base_name)} | {_cell(o.candidate_name)} | {o.instruction_id} | "
+            f"{o.category} | {o.base_ms:.4f} | {o.candidate_ms:.4f} | {o.delta_ms:+.4f} | "
+            f"{_pct(o.delta_pct)} | {o.status} |")
+
+
+def render_markdown(d: EtdumpDiff) -> str:
+    b, c = d.base_name, d.candidate_name
+    out = [f"# ETDump comparison: {b} → {c}", "",
+           f"- {b}: `{d.base_source}` — {d.base_runs} timed runs ({d.warmup} warm-up "
+           f"dropped), median {d.base_median_ms:.3f} ms, CV {d.base_cv_pct:.1f}%",
+           f"- {c}: `{d.candidate_source}` — {d.candidate_runs} timed runs, median "
+           f"{d.candidate_median_ms:.3f} ms, CV {d.candidate_cv_pct:.1f}%", "",
+           "## Speed-up", "",
+           f"**{d.speedup.point:.3f}x** ({b} median / {c} median of Method::execute per run), "
+           f"95% bootstrap interval over runs [{d.speedup.low:.3f}, {d.speedup.high:.3f}]: "
+           f"{d.verdict}.", "", f"> {d.note}", "",
+           "## Operator Category Breakdown", "",
+           "Mean ms per timed run (Other = E2E − named categories); speed-up: ratio of "
+           "per-run medians, bootstrap over runs.", "",
+           f"| category | {b} ms | {c} ms | Δ ms | Δ % | {b} % E2E | {c} % E2E | speed-up |",
+           "|---|--:|--:|--:|--:|--:|--:|--:|"]
+    for x in d.categories:
+        if not (x.base_ms or x.candidate_ms):
+            continue                      # a category neither trace has
+        out.append(f"| {x.category} | {x.base_ms:.4f} | {x.candidate_ms:.4f} | "
+                   f"{x.delta_ms:+.4f} | {_pct(x.delta_pct)} | {x.base_share_pct:.1f} | "
+                   f"{x.candidate_share_pct:.1f} | {_sp(x.speedup)} |")
+    out += ["", "## Operators", "",
+            "Matched by delegate instruction, operator name without `#n`, and occurrence; "
+            "ms per run.", "",
+            f"| {b} | {c} | instr | category | {b} ms | {c} ms | Δ ms | Δ % | status |",
+            "|---|---|--:|---|--:|--:|--:|--:|---|"]
+    shown = d.operators[:MAX_MD_OPERATORS]
+    out += [_op_row(o) for o in shown]
+    if len(d.operators) > len(shown):
+        out.append(f"\n{len(d.operators) - len(shown)} more in the JSON (`--json`).")
+    out += ["", "## KleidiAI packed paths", ""]
+    if d.kleidiai_changes:
+        out += [f"- `{x}` → `{y}`" for x, y in d.kleidiai_changes]
+    else:
+        out.append("No operator changed between a plain and a KleidiAI packed datatype.")
+    out += [f"- {b}: {len(d.kleidiai_base)} packed ops; kernel evidence {d.evidence_base}",
+            f"- {c}: {len(d.kleidiai_candidate)} packed ops; kernel evidence "
+            f"{d.evidence_candidate}", "", "## Bottleneck Identification", "",
+            "Operators above 5% of E2E on either side."]
+    if d.bottlenecks:
+        out += ["", f"| operator | instr | category | where | {b} % E2E | {c} % E2E |",
+                "|---|--:|---|---|--:|--:|"]
+        out += [f"| {_cell(o.name)} | {o.instruction_id} | {o.category} | "
+                f"{'delegated' if o.delegated else 'portable'} | {o.base_pct_e2e:.1f} | "
+                f"{o.candidate_pct_e2e:.1f} |" for o in d.bottlenecks]
+    else:
+        out += ["", "No operator above 5% of E2E."]
+    out += ["", "## Recommendations", ""]
+    if d.recommendations:
+        out += [f"- {r['text']} _({r['evidence']})_" for r in d.recommendations]
+    else:
+        out.append("None: no rule of the report fired on these two traces.")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,112 @@
+"""A compact markdown summary for GitHub Actions: when ``GITHUB_STEP_SUMMARY`` names a file,
+the session appends the summary table, the regressions and the SME2 speed-ups to it, and
+where report.md and its charts are (paths, no links: the job's files are not served)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pytest_sme2.report.benchmark_json import BenchmarkSide, benchmark_sides
+from pytest_sme2.report.terminal import baseline_cell
+from pytest_sme2.results import BenchmarkResult, ComparisonRecord, pool
+
+ENV = "GITHUB_STEP_SUMMARY"
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _baseline(side: BenchmarkSide) -> dict | None:
+    if side.comparison is not None:
+        return (side.comparison.baselines or {}).get(side.runner) or None
+    return side.first.baseline
+
+
+def _is_sme2(side: BenchmarkSide, other: BenchmarkSide) -> bool:
+    """An SME2 off/on comparison: by runner names or differing ``sme2`` labels (as the
+    report's digest decides)."""
+    if any("sme2" in s.runner.lower() for s in (side, other)):
+        return True
+    states = [str((s.first.runner.get("labels") or {}).get("sme2", "unknown")).lower()
+              for s in (side, other)]
+    return states[0] != states[1]
+
+
+def _regressions(side: BenchmarkSide) -> list[str]:
+    out = []
+    j = _baseline(side)
+    what = f"`{side.test}` {side.runner}"
+    if j and j.get("status") == "regression":
+        out.append(f"{what}: end to end {baseline_cell(j)}")
+    for cat, cj in (side.first.baseline_categories or {}).items():
+        if cj.get("status") == "regression":
+            out.append(f"{what}: {cat} {baseline_cell(cj)}")
+    ij = side.first.baseline_instructions
+    if ij and ij.get("status") == "regression" and ij.get("ratio"):
+        out.append(f"{what}: instructions per execute {ij['ratio']['point']:.4f}x")
+    return out
+
+
+def step_summary(results: Iterable[BenchmarkResult],
+                 comparisons: Iterable[ComparisonRecord | Mapping[str, Any]] = (),
+                 report_dir: Path | None = None, files: Iterable[Path] = ()) -> str:
+    """The markdown appended to the step summary."""
+    results = list(results)
+    sides = benchmark_sides(results, comparisons)
+    lines = ["## pytest-sme2", "",
+             "| benchmark | runner | median ms | CV % | SME2 | vs baseline |",
+             "|---|---|---:|---:|---|---|"]
+    regressions: list[str] = []
+    for s in sides:
+        p = pool(s.blocks)
+        ev = s.first.kernel_evidence
+        lines.append(f"| {_cell(s.test)} | {_cell(s.runner)} | {p.median_ms:.3f} | "
+                     f"{p.cv_pct:.1f} | {ev.sme2 if ev else '-'} | "
+                     f"{_cell(baseline_cell(_baseline(s)))} |")
+        regressions += _regressions(s)
+    if any(r.emulated for r in results):
+        lines += ["", "Emulated CPU (QEMU): its times and speed-ups say nothing about speed."]
+    lines += ["", "**Regressions:** " + ("none" if not regressions else "")]
+    lines += [f"- {r}" for r in regressions]
+    speedups = []
+    for base, cand in zip(sides, sides[1:]):
+        c = cand.comparison
+        if c is None or base.comparison is not c or cand.role != "candidate" or \
+                not _is_sme2(base, cand):
+            continue
+        s = c.speedup
+        mark = " *(emulated: says nothing about speed)*" if c.emulated else ""
+        speedups.append(f"- `{c.name}` {c.point}: {c.candidate} vs {c.base} "
+                        f"{s.point:.2f}x [{s.low:.2f}, {s.high:.2f}] (95% CI), "
+                        f"{c.verdict}{mark}")
+    lines += ["", "**SME2 speed-ups:** " + ("none measured" if not speedups else "")]
+    lines += speedups
+    if report_dir is not None:
+        report_dir = Path(report_dir)
+        lines += ["", f"Report: `{report_dir / 'report.md'}`, charts in "
+                      f"`{report_dir / 'charts'}`"]
+    for f in files:
+        lines.append(f"Also written: `{f}`")
+    return "\n".join(lines) + "\n"
+
+
+def append_step_summary(results: Iterable[BenchmarkResult],
+                        comparisons: Iterable[ComparisonRecord | Mapping[str, Any]] = (),
+                        report_dir: Path | None = None, files: Iterable[Path] = (),
+                        env: Mapping[str, str] | None = None) -> Path | None:
+    """Append :func:`step_summary` to the file ``GITHUB_STEP_SUMMARY`` names; None (nothing
+    written) when it is not set."""
+    target = (os.environ if env is None else env).get(ENV)
+    if not target:
+        return None
+    path = Path(target)
+    text = step_summary(results, comparisons, report_dir, files)
+    with path.open("a", encoding="utf-8") as fh:
+        if path.stat().st_size:
+            fh.write("\n")
+        fh.write(text)
+    return path

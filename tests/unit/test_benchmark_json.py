@@ -1,0 +1,133 @@
+"""--sme2-benchmark-json: our results in pytest-benchmark's JSON format, checked with
+pytest-benchmark's own statistics, loader and ``compare`` command (a test tool, not a
+dependency)."""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from pytest_sme2.config import BaseDirs, Sme2Config, config_from_options
+from pytest_sme2.errors import Sme2Error
+from pytest_sme2.report.benchmark_json import benchmark_stats, write_benchmark_json
+from pytest_sme2.results import load_results
+from pytest_sme2.session import BenchSession
+from tests.fakes.results_docs import single_doc, sme2_doc
+
+pytest_benchmark = pytest.importorskip("pytest_benchmark")
+
+
+def _doc():
+    doc = load_results(sme2_doc())
+    single = load_results(single_doc())
+    doc.benchmarks += single.benchmarks
+    return doc
+
+
+def _compare_command() -> list[str]:
+    script = Path(sys.executable).parent / "pytest-benchmark"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "pytest_benchmark"]
+
+
+@pytest.mark.parametrize("samples", [[1.0], [2.0, 1.0], [3.0, 1.0, 2.0], [1, 2, 3, 4, 50],
+                                     [0.1 * (i % 7) + 1 for i in range(30)],
+                                     [1, 1, 1, 1, 9, 1, 1, 2, 1]])
+def test_stats_are_pytest_benchmarks_own(samples):
+    from pytest_benchmark.stats import Stats
+
+    theirs = Stats()
+    for x in samples:
+        theirs.update(x)
+    ours = benchmark_stats(samples)
+    for key, value in theirs.as_dict().items():
+        assert ours[key] == (value if isinstance(value, str) else
+                             pytest.approx(value, rel=1e-12, abs=0)), key
+    assert ours["iterations"] == 1 and ours["data"] == samples
+
+
+def test_the_file_holds_one_entry_per_benchmark_with_all_its_timed_runs(tmp_path):
+    doc = _doc()
+    path = write_benchmark_json(tmp_path / "bench.json", doc.benchmarks, doc.comparisons,
+                                cwd=tmp_path)
+    data = json.loads(path.read_text())
+    assert set(data) >= {"machine_info", "commit_info", "benchmarks", "datetime", "version"}
+    names = [b["name"] for b in data["benchmarks"]]
+    assert names == ["test_latency[toy_cnn-fp32-t1-python]",
+                     "test_sme2[mobilenet_v3_small-fp16-t1-sme2_off]",
+                     "test_sme2[mobilenet_v3_small-fp16-t1-sme2_on]"]
+    on = data["benchmarks"][2]
+    blocks = [b for b in doc.benchmarks if b.runner_name == "sme2_on"]
+    runs = [ms / 1000 for b in blocks for ms in b.e2e_ms]       # every block's runs, in seconds
+    assert on["stats"]["rounds"] == len(runs) == 100 and on["stats"]["data"] == runs
+    assert on["stats"]["median"] == pytest.approx(statistics.median(runs))
+    assert on["group"] == "mobilenet_v3_small fp16 t1"
+    assert on["params"] == {"model": "mobilenet_v3_small", "dtype": "fp16", "threads": 1,
+                            "runner": "sme2_on"}
+    assert on["fullname"] == "bench.py::test_sme2[mobilenet_v3_small-fp16-t1-sme2_on]"
+    assert on["extra_info"]["speedup"]["point"] == 2.5
+    assert data["machine_info"]["processor"] == "Test SoC (Cortex-X925)"
+    assert data["machine_info"]["cpu"]["flags"] == ["sme", "sme2"]
+    # Not a git work tree: pytest-benchmark's "unversioned" commit.
+    assert data["commit_info"]["id"] == "unversioned"
+
+
+def test_pytest_benchmark_loads_and_compares_our_file(tmp_path):
+    from pytest_benchmark.logger import Logger
+    from pytest_benchmark.storage.file import FileStorage
+
+    doc = _doc()
+    path = write_benchmark_json(tmp_path / "0001_sme2.json", doc.benchmarks, doc.comparisons)
+    # Its loader (which only warns on a file it cannot read): every benchmark comes back.
+    storage = FileStorage(str(tmp_path), default_machine_id="x", logger=Logger(Logger.QUIET))
+    loaded = list(storage.load_benchmarks(str(path)))
+    assert len(loaded) == 3 and all(math.isfinite(b["ops"]) for b in loaded)
+
+    proc = subprocess.run([*_compare_command(), "compare", str(path)], capture_output=True,
+                          text=True, cwd=tmp_path, timeout=120)
+    print(proc.stdout, proc.stderr)
+    assert proc.returncode == 0, proc.stderr
+    assert "Failed to load" not in proc.stdout + proc.stderr
+    for b in json.loads(path.read_text())["benchmarks"]:
+        assert b["name"] in proc.stdout
+    # Medians in pytest-benchmark's unit choice (ms here: us for a 2 ms model is 2,000.0000).
+    proc = subprocess.run([*_compare_command(), "compare", "--columns=median",
+                           "--time-unit=ms", str(path)],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    for b in json.loads(path.read_text())["benchmarks"]:
+        assert f"{b['stats']['median'] * 1000:.4f}" in proc.stdout, proc.stdout
+
+
+def test_the_option_and_its_ini_twin(tmp_path):
+    dirs = BaseDirs(invocation=tmp_path / "cwd", rootdir=tmp_path / "root")
+    assert config_from_options({}, {}, dirs).benchmark_json is None
+    assert config_from_options({"sme2_benchmark_json": "b.json"}, {}, dirs).benchmark_json == \
+        (tmp_path / "cwd" / "b.json").resolve()
+    assert config_from_options({}, {"sme2_benchmark_json": "out/b.json"}, dirs
+                               ).benchmark_json == (tmp_path / "root" / "out" / "b.json").resolve()
+    with pytest.raises(Sme2Error, match="--sme2-benchmark-json: .* is a folder"):
+        config_from_options({"sme2_benchmark_json": str(tmp_path)}, {}, dirs)
+
+
+def test_the_session_writes_it_at_the_end(tmp_path, monkeypatch):
+    import pytest_sme2.report.markdown as markdown
+
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    monkeypatch.setattr(markdown, "render_report", lambda doc, out: out / "report.md")
+    doc = load_results(single_doc())
+    cfg = Sme2Config(benchmark_json=tmp_path / "b.json")
+    cfg = replace(cfg, settings=replace(cfg.settings, report_dir=tmp_path / "r"))
+    session = BenchSession(cfg, results=doc.benchmarks)
+    written = session.finish()
+    assert tmp_path / "b.json" in written
+    assert json.loads((tmp_path / "b.json").read_text())["benchmarks"][0]["stats"]["rounds"] == 20
+    # Not asked for: not written.
+    session = BenchSession(replace(cfg, benchmark_json=None), results=doc.benchmarks)
+    assert not any(p.name == "b.json" for p in session.finish()[2:])

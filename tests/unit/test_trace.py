@@ -1,0 +1,182 @@
+"""The Chrome/Perfetto trace of one run: checked the way ui.perfetto.dev and chrome://tracing
+parse it (a traceEvents object, complete events properly nested per thread), not by eye."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_sme2.analysis.summary import analyze
+from pytest_sme2.errors import Sme2Error
+from pytest_sme2.etdump import parse_etdump, read_etdump
+from pytest_sme2.report.trace import TRACE_SCHEMA, median_run, trace_events, write_trace
+from pytest_sme2.results import BenchmarkResult, RunContext
+from tests.fakes.etdumps import Ev, make_etdump, program_run
+
+EPS_US = 1e-6  # float rounding of ns -> us; the viewers read ts back to whole ns
+
+
+def check_viewer_parse(trace: dict) -> list[dict]:
+    """What a trace-event viewer needs: a JSON object with a ``traceEvents`` list; every event
+    with ph/ts/pid/tid/name (and dur >= 0 for "X"); complete events on one thread begin in
+    non-decreasing ts order and nest properly (each inside the slice open around it), so a
+    stack can be drawn. Returns the X events with their depth."""
+    trace = json.loads(json.dumps(trace))             # what a viewer gets: plain JSON
+    assert isinstance(trace, dict) and isinstance(trace["traceEvents"], list)
+    assert trace["displayTimeUnit"] in ("ms", "ns")
+    by_tid: dict[tuple, list[dict]] = {}
+    for e in trace["traceEvents"]:
+        for key in ("ph", "ts", "pid", "tid", "name"):
+            assert key in e, (key, e)
+        assert isinstance(e["ts"], (int, float)) and isinstance(e["name"], str)
+        if e["ph"] == "X":
+            assert isinstance(e["dur"], (int, float)) and e["dur"] >= 0, e
+            by_tid.setdefault((e["pid"], e["tid"]), []).append(e)
+        else:
+            assert e["ph"] == "M", e
+    out = []
+    for events in by_tid.values():
+        stack: list[dict] = []
+        last = float("-inf")
+        for e in events:
+            assert e["ts"] >= last, ("begin order", e)
+            last = e["ts"]
+            while stack and not _inside(e, stack[-1]) and \
+                    e["ts"] >= stack[-1]["ts"] + stack[-1]["dur"] - EPS_US:
+                stack.pop()                              # the open slice ended before e
+            if stack:                                    # else e would overlap it partly
+                assert _inside(e, stack[-1]), ("not nested", stack[-1], e)
+            e["depth"] = len(stack)
+            out.append(e)
+            stack.append(e)
+    return out
+
+
+def _inside(child: dict, parent: dict) -> bool:
+    return (parent["ts"] - EPS_US <= child["ts"] and
+            child["ts"] + child["dur"] <= parent["ts"] + parent["dur"] + EPS_US)
+
+
+def _frame(e2e_extra_ns=(0, 300, 100, 200, 50), **kw):
+    """Five runs of two XNNPACK operators in a delegate and one portable kernel; run i's
+    operators take ``e2e_extra_ns[i]`` ns longer, so the median run is known."""
+    runs = []
+    for i, extra in enumerate(e2e_extra_ns):
+        runs.append(program_run(1_000_000 * (i + 1), [
+            ("delegate", 0, [("Convolution (NHWC, PF32) IGEMM #1", 4000 + extra),
+                             ("Fully Connected (NC, F32) #1", 1000)]),
+            ("portable", 1, [("aten_add", 700)])], **kw))
+    return parse_etdump(make_etdump(runs))
+
+
+def test_synthetic_run_is_nested_and_matches_the_analysis():
+    events = _frame()
+    analysis = analyze(events, warmup=1)
+    trace = trace_events(analysis.events, warmup=1)
+    slices = check_viewer_parse(trace)
+    # timed runs 1..4 take +300, +100, +200, +50: sorted 50, 100, 200, 300, the median (the
+    # lower of the middle two) is +100, run 2
+    assert trace["otherData"]["run"] == 2 == median_run(events, warmup=1)
+    assert trace["otherData"]["schema"] == TRACE_SCHEMA
+    by_name = {e["name"]: e for e in slices}
+    outer = by_name["Method::execute"]
+    assert outer["ts"] == 0 and outer["depth"] == 0
+    assert outer["dur"] == pytest.approx(analysis.e2e_all[2] * 1000, abs=EPS_US)
+    assert trace["otherData"]["e2e_ms"] == pytest.approx(analysis.e2e_all[2])
+    assert by_name["DELEGATE_CALL"]["depth"] == by_name["OPERATOR_CALL"]["depth"] == 1
+    conv = by_name["Convolution (NHWC, PF32) IGEMM #1"]
+    assert conv["depth"] == 2 and conv["dur"] == pytest.approx(4.1)   # 4000 + 100 ns
+    assert conv["cat"] == "operator"
+    assert conv["args"] == {"category": "Convolution", "backend": "delegate",
+                            "delegated": True, "instruction_id": 0}
+    kernel = by_name["native_call_aten_add.out"]
+    assert kernel["depth"] == 2 and kernel["args"]["backend"] == "portable"
+    assert kernel["args"]["delegated"] is False and kernel["args"]["instruction_id"] == 1
+    assert by_name["DELEGATE_CALL"]["cat"] == "delegate"
+    assert len(slices) == trace["otherData"]["events"] == 6      # one run only
+    assert trace["otherData"]["clipped"] == 0
+
+
+def test_raw_frame_and_an_explicit_run():
+    events = _frame()
+    trace = trace_events(events, run=0)          # not annotated: annotated on the way
+    slices = check_viewer_parse(trace)
+    assert trace["otherData"]["run"] == 0
+    assert {e["args"]["category"] for e in slices} >= {"Convolution", ""}
+    with pytest.raises(Sme2Error, match="no events for run 9"):
+        trace_events(events, run=9)
+    with pytest.raises(Sme2Error, match="leaves no timed runs"):
+        trace_events(events, warmup=5)
+
+
+def test_spilling_and_simultaneous_events_still_nest():
+    """An operator ending after its delegate call, one starting before Method::execute, and a
+    zero-length event at the tick its neighbour starts: clipped into place, never overlapping."""
+    t0 = 1_000_000
+    run = [Ev(None, t0 + 100, t0 + 600, 0, debug="A #1"),
+           Ev(None, t0 + 600, t0 + 600, 0, debug="B #1"),
+           Ev(None, t0 + 600, t0 + 900, 0, debug="C #1"),      # spills past DELEGATE_CALL
+           Ev("DELEGATE_CALL", t0 + 50, t0 + 800, 0),
+           Ev("OPERATOR_CALL", t0 - 20, t0 + 30, 1),            # starts before execute
+           Ev("Method::execute", t0, t0 + 1000, 0)]
+    trace = trace_events(parse_etdump(make_etdump([run])))
+    slices = check_viewer_parse(trace)
+    by_name = {e["name"]: e for e in slices}
+    assert by_name["C #1"]["args"]["clipped_ns"] == 100
+    assert by_name["C #1"]["dur"] == pytest.approx(0.2)
+    assert by_name["OPERATOR_CALL"]["ts"] == 0 and by_name["OPERATOR_CALL"]["dur"] == 0.03
+    assert by_name["Method::execute"]["dur"] == 1.0
+    assert trace["otherData"]["clipped"] == 2
+
+
+def test_write_trace_and_the_results_key(tmp_path):
+    path = write_trace(_frame(), tmp_path / "sub" / "native.trace.json", warmup=1)
+    check_viewer_parse(json.loads(path.read_text()))
+    ctx = RunContext(block=0, trace=str(path))
+    assert ctx.to_json()["trace"] == str(path)
+    assert "trace" not in RunContext(block=0).to_json()   # older documents write back as read
+    d = {"nodeid": "n", "model": "m", "dtype": "fp32", "threads": 1, "runner": "native",
+         "device": {}, "runs": 1, "warmup": 0, "e2e_ms": [1.0], "etdump": "e", "pte": "p",
+         "e2e": {"n": 1, "median_ms": 1.0, "mean_ms": 1.0, "p10_ms": 1.0, "p90_ms": 1.0,
+                 "min_ms": 1.0, "max_ms": 1.0, "std_ms": 0.0, "cv_pct": 0.0, "mad_ms": 0.0,
+                 "outliers": 0}, "trace": str(path)}
+    r = BenchmarkResult.from_json(d)
+    assert r.context.trace == str(path) and "trace" not in r.extra
+    assert r.to_json()["trace"] == str(path)
+
+
+@pytest.mark.slow
+def test_a_real_toy_cnn_benchmark_writes_its_trace(tmp_path):
+    """toy_cnn exported and run by the native runner: the trace beside the ETDump parses as a
+    viewer parses it, and its outer slice is the median run's Method::execute."""
+    from pytest_sme2.bench import BenchmarkRun, run_benchmark
+    from pytest_sme2.devices.host import HostDevice
+    from pytest_sme2.runners.native import NativeRunner, build_native_runner
+    from pytest_sme2.settings import BenchSettings
+
+    runner = NativeRunner.from_build(build_native_runner())
+    settings = BenchSettings(runs=5, warmup=1, report_dir=tmp_path, timeout_s=300)
+    result = run_benchmark(BenchmarkRun("toy_cnn", label="toy"), runner, HostDevice(),
+                           settings)
+    path = Path(result.context.trace)
+    assert path == Path(result.etdump).with_name("native.trace.json") and path.is_file()
+    assert result.to_json()["trace"] == str(path)
+    trace = json.loads(path.read_text())
+    slices = check_viewer_parse(trace)
+    events = read_etdump(result.etdump)
+    analysis = analyze(events, warmup=1)
+    run = trace["otherData"]["run"]
+    assert run == median_run(events, warmup=1) and run >= 1
+    assert sorted(result.e2e_ms)[(len(result.e2e_ms) - 1) // 2] == pytest.approx(
+        analysis.e2e_all[run], abs=1e-6)
+    (outer,) = [e for e in slices if e["depth"] == 0]
+    assert outer["name"] == "Method::execute"
+    assert outer["dur"] == pytest.approx(analysis.e2e_all[run] * 1000, abs=1e-3)
+    names = {e["name"] for e in slices}
+    assert "DELEGATE_CALL" in names
+    ops = [e for e in slices if e["cat"] == "operator"]
+    assert ops and all(e["depth"] >= 1 for e in ops)
+    assert any(e["args"]["delegated"] and e["args"]["category"] for e in ops)
+    assert len(slices) == (events["run"] == run).sum()
