@@ -184,7 +184,8 @@ def _gate(args: argparse.Namespace) -> int:
 
     policy = GatePolicy(fail_on_regression=parse_threshold(args.fail_on_regression),
                         allow_foreign=args.allow_foreign_baseline,
-                        categories=parse_gate_categories(args.categories), confirm_blocks=0)
+                        categories=parse_gate_categories(args.categories, flag="--categories"),
+                        confirm_blocks=0)
     doc = load_results(args.results)
     if not doc.benchmarks:
         raise Sme2Error(f"{args.results}: no benchmarks to judge")

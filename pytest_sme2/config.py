@@ -283,7 +283,8 @@ def parse_min_speedup(text: str) -> dict[str, float]:
     return out
 
 
-def parse_gate_categories(text: str, rules: tuple[Any, ...] | None = None) -> tuple[str, ...]:
+def parse_gate_categories(text: str, rules: tuple[Any, ...] | None = None,
+                          flag: str = "--sme2-gate-categories") -> tuple[str, ...]:
     """``--sme2-gate-categories``: category names (any case) or ``all``; ``rules``: the
     category table in use (plugins may add categories)."""
     from pytest_sme2.analysis.categories import OTHER, named_categories
@@ -294,7 +295,7 @@ def parse_gate_categories(text: str, rules: tuple[Any, ...] | None = None) -> tu
         if name.lower() == "all":
             return ("all",)
         if name.lower() not in known:
-            raise Sme2Error(f"--sme2-gate-categories: unknown category {name!r}; known: "
+            raise Sme2Error(f"{flag}: unknown category {name!r}; known: "
                             f"{', '.join(known.values())}, or all")
         out.append(known[name.lower()])
     return tuple(out)

@@ -74,7 +74,11 @@ def recipe_digest() -> str:
     them: a cache hit must not import torch."""
     h = hashlib.sha256()
     for path in RECIPE_SOURCES:
-        data = path.read_bytes()
+        try:
+            data = path.read_bytes()
+        except OSError:
+            raise ExportError(f"the export recipe's source {path} is missing from this "
+                              "installation of pytest-sme2 (reinstall it)") from None
         h.update(f"{path.name}:{len(data)}:".encode())
         h.update(data)
     return h.hexdigest()

@@ -45,7 +45,8 @@ def describe_mask(name: str | None) -> str:
     """How a runner process sees the CPU: 'hwcaps as the device has them' or the mask."""
     if not name:
         return "hwcaps as the device reports them"
-    return f"hwcaps masked to {MASKS[name][1]} (AT_HWCAP2 & ~{mask_bits(name):#x})"
+    bits = mask_bits(name)          # an unknown name: the one-line Sme2Error, not a KeyError
+    return f"hwcaps masked to {MASKS[name][1]} (AT_HWCAP2 & ~{bits:#x})"
 
 
 def sme_flags(hwcap2: int | None) -> tuple[bool | None, bool | None]:

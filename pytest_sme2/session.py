@@ -200,28 +200,44 @@ class BenchSession:
         from pytest_sme2.results import results_document
 
         doc = results_document(self.results, self.comparisons, self.document_session())
-        extra = self._write_ci_files()
+        extra, problems = self._write_ci_files()
         try:
-            return [self.results_path, render_report(doc, self.settings.report_dir), *extra]
+            written = [self.results_path, render_report(doc, self.settings.report_dir), *extra]
         except Exception as e:  # noqa: BLE001 - the measurements are safe in results.json
             raise Sme2Error(f"{self.settings.report_dir / 'report.md'}: not written "
                             f"({type(e).__name__}: {e}); results.json is complete, rerun "
                             f"`pytest-sme2 report {self.results_path}`") from None
+        if problems:  # after report.md: one unwritable file costs no other
+            raise Sme2Error("; ".join(problems))
+        return written
 
-    def _write_ci_files(self) -> list[Path]:
+    def _write_ci_files(self) -> tuple[list[Path], list[str]]:
         """--sme2-benchmark-json (pytest-benchmark's format) and, in GitHub Actions, the step
-        summary: written before report.md, so a report that fails to render loses neither."""
+        summary: written before report.md, so a report that fails to render loses neither.
+        Returns what was written and, one line each, what could not be."""
+        import os
+
         from pytest_sme2.report.github import append_step_summary
 
         written: list[Path] = []
+        problems: list[str] = []
         if self.config.benchmark_json is not None:
             from pytest_sme2.report.benchmark_json import write_benchmark_json
 
-            written.append(write_benchmark_json(self.config.benchmark_json, self.results,
-                                                self.comparisons))
-        summary = append_step_summary(self.results, self.comparisons, self.settings.report_dir,
-                                      written)
-        return written + ([summary] if summary else [])
+            try:
+                written.append(write_benchmark_json(self.config.benchmark_json, self.results,
+                                                    self.comparisons))
+            except OSError as e:
+                problems.append(f"--sme2-benchmark-json {self.config.benchmark_json}: cannot "
+                                f"write it ({e.strerror or e})")
+        try:
+            summary = append_step_summary(self.results, self.comparisons,
+                                          self.settings.report_dir, written)
+        except OSError as e:
+            summary = None
+            problems.append(f"GITHUB_STEP_SUMMARY={os.environ.get('GITHUB_STEP_SUMMARY')}: "
+                            f"cannot append the summary ({e.strerror or e})")
+        return written + ([summary] if summary else []), problems
 
     def close(self) -> None:
         """Remove what the session left on a remote device."""

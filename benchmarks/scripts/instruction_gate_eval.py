@@ -55,9 +55,9 @@ TOY_TARGET = f"{_models.__name__}.toy_cnn:build"
 # ratios were measured when the script was written: +4.0%, +21%, +49%.
 VARIANTS = [
     ("comment only", None),
-    ("+1x1 conv (~4%)", ((1, False),)),
-    ("+5x5 dw + 1x1 conv (~21%)", ((5, True), (1, False))),
-    ("+3x3 + 2x 1x1 conv (~49%)", ((3, False), (1, False), (1, False))),
+    ("+1x1 conv (aim ~5%)", ((1, False),)),
+    ("+5x5 dw + 1x1 conv (aim ~20%)", ((5, True), (1, False))),
+    ("+3x3 + 2x 1x1 conv (aim ~50%)", ((3, False), (1, False), (1, False))),
 ]
 _DEEPER = textwrap.dedent('''
 

@@ -19,6 +19,7 @@ import adbutils
 import pytest
 
 from tests.fakes.adb_device import FakeAdbDevice, FakeAndroidConfig
+from tests.needs import missing
 
 ADB = str(Path(adbutils.__file__).parent / "binaries" / "adb")
 EMULATOR_PORTS = range(5555, 5586)
@@ -175,9 +176,7 @@ def arm64_phone_config(**kw) -> FakeAndroidConfig:
         qemu = find_qemu()
         probe = build_target_helpers("aarch64-linux-gnu").probe
     except Sme2Error as e:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(f"emulated Arm64 not provisioned (`pytest-sme2 setup qemu`): {e}")
+        missing("the emulated Arm64 target", f"run `pytest-sme2 setup qemu` ({e})")
     return FakeAndroidConfig(**{"arch": "aarch64", "qemu": qemu.qemu, "sysroot": qemu.sysroot,
                                 "probe": probe, **kw})
 

@@ -75,9 +75,9 @@ def test_cross_built_runner_is_aarch64_with_the_wheels_libraries(cross):
 
 def test_second_cross_build_is_a_cache_hit(cross):
     binary, cache, _ = cross
-    t0 = time.perf_counter()
-    again = build_native_runner(cache, target=TARGET, progress=pytest.fail)
-    assert again == binary and time.perf_counter() - t0 < 2.0
+    # A hit builds nothing: progress=pytest.fail fails on any build step (no timed assertion:
+    # these machines differ 3-5x).
+    assert build_native_runner(cache, target=TARGET, progress=pytest.fail) == binary
 
 
 def test_cross_built_runner_runs_a_model_under_qemu(cross, qemu, toy_export, tmp_path):
@@ -94,9 +94,7 @@ def test_cross_built_runner_runs_a_model_under_qemu(cross, qemu, toy_export, tmp
 def test_helpers_are_aarch64_and_cached(helpers):
     built, cache = helpers
     assert _elf_machine(built.hwcap_mask) == _elf_machine(built.probe) == EM_AARCH64
-    t0 = time.perf_counter()
     assert build_target_helpers(TARGET, cache, progress=pytest.fail) == built
-    assert time.perf_counter() - t0 < 1.0
 
 
 def test_guest_sees_sme2_with_cpu_max(qemu, helpers):

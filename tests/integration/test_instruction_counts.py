@@ -4,15 +4,18 @@ spans, and grow when the model does more work."""
 
 from __future__ import annotations
 
-import shutil
 
 import pytest
 
 from pytest_sme2.measure.instructions import POOL_LIBRARY, count_instructions
+from tests.needs import tool
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(shutil.which("valgrind") is None,
-                                 reason="valgrind is not installed")]
+pytestmark = [pytest.mark.slow]
+
+
+@pytest.fixture(scope="module", autouse=True)   # before the module-scoped counts
+def _valgrind():
+    tool("valgrind", "apt-get install valgrind")
 
 WIDE = "toy_cnn_wide_for_instructions"
 

@@ -4,11 +4,11 @@ the SME2-off side, no --runner needed) and passes on kernel evidence and outputs
 marked as emulated and no speed-up is asserted."""
 
 import json
-import os
 import shutil
 from pathlib import Path
 
 import pytest
+from tests.needs import missing
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("inner_session_env")]
 
@@ -18,9 +18,7 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 @pytest.fixture
 def qemu_ready(provisioned_qemu):
     if not provisioned_qemu:
-        if os.environ.get("CI"):
-            pytest.fail("QEMU is not provisioned: CI must run `pytest-sme2 setup qemu` first")
-        pytest.skip("QEMU not provisioned: run `pytest-sme2 setup qemu`")
+        missing("QEMU", "run `pytest-sme2 setup qemu`")
 
 
 def test_benchmarks_on_the_emulated_sme2_cpu(pytester, run_pytest, qemu_ready, export_cache):

@@ -939,7 +939,7 @@ def test_gate_command_judges_categories_when_asked(tmp_path, capsys):
      "--fail-on-regression must be a percentage of 0 or more"),
     (lambda d: d.write_text(json.dumps({"schema": "pytest-sme2/results/1", "benchmarks": [
         _result().to_json()]})), ["--baseline-dir", "{bl}", "--categories", "Attention"],
-     "--sme2-gate-categories: unknown category 'Attention'"),
+     "--categories: unknown category 'Attention'"),
 ])
 def test_gate_command_bad_input_exits_2_with_one_line(tmp_path, capsys, setup, args, message):
     doc = tmp_path / "results.json"

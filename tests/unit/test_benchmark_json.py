@@ -131,3 +131,22 @@ def test_the_session_writes_it_at_the_end(tmp_path, monkeypatch):
     # Not asked for: not written.
     session = BenchSession(replace(cfg, benchmark_json=None), results=doc.benchmarks)
     assert not any(p.name == "b.json" for p in session.finish()[2:])
+
+
+def test_unwritable_ci_files_are_one_line_after_the_report(tmp_path, monkeypatch):
+    import pytest_sme2.report.markdown as markdown
+
+    rendered = []
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "no" / "such" / "summary.md"))
+    monkeypatch.setattr(markdown, "render_report",
+                        lambda doc, out: rendered.append(out) or out / "report.md")
+    doc = load_results(single_doc())
+    (tmp_path / "a-file").write_text("")
+    cfg = Sme2Config(benchmark_json=tmp_path / "a-file" / "b.json")   # its folder is a file
+    cfg = replace(cfg, settings=replace(cfg.settings, report_dir=tmp_path / "r"))
+    with pytest.raises(Sme2Error) as e:
+        BenchSession(cfg, results=doc.benchmarks).finish()
+    msg = str(e.value)
+    assert "\n" not in msg and rendered                  # report.md was still rendered
+    assert f"--sme2-benchmark-json {tmp_path / 'a-file' / 'b.json'}: cannot write it" in msg
+    assert "GITHUB_STEP_SUMMARY=" in msg and "cannot append the summary" in msg

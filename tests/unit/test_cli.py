@@ -129,3 +129,4 @@ def test_analyze_with_a_kernel_trace_proves_sme2(tmp_path, capsys):
     assert "SME2: proven" in capsys.readouterr().out
     assert main(["analyze", str(et), "--kernel-trace", str(tmp_path / "nope.csv")]) == 2
     assert "no such kernel-trace CSV" in capsys.readouterr().err
+

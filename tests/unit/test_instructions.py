@@ -24,14 +24,19 @@ from pytest_sme2.measure.instructions import (HOST_ONLY, METHOD_EXECUTE, Instruc
                                               find_valgrind, host_only_reason, short_name,
                                               summarize)
 from pytest_sme2.runners.base import RunnerInfo, RunRequest
+from tests.needs import tool
 
 FIXTURES = Path(__file__).parent / "callgrind"
 XNN = "/x/lib/libexecutorch_backend_xnnpack.so"
 ET = "/x/lib/libexecutorch.so"
 POOL = "/x/lib/libexecutorch_threadpool.so"
 KERNEL = "0x00000000000ffcc0"
-NEEDS_VALGRIND = pytest.mark.skipif(shutil.which("valgrind") is None,
-                                    reason="valgrind is not installed")
+NEEDS_VALGRIND = pytest.mark.usefixtures("valgrind")
+
+
+@pytest.fixture
+def valgrind():
+    tool("valgrind", "apt-get install valgrind")
 
 
 def _costs(stem: str, threads: int) -> tuple[Costs, Costs]:
@@ -63,10 +68,10 @@ def test_call_lines_are_inclusive_costs_of_the_callee_not_self_costs():
     assert costs.inclusive((XNN, KERNEL)) == 1900      # 1800 own + 100 in the pool
 
 
-@pytest.mark.skipif(shutil.which("callgrind_annotate") is None, reason="no callgrind_annotate")
 @pytest.mark.parametrize("name", ["n2.out-01", "n2.out-02", "n4.out-01", "n4.out-02"])
 def test_fixtures_read_like_callgrind_annotate(name):
     """valgrind's own reader agrees with ours on every fixture: they are valid profiles."""
+    tool("callgrind_annotate", "apt-get install valgrind")
     out = subprocess.run(["callgrind_annotate", "--inclusive=yes", str(FIXTURES / name)],
                          capture_output=True, text=True, check=True).stdout
     costs = Costs.of([read_profile(FIXTURES / name)])
@@ -250,8 +255,7 @@ class _ShellRunner:
 def test_a_runner_without_method_execute_is_refused(tmp_path):
     binary = tmp_path / "runner"
     shutil.copy("/bin/true", binary)
-    if shutil.which("nm") is None:
-        pytest.skip("no nm (binutils): the known name is assumed")
+    tool("nm", "apt-get install binutils")
     with pytest.raises(InstructionCountError, match=r"runner define no executorch::runtime::"
                        r"Method::execute\(\) \(_ZN10executorch7runtime6Method7executeEv\)"):
         ins.execute_symbol(binary)
@@ -260,8 +264,8 @@ def test_a_runner_without_method_execute_is_refused(tmp_path):
 def test_the_wheel_names_method_execute():
     lib = Path(sys.prefix, "lib", f"python{sys.version_info[0]}.{sys.version_info[1]}",
                "site-packages", "executorch", "lib", "libexecutorch.so")
-    if not lib.is_file() or shutil.which("nm") is None:
-        pytest.skip("no executorch wheel library or no nm")
+    tool("nm", "apt-get install binutils")
+    assert lib.is_file(), f"{lib}: the installed executorch wheel ships no libexecutorch.so"
     assert ins.execute_symbol(Path("/bin/true"), [lib]) == METHOD_EXECUTE
 
 

@@ -4,7 +4,6 @@ library when the cross compiler is present."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from pytest_sme2.analysis.kernel_trace import (
 )
 from pytest_sme2.analysis.kernels import sme2_verdict
 from pytest_sme2.errors import Sme2Error
+from tests.needs import tool
 
 XNN_LIB = "/data/local/tmp/sme2/lib/libexecutorch_backend_xnnpack.so"
 LIBC = "/apex/com.android.runtime/lib64/bionic/libc.so"
@@ -412,7 +412,6 @@ def test_execution_beats_an_xnntrace_and_packed_names() -> None:
 
 # --- a real aarch64 library -------------------------------------------------------------------
 
-CC = shutil.which("aarch64-linux-gnu-gcc")
 SRC = f"""
 __attribute__((visibility("hidden"))) int xnn_f32_gemm_minmax_ukernel_4x8__neonfma(int x)
 {{ return x * 3 + 1; }}
@@ -420,22 +419,21 @@ int {SME2_MOPA}(int x) {{ return xnn_f32_gemm_minmax_ukernel_4x8__neonfma(x) + 7
 """
 
 
-@pytest.mark.skipif(CC is None, reason="needs aarch64-linux-gnu-gcc (apt install "
-                                       "gcc-aarch64-linux-gnu) to build an aarch64 library")
 @pytest.mark.parametrize("stripped", [False, True])
 def test_real_aarch64_library(tmp_path: Path, stripped: bool) -> None:
+    cc = tool("aarch64-linux-gnu-gcc", "run `pytest-sme2 setup qemu`")
     from elftools.elf.elffile import ELFFile
 
     src, lib = tmp_path / "k.c", tmp_path / "libk.so"
     src.write_text(SRC)
-    subprocess.run([CC, "-O1", "-shared", "-fPIC", "-fno-inline", "-o", str(lib), str(src)],
+    subprocess.run([cc, "-O1", "-shared", "-fPIC", "-fno-inline", "-o", str(lib), str(src)],
                    check=True)
     with lib.open("rb") as fh:
         elf = ELFFile(fh)
         text = [s for s in elf.iter_segments() if s["p_type"] == "PT_LOAD" and s["p_flags"] & 1]
         where = {s.name: s["st_value"] for s in elf.get_section_by_name(".symtab").iter_symbols()}
     if stripped:
-        subprocess.run([CC.replace("gcc", "strip"), "--strip-all", str(lib)], check=True)
+        subprocess.run([cc.replace("gcc", "strip"), "--strip-all", str(lib)], check=True)
     base = 0x7F0000000000
     maps = "".join(f"{base + (s['p_vaddr'] & ~0xFFF):x}-{base + s['p_vaddr'] + s['p_memsz']:x} "
                    f"r-xp {s['p_offset'] & ~0xFFF:08x} fe:00 1 {lib}\n" for s in text)

@@ -164,3 +164,8 @@ def test_qemu_refuses_the_python_runner_and_foreign_binaries(tmp_path):
 
     with pytest.raises(RunnerError, match="not an ELF program, and --device qemu runs aarch64"):
         dev.run(BinaryRunner("s", script), req)
+
+
+def test_describing_an_unknown_mask_is_the_one_line_error():
+    with pytest.raises(Sme2Error, match="unknown hwcap mask 'sve'"):
+        describe_mask("sve")

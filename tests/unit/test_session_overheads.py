@@ -54,7 +54,9 @@ def test_hypothesis_sits_the_summary_out_only_when_nothing_used_it(monkeypatch):
     used = _Plugins(hyp)
     plugin._skip_idle_hypothesis_summary(_Config(used))
     assert used.unregistered == []
-    plugin._skip_idle_hypothesis_summary(_Config(_Plugins(None)))  # not installed: nothing
+    absent = _Plugins(None)
+    plugin._skip_idle_hypothesis_summary(_Config(absent))   # not installed: nothing to take out
+    assert absent.unregistered == []
 
 
 def test_the_exit_collection_is_skipped_once_however_many_sessions(monkeypatch):

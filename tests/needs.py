@@ -1,0 +1,27 @@
+"""What a test needs from the machine: where it is missing, the test skips on a developer's
+machine and FAILS in CI (env ``CI`` set), which provisions everything (``.ci/run``: `pytest-sme2
+setup qemu` for the emulator and cross compiler; valgrind and binutils from the base image or
+apt). A skip in CI would hide a provisioning gap."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from typing import NoReturn
+
+import pytest
+
+
+def missing(what: str, how: str) -> NoReturn:
+    """Skip (locally) or fail (in CI) because ``what`` is missing; ``how`` gets it."""
+    if os.environ.get("CI"):
+        pytest.fail(f"{what} is missing in CI: {how}", pytrace=False)
+    pytest.skip(f"{what} is missing here: {how}")
+
+
+def tool(name: str, how: str) -> str:
+    """The path of the program ``name``, or skip/fail as :func:`missing` says."""
+    path = shutil.which(name)
+    if path is None:
+        missing(name, how)
+    return path
