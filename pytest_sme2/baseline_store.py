@@ -53,6 +53,10 @@ class Session:
     categories_ms: list[dict[str, float]] = field(default_factory=list)  # per block
     session_id: str | None = None
     under_test: UnderTest = field(default_factory=UnderTest)
+    # One value per cold runner process (pytest_sme2.results.Startup): load time and peak
+    # resident memory, judged by the gate like the blocks; empty in files from before them.
+    load_ms: list[float] = field(default_factory=list)
+    peak_rss_kb: list[float] = field(default_factory=list)
 
     @property
     def block_medians(self) -> list[float]:
@@ -68,7 +72,9 @@ class Session:
                 "versions": self.versions, "device": self.device, "blocks": self.blocks,
                 "block_medians": [round(m, 6) for m in self.block_medians],
                 "median_ms": round(self.median_ms, 6), "categories_ms": self.categories_ms,
-                "session_id": self.session_id, "under_test": self.under_test.to_dict()}
+                "session_id": self.session_id, "under_test": self.under_test.to_dict(),
+                **{k: v for k, v in (("load_ms", self.load_ms),
+                                     ("peak_rss_kb", self.peak_rss_kb)) if v}}
 
 
 @dataclass
@@ -134,6 +140,9 @@ def _parse_session(path: Path, i: int, d: Any, v1_key: dict[str, Any] | None) ->
     if not isinstance(d.get("timestamp"), str):
         raise _malformed(path, f"session {i} has no 'timestamp'")
     versions = {str(k): str(v) for k, v in (d.get("versions") or {}).items()}
+    for name in ("load_ms", "peak_rss_kb"):
+        if d.get(name) is not None and not _positive_times(d[name]):
+            raise _malformed(path, f"session {i} '{name}' is not a list of positive numbers")
     if v1_key is not None:   # schema 1: what was under test lived in the file's key
         under_test = UnderTest(
             export_key=str(v1_key.get("export_key") or ""),
@@ -146,7 +155,9 @@ def _parse_session(path: Path, i: int, d: Any, v1_key: dict[str, Any] | None) ->
                    git_commit=d.get("git_commit"), versions=versions,
                    device=dict(d.get("device") or {}),
                    categories_ms=list(d.get("categories_ms") or []),
-                   session_id=d.get("session_id"), under_test=under_test)
+                   session_id=d.get("session_id"), under_test=under_test,
+                   load_ms=[float(v) for v in d.get("load_ms") or []],
+                   peak_rss_kb=[float(v) for v in d.get("peak_rss_kb") or []])
 
 
 def _v1_key(old: dict[str, Any], sessions: list[Session]) -> BaselineKey:
@@ -310,9 +321,14 @@ def save(results: Sequence[BenchmarkResult], baseline_dir: Path, keep: int = DEF
     path = folder / key.filename
     sha = git_commit() if commit is True else (commit or None)
     stamp = (now or datetime.now(timezone.utc)).isoformat(timespec="seconds")
+    loads: list[float] = []
+    peaks: list[float] = []
     if measure == MEASURE_TIME:
         blocks = [[round(float(v), 6) for v in r.e2e_ms] for r in results]
         cats = [{k: round(float(v), 6) for k, v in r.categories_ms.items()} for r in results]
+        processes = [p for r in results if r.startup for p in r.startup.processes]
+        loads = [round(float(p.load_ms), 6) for p in processes if p.load_ms]
+        peaks = [float(p.peak_rss_kb) for p in processes if p.peak_rss_kb]
     else:
         counts = [r.instructions_per_execute for r in results]
         if any(c is None or not c > 0 for c in counts):
@@ -336,11 +352,13 @@ def save(results: Sequence[BenchmarkResult], baseline_dir: Path, keep: int = DEF
         if same:
             same[0].blocks.extend(blocks)
             same[0].categories_ms.extend(cats)
+            same[0].load_ms.extend(loads)
+            same[0].peak_rss_kb.extend(peaks)
         else:
             baseline.sessions.append(Session(
                 timestamp=stamp, blocks=blocks, git_commit=sha, versions=_versions(results[0]),
                 device=dict(results[0].device), categories_ms=cats, session_id=session_id,
-                under_test=UnderTest.of(results[0])))
+                under_test=UnderTest.of(results[0]), load_ms=loads, peak_rss_kb=peaks))
         baseline.sessions = baseline.sessions[-keep:]
         atomic_write_text(path, dumps(replace(baseline, path=path)))
         for old in baseline.migrated:

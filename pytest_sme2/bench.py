@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from pytest_sme2.analysis.categories import CategoryRule
+from pytest_sme2.analysis.latency import e2e_per_run
+from pytest_sme2.analysis.startup import load_source, memory_source, process_startup
 from pytest_sme2.analysis.summary import analyze
 from pytest_sme2.compare import Comparison, check_outputs, make_comparison
 from pytest_sme2.devices.base import Device
@@ -18,8 +20,8 @@ from pytest_sme2.etrecord import read_etrecord
 from pytest_sme2.export import export_model
 from pytest_sme2.report.csv import write_csvs
 from pytest_sme2.report.trace import write_trace
-from pytest_sme2.results import BenchmarkResult, ResultAnalysis, RunContext
-from pytest_sme2.runners.base import Runner, RunRequest
+from pytest_sme2.results import BenchmarkResult, ResultAnalysis, RunContext, Startup
+from pytest_sme2.runners.base import Runner, RunRequest, parse_summary
 from pytest_sme2.settings import DEFAULT_MARGIN, MIN_BLOCKS, BenchSettings
 from pytest_sme2.tensorfile import read_tensors
 
@@ -75,6 +77,19 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
         raise Sme2Error(f"{request.etdump}: {len(analysis.e2e_all)} runs with Method::execute, "
                         f"expected {request.executions} ({settings.warmup} warm-up + "
                         f"{settings.runs} timed)")
+    summary = parse_summary(outcome.stdout)
+    emulated = bool(facts.extra.get("emulated"))
+    startup = Startup(
+        pte_bytes=exported.pte.stat().st_size,
+        processes=[process_startup(analysis.events, analysis.e2e_all, summary)],
+        load_source=load_source(analysis.events, summary),
+        memory_source=memory_source(summary, emulated))
+    # More cold loads for a benchmark's first block; a comparison's or confirmation's blocks
+    # are cold processes already. Emulated load times say nothing: one is enough there.
+    if run.block is None and not emulated:
+        for i in range(1, settings.loads):
+            startup.processes.append(
+                _cold_load(runner, device, request, out / f"{stem}.load{i}.etdump"))
     write_csvs(analysis, out, stem)  # seed-compatible CSVs beside the ETDump
     # The median timed run as a Chrome/Perfetto trace: one run's events, a few milliseconds.
     trace = write_trace(analysis.events, out / f"{stem}.trace.json", warmup=settings.warmup,
@@ -88,7 +103,17 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
         context=RunContext(thermal_before=before, thermal_after=after, block=run.block,
                            outputs=str(request.outputs) if request.outputs else None,
                            kernel_trace=str(outcome.kernel_trace) if outcome.kernel_trace
-                           else None, trace=str(trace)))
+                           else None, trace=str(trace)),
+        startup=startup)
+
+
+def _cold_load(runner: Runner, device: Device, request: RunRequest, etdump: Path):
+    """One load-only process (load, one execute): a cold load time and first inference."""
+    one = replace(request, etdump=etdump, runs=1, warmup=0, outputs=None)
+    outcome = device.run(runner, one)
+    events = read_etdump(one.etdump)
+    return process_startup(events, e2e_per_run(events, source=str(one.etdump)),
+                           parse_summary(outcome.stdout))
 
 
 def process_sme2(device_sme2: bool | None, hwcap_mask: str | None) -> bool | None:

@@ -179,13 +179,18 @@ def _gate(args: argparse.Namespace) -> int:
     compared), else 0."""
     from pytest_sme2 import gate
     from pytest_sme2.baseline_store import group_by_key
-    from pytest_sme2.config import GatePolicy, parse_gate_categories, parse_threshold
+    from pytest_sme2.config import (GatePolicy, parse_gate_categories, parse_measure_threshold,
+                                    parse_threshold)
     from pytest_sme2.results import load_results
 
     policy = GatePolicy(fail_on_regression=parse_threshold(args.fail_on_regression),
                         allow_foreign=args.allow_foreign_baseline,
                         categories=parse_gate_categories(args.categories, flag="--categories"),
-                        confirm_blocks=0)
+                        confirm_blocks=0,
+                        load_threshold_pct=parse_measure_threshold("load_threshold",
+                                                                   args.load_threshold),
+                        memory_threshold_pct=parse_measure_threshold("memory_threshold",
+                                                                     args.memory_threshold))
     doc = load_results(args.results)
     if not doc.benchmarks:
         raise Sme2Error(f"{args.results}: no benchmarks to judge")
@@ -196,7 +201,7 @@ def _gate(args: argparse.Namespace) -> int:
     for key, blocks in group_by_key(doc.benchmarks).items():
         report = gate.evaluate(blocks, args.baseline_dir, policy, exclude_session=own)
         line = "; ".join([report.e2e.summary] + [j.summary for j in report.regressions
-                                                 if j.category])
+                                                 if j.category or j.measure != gate.TIME])
         print(f"{key.model} {key.dtype} t{key.threads} {key.runner}: {line}")
         failed = failed or report.failure(policy) is not None
     return 1 if failed else 0
@@ -209,6 +214,8 @@ def _setup(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from pytest_sme2.config import DEFAULT_LOAD_THRESHOLD_PCT, DEFAULT_MEMORY_THRESHOLD_PCT
+
     parser = argparse.ArgumentParser(prog="pytest-sme2", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -290,6 +297,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="compare with a baseline recorded on another device instead of failing")
     g.add_argument("--categories", default="", metavar="LIST",
                    help="operator categories judged besides end to end (Convolution,GEMM or all)")
+    g.add_argument("--load-threshold", default=f"{DEFAULT_LOAD_THRESHOLD_PCT:g}", metavar="PCT",
+                   help="cold load time grown beyond PCT percent fails, or off (default "
+                        f"{DEFAULT_LOAD_THRESHOLD_PCT:g})")
+    g.add_argument("--memory-threshold", default=f"{DEFAULT_MEMORY_THRESHOLD_PCT:g}",
+                   metavar="PCT", help="peak memory grown beyond PCT percent fails, or off "
+                                       f"(default {DEFAULT_MEMORY_THRESHOLD_PCT:g})")
     g.set_defaults(func=_gate)
 
     st = sub.add_parser("setup", help="provision an emulated Arm64 SME2 target (QEMU, cross "

@@ -19,12 +19,15 @@ from pytest_sme2.export import DTYPES
 from pytest_sme2.matrix import (DEFAULT_DTYPES, DEFAULT_MODELS, DEFAULT_THREADS, parse_threads,
                                 split_list)
 from pytest_sme2.runners.spec import runner_specs
-from pytest_sme2.settings import DEFAULT_CONFIRM_BLOCKS, MIN_BLOCKS, BenchSettings
+from pytest_sme2.settings import DEFAULT_CONFIRM_BLOCKS, DEFAULT_LOADS, MIN_BLOCKS, BenchSettings
 
 # Lower bounds asserted on the SME2 speed-up's confidence interval. The seed kit measured, on
 # one core, 3.9x (fp16) and 1.8x (int8) end to end on a conv-heavy model; a model whose time is
 # not in Convolution/GEMM gains less, so the defaults ask for a clear but modest effect.
 DEFAULT_MIN_SPEEDUP = "fp32=1.2,fp16=1.5,int8=1.2,int8_dynamic=1.2"
+# Load time drifts like latency; peak memory barely moves between processes.
+DEFAULT_LOAD_THRESHOLD_PCT = 25.0
+DEFAULT_MEMORY_THRESHOLD_PCT = 10.0
 DEFAULT_THRESHOLD_PCT = 10.0      # the gate's threshold when --fail-on-regression is not given
 DEFAULT_BASELINE_DIR = "benchmarks/baselines"
 MEASURES = ("time", "instructions")   # --sme2-measure: time only, or instructions counted too
@@ -81,6 +84,21 @@ OPTIONS: dict[str, Option] = {
     "fail_on_regression": Option("sme2_fail_on_regression", "",
                                  "fail a benchmark (and the session) whose slow-down beyond PCT "
                                  "percent is statistically clear against its baseline"),
+    "sme2_loads": Option("sme2_loads", str(DEFAULT_LOADS),
+                         "cold loads per benchmark: its own process plus load-only processes "
+                         f"(load and one execute each); load time and first inference are "
+                         f"their medians (default {DEFAULT_LOADS}; one on an emulated CPU)"),
+    "sme2_load_threshold": Option("sme2_load_threshold", f"{DEFAULT_LOAD_THRESHOLD_PCT:g}",
+                                  "with --fail-on-regression, also fail a benchmark whose cold "
+                                  "load time grew beyond PCT percent against its baseline "
+                                  f"(default {DEFAULT_LOAD_THRESHOLD_PCT:g}; off: judge and "
+                                  "report only)"),
+    "sme2_memory_threshold": Option("sme2_memory_threshold",
+                                    f"{DEFAULT_MEMORY_THRESHOLD_PCT:g}",
+                                    "with --fail-on-regression, also fail a benchmark whose "
+                                    "peak resident memory grew beyond PCT percent against its "
+                                    f"baseline (default {DEFAULT_MEMORY_THRESHOLD_PCT:g}; off: "
+                                    "judge and report only)"),
     "sme2_benchmark_json": Option("sme2_benchmark_json", "",
                                   "at session end, also write the results to this file in "
                                   "pytest-benchmark's JSON format (pytest-benchmark compare, "
@@ -109,6 +127,10 @@ class GatePolicy:
     allow_foreign: bool = False               # compare with a baseline from another device
     categories: tuple[str, ...] = ()          # judged besides end to end; ("all",): every one
     confirm_blocks: int = DEFAULT_CONFIRM_BLOCKS  # blocks a suspected regression is judged on, + 1
+    # Load time and peak memory: judged against the baseline whenever it has them; these
+    # thresholds apply when the policy is enforced. None ("off"): judged, never failed.
+    load_threshold_pct: float | None = DEFAULT_LOAD_THRESHOLD_PCT
+    memory_threshold_pct: float | None = DEFAULT_MEMORY_THRESHOLD_PCT
 
     @property
     def enforced(self) -> bool:
@@ -210,7 +232,8 @@ def config_from_options(values: Mapping[str, Any], ini: Mapping[str, Any],
                              report_dir=path("report_dir") or Path("sme2-report"),
                              cache_dir=path("sme2_cache_dir"),
                              reexport=bool(values.get("sme2_reexport")),
-                             timeout_s=float(timeout))
+                             timeout_s=float(timeout),
+                             loads=whole("sme2_loads", 1, "1 or more"))
     dtypes = tuple(split_list(text("sme2_dtypes")[0]))
     for d in dtypes:
         if d not in DTYPES:
@@ -237,7 +260,11 @@ def config_from_options(values: Mapping[str, Any], ini: Mapping[str, Any],
                         allow_foreign=bool(values.get("allow_foreign_baseline")),
                         categories=parse_gate_categories(text("sme2_gate_categories")[0],
                                                          category_rules),
-                        confirm_blocks=whole("sme2_confirm_blocks", 0, "0 or more")),
+                        confirm_blocks=whole("sme2_confirm_blocks", 0, "0 or more"),
+                        load_threshold_pct=parse_measure_threshold(
+                            "sme2_load_threshold", text("sme2_load_threshold")[0]),
+                        memory_threshold_pct=parse_measure_threshold(
+                            "sme2_memory_threshold", text("sme2_memory_threshold")[0])),
         measure=measure, benchmark_json=benchmark_json)
 
 
@@ -264,6 +291,20 @@ def parse_threshold(text: str) -> float | None:
         pct = math.nan
     if not pct >= 0 or math.isinf(pct):
         raise Sme2Error(f"--fail-on-regression must be a percentage of 0 or more, got "
+                        f"{text!r}")
+    return pct
+
+
+def parse_measure_threshold(dest: str, text: str) -> float | None:
+    """``--sme2-load-threshold`` / ``--sme2-memory-threshold``: a percentage, or "off"."""
+    if text.strip().lower() == "off":
+        return None
+    try:
+        pct = float(text)
+    except ValueError:
+        pct = math.nan
+    if not pct >= 0 or math.isinf(pct):
+        raise Sme2Error(f"{_flag(dest)} must be a percentage of 0 or more or 'off', got "
                         f"{text!r}")
     return pct
 

@@ -56,8 +56,9 @@ from pytest_sme2.baseline_key import BaselineKey, UnderTest
 from pytest_sme2.config import DEFAULT_THRESHOLD_PCT, GatePolicy
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.results import BenchmarkResult
-from pytest_sme2.stats import (UNMEASURED_DRIFT, UNMEASURED_DRIFT_INSTRUCTIONS, Interval,
-                               noise_floor, two_level_bootstrap)
+from pytest_sme2.stats import (UNMEASURED_DRIFT, UNMEASURED_DRIFT_INSTRUCTIONS,
+                               UNMEASURED_DRIFT_MEMORY, Interval, noise_floor,
+                               two_level_bootstrap)
 
 __all__ = ["GatePolicy", "GateReport", "Judgement", "evaluate", "judge_levels",
            "run_with_confirmation"]
@@ -67,6 +68,12 @@ CONFIDENCE = 0.95
 RESAMPLES = 4000
 DEFAULT_POLICY = GatePolicy()
 TIME, INSTRUCTIONS = "time", "instructions"     # the measures a judgement can be of
+LOAD, MEMORY = "load time", "peak memory"       # ... and what a benchmark costs to start
+# Per measure: the words for up and down, and the least noise floor below MIN_SESSIONS.
+_WORDS = {TIME: ("slower", "faster"), INSTRUCTIONS: ("more", "fewer"),
+          LOAD: ("slower", "faster"), MEMORY: ("more", "less")}
+_UNMEASURED = {TIME: UNMEASURED_DRIFT, INSTRUCTIONS: UNMEASURED_DRIFT_INSTRUCTIONS,
+               LOAD: UNMEASURED_DRIFT, MEMORY: UNMEASURED_DRIFT_MEMORY}
 
 
 @dataclass(frozen=True)
@@ -85,7 +92,9 @@ class Judgement:
     category: str | None = None
     foreign: bool = False             # a baseline exists but was recorded on another device
     changed_since_baseline: tuple[str, ...] = ()   # under test: model source, versions, ...
-    measure: str = TIME               # or INSTRUCTIONS (--sme2-measure instructions)
+    measure: str = TIME               # or INSTRUCTIONS (--sme2-measure instructions), LOAD, MEMORY
+    # False: judged and reported, never a failure (--sme2-load-threshold off, ...).
+    enforced: bool = True
 
     @property
     def regressed(self) -> bool:
@@ -116,6 +125,8 @@ class Judgement:
 
     def to_dict(self) -> dict[str, Any]:
         measure = {} if self.measure == TIME else {"measure": self.measure}
+        if not self.enforced:
+            measure["enforced"] = False
         return {**measure,
                 "status": self.status, "ratio": self.ratio.to_dict() if self.ratio else None,
                 "threshold_pct": self.threshold_pct, "noise_floor_pct": self.noise_floor_pct,
@@ -141,13 +152,15 @@ def _pct(fraction: float) -> str:
 def judge_levels(base_sessions: Sequence[Sequence[float]], current: Sequence[float],
                  threshold_pct: float = DEFAULT_THRESHOLD_PCT, unit: str = "ms",
                  confidence: float = CONFIDENCE, resamples: int = RESAMPLES, seed: int = 0,
-                 category: str | None = None) -> Judgement:
+                 category: str | None = None, measure: str | None = None) -> Judgement:
     """The rule on block-level values: ``base_sessions`` holds one value per block for each
     baseline session, ``current`` one value per block of this session. ``unit="instructions"``:
     instruction counts (--sme2-measure instructions), judged by the same rule; below 3
     baseline sessions their noise floor is at least ``UNMEASURED_DRIFT_INSTRUCTIONS`` (0.1%)
-    instead of time's 25%, and the judgement says it is of instructions."""
-    measure = INSTRUCTIONS if unit == INSTRUCTIONS else TIME
+    instead of time's 25%, and the judgement says it is of instructions. ``measure`` LOAD or
+    MEMORY: one value per cold process (load ms, peak kB), with their own least floor."""
+    if measure is None:
+        measure = INSTRUCTIONS if unit == INSTRUCTIONS else TIME
     if threshold_pct < 0:
         raise Sme2Error(f"the regression threshold must be 0% or more, got {threshold_pct:g}%")
     sessions = [np.asarray(s, dtype=float) for s in base_sessions if len(s)]
@@ -164,10 +177,9 @@ def judge_levels(base_sessions: Sequence[Sequence[float]], current: Sequence[flo
     point = cur_level / base_level
     low, high = two_level_bootstrap(sessions, cur, confidence, resamples, seed)
     ratio = Interval(point, min(low, point), max(high, point), confidence)
-    floor, source = noise_floor(sessions, UNMEASURED_DRIFT_INSTRUCTIONS
-                                if measure == INSTRUCTIONS else UNMEASURED_DRIFT)
+    floor, source = noise_floor(sessions, _UNMEASURED[measure])
     limit = 1 + max(threshold_pct / 100, floor)
-    more, fewer = ("more", "fewer") if measure == INSTRUCTIONS else ("slower", "faster")
+    more, fewer = _WORDS[measure]
     if ratio.low > limit:
         status, word = REGRESSION, f"{(point - 1) * 100:.1f}% {more}"
     elif ratio.high < 1 / limit:
@@ -175,8 +187,8 @@ def judge_levels(base_sessions: Sequence[Sequence[float]], current: Sequence[flo
     else:
         status, word = OK, "within noise"
     what = f"{category} " if category else ""
-    if measure == INSTRUCTIONS:
-        what = f"{INSTRUCTIONS} {what}"
+    if measure != TIME:
+        what = f"{measure} {what}"
     reason = (f"{what}{word}: median {cur_level:.4g} {unit} ({cur.size} block(s)) vs baseline "
               f"{base_level:.4g} {unit} ({len(sessions)} session(s)); ratio {ratio} "
               f"{int(confidence * 100)}% CI; limit {_pct(limit - 1)} {more} = max(threshold "
@@ -231,6 +243,11 @@ class GateReport:
         return next((j for j in self.judgements if j.measure == INSTRUCTIONS), None)
 
     @property
+    def startup(self) -> dict[str, Judgement]:
+        """The verdicts on load time and peak memory, by measure (LOAD, MEMORY)."""
+        return {j.measure: j for j in self.judgements if j.measure in (LOAD, MEMORY)}
+
+    @property
     def regressions(self) -> list[Judgement]:
         return [j for j in self.judgements if j.regressed]
 
@@ -240,7 +257,7 @@ class GateReport:
         policy (``--fail-on-regression``) fails."""
         if not policy.enforced:
             return None
-        regressions = [j.reason for j in self.regressions]
+        regressions = [j.reason for j in self.regressions if j.enforced]
         if regressions:
             return "regression against the baseline: " + "; and ".join(regressions)
         foreign = list(dict.fromkeys(j.reason for j in self.judgements if j.foreign))
@@ -257,6 +274,9 @@ class GateReport:
         block.baseline_categories = {c: j.to_dict() for c, j in self.categories.items()}
         if self.instructions is not None:
             block.baseline_instructions = self.instructions.to_dict()
+        if self.startup:
+            block.baseline_startup = {STARTUP_KEYS[m]: j.to_dict()
+                                      for m, j in self.startup.items()}
 
     @classmethod
     def unjudged(cls, reason: str) -> GateReport:
@@ -308,10 +328,38 @@ def evaluate(results: Sequence[BenchmarkResult], baseline_dir: Path | None,
     verdicts = [judge_levels([s.block_medians for s in base.sessions],
                              [float(median(r.e2e_ms)) for r in results if r.e2e_ms], pct)]
     verdicts += [_judge_category(base, results, c, pct) for c in names]
+    verdicts += _judge_startup(base, results, policy)
     changed = tuple(UnderTest.of(results[0]).changes_since(base.under_test)) \
         if base.under_test is not None else ()
     return GateReport(tuple(_annotated(v, changed, found.foreign_reason) for v in verdicts)
                       + extra, len(results))
+
+
+STARTUP_KEYS = {LOAD: "load", MEMORY: "memory"}   # results.json's baseline_startup keys
+
+
+def _judge_startup(base: baseline_store.Baseline, results: Sequence[BenchmarkResult],
+                   policy: GatePolicy) -> list[Judgement]:
+    """Cold load time and peak memory, one value per cold process, by the same rule; nothing
+    when this benchmark measured neither (a runner that reports no memory, a document from
+    before them). ``policy``'s threshold "off" (None) judges without ever failing."""
+    out = []
+    for measure, attr, unit, threshold in (
+            (LOAD, "load_ms", "ms", policy.load_threshold_pct),
+            (MEMORY, "peak_rss_kb", "kB", policy.memory_threshold_pct)):
+        current = [float(v) for r in results if r.startup
+                   for p in r.startup.processes if (v := getattr(p, attr)) is not None]
+        if not current:
+            continue
+        pct = DEFAULT_THRESHOLD_PCT if threshold is None else threshold
+        sessions = [getattr(s, attr) for s in base.sessions if getattr(s, attr)]
+        if not sessions:
+            j = replace(not_compared(f"the baseline records no {measure}; record it again "
+                                     "with --save-baseline", pct), measure=measure)
+        else:
+            j = judge_levels(sessions, current, pct, unit=unit, measure=measure)
+        out.append(replace(j, enforced=threshold is not None))
+    return out
 
 
 def _judge_instructions(results: Sequence[BenchmarkResult], baseline_dir: Path | None,

@@ -173,6 +173,94 @@ class RunContext:
         return d
 
 
+# -- load, first inference, memory ------------------------------------------------------------
+
+@dataclass
+class ProcessStartup(_ItemAccess):
+    """One runner process from its start to its first inference: one cold load."""
+
+    load_ms: float | None = None          # program + method load (see Startup.load_source)
+    method_load_ms: float | None = None   # the method load alone
+    program_load_ms: float | None = None  # Module::load, the runner's timer (None: not timed)
+    first_inference_ms: float | None = None   # the first Method::execute after the load
+    peak_rss_kb: int | None = None        # VmHWM at the end of the process
+    load_rss_kb: int | None = None        # resident memory the load added
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "ProcessStartup":
+        return cls(**_known(cls, d))
+
+
+def _median(values: Iterable[float | int | None]) -> float | None:
+    present = [float(v) for v in values if v is not None]
+    return float(statistics.median(present)) if present else None
+
+
+@dataclass
+class Startup(_ItemAccess):
+    """What a benchmark costs before its steady state: the ``.pte`` size, and per cold process
+    (the block's own first, then the load-only processes of ``--sme2-loads``) its load time,
+    first inference and memory. Medians over processes: a process is the unit of a cold load."""
+
+    pte_bytes: int | None = None
+    processes: list[ProcessStartup] = field(default_factory=list)
+    load_source: str = ""       # which events / timers load_ms comes from
+    memory_source: str = ""     # what peak and load memory are of, or why there are none
+
+    @property
+    def load_ms(self) -> float | None:
+        return _median(p.load_ms for p in self.processes)
+
+    @property
+    def method_load_ms(self) -> float | None:
+        return _median(p.method_load_ms for p in self.processes)
+
+    @property
+    def first_inference_ms(self) -> float | None:
+        return _median(p.first_inference_ms for p in self.processes)
+
+    @property
+    def peak_rss_kb(self) -> float | None:
+        return _median(p.peak_rss_kb for p in self.processes)
+
+    @property
+    def load_rss_kb(self) -> float | None:
+        return _median(p.load_rss_kb for p in self.processes)
+
+    @property
+    def loads(self) -> int:
+        """Cold loads measured."""
+        return sum(1 for p in self.processes if p.load_ms is not None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"pte_bytes": self.pte_bytes, "load_ms": self.load_ms,
+                "method_load_ms": self.method_load_ms,
+                "first_inference_ms": self.first_inference_ms,
+                "peak_rss_kb": self.peak_rss_kb, "load_rss_kb": self.load_rss_kb,
+                "load_source": self.load_source, "memory_source": self.memory_source,
+                "processes": [asdict(p) for p in self.processes]}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any] | None) -> "Startup | None":
+        if not d:
+            return None
+        return cls(pte_bytes=d.get("pte_bytes"),
+                   processes=[ProcessStartup.from_json(p) for p in d.get("processes") or []],
+                   load_source=str(d.get("load_source") or ""),
+                   memory_source=str(d.get("memory_source") or ""))
+
+
+def pool_startup(blocks: Iterable["BenchmarkResult"]) -> Startup | None:
+    """The blocks of one side of a comparison as one startup record: every block is a cold
+    process, so their processes pool."""
+    found = [b.startup for b in blocks if b.startup is not None]
+    if not found:
+        return None
+    return Startup(pte_bytes=found[0].pte_bytes,
+                   processes=[p for s in found for p in s.processes],
+                   load_source=found[0].load_source, memory_source=found[0].memory_source)
+
+
 # -- one block -------------------------------------------------------------------------------
 
 _CORE = ("nodeid", "model", "dtype", "threads", "runner", "runner_info", "device", "runs",
@@ -184,6 +272,9 @@ _GATE = ("baseline", "baseline_categories")
 # --sme2-measure instructions: the count (InstructionCount.to_dict()) and the gate's verdict on
 # it; absent from results.json when not measured.
 _INSTRUCTIONS = ("instructions", "baseline_instructions")
+# Load time, first inference, memory and .pte size (Startup.to_json()), and the gate's verdicts
+# on load time and peak memory; absent from documents written before them.
+_STARTUP = ("startup", "baseline_startup")
 
 
 @dataclass
@@ -212,6 +303,9 @@ class BenchmarkResult:
     # instructions on the host; the first block of a benchmark only.
     instructions: dict[str, Any] | None = None
     baseline_instructions: dict[str, Any] | None = None     # the gate's verdict on them
+    startup: Startup | None = None
+    # The gate's verdicts on load time and peak memory: {"load": ..., "memory": ...}.
+    baseline_startup: dict[str, dict[str, Any]] | None = None
     extra: dict[str, Any] = field(default_factory=dict)     # keys this version does not know
 
     @property
@@ -258,7 +352,10 @@ class BenchmarkResult:
                                   ("baseline_categories", self.baseline_categories))
                 if v is not None}
         gate.update({k: v for k, v in (("instructions", self.instructions),
-                                       ("baseline_instructions", self.baseline_instructions))
+                                       ("baseline_instructions", self.baseline_instructions),
+                                       ("startup", self.startup.to_json() if self.startup
+                                        else None),
+                                       ("baseline_startup", self.baseline_startup))
                      if v is not None})
         return {
             "nodeid": self.nodeid, "model": self.model, "dtype": self.dtype,
@@ -273,7 +370,7 @@ class BenchmarkResult:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "BenchmarkResult":
-        known = set(_CORE + _ANALYSIS + _CONTEXT + _GATE + _INSTRUCTIONS)
+        known = set(_CORE + _ANALYSIS + _CONTEXT + _GATE + _INSTRUCTIONS + _STARTUP)
         return cls(nodeid=d["nodeid"], model=d["model"], dtype=d["dtype"], threads=d["threads"],
                    runner=d.get("runner_info") or {"name": d["runner"]}, device=d["device"],
                    runs=d["runs"], warmup=d["warmup"], e2e_ms=list(d["e2e_ms"]),
@@ -283,6 +380,8 @@ class BenchmarkResult:
                    baseline=d.get("baseline"), baseline_categories=d.get("baseline_categories"),
                    instructions=d.get("instructions"),
                    baseline_instructions=d.get("baseline_instructions"),
+                   startup=Startup.from_json(d.get("startup")),
+                   baseline_startup=d.get("baseline_startup"),
                    extra={k: v for k, v in d.items() if k not in known})
 
 

@@ -16,6 +16,9 @@ DEFAULT_MARGIN = 0.02
 # not run in parallel, ~1.6x slower for tens of ms to seconds: the median of three blocks
 # outvotes that process; a real regression is in every block.
 DEFAULT_CONFIRM_BLOCKS = 2
+# Cold loads per benchmark (--sme2-loads): the block's own process and load-only processes
+# (load + one execute each), so load time and first inference are medians, not one process.
+DEFAULT_LOADS = 3
 
 
 @dataclass(frozen=True)
@@ -29,3 +32,4 @@ class BenchSettings:
     cache_dir: Path | None = None
     reexport: bool = False
     timeout_s: float = 600.0
+    loads: int = DEFAULT_LOADS

@@ -8,7 +8,8 @@ From one invocation, on a warm export cache (a cold one is filled before anythin
 1. the hand-written loop: the runner invocations a default session makes, done directly with
    our native runner (as issue 17 measured it: the comparison's python-runner blocks too) on the
    same cached .pte files, with the same timed and warm-up runs and thread counts, one process
-   per matrix case plus the comparison's 2 x blocks processes;
+   per matrix case, its load-only processes (``--sme2-loads`` - 1 per case: load and one
+   execute), plus the comparison's 2 x blocks processes;
 2. ``pytest benchmarks -p no:cacheprovider`` on the same matrix in a subprocess, timed whole and
    broken into phases by a probe plugin (this module, loaded with ``-p session_cost``): start-up,
    time inside runner processes, analysis, CSVs, results.json writes, the end-of-session report;
@@ -126,7 +127,7 @@ def _cases(models: list[str], dtypes: list[str], threads: list[int]) -> list[tup
 
 
 def hand_loop(cases: list[tuple], compare: bool, runs: int, warmup: int, blocks: int,
-              tmp: Path) -> tuple[float, int]:
+              tmp: Path, loads: int = 1) -> tuple[float, int]:
     """Seconds for the session's runner invocations done by hand, and how many there were."""
     from pytest_sme2.export import export_model
     from pytest_sme2.runners.base import RunRequest
@@ -138,6 +139,8 @@ def hand_loop(cases: list[tuple], compare: bool, runs: int, warmup: int, blocks:
         ex = export_model(model, dtype, progress=print)   # fills a cold cache, untimed
         requests.append(RunRequest(ex.pte, tmp / f"c{i}.etdump", threads, runs, warmup,
                                    inputs=ex.inputs))
+        requests += [RunRequest(ex.pte, tmp / f"c{i}.load{j}.etdump", threads, 1, 0,
+                                inputs=ex.inputs) for j in range(1, loads)]
     if compare:  # test_host_runners_agree: toy_cnn fp32 t1, blocks per side, outputs of block 0
         ex = export_model("toy_cnn", "fp32", progress=print)
         requests += [RunRequest(ex.pte, tmp / f"b{i}.etdump", 1, runs, warmup, inputs=ex.inputs,
@@ -218,9 +221,10 @@ def main(argv: list[str] | None = None) -> int:
         loop_s = None
         if not args.skip_loop:
             loop_s, n = hand_loop(cases, not args.no_compare, defaults.runs, defaults.warmup,
-                                  MIN_BLOCKS, Path(tmp))
+                                  MIN_BLOCKS, Path(tmp), defaults.loads)
             print(f"hand-written loop: {loop_s:7.2f} s for {n} native runner processes "
-                  f"({defaults.runs} timed + {defaults.warmup} warm-up runs each)")
+                  f"({defaults.runs} timed + {defaults.warmup} warm-up runs each; "
+                  f"{defaults.loads - 1} load-only processes per case)")
         if args.skip_session:
             return 0
         probe = Path(tmp) / "probe.json"

@@ -26,7 +26,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pytest_sme2.results import BenchmarkResult, ComparisonRecord, atomic_write_text, pool
+from pytest_sme2.results import (BenchmarkResult, ComparisonRecord, atomic_write_text, pool,
+                                 pool_startup)
 from pytest_sme2.versions import package_version
 
 # The pytest-benchmark JSON layout this module writes (its "version" field names the writer's
@@ -166,6 +167,11 @@ def benchmark_entry(side: BenchmarkSide, seen: set[str] | None = None) -> dict[s
                      speedup=c.speedup.to_dict() if side.role == "candidate" else None)
     if r.baseline and r.baseline.get("status"):
         extra["baseline"] = r.baseline["status"]
+    startup = pool_startup(side.blocks)
+    if startup is not None:   # load and memory beside the samples, for charts that read them
+        extra.update(load_ms=startup.load_ms, first_inference_ms=startup.first_inference_ms,
+                     peak_rss_kb=startup.peak_rss_kb, pte_bytes=startup.pte_bytes,
+                     cold_loads=startup.loads)
     samples_s = [ms / 1000.0 for b in side.blocks for ms in b.e2e_ms]
     return {
         "group": f"{r.model} {r.dtype} t{r.threads}", "name": name,

@@ -26,7 +26,8 @@ from pytest_sme2.analysis.categories import CONVOLUTION, GEMM
 from pytest_sme2.compare import FASTER, SLOWER
 from pytest_sme2.report.digest import SHARE_GROWTH_PP, Unit, devices, finite, runners, units
 from pytest_sme2.report.recommend import recommendations
-from pytest_sme2.results import OutputCheck, ResultsDoc, atomic_write_text, load_results
+from pytest_sme2.results import (OutputCheck, ResultsDoc, atomic_write_text, load_results,
+                                 pool_startup)
 
 REPORT_FILE = "report.md"
 CHART_DIR = "charts"
@@ -54,6 +55,11 @@ DEVICE_FIELDS = (("kind", "kind"), ("model", "model"), ("serial", "serial"), ("c
 
 def fmt_ms(v: Any) -> str:
     return f"{v:.3f}" if finite(v) else "—"
+
+
+def fmt_mb(v: Any) -> str:
+    """Megabytes: one decimal, two significant digits below 1 MB (a toy model's .pte)."""
+    return "—" if not finite(v) else f"{v:.1f}" if abs(v) >= 1 else f"{v:.2g}"
 
 
 def fmt_pct(v: Any) -> str:
@@ -216,6 +222,49 @@ def _latency_rows(us: list[Unit]) -> list[dict[str, Any]]:
                          "median": p.median_ms, "mean": p.mean_ms, "min": p.min_ms,
                          "max": p.max_ms, "std": p.std_ms, "cv": p.cv_pct, "speedup": role})
     return rows
+
+
+def _startup_rows(us: list[Unit]) -> list[dict[str, Any]]:
+    """Load and Memory: one row per runner of each point, a comparison's sides next to each
+    other, the candidate's load and peak memory as a ratio to the base's."""
+    rows = []
+    for u in us:
+        base = None
+        for i, side in enumerate(u.sides):
+            st = pool_startup(side.blocks)
+            if st is None:
+                continue
+            rel = ""
+            if u.comparison and i == 0:
+                base, rel = st, "base"
+            elif u.comparison and base is not None:
+                rel = ", ".join(f"{what} {new / old:.2f}x" for what, new, old in (
+                    ("load", st.load_ms, base.load_ms), ("peak", st.peak_rss_kb,
+                                                         base.peak_rss_kb))
+                    if new is not None and old)
+            rows.append({"point": u.point, "runner": side.runner,
+                         "pte_mb": None if st.pte_bytes is None else st.pte_bytes / 2 ** 20,
+                         "loads": st.loads, "load": st.load_ms, "method_load": st.method_load_ms,
+                         "first": st.first_inference_ms,
+                         "steady": side.latency.median_ms if side.latency else None,
+                         "peak_mb": None if st.peak_rss_kb is None else st.peak_rss_kb / 1024,
+                         "load_mb": None if st.load_rss_kb is None else st.load_rss_kb / 1024,
+                         "vs_base": rel, "load_source": st.load_source,
+                         "memory_source": st.memory_source})
+    return rows
+
+
+def _startup_notes(rows: list[dict[str, Any]]) -> list[str]:
+    """Where load and memory figures come from, once per source, naming its runners."""
+    notes = []
+    for what, key in (("Load time", "load_source"), ("Memory", "memory_source")):
+        by_source: dict[str, list[str]] = {}
+        for r in rows:
+            runners = by_source.setdefault(r[key], [])
+            if r["runner"] not in runners:
+                runners.append(r["runner"])
+        notes += [f"{what} ({', '.join(rs)}): {src}." for src, rs in by_source.items() if src]
+    return notes
 
 
 def _outputs_text(out: OutputCheck | None) -> str:
@@ -407,6 +456,8 @@ def context(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = No
         "configuration": _configuration(doc, us),
         "latency": _latency_rows(us),
         "speedups": _speedup_rows(us),
+        "startup": (startup := _startup_rows(us)),
+        "startup_notes": _startup_notes(startup),
         "units": unit_ctx,
         # a section is left out when no unit has anything for it
         "has": {"categories": any(c["categories"]["rows"] for c in unit_ctx),
@@ -441,6 +492,8 @@ def _regression_rows(doc: ResultsDoc) -> list[dict[str, str]]:
             for category, j in (b.baseline_categories or {}).items():
                 add(f"{b.name} ({category})", b.runner_name, j)
             add(f"{b.name} (instructions)", b.runner_name, b.baseline_instructions)
+            for what, j in (b.baseline_startup or {}).items():
+                add(f"{b.name} ({what})", b.runner_name, j)
     for c in doc.comparisons:
         for runner, j in (c.baselines or {}).items():
             add(c.name, runner, j)
@@ -452,7 +505,7 @@ def environment() -> jinja2.Environment:
         loader=jinja2.FileSystemLoader(str(Path(__file__).parent / "templates")),
         undefined=jinja2.StrictUndefined, autoescape=False, trim_blocks=True,
         lstrip_blocks=True, keep_trailing_newline=True)
-    env.filters.update(ms=fmt_ms, pct=fmt_pct, x=fmt_x, ci=fmt_ci, pp=fmt_pp, cell=cell,
+    env.filters.update(ms=fmt_ms, mb=fmt_mb, pct=fmt_pct, x=fmt_x, ci=fmt_ci, pp=fmt_pp, cell=cell,
                        code=code, calls=fmt_calls, flatfmt=_ms_pct_cells, opfmt=_op_cells,
                        e2efmt=_e2e_cells)
     env.globals.update(tr=tr, th=th)

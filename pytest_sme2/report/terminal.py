@@ -6,12 +6,14 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pytest_sme2.analysis.categories import OTHER
-from pytest_sme2.results import BenchmarkResult, ComparisonRecord, pool, pool_categories
+from pytest_sme2.results import (BenchmarkResult, ComparisonRecord, Startup, pool,
+                                 pool_categories, pool_startup)
 
 TOP_OPERATORS = 10
 COLUMNS = ("benchmark", "model", "dtype", "threads", "runner", "median ms", "p90 ms", "CV %",
-           "runs", "speedup [95% CI]", "top category", "SME2", "vs baseline")
-_NUMERIC = {3, 5, 6, 7, 8}
+           "runs", "load, 1st ms", "peak, pte MB", "speedup [95% CI]", "top category", "SME2",
+           "vs baseline")
+_NUMERIC = {3, 5, 6, 7, 8, 9, 10}
 EMULATED = " [emulated CPU: timings say nothing about speed]"
 
 
@@ -28,7 +30,36 @@ def benchmark_line(r: BenchmarkResult) -> str:
     return (f"sme2: {r.model} {r.dtype} t{r.threads} {r.runner_name}: Method::execute median "
             f"{e.median_ms:.3f} ms, p90 {e.p90_ms:.3f} ms, CV {e.cv_pct:.1f}%, "
             f"n={e.n} (+{r.warmup} warm-up discarded){sme2}"
-            + (EMULATED if r.emulated else "") + _instructions(r))
+            + _instructions(r) + _startup(r.startup) + (EMULATED if r.emulated else ""))
+
+
+def _sig(v: float | None) -> str:
+    """Three significant digits, never in exponent form: 0.362, 16.7, 1234."""
+    if v is None:
+        return "-"
+    return f"{v:.0f}" if abs(v) >= 100 else f"{v:#.3g}" if abs(v) >= 1e-3 else f"{v:.3f}"
+
+
+def _mb(kb: float | int | None) -> str:
+    return "-" if kb is None else _sig(kb / 1024)
+
+
+def startup_cells(s: Startup | None) -> tuple[str, str]:
+    """(cold load and first inference in ms, peak resident memory and .pte size in MB)."""
+    if s is None:
+        return "-", "-"
+    pte = None if s.pte_bytes is None else s.pte_bytes / 1024
+    return (f"{_sig(s.load_ms)}, {_sig(s.first_inference_ms)}",
+            f"{_mb(s.peak_rss_kb)}, {_mb(pte)}")
+
+
+def _startup(s: Startup | None) -> str:
+    """`` | load X ms (n cold), first inference Y ms, peak Z MB`` where measured."""
+    if s is None or s.load_ms is None:
+        return ""
+    peak = f", peak {_mb(s.peak_rss_kb)} MB" if s.peak_rss_kb is not None else ""
+    return (f" | load {_sig(s.load_ms)} ms ({s.loads} cold), first inference "
+            f"{_sig(s.first_inference_ms)} ms{peak}")
 
 
 def _instructions(r: BenchmarkResult) -> str:
@@ -82,11 +113,12 @@ def _row(name: str, rs: list[BenchmarkResult], speedup: str,
     p = pool(rs)
     ev = r.kernel_evidence
     return (name, r.model, r.dtype, str(r.threads), r.runner_name, f"{p.median_ms:.3f}",
-            f"{p.p90_ms:.3f}", f"{p.cv_pct:.1f}", str(p.n), speedup,
-            top_category(pool_categories(rs)), ev.sme2 if ev else "-",
+            f"{p.p90_ms:.3f}", f"{p.cv_pct:.1f}", str(p.n), *startup_cells(pool_startup(rs)),
+            speedup, top_category(pool_categories(rs)), ev.sme2 if ev else "-",
             baseline_cell(baseline if baseline is not None else r.baseline)
             + _category_regressions(r.baseline_categories)
-            + _instructions_cell(r.baseline_instructions))
+            + _instructions_cell(r.baseline_instructions)
+            + startup_regressions(r.baseline_startup))
 
 
 def _instructions_cell(j: dict | None) -> str:
@@ -95,6 +127,12 @@ def _instructions_cell(j: dict | None) -> str:
         return ""
     word = {"regression": "REGRESSION", "improvement": "fewer"}.get(j["status"], "ok")
     return f"; instructions {word} {j['ratio']['point']:.4f}x"
+
+
+def startup_regressions(judged: dict | None) -> str:
+    """Load time or peak memory that regressed against the baseline, appended to the cell."""
+    return "".join(f"; {j.get('measure', what)} REGRESSION {j['ratio']['point']:.2f}x"
+                   for what, j in (judged or {}).items() if j.get("status") == "regression")
 
 
 def _category_regressions(judged: dict | None) -> str:

@@ -1,5 +1,6 @@
 """Child process of the python runner: size the thread pool, load with ETDump on, run warm-up +
-timed executions, write the ETDump (and the last outputs). Errors: one line on stderr, status 1."""
+timed executions, write the ETDump (and the last outputs). Errors: one line on stderr, status 1.
+Success ends with the same JSON summary line as the native runner (pytest_sme2.runners.base)."""
 
 from __future__ import annotations
 
@@ -66,6 +67,18 @@ def import_runtime() -> ModuleType:
     return runtime
 
 
+def status_kb(field: str) -> int | None:
+    """A ``VmRSS:`` / ``VmHWM:`` value of /proc/self/status in kB; None where there is none."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith(field):
+                    return int(line[len(field):].split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def _first_line(e: BaseException) -> str:
     return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
 
@@ -85,14 +98,19 @@ def main(argv: list[str] | None = None) -> int:
         print(problem, file=sys.stderr)
         return 1
 
+    import time
+
     import torch
 
     runtime = import_runtime()
     runtime._unsafe_reset_threadpool(a.threads)  # before the load, never after
+    rss_before_load = status_kb("VmRSS:")
     try:
+        t0 = time.perf_counter()
         module = runtime._load_for_executorch(a.pte, enable_etdump=True, debug_buffer_size=0)
         # The load is lazy: a program the runtime refuses fails here, not above.
         meta = module.method_meta("forward")
+        program_load_ms = (time.perf_counter() - t0) * 1e3
     except Exception as e:  # noqa: BLE001 - the runtime's refusal, reported in one line
         print(f"{a.pte}: the ExecuTorch runtime refused the program ({_first_line(e)})",
               file=sys.stderr)
@@ -101,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     inputs = tuple(torch.from_numpy(np.array(x)) for x in arrays)
     outputs = None
     total = a.warmup + a.runs
+    rss_after_load = None
     for i in range(total):
         try:
             outputs = module.forward(inputs)
@@ -108,11 +127,19 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{a.pte}: execution {i + 1} of {total} failed ({_first_line(e)})",
                   file=sys.stderr)
             return 1
+        if i == 0:  # this runtime loads the method in the first forward(): no earlier point
+            rss_after_load = status_kb("VmRSS:")
     module.write_etdump_result_to_file(a.etdump)
     if a.outputs and outputs is not None:
         write_tensors(a.outputs, [o.detach().numpy() for o in outputs if torch.is_tensor(o)])
+    # The method load is timed by the runtime itself (Program::load_method in the ETDump):
+    # there is no separate method_load_ms here, and rss_after_load_kb includes the first run.
     print(json.dumps({"threads": int(runtime._threadpool_get_thread_count()),
-                      "executions": a.warmup + a.runs}))
+                      "executions": a.warmup + a.runs, "program_load_ms": program_load_ms,
+                      "rss_before_load_kb": rss_before_load,
+                      "rss_after_load_kb": rss_after_load, "rss_after_load_includes": "first run",
+                      "peak_includes": "the Python interpreter, torch and the runtime extension",
+                      "peak_rss_kb": status_kb("VmHWM:")}))
     return 0
 
 

@@ -94,6 +94,12 @@ def test_one_binary_three_views_and_the_kernels_that_ran(qemu, runners, settings
     assert "SME" in families and "SME2" not in families
     assert "SME (SME1) kernels executed" in sme1.reason
 
+    # Load and memory under emulation: one cold load (its time says nothing), memory said to
+    # be the QEMU process's.
+    startup = results["sme2_on"].startup
+    assert startup.loads == 1 and startup.load_ms > 0 and startup.first_inference_ms > 0
+    assert startup.peak_rss_kb > 0 and "QEMU process" in startup.memory_source
+
     for r in results.values():
         assert r.device["extra"]["emulated"] is True
         assert Path(r.context.kernel_trace).is_file()

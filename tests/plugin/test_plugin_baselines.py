@@ -22,8 +22,12 @@ def gated(pytester, run_pytest, export_cache, toy_export):
     pytester.makepyfile(test_b=BENCH)
 
     def run(*args):
+        # Load time and peak memory are judged (and reported) but not enforced here: these
+        # tests are about time; test_load_and_memory_are_gated_with_their_own_thresholds
+        # enforces them.
         return run_pytest("-rA", f"--sme2-cache-dir={export_cache}", "--runs=20", "--warmup=2",
-                          "--baseline-dir=bl", *args)
+                          "--baseline-dir=bl", "--sme2-load-threshold=off",
+                          "--sme2-memory-threshold=off", *args)
     return run
 
 
@@ -158,6 +162,43 @@ def test_a_category_regression_fails_naming_the_category(gated, pytester):
     assert "test_toy (Convolution)" in report
 
 
+def test_load_and_memory_are_gated_with_their_own_thresholds(pytester, run_pytest,
+                                                             export_cache):
+    """A recorded past that held half the memory and loaded 5x slower: today's peak memory
+    is a regression at --sme2-memory-threshold, today's load an improvement; time is off the
+    hook (a 3x slower past)."""
+    pytester.makepyfile(test_b="def test_toy(sme2_bench):\n"
+                               "    sme2_bench('toy_cnn', runner='native')\n")
+    args = ("-rA", f"--sme2-cache-dir={export_cache}", "--runs=5", "--warmup=1",
+            "--baseline-dir=bl")
+    for _ in range(3):
+        run_pytest(*args, "--save-baseline").assert_outcomes(passed=1)
+    (path,) = _baseline_files(pytester)
+
+    def smaller_and_slower_loading_past(doc):
+        _slower_past(doc)
+        for s in doc["sessions"]:
+            assert len(s["load_ms"]) == 3 and len(s["peak_rss_kb"]) == 3   # --sme2-loads 3
+            s["peak_rss_kb"] = [v / 2 for v in s["peak_rss_kb"]]
+            s["load_ms"] = [v * 5 for v in s["load_ms"]]
+    _edit(path, smaller_and_slower_loading_past)
+    res = run_pytest(*args, "--fail-on-regression=10")
+    res.assert_outcomes(failed=1)
+    res.stdout.fnmatch_lines(["*regression against the baseline: peak memory *% more: median * kB "
+                              "(3 block(s)) vs baseline * kB (3 session(s))*limit 10.0% more*"])
+    doc = json.loads((pytester.path / "sme2-report" / "results.json").read_text())
+    (toy,) = doc["benchmarks"]
+    assert toy["baseline_startup"]["memory"]["status"] == "regression"
+    assert toy["baseline_startup"]["load"]["status"] == "improvement"
+    assert toy["baseline"]["status"] == "improvement"
+    report = (pytester.path / "sme2-report" / "report.md").read_text()
+    assert "## Load and Memory" in report and "test_toy (memory)" in report
+    # "off" judges and reports, never fails.
+    off = run_pytest(*args, "--fail-on-regression=10", "--sme2-memory-threshold=off")
+    off.assert_outcomes(passed=1)
+    off.stdout.fnmatch_lines(["test_toy*peak memory REGRESSION *x*"])
+
+
 def test_unknown_gate_category_is_a_usage_error(gated):
     res = gated("--sme2-gate-categories=Convolution,Attention")
     assert res.ret == pytest.ExitCode.USAGE_ERROR
@@ -245,7 +286,8 @@ def test_a_changed_model_is_judged_and_the_change_named(pytester, run_pytest, ex
     (recorded,) = _baseline_files(pytester)
     _edit(recorded, lambda doc: _slower_past(doc, 10.0))  # a verdict this machine cannot sway
     pytester.makepyfile(my_net_mod=MODEL.format(width=34))
-    res = run_pytest(*args, "--fail-on-regression=10", "--junitxml=junit.xml")
+    res = run_pytest(*args, "--fail-on-regression=10", "--junitxml=junit.xml",
+                     "--sme2-load-threshold=off", "--sme2-memory-threshold=off")
     res.assert_outcomes(passed=1)
     res.stdout.fnmatch_lines(["sme2: my_net fp32 t1 native: improvement 0.*x [[]*, *[]] vs "
                               "baseline; changed since baseline: model source"])

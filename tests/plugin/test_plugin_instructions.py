@@ -40,7 +40,8 @@ def test_record_instructions_then_the_same_code_passes(pytester, run_pytest, exp
         s["blocks"] = [[v * 10 for v in b] for b in s["blocks"]]   # 10x: beyond any VM drift
     path.write_text(json.dumps(doc))
 
-    res = run_pytest(*args, "--fail-on-regression=2", "--junitxml=j.xml")
+    res = run_pytest(*args, "--fail-on-regression=2", "--junitxml=j.xml",
+                     "--sme2-load-threshold=off", "--sme2-memory-threshold=off")
     res.assert_outcomes(passed=1)
     res.stdout.fnmatch_lines(["*toy_cnn fp32 t1 native: Method::execute median * | "
                               "instructions * per execute (1 thread(s)*"])

@@ -32,6 +32,7 @@ def test_benchmarks_on_the_emulated_sme2_cpu(pytester, run_pytest, qemu_ready, e
     # fnmatch: '?' stands for the brackets, which would be character classes.
     res.stdout.fnmatch_lines([
         "sme2: toy_cnn fp32 t1 native: Method::execute median * ms*; SME2 proven "
+        "| load * ms (1 cold), first inference * ms, peak * MB "
         "?emulated CPU: timings say nothing about speed?",
         "sme2: sme2_on vs sme2_off on toy_cnn fp32 t1: speed-up *outputs equal*"
         "?emulated CPU: timings say nothing about speed?",

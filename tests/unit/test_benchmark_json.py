@@ -150,3 +150,20 @@ def test_unwritable_ci_files_are_one_line_after_the_report(tmp_path, monkeypatch
     assert "\n" not in msg and rendered                  # report.md was still rendered
     assert f"--sme2-benchmark-json {tmp_path / 'a-file' / 'b.json'}: cannot write it" in msg
     assert "GITHUB_STEP_SUMMARY=" in msg and "cannot append the summary" in msg
+
+
+def test_load_and_memory_ride_along_in_extra_info(tmp_path):
+    from pytest_sme2.results import ProcessStartup, Startup
+
+    doc = _doc()
+    for b in doc.benchmarks:
+        b.startup = Startup(pte_bytes=2048, processes=[
+            ProcessStartup(load_ms=5.0, first_inference_ms=2.0, peak_rss_kb=1000)])
+    path = write_benchmark_json(tmp_path / "bench.json", doc.benchmarks, doc.comparisons,
+                                cwd=tmp_path)
+    on = json.loads(path.read_text())["benchmarks"][2]
+    blocks = sum(1 for b in doc.benchmarks if b.runner_name == "sme2_on")
+    assert {k: on["extra_info"][k] for k in ("load_ms", "first_inference_ms", "peak_rss_kb",
+                                             "pte_bytes", "cold_loads")} == \
+        {"load_ms": 5.0, "first_inference_ms": 2.0, "peak_rss_kb": 1000.0, "pte_bytes": 2048,
+         "cold_loads": blocks}

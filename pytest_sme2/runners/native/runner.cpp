@@ -9,6 +9,11 @@
 //
 // Errors: one line on stderr naming the file and the problem, exit status 1. The runtime's own
 // ET_LOG lines may precede it; ours is always the last line.
+//
+// Success ends with one JSON line: threads, executions, and what the ETDump cannot hold — the
+// program load's time (the runtime traces the method load, not Module::load) and resident
+// memory (kB, from /proc/self/status on Linux and Android; null where there is none): before
+// loading, after the method load, and the peak (VmHWM) at the end.
 
 #include <cerrno>
 #include <chrono>
@@ -17,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
@@ -350,6 +356,23 @@ void write_outputs(const std::vector<EValue>& outputs, const std::string& path) 
   write_file(path + ".json", text.data(), text.size(), "output sidecar");
 }
 
+// A "VmRSS:" / "VmHWM:" line of /proc/self/status in kB, or -1 where the file or line is
+// missing (macOS; some sandboxes).
+long status_kb(const char* field) {
+  std::ifstream status("/proc/self/status");
+  const std::size_t n = std::strlen(field);
+  for (std::string line; std::getline(status, line);) {
+    if (line.compare(0, n, field) == 0) {
+      return std::strtol(line.c_str() + n, nullptr, 10);
+    }
+  }
+  return -1;
+}
+
+std::string json_kb(long kb) {
+  return kb < 0 ? "null" : std::to_string(kb);
+}
+
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -381,6 +404,8 @@ int run(const Options& o) {
     pool->_unsafe_reset_threadpool(threads);
   }
 
+  const long rss_before_load = status_kb("VmRSS:");
+  const auto load_t0 = std::chrono::steady_clock::now();
   Module module(o.model_path, Module::LoadMode::File, std::make_unique<ETDumpGen>());
   if (const Error e = module.load(); e != Error::Ok) {
     throw Failure(o.model_path + ": the ExecuTorch runtime refused the program (" + describe(e) +
@@ -392,10 +417,14 @@ int run(const Options& o) {
   }
   // "forward" like the Python runner; otherwise the program's only/first method like upstream.
   const std::string method = names->count("forward") ? "forward" : *names->begin();
+  const double program_load_ms = ms_since(load_t0); // method_names() above loads nothing more
+  const auto method_t0 = std::chrono::steady_clock::now();
   if (const Error e = module.load_method(method); e != Error::Ok) {
     throw Failure(o.model_path + ": cannot load method '" + method + "' (" + describe(e) +
                   "; a delegate or operator may be missing from this build)");
   }
+  const double method_load_ms = ms_since(method_t0);
+  const long rss_after_load = status_kb("VmRSS:");
   auto meta = module.method_meta(method);
   if (!meta.ok()) {
     throw Failure(o.model_path + ": no metadata for method '" + method + "'");
@@ -440,8 +469,13 @@ int run(const Options& o) {
   if (!o.output_file.empty()) {
     write_outputs(outputs, o.output_file);
   }
-  // Same summary line as the Python runner's child process.
-  std::printf("{\"threads\": %zu, \"executions\": %u}\n", pool->get_thread_count(), total);
+  // Same summary line as the Python runner's child process (pytest_sme2.runners.base).
+  std::printf("{\"threads\": %zu, \"executions\": %u, \"program_load_ms\": %.6f, "
+              "\"method_load_ms\": %.6f, \"rss_before_load_kb\": %s, \"rss_after_load_kb\": %s, "
+              "\"peak_rss_kb\": %s}\n",
+              pool->get_thread_count(), total, program_load_ms, method_load_ms,
+              json_kb(rss_before_load).c_str(), json_kb(rss_after_load).c_str(),
+              json_kb(status_kb("VmHWM:")).c_str());
   return 0;
 }
 

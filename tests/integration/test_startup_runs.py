@@ -1,0 +1,60 @@
+"""Load time, first inference and memory measured for real: toy_cnn through the native runner
+and the Python runtime on the host, each cold load a fresh process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_sme2.analysis.latency import e2e_per_run
+from pytest_sme2.bench import BenchmarkRun, run_benchmark
+from pytest_sme2.devices.host import HostDevice
+from pytest_sme2.etdump import read_etdump
+from pytest_sme2.runners.native import NativeRunner, build_native_runner
+from pytest_sme2.runners.python import PythonRunner
+from pytest_sme2.settings import BenchSettings
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def native() -> NativeRunner:
+    return NativeRunner.from_build(build_native_runner())
+
+
+@pytest.mark.parametrize("kind", ["native", "python"])
+def test_every_cold_load_is_a_process_with_its_own_figures(tmp_path, export_cache, kind, native):
+    runner = native if kind == "native" else PythonRunner()
+    settings = BenchSettings(runs=3, warmup=1, report_dir=tmp_path, cache_dir=export_cache,
+                             timeout_s=300, loads=3)
+    r = run_benchmark(BenchmarkRun("toy_cnn", label=f"toy-{kind}"), runner, HostDevice(),
+                      settings)
+    s = r.startup
+    assert s.pte_bytes == Path(r.pte).stat().st_size
+    assert len(s.processes) == s.loads == 3
+    for p in s.processes:
+        assert p.method_load_ms > 0 and p.program_load_ms > 0
+        assert p.load_ms == pytest.approx(p.method_load_ms + p.program_load_ms, abs=1e-5)
+        assert p.first_inference_ms > 0
+        # Peak memory: at least what the process held after the load.
+        assert p.peak_rss_kb > 0 and p.load_rss_kb > 0 and p.peak_rss_kb >= p.load_rss_kb
+    # The block's own process is the first: its first inference is the ETDump's run 0.
+    first = e2e_per_run(read_etdump(r.etdump)).iloc[0]
+    assert s.processes[0].first_inference_ms == pytest.approx(first, abs=1e-5)
+    loads = sorted(Path(r.etdump).parent.glob(f"{kind}.load*.etdump"))
+    assert [p.name for p in loads] == [f"{kind}.load1.etdump", f"{kind}.load2.etdump"]
+    assert s.load_source == "Program::load_method (ETDump) + Module::load (runner's timer)"
+    if kind == "python":
+        assert "load memory includes the first run" in s.memory_source
+        assert "torch" in s.memory_source
+    else:
+        assert s.memory_source == "VmHWM / VmRSS of the runner process"
+
+
+def test_one_load_means_no_extra_process(tmp_path, export_cache, native):
+    settings = BenchSettings(runs=2, warmup=0, report_dir=tmp_path, cache_dir=export_cache,
+                             timeout_s=300, loads=1)
+    r = run_benchmark(BenchmarkRun("toy_cnn", label="toy"), native, HostDevice(), settings)
+    assert r.startup.loads == 1
+    assert not list(Path(r.etdump).parent.glob("*.load*.etdump"))
