@@ -22,6 +22,7 @@ from pytest_sme2.results import BenchmarkResult, ResultAnalysis, RunContext
 from pytest_sme2.runners.base import Runner, RunRequest
 from pytest_sme2.settings import DEFAULT_MARGIN, MIN_BLOCKS, BenchSettings
 from pytest_sme2.tensorfile import read_tensors
+from pytest_sme2.thermal import hold
 
 __all__ = ["BenchSettings", "BenchmarkRun", "artifact_dir", "run_benchmark", "run_comparison"]
 
@@ -62,6 +63,8 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
                          outputs=out / f"{stem}.outputs.bin"
                          if run.save_outputs and tensor_files else None,
                          timeout_s=settings.timeout_s)
+    # --sme2-cooldown: the block starts once the device is cool (or the hold gives up).
+    held = hold(device, settings.cooldown, run.progress) if settings.cooldown else None
     thermal = getattr(device, "thermal", None)  # Android zones; the host has none to read
     before = thermal() if thermal else None
     outcome = device.run(runner, request)
@@ -88,7 +91,7 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
         context=RunContext(thermal_before=before, thermal_after=after, block=run.block,
                            outputs=str(request.outputs) if request.outputs else None,
                            kernel_trace=str(outcome.kernel_trace) if outcome.kernel_trace
-                           else None, trace=str(trace)))
+                           else None, trace=str(trace), cooldown=held))
 
 
 def process_sme2(device_sme2: bool | None, hwcap_mask: str | None) -> bool | None:
