@@ -368,6 +368,9 @@ def _emulated_notes(doc: ResultsDoc) -> list[str]:
     return [EMULATED_NOTE.format(what=w) for w in seen.values()]
 
 
+HOT_NAMED = 5     # hot blocks a note names; results.json has them all
+
+
 def _cooldown_notes(doc: ResultsDoc) -> list[str]:
     """--sme2-cooldown in one line: the blocks that started hot (flagged, kept), or that the
     hold held, or why it could not be applied."""
@@ -385,7 +388,10 @@ def _cooldown_notes(doc: ResultsDoc) -> list[str]:
         return [f"Thermal hold {asked}: every block started at or below {c.target_c:g} °C "
                 f"with no throttling (longest wait {longest:.0f} s)."]
     names = "; ".join(f"{b.name}{f' block {b.block}' if b.block is not None else ''} "
-                      f"{b.runner_name}: {b.context.cooldown.summary()}" for b in hot)
+                      f"{b.runner_name}: {b.context.cooldown.summary()}"
+                      for b in hot[:HOT_NAMED]) + \
+        (f"; and {len(hot) - HOT_NAMED} more (results.json: `cooldown.hot`)"
+         if len(hot) > HOT_NAMED else "")
     return [f"**Started hot:** {len(hot)} of {len(held)} blocks were still hot or throttling "
             f"when {asked} ran out — measured and kept, but they may be slower: {names}."]
 

@@ -67,3 +67,13 @@ def test_report_md_says_the_hold_held_or_why_it_could_not():
     assert ("> `--sme2-cooldown 37` (timeout 60 s) was not applied: device host has no "
             "thermal sensors to read.") in skipped
     assert "cooldown" not in render_markdown(_doc())
+
+
+def test_a_session_of_hot_blocks_names_five_in_the_note():
+    doc = sme2_doc(blocks=4)
+    for b in doc["benchmarks"]:
+        b["cooldown"] = HOT.to_dict()
+    (note,) = [line for line in render_markdown(load_results(doc)).splitlines()
+               if "Started hot" in line]
+    assert note.count("44.5 °C") == 5
+    assert note.endswith("; and 3 more (results.json: `cooldown.hot`).")
