@@ -11,12 +11,13 @@ What it implements (enough for adbutils and the ``adb`` command line):
 
 Commands run on THE HOST with ``/bin/sh -c`` in a sandbox folder that stands for the device's
 ``/``: ``root/data/local/tmp`` is the writable area, ``root/proc`` and ``root/sys`` hold crafted
-CPU, auxv and thermal files and ``root/bin`` fake ``getprop``, ``uname`` and ``taskset`` (first on
-PATH). Device paths at the start of a word (``/data/local/tmp``, ``/proc``, ``/sys``, ``/system``,
-``/vendor``) are rewritten into the sandbox in the command string, and the sandbox prefix is
-removed from the output again, so the caller sees device paths. This is a test double, not a
-jail: it runs whatever the test sends, so it only ever listens on 127.0.0.1 and lives as long as
-one test.
+CPU, auxv and thermal files (zones and cooling devices, which can step to new values as they are
+read: ``thermal_steps``) and ``root/bin`` fake ``getprop``, ``uname``, ``taskset`` and, with
+``thermal_status``, ``dumpsys thermalservice`` (first on PATH). Device paths at the start of a
+word (``/data/local/tmp``, ``/proc``, ``/sys``, ``/system``, ``/vendor``) are rewritten into the
+sandbox in the command string, and the sandbox prefix is removed from the output again, so the
+caller sees device paths. This is a test double, not a jail: it runs whatever the test sends,
+so it only ever listens on 127.0.0.1 and lives as long as one test.
 
 Two kinds of fake phone (``FakeAndroidConfig.arch``):
 - ``host`` (default): pushed programs are the host's own (x86-64 glibc); the SME2 facts are

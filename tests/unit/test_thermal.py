@@ -72,6 +72,16 @@ def test_a_phone_without_dumpsys_or_cooling_devices():
     assert s.cool(37.0) and not s.cool(36.0)
 
 
+def test_a_phone_that_hides_its_zones_is_watched_through_the_thermal_hal():
+    # SELinux on some phones denies the zones' temp files to the shell: no value is printed.
+    text = ("thermal thermal_zone0 cpu-0-0-usr \ndumpsys-begin\nThermal Status: 0\n"
+            "Current temperatures from HAL:\n"
+            "\tTemperature{mValue=39.5, mType=0, mName=CPU4, mStatus=0}\n"
+            "\tTemperature{mValue=33.0, mType=3, mName=skin, mStatus=0}\ndumpsys-end\n")
+    s = parse_thermal_state(text)
+    assert s.cpu_c == {"HAL CPU4": 39.5} and s.throttling == () and s.cool(40.0)
+
+
 def test_throttling_counts_cpu_cooling_devices_and_the_status_only():
     assert throttling_causes({"battery": 3, "thermal-cpufreq-0": 0}, 0) == ()
     assert throttling_causes({"cpufreq-cpu4": 1}, None) == ("cpufreq-cpu4 at state 1",)
