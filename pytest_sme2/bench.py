@@ -24,6 +24,7 @@ from pytest_sme2.results import BenchmarkResult, ResultAnalysis, RunContext, Sta
 from pytest_sme2.runners.base import Runner, RunRequest, parse_summary
 from pytest_sme2.settings import DEFAULT_MARGIN, MIN_BLOCKS, BenchSettings
 from pytest_sme2.tensorfile import read_tensors
+from pytest_sme2.thermal import hold
 
 __all__ = ["BenchSettings", "BenchmarkRun", "artifact_dir", "run_benchmark", "run_comparison"]
 
@@ -64,6 +65,8 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
                          outputs=out / f"{stem}.outputs.bin"
                          if run.save_outputs and tensor_files else None,
                          timeout_s=settings.timeout_s)
+    # --sme2-cooldown: the block starts once the device is cool (or the hold gives up).
+    held = hold(device, settings.cooldown, run.progress) if settings.cooldown else None
     thermal = getattr(device, "thermal", None)  # Android zones; the host has none to read
     before = thermal() if thermal else None
     outcome = device.run(runner, request)
@@ -103,7 +106,7 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
         context=RunContext(thermal_before=before, thermal_after=after, block=run.block,
                            outputs=str(request.outputs) if request.outputs else None,
                            kernel_trace=str(outcome.kernel_trace) if outcome.kernel_trace
-                           else None, trace=str(trace)),
+                           else None, trace=str(trace), cooldown=held),
         startup=startup)
 
 

@@ -20,6 +20,8 @@ from pytest_sme2.matrix import (DEFAULT_DTYPES, DEFAULT_MODELS, DEFAULT_THREADS,
                                 split_list)
 from pytest_sme2.runners.spec import runner_specs
 from pytest_sme2.settings import DEFAULT_CONFIRM_BLOCKS, DEFAULT_LOADS, MIN_BLOCKS, BenchSettings
+from pytest_sme2.thermal import DEFAULT_TIMEOUT_S as COOLDOWN_TIMEOUT_S
+from pytest_sme2.thermal import CooldownPolicy
 
 # Lower bounds asserted on the SME2 speed-up's confidence interval. The seed kit measured, on
 # one core, 3.9x (fp16) and 1.8x (int8) end to end on a conv-heavy model; a model whose time is
@@ -31,6 +33,7 @@ DEFAULT_MEMORY_THRESHOLD_PCT = 10.0
 DEFAULT_THRESHOLD_PCT = 10.0      # the gate's threshold when --fail-on-regression is not given
 DEFAULT_BASELINE_DIR = "benchmarks/baselines"
 MEASURES = ("time", "instructions")   # --sme2-measure: time only, or instructions counted too
+COOLDOWN_RANGE_C = (0.0, 150.0)       # a temperature outside it is a typo, not a target
 
 
 class Option(NamedTuple):
@@ -99,6 +102,18 @@ OPTIONS: dict[str, Option] = {
                                     "peak resident memory grew beyond PCT percent against its "
                                     f"baseline (default {DEFAULT_MEMORY_THRESHOLD_PCT:g}; off: "
                                     "judge and report only)"),
+    "sme2_cooldown": Option("sme2_cooldown", "",
+                            "before each block on a device with thermal sensors (Android), "
+                            "wait until its hottest CPU sensor is at or below TEMP_C degrees "
+                            "and it reports no throttling (e.g. 37); a block that still "
+                            "starts hot is flagged"),
+    "sme2_cooldown_timeout": Option("sme2_cooldown_timeout", f"{COOLDOWN_TIMEOUT_S:g}",
+                                    "seconds --sme2-cooldown waits at most before a block "
+                                    f"(default {COOLDOWN_TIMEOUT_S:g})"),
+    "sme2_progress": Option("sme2_progress", "auto",
+                            "a progress line (case i of n, elapsed) at most every SECONDS "
+                            "during a session: auto (30 s; 300 s with -q; none with -qq), a "
+                            "number (0: before every case), or off"),
     "sme2_benchmark_json": Option("sme2_benchmark_json", "",
                                   "at session end, also write the results to this file in "
                                   "pytest-benchmark's JSON format (pytest-benchmark compare, "
@@ -165,6 +180,7 @@ class Sme2Config:
     gate: GatePolicy = GatePolicy()
     measure: str = MEASURES[0]                # "time", or "instructions" (counted too)
     benchmark_json: Path | None = None        # --sme2-benchmark-json: pytest-benchmark format
+    progress: float | str | None = "auto"     # --sme2-progress: seconds, "auto", None (off)
 
     @property
     def emulated(self) -> bool:
@@ -173,9 +189,13 @@ class Sme2Config:
     def document(self) -> dict[str, Any]:
         """The configuration as results.json's ``session.config`` records it."""
         s = self.settings
-        return {"device": self.device, "runs": s.runs, "warmup": s.warmup,
-                "blocks": self.blocks, "taskset": self.taskset,
-                "min_speedup": dict(self.min_speedup)}
+        doc = {"device": self.device, "runs": s.runs, "warmup": s.warmup,
+               "blocks": self.blocks, "taskset": self.taskset,
+               "min_speedup": dict(self.min_speedup)}
+        if s.cooldown is not None:
+            doc["cooldown"] = {"target_c": s.cooldown.target_c,
+                               "timeout_s": s.cooldown.timeout_s}
+        return doc
 
 
 class BaseDirs(NamedTuple):
@@ -233,7 +253,9 @@ def config_from_options(values: Mapping[str, Any], ini: Mapping[str, Any],
                              cache_dir=path("sme2_cache_dir"),
                              reexport=bool(values.get("sme2_reexport")),
                              timeout_s=float(timeout),
-                             loads=whole("sme2_loads", 1, "1 or more"))
+                             loads=whole("sme2_loads", 1, "1 or more"),
+                             cooldown=parse_cooldown(text("sme2_cooldown")[0],
+                                                     text("sme2_cooldown_timeout")[0]))
     dtypes = tuple(split_list(text("sme2_dtypes")[0]))
     for d in dtypes:
         if d not in DTYPES:
@@ -265,7 +287,8 @@ def config_from_options(values: Mapping[str, Any], ini: Mapping[str, Any],
                             "sme2_load_threshold", text("sme2_load_threshold")[0]),
                         memory_threshold_pct=parse_measure_threshold(
                             "sme2_memory_threshold", text("sme2_memory_threshold")[0])),
-        measure=measure, benchmark_json=benchmark_json)
+        measure=measure, benchmark_json=benchmark_json,
+        progress=parse_progress(text("sme2_progress")[0]))
 
 
 def _flag(dest: str) -> str:
@@ -279,6 +302,43 @@ def parse_measure(text: str) -> str:
         raise Sme2Error(f"--sme2-measure: unknown measure {text!r}; choose from "
                         f"{', '.join(MEASURES)}")
     return measure
+
+
+def parse_cooldown(target: str, timeout: str) -> CooldownPolicy | None:
+    """``--sme2-cooldown`` (degrees C, or "": off) and ``--sme2-cooldown-timeout`` (seconds)."""
+    if not target.strip():
+        return None
+    low, high = COOLDOWN_RANGE_C
+    try:
+        target_c = float(target)
+    except ValueError:
+        target_c = math.nan
+    if not low < target_c < high:
+        raise Sme2Error(f"--sme2-cooldown must be a temperature in degrees C between {low:g} "
+                        f"and {high:g} (e.g. 37), got {target!r}")
+    try:
+        seconds = float(timeout)
+    except ValueError:
+        seconds = math.nan
+    if not 0 < seconds < math.inf:
+        raise Sme2Error(f"--sme2-cooldown-timeout must be a positive number of seconds, got "
+                        f"{timeout!r}")
+    return CooldownPolicy(target_c, seconds)
+
+
+def parse_progress(text: str) -> float | str | None:
+    """``--sme2-progress``: auto, off, or seconds between progress lines (0: every case)."""
+    value = text.strip().lower()
+    if value in ("auto", "off"):
+        return None if value == "off" else "auto"
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = math.nan
+    if not 0 <= seconds < math.inf:
+        raise Sme2Error(f"--sme2-progress must be auto, off or a number of seconds (0 or "
+                        f"more), got {text!r}")
+    return seconds
 
 
 def parse_threshold(text: str) -> float | None:

@@ -17,6 +17,7 @@ from pytest_sme2.config import (FLAGS, OPTIONS, RUNNERS_DEST, RUNNERS_INI, BaseD
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.export import ExportedModel, export_model
 from pytest_sme2.matrix import Case, build_matrix
+from pytest_sme2.progress import SessionProgress
 from pytest_sme2.session import BenchSession
 from pytest_sme2.settings import DEFAULT_MARGIN, BenchSettings
 
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
 
 SESSION_KEY = pytest.StashKey[BenchSession]()
 MATRIX_KEY = pytest.StashKey[list[Case]]()
+PROGRESS_KEY = pytest.StashKey["SessionProgress"]()
+BENCH_FIXTURES = ("sme2_bench", "sme2_compare")   # a test using one is a benchmark case
 RESULT_PROPERTY = "sme2_result"
 COMPARISON_PROPERTY = "sme2_comparison"
 
@@ -291,9 +294,18 @@ def _progress(config: pytest.Config) -> Callable[[str], None]:
     return lambda msg: _write_live(config, f"sme2: {msg}")
 
 
+def _block_done(config: pytest.Config, block: int, blocks: int | None = None) -> None:
+    """A progress line after a block, when one is due (pytest_sme2.progress)."""
+    tracker = config.stash.get(PROGRESS_KEY, None)
+    line = tracker.block_done(block, blocks) if tracker is not None else None
+    if line:
+        _write_live(config, f"sme2: {line}")
+
+
 def _judge(session: BenchSession, run: BenchmarkRun, runner: str,
            measured: list[BenchmarkResult], policy: GatePolicy,
-           progress: Callable[[str], None], side_label: bool = False) -> GateReport:
+           progress: Callable[[str], None], side_label: bool = False,
+           config: pytest.Config | None = None) -> GateReport:
     """The gate on ``runner``'s blocks in ``measured``; confirmation blocks, measured when a
     regression is suspected, are added to ``measured``. ``side_label``: name them as
     comparison blocks (``test[runner#3]``). A live line says what changed under test since
@@ -304,6 +316,8 @@ def _judge(session: BenchSession, run: BenchmarkRun, runner: str,
         label = f"{run.label}[{runner}#{block}]" if side_label else run.label
         measured.append(session.measure(replace(run, label=label, block=block), runner,
                                         progress, export_again=False))
+        if config is not None:
+            _block_done(config, len(measured))
         return measured[-1]
 
     side = [r for r in measured if r.runner_name == runner]
@@ -338,9 +352,11 @@ def sme2_bench(request: pytest.FixtureRequest, sme2_session: BenchSession,
         reports: dict[str, GateReport] = {}
         try:
             measured.append(sme2_session.measure(run, runner, progress))
+            _block_done(request.config, 1)
             if cfg.measure == "instructions":
                 sme2_session.count_instructions(measured[0], progress)
-            reports[runner] = _judge(sme2_session, run, runner, measured, cfg.gate, progress)
+            reports[runner] = _judge(sme2_session, run, runner, measured, cfg.gate, progress,
+                                     config=request.config)
         except Sme2Error as e:  # a failed run, a corrupt baseline file
             reports[runner] = GateReport.unjudged(f"not judged: {e}")
             _fail(e, request.config)
@@ -376,14 +392,20 @@ def sme2_compare(request: pytest.FixtureRequest, sme2_session: BenchSession,
         measured: list[BenchmarkResult] = []        # every block, in the order measured
         reports: dict[str, GateReport] = {}         # by runner name, as the blocks carry it
         cmp = None
+        per_side = blocks or cfg.blocks
+
+        def on_block(result: BenchmarkResult) -> None:
+            measured.append(result)
+            _block_done(request.config, len(measured), 2 * per_side)
+
         try:
             cmp = run_comparison(
                 run, sme2_session.runner(base, progress), sme2_session.runner(candidate, progress),
-                sme2_device, sme2_session.settings, blocks=blocks or cfg.blocks, margin=margin,
-                on_block=measured.append)
+                sme2_device, sme2_session.settings, blocks=per_side, margin=margin,
+                on_block=on_block)
             for side in (cmp.base, cmp.candidate):
                 reports[side] = _judge(sme2_session, run, side, measured, policy, progress,
-                                       side_label=True)
+                                       side_label=True, config=request.config)
         except Sme2Error as e:  # a failed run, a corrupt baseline file
             reports = dict.fromkeys({r.runner_name for r in measured},
                                     GateReport.unjudged(f"not judged: {e}"))
@@ -444,13 +466,34 @@ class _Collector:
     def __init__(self, config: pytest.Config):
         self.config = config
         self.session: BenchSession = config.stash[SESSION_KEY]
+        self.cases: set[str] = set()        # node ids of the benchmark cases
+        self.cooldown_told = False          # "--sme2-cooldown cannot be applied": said once
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Count the benchmark cases for the progress lines (pytest_sme2.progress). Under
+        pytest-xdist the controller collects nothing and workers print no live lines: none."""
+        from pytest_sme2 import progress
+
+        self.cases = {item.nodeid for item in session.items
+                      if any(f in getattr(item, "fixturenames", ()) for f in BENCH_FIXTURES)}
+        every = progress.interval(self.session.config.progress, self.config.option.verbose)
+        if self.cases and every is not None:
+            self.config.stash[PROGRESS_KEY] = SessionProgress(len(self.cases), every,
+                                                              clock=progress.clock)
+
+    def pytest_runtest_logstart(self, nodeid: str) -> None:
+        tracker = self.config.stash.get(PROGRESS_KEY, None)
+        if tracker is not None and nodeid in self.cases:
+            line = tracker.case_started(nodeid.split("::")[-1])
+            if line:
+                _write_live(self.config, f"sme2: {line}")
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         ours = [(name, value) for name, value in report.user_properties
                 if name in (RESULT_PROPERTY, COMPARISON_PROPERTY)]
         if report.when != "call" or not ours:
             return  # a test that measured nothing costs no import of the measuring stack
-        from pytest_sme2.report.terminal import benchmark_line, comparison_line
+        from pytest_sme2.report.terminal import benchmark_line, comparison_line, cooldown_lines
         from pytest_sme2.results import BenchmarkResult, ComparisonRecord
 
         for name, value in ours:
@@ -459,6 +502,10 @@ class _Collector:
                 self.session.add(result)
                 if result.block is None:
                     _write_live(self.config, benchmark_line(result))
+                for line in cooldown_lines(result, told=self.cooldown_told):
+                    _write_live(self.config, line)
+                held = result.context.cooldown
+                self.cooldown_told |= held is not None and not held.applied
             elif name == COMPARISON_PROPERTY:
                 record = ComparisonRecord.from_json(value)
                 self.session.add_comparison(record)

@@ -23,6 +23,7 @@ from typing import Any
 from pytest_sme2.analysis.latency import LatencyStats
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.stats import Interval
+from pytest_sme2.thermal import CooldownRecord
 
 RESULTS_SCHEMA = "pytest-sme2/results/1"
 
@@ -165,11 +166,22 @@ class RunContext:
     outputs: str | None = None        # the last run's outputs (runners that write them)
     kernel_trace: str | None = None   # executed kernels CSV (traced devices)
     trace: str | None = None          # Chrome/Perfetto trace JSON of the median run
+    # --sme2-cooldown: what the thermal hold before this block did (None: not asked for)
+    cooldown: CooldownRecord | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.cooldown, Mapping):     # as results.json holds it
+            self.cooldown = CooldownRecord.from_dict(self.cooldown)
+
+    @property
+    def started_hot(self) -> bool:
+        return bool(self.cooldown and self.cooldown.hot)
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
-        if d["trace"] is None:    # documents written before the key write back unchanged
-            del d["trace"]
+        for key in ("trace", "cooldown"):   # documents written before the keys: unchanged
+            if d[key] is None:
+                del d[key]
         return d
 
 

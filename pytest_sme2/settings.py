@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_sme2.thermal import CooldownPolicy
+
 MIN_BLOCKS = 5                # interleaved blocks per side in a comparison
 # A difference smaller than this is not called a difference, whatever the interval says:
 # drift between processes on a shared machine is a few percent (see NOTES).
@@ -33,3 +35,4 @@ class BenchSettings:
     reexport: bool = False
     timeout_s: float = 600.0
     loads: int = DEFAULT_LOADS
+    cooldown: CooldownPolicy | None = None   # --sme2-cooldown: hold each block until cool

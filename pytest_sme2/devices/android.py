@@ -48,8 +48,9 @@ import adbutils
 from adbutils.errors import AdbError, AdbTimeout
 
 from pytest_sme2.devices.android_facts import (FACTS_SCRIPT, TARGET_PROP, THERMAL_SCRIPT,
-                                               check_mask, cpu_mask, fastest_cpus, parse_facts,
-                                               parse_thermal)
+                                               THERMAL_STATE_SCRIPT, check_mask, cpu_mask,
+                                               fastest_cpus, parse_facts, parse_thermal,
+                                               parse_thermal_state)
 from pytest_sme2.devices.base import DeviceError
 from pytest_sme2.devices.facts import DeviceFacts
 from pytest_sme2.devices.host import stderr_tail
@@ -58,6 +59,7 @@ from pytest_sme2.hwcaps import HWCAP2_CLEAR_ENV, MASKS, mask_bits
 from pytest_sme2.locking import file_lock
 from pytest_sme2.runners.base import Runner, RunnerError, RunOutcome, RunRequest
 from pytest_sme2.tensorfile import sidecar
+from pytest_sme2.thermal import ThermalState
 
 
 DEVICE_TMP = "/data/local/tmp"
@@ -302,6 +304,11 @@ class AndroidDevice:
     def thermal(self) -> dict[str, float]:
         """Current thermal zone temperatures in degrees C (recorded around each benchmark)."""
         return parse_thermal(self._query(THERMAL_SCRIPT, "temperatures"))
+
+    def thermal_state(self) -> ThermalState:
+        """CPU temperatures and throttling, as --sme2-cooldown judges them
+        (:mod:`pytest_sme2.thermal`)."""
+        return parse_thermal_state(self._query(THERMAL_STATE_SCRIPT, "thermal state"))
 
     def cpu_mask(self, threads: int) -> str | None:
         """The taskset mask for a run: None (no pinning), the fastest cores, or the user's."""

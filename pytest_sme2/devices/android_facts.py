@@ -8,6 +8,7 @@ import re
 
 from pytest_sme2.devices.base import DeviceError
 from pytest_sme2.devices.facts import DeviceFacts, cpu_features
+from pytest_sme2.thermal import ThermalState, is_cpu_zone, throttling_causes
 from pytest_sme2.versions import package_version
 
 PROPS = ("ro.product.manufacturer", "ro.product.model", "ro.soc.manufacturer", "ro.soc.model",
@@ -26,6 +27,18 @@ HWCAP2_SME, HWCAP2_SME2 = 1 << 23, 1 << 37
 THERMAL_SCRIPT = ('for z in /sys/class/thermal/thermal_zone*; do '
                   'echo "thermal ${z##*/} $(cat $z/type 2>/dev/null) $(cat $z/temp 2>/dev/null)"; '
                   'done')
+
+# What --sme2-cooldown looks at (pytest_sme2.thermal), in one round trip: the zones, the
+# cooling devices ("cooling <device> <type...> <cur_state>") and the thermal service's dump
+# between markers (no dumpsys, or no permission: nothing between them).
+THERMAL_STATE_SCRIPT = "; ".join([
+    THERMAL_SCRIPT,
+    'for c in /sys/class/thermal/cooling_device*; do echo "cooling ${c##*/} '
+    '$(cat $c/type 2>/dev/null) $(cat $c/cur_state 2>/dev/null)"; done',
+    'echo dumpsys-begin', 'dumpsys thermalservice 2>/dev/null', 'echo dumpsys-end',
+])
+_HAL_TEMP = re.compile(r"Temperature\{mValue=(-?[\d.]+), mType=(-?\d+), mName=([^,}]*)")
+HAL_TYPE_CPU = 0                          # android.os.Temperature.TYPE_CPU
 
 # One line per fact, each starting with a keyword, so a missing tool or file only loses a line.
 # /proc/self is the reading process (grep, od): its affinity and auxv are any fresh process's.
@@ -77,6 +90,34 @@ def parse_thermal(text: str) -> dict[str, float]:
         key = kind if kind not in temps else f"{kind} ({zone})"
         temps[key] = raw / 1000 if abs(raw) >= 1000 else float(raw)   # most report m°C
     return temps
+
+
+def parse_thermal_state(text: str) -> ThermalState:
+    """What :data:`THERMAL_STATE_SCRIPT` printed, as :mod:`pytest_sme2.thermal` judges it:
+    CPU zones, the thermal HAL's CPU temperatures ("Current temperatures from HAL", not the
+    service's cache), cooling device states and the thermal status."""
+    zones = parse_thermal(text)
+    cpu = {z: t for z, t in zones.items() if is_cpu_zone(z)}
+    cooling: dict[str, int] = {}
+    status: int | None = None
+    in_dump = in_hal = False
+    for line in text.splitlines():
+        fields = line.split()
+        if line == "dumpsys-begin" or line == "dumpsys-end":
+            in_dump, in_hal = line == "dumpsys-begin", False
+        elif in_dump:
+            if line.startswith("Thermal Status:") and fields[-1].isdigit():
+                status = int(fields[-1])
+            elif not line[:1].isspace():        # a new section of the dump
+                in_hal = line.startswith("Current temperatures from HAL")
+            elif in_hal and (m := _HAL_TEMP.search(line)) and int(m.group(2)) == HAL_TYPE_CPU:
+                name = f"HAL {m.group(3).strip()}"
+                cpu[name] = max(cpu.get(name, float("-inf")), float(m.group(1)))
+        elif len(fields) >= 3 and fields[0] == "cooling" and fields[-1].isdigit():
+            kind = " ".join(fields[2:-1]) or fields[1]
+            cooling[kind] = max(cooling.get(kind, 0), int(fields[-1]))
+    return ThermalState(cpu_c=cpu, throttling=throttling_causes(cooling, status),
+                        zones=tuple(zones))
 
 
 def clusters(max_khz: dict[int, int]) -> list[dict]:

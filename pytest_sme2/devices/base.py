@@ -17,6 +17,10 @@ class DeviceError(Sme2Error):
 
 
 class Device(Protocol):
+    """Optional, where a device has sensors (Android): ``thermal()`` (every zone's degrees C,
+    recorded around each block) and ``thermal_state()`` (a :class:`pytest_sme2.thermal.
+    ThermalState`, what ``--sme2-cooldown`` waits on)."""
+
     spec: str
     # What the native runner is built for to run here: "host", "aarch64-linux-gnu" (QEMU), ...
     target: str

@@ -417,6 +417,34 @@ def _emulated_notes(doc: ResultsDoc) -> list[str]:
     return [EMULATED_NOTE.format(what=w) for w in seen.values()]
 
 
+HOT_NAMED = 5     # hot blocks a note names; results.json has them all
+
+
+def _cooldown_notes(doc: ResultsDoc) -> list[str]:
+    """--sme2-cooldown in one line: the blocks that started hot (flagged, kept), or that the
+    hold held, or why it could not be applied."""
+    held = [b for b in doc.benchmarks if b.context.cooldown is not None]
+    if not held:
+        return []
+    c = held[0].context.cooldown
+    asked = f"`--sme2-cooldown {c.target_c:g}` (timeout {c.timeout_s:g} s)"
+    skipped = [b.context.cooldown for b in held if not b.context.cooldown.applied]
+    if skipped:
+        return [f"{asked} was not applied: {skipped[0].reason}."]
+    hot = [b for b in held if b.context.started_hot]
+    if not hot:
+        longest = max(b.context.cooldown.waited_s for b in held)
+        return [f"Thermal hold {asked}: every block started at or below {c.target_c:g} °C "
+                f"with no throttling (longest wait {longest:.0f} s)."]
+    names = "; ".join(f"{b.name}{f' block {b.block}' if b.block is not None else ''} "
+                      f"{b.runner_name}: {b.context.cooldown.summary()}"
+                      for b in hot[:HOT_NAMED]) + \
+        (f"; and {len(hot) - HOT_NAMED} more (results.json: `cooldown.hot`)"
+         if len(hot) > HOT_NAMED else "")
+    return [f"**Started hot:** {len(hot)} of {len(held)} blocks were still hot or throttling "
+            f"when {asked} ran out — measured and kept, but they may be slower: {names}."]
+
+
 def _summary(u: Unit) -> str:
     if u.comparison:
         c = u.comparison
@@ -466,7 +494,7 @@ def context(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = No
                 "evidence": any(c["evidence"] for c in unit_ctx)},
         "recommendations": recommendations(doc, us),
         "regressions": _regression_rows(doc),
-        "notes": _emulated_notes(doc) + (notes or []),
+        "notes": _emulated_notes(doc) + _cooldown_notes(doc) + (notes or []),
     }
 
 

@@ -363,6 +363,6 @@ def _noise(unit: Unit) -> list[Recommendation]:
     for runner, (before, after) in hot:
         sentences.append(f"{unit.point} {runner}: the hottest thermal zone rose from "
                          f"{before:.1f} to {after:.1f} °C — the device may throttle; let it "
-                         "cool between blocks")
+                         "cool between blocks (--sme2-cooldown TEMP_C)")
         figs.append(f"{runner}: thermal {before:.1f} -> {after:.1f} °C")
     return [Recommendation(". ".join(sentences) + ".", "; ".join(figs), "noise")]

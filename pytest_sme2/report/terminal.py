@@ -71,6 +71,22 @@ def _instructions(r: BenchmarkResult) -> str:
     return f" | instructions {format_count(InstructionCount.from_dict(r.instructions))}"
 
 
+def cooldown_lines(r: BenchmarkResult, told: bool = False) -> list[str]:
+    """The thermal hold's news about a block: that it started hot (the timeout ran out), or,
+    unless ``told`` already, that --sme2-cooldown could not be applied on its device."""
+    c = r.context.cooldown
+    if c is None:
+        return []
+    if not c.applied:
+        return [] if told else [f"sme2: --sme2-cooldown {c.target_c:g} °C cannot be applied: "
+                                f"{c.reason}; blocks start without waiting"]
+    if not c.hot:
+        return []
+    block = f" block {r.block}" if r.block is not None else ""
+    return [f"sme2: {r.name}{block} ({r.runner_name}) STARTED HOT after waiting "
+            f"{c.waited_s:.0f} s: {c.summary()}; measured, kept and flagged"]
+
+
 def comparison_line(c: ComparisonRecord | Mapping[str, Any]) -> str:
     c = _record(c)
     s, out = c.speedup, c.outputs
@@ -175,6 +191,12 @@ def summary_table(results: Iterable[BenchmarkResult],
                          for i, (c, w) in enumerate(zip(row, widths))).rstrip()
 
     lines = [fmt(rows[0]), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows[1:]]
+    hot = [r for r in results if r.context.started_hot]
+    if hot:
+        c = hot[0].context.cooldown
+        lines.append(f"started hot: {len(hot)} of {len(results)} blocks were above "
+                     f"{c.target_c:g} °C or throttling when the {c.timeout_s:g} s cooldown "
+                     "ran out (kept; flagged in results.json and report.md)")
     if any(r.emulated for r in results):
         lines.append("emulated: measured on an emulated CPU (QEMU); its times and speed-ups say "
                      "nothing about speed — the SME2 column and the outputs are what it proves")

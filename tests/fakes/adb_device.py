@@ -11,12 +11,13 @@ What it implements (enough for adbutils and the ``adb`` command line):
 
 Commands run on THE HOST with ``/bin/sh -c`` in a sandbox folder that stands for the device's
 ``/``: ``root/data/local/tmp`` is the writable area, ``root/proc`` and ``root/sys`` hold crafted
-CPU, auxv and thermal files and ``root/bin`` fake ``getprop``, ``uname`` and ``taskset`` (first on
-PATH). Device paths at the start of a word (``/data/local/tmp``, ``/proc``, ``/sys``, ``/system``,
-``/vendor``) are rewritten into the sandbox in the command string, and the sandbox prefix is
-removed from the output again, so the caller sees device paths. This is a test double, not a
-jail: it runs whatever the test sends, so it only ever listens on 127.0.0.1 and lives as long as
-one test.
+CPU, auxv and thermal files (zones and cooling devices, which can step to new values as they are
+read: ``thermal_steps``) and ``root/bin`` fake ``getprop``, ``uname``, ``taskset`` and, with
+``thermal_status``, ``dumpsys thermalservice`` (first on PATH). Device paths at the start of a
+word (``/data/local/tmp``, ``/proc``, ``/sys``, ``/system``, ``/vendor``) are rewritten into the
+sandbox in the command string, and the sandbox prefix is removed from the output again, so the
+caller sees device paths. This is a test double, not a jail: it runs whatever the test sends,
+so it only ever listens on 127.0.0.1 and lives as long as one test.
 
 Two kinds of fake phone (``FakeAndroidConfig.arch``):
 - ``host`` (default): pushed programs are the host's own (x86-64 glibc); the SME2 facts are
@@ -103,6 +104,15 @@ class FakeAndroidConfig:
     governor: str = "schedutil"
     thermal: tuple[tuple[str, int], ...] = (("cpu-0-0", 41200), ("cpu-1-0", 43500),
                                             ("battery", 30100))
+    # Cooling devices (type, cur_state): a CPU one above 0 is throttling (pytest_sme2.thermal).
+    cooling: tuple[tuple[str, int], ...] = (("thermal-cpufreq-0", 0), ("thermal-cpufreq-4", 0))
+    # `dumpsys thermalservice`'s "Thermal Status" (None: the phone has no dumpsys).
+    thermal_status: int | None = None
+    # Thermal readings that change while the phone is watched: the n-th shell command that
+    # reads /sys/class/thermal sees the n-th value of each sequence (the last one stays).
+    # Keys: a zone type of ``thermal`` (millidegrees), "cooling:<type>" (its cur_state),
+    # "status" (the thermal status; needs ``thermal_status`` set).
+    thermal_steps: dict[str, tuple[int, ...]] = field(default_factory=dict)
     kernel: str = "6.6.50-android15-8-g0123456789ab"
     props: dict[str, str] = field(default_factory=dict)   # overrides of default_props()
     unauthorized: bool = False      # answer CNXN with AUTH and never accept the key
@@ -138,6 +148,7 @@ class FakeAdbDevice:
         self.sends: list[str] = []          # device paths of SEND requests (pushes)
         self.recvs: list[str] = []          # device paths of RECV requests (pulls)
         self.connections = 0
+        self.thermal_reads = 0              # shell commands that read /sys/class/thermal
         self._lock = threading.Lock()
         self._conns: list[_Conn] = []
         self._procs: list[subprocess.Popen] = []
@@ -198,6 +209,16 @@ class FakeAdbDevice:
 
     def unrewrite(self, data: bytes) -> bytes:
         return data.replace(str(self.root).encode(), b"")
+
+    def _thermal_read(self, cmd: str) -> None:
+        """A command about to read the thermal files: step them (``thermal_steps``)."""
+        if "/sys/class/thermal" not in cmd:
+            return
+        with self._lock:
+            n, self.thermal_reads = self.thermal_reads, self.thermal_reads + 1
+            for key, values in self.config.thermal_steps.items():
+                if values:
+                    set_thermal(self.root, self.config, key, values[min(n, len(values) - 1)])
 
     @property
     def taskset_log(self) -> list[str]:
@@ -449,6 +470,7 @@ def _shell(stream: _Stream, cmd: str, v2: bool) -> None:
     dev = stream.dev
     with dev._lock:
         dev.commands.append(cmd)
+    dev._thermal_read(cmd)
     env = {"PATH": f"{dev.root}/bin:/usr/bin:/bin", "HOME": f"{dev.root}/data/local/tmp",
            "TMPDIR": f"{dev.root}/data/local/tmp", "FAKE_ANDROID_ROOT": str(dev.root),
            "LANG": "C", "LC_ALL": "C"}
@@ -758,6 +780,13 @@ def build_sandbox(root: Path, cfg: FakeAndroidConfig) -> dict[str, str]:
     for i, (kind, milli) in enumerate(cfg.thermal):
         _write(root / f"sys/class/thermal/thermal_zone{i}/type", f"{kind}\n")
         _write(root / f"sys/class/thermal/thermal_zone{i}/temp", f"{milli}\n")
+    for i, (kind, state) in enumerate(cfg.cooling):
+        _write(root / f"sys/class/thermal/cooling_device{i}/type", f"{kind}\n")
+        _write(root / f"sys/class/thermal/cooling_device{i}/cur_state", f"{state}\n")
+    if cfg.thermal_status is not None:
+        set_thermal(root, cfg, "status", cfg.thermal_status)
+        _write(root / "bin/dumpsys", "#!/bin/sh\n# fake dumpsys: the services' dumps as files\n"
+                                     'cat "$FAKE_ANDROID_ROOT/dumpsys/$1" 2>/dev/null\n', 0o755)
     props = {**default_props(sme2), **_target_props(cfg, emulated), **cfg.props}
     cases = "".join(f"  {_sh_word(k)}) echo {_sh_word(v)} ;;\n" for k, v in props.items())
     listing = "".join(f"echo {_sh_word(f'[{k}]: [{v}]')}\n" for k, v in sorted(props.items()))
@@ -781,6 +810,26 @@ def build_sandbox(root: Path, cfg: FakeAndroidConfig) -> dict[str, str]:
         if cfg.trace_dir is not None:
             Path(cfg.trace_dir).mkdir(parents=True, exist_ok=True)
     return props
+
+
+def set_thermal(root: Path, cfg: FakeAndroidConfig, key: str, value: int) -> None:
+    """Set one thermal reading of a built phone (``FakeAndroidConfig.thermal_steps`` keys)."""
+    if key == "status":
+        # The shape of `dumpsys thermalservice` (Android 14); the temperatures are the
+        # zones' (tests/unit/test_thermal.py parses a dump with HAL temperatures).
+        _write(root / "dumpsys/thermalservice",
+               f"IsStatusOverride: false\nThermal Status: {value}\nCached temperatures:\n"
+               "HAL Ready: true\nCurrent temperatures from HAL:\n"
+               "Current cooling devices from HAL:\n")
+        return
+    kinds = [k for k, _ in cfg.cooling] if key.startswith("cooling:") else \
+        [k for k, _ in cfg.thermal]
+    name = key.removeprefix("cooling:")
+    if name not in kinds:
+        raise ValueError(f"thermal_steps key {key!r} names no zone or cooling device")
+    path = (f"cooling_device{kinds.index(name)}/cur_state" if key.startswith("cooling:")
+            else f"thermal_zone{kinds.index(name)}/temp")
+    _write(root / "sys/class/thermal" / path, f"{value}\n")
 
 
 def _sh_word(text: str) -> str:

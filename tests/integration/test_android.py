@@ -167,6 +167,40 @@ def test_thermal_reads_current_temperatures(fake_android):
     assert dev.thermal()["cpu-1-0"] == 51.234
 
 
+def test_thermal_state_reads_zones_cooling_devices_and_the_thermal_status(adb_server,
+                                                                          tmp_path):
+    config = FakeAndroidConfig(thermal_status=0, thermal_steps={
+        "cooling:thermal-cpufreq-4": (3, 0), "status": (2, 0)})
+    phone = connect_phone(adb_server, tmp_path / "p", config)
+    try:
+        dev = _open(phone)
+        first, second = dev.thermal_state(), dev.thermal_state()
+    finally:
+        release_phone(phone)
+    assert first.cpu_c == {"cpu-0-0": 41.2, "cpu-1-0": 43.5}     # the battery zone is out
+    assert first.throttling == ("thermal status 2 (moderate)", "thermal-cpufreq-4 at state 3")
+    assert second.throttling == () and second.cool(44.0) and not second.cool(43.0)
+    assert phone.device.thermal_reads == 2
+
+
+def test_the_hold_waits_for_a_hot_phone_to_cool(adb_server, tmp_path):
+    from pytest_sme2.thermal import CooldownPolicy, hold
+
+    config = FakeAndroidConfig(thermal_steps={"cpu-1-0": (52000, 47000, 44000, 39000, 30000)})
+    phone = connect_phone(adb_server, tmp_path / "p", config)
+    said: list[str] = []
+    try:
+        rec = hold(_open(phone), CooldownPolicy(42.0, 20.0), said.append,
+                   sleep=lambda s: None)          # the phone cools per look, not per second
+    finally:
+        release_phone(phone)
+    assert rec.applied and not rec.hot and rec.polls == 4 == phone.device.thermal_reads
+    # Cool once the hottest CPU zone is: cpu-1-0 fell to 39, cpu-0-0 stayed at 41.2.
+    assert (rec.first_zone, rec.first_c, rec.start_zone, rec.start_c) == (
+        "cpu-1-0", 52.0, "cpu-0-0", 41.2)
+    assert said == ["cooling down: cpu-1-0 52.0 °C > 42 °C; waiting up to 20 s"]
+
+
 # -- choosing the device -----------------------------------------------------------------------
 
 def test_no_device_attached(adb_server):
