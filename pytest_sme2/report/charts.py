@@ -24,8 +24,7 @@ COLOURS = {CONVOLUTION: "#1f77b4", GEMM: "#ff7f0e", DATA_MOVEMENT: "#d62728",
            ELEMENTWISE: "#2ca02c", POOLING: "#9467bd", NORMALIZATION: "#8c564b",
            OTHER: "#b0b0b0"}
 EXTRA_COLOURS = ("#17becf", "#bcbd22", "#e377c2", "#7f7f7f", "#aec7e8", "#ffbb78")
-LABEL_MIN_SHARE = 5.0       # % of its bar below which a segment gets no text...
-LABEL_MIN_HEIGHT = 0.045    # ... nor when shorter than this fraction of the axis (no overlap)
+LABEL_MIN_SHARE = 5.0       # % of E2E below which a segment gets no text (no overlap)
 
 
 JOBS_PER_PROCESS = 2         # a fork costs milliseconds, a chart ~0.1 s: share out pairs
@@ -122,16 +121,12 @@ def overview_figure(us: list[Unit]):
     axes = fig.subplots(len(panels), 1, squeeze=False,
                         gridspec_kw={"height_ratios": heights})[:, 0]
     for ax, (model, bs) in zip(axes, panels):
-        ys, y, prev = [], 0.0, None
-        for b in bs:               # a gap between cases (dtype, threads), none within one
-            y += 1.0 if prev in (None, b.case) else 1.5
-            ys.append(y)
-            prev = b.case
+        ys = _positions([b.case for b in bs])
         medians = [b.side.latency.median_ms for b in bs]
         ax.barh(ys, medians, 0.8, color=[colour[b.side.runner] for b in bs])
         top = max(medians)
         for yi, b, ms in zip(ys, bs, medians):
-            ax.text(ms + top * 0.01, yi, f"{ms:.3f} ms", va="center", fontsize=8)
+            value = ax.text(ms + top * 0.01, yi, f"{_ms(ms)} ms", va="center", fontsize=8)
             c = b.unit.comparison
             if b.role == "candidate" and c:
                 if b.unit.emulated:
@@ -140,11 +135,13 @@ def overview_figure(us: list[Unit]):
                     sp = c.speedup
                     text = f"{sp.point:.2f}x [{sp.low:.2f}, {sp.high:.2f}] {c.verdict}"
                     tone = VERDICT_COLOURS.get(c.verdict, "#666666")
-                ax.text(ms + top * 0.16, yi, text, va="center", fontsize=8, color=tone,
-                        fontweight="bold" if c.verdict in VERDICT_COLOURS else "normal")
+                # right after the value's own text, however wide that came out
+                ax.annotate(text, xy=(1.0, 0.5), xycoords=value, xytext=(6, 0),
+                            textcoords="offset points", va="center", fontsize=8, color=tone,
+                            fontweight="bold" if tone != "#666666" else "normal")
         ax.set_yticks(ys, [b.label for b in bs], fontsize=8)
         ax.invert_yaxis()
-        ax.set_xlim(0, top * 1.75)
+        ax.set_xlim(0, top * 1.6)
         emulated = any(b.unit.emulated for b in bs)
         ax.set_title(model + (" (emulated CPU: times say nothing about speed)" if emulated
                               else ""), fontsize=10, loc="left")
@@ -155,51 +152,59 @@ def overview_figure(us: list[Unit]):
     return fig
 
 
+def _positions(cases: list[str]) -> list[float]:
+    """Bar positions: a gap between cases (dtype, threads), none within one."""
+    out: list[float] = []
+    for i, case in enumerate(cases):
+        out.append(0.0 if not out else out[-1] + (1.0 if case == cases[i - 1] else 1.5))
+    return out
+
+
+def _ms(v: float) -> str:
+    """Milliseconds to about four significant figures: 0.057, 4.066, 39.01, 9261."""
+    return f"{v:.3f}" if v < 10 else f"{v:.2f}" if v < 100 else f"{v:.1f}" if v < 1000 \
+        else f"{v:.0f}"
+
+
 def model_chart(model: str, us: list[Unit], path: Path) -> Path:
     return _save(model_figure(model, us), Path(path))
 
 
 def model_figure(model: str, us: list[Unit]):
-    """Where the time goes in one model: a stacked bar of mean ms per category for every
-    (dtype, threads, runner) of it, comparisons' base and candidate side by side."""
-    return _stacked([b for b in bars(us) if b.side.categories_ms],
-                    f"{model}: where the time goes")
-
-
-def _stacked(bs: list[Bar], title: str):
+    """Where the time goes in one model: a bar per (dtype, threads, runner), stacked by
+    category as % of its E2E (the cases of a model differ several-fold in ms, and a share reads
+    the same at any size), its mean ms on top; comparisons' base and candidate side by side."""
     # A bare Figure renders with Agg and touches no pyplot state or backend of the caller's.
     from matplotlib.figure import Figure
 
+    bs = [b for b in bars(us) if b.side.categories_ms and b.side.e2e_mean_ms > 0]
     sides = [b.side for b in bs]
     cats = category_order(c for s in sides for c in s.categories_ms)
     extra = iter(EXTRA_COLOURS * 4)
     colours = {c: COLOURS.get(c) or next(extra) for c in cats}
-    fig = Figure(figsize=(max(5.0, 0.95 * len(sides) + 3.2), 5.0), dpi=100)
+    fig = Figure(figsize=(max(5.0, 0.8 * len(sides) + 3.2), 4.6), dpi=100)
     ax = fig.add_subplot(1, 1, 1)
-    xs = range(len(sides))
+    xs = _positions([b.case for b in bs])
     bottoms = [0.0] * len(sides)
-    top = max((max(sum(max(v, 0.0) for v in s.categories_ms.values()), 0.0) for s in sides),
-              default=0.0)
     for c in cats:
-        heights = [max(s.categories_ms.get(c, 0.0), 0.0) for s in sides]
-        if not any(heights):
+        shares = [100 * max(s.categories_ms.get(c, 0.0), 0.0) / s.e2e_mean_ms for s in sides]
+        if not any(shares):
             continue
-        ax.bar(xs, heights, 0.7, bottom=bottoms, label=c, color=colours[c],
+        ax.bar(xs, shares, 0.7, bottom=bottoms, label=c, color=colours[c],
                edgecolor="white", linewidth=0.6)
-        for i, (h, s) in enumerate(zip(heights, sides)):
-            share = 100 * h / s.e2e_mean_ms if s.e2e_mean_ms > 0 else 0.0
-            if share >= LABEL_MIN_SHARE and h >= LABEL_MIN_HEIGHT * top:
-                ax.text(i, bottoms[i] + h / 2, f"{share:.0f}%", ha="center", va="center",
+        for i, share in enumerate(shares):
+            if share >= LABEL_MIN_SHARE:
+                ax.text(xs[i], bottoms[i] + share / 2, f"{share:.0f}%", ha="center", va="center",
                         fontsize=7, color="white" if c != OTHER else "black")
-        bottoms = [b + h for b, h in zip(bottoms, heights)]
+        bottoms = [b + h for b, h in zip(bottoms, shares)]
     for i, s in enumerate(sides):
-        ax.text(i, bottoms[i] + top * 0.01, f"{s.e2e_mean_ms:.3g}", ha="center",
+        ax.text(xs[i], max(bottoms[i], 100.0) + 1.0, f"{_ms(s.e2e_mean_ms)} ms", ha="center",
                 va="bottom", fontsize=7)
-    ax.set_xticks(list(xs), [b.case + "\n" + b.side.runner + (f"\n({b.role})" if b.role else "")
-                        for b in bs], fontsize=7)
-    ax.set_ylabel("ms per inference (mean of timed runs)")
-    ax.set_ylim(0, top * 1.1 if top > 0 else 1.0)
-    ax.set_title(title, fontsize=10)
+    ax.set_xticks(xs, [b.case + "\n" + b.side.runner + (f"\n({b.role})" if b.role else "")
+                             for b in bs], fontsize=7)
+    ax.set_ylabel("% of E2E (mean ms per inference on top)")
+    ax.set_ylim(0, max(bottoms + [100.0]) * 1.08)
+    ax.set_title(f"{model}: where the time goes", fontsize=10)
     ax.spines[["top", "right"]].set_visible(False)
     handles, labels = ax.get_legend_handles_labels()
     ax.legend(handles[::-1], labels[::-1], title="category", loc="upper left",

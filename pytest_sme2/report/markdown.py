@@ -389,17 +389,15 @@ def _emulated_notes(doc: ResultsDoc) -> list[str]:
     return [EMULATED_NOTE.format(what=w) for w in seen.values()]
 
 
-def _summary(u: Unit) -> str:
-    if u.comparison:
-        c = u.comparison
-        text = (f"{u.point}: {c.candidate} vs {c.base} — speed-up {fmt_x(c.speedup)} "
-                f"{fmt_ci(c.speedup)} (**{c.verdict}**); outputs {_outputs_text(c.outputs)}")
-        ev = u.candidate.verdict if u.candidate else None
-        return text + (f"; {c.candidate} kernel evidence: {ev}" if ev else "")
-    parts = [f"{s.runner} median {fmt_ms(s.latency.median_ms if s.latency else None)} ms" +
-             (f" (kernel evidence: {s.verdict})" if s.verdict else "")
-             for s in u.sides]
-    return f"{u.point}: " + ", ".join(parts)
+def _comparison_line(u: Unit) -> str:
+    """A comparison in one line of the Summary: speed-up, verdict, outputs, evidence."""
+    c = u.comparison
+    # an emulated verdict is no speed: not shouted, and said so
+    verdict = f"{c.verdict}, emulated CPU: not a speed" if u.emulated else f"**{c.verdict}**"
+    text = (f"{u.point}: {c.candidate} vs {c.base} — speed-up {fmt_x(c.speedup)} "
+            f"{fmt_ci(c.speedup)} ({verdict}); outputs {_outputs_text(c.outputs)}")
+    ev = u.candidate.verdict if u.candidate else None
+    return text + (f"; {c.candidate} kernel evidence: {ev}" if ev else "")
 
 
 def _unit_context(u: Unit, chart: str | None) -> dict[str, Any]:
@@ -566,7 +564,7 @@ def context(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = No
         "n_comparisons": len(doc.comparisons),
         "any_units": bool(us),
         "overview_chart": charts.get(OVERVIEW),
-        "summary": [_summary(u) for u in us if u.comparison] + _gate_line(regressions)
+        "summary": [_comparison_line(u) for u in us if u.comparison] + _gate_line(regressions)
         + _where_time_goes(us),
         "device": _device_table(doc),
         "runners": _runner_rows(doc),

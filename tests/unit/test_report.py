@@ -491,6 +491,8 @@ def test_the_overview_says_emulated_speed_is_no_speed():
     texts = [t.get_text() for t in fig.axes[0].texts]
     assert "emulated: not a speed" in texts and not any("x [" in t for t in texts)
     assert "emulated CPU" in fig.axes[0].get_title(loc="left")
+    summary = section(render_markdown(doc), "Summary")
+    assert "(faster, emulated CPU: not a speed)" in summary and "**faster**" not in summary
 
 
 def test_a_category_figure_per_model_stacks_every_case_of_it():
