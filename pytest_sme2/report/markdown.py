@@ -24,7 +24,7 @@ import gc
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -548,12 +548,13 @@ def _gate_line(rows: list[dict[str, str]]) -> list[str]:
 
 
 def context(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = None,
-            notes: list[str] | None = None) -> dict[str, Any]:
+            notes: list[str] | None = None, us: list[Unit] | None = None) -> dict[str, Any]:
     """Everything report.md's template needs; ``charts`` maps :data:`OVERVIEW` and
-    :data:`MODEL_CHART` + a model's name to image paths."""
+    :data:`MODEL_CHART` + a model's name to image paths; ``us``: the document's units when
+    the caller has them already."""
     doc = load_results(doc)
     charts = charts or {}
-    us = units(doc)
+    us = units(doc) if us is None else us
     paths = detail_paths(us)
     unit_ctx = [_unit_context(u, None) for u in us]
     regressions = _regression_rows(doc)
@@ -627,7 +628,9 @@ def _regression_rows(doc: ResultsDoc) -> list[dict[str, str]]:
     return rows
 
 
+@cache
 def environment() -> jinja2.Environment:
+    """One per process: report.md and the pages share their compiled templates."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(Path(__file__).parent / "templates")),
         undefined=jinja2.StrictUndefined, autoescape=False, trim_blocks=True,
@@ -655,17 +658,17 @@ def _tidy(text: str) -> str:
 
 
 def render_markdown(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = None,
-                    notes: list[str] | None = None) -> str:
+                    notes: list[str] | None = None, us: list[Unit] | None = None) -> str:
     """report.md's text."""
-    return _tidy(environment().get_template(TEMPLATE).render(**context(doc, charts, notes)))
+    return _tidy(environment().get_template(TEMPLATE).render(**context(doc, charts, notes, us)))
 
 
-def render_details(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = None
-                   ) -> dict[str, str]:
+def render_details(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = None,
+                   us: list[Unit] | None = None) -> dict[str, str]:
     """Each unit's page, by its path relative to the report folder (``details/<slug>.md``)."""
     doc = load_results(doc)
     template = environment().get_template(DETAIL_TEMPLATE)
-    us = units(doc)
+    us = units(doc) if us is None else us
     paths = detail_paths(us)
     return {paths[id(u)]: _tidy(template.render(**detail_context(doc, u, charts))) for u in us}
 
@@ -682,14 +685,15 @@ def render_report(doc: ResultsDoc | dict[str, Any], out_dir: Path, charts: bool 
         _clear(out_dir / folder, "*.png" if folder == CHART_DIR else "*.md")
     images: dict[str, str] = {}
     notes: list[str] = []
+    us = units(doc)
     with _collector_ignores_what_exists():
         if charts:
-            images, notes = _charts(doc, out_dir)
-        for rel, text in render_details(doc, images).items():
+            images, notes = _charts(us, out_dir)
+        for rel, text in render_details(doc, images, us).items():
             (out_dir / rel).parent.mkdir(parents=True, exist_ok=True)
             atomic_write_text(out_dir / rel, text)
         path = out_dir / REPORT_FILE
-        atomic_write_text(path, render_markdown(doc, images, notes))
+        atomic_write_text(path, render_markdown(doc, images, notes, us))
     return path
 
 
@@ -715,12 +719,11 @@ def _collector_ignores_what_exists() -> Iterator[None]:
         gc.unfreeze()
 
 
-def _charts(doc: ResultsDoc, out_dir: Path) -> tuple[dict[str, str], list[str]]:
+def _charts(us: list[Unit], out_dir: Path) -> tuple[dict[str, str], list[str]]:
     """The overview and one category figure per model: 1 + models figures, whatever the size
     of the matrix (each figure costs ~0.2-1 s of matplotlib)."""
     from pytest_sme2.report import charts as charts_mod
 
-    us = units(doc)
     images: dict[str, str] = {}
     jobs = []
     if any(s.latency for u in us for s in u.sides):
