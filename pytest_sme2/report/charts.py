@@ -12,12 +12,15 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from pytest_sme2.analysis.categories import (CONVOLUTION, DATA_MOVEMENT, ELEMENTWISE, GEMM,
                                              NORMALIZATION, OTHER, POOLING)
 from pytest_sme2.compare import FASTER, SLOWER
 from pytest_sme2.report.digest import Side, Unit, by_model, category_order
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 # One colour per category, the same in every chart; compute warm, data movement red.
 COLOURS = {CONVOLUTION: "#1f77b4", GEMM: "#ff7f0e", DATA_MOVEMENT: "#d62728",
@@ -105,7 +108,7 @@ def overview_chart(us: list[Unit], path: Path) -> Path:
     return _save(overview_figure(us), Path(path))
 
 
-def overview_figure(us: list[Unit]):
+def overview_figure(us: list[Unit]) -> Figure:
     """The whole matrix in one figure: a panel per model (each on its own ms scale: models
     differ by orders of magnitude), a bar per (dtype, threads, runner), its length the median
     of block medians. A comparison's two bars sit together, the candidate's annotated with its
@@ -124,7 +127,7 @@ def overview_figure(us: list[Unit]):
         ys = _positions([b.case for b in bs])
         medians = [b.side.latency.median_ms for b in bs]
         ax.barh(ys, medians, 0.8, color=[colour[b.side.runner] for b in bs])
-        top = max(medians)
+        top = max(medians) or 1.0
         for yi, b, ms in zip(ys, bs, medians):
             value = ax.text(ms + top * 0.01, yi, f"{_ms(ms)} ms", va="center", fontsize=8)
             c = b.unit.comparison
@@ -170,7 +173,7 @@ def model_chart(model: str, us: list[Unit], path: Path) -> Path:
     return _save(model_figure(model, us), Path(path))
 
 
-def model_figure(model: str, us: list[Unit]):
+def model_figure(model: str, us: list[Unit]) -> Figure:
     """Where the time goes in one model: a bar per (dtype, threads, runner), stacked by
     category as % of its E2E (the cases of a model differ several-fold in ms, and a share reads
     the same at any size), its mean ms on top; comparisons' base and candidate side by side."""
@@ -213,7 +216,7 @@ def model_figure(model: str, us: list[Unit]):
     return fig
 
 
-def _save(fig, path: Path) -> Path:
+def _save(fig: Figure, path: Path) -> Path:
     # tight_layout leaves a placeholder layout engine behind, for which savefig draws the whole
     # figure once more before drawing it for real: a third of a chart's time, for nothing.
     fig.set_layout_engine(None)
