@@ -138,6 +138,13 @@ class Unit:
     def categories(self) -> list[str]:
         return category_order(c for s in self.sides for c in s.categories_ms)
 
+    @property
+    def emulated(self) -> bool:
+        """Measured on an emulated CPU: its timings say nothing about speed."""
+        if self.comparison and self.comparison.emulated:
+            return True
+        return any(b.emulated for s in self.sides for b in s.blocks)
+
     def is_sme2(self) -> bool:
         """A comparison of SME2 off against on: by runner names or differing ``sme2`` labels."""
         if not self.comparison or len(self.sides) < 2:
@@ -231,6 +238,19 @@ def units(doc: ResultsDoc) -> list[Unit]:
     for (model, dtype, threads), runners_ in groups.items():
         out.append(Unit(model, dtype, threads,
                         [make_side(name, blocks) for name, blocks in runners_.items()]))
+    return out
+
+
+def by_model(us: list[Unit]) -> dict[str, list[Unit]]:
+    """Units per model, models in order of first appearance; within a model by dtype (first
+    appearance), threads, and a comparison before the plain benchmarks of its point."""
+    dtypes = list(dict.fromkeys(u.dtype for u in us))
+    out: dict[str, list[Unit]] = {}
+    for u in us:
+        out.setdefault(u.model, []).append(u)
+    for model_units in out.values():
+        model_units.sort(key=lambda u: (dtypes.index(u.dtype), u.threads,
+                                        u.comparison is None))
     return out
 
 

@@ -1,22 +1,30 @@
-"""``report.md``: what a results document says, for a performance engineer.
+"""``report.md``: what a results document says, for a performance engineer, at a glance.
 
-Sections, each left out when the document has nothing for it, named and ordered as the seed
-kit's reports: Summary, Metadata (the device the benchmarks ran on, from the document — never
-the machine rendering the report), Latency Comparison, Speedup, Regressions, Operator Category
-Breakdown (with a chart per unit), Acceleration Analysis, Bottleneck Identification, Portable vs
-Delegated Operator Analysis, Kernel Evidence and Actionable Recommendations. Every latency figure
-of a runner is its blocks pooled by :func:`pytest_sme2.results.pool`.
+The first screen answers what got faster, what got slower and where the time goes: one
+overview figure of the whole matrix (every model x dtype x threads x runner, comparisons'
+speed-ups on it), then one category figure per model. Sections are named and ordered as the
+seed kit's reports: Summary, Metadata (the device the benchmarks ran on, from the document —
+never the machine rendering the report), Latency Comparison, Speedup, Regressions, Operator
+Category Breakdown, Acceleration Analysis, Bottleneck Identification, Portable vs Delegated
+Operator Analysis, Kernel Evidence and Actionable Recommendations; each left out when the
+document has nothing for it. Per-benchmark sections hold one row per benchmark and runner,
+linked to the benchmark's own page (``details/<slug>.md``) where its full tables are: a default
+session's report stays a few screens long however large the matrix. Every latency figure of a
+runner is its blocks pooled by :func:`pytest_sme2.results.pool`.
 
-Python prepares rows of plain values (:func:`context`); ``templates/report.md.j2`` lays them
-out; number formats live in the filters below (ms with 3 decimals, % with 1, speed-ups with 3).
+Python prepares rows of plain values (:func:`context`, :func:`detail_context`);
+``templates/report.md.j2`` and ``templates/benchmark.md.j2`` lay them out, sharing the tables
+of ``templates/_blocks.md.j2``; number formats live in the filters below (ms with 3 decimals, %
+with 1, speed-ups with 3).
 """
 
 from __future__ import annotations
 
 import gc
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -24,16 +32,23 @@ import jinja2
 
 from pytest_sme2.analysis.categories import CONVOLUTION, GEMM
 from pytest_sme2.compare import FASTER, SLOWER
-from pytest_sme2.report.digest import SHARE_GROWTH_PP, Unit, devices, finite, runners, units
+from pytest_sme2.report.digest import (SHARE_GROWTH_PP, Unit, by_model, category_order,
+                                       devices, finite, runners, units)
 from pytest_sme2.report.recommend import recommendations
 from pytest_sme2.results import (OutputCheck, ResultsDoc, atomic_write_text, load_results,
                                  pool_startup)
 
 REPORT_FILE = "report.md"
 CHART_DIR = "charts"
+DETAIL_DIR = "details"     # one page per unit, linked from report.md
 TEMPLATE = "report.md.j2"
+DETAIL_TEMPLATE = "benchmark.md.j2"
+OVERVIEW = "overview"      # the overview figure's key in a ``charts`` mapping...
+MODEL_CHART = "model:"     # ... and a model's category figure's prefix
 TOP_KERNELS = 40
 MAX_PATHS = 4              # module paths shown per operator in a table
+TOP_RECOMMENDATIONS = 10   # shown in full; the rest folded under <details>
+LARGEST_OPERATORS = 3      # per benchmark and runner in report.md's Bottleneck Identification
 
 # Exactly what each kernel-evidence verdict allows us to say, and no more.
 VERDICT_WORDING = {
@@ -45,6 +60,12 @@ VERDICT_WORDING = {
     "unknown": "The evidence does not show whether SME2 micro-kernels ran.",
     "mixed": "The blocks' evidence disagrees; no single verdict applies.",
 }
+EVIDENCE_INTRO = (
+    "What the ETDump, the kernel traces and the device say about SME2, per runner. The verdict "
+    "is the strongest claim the evidence supports: proven (a kernel trace names SME2 "
+    "micro-kernels that ran), indicated (KleidiAI packed operators ran on a device that "
+    "reports SME2, no trace), absent, or unknown. On an emulated CPU every run is traced: the "
+    "micro-kernels listed as executed are the functions whose code QEMU translated to run.")
 DEVICE_FIELDS = (("kind", "kind"), ("model", "model"), ("serial", "serial"), ("cpu", "CPU / SoC"),
                  ("abi", "ABI"), ("os", "OS"), ("kernel", "kernel"), ("cores", "cores"),
                  ("sme", "SME (hwcaps)"), ("sme2", "SME2 (hwcaps)"),
@@ -445,17 +466,15 @@ def _cooldown_notes(doc: ResultsDoc) -> list[str]:
             f"when {asked} ran out — measured and kept, but they may be slower: {names}."]
 
 
-def _summary(u: Unit) -> str:
-    if u.comparison:
-        c = u.comparison
-        text = (f"{u.point}: {c.candidate} vs {c.base} — speed-up {fmt_x(c.speedup)} "
-                f"{fmt_ci(c.speedup)} ({c.verdict}); outputs {_outputs_text(c.outputs)}")
-        ev = u.candidate.verdict if u.candidate else None
-        return text + (f"; {c.candidate} kernel evidence: {ev}" if ev else "")
-    parts = [f"{s.runner} median {fmt_ms(s.latency.median_ms if s.latency else None)} ms" +
-             (f" (kernel evidence: {s.verdict})" if s.verdict else "")
-             for s in u.sides]
-    return f"{u.point}: " + ", ".join(parts)
+def _comparison_line(u: Unit) -> str:
+    """A comparison in one line of the Summary: speed-up, verdict, outputs, evidence."""
+    c = u.comparison
+    # an emulated verdict is no speed: not shouted, and said so
+    verdict = f"{c.verdict}, emulated CPU: not a speed" if u.emulated else f"**{c.verdict}**"
+    text = (f"{u.point}: {c.candidate} vs {c.base} — speed-up {fmt_x(c.speedup)} "
+            f"{fmt_ci(c.speedup)} ({verdict}); outputs {_outputs_text(c.outputs)}")
+    ev = u.candidate.verdict if u.candidate else None
+    return text + (f"; {c.candidate} kernel evidence: {ev}" if ev else "")
 
 
 def _unit_context(u: Unit, chart: str | None) -> dict[str, Any]:
@@ -466,18 +485,165 @@ def _unit_context(u: Unit, chart: str | None) -> dict[str, Any]:
             "portable": _portable(u), "evidence": _evidence(u)}
 
 
+# -- report.md's one-row-per-benchmark sections ---------------------------------------------
+
+def detail_paths(us: list[Unit]) -> dict[int, str]:
+    """Each unit's page, relative to the report folder, by ``id(unit)``; unique even when two
+    units share a slug (two comparisons of one pair on one point)."""
+    out: dict[int, str] = {}
+    seen: set[str] = set()
+    for u in us:
+        slug, n = u.slug, 2
+        while slug in seen:
+            slug, n = f"{u.slug}-{n}", n + 1
+        seen.add(slug)
+        out[id(u)] = f"{DETAIL_DIR}/{slug}.md"
+    return out
+
+
+def _link(u: Unit, paths: dict[int, str]) -> str:
+    return f"[{cell(u.point)}]({paths[id(u)]})"
+
+
+def _runner_cell(u: Unit, i: int) -> str:
+    role = ("base", "candidate")[min(i, 1)] if u.comparison else ""
+    return cell(u.sides[i].runner) + (f" ({role})" if role else "")
+
+
+def _speedup_list(rows: list[dict[str, Any]]) -> str:
+    return ", ".join(f"{r['category']} {fmt_x(r['sp'])} {fmt_ci(r['sp'])}" for r in rows)
+
+
+def _grew_list(rows: list[dict[str, Any]]) -> str:
+    return ", ".join(f"{r['category']} {fmt_pct(r['base_share'])}% → "
+                     f"{fmt_pct(r['cand_share'])}% ({fmt_pp(r['delta'])})" for r in rows)
+
+
+def _models(us: list[Unit], paths: dict[int, str], charts: dict[str, str]) -> list[dict]:
+    """Per model: its category figure and a row per side (% of E2E per category)."""
+    out = []
+    for model, mu in by_model(us).items():
+        sides = [(u, i, s) for u in mu for i, s in enumerate(u.sides) if s.categories_ms]
+        if not sides:
+            continue
+        cats = category_order(c for _, _, s in sides for c in s.categories_ms)
+        present = [c for c in cats if any(abs(s.categories_ms.get(c, 0.0)) > 0
+                                          for _, _, s in sides)]
+        rows = [{"link": _link(u, paths), "runner": _runner_cell(u, i), "e2e": s.e2e_mean_ms,
+                 "shares": [s.share(c) for c in present]} for u, i, s in sides]
+        out.append({"model": model, "chart": charts.get(MODEL_CHART + model),
+                    "columns": present, "rows": rows,
+                    "absent": [c for c in cats if c not in present]})
+    return out
+
+
+def _acceleration_rows(us: list[Unit], ctx: list[dict], paths: dict[int, str]) -> list[dict]:
+    return [{**c["acceleration"], "link": _link(u, paths), "point": u.point}
+            for u, c in zip(us, ctx) if c["acceleration"]]
+
+
+def _operator_rows(us: list[Unit], ctx: list[dict], paths: dict[int, str]) -> list[dict]:
+    """A row per side with operators: its bottlenecks, and delegated vs portable time."""
+    rows = []
+    for u, c in zip(us, ctx):
+        p = c["portable"]
+        if not p:
+            continue
+        for i, (s, summary) in enumerate(zip(u.sides, p["summary"])):
+            if not s.operators:
+                continue
+            hot = [o for o in s.operators if o.bottleneck]
+            hot.sort(key=lambda o: -o.mean_ms_per_run)
+            should = list(dict.fromkeys(o.name for o in s.operators if o.should_delegate))
+            rows.append({**summary, "link": _link(u, paths), "runner": _runner_cell(u, i),
+                         "n_bottlenecks": len(hot),
+                         "largest": ", ".join(f"{code(o.name)} {fmt_pct(o.pct_e2e)}%"
+                                              for o in hot[:LARGEST_OPERATORS]),
+                         "should_delegate": ", ".join(code(n) for n in should)})
+    return rows
+
+
+def _evidence_rows(us: list[Unit], ctx: list[dict], paths: dict[int, str]) -> list[dict]:
+    """A row per runner and evidence: benchmarks whose evidence reads the same share a row
+    (a host session's nineteen 'absent, none, no trace' are one line)."""
+    rows: dict[tuple, dict] = {}
+    for u, c in zip(us, ctx):
+        for e in c["evidence"]:
+            i = next(k for k, s in enumerate(u.sides) if s.runner == e["runner"])
+            if e["traced"]:
+                sme = sum(1 for k in e["executed"] if k.isa_family in ("SME", "SME2"))
+                kernels = f"{len(e['executed'])} executed ({sme} SME/SME2), kernel trace"
+            elif e["kernels"]:
+                kernels = (f"{e['sme2_kernels']} of {len(e['kernels']) + e['more_kernels']} "
+                           "in the XNNPACK log SME2")
+            else:
+                kernels = "no kernel trace"
+            row = {"runner": _runner_cell(u, i), "verdict": e["verdict"],
+                   "packed": ", ".join(code(op) for op in e["packed"]) or "none",
+                   "kernels": kernels}
+            key = tuple(row.values())
+            rows.setdefault(key, {**row, "links": []})["links"].append(_link(u, paths))
+    return [{**r, "links": ", ".join(r["links"])} for r in rows.values()]
+
+
+def _where_time_goes(us: list[Unit]) -> list[str]:
+    """Per model, which category is the largest how often, and its share range."""
+    lines = []
+    for model, mu in by_model(us).items():
+        tops: dict[str, list[float]] = {}
+        for u in mu:
+            for s in u.sides:
+                if s.categories_ms and s.e2e_mean_ms > 0:
+                    top = max(category_order(s.categories_ms), key=s.share)
+                    tops.setdefault(top, []).append(s.share(top))
+        if not tops:
+            continue
+        n = sum(len(v) for v in tops.values())
+        parts = [f"**{c}** in {len(v)} of {n} ({_range(v)} of E2E)"
+                 for c, v in sorted(tops.items(), key=lambda kv: -len(kv[1]))]
+        lines.append(f"Where the time goes in {model}: the largest category is "
+                     + ", ".join(parts) + ".")
+    return lines
+
+
+def _range(shares: list[float]) -> str:
+    lo, hi = min(shares), max(shares)
+    return f"{fmt_pct(lo)}%" if fmt_pct(lo) == fmt_pct(hi) else f"{fmt_pct(lo)}–{fmt_pct(hi)}%"
+
+
+def _gate_line(rows: list[dict[str, str]]) -> list[str]:
+    if not rows:
+        return []
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    worst = [f"{r['benchmark']} ({r['runner']})" for r in rows if r["status"] == "regression"]
+    text = ", ".join(f"{n} {status}" for status, n in counts.items())
+    return [f"Against the stored baselines: {text}" +
+            (f" — **regressed**: {', '.join(worst)}" if worst else "") +
+            " (see Regressions)."]
+
+
 def context(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = None,
-            notes: list[str] | None = None) -> dict[str, Any]:
-    """Everything the template needs; ``charts`` maps a unit's slug to its image path."""
+            notes: list[str] | None = None, us: list[Unit] | None = None) -> dict[str, Any]:
+    """Everything report.md's template needs; ``charts`` maps :data:`OVERVIEW` and
+    :data:`MODEL_CHART` + a model's name to image paths; ``us``: the document's units when
+    the caller has them already."""
     doc = load_results(doc)
     charts = charts or {}
-    us = units(doc)
-    unit_ctx = [_unit_context(u, charts.get(u.slug)) for u in us]
+    us = units(doc) if us is None else us
+    paths = detail_paths(us)
+    unit_ctx = [_unit_context(u, None) for u in us]
+    regressions = _regression_rows(doc)
+    operators = _operator_rows(us, unit_ctx, paths)
     return {
         "schema": doc.schema,
         "n_benchmarks": len(doc.benchmarks),
         "n_comparisons": len(doc.comparisons),
-        "summary": [_summary(u) for u in us],
+        "any_units": bool(us),
+        "overview_chart": charts.get(OVERVIEW),
+        "summary": [_comparison_line(u) for u in us if u.comparison] + _gate_line(regressions)
+        + _where_time_goes(us),
         "device": _device_table(doc),
         "runners": _runner_rows(doc),
         "versions": _versions(doc),
@@ -486,16 +652,31 @@ def context(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = No
         "speedups": _speedup_rows(us),
         "startup": (startup := _startup_rows(us)),
         "startup_notes": _startup_notes(startup),
-        "units": unit_ctx,
-        # a section is left out when no unit has anything for it
-        "has": {"categories": any(c["categories"]["rows"] for c in unit_ctx),
-                "acceleration": any(c["acceleration"] for c in unit_ctx),
-                "operators": any(c["portable"] for c in unit_ctx),
-                "evidence": any(c["evidence"] for c in unit_ctx)},
+        "models": _models(us, paths, charts),
+        "acceleration": _acceleration_rows(us, unit_ctx, paths),
+        "operators": operators,
+        "evidence": _evidence_rows(us, unit_ctx, paths),
+        "evidence_intro": EVIDENCE_INTRO,
+        "share_growth": f"{SHARE_GROWTH_PP:g}",
         "recommendations": recommendations(doc, us),
-        "regressions": _regression_rows(doc),
+        "top_recommendations": TOP_RECOMMENDATIONS,
+        "regressions": regressions,
         "notes": _emulated_notes(doc) + _cooldown_notes(doc) + (notes or []),
     }
+
+
+def detail_context(doc: ResultsDoc, u: Unit, charts: dict[str, str] | None = None
+                   ) -> dict[str, Any]:
+    """One unit's page: its rows of every section, full tables. Its chart is its model's
+    figure, one folder up."""
+    charts = charts or {}
+    chart = charts.get(MODEL_CHART + u.model)
+    emulated = [EMULATED_NOTE.format(what=u.sides[0].device.get("model") or "QEMU")] \
+        if u.emulated and u.sides else []
+    return {"schema": doc.schema, "u": _unit_context(u, None),
+            "chart": f"../{chart}" if chart else None, "notes": emulated,
+            "latency": _latency_rows([u]), "speedups": _speedup_rows([u]),
+            "evidence_intro": EVIDENCE_INTRO, "recommendations": recommendations(doc, [u])}
 
 
 def _regression_rows(doc: ResultsDoc) -> list[dict[str, str]]:
@@ -528,22 +709,23 @@ def _regression_rows(doc: ResultsDoc) -> list[dict[str, str]]:
     return rows
 
 
+@cache
 def environment() -> jinja2.Environment:
+    """One per process: report.md and the pages share their compiled templates."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(Path(__file__).parent / "templates")),
         undefined=jinja2.StrictUndefined, autoescape=False, trim_blocks=True,
         lstrip_blocks=True, keep_trailing_newline=True)
     env.filters.update(ms=fmt_ms, mb=fmt_mb, pct=fmt_pct, x=fmt_x, ci=fmt_ci, pp=fmt_pp, cell=cell,
                        code=code, calls=fmt_calls, flatfmt=_ms_pct_cells, opfmt=_op_cells,
-                       e2efmt=_e2e_cells)
+                       e2efmt=_e2e_cells, faster=_speedup_list, grew=_grew_list,
+                       pctcol=lambda c: f">{c} %")
     env.globals.update(tr=tr, th=th)
     return env
 
 
-def render_markdown(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = None,
-                    notes: list[str] | None = None) -> str:
-    text = environment().get_template(TEMPLATE).render(**context(doc, charts, notes))
-    # Sections are separated by one blank line however the template's conditionals fell.
+def _tidy(text: str) -> str:
+    """Sections are separated by one blank line however the template's conditionals fell."""
     lines, blank = [], False
     for line in text.splitlines():
         if not line.strip():
@@ -556,20 +738,50 @@ def render_markdown(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | N
     return "\n".join(lines).rstrip() + "\n"
 
 
+def render_markdown(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = None,
+                    notes: list[str] | None = None, us: list[Unit] | None = None) -> str:
+    """report.md's text."""
+    return _tidy(environment().get_template(TEMPLATE).render(**context(doc, charts, notes, us)))
+
+
+def render_details(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = None,
+                   us: list[Unit] | None = None) -> dict[str, str]:
+    """Each unit's page, by its path relative to the report folder (``details/<slug>.md``)."""
+    doc = load_results(doc)
+    template = environment().get_template(DETAIL_TEMPLATE)
+    us = units(doc) if us is None else us
+    paths = detail_paths(us)
+    return {paths[id(u)]: _tidy(template.render(**detail_context(doc, u, charts))) for u in us}
+
+
 def render_report(doc: ResultsDoc | dict[str, Any], out_dir: Path, charts: bool = True) -> Path:
-    """Write ``out_dir/report.md`` (and ``out_dir/charts/*.png``) from a results document
-    (:func:`pytest_sme2.results.load_results` reads what it is given)."""
+    """Write ``out_dir/report.md``, a page per benchmark in ``out_dir/details/`` and the
+    figures in ``out_dir/charts/`` from a results document
+    (:func:`pytest_sme2.results.load_results` reads what it is given). Pages and figures of an
+    earlier report in ``out_dir`` are removed first: none of them would match this one."""
     doc = load_results(doc)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    for folder in (CHART_DIR, DETAIL_DIR):
+        _clear(out_dir / folder, "*.png" if folder == CHART_DIR else "*.md")
     images: dict[str, str] = {}
     notes: list[str] = []
+    us = units(doc)
     with _collector_ignores_what_exists():
         if charts:
-            images, notes = _charts(doc, out_dir)
+            images, notes = _charts(us, out_dir)
+        for rel, text in render_details(doc, images, us).items():
+            (out_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(out_dir / rel, text)
         path = out_dir / REPORT_FILE
-        atomic_write_text(path, render_markdown(doc, images, notes))
+        atomic_write_text(path, render_markdown(doc, images, notes, us))
     return path
+
+
+def _clear(folder: Path, pattern: str) -> None:
+    if folder.is_dir():
+        for f in folder.glob(pattern):
+            f.unlink()
 
 
 @contextmanager
@@ -588,17 +800,21 @@ def _collector_ignores_what_exists() -> Iterator[None]:
         gc.unfreeze()
 
 
-def _charts(doc: ResultsDoc, out_dir: Path) -> tuple[dict[str, str], list[str]]:
+def _charts(us: list[Unit], out_dir: Path) -> tuple[dict[str, str], list[str]]:
+    """The overview and one category figure per model: 1 + models figures, whatever the size
+    of the matrix (each figure costs ~0.2-1 s of matplotlib)."""
     from pytest_sme2.report import charts as charts_mod
 
     images: dict[str, str] = {}
     jobs = []
-    for u in units(doc):
-        if not any(s.categories_ms for s in u.sides):
-            continue
-        rel = f"{CHART_DIR}/{u.slug}.png"
-        jobs.append(partial(charts_mod.unit_chart, u, out_dir / rel))
-        images[u.slug] = rel
+    if any(s.latency for u in us for s in u.sides):
+        images[OVERVIEW] = f"{CHART_DIR}/{OVERVIEW}.png"
+        jobs.append(partial(charts_mod.overview_chart, us, out_dir / images[OVERVIEW]))
+    for model, mu in by_model(us).items():
+        if any(s.categories_ms for u in mu for s in u.sides):
+            rel = f"{CHART_DIR}/categories-{_file_safe(model)}.png"
+            images[MODEL_CHART + model] = rel
+            jobs.append(partial(charts_mod.model_chart, model, mu, out_dir / rel))
     try:
         if jobs:
             import matplotlib.figure  # noqa: F401 - once, before render_all shares the work
@@ -608,3 +824,6 @@ def _charts(doc: ResultsDoc, out_dir: Path) -> tuple[dict[str, str], list[str]]:
                     "(pip install matplotlib)."]
     return images, []
 
+
+def _file_safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)

@@ -179,3 +179,47 @@ def single_doc(*, samples=None, operators=None, categories=None, device=HOST_NO_
                   overheads=overheads, labels={"runtime": "executorch.pybindings"})
     return {"schema": "pytest-sme2/results/1", "session": {}, "benchmarks": [b],
             "comparisons": []}
+
+
+MATRIX_MODELS = ("toy_cnn", "mobilenet_v3_small", "vit_tiny")
+MATRIX_DTYPES = ("fp32", "fp16", "int8")
+
+
+def matrix_doc(*, models=MATRIX_MODELS, dtypes=MATRIX_DTYPES, threads=(1, 2),
+               blocks: int = 3) -> dict[str, Any]:
+    """A default-size session on an SME2 phone: every model x dtype x threads measured by the
+    ``native`` runner (test_latency), and SME2 off vs on at one thread (test_sme2). Latency
+    grows with the model's and dtype's index, so every case has its own figures."""
+    benches, comparisons = [], []
+    one = interval(1.0, 0.98, 1.02)
+    for mi, model in enumerate(models):
+        for di, dtype in enumerate(dtypes):
+            for t in threads:
+                e2e = (1.0 + mi) * (1.0 + 0.5 * di) / t
+                cats = {"Convolution": 0.5 * e2e, "GEMM": 0.3 * e2e, "Data Movement": 0.1 * e2e}
+                ops = [op(f"Convolution (NHWC) #{mi}{di}", 0.5 * e2e, e2e, "Convolution"),
+                       op("Fully Connected (NC) #1", 0.3 * e2e, e2e, "GEMM")]
+                benches.append(benchmark(f"test_latency.py::test_latency[{model}-{dtype}-t{t}]",
+                                         "native", steady(e2e), cats, ops, model=model,
+                                         dtype=dtype, threads=t))
+            sides = {}
+            for runner, conv in (("sme2_off", 0.6), ("sme2_on", 0.15)):
+                e2e = (1.0 + mi) * (conv + 0.4)
+                cats = {"Convolution": (1.0 + mi) * conv, "GEMM": (1.0 + mi) * 0.2,
+                        "Data Movement": (1.0 + mi) * 0.1}
+                ops = [op("Convolution (NHWC) #1", cats["Convolution"], e2e, "Convolution")]
+                sides[runner] = [benchmark(
+                    f"test_sme2.py::test_sme2_speedup[{model}-{dtype}-t1][{runner}#{i}]", runner,
+                    steady(e2e), cats, copy.deepcopy(ops), model=model, dtype=dtype, threads=1,
+                    block=i, labels={"sme2": runner.removeprefix("sme2_")},
+                    ev=evidence("indicated" if runner == "sme2_on" else "unknown"))
+                    for i in range(blocks)]
+                benches += sides[runner]
+            comparisons.append(comparison(
+                sides["sme2_off"], sides["sme2_on"], interval(1.8, 1.7, 1.9), "faster",
+                {"Convolution": interval(4.0, 3.9, 4.1), "GEMM": one, "Data Movement": one,
+                 "Other": one}, nodeid=f"test_sme2.py::test_sme2_speedup[{model}-{dtype}-t1]"))
+    return {"schema": "pytest-sme2/results/1",
+            "session": {"config": {"device": "android", "runs": 20, "warmup": 3,
+                                   "blocks": blocks}},
+            "benchmarks": benches, "comparisons": comparisons}

@@ -55,7 +55,14 @@ def test_benchmarks_on_the_emulated_sme2_cpu(pytester, run_pytest, qemu_ready, e
                    for b in off for k in b["kernel_evidence"]["executed_kernels"])
     report = (pytester.path / "out" / "report.md").read_text()
     assert "Measured on an emulated CPU (QEMU" in report
-    assert "Micro-kernels executed (kernel trace):" in report
-    assert "hwcaps masked to no SME, no SME2" in report
+    assert "SME/SME2), kernel trace" in report          # Kernel Evidence: a row per runner
+    # each comparison's page (linked from report.md) has the executed kernels and how the
+    # SME2-off runner was made
+    (page,) = (pytester.path / "out" / "details").glob("toy_cnn-fp32-t1-sme2_off-vs-sme2_on.md")
+    assert f"](details/{page.name})" in report
+    detail = page.read_text()
+    assert "Measured on an emulated CPU (QEMU" in detail
+    assert "Micro-kernels executed (kernel trace):" in detail
+    assert "hwcaps masked to no SME, no SME2" in detail
     for c in doc["comparisons"]:
         assert c["emulated"] is True and c["outputs"]["equal"] is True
