@@ -676,6 +676,8 @@ def detail_context(doc: ResultsDoc, u: Unit, charts: dict[str, str] | None = Non
     return {"schema": doc.schema, "u": _unit_context(u, None),
             "chart": f"../{chart}" if chart else None, "notes": emulated,
             "latency": _latency_rows([u]), "speedups": _speedup_rows([u]),
+            "startup": (startup := _startup_rows([u])),
+            "startup_notes": _startup_notes(startup),
             "evidence_intro": EVIDENCE_INTRO, "recommendations": recommendations(doc, [u])}
 
 

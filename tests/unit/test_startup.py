@@ -309,3 +309,16 @@ def test_gate_command_names_a_memory_regression_and_its_threshold(tmp_path, caps
                  "--memory-threshold", "x"]) == 2
     assert "--memory-threshold must be a percentage of 0 or more or 'off', got 'x'" in \
         capsys.readouterr().err
+
+
+def test_each_benchmark_page_has_its_load_and_memory(tmp_path):
+    from pytest_sme2.report.markdown import render_report
+    from tests.fakes.results_docs import sme2_doc
+
+    doc = load_results(sme2_doc())
+    for b in doc.benchmarks:
+        b.startup = _startup(loads=(20.0,), peaks=(30720,), first=(2.0,), pte=2 ** 20)
+    render_report(doc, tmp_path, charts=False)
+    (page,) = (tmp_path / "details").glob("*.md")
+    section = page.read_text().split("## Load and Memory", 1)[1].split("\n## ", 1)[0]
+    assert "| 20.000 |" in section and "| base |" in section and "Memory (" in section
