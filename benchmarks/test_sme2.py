@@ -50,6 +50,7 @@ def test_sme2_speedup(sme2_compare, sme2_off, sme2_on, sme2_capable_device, sme2
 EQUIVALENCE_MARGIN = 0.05
 
 
+@pytest.mark.sme2(runners=["python", "native"])   # prepared before the session measures
 def test_host_runners_agree(sme2_compare, sme2_device):
     """Python runtime vs our native runner on one .pte: the comparison must find no
     significant difference, and equal outputs."""

@@ -82,7 +82,9 @@ def _config(config: pytest.Config) -> Sme2Config:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "sme2: a pytest-sme2 benchmark")
+    config.addinivalue_line("markers", "sme2(threads=[...], runners=[...]): a pytest-sme2 "
+                            "benchmark; threads= filters its matrix cases, runners= names the "
+                            "runners it uses so the session prepares them before measuring")
     config.stash[SESSION_KEY] = BenchSession(_config(config), hook=config.hook)
     if not _is_xdist_worker(config):
         config.pluginmanager.register(_Collector(config), "sme2-collector")
@@ -92,6 +94,17 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     # After conftest files had their say (they may register models), check the matrix: a typo
     # in --sme2-models stops the session with one line instead of failing every benchmark.
     _matrix(session.config)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Runners the collected benchmarks declare (``@pytest.mark.sme2(runners=[...])``) are
+    prepared before the first measurement instead of in the middle of the session (the python
+    runner's fork server imports torch: seconds)."""
+    declared = {name for item in session.items
+                for marker in item.iter_markers("sme2")
+                for name in marker.kwargs.get("runners", ())}
+    if declared:
+        session.config.stash[SESSION_KEY].start_ahead(declared)
 
 
 def _matrix(config: pytest.Config) -> list[Case]:
@@ -399,6 +412,7 @@ def sme2_compare(request: pytest.FixtureRequest, sme2_session: BenchSession,
             _block_done(request.config, len(measured), 2 * per_side)
 
         try:
+            sme2_session.quiet()
             cmp = run_comparison(
                 run, sme2_session.runner(base, progress), sme2_session.runner(candidate, progress),
                 sme2_device, sme2_session.settings, blocks=per_side, margin=margin,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from pytest_sme2.config import Sme2Config
 from pytest_sme2.devices.base import Device, open_device
@@ -118,6 +118,38 @@ class BenchSession:
         device = self.device()
         return device.target == "aarch64-linux-gnu" and device.facts().sme2 is True
 
+    def start_ahead(self, runners: Iterable[str]) -> None:
+        """Start now what the session's benchmarks would otherwise wait for in the middle of
+        it: on the host, the python runner's fork server, whose imports (torch, the runtime)
+        take a second or more. ``runners``: the names collected tests declare they use
+        (``@pytest.mark.sme2(runners=[...])``). :meth:`quiet` waits for the server before
+        anything is measured, so nothing of ours competes with a measurement for the CPU."""
+        if self.config.device != "host":
+            return
+        if any(spec.kind == "python" for name, spec in self.specs.items() if name in runners):
+            from pytest_sme2.runners.fork_server import shared_server
+
+            shared_server().start()
+
+    def quiet(self) -> None:
+        """Before a measurement on the host: wait for a fork server :meth:`start_ahead` started,
+        and spend the wait importing what the session imports anyway (the measuring stack now,
+        the report's plotting library at the end)."""
+        if self.config.device != "host":
+            return
+        from pytest_sme2.runners.fork_server import shared_server
+
+        server = shared_server()
+        if not server.starting:
+            return
+        import pytest_sme2.bench  # noqa: F401 - pandas and the analysis: the first block's
+
+        try:
+            import matplotlib.figure  # noqa: F401 - the report's charts, drawn at the end
+        except ImportError:
+            pass   # the report says charts were left out
+        server.address()
+
     def measure(self, run: BenchmarkRun, runner: str,
                 progress: Callable[[str], None] | None = None,
                 export_again: bool = True) -> BenchmarkResult:
@@ -127,6 +159,7 @@ class BenchSession:
         from pytest_sme2.bench import run_benchmark
 
         settings = self.settings if export_again else replace(self.settings, reexport=False)
+        self.quiet()
         return run_benchmark(run, self.runner(runner, progress), self.device(), settings)
 
     def count_instructions(self, result: BenchmarkResult,
@@ -248,3 +281,7 @@ class BenchSession:
             close = getattr(runner, "close", None)
             if close is not None:
                 close()
+        if self.config.device == "host":   # started ahead and never used
+            from pytest_sme2.runners.fork_server import shared_server
+
+            shared_server().stop()

@@ -86,10 +86,12 @@ def pytest_configure(config) -> None:
             ("pytest_sme2.session", "BenchSession.finish", "report (results.json, report.md, "
                                                             "charts)"),
             ("pytest_sme2.session", "BenchSession.close", "session close (fork server)"),
+            ("pytest_sme2.session", "BenchSession.quiet", "waiting for the fork server"),
             ("pytest_sme2.report.terminal", "summary_table", "summary table")):
         _patch(module, attr, phase)
-    # Inside "runner processes": the python runner's server, started by its first run.
-    _patch("pytest_sme2.runners.fork_server", "ForkServer._start", "fork server start",
+    # The python runner's server: spawned ahead (start_ahead) or by its first run; waited for
+    # in "waiting for the fork server" (before the first measurement) or inside a run.
+    _patch("pytest_sme2.runners.fork_server", "ForkServer._await_ready", "fork server start",
            inner=True)
 
 
@@ -178,12 +180,13 @@ def breakdown(probe: Path, launch: float, wall: float) -> list[tuple[str, float,
     rows = [("start-up (launch -> first test)", first - launch, "")]
     in_tests = last - first
     named = 0.0
-    for phase in ("runner processes", "export cache lookup", "analysis", "CSVs",
-                  "results.json writes", "baseline gate"):
+    for phase in ("waiting for the fork server", "runner processes", "export cache lookup",
+                  "analysis", "CSVs", "results.json writes", "baseline gate"):
         if phase in spent:
             rows.append((f"  {phase}", spent[phase], f"{calls[phase]} calls"))
             named += spent[phase]
-        if phase == "runner processes" and "fork server start" in spent:
+        if phase == "runner processes" and "fork server start" in spent and \
+                "waiting for the fork server" not in spent:
             rows.append(("    of which: python fork server start", spent["fork server start"],
                          ""))
     rows.insert(1, ("tests (first setup -> last teardown)", in_tests, ""))
@@ -241,7 +244,11 @@ def main(argv: list[str] | None = None) -> int:
             by_name = {name.strip(): secs for name, secs, _ in rows}
             fixed = (by_name["start-up (launch -> first test)"]
                      + by_name.get("of which: python fork server start", 0.0)
+                     + by_name.get("waiting for the fork server", 0.0)
                      + by_name["end (last teardown -> exit)"])
+        if rc != 0:
+            print("the session failed: no figures to compare")
+            return 1
         if loop_s:
             budget = TARGET_RATIO * loop_s + TARGET_FIXED_S
             print(f"ratio session / loop: {wall / loop_s:.1f}x; target "

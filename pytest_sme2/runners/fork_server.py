@@ -210,29 +210,49 @@ def _stop(proc: subprocess.Popen, folder: str) -> None:
 
 @dataclass(eq=False)
 class ForkServer:
-    """Started on first use; stopped by :meth:`stop`, when garbage collected, or when this
-    process ends (the server's stdin closes). ``problem`` says why runs go to fresh processes."""
+    """Started on first use (or ahead of it by :meth:`start`); stopped by :meth:`stop`, when
+    garbage collected, or when this process ends (the server's stdin closes). ``problem`` says
+    why runs go to fresh processes."""
 
     python: str = sys.executable
     problem: str | None = None
+    problem_told: bool = False      # a runner said ``problem`` once: not again
     _proc: subprocess.Popen | None = field(default=None, repr=False)
     _address: str | None = field(default=None, repr=False)
     _finalizer: weakref.finalize | None = field(default=None, repr=False)
+    # Spawned, not yet ready: (process, folder, socket address, stderr file).
+    _pending: tuple[subprocess.Popen, str, str, str] | None = field(default=None, repr=False)
 
-    def address(self) -> str | None:
-        """The server's socket, starting it if needed; None when runs must use fresh processes
-        (then ``problem`` says why)."""
-        if self._proc is not None and self._proc.poll() is None:
-            return self._address
-        if self.problem is not None:
-            return None
+    @property
+    def starting(self) -> bool:
+        """Spawned by :meth:`start` and still importing (or not yet asked whether it is ready)."""
+        return self._pending is not None
+
+    def start(self) -> None:
+        """Spawn the server without waiting for it: its imports (torch, the runtime) take a
+        second or more, which the caller can spend on other start-up work. :meth:`address`
+        waits for it."""
+        if self._running() or self._pending is not None or self.problem is not None:
+            return
         if not supported():
             self.problem = "this platform has no fork server (it needs Linux pidfds)"
-            return None
-        self._start()
-        return self._address
+            return
+        self._spawn()
 
-    def _start(self) -> None:
+    def address(self) -> str | None:
+        """The server's socket, starting it if needed and waiting until it is ready; None when
+        runs must use fresh processes (then ``problem`` says why)."""
+        if self._running():
+            return self._address
+        self.start()
+        if self._pending is not None:
+            self._await_ready()
+        return self._address if self._running() else None
+
+    def _running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def _spawn(self) -> None:
         folder = tempfile.mkdtemp(prefix="sme2-fork-")
         address = os.path.join(folder, "s")
         errors = os.path.join(folder, "stderr")   # a file: a pipe could fill up and block it
@@ -247,6 +267,11 @@ class ForkServer:
             shutil.rmtree(folder, ignore_errors=True)
             self.problem = f"the fork server did not start ({self.python}: {e.strerror})"
             return
+        self._pending = (proc, folder, address, errors)
+
+    def _await_ready(self) -> None:
+        proc, folder, address, errors = self._pending
+        self._pending = None
         line = _read_line(proc.stdout, START_TIMEOUT_S)
         proc.stdout.close()
         if line != READY:
@@ -260,9 +285,28 @@ class ForkServer:
         self._finalizer = weakref.finalize(self, _stop, proc, folder)
 
     def stop(self) -> None:
+        if self._pending is not None:   # spawned, never used: still importing, nothing to lose
+            proc, folder, _, _ = self._pending
+            self._pending = None
+            proc.kill()
+            proc.wait()
+            for pipe in (proc.stdin, proc.stdout):
+                pipe.close()
+            shutil.rmtree(folder, ignore_errors=True)
         if self._finalizer is not None:
             self._finalizer()
         self._proc = self._address = self._finalizer = None
+
+
+_SHARED: dict[str, ForkServer] = {}
+
+
+def shared_server(python: str = sys.executable) -> ForkServer:
+    """This process's server for ``python``: the python runners of a session share one, so a
+    server started ahead of the first run (``start()``) is the one the runs use."""
+    if python not in _SHARED:
+        _SHARED[python] = ForkServer(python)
+    return _SHARED[python]
 
 
 def _read_line(stream, timeout_s: float) -> str | None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from pytest_sme2.runners.base import RunnerError, RunnerInfo, RunRequest
-from pytest_sme2.runners.fork_server import CLIENT, ForkServer
+from pytest_sme2.runners.fork_server import CLIENT, ForkServer, shared_server
 from pytest_sme2.versions import package_version
 
 
@@ -27,11 +27,11 @@ class PythonRunner:
     hwcap_mask: str | None = None
     fork: bool = True               # False: a fresh interpreter per run, as before the server
     progress: Callable[[str], None] | None = field(default=None, compare=False, repr=False)
-    server: ForkServer = field(default_factory=ForkServer, compare=False, repr=False)
+    server: ForkServer = field(default_factory=shared_server, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.server.python != self.python:  # the server must be the interpreter asked for
-            object.__setattr__(self, "server", ForkServer(self.python))
+            object.__setattr__(self, "server", shared_server(self.python))
 
     def child_args(self, request: RunRequest) -> list[str]:
         argv = ["--pte", str(request.pte), "--etdump", str(request.etdump),
@@ -55,9 +55,9 @@ class PythonRunner:
     def _server_address(self) -> str | None:
         if not self.fork:
             return None
-        known = self.server.problem
         address = self.server.address()
-        if address is None and known is None and self.progress:  # said once, when it happens
+        if address is None and not self.server.problem_told and self.progress:  # said once
+            self.server.problem_told = True
             self.progress(f"runner {self.info.name!r}: {self.server.problem}; each run starts "
                           "a fresh interpreter instead (seconds per run)")
         return address

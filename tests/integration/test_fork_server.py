@@ -38,7 +38,12 @@ def test_forked_runs_give_what_a_fresh_interpreter_gives(tmp_path, toy_export, r
     fresh = host.run(PythonRunner(fork=False),
                      _request(tmp_path, toy_export, "fresh", runs=5, warmup=1))
     assert runner.server.problem is None
-    assert json.loads(forked.stdout.splitlines()[-1]) == json.loads(fresh.stdout.splitlines()[-1])
+    # Same summary, but for the timings and memory figures: a forked process shares the
+    # server's pages (its resident memory starts lower than a fresh interpreter's).
+    same = ("threads", "executions", "rss_after_load_includes", "peak_includes")
+    one, other = (json.loads(out.stdout.splitlines()[-1]) for out in (forked, fresh))
+    assert {k: one[k] for k in same} == {k: other[k] for k in same}
+    assert set(one) == set(other)
     assert (tmp_path / "forked.bin").read_bytes() == (tmp_path / "fresh.bin").read_bytes()
     a, b = read_etdump(forked.etdump), read_etdump(fresh.etdump)
     assert list(a["name"]) == list(b["name"])       # same events, in the same order

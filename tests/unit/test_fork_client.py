@@ -115,3 +115,76 @@ def test_a_server_that_cannot_start_falls_back_saying_so_once(tmp_path):
     assert len(said) == 1
     assert said[0].startswith("runner 'python': the fork server did not start (")
     assert said[0].endswith("); each run starts a fresh interpreter instead (seconds per run)")
+
+
+def _slow_python(tmp_path: Path, delay_s: float) -> Path:
+    """A stand-in interpreter whose "server" is ready after ``delay_s`` and ends on stdin EOF,
+    as the real one (whose imports take a second or more)."""
+    script = tmp_path / "python"
+    script.write_text(f"#!/bin/sh\nsleep {delay_s}\necho 'fork-server ready'\ncat >/dev/null\n")
+    script.chmod(0o755)
+    return script
+
+
+def test_a_server_started_ahead_is_waited_for_by_its_first_use(tmp_path):
+    import time
+
+    server = ForkServer(str(_slow_python(tmp_path, 0.5)))
+    t0 = time.perf_counter()
+    server.start()
+    assert time.perf_counter() - t0 < 0.4 and server.starting   # spawned, not waited for
+    server.start()                                                # idempotent
+    assert server.address() is not None and not server.starting
+    assert time.perf_counter() - t0 >= 0.5                        # address() waited
+    proc = server._proc
+    server.stop()
+    assert proc.poll() is not None
+
+
+def test_a_server_started_ahead_and_never_used_is_stopped(tmp_path):
+    server = ForkServer(str(_slow_python(tmp_path, 30)))
+    server.start()
+    proc, folder, _, _ = server._pending
+    server.stop()
+    assert proc.poll() is not None and not Path(folder).exists() and not server.starting
+
+
+def test_python_runners_share_one_server_per_interpreter():
+    from pytest_sme2.runners.fork_server import shared_server
+
+    assert PythonRunner().server is PythonRunner().server is shared_server(sys.executable)
+    assert PythonRunner(python="/other/python").server is shared_server("/other/python")
+
+
+def test_the_session_starts_the_server_only_for_declared_python_runners(monkeypatch):
+    from pytest_sme2.config import Sme2Config
+    from pytest_sme2.session import BenchSession
+
+    started: list[str] = []
+    monkeypatch.setattr(ForkServer, "start", lambda self: started.append(self.python))
+    session = BenchSession(Sme2Config())            # host; runners python and native
+    session.start_ahead({"native"})
+    assert started == []
+    session.start_ahead({"native", "python"})
+    assert started == [sys.executable]
+    BenchSession(Sme2Config(device="qemu")).start_ahead({"python"})
+    assert started == [sys.executable]              # the python runner runs on the host only
+
+
+def test_collected_benchmarks_declare_their_runners_with_the_sme2_marker():
+    import types
+
+    from pytest_sme2 import plugin
+
+    asked: list[set] = []
+    marker = types.SimpleNamespace(kwargs={"runners": ["python", "native"]})
+    plain = types.SimpleNamespace(kwargs={"threads": [1]})
+    items = [types.SimpleNamespace(iter_markers=lambda name, m=m: iter([m] if name == "sme2"
+                                                                       else []))
+             for m in (marker, plain)]
+    bench = types.SimpleNamespace(start_ahead=asked.append)
+    config = types.SimpleNamespace(stash={plugin.SESSION_KEY: bench})
+    plugin.pytest_collection_finish(types.SimpleNamespace(items=items, config=config))
+    assert asked == [{"python", "native"}]
+    plugin.pytest_collection_finish(types.SimpleNamespace(items=items[1:], config=config))
+    assert asked == [{"python", "native"}]          # nothing declared: nothing started ahead
