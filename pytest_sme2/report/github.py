@@ -88,7 +88,8 @@ def step_summary(results: Iterable[BenchmarkResult],
     if report_dir is not None:
         report_dir = Path(report_dir)
         lines += ["", f"Report: `{report_dir / 'report.md'}`, charts in "
-                      f"`{report_dir / 'charts'}`"]
+                      f"`{report_dir / 'charts'}`, a page per benchmark in "
+                      f"`{report_dir / 'details'}`"]
     for f in files:
         lines.append(f"Also written: `{f}`")
     return "\n".join(lines) + "\n"

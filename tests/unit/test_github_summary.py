@@ -36,7 +36,8 @@ def test_the_summary_has_the_table_regressions_speedups_and_report_path():
     assert ("- `test_sme2` mobilenet_v3_small fp16 t1: sme2_on vs sme2_off 2.50x [2.45, 2.55] "
             "(95% CI), faster") in lines
     assert "emulated" not in text
-    assert "Report: `sme2-report/report.md`, charts in `sme2-report/charts`" in lines
+    assert "Report: `sme2-report/report.md`, charts in `sme2-report/charts`, a page per " \
+        "benchmark in `sme2-report/details`" in lines
     assert "http" not in text and "](" not in text                    # no links
 
 
