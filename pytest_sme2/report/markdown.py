@@ -24,9 +24,11 @@ import jinja2
 
 from pytest_sme2.analysis.categories import CONVOLUTION, GEMM
 from pytest_sme2.compare import FASTER, SLOWER
-from pytest_sme2.report.digest import SHARE_GROWTH_PP, Unit, devices, finite, runners, units
+from pytest_sme2.report.digest import (SHARE_GROWTH_PP, Unit, devices, devices_side_by_side,
+                                       finite, runners, units)
 from pytest_sme2.report.recommend import recommendations
-from pytest_sme2.results import OutputCheck, ResultsDoc, atomic_write_text, load_results
+from pytest_sme2.results import (OutputCheck, ResultsDoc, atomic_write_text, device_label,
+                                 load_results)
 
 REPORT_FILE = "report.md"
 CHART_DIR = "charts"
@@ -44,7 +46,8 @@ VERDICT_WORDING = {
     "unknown": "The evidence does not show whether SME2 micro-kernels ran.",
     "mixed": "The blocks' evidence disagrees; no single verdict applies.",
 }
-DEVICE_FIELDS = (("kind", "kind"), ("model", "model"), ("serial", "serial"), ("cpu", "CPU / SoC"),
+DEVICE_FIELDS = (("spec", "--device"), ("kind", "kind"), ("model", "model"), ("serial", "serial"),
+                 ("cpu", "CPU / SoC"),
                  ("abi", "ABI"), ("os", "OS"), ("kernel", "kernel"), ("cores", "cores"),
                  ("sme", "SME (hwcaps)"), ("sme2", "SME2 (hwcaps)"),
                  ("executorch", "ExecuTorch"))
@@ -151,8 +154,8 @@ def _device_table(doc: ResultsDoc) -> dict[str, Any] | None:
     extra_keys = list(dict.fromkeys(k for d in devs for k in (d.get("extra") or {})))
     rows += [(k, [_value((d.get("extra") or {}).get(k)) if k in (d.get("extra") or {}) else "—"
                   for d in devs]) for k in extra_keys]
-    return {"headers": [f"device {i + 1}" for i in range(len(devs))] if len(devs) > 1
-            else ["device"], "rows": rows}
+    return {"headers": [device_label(d) for d in devs] if len(devs) > 1 else ["device"],
+            "rows": rows}
 
 
 def _versions(doc: ResultsDoc) -> list[tuple[str, str]]:
@@ -212,10 +215,24 @@ def _latency_rows(us: list[Unit]) -> list[dict[str, Any]]:
             if u.comparison:
                 role = "base" if i == 0 else f"{fmt_x(u.speedup)} {fmt_ci(u.speedup)}"
             rows.append({"model": u.model, "dtype": u.dtype, "threads": u.threads,
+                         "device": u.device,
                          "runner": s.runner, "blocks": p.blocks, "n": p.n,
                          "median": p.median_ms, "mean": p.mean_ms, "min": p.min_ms,
                          "max": p.max_ms, "std": p.std_ms, "cv": p.cv_pct, "speedup": role})
     return rows
+
+
+def _by_device(doc: ResultsDoc) -> dict[str, Any] | None:
+    """Latency of each point on each device, one column per device (several devices only)."""
+    labels, rows = devices_side_by_side(doc)
+    if len(labels) < 2:
+        return None
+    return {"headers": [f">{label}" for label in labels],
+            "rows": [{"model": r.model, "dtype": r.dtype, "threads": r.threads,
+                      "runner": r.runner,
+                      "cells": [f"{fmt_ms(p.median_ms)} ({fmt_pct(p.cv_pct)})" if p else "—"
+                                for p in r.latency.values()]}
+                     for r in rows]}
 
 
 def _outputs_text(out: OutputCheck | None) -> str:
@@ -406,6 +423,7 @@ def context(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = No
         "versions": _versions(doc),
         "configuration": _configuration(doc, us),
         "latency": _latency_rows(us),
+        "by_device": _by_device(doc),
         "speedups": _speedup_rows(us),
         "units": unit_ctx,
         # a section is left out when no unit has anything for it
