@@ -555,7 +555,14 @@ class _Collector:
             elif name == COMPARISON_PROPERTY:
                 record = ComparisonRecord.from_json(value)
                 self.session.add_comparison(record)
-                _write_live(self.config, comparison_line(record))
+                _write_live(self.config, comparison_line(record, self._device_of(record)))
+
+    def _device_of(self, record) -> str | None:
+        """The device a comparison ran on, in a session on several (its blocks say)."""
+        if len(self.session.devices or ()) < 2:
+            return None
+        blocks = set(record.base_blocks)
+        return next((r.device_label for r in self.session.results if r.nodeid in blocks), None)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if not self.session.config.save_baseline or not self.session.results:

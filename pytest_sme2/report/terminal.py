@@ -43,7 +43,8 @@ def _instructions(r: BenchmarkResult) -> str:
     return f" | instructions {format_count(InstructionCount.from_dict(r.instructions))}"
 
 
-def comparison_line(c: ComparisonRecord | Mapping[str, Any]) -> str:
+def comparison_line(c: ComparisonRecord | Mapping[str, Any], device: str | None = None) -> str:
+    """``device``: name the device too (a session on several)."""
     c = _record(c)
     s, out = c.speedup, c.outputs
     outputs = "" if not out else (
@@ -51,7 +52,8 @@ def comparison_line(c: ComparisonRecord | Mapping[str, Any]) -> str:
         f"{out.max_rel_diff:.3g})" if out.equal else
         f", OUTPUTS DIFFER (max |diff| {out.max_abs_diff:.3g}, relative "
         f"{out.max_rel_diff:.3g}, tolerance {out.tolerance:.3g})")
-    return (f"sme2: {c.candidate} vs {c.base} on {c.point}: "
+    where = f" on {device}" if device else ""
+    return (f"sme2: {c.candidate} vs {c.base} on {c.point}{where}: "
             f"speed-up {s.point:.3f}x [{s.low:.3f}, {s.high:.3f}], medians "
             f"{c.base_median_ms:.3f} -> {c.candidate_median_ms:.3f} ms over "
             f"{len(c.base_blocks)} blocks each: {c.verdict}{outputs}"

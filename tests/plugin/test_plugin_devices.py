@@ -208,3 +208,42 @@ def test_one_device_keeps_its_ids_and_several_add_theirs(pytester, run_pytest):
     two.stdout.fnmatch_lines(["test_a.py::test_hold[[]toy_cnn-fp32-t2-host[]]",
                               "test_a.py::test_hold[[]toy_cnn-fp32-t2-qemu:max,sme=off[]]",
                               "2/4 tests collected (2 deselected)*"])
+
+
+def test_the_emulated_sme2_cpu_beside_a_phone_without_sme2(pytester, run_pytest, adb_server,
+                                                           tmp_path, monkeypatch, export_cache,
+                                                           toy_export, provisioned_qemu):
+    """The project's own benchmark files over `--device qemu` (SME2, emulated on this CPU) and
+    a phone without SME2, with -n 2: the SME2 comparison runs where SME2 exists and skips on
+    the phone, in the same session; the host-only test skips on both."""
+    import shutil
+    from pathlib import Path
+
+    from tests.needs import missing
+
+    if not provisioned_qemu:
+        missing("QEMU", "run `pytest-sme2 setup qemu`")
+    for key, value in adb_server.env.items():
+        monkeypatch.setenv(key, value)
+    phone = connect_phone(adb_server, tmp_path / "nosme2", FakeAndroidConfig(sme2=False))
+    try:
+        for name in ("test_latency.py", "test_sme2.py"):
+            shutil.copy(Path(__file__).parents[2] / "benchmarks" / name, pytester.path / name)
+        res = run_pytest("--device", "qemu", "--device", f"android:{phone.serial}", "-n", "2",
+                         "-rs", f"--sme2-cache-dir={export_cache}", "--sme2-models=toy_cnn",
+                         "--sme2-dtypes=fp32", "--sme2-threads=1", "--runs=3", "--warmup=1",
+                         "--sme2-blocks=2")
+    finally:
+        release_phone(phone)
+    # latency on both; the SME2 comparison on qemu; skipped: the comparison on the phone and
+    # the host-runners test on both.
+    res.assert_outcomes(passed=3, skipped=3)
+    res.stdout.fnmatch_lines(["sme2: sme2_on vs sme2_off on toy_cnn fp32 t1 on qemu: speed-up*"
+                              "outputs equal*",
+                              "SKIPPED*no SME2-off runner configured*"])
+    doc = json.loads((pytester.path / "sme2-report" / "results.json").read_text())
+    assert {b["device"]["spec"] for b in doc["benchmarks"]} == {"qemu",
+                                                                f"android:{phone.serial}"}
+    report = (pytester.path / "sme2-report" / "report.md").read_text()
+    speedups = report[report.index("## Speedup"):]
+    assert "toy_cnn fp32 t1 on qemu" in speedups

@@ -150,3 +150,11 @@ def test_one_device_reports_as_before():
     assert "## Devices Side by Side" not in text
     assert table_rows(section(text, "Metadata"), "fact")[0] == ["fact", "device"]
     assert summary_table(load_results(sme2_doc()).benchmarks)[0].split()[0] == "benchmark"
+
+
+def test_a_comparison_line_names_its_device_when_asked():
+    from pytest_sme2.report.terminal import comparison_line
+
+    (cmp,) = sme2_doc()["comparisons"]
+    assert " t1: speed-up" in comparison_line(cmp)
+    assert f" t1 on {PHONE}: speed-up" in comparison_line(cmp, PHONE)
