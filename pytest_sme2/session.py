@@ -266,12 +266,20 @@ class BenchSession:
         return written + ([summary] if summary else []), problems
 
     def close(self) -> None:
-        """Remove what the session left on remote devices (one that is gone is skipped)."""
+        """Remove what the session left on remote devices (one that is gone is skipped) and
+        stop the runners; a device whose cleanup fails costs the others nothing: the failures
+        are raised together, one line."""
+        problems = []
         for device in self._devices.values():
             cleanup = getattr(device, "cleanup", None)
             if cleanup is not None:
-                cleanup()
+                try:
+                    cleanup()
+                except Sme2Error as e:
+                    problems.append(str(e))
         for runner in self._runners.values():  # the python runner's fork server
             close = getattr(runner, "close", None)
             if close is not None:
                 close()
+        if problems:
+            raise Sme2Error("; ".join(problems))

@@ -158,3 +158,22 @@ def test_a_comparison_line_names_its_device_when_asked():
     (cmp,) = sme2_doc()["comparisons"]
     assert " t1: speed-up" in comparison_line(cmp)
     assert f" t1 on {PHONE}: speed-up" in comparison_line(cmp, PHONE)
+
+
+def test_one_devices_failed_cleanup_costs_the_others_nothing():
+    cleaned = []
+
+    class _Gone(_Device):
+        def cleanup(self):
+            raise Sme2Error("device R5 disconnected while cleaning up; reconnect it")
+
+    class _Fine(_Device):
+        def cleanup(self):
+            cleaned.append(self.spec)
+
+    session = BenchSession(devices=("android:R5", "android:R6"))
+    session._devices["android:R5"] = _Gone("android:R5", "android", False)
+    session._devices["android:R6"] = _Fine("android:R6", "android", False)
+    with pytest.raises(Sme2Error, match="device R5 disconnected"):
+        session.close()
+    assert cleaned == ["android:R6"]
