@@ -3,6 +3,7 @@ export (cached) -> device runs runner -> read ETDump -> latency statistics -> Be
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -31,7 +32,9 @@ __all__ = ["BenchSettings", "BenchmarkRun", "artifact_dir", "run_benchmark", "ru
 
 def artifact_dir(report_dir: Path, label: str) -> Path:
     """A folder name any filesystem and shell accepts, derived from a test id."""
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", label).strip("_")[:120] or "benchmark"
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", label).strip("_") or "benchmark"
+    if len(safe) > 120:  # cut, but kept apart from ids that differ only at the end (devices)
+        safe = f"{safe[:111]}-{hashlib.sha256(label.encode()).hexdigest()[:8]}"
     return report_dir / "artifacts" / safe
 
 
@@ -99,7 +102,8 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
                         source=str(request.etdump), e2e=analysis.e2e_all)
     return BenchmarkResult(
         nodeid=run.label, model=run.model, dtype=run.dtype, threads=run.threads,
-        runner=runner.info.to_dict(), device=facts.to_dict(), runs=settings.runs,
+        runner=runner.info.to_dict(), device={"spec": device.spec, **facts.to_dict()},
+        runs=settings.runs,
         warmup=settings.warmup, e2e_ms=[round(float(v), 6) for v in analysis.timed_e2e],
         e2e=analysis.e2e, etdump=str(request.etdump), pte=str(exported.pte),
         export_key=exported.key, analysis=ResultAnalysis.from_json(analysis.to_json()),

@@ -45,7 +45,10 @@ class Option(NamedTuple):
 # option dest (--dest-with-dashes) -> ini name, default, help
 OPTIONS: dict[str, Option] = {
     "device": Option("sme2_device", "host", "where to run: host, android, android:SERIAL, "
-                     "android:SERIAL@HOST:PORT, or qemu[:CPU] (an emulated Arm64 CPU with SME2)"),
+                     "android:SERIAL@HOST:PORT, android:* (every authorised device of the adb "
+                     "server; android:*@HOST:PORT), or qemu[:CPU] (an emulated Arm64 CPU with "
+                     "SME2); repeatable: the device becomes an axis of the matrix (ini: one "
+                     "per line)"),
     "runs": Option("sme2_runs", "30", "timed runs per benchmark (default 30)"),
     "warmup": Option("sme2_warmup", "3", "warm-up runs per benchmark, discarded (default 3)"),
     "report_dir": Option("sme2_report_dir", "sme2-report",
@@ -127,6 +130,7 @@ FLAGS: dict[str, str] = {
                               "SoC, CPU set, ABI) instead of refusing",
 }
 RUNNERS_DEST, RUNNERS_INI = "runners", "sme2_runners"   # --runner (repeatable) / ini lines
+REPEATABLE = {"device"}   # options given several times on the command line (a list of values)
 
 # An emulated CPU runs a model 100-1000x slower than the host, and its timings say nothing about
 # speed: fewer runs and blocks suffice for what it does prove (kernels, outputs). Applied only
@@ -164,7 +168,7 @@ class Sme2Config:
     (``baseline_dir`` None: no baselines)."""
 
     settings: BenchSettings = BenchSettings()
-    device: str = "host"
+    devices: tuple[str, ...] = ("host",)      # --device specs as given (android:* unexpanded)
     runners: tuple[str, ...] = ()             # runner specs: ini lines, then --runner
     runner_kinds: tuple[str, ...] = ()        # kinds plugins make (pytest_sme2_runner_kinds)
     category_rules: tuple[Any, ...] | None = None   # None: the built-in table (hookspec.py)
@@ -184,12 +188,16 @@ class Sme2Config:
 
     @property
     def emulated(self) -> bool:
-        return is_emulated(self.device)
+        """Every device is an emulated CPU (mixed with real ones, real ones set the runs)."""
+        return all(is_emulated(d) for d in self.devices)
 
-    def document(self) -> dict[str, Any]:
-        """The configuration as results.json's ``session.config`` records it."""
+    def document(self, devices: tuple[str, ...] | None = None) -> dict[str, Any]:
+        """The configuration as results.json's ``session.config`` records it; ``devices``: the
+        devices the session resolved the specs to (``android:*`` expanded)."""
         s = self.settings
-        doc = {"device": self.device, "runs": s.runs, "warmup": s.warmup,
+        devices = devices or self.devices
+        one = {"device": devices[0]} if len(devices) == 1 else {}
+        doc = {**one, "devices": list(devices), "runs": s.runs, "warmup": s.warmup,
                "blocks": self.blocks, "taskset": self.taskset,
                "min_speedup": dict(self.min_speedup)}
         if s.cooldown is not None:
@@ -225,11 +233,13 @@ def config_from_options(values: Mapping[str, Any], ini: Mapping[str, Any],
             return str(value), True
         return str(ini.get(OPTIONS[dest].ini, OPTIONS[dest].default)), False
 
-    device = text("device")[0]
+    devices = parse_devices(values.get("device"), ini.get(OPTIONS["device"].ini,
+                                                          OPTIONS["device"].default))
+    emulated = all(is_emulated(d) for d in devices)
 
     def whole(dest: str, least: int, what: str) -> int:
         value, from_cli = text(dest)
-        if dest in EMULATED_DEFAULTS and is_emulated(device) and not from_cli and \
+        if dest in EMULATED_DEFAULTS and emulated and not from_cli and \
                 value == OPTIONS[dest].default:
             value = EMULATED_DEFAULTS[dest]
         try:
@@ -270,7 +280,7 @@ def config_from_options(values: Mapping[str, Any], ini: Mapping[str, Any],
         raise Sme2Error(f"--sme2-benchmark-json: {benchmark_json} is a folder; give a file "
                         "path")
     return Sme2Config(
-        settings=settings, device=device, runners=runners, runner_kinds=tuple(runner_kinds),
+        settings=settings, devices=devices, runners=runners, runner_kinds=tuple(runner_kinds),
         category_rules=category_rules,
         taskset=None if taskset == "none" else taskset,
         models=tuple(split_list(text("sme2_models")[0])), dtypes=dtypes,
@@ -289,6 +299,18 @@ def config_from_options(values: Mapping[str, Any], ini: Mapping[str, Any],
                             "sme2_memory_threshold", text("sme2_memory_threshold")[0])),
         measure=measure, benchmark_json=benchmark_json,
         progress=parse_progress(text("sme2_progress")[0]))
+
+
+def parse_devices(cli: str | list[str] | None, ini: str | list[str]) -> tuple[str, ...]:
+    """``--device`` (given once or several times) beats the ini value (one device per line:
+    a QEMU CPU spec holds commas, ``qemu:max,sme=off``); duplicates count once, in the order
+    given."""
+    given = cli if cli else ini
+    items = given.splitlines() if isinstance(given, str) else list(given)
+    devices = tuple(dict.fromkeys(d.strip() for d in map(str, items) if d.strip()))
+    if not devices:
+        raise Sme2Error("--device: no device given; use e.g. --device host")
+    return devices
 
 
 def _flag(dest: str) -> str:

@@ -1,10 +1,12 @@
-"""The benchmark matrix: models x dtypes x threads, with readable ids
-(``mobilenet_v3_small-fp16-t1``) that ``-k`` can filter. Configured by --sme2-models,
---sme2-dtypes, --sme2-threads or their ini keys."""
+"""The benchmark matrix: models x dtypes x threads (x devices, when a session has several),
+with readable ids (``mobilenet_v3_small-fp16-t1``, ``...-t1-android:R5CX``) that ``-k`` can
+filter. Configured by --sme2-models, --sme2-dtypes, --sme2-threads, --device or their ini
+keys."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Sequence
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.export import DTYPES
@@ -19,10 +21,22 @@ class Case:
     model: str
     dtype: str
     threads: int
+    device: str | None = None       # the --device spec it runs on (set by with_devices)
 
     @property
     def id(self) -> str:
+        """The id without the device: a session on one device keeps the ids it always had."""
         return f"{self.model}-{self.dtype}-t{self.threads}"
+
+    @property
+    def device_id(self) -> str:
+        return f"{self.id}-{self.device}" if self.device else self.id
+
+
+def with_devices(cases: list[Case], devices: Sequence[str]) -> list[Case]:
+    """Every case on every device, device by device (without xdist they run in this order:
+    one device after another)."""
+    return [replace(c, device=d) for d in devices for c in cases]
 
 
 def split_list(text: str) -> list[str]:

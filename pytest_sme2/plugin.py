@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 import pytest
 
-from pytest_sme2.config import (FLAGS, OPTIONS, RUNNERS_DEST, RUNNERS_INI, BaseDirs, GatePolicy,
-                                Sme2Config, config_from_options)
+from pytest_sme2.config import (FLAGS, OPTIONS, REPEATABLE, RUNNERS_DEST, RUNNERS_INI, BaseDirs,
+                                GatePolicy, Sme2Config, config_from_options)
+from pytest_sme2.devices.base import resolve_devices
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.export import ExportedModel, export_model
-from pytest_sme2.matrix import Case, build_matrix
+from pytest_sme2.matrix import Case, build_matrix, with_devices
 from pytest_sme2.progress import SessionProgress
 from pytest_sme2.session import BenchSession
 from pytest_sme2.settings import DEFAULT_MARGIN, BenchSettings
@@ -33,6 +34,7 @@ SESSION_KEY = pytest.StashKey[BenchSession]()
 MATRIX_KEY = pytest.StashKey[list[Case]]()
 PROGRESS_KEY = pytest.StashKey["SessionProgress"]()
 BENCH_FIXTURES = ("sme2_bench", "sme2_compare")   # a test using one is a benchmark case
+NOTES_KEY = pytest.StashKey[list[str]]()      # header lines: devices left out, --dist chosen
 RESULT_PROPERTY = "sme2_result"
 COMPARISON_PROPERTY = "sme2_comparison"
 
@@ -48,7 +50,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("sme2", "pytest-sme2 benchmarking")
     for dest, option in OPTIONS.items():
         flag = "--" + dest.replace("_", "-")
-        group.addoption(flag, dest=dest, default=None, help=f"{option.help} [ini: {option.ini}]")
+        group.addoption(flag, dest=dest, default=None, help=f"{option.help} [ini: {option.ini}]",
+                        **({"action": "append"} if dest in REPEATABLE else {}))
         parser.addini(option.ini, option.help, default=option.default)
     for dest, help_text in FLAGS.items():
         group.addoption("--" + dest.replace("_", "-"), dest=dest, action="store_true",
@@ -72,7 +75,7 @@ def _config(config: pytest.Config) -> Sme2Config:
         cfg = config_from_options(values, ini,
                                   BaseDirs(config.invocation_params.dir, config.rootpath),
                                   runner_kinds(config.hook), category_rules(config.hook))
-        if cfg.measure == "instructions" and cfg.device.split(":", 1)[0] == "host":
+        if cfg.measure == "instructions" and "host" in cfg.devices:
             from pytest_sme2.measure.instructions import find_valgrind
 
             find_valgrind()   # missing or too old: one line naming the package, up front
@@ -85,9 +88,39 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "sme2(threads=[...], runners=[...]): a pytest-sme2 "
                             "benchmark; threads= filters its matrix cases, runners= names the "
                             "runners it uses so the session prepares them before measuring")
-    config.stash[SESSION_KEY] = BenchSession(_config(config), hook=config.hook)
+    cfg = _config(config)
+    config.stash[NOTES_KEY] = []
+    if _is_xdist_worker(config):   # the controller's list: every worker collects the same ids
+        from pytest_sme2.scheduling import configure_worker
+
+        devices = configure_worker(config, _item_device) or cfg.devices
+    else:
+        devices = _resolve_devices(config, cfg)
+    config.stash[SESSION_KEY] = BenchSession(cfg, hook=config.hook, devices=devices)
     if not _is_xdist_worker(config):
         config.pluginmanager.register(_Collector(config), "sme2-collector")
+
+
+def _resolve_devices(config: pytest.Config, cfg: Sme2Config) -> tuple[str, ...]:
+    """``android:*`` expanded, once, on the process that schedules (one usage error)."""
+    try:
+        devices, notes = resolve_devices(cfg.devices)
+    except Sme2Error as e:
+        raise pytest.UsageError(str(e)) from None
+    config.stash[NOTES_KEY].extend(f"sme2: {n}" for n in notes)
+    if config.pluginmanager.hasplugin("xdist"):
+        from pytest_sme2.scheduling import configure_controller
+
+        config.stash[NOTES_KEY].extend(configure_controller(config, devices))
+    return devices
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    session = config.stash.get(SESSION_KEY, None)
+    lines = list(config.stash.get(NOTES_KEY, []))
+    if session is not None and session.devices and len(session.devices) > 1:
+        lines.insert(0, f"sme2: {len(session.devices)} devices: {', '.join(session.devices)}")
+    return lines
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -99,7 +132,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Runners the collected benchmarks declare (``@pytest.mark.sme2(runners=[...])``) are
     prepared before the first measurement instead of in the middle of the session (the python
-    runner's fork server imports torch: seconds)."""
+    runner's fork server imports torch: seconds). Not on pytest-xdist workers: each collects
+    every test, and a worker measuring on the host must not share the CPU with the import."""
+    if _is_xdist_worker(session.config):
+        return
     declared = {name for item in session.items
                 for marker in item.iter_markers("sme2")
                 for name in marker.kwargs.get("runners", ())}
@@ -119,14 +155,41 @@ def _matrix(config: pytest.Config) -> list[Case]:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """Any test asking for ``sme2_case`` runs once per matrix case."""
+    """Any test asking for ``sme2_case`` runs once per matrix case — on each device, when the
+    session has several (ids gain ``-<device>``); any other test that uses a device runs once
+    per device then."""
+    devices = _devices(metafunc.config)
     if "sme2_case" in metafunc.fixturenames:
         cases = _matrix(metafunc.config)
         marker = metafunc.definition.get_closest_marker("sme2")
         if marker and "threads" in marker.kwargs:  # e.g. @pytest.mark.sme2(threads=[1])
             keep = set(marker.kwargs["threads"])
             cases = [c for c in cases if c.threads in keep]
-        metafunc.parametrize("sme2_case", cases, ids=[c.id for c in cases])
+        cases = with_devices(cases, devices)
+        metafunc.parametrize("sme2_case", cases,
+                             ids=[c.device_id if len(devices) > 1 else c.id for c in cases])
+    elif len(devices) > 1 and "sme2_device_spec" in metafunc.fixturenames:
+        metafunc.parametrize("sme2_device_spec", devices, ids=list(devices))
+
+
+def _devices(config: pytest.Config) -> tuple[str, ...]:
+    devices = config.stash[SESSION_KEY].devices
+    assert devices
+    return devices
+
+
+def _item_device(item: pytest.Item) -> str | None:
+    """The device a collected test runs on; None when it uses none."""
+    if "sme2_device_spec" not in getattr(item, "fixturenames", ()):
+        return None
+    params = getattr(item, "callspec", None)
+    params = params.params if params else {}
+    case = params.get("sme2_case")
+    if isinstance(case, Case) and case.device:
+        return case.device
+    return params.get("sme2_device_spec") or _devices(item.config)[0]
+
+
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -186,12 +249,27 @@ def sme2_settings(sme2_session: BenchSession) -> BenchSettings:
     return sme2_session.settings
 
 
-@pytest.fixture(scope="session")
-def sme2_device(pytestconfig: pytest.Config, sme2_session: BenchSession):
-    """The target device (``--device``); a device that cannot be opened errors each test that
-    needs it with one line saying what to do."""
+@pytest.fixture
+def sme2_device_spec(request: pytest.FixtureRequest, sme2_session: BenchSession) -> str:
+    """The ``--device`` spec this test runs on: its ``sme2_case``'s device, or (a test without
+    the matrix) its device parameter when the session has several, else the only device."""
+    device = _item_device(request.node)
+    return device if device is not None else _devices(request.config)[0]
+
+
+@pytest.fixture
+def sme2_device(pytestconfig: pytest.Config, sme2_session: BenchSession, sme2_device_spec: str):
+    """The device this test runs on (``--device``; one per test when there are several); a
+    device that cannot be opened, or is gone, fails each test that needs it with one line
+    saying what to do."""
+    if _is_xdist_worker(pytestconfig):
+        from pytest_sme2.scheduling import overlap_problem
+
+        problem = overlap_problem(pytestconfig)
+        if problem:
+            pytest.fail(problem, pytrace=False)
     try:
-        return sme2_session.device()
+        return sme2_session.device(sme2_device_spec)
     except Sme2Error as e:
         _fail(e, pytestconfig)
 
@@ -204,9 +282,9 @@ def sme2_runners(sme2_session: BenchSession) -> dict[str, dict]:
             for name, s in sme2_session.specs.items()}
 
 
-def _sme2_runner(session: BenchSession, state: str, config: pytest.Config) -> str:
+def _sme2_runner(session: BenchSession, state: str, config: pytest.Config, device: str) -> str:
     try:
-        name = session.sme2_runner(state)
+        name = session.sme2_runner(state, device)
     except Sme2Error as e:   # the device could not be opened to ask it about SME2
         _fail(e, config)
     if name is None:
@@ -217,29 +295,31 @@ def _sme2_runner(session: BenchSession, state: str, config: pytest.Config) -> st
     return name
 
 
-@pytest.fixture(scope="session")
-def sme2_on(pytestconfig: pytest.Config, sme2_session: BenchSession) -> str:
+@pytest.fixture
+def sme2_on(pytestconfig: pytest.Config, sme2_session: BenchSession,
+            sme2_device_spec: str) -> str:
     """Name of the runner labelled sme2=on (or named sme2_on); on an SME2 device that can hide
     SME2 from a process (QEMU) the native runner as built; skips when there is none."""
-    return _sme2_runner(sme2_session, "on", pytestconfig)
+    return _sme2_runner(sme2_session, "on", pytestconfig, sme2_device_spec)
 
 
-@pytest.fixture(scope="session")
-def sme2_off(pytestconfig: pytest.Config, sme2_session: BenchSession) -> str:
+@pytest.fixture
+def sme2_off(pytestconfig: pytest.Config, sme2_session: BenchSession,
+             sme2_device_spec: str) -> str:
     """Name of the runner labelled sme2=off (or named sme2_off); on an SME2 device that can hide
     SME2 from a process (QEMU) the same native binary with SME and SME2 masked; skips when there
     is none."""
-    return _sme2_runner(sme2_session, "off", pytestconfig)
+    return _sme2_runner(sme2_session, "off", pytestconfig, sme2_device_spec)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def sme2_emulated(sme2_device) -> bool:
     """True on an emulated CPU (QEMU): its timings say nothing about speed, so tests assert
     kernels and outputs there, not speed-ups."""
     return bool(sme2_device.facts().extra.get("emulated"))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def sme2_capable_device(sme2_device):
     """The device, skipping when its hwcaps say it has no SME2 (unknown capability runs)."""
     facts = sme2_device.facts()
@@ -317,7 +397,8 @@ def _block_done(config: pytest.Config, block: int, blocks: int | None = None) ->
 
 def _judge(session: BenchSession, run: BenchmarkRun, runner: str,
            measured: list[BenchmarkResult], policy: GatePolicy,
-           progress: Callable[[str], None], side_label: bool = False,
+           progress: Callable[[str], None], device: str,
+           side_label: bool = False,
            config: pytest.Config | None = None) -> GateReport:
     """The gate on ``runner``'s blocks in ``measured``; confirmation blocks, measured when a
     regression is suspected, are added to ``measured``. ``side_label``: name them as
@@ -328,7 +409,7 @@ def _judge(session: BenchSession, run: BenchmarkRun, runner: str,
     def measure_more(block: int) -> BenchmarkResult:
         label = f"{run.label}[{runner}#{block}]" if side_label else run.label
         measured.append(session.measure(replace(run, label=label, block=block), runner,
-                                        progress, export_again=False))
+                                        progress, export_again=False, device=device))
         if config is not None:
             _block_done(config, len(measured))
         return measured[-1]
@@ -341,9 +422,19 @@ def _judge(session: BenchSession, run: BenchmarkRun, runner: str,
     return report
 
 
+def _label(request: pytest.FixtureRequest) -> str:
+    """The test's node id as results name it: without the ``@group`` suffix xdist's loadgroup
+    adds on workers, so a benchmark is named alike with and without -n."""
+    nodeid = request.node.nodeid
+    mark = request.node.get_closest_marker("xdist_group")
+    if mark and mark.args and nodeid.endswith(f"@{mark.args[0]}"):
+        return nodeid[:-len(mark.args[0]) - 1]
+    return nodeid
+
+
 @pytest.fixture
 def sme2_bench(request: pytest.FixtureRequest, sme2_session: BenchSession,
-               sme2_device) -> Callable[..., BenchmarkResult]:
+               sme2_device, sme2_device_spec: str) -> Callable[..., BenchmarkResult]:
     """Run one benchmark setting and return its :class:`BenchmarkResult`, judged against its
     baseline (a suspected regression measured again first)::
 
@@ -358,18 +449,19 @@ def sme2_bench(request: pytest.FixtureRequest, sme2_session: BenchSession,
 
     def bench(model: str, dtype: str = "fp32", threads: int = 1,
               runner: str | None = None) -> BenchmarkResult:
-        runner = runner or sme2_session.default_runner(progress)
-        run = BenchmarkRun(model, dtype, threads, label=request.node.nodeid, progress=progress,
+        device = sme2_device_spec
+        runner = runner or sme2_session.default_runner(progress, device)
+        run = BenchmarkRun(model, dtype, threads, label=_label(request), progress=progress,
                            rules=sme2_session.config.category_rules)
         measured: list[BenchmarkResult] = []
         reports: dict[str, GateReport] = {}
         try:
-            measured.append(sme2_session.measure(run, runner, progress))
+            measured.append(sme2_session.measure(run, runner, progress, device=device))
             _block_done(request.config, 1)
             if cfg.measure == "instructions":
-                sme2_session.count_instructions(measured[0], progress)
+                sme2_session.count_instructions(measured[0], progress, device)
             reports[runner] = _judge(sme2_session, run, runner, measured, cfg.gate, progress,
-                                     config=request.config)
+                                     device, config=request.config)
         except Sme2Error as e:  # a failed run, a corrupt baseline file
             reports[runner] = GateReport.unjudged(f"not judged: {e}")
             _fail(e, request.config)
@@ -383,7 +475,7 @@ def sme2_bench(request: pytest.FixtureRequest, sme2_session: BenchSession,
 
 @pytest.fixture
 def sme2_compare(request: pytest.FixtureRequest, sme2_session: BenchSession,
-                 sme2_device) -> Callable[..., Comparison]:
+                 sme2_device, sme2_device_spec: str) -> Callable[..., Comparison]:
     """Compare two runners on the same device in interleaved blocks::
 
         def test_sme2(sme2_compare, sme2_off, sme2_on):
@@ -400,7 +492,8 @@ def sme2_compare(request: pytest.FixtureRequest, sme2_session: BenchSession,
 
     def compare(base: str, candidate: str, model: str, dtype: str = "fp32", threads: int = 1,
                 blocks: int | None = None, margin: float = DEFAULT_MARGIN) -> Comparison:
-        run = BenchmarkRun(model, dtype, threads, label=request.node.nodeid, progress=progress,
+        device = sme2_device_spec
+        run = BenchmarkRun(model, dtype, threads, label=_label(request), progress=progress,
                            rules=sme2_session.config.category_rules)
         measured: list[BenchmarkResult] = []        # every block, in the order measured
         reports: dict[str, GateReport] = {}         # by runner name, as the blocks carry it
@@ -414,12 +507,13 @@ def sme2_compare(request: pytest.FixtureRequest, sme2_session: BenchSession,
         try:
             sme2_session.quiet()
             cmp = run_comparison(
-                run, sme2_session.runner(base, progress), sme2_session.runner(candidate, progress),
+                run, sme2_session.runner(base, progress, device),
+                sme2_session.runner(candidate, progress, device),
                 sme2_device, sme2_session.settings, blocks=per_side, margin=margin,
                 on_block=on_block)
             for side in (cmp.base, cmp.candidate):
                 reports[side] = _judge(sme2_session, run, side, measured, policy, progress,
-                                       side_label=True, config=request.config)
+                                       device, side_label=True, config=request.config)
         except Sme2Error as e:  # a failed run, a corrupt baseline file
             reports = dict.fromkeys({r.runner_name for r in measured},
                                     GateReport.unjudged(f"not judged: {e}"))
@@ -515,7 +609,8 @@ class _Collector:
                 result = BenchmarkResult.from_json(value)
                 self.session.add(result)
                 if result.block is None:
-                    _write_live(self.config, benchmark_line(result))
+                    several = len(self.session.devices or ()) > 1
+                    _write_live(self.config, benchmark_line(result, device=several))
                 for line in cooldown_lines(result, told=self.cooldown_told):
                     _write_live(self.config, line)
                 held = result.context.cooldown
@@ -523,7 +618,14 @@ class _Collector:
             elif name == COMPARISON_PROPERTY:
                 record = ComparisonRecord.from_json(value)
                 self.session.add_comparison(record)
-                _write_live(self.config, comparison_line(record))
+                _write_live(self.config, comparison_line(record, self._device_of(record)))
+
+    def _device_of(self, record) -> str | None:
+        """The device a comparison ran on, in a session on several (its blocks say)."""
+        if len(self.session.devices or ()) < 2:
+            return None
+        blocks = set(record.base_blocks)
+        return next((r.device_label for r in self.session.results if r.nodeid in blocks), None)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if not self.session.config.save_baseline or not self.session.results:

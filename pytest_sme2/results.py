@@ -289,6 +289,11 @@ _INSTRUCTIONS = ("instructions", "baseline_instructions")
 _STARTUP = ("startup", "baseline_startup")
 
 
+def device_label(device: dict[str, Any]) -> str:
+    """How reports name a device: its --device spec (results before 0.2 have none: serial)."""
+    return str(device.get("spec") or device.get("serial") or device.get("kind") or "?")
+
+
 @dataclass
 class BenchmarkResult:
     """One block: one runner process's timed runs of one setting, and what they showed."""
@@ -298,7 +303,7 @@ class BenchmarkResult:
     dtype: str
     threads: int
     runner: dict[str, Any]          # RunnerInfo.to_dict(): name, kind, labels
-    device: dict[str, Any]          # DeviceFacts.to_dict()
+    device: dict[str, Any]          # DeviceFacts.to_dict(), and "spec": the --device it ran on
     runs: int
     warmup: int
     e2e_ms: list[float]             # timed runs, in order
@@ -340,6 +345,10 @@ class BenchmarkResult:
     @property
     def block(self) -> int | None:
         return self.context.block
+
+    @property
+    def device_label(self) -> str:
+        return device_label(self.device)
 
     @property
     def emulated(self) -> bool:

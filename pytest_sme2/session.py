@@ -39,15 +39,21 @@ class BenchSession:
     # names it, so `pytest-sme2 gate` never judges the session by itself.
     session_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     hook: Any = None        # pytest's config.hook: plugins' device and runner kinds (hookspec.py)
-    _device: Device | None = None
-    _runners: dict[str, Runner] = field(default_factory=dict)
-    _host_default: str | None = None
+    # The devices the session runs on, ``android:*`` expanded (devices.resolve_devices); None:
+    # the configured specs as they are.
+    devices: tuple[str, ...] | None = None
+    _devices: dict[str, Device] = field(default_factory=dict)
+    _runners: dict[tuple[str, str], Runner] = field(default_factory=dict)   # (device, name)
+    _host_default: dict[str, str] = field(default_factory=dict)             # by device
     _writer: "ResultsWriter | None" = None    # results.json, laid out once per benchmark
     instructions_note_shown: bool = False     # --sme2-measure instructions off the host: said
 
     def __post_init__(self) -> None:
         self.specs: dict[str, RunnerSpec] = runner_specs(list(self.config.runners),
                                                          self.config.runner_kinds)
+        self._configured = frozenset(self.specs)    # runners the user named (not masked pairs)
+        if self.devices is None:
+            self.devices = self.config.devices
 
     @property
     def settings(self) -> BenchSettings:
@@ -57,53 +63,71 @@ class BenchSession:
     def results_path(self) -> Path:
         return self.settings.report_dir / RESULTS_FILE
 
-    def device(self) -> Device:
-        if self._device is None:
+    def _spec(self, device: str | None) -> str:
+        """``device``, or the session's only device when None."""
+        if device is not None:
+            return device
+        assert self.devices is not None
+        if len(self.devices) > 1:
+            raise Sme2Error(f"this session runs on {len(self.devices)} devices "
+                            f"({', '.join(self.devices)}): name the device")
+        return self.devices[0]
+
+    def device(self, spec: str | None = None) -> Device:
+        """The device ``spec`` names (one of the session's; None: the only one), opened on
+        first use."""
+        spec = self._spec(spec)
+        if spec not in self._devices:
             # One device folder per process: an xdist worker's cleanup must not remove files
             # another worker is still using.
-            self._device = open_device(self.config.device, taskset=self.config.taskset,
-                                       session_id=uuid.uuid4().hex[:12], hook=self.hook)
-        return self._device
+            self._devices[spec] = open_device(spec, taskset=self.config.taskset,
+                                              session_id=uuid.uuid4().hex[:12], hook=self.hook)
+        return self._devices[spec]
 
-    def runner(self, name: str, progress: Callable[[str], None] | None = None) -> Runner:
-        """The runner configured under ``name``, made on first use (a native build happens
-        only if a benchmark asks for it)."""
-        if name not in self._runners:
+    def runner(self, name: str, progress: Callable[[str], None] | None = None,
+               device: str | None = None) -> Runner:
+        """The runner configured under ``name``, for ``device``, made on first use (a native
+        build happens only if a benchmark asks for it)."""
+        key = (self._spec(device), name)
+        if key not in self._runners:
             spec = self.specs.get(name)
             if spec is None:
                 raise RunnerError(f"unknown runner {name!r}; configured: "
                                   f"{', '.join(sorted(self.specs))} (add one with "
                                   "--runner NAME=SPEC)")
-            self._runners[name] = spec.make(progress, target=self.device().target,
-                                            hook=self.hook)
-        return self._runners[name]
+            self._runners[key] = spec.make(progress, target=self.device(key[0]).target,
+                                           hook=self.hook)
+        return self._runners[key]
 
-    def default_runner(self, progress: Callable[[str], None] | None = None) -> str:
+    def default_runner(self, progress: Callable[[str], None] | None = None,
+                       device: str | None = None) -> str:
         """The runner a benchmark uses when it names none: on the host the native runner if it
         can be made (built on first use), else the Python runtime (``progress`` hears why, once);
         elsewhere the native runner, built for the device (the Python runtime runs on the host
         only)."""
-        if self.config.device != "host":
+        spec = self._spec(device)
+        if spec != "host":
             return "native"
-        if self._host_default is None:
+        if spec not in self._host_default:
             try:
-                self.runner(DEFAULT_HOST_RUNNER, progress)
-                self._host_default = DEFAULT_HOST_RUNNER
+                self.runner(DEFAULT_HOST_RUNNER, progress, spec)
+                self._host_default[spec] = DEFAULT_HOST_RUNNER
             except RunnerError as e:
-                self._host_default = FALLBACK_HOST_RUNNER
+                self._host_default[spec] = FALLBACK_HOST_RUNNER
                 if progress:
                     progress(f"benchmarks that name no runner use {FALLBACK_HOST_RUNNER!r}: "
                              f"{e}")
-        return self._host_default
+        return self._host_default[spec]
 
-    def sme2_runner(self, state: str) -> str | None:
+    def sme2_runner(self, state: str, device: str | None = None) -> str | None:
         """The runner labelled ``sme2=<state>`` (or named ``sme2_<state>``), if configured;
         else, on a device that has SME2 and can hide it from a process, the native runner's
         pair (see :func:`pytest_sme2.runners.spec.masked_pair`)."""
         for name, spec in self.specs.items():
-            if spec.labels.get("sme2") == state or name == f"sme2_{state}":
+            if name in self._configured and (spec.labels.get("sme2") == state or
+                                             name == f"sme2_{state}"):
                 return name
-        if self._offers_masked_pair():
+        if self._offers_masked_pair(device):
             from pytest_sme2.runners.spec import masked_pair
 
             for spec in masked_pair():
@@ -111,11 +135,11 @@ class BenchSession:
             return f"sme2_{state}"
         return None
 
-    def _offers_masked_pair(self) -> bool:
+    def _offers_masked_pair(self, spec: str | None = None) -> bool:
         """Only where the native runner is built for an Arm64 Linux target that runs the mask
         library with it (QEMU, an emulated phone), and only when the device reports SME2: a
         masked pair elsewhere would compare nothing."""
-        device = self.device()
+        device = self.device(spec)
         return device.target == "aarch64-linux-gnu" and device.facts().sme2 is True
 
     def start_ahead(self, runners: Iterable[str]) -> None:
@@ -124,7 +148,7 @@ class BenchSession:
         take a second or more. ``runners``: the names collected tests declare they use
         (``@pytest.mark.sme2(runners=[...])``). :meth:`quiet` waits for the server before
         anything is measured, so nothing of ours competes with a measurement for the CPU."""
-        if self.config.device != "host":
+        if "host" not in (self.devices or ()):
             return
         if any(spec.kind == "python" for name, spec in self.specs.items() if name in runners):
             from pytest_sme2.runners.fork_server import shared_server
@@ -132,11 +156,10 @@ class BenchSession:
             shared_server().start()
 
     def quiet(self) -> None:
-        """Before a measurement on the host: wait for a fork server :meth:`start_ahead` started,
-        and spend the wait importing what the session imports anyway (the measuring stack now,
-        the report's plotting library at the end)."""
-        if self.config.device != "host":
-            return
+        """Before a measurement: wait for a fork server :meth:`start_ahead` started (on any
+        device: the host runs the adb server and the emulator too), and spend the wait
+        importing what the session imports anyway (the measuring stack now, the report's
+        plotting library at the end)."""
         from pytest_sme2.runners.fork_server import shared_server
 
         server = shared_server()
@@ -152,7 +175,7 @@ class BenchSession:
 
     def measure(self, run: BenchmarkRun, runner: str,
                 progress: Callable[[str], None] | None = None,
-                export_again: bool = True) -> BenchmarkResult:
+                export_again: bool = True, device: str | None = None) -> BenchmarkResult:
         """One block of ``run`` with the runner configured under ``runner``, on the device.
         ``export_again=False`` for the blocks after the first: --sme2-reexport exports once per
         benchmark, not once per block."""
@@ -160,10 +183,12 @@ class BenchSession:
 
         settings = self.settings if export_again else replace(self.settings, reexport=False)
         self.quiet()
-        return run_benchmark(run, self.runner(runner, progress), self.device(), settings)
+        return run_benchmark(run, self.runner(runner, progress, device), self.device(device),
+                             settings)
 
     def count_instructions(self, result: BenchmarkResult,
-                           progress: Callable[[str], None] | None = None) -> None:
+                           progress: Callable[[str], None] | None = None,
+                           device: str | None = None) -> None:
         """--sme2-measure instructions: instructions per execute of ``result``'s model, inputs
         and threads, counted once with the native runner under valgrind, onto ``result``. Off
         the host, say once per session that only time is measured. A failed count (a runner
@@ -173,7 +198,7 @@ class BenchSession:
         from pytest_sme2.runners.native import native_runner
 
         say = progress or (lambda msg: None)
-        reason = host_only_reason(self.device())
+        reason = host_only_reason(self.device(device))
         if reason is not None:
             if not self.instructions_note_shown:
                 self.instructions_note_shown = True
@@ -209,7 +234,7 @@ class BenchSession:
         self.write()
 
     def document_session(self) -> dict:
-        return {"versions": versions(), "config": self.config.document(),
+        return {"versions": versions(), "config": self.config.document(self.devices),
                 "baseline_session_id": self.session_id,
                 "runners": {name: {"kind": spec.kind, "labels": dict(spec.labels),
                                    "path": str(spec.path) if spec.path else None}
@@ -273,15 +298,23 @@ class BenchSession:
         return written + ([summary] if summary else []), problems
 
     def close(self) -> None:
-        """Remove what the session left on a remote device."""
-        cleanup = getattr(self._device, "cleanup", None)
-        if cleanup is not None:
-            cleanup()
+        """Remove what the session left on remote devices (one that is gone is skipped) and
+        stop the runners; a device whose cleanup fails costs the others nothing: the failures
+        are raised together, one line."""
+        problems = []
+        for device in self._devices.values():
+            cleanup = getattr(device, "cleanup", None)
+            if cleanup is not None:
+                try:
+                    cleanup()
+                except Sme2Error as e:
+                    problems.append(str(e))
         for runner in self._runners.values():  # the python runner's fork server
             close = getattr(runner, "close", None)
             if close is not None:
                 close()
-        if self.config.device == "host":   # started ahead and never used
-            from pytest_sme2.runners.fork_server import shared_server
+        from pytest_sme2.runners.fork_server import shared_server
 
-            shared_server().stop()
+        shared_server().stop()   # started ahead and never used, or used: ends with the session
+        if problems:
+            raise Sme2Error("; ".join(problems))

@@ -1,7 +1,9 @@
 """An Android phone over adb (adbutils talking to an adb server, local or on another machine).
 
 Spec: ``android`` (the one attached device), ``android:SERIAL``, ``android:SERIAL@HOST:PORT``
-(a device on another machine's adb server; ``android:@HOST:PORT`` for its only device).
+(a device on another machine's adb server; ``android:@HOST:PORT`` for its only device);
+``android:*`` and ``android:*@HOST:PORT`` name every ready device of that server and are expanded
+into one ``android:SERIAL[@HOST:PORT]`` spec each before a session opens any (:func:`expand_all`).
 
 A run stages files in one per-session folder, ``/data/local/tmp/pytest-sme2-<session>/``:
 ``runner-<digest>/`` holds the executable and its libraries (two builds of one runner, e.g. SME2
@@ -116,10 +118,12 @@ def state_problem(serial: str, state: str) -> str | None:
             "normally and run again")
 
 
-def open_android(spec: str, *, taskset: str | None = "auto",
-                 session_id: str | None = None) -> "AndroidDevice":
-    """Resolve ``spec`` against the adb server's device list; DeviceError says what to do."""
-    parsed = parse_spec(spec)
+ALL = "*"                               # android:* — every authorised device of a server
+
+
+def _list_server(parsed: AndroidSpec
+                 ) -> tuple[adbutils.AdbClient, dict[str, str]]:
+    """The adb server ``parsed`` names and its devices (serial -> state)."""
     host, port = _server_address(parsed)
     if parsed.host is not None:
         # adbutils starts a LOCAL server when it cannot connect: probe a remote one first.
@@ -135,6 +139,35 @@ def open_android(spec: str, *, taskset: str | None = "auto",
     except (AdbError, OSError, EOFError, subprocess.SubprocessError) as e:   # start-server too
         raise DeviceError(f"cannot talk to the adb server at {host}:{port} ({e}); is adb "
                           "installed and working (`adb devices`)?") from None
+    return client, listed
+
+
+def expand_all(spec: str) -> tuple[list[str], list[str]]:
+    """``android:*`` (or ``android:*@HOST:PORT``): one spec per attached device of that adb
+    server that is ready for commands, in the server's order, and one line per device left
+    out (unauthorized, offline) saying what to do. No ready device at all: DeviceError."""
+    parsed = parse_spec(spec)
+    server = f"@{parsed.host}:{parsed.port}" if parsed.host is not None else ""
+    listed = _list_server(parsed)[1]
+    ready = [f"android:{s}{server}" for s, st in listed.items() if st == "device"]
+    skipped = [f"--device {spec}: left out {p}" for s, st in listed.items()
+               if (p := state_problem(s, st))]
+    if not ready:
+        where = f"the adb server at {parsed.host}:{parsed.port}" if server else "adb"
+        raise DeviceError(f"--device {spec}: {where} lists no device ready for commands"
+                          + (f" ({_listing(listed)})" if listed else "")
+                          + "; connect and authorise one, or name the devices to use")
+    return ready, skipped
+
+
+def open_android(spec: str, *, taskset: str | None = "auto",
+                 session_id: str | None = None) -> "AndroidDevice":
+    """Resolve ``spec`` against the adb server's device list; DeviceError says what to do."""
+    parsed = parse_spec(spec)
+    if parsed.serial == ALL:
+        raise DeviceError(f"--device {spec} names every device of an adb server, which only a "
+                          "pytest session runs on; name one here: android:SERIAL")
+    client, listed = _list_server(parsed)
     serial = parsed.serial
     if serial is None:
         if not listed:
@@ -142,7 +175,8 @@ def open_android(spec: str, *, taskset: str | None = "auto",
                               "use --device host")
         if len(listed) > 1:
             raise DeviceError(f"more than one Android device is attached ({_listing(listed)}); "
-                              "pick one with --device android:SERIAL")
+                              "pick one with --device android:SERIAL, or use them all with "
+                              "--device 'android:*'")
         serial = next(iter(listed))
     if serial not in listed:
         raise DeviceError(f"Android device {serial!r} is not attached; attached: "

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+import re
+from typing import TYPE_CHECKING, Protocol, Sequence
 
 from pytest_sme2.devices.facts import DeviceFacts
 from pytest_sme2.errors import Sme2Error
@@ -33,6 +34,40 @@ class Device(Protocol):
     def run(self, runner: Runner, request: RunRequest) -> RunOutcome:
         """Run ``request`` with ``runner``; on return ``request.etdump`` is a fresh file."""
         ...
+
+
+# Devices whose runs execute on this machine's own CPU: the host, and QEMU (which emulates on
+# it). Their measurements share one scheduling group, so they never overlap each other.
+HOST_CPU_KINDS = ("host", "qemu")
+HOST_GROUP = "host"
+
+
+def resolve_devices(specs: Sequence[str]) -> tuple[tuple[str, ...], list[str]]:
+    """The devices a session runs on: ``specs`` in order with ``android:*[@HOST:PORT]``
+    expanded into one spec per ready device of that adb server; duplicates once. Also the
+    lines saying which listed devices were left out and why (unauthorized, offline)."""
+    out: list[str] = []
+    notes: list[str] = []
+    for spec in specs:
+        kind, _, rest = spec.partition(":")
+        if kind == "android" and rest.partition("@")[0] == "*":
+            from pytest_sme2.devices.android import expand_all
+
+            ready, skipped = expand_all(spec)
+            out += ready
+            notes += skipped
+        else:
+            out.append(spec)
+    return tuple(dict.fromkeys(out)), notes
+
+
+def schedule_group(spec: str) -> str:
+    """The pytest-xdist group of a device's benchmarks: one group per device, so one worker at
+    a time measures on it; devices that run on this machine's CPU share the ``host`` group
+    (a QEMU run beside a host benchmark would slow it). No ``@``: xdist splits node ids there."""
+    if spec.split(":", 1)[0] in HOST_CPU_KINDS:
+        return HOST_GROUP
+    return re.sub(r"[^A-Za-z0-9_.:-]+", "_", spec)
 
 
 def open_device(spec: str, *, taskset: str | None = "auto",

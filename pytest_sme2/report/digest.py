@@ -95,10 +95,12 @@ class Unit:
     threads: int
     sides: list[Side]
     comparison: ComparisonRecord | None = None
+    device: str = ""                # set when the document holds several devices
 
     @property
     def point(self) -> str:
-        return f"{self.model} {self.dtype} t{self.threads}"
+        where = f" on {self.device}" if self.device else ""
+        return f"{self.model} {self.dtype} t{self.threads}{where}"
 
     @property
     def title(self) -> str:
@@ -111,6 +113,8 @@ class Unit:
         sep = "-vs-" if self.comparison else "-"
         text = f"{self.model}-{self.dtype}-t{self.threads}-" + sep.join(s.runner
                                                                         for s in self.sides)
+        if self.device:
+            text += f"-{self.device}"
         return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)
 
     @property
@@ -221,23 +225,27 @@ def make_side(runner: str, blocks: list[BenchmarkResult],
 
 
 def units(doc: ResultsDoc) -> list[Unit]:
-    """Comparisons first, in document order; then the other benchmarks by model/dtype/threads."""
+    """Comparisons first, in document order; then the other benchmarks by model/dtype/threads
+    (and device, when the document holds several: a unit never pools two devices)."""
+    several = len(device_labels(doc)) > 1
     claimed: set[str] = set()
     out: list[Unit] = []
     for c in doc.comparisons:
         claimed.update(c.base_blocks + c.candidate_blocks)
         sides = [make_side(c.base, doc.blocks(c.base_blocks)),
                  make_side(c.candidate, doc.blocks(c.candidate_blocks))]
-        out.append(Unit(c.model, c.dtype, int(c.threads), sides, c))
+        device = sides[0].blocks[0].device_label if several and sides[0].blocks else ""
+        out.append(Unit(c.model, c.dtype, int(c.threads), sides, c, device))
     groups: dict[tuple, dict[str, list[BenchmarkResult]]] = {}
     for b in doc.benchmarks:
         if b.nodeid in claimed:
             continue
-        key = (b.model, b.dtype, int(b.threads))
+        key = (b.model, b.dtype, int(b.threads), b.device_label if several else "")
         groups.setdefault(key, {}).setdefault(b.runner_name, []).append(b)
-    for (model, dtype, threads), runners_ in groups.items():
+    for (model, dtype, threads, device), runners_ in groups.items():
         out.append(Unit(model, dtype, threads,
-                        [make_side(name, blocks) for name, blocks in runners_.items()]))
+                        [make_side(name, blocks) for name, blocks in runners_.items()],
+                        device=device))
     return out
 
 
@@ -254,13 +262,44 @@ def by_model(us: list[Unit]) -> dict[str, list[Unit]]:
     return out
 
 
+def device_labels(doc: ResultsDoc) -> list[str]:
+    """The devices the benchmarks ran on, as reports name them, in the order they appear."""
+    return list(dict.fromkeys(b.device_label for b in doc.benchmarks))
+
+
+@dataclass(frozen=True)
+class DeviceRow:
+    """One model/dtype/threads/runner point with its latency on each device (None: not
+    measured there)."""
+
+    model: str
+    dtype: str
+    threads: int
+    runner: str
+    latency: dict[str, PooledLatency | None]
+
+
+def devices_side_by_side(doc: ResultsDoc) -> tuple[list[str], list[DeviceRow]]:
+    """Latency per model/dtype/threads/runner, one column per device: every block of that
+    point on that device pooled (a benchmark's blocks and a comparison's side alike)."""
+    labels = device_labels(doc)
+    points: dict[tuple, dict[str, list[BenchmarkResult]]] = {}
+    for b in doc.benchmarks:
+        key = (b.model, b.dtype, int(b.threads), b.runner_name)
+        points.setdefault(key, {}).setdefault(b.device_label, []).append(b)
+    rows = [DeviceRow(*key, latency={d: pool(per[d]) if d in per else None for d in labels})
+            for key, per in points.items()]
+    return labels, rows
+
+
 def devices(doc: ResultsDoc) -> list[dict[str, Any]]:
     """The distinct devices the benchmarks ran on (the session's device without benchmarks)."""
     seen: dict[str, dict] = {}
     for b in doc.benchmarks:
         d = b.device or {}
         if d:
-            key = "|".join(str(d.get(k)) for k in ("kind", "serial", "cpu", "abi", "sme2"))
+            key = "|".join(str(d.get(k)) for k in ("spec", "kind", "serial", "cpu", "abi",
+                                                   "sme2"))
             seen.setdefault(key, d)
     if not seen and doc.session.get("device"):
         return [doc.session["device"]]

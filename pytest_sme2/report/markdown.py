@@ -33,10 +33,10 @@ import jinja2
 from pytest_sme2.analysis.categories import CONVOLUTION, GEMM
 from pytest_sme2.compare import FASTER, SLOWER
 from pytest_sme2.report.digest import (SHARE_GROWTH_PP, Unit, by_model, category_order,
-                                       devices, finite, runners, units)
+                                       devices, devices_side_by_side, finite, runners, units)
 from pytest_sme2.report.recommend import recommendations
-from pytest_sme2.results import (OutputCheck, ResultsDoc, atomic_write_text, load_results,
-                                 pool_startup)
+from pytest_sme2.results import (OutputCheck, ResultsDoc, atomic_write_text, device_label,
+                                 load_results, pool_startup)
 
 REPORT_FILE = "report.md"
 CHART_DIR = "charts"
@@ -66,7 +66,8 @@ EVIDENCE_INTRO = (
     "micro-kernels that ran), indicated (KleidiAI packed operators ran on a device that "
     "reports SME2, no trace), absent, or unknown. On an emulated CPU every run is traced: the "
     "micro-kernels listed as executed are the functions whose code QEMU translated to run.")
-DEVICE_FIELDS = (("kind", "kind"), ("model", "model"), ("serial", "serial"), ("cpu", "CPU / SoC"),
+DEVICE_FIELDS = (("spec", "--device"), ("kind", "kind"), ("model", "model"), ("serial", "serial"),
+                 ("cpu", "CPU / SoC"),
                  ("abi", "ABI"), ("os", "OS"), ("kernel", "kernel"), ("cores", "cores"),
                  ("sme", "SME (hwcaps)"), ("sme2", "SME2 (hwcaps)"),
                  ("executorch", "ExecuTorch"))
@@ -178,8 +179,8 @@ def _device_table(doc: ResultsDoc) -> dict[str, Any] | None:
     extra_keys = list(dict.fromkeys(k for d in devs for k in (d.get("extra") or {})))
     rows += [(k, [_value((d.get("extra") or {}).get(k)) if k in (d.get("extra") or {}) else "—"
                   for d in devs]) for k in extra_keys]
-    return {"headers": [f"device {i + 1}" for i in range(len(devs))] if len(devs) > 1
-            else ["device"], "rows": rows}
+    return {"headers": [device_label(d) for d in devs] if len(devs) > 1 else ["device"],
+            "rows": rows}
 
 
 def _versions(doc: ResultsDoc) -> list[tuple[str, str]]:
@@ -239,6 +240,7 @@ def _latency_rows(us: list[Unit]) -> list[dict[str, Any]]:
             if u.comparison:
                 role = "base" if i == 0 else f"{fmt_x(u.speedup)} {fmt_ci(u.speedup)}"
             rows.append({"model": u.model, "dtype": u.dtype, "threads": u.threads,
+                         "device": u.device,
                          "runner": s.runner, "blocks": p.blocks, "n": p.n,
                          "median": p.median_ms, "mean": p.mean_ms, "min": p.min_ms,
                          "max": p.max_ms, "std": p.std_ms, "cv": p.cv_pct, "speedup": role})
@@ -286,6 +288,19 @@ def _startup_notes(rows: list[dict[str, Any]]) -> list[str]:
                 runners.append(r["runner"])
         notes += [f"{what} ({', '.join(rs)}): {src}." for src, rs in by_source.items() if src]
     return notes
+
+
+def _by_device(doc: ResultsDoc) -> dict[str, Any] | None:
+    """Latency of each point on each device, one column per device (several devices only)."""
+    labels, rows = devices_side_by_side(doc)
+    if len(labels) < 2:
+        return None
+    return {"headers": [f">{label}" for label in labels],
+            "rows": [{"model": r.model, "dtype": r.dtype, "threads": r.threads,
+                      "runner": r.runner,
+                      "cells": [f"{fmt_ms(p.median_ms)} ({fmt_pct(p.cv_pct)})" if p else "—"
+                                for p in r.latency.values()]}
+                     for r in rows]}
 
 
 def _outputs_text(out: OutputCheck | None) -> str:
@@ -649,6 +664,7 @@ def context(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = No
         "versions": _versions(doc),
         "configuration": _configuration(doc, us),
         "latency": _latency_rows(us),
+        "by_device": _by_device(doc),
         "speedups": _speedup_rows(us),
         "startup": (startup := _startup_rows(us)),
         "startup_notes": _startup_notes(startup),

@@ -23,11 +23,14 @@ def _record(c: ComparisonRecord | Mapping[str, Any]) -> ComparisonRecord:
     return c if isinstance(c, ComparisonRecord) else ComparisonRecord.from_json(c)
 
 
-def benchmark_line(r: BenchmarkResult) -> str:
+def benchmark_line(r: BenchmarkResult, device: bool = False) -> str:
+    """``device``: name the device too (a session on several)."""
     e = r.e2e
     ev = r.kernel_evidence
     sme2 = f"; SME2 {ev.sme2}" if ev is not None and ev.traced else ""
-    return (f"sme2: {r.model} {r.dtype} t{r.threads} {r.runner_name}: Method::execute median "
+    where = f" on {r.device_label}" if device else ""
+    return (f"sme2: {r.model} {r.dtype} t{r.threads} {r.runner_name}{where}: Method::execute "
+            "median "
             f"{e.median_ms:.3f} ms, p90 {e.p90_ms:.3f} ms, CV {e.cv_pct:.1f}%, "
             f"n={e.n} (+{r.warmup} warm-up discarded){sme2}"
             + _instructions(r) + _startup(r.startup) + (EMULATED if r.emulated else ""))
@@ -87,7 +90,8 @@ def cooldown_lines(r: BenchmarkResult, told: bool = False) -> list[str]:
             f"{c.waited_s:.0f} s: {c.summary()}; measured, kept and flagged"]
 
 
-def comparison_line(c: ComparisonRecord | Mapping[str, Any]) -> str:
+def comparison_line(c: ComparisonRecord | Mapping[str, Any], device: str | None = None) -> str:
+    """``device``: name the device too (a session on several)."""
     c = _record(c)
     s, out = c.speedup, c.outputs
     outputs = "" if not out else (
@@ -95,7 +99,8 @@ def comparison_line(c: ComparisonRecord | Mapping[str, Any]) -> str:
         f"{out.max_rel_diff:.3g})" if out.equal else
         f", OUTPUTS DIFFER (max |diff| {out.max_abs_diff:.3g}, relative "
         f"{out.max_rel_diff:.3g}, tolerance {out.tolerance:.3g})")
-    return (f"sme2: {c.candidate} vs {c.base} on {c.point}: "
+    where = f" on {device}" if device else ""
+    return (f"sme2: {c.candidate} vs {c.base} on {c.point}{where}: "
             f"speed-up {s.point:.3f}x [{s.low:.3f}, {s.high:.3f}], medians "
             f"{c.base_median_ms:.3f} -> {c.candidate_median_ms:.3f} ms over "
             f"{len(c.base_blocks)} blocks each: {c.verdict}{outputs}"
@@ -166,14 +171,15 @@ def _with_blocks(first: BenchmarkResult, results: list[BenchmarkResult]
                       (r.nodeid, r.model, r.dtype, r.threads, r.runner_name) == same]
 
 
-def summary_table(results: Iterable[BenchmarkResult],
-                  comparisons: Iterable[ComparisonRecord | Mapping[str, Any]] = ()
-                  ) -> list[str]:
-    results = list(results)
+EMULATED_SUMMARY = ("emulated: measured on an emulated CPU (QEMU); its times and speed-ups say "
+                    "nothing about speed — the SME2 column and the outputs are what it proves")
+
+
+def _rows(results: list[BenchmarkResult],
+          comparisons: Iterable[ComparisonRecord]) -> list[tuple[str, ...]]:
     by_id = {r.nodeid: r for r in results}
-    rows = [COLUMNS]
-    rows += [_row(r.name, _with_blocks(r, results), "") for r in results if r.block is None]
-    for c in map(_record, comparisons):
+    rows = [_row(r.name, _with_blocks(r, results), "") for r in results if r.block is None]
+    for c in comparisons:
         s = c.speedup
         base = [by_id[n] for n in c.base_blocks if n in by_id]
         cand = [by_id[n] for n in c.candidate_blocks if n in by_id]
@@ -184,10 +190,33 @@ def summary_table(results: Iterable[BenchmarkResult],
             rows.append(_row(c.name, cand,
                              f"{s.point:.2f}x [{s.low:.2f}, {s.high:.2f}]{mark}",
                              judged.get(c.candidate, {})))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
+    return rows
+
+
+def summary_table(results: Iterable[BenchmarkResult],
+                  comparisons: Iterable[ComparisonRecord | Mapping[str, Any]] = ()
+                  ) -> list[str]:
+    """One row per benchmark and per comparison side. Results from several devices get a
+    device column, each device's rows together (devices in the order they first measured)."""
+    results = list(results)
+    comparisons = list(map(_record, comparisons))
+    devices = list(dict.fromkeys(r.device_label for r in results))
+    columns: tuple[str, ...] = COLUMNS
+    numeric = _NUMERIC
+    if len(devices) > 1:
+        columns, numeric = ("device", *COLUMNS), {i + 1 for i in _NUMERIC}
+        rows = [columns]
+        for dev in devices:
+            mine = [r for r in results if r.device_label == dev]
+            ids = {r.nodeid for r in mine}
+            rows += [(dev, *row) for row in _rows(mine, [c for c in comparisons
+                                                         if set(c.base_blocks) & ids])]
+    else:
+        rows = [columns] + _rows(results, comparisons)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(columns))]
 
     def fmt(row):
-        return "  ".join(c.rjust(w) if i in _NUMERIC else c.ljust(w)
+        return "  ".join(c.rjust(w) if i in numeric else c.ljust(w)
                          for i, (c, w) in enumerate(zip(row, widths))).rstrip()
 
     lines = [fmt(rows[0]), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows[1:]]
@@ -198,8 +227,7 @@ def summary_table(results: Iterable[BenchmarkResult],
                      f"{c.target_c:g} °C or throttling when the {c.timeout_s:g} s cooldown "
                      "ran out (kept; flagged in results.json and report.md)")
     if any(r.emulated for r in results):
-        lines.append("emulated: measured on an emulated CPU (QEMU); its times and speed-ups say "
-                     "nothing about speed — the SME2 column and the outputs are what it proves")
+        lines.append(EMULATED_SUMMARY)
     return lines
 
 

@@ -119,6 +119,15 @@ class FakeAndroidConfig:
     silent: bool = False            # accept TCP but never answer CNXN
     drop_on: str | None = None      # regex: drop the TCP connection once such a command starts
     drop_after_s: float = 0.2
+    # regex: when the ``vanish_at``-th command matching ``vanish_on`` arrives, the phone is gone
+    # for good (stops listening, drops its connections; that command never runs), as a phone
+    # unplugged mid-session.
+    vanish_on: str | None = None
+    vanish_at: int = 2
+    # regex: commands matching it first wait this long, as work the phone's own CPU does (a
+    # stand-in for a real phone's benchmark time that costs this machine nothing)
+    busy_on: str | None = None
+    busy_s: float = 0.0
     fail_push: str | None = None    # regex on device paths: SEND answers FAIL
     serial_no: str = "FAKE0001"
     # "host": pushed programs are host programs. "aarch64": aarch64 ELF programs run under QEMU
@@ -129,6 +138,13 @@ class FakeAndroidConfig:
     qemu_cpu: str = "max"
     probe: Path | None = None       # aarch64 sme2_probe: the emulated CPU's hwcaps
     trace_dir: Path | None = None   # aarch64: each program's QEMU in_asm log and maps file here
+
+
+@dataclass(frozen=True)
+class CommandSpan:
+    cmd: str
+    start: float                    # time.monotonic() when the command started
+    end: float                      # ... and when it exited
 
 
 class _Gone(Exception):
@@ -145,6 +161,7 @@ class FakeAdbDevice:
             raise ValueError(f"sandbox path {self.root} must be plain [A-Za-z0-9_./-]")
         self.config = config or FakeAndroidConfig()
         self.commands: list[str] = []       # shell commands as the device received them
+        self.spans: list[CommandSpan] = []  # each shell command's start and end (monotonic)
         self.sends: list[str] = []          # device paths of SEND requests (pushes)
         self.recvs: list[str] = []          # device paths of RECV requests (pulls)
         self.connections = 0
@@ -247,6 +264,26 @@ class FakeAdbDevice:
                 self._dropped = True     # once: adb reconnects and later commands must work
                 return True
         return False
+
+    def _vanishes(self, cmd: str) -> bool:
+        """Whether ``cmd`` (just received) is the one the phone is unplugged at; if so it is
+        being unplugged."""
+        pattern = self.config.vanish_on
+        if not pattern or not re.search(pattern, cmd):
+            return False
+        with self._lock:
+            seen = sum(1 for c in self.commands if re.search(pattern, c))
+        if seen != self.config.vanish_at:
+            return False
+        # Not from this thread: stop() joins the acceptor and aborts every connection.
+        threading.Thread(target=self.stop, daemon=True).start()
+        return True
+
+    def overlapping(self, pattern: str) -> list[tuple["CommandSpan", "CommandSpan"]]:
+        """Pairs of commands matching ``pattern`` that ran at the same time on this phone."""
+        spans = sorted((s for s in self.spans if re.search(pattern, s.cmd)),
+                       key=lambda s: s.start)
+        return [(a, b) for a, b in zip(spans, spans[1:]) if b.start < a.end]
 
     def _track(self, proc: subprocess.Popen) -> None:
         with self._lock:
@@ -470,7 +507,12 @@ def _shell(stream: _Stream, cmd: str, v2: bool) -> None:
     dev = stream.dev
     with dev._lock:
         dev.commands.append(cmd)
+    if dev._vanishes(cmd):
+        return
     dev._thermal_read(cmd)
+    start = time.monotonic()
+    if dev.config.busy_on and re.search(dev.config.busy_on, cmd):
+        time.sleep(dev.config.busy_s)
     env = {"PATH": f"{dev.root}/bin:/usr/bin:/bin", "HOME": f"{dev.root}/data/local/tmp",
            "TMPDIR": f"{dev.root}/data/local/tmp", "FAKE_ANDROID_ROOT": str(dev.root),
            "LANG": "C", "LC_ALL": "C"}
@@ -516,6 +558,8 @@ def _shell(stream: _Stream, cmd: str, v2: bool) -> None:
     rc = 128 - rc if rc < 0 else rc     # killed by signal N: the shell convention 128+N
     if v2:
         stream.write(bytes([3]) + struct.pack("<I", 1) + bytes([rc & 0xFF]))
+    with dev._lock:
+        dev.spans.append(CommandSpan(cmd, start, time.monotonic()))
 
 
 def _stat_v1(path: Path | None) -> bytes:

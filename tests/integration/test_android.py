@@ -225,7 +225,8 @@ def test_two_devices_and_no_serial_lists_them(adb_server, fake_android, tmp_path
     listed = _msg(ei).split("(")[1].split(")")[0].split(", ")
     assert sorted(listed) == serials
     assert _msg(ei) == (f"more than one Android device is attached ({', '.join(listed)}); "
-                        "pick one with --device android:SERIAL")
+                        "pick one with --device android:SERIAL, or use them all with "
+                        "--device 'android:*'")
 
 
 def test_unknown_serial_lists_attached(fake_android):

@@ -53,3 +53,20 @@ def test_python_runner_on_the_phone_fails_clearly(phone_session):
     res.assert_outcomes(failed=1)
     res.stdout.fnmatch_lines(["*runner 'python' runs only on the host*"])
     assert "Traceback" not in res.stdout.str()
+
+
+def test_the_host_runners_test_skips_on_a_phone_that_runs_host_programs(
+        pytester, run_pytest, fake_android, adb_server, monkeypatch, export_cache, toy_export):
+    """benchmarks/test_sme2.py compares the Python runtime with the native runner: the fake
+    phone runs host programs, but the Python runtime never runs on a phone."""
+    from pathlib import Path
+
+    for key, value in adb_server.env.items():
+        monkeypatch.setenv(key, value)
+    source = Path(__file__).parents[2] / "benchmarks" / "test_sme2.py"
+    pytester.makepyfile(test_sme2=source.read_text())
+    res = run_pytest(f"--device=android:{fake_android.serial}", "-rs", "-k", "host_runners",
+                     f"--sme2-cache-dir={export_cache}")
+    res.assert_outcomes(skipped=1)
+    res.stdout.fnmatch_lines(["*the Python runtime runs on the host only, not on --device "
+                              f"android:{fake_android.serial}*"])

@@ -22,7 +22,7 @@ def test_defaults():
     cfg = _config()
     assert cfg.settings == BenchSettings(runs=30, warmup=3, report_dir=Path("/repo/sme2-report"),
                                          cache_dir=None, reexport=False, timeout_s=600.0)
-    assert cfg.device == "host" and cfg.runners == () and cfg.taskset == "auto"
+    assert cfg.devices == ("host",) and cfg.runners == () and cfg.taskset == "auto"
     assert (cfg.models, cfg.dtypes, cfg.threads) == (
         ("toy_cnn", "mobilenet_v3_small", "vit_tiny"), ("fp32", "fp16", "int8"), (1, 2))
     assert cfg.blocks == 5 and not cfg.emulated
@@ -62,7 +62,8 @@ def test_every_value():
                                   categories=("GEMM", "Convolution"), confirm_blocks=0)
     assert cfg.gate.enforced and cfg.gate.threshold_pct == 7.5
     assert _config(sme2_gate_categories="GEMM,all").gate.categories == ("all",)
-    assert cfg.document() == {"device": "android:R5CX@127.0.0.1:5037", "runs": 30,
+    assert cfg.document() == {"device": "android:R5CX@127.0.0.1:5037",
+                              "devices": ["android:R5CX@127.0.0.1:5037"], "runs": 30,
                               "warmup": 0, "blocks": 3, "taskset": None,
                               "min_speedup": {"fp16": 2.0}}
 

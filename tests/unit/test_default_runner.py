@@ -34,7 +34,7 @@ def test_without_a_native_runner_the_host_default_is_python_said_once(monkeypatc
 
 def test_other_devices_default_to_the_native_runner_without_building_here(monkeypatch):
     monkeypatch.setattr(RunnerSpec, "make", lambda *a, **k: (_ for _ in ()).throw(AssertionError))
-    assert BenchSession(Sme2Config(device="android")).default_runner() == "native"
+    assert BenchSession(Sme2Config(devices=("android",))).default_runner() == "native"
 
 
 def test_closing_the_session_closes_its_runners():

@@ -167,7 +167,7 @@ def test_the_session_starts_the_server_only_for_declared_python_runners(monkeypa
     assert started == []
     session.start_ahead({"native", "python"})
     assert started == [sys.executable]
-    BenchSession(Sme2Config(device="qemu")).start_ahead({"python"})
+    BenchSession(Sme2Config(devices=("qemu",))).start_ahead({"python"})
     assert started == [sys.executable]              # the python runner runs on the host only
 
 

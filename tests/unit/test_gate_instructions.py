@@ -96,8 +96,9 @@ def test_off_the_host_one_line_per_session_and_time_only():
 
     from pytest_sme2.session import BenchSession
 
-    session, lines = BenchSession(), []
-    session._device = SimpleNamespace(spec="android:R5", target="aarch64-linux-android")
+    session, lines = BenchSession(devices=("android:R5",)), []
+    session._devices["android:R5"] = SimpleNamespace(spec="android:R5",
+                                                     target="aarch64-linux-android")
     for _ in range(3):
         r = _result()
         session.count_instructions(r, lines.append)

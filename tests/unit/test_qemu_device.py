@@ -115,15 +115,15 @@ class _FakeQemu:
 
 
 def test_session_offers_the_masked_pair_only_on_an_sme2_qemu_device():
-    session = BenchSession(Sme2Config(device="qemu"))
-    session._device = _FakeQemu(True)
+    session = BenchSession(Sme2Config(devices=("qemu",)))
+    session._devices["qemu"] = _FakeQemu(True)
     assert session.sme2_runner("off") == "sme2_off"
     assert session.sme2_runner("on") == "sme2_on"
     assert session.specs["sme2_off"].hwcap_mask == "sme"
     assert session.default_runner() == "native"
 
-    no_sme2 = BenchSession(Sme2Config(device="qemu:max,sme=off"))
-    no_sme2._device = _FakeQemu(False)
+    no_sme2 = BenchSession(Sme2Config(devices=("qemu:max,sme=off",)))
+    no_sme2._devices["qemu:max,sme=off"] = _FakeQemu(False)
     assert no_sme2.sme2_runner("off") is None
 
     host = BenchSession()
@@ -131,8 +131,8 @@ def test_session_offers_the_masked_pair_only_on_an_sme2_qemu_device():
 
 
 def test_configured_runners_win_over_the_masked_pair():
-    session = BenchSession(Sme2Config(device="qemu", runners=("mine=/opt/r,sme2=off",)))
-    session._device = _FakeQemu(True)
+    session = BenchSession(Sme2Config(devices=("qemu",), runners=("mine=/opt/r,sme2=off",)))
+    session._devices["qemu"] = _FakeQemu(True)
     assert session.sme2_runner("off") == "mine"
 
 

@@ -343,7 +343,9 @@ def test_two_devices_get_a_column_each():
     for b in doc["benchmarks"][5:]:
         b["device"] = copy.deepcopy(HOST_NO_SME2)
     meta = section(render_markdown(doc), "Metadata")
-    assert table_rows(meta, "fact")[0] == ["fact", "device 1", "device 2"]
+    # Each column is named as the rest of the report names the device (results without the
+    # --device spec: its serial).
+    assert table_rows(meta, "fact")[0] == ["fact", "R5CX1234", "vm"]
     assert table_rows(meta, "ABI")[0][1:] == ["arm64-v8a", "x86_64"]
 
 
