@@ -95,6 +95,11 @@ def cache_key(model: str, dtype: str) -> str:
     return h.hexdigest()[:16]
 
 
+# Hits verified in this process, by .pte path, size and mtime: a session looks each export up
+# once per block, and hashing a 10 MB .pte every time costs more than the lookup.
+_VERIFIED: dict[tuple[str, int, int], ExportedModel] = {}
+
+
 def _load_hit(model: str, dtype: str, key: str, folder: Path) -> ExportedModel | None:
     try:
         meta = json.loads((folder / META).read_text())
@@ -102,10 +107,24 @@ def _load_hit(model: str, dtype: str, key: str, folder: Path) -> ExportedModel |
         return None
     if not all((folder / f).is_file() for f in (PTE, ETRECORD, INPUTS, INPUTS + ".json")):
         return None
+    stat = (folder / PTE).stat()
+    seen = (str(folder / PTE), stat.st_size, stat.st_mtime_ns)
+    if seen in _VERIFIED and _VERIFIED[seen].meta == meta:
+        return _VERIFIED[seen]
     # A damaged or replaced .pte is a miss, not a hit: hashing ~10 MB costs milliseconds.
     if meta.get("pte_sha256") != _sha256(folder / PTE):
         return None
-    return ExportedModel(model, dtype, key, folder, meta)
+    _VERIFIED[seen] = ExportedModel(model, dtype, key, folder, meta)
+    return _VERIFIED[seen]
+
+
+def cached_export(model: str, dtype: str, cache_dir: Path | None = None) -> ExportedModel | None:
+    """The cached export of ``model`` in ``dtype`` if the cache has a sound one; never exports."""
+    if dtype not in DTYPES:
+        return None
+    cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
+    key = cache_key(model, dtype)
+    return _load_hit(model, dtype, key, cache_dir / model / f"{dtype}-{key}")
 
 
 def _sha256(path: Path) -> str:

@@ -140,7 +140,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
                 for marker in item.iter_markers("sme2")
                 for name in marker.kwargs.get("runners", ())}
     if declared:
-        session.config.stash[SESSION_KEY].start_ahead(declared)
+        cases = [case for item in session.items
+                 if isinstance(case := getattr(getattr(item, "callspec", None), "params",
+                                               {}).get("sme2_case"), Case)]
+        session.config.stash[SESSION_KEY].start_ahead(
+            declared, [(c.model, c.dtype) for c in cases])
 
 
 def _matrix(config: pytest.Config) -> list[Case]:

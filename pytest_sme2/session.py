@@ -47,6 +47,7 @@ class BenchSession:
     _host_default: dict[str, str] = field(default_factory=dict)             # by device
     _writer: "ResultsWriter | None" = None    # results.json, laid out once per benchmark
     instructions_note_shown: bool = False     # --sme2-measure instructions off the host: said
+    _prefetch: list[tuple[str, str]] = field(default_factory=list)   # (model, dtype), see quiet
 
     def __post_init__(self) -> None:
         self.specs: dict[str, RunnerSpec] = runner_specs(list(self.config.runners),
@@ -142,18 +143,22 @@ class BenchSession:
         device = self.device(spec)
         return device.target == "aarch64-linux-gnu" and device.facts().sme2 is True
 
-    def start_ahead(self, runners: Iterable[str]) -> None:
+    def start_ahead(self, runners: Iterable[str],
+                    points: Iterable[tuple[str, str]] = ()) -> None:
         """Start now what the session's benchmarks would otherwise wait for in the middle of
         it: on the host, the python runner's fork server, whose imports (torch, the runtime)
         take a second or more. ``runners``: the names collected tests declare they use
         (``@pytest.mark.sme2(runners=[...])``). :meth:`quiet` waits for the server before
-        anything is measured, so nothing of ours competes with a measurement for the CPU."""
+        anything is measured, so nothing of ours competes with a measurement for the CPU, and
+        meanwhile looks up the exports of ``points`` (model, dtype) the collected benchmarks
+        will measure."""
         if "host" not in (self.devices or ()):
             return
         if any(spec.kind == "python" for name, spec in self.specs.items() if name in runners):
             from pytest_sme2.runners.fork_server import shared_server
 
             shared_server().start()
+            self._prefetch = list(dict.fromkeys(points))
 
     def quiet(self) -> None:
         """Before a measurement: wait for a fork server :meth:`start_ahead` started (on any
@@ -166,11 +171,24 @@ class BenchSession:
         if not server.starting:
             return
         import pytest_sme2.bench  # noqa: F401 - pandas and the analysis: the first block's
+        from pytest_sme2.etrecord import read_etrecord
+        from pytest_sme2.export import cached_export
+        from pytest_sme2.report.markdown import environment
 
         try:
             import matplotlib.figure  # noqa: F401 - the report's charts, drawn at the end
         except ImportError:
             pass   # the report says charts were left out
+        environment()   # the report's templates, compiled once per process
+        for model, dtype in self._prefetch:   # verified and read once, here: not per block
+            if not server.starting:
+                break
+            try:
+                hit = cached_export(model, dtype, self.settings.cache_dir)
+                if hit is not None:
+                    read_etrecord(hit.etrecord)
+            except Sme2Error:
+                pass   # the benchmark itself says what is wrong with it
         server.address()
 
     def measure(self, run: BenchmarkRun, runner: str,

@@ -273,7 +273,8 @@ def _startup_rows(us: list[Unit]) -> list[dict[str, Any]]:
                          "peak_mb": None if st.peak_rss_kb is None else st.peak_rss_kb / 1024,
                          "load_mb": None if st.load_rss_kb is None else st.load_rss_kb / 1024,
                          "vs_base": rel, "load_source": st.load_source,
-                         "memory_source": st.memory_source})
+                         "memory_source": st.memory_source,
+                         "emulated": any(b.emulated for b in side.blocks)})
     return rows
 
 
@@ -287,6 +288,11 @@ def _startup_notes(rows: list[dict[str, Any]]) -> list[str]:
             if r["runner"] not in runners:
                 runners.append(r["runner"])
         notes += [f"{what} ({', '.join(rs)}): {src}." for src, rs in by_source.items() if src]
+    emulated = list(dict.fromkeys(r["runner"] for r in rows if r["emulated"]))
+    if emulated:
+        notes.append(f"Emulated CPU ({', '.join(emulated)}): load and first-inference times "
+                     "say nothing about a real device's, and memory is the emulator's process "
+                     "(the guest's and QEMU's own, its translated code included).")
     return notes
 
 

@@ -88,10 +88,11 @@ def test_three_phones_on_two_servers_with_n3(pytester, run_pytest, shelf, second
     assert ran == Counter({(s, t): 1 for s in specs for t in (1, 2)})   # every case, each once
     assert all(b["nodeid"].endswith("]") for b in doc["benchmarks"]), doc["benchmarks"]
     assert sorted(doc["session"]["config"]["devices"]) == sorted(specs)
-    # No phone ever ran two benchmarks at once, and each ran its own two.
+    # No phone ever ran two runner processes at once, and each ran its own: two benchmarks,
+    # each its block and two load-only processes (--sme2-loads 3).
     for phone in shelf.values():
         runs = [s for s in phone.device.spans if re.search(RUN, s.cmd)]
-        assert len(runs) == 2, [s.cmd for s in runs]
+        assert len(runs) == 2 * 3, [s.cmd for s in runs]
         assert phone.device.overlapping(RUN) == []
         tmp = phone.root / "data" / "local" / "tmp"
         assert not [p for p in tmp.iterdir() if p.name.startswith("pytest-sme2-")]
@@ -142,8 +143,9 @@ def test_the_host_is_a_device_too_one_test_at_a_time_on_each(pytester, run_pytes
 @pytest.mark.parametrize("shelf", [{"vanish_on": RUN, "vanish_at": 2}], indirect=True)
 def test_a_phone_unplugged_mid_session_fails_only_its_own_remaining_cases(
         pytester, run_pytest, shelf, second_server, export_cache, toy_export):
+    # One process per benchmark (--sme2-loads 1): B's second run is its second benchmark's.
     res = _session(pytester, run_pytest, export_cache, second_server, "-n", "3",
-                   threads="1,2,3")
+                   "--sme2-loads=1", threads="1,2,3")
     b = shelf["b"].serial
     # A and C: all three cases; B: its first, then it is gone at its second run.
     res.assert_outcomes(passed=3 + 3 + 1, failed=2)

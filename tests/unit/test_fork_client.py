@@ -182,7 +182,7 @@ def test_collected_benchmarks_declare_their_runners_with_the_sme2_marker():
     items = [types.SimpleNamespace(iter_markers=lambda name, m=m: iter([m] if name == "sme2"
                                                                        else []))
              for m in (marker, plain)]
-    bench = types.SimpleNamespace(start_ahead=asked.append)
+    bench = types.SimpleNamespace(start_ahead=lambda runners, points: asked.append(runners))
     config = types.SimpleNamespace(stash={plugin.SESSION_KEY: bench})
     plugin.pytest_collection_finish(types.SimpleNamespace(items=items, config=config))
     assert asked == [{"python", "native"}]

@@ -322,3 +322,13 @@ def test_each_benchmark_page_has_its_load_and_memory(tmp_path):
     (page,) = (tmp_path / "details").glob("*.md")
     section = page.read_text().split("## Load and Memory", 1)[1].split("\n## ", 1)[0]
     assert "| 20.000 |" in section and "| base |" in section and "Memory (" in section
+
+
+def test_emulated_load_times_are_said_to_be_no_speed():
+    from pytest_sme2.report.markdown import _startup_notes
+
+    rows = [{"runner": "sme2_on", "load_source": "x", "memory_source": "y", "emulated": True}]
+    notes = _startup_notes(rows)
+    assert notes[-1].startswith("Emulated CPU (sme2_on): load and first-inference times say "
+                                "nothing about a real device's")
+    assert not any("Emulated" in n for n in _startup_notes([{**rows[0], "emulated": False}]))
