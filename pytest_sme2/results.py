@@ -71,6 +71,12 @@ class OperatorStats(_ItemAccess):
     module_paths: list[str] = field(default_factory=list)
     kernel_hint: str = ""
 
+    def to_json(self) -> dict[str, Any]:
+        """As ``dataclasses.asdict`` gives it, without its deep copy (hundreds per block)."""
+        d = dict(self.__dict__)
+        d["op_types"], d["module_paths"] = list(self.op_types), list(self.module_paths)
+        return d
+
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "OperatorStats":
         return cls(**_known(cls, d))
@@ -143,7 +149,7 @@ class ResultAnalysis:
 
     def to_json(self) -> dict[str, Any]:
         return {"categories_ms": self.categories_ms, "overheads_ms": self.overheads_ms,
-                "operators": [asdict(o) for o in self.operators],
+                "operators": [o.to_json() for o in self.operators],
                 "kernel_evidence": self.kernel_evidence.to_json() if self.kernel_evidence
                 else {}}
 

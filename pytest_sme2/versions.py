@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import platform
+from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 
 TRACKED = ("pytest-sme2", "executorch", "torch", "torchao")
 
 
+@cache   # a metadata lookup costs about a millisecond; a session asks hundreds of times
 def package_version(name: str) -> str:
     try:
         return version(name)
