@@ -363,32 +363,26 @@ def parse_progress(text: str) -> float | str | None:
     return seconds
 
 
-def parse_threshold(text: str) -> float | None:
-    """``--fail-on-regression``: a percentage of 0 or more, or "" (off)."""
-    if not text:
-        return None
+def _percentage(text: str, flag: str, also: str = "") -> float:
     try:
         pct = float(text)
     except ValueError:
         pct = math.nan
     if not pct >= 0 or math.isinf(pct):
-        raise Sme2Error(f"--fail-on-regression must be a percentage of 0 or more, got "
-                        f"{text!r}")
+        raise Sme2Error(f"{flag} must be a percentage of 0 or more{also}, got {text!r}")
     return pct
+
+
+def parse_threshold(text: str) -> float | None:
+    """``--fail-on-regression``: a percentage of 0 or more, or "" (off)."""
+    return _percentage(text, "--fail-on-regression") if text else None
 
 
 def parse_measure_threshold(dest: str, text: str) -> float | None:
     """``--sme2-load-threshold`` / ``--sme2-memory-threshold``: a percentage, or "off"."""
     if text.strip().lower() == "off":
         return None
-    try:
-        pct = float(text)
-    except ValueError:
-        pct = math.nan
-    if not pct >= 0 or math.isinf(pct):
-        raise Sme2Error(f"{_flag(dest)} must be a percentage of 0 or more or 'off', got "
-                        f"{text!r}")
-    return pct
+    return _percentage(text, _flag(dest), " or 'off'")
 
 
 def parse_min_speedup(text: str) -> dict[str, float]:
