@@ -21,7 +21,8 @@ from pytest_sme2.etrecord import read_etrecord
 from pytest_sme2.export import export_model
 from pytest_sme2.report.csv import write_csvs
 from pytest_sme2.report.trace import write_trace
-from pytest_sme2.results import BenchmarkResult, ResultAnalysis, RunContext, Startup
+from pytest_sme2.results import (BenchmarkResult, ProcessStartup, ResultAnalysis, RunContext,
+                                 Startup)
 from pytest_sme2.runners.base import Runner, RunRequest, parse_summary
 from pytest_sme2.settings import DEFAULT_MARGIN, MIN_BLOCKS, BenchSettings
 from pytest_sme2.tensorfile import read_tensors
@@ -114,7 +115,8 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
         startup=startup)
 
 
-def _cold_load(runner: Runner, device: Device, request: RunRequest, etdump: Path):
+def _cold_load(runner: Runner, device: Device, request: RunRequest,
+               etdump: Path) -> ProcessStartup:
     """One load-only process (load, one execute): a cold load time and first inference."""
     one = replace(request, etdump=etdump, runs=1, warmup=0, outputs=None)
     outcome = device.run(runner, one)
