@@ -181,14 +181,12 @@ class BenchSession:
             pass   # the report says charts were left out
         environment()   # the report's templates, compiled once per process
         for model, dtype in self._prefetch:   # verified and read once, here: not per block
-            if not server.starting:
-                break
             try:
                 hit = cached_export(model, dtype, self.settings.cache_dir)
                 if hit is not None:
                     read_etrecord(hit.etrecord)
-            except Sme2Error:
-                pass   # the benchmark itself says what is wrong with it
+            except Exception:  # noqa: BLE001 - the benchmark itself says what is wrong
+                pass
         server.address()
 
     def measure(self, run: BenchmarkRun, runner: str,
