@@ -111,9 +111,11 @@ def _export(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from pytest_sme2.analysis.latency import e2e_per_run, latency_stats
+    from pytest_sme2.analysis.startup import process_startup
     from pytest_sme2.devices import open_device
     from pytest_sme2.etdump import read_etdump
     from pytest_sme2.runners import RunRequest, parse_runner_spec
+    from pytest_sme2.runners.base import parse_summary
 
     pte = Path(args.pte)
     if not pte.is_file():
@@ -140,11 +142,17 @@ def _run(args: argparse.Namespace) -> int:
         cleanup = getattr(device, "cleanup", None)
         if cleanup:
             cleanup()
-    per_run = e2e_per_run(read_etdump(outcome.etdump), source=str(outcome.etdump))
+    events = read_etdump(outcome.etdump)
+    per_run = e2e_per_run(events, source=str(outcome.etdump))
     stats = latency_stats(per_run[per_run.index >= args.warmup])
+    start = process_startup(events, per_run, parse_summary(outcome.stdout))
+    load = "" if start.load_ms is None else f"; load {start.load_ms:.3f} ms"
+    load += "" if start.first_inference_ms is None else \
+        f", first inference {start.first_inference_ms:.3f} ms"
+    load += "" if start.peak_rss_kb is None else f", peak {start.peak_rss_kb / 1024:.1f} MB"
     print(f"{outcome.etdump}: {len(per_run)} runs ({args.warmup} warm-up) with "
           f"{runner.info.name} on {args.device}; Method::execute median {stats.median_ms:.3f} ms, "
-          f"p90 {stats.p90_ms:.3f} ms, CV {stats.cv_pct:.1f}%"
+          f"p90 {stats.p90_ms:.3f} ms, CV {stats.cv_pct:.1f}%{load}"
           + (" [emulated CPU: timings say nothing about speed]"
              if device.facts().extra.get("emulated") else ""))
     if outcome.kernel_trace:

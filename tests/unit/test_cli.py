@@ -1,5 +1,6 @@
 import json
 import random
+import re
 import subprocess
 import sys
 
@@ -61,7 +62,11 @@ def test_run_writes_an_etdump_that_analyze_reads(toy_export, tmp_path, runner, c
     out = tmp_path / "out dir" / f"{runner}.etdump"
     assert main(["run", str(toy_export.pte), "--runner", runner, "--runs", "5", "--warmup", "2",
                  "--inputs", str(toy_export.inputs), "--etdump", str(out)]) == 0
-    assert f"{out}: 7 runs (2 warm-up) with {runner} on host" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert f"{out}: 7 runs (2 warm-up) with {runner} on host" in said
+    # The cold start this one process had: its load, first inference and peak memory.
+    assert re.search(r"; load \d+\.\d{3} ms, first inference \d+\.\d{3} ms, peak \d+\.\d MB$",
+                     said.strip()), said
     doc = tmp_path / "a.json"
     assert main(["analyze", str(out), "--warmup", "2", "--etrecord", str(toy_export.etrecord),
                  "--json", str(doc)]) == 0
