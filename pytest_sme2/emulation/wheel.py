@@ -12,17 +12,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import Callable
 
+from pytest_sme2.buildcache import cached_build
 from pytest_sme2.emulation import SETUP_HINT, EmulationError, cache_root
-from pytest_sme2.locking import file_lock
 from pytest_sme2.versions import package_version
 
 PLATFORM = "manylinux_2_28_aarch64"
@@ -86,26 +84,24 @@ def target_executorch_dir(version: str | None = None,
     if hit:
         return hit
     entry = entry_dir(version)
-    with file_lock(wheels_cache_dir() / f".{entry.name}.lock"):
+
+    def lookup(_: Path) -> Path | None:
         try:
-            hit = cached_executorch_dir(version)  # another process fetched it while we waited
-        except EmulationError:
-            hit = None
-        if hit:
-            return hit
+            return cached_executorch_dir(version)
+        except EmulationError:   # another version or incomplete: replaced below
+            return None
+
+    def fill(out: Path) -> dict:
         say(f"downloading the aarch64 executorch {version} wheel ({PLATFORM}) ...")
-        tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{entry.name}-", dir=wheels_cache_dir()))
-        try:
-            wheel = _download(version, tmp / "download")
-            manifest = _unpack(wheel, version, tmp)
-            (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-            shutil.rmtree(tmp / "download")
-            shutil.rmtree(entry, ignore_errors=True)
-            os.rename(tmp, entry)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        manifest = _unpack(_download(version, out / "download"), version, out)
+        (out / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        shutil.rmtree(out / "download")
+        return manifest
+
+    folder, manifest = cached_build(entry, lookup, fill)
+    if manifest is not None:
         say(f"unpacked {manifest['wheel']} into {entry}")
-    return entry / "executorch"
+    return folder
 
 
 def download_command(version: str, dest: Path) -> list[str]:

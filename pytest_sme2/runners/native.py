@@ -28,8 +28,7 @@ from pathlib import Path
 from typing import Callable
 
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.buildcache import sources_hash
-from pytest_sme2.locking import file_lock
+from pytest_sme2.buildcache import cached_build, sources_hash
 from pytest_sme2.runners.base import RunnerError, RunnerInfo, RunRequest
 from pytest_sme2.versions import package_version
 
@@ -184,26 +183,18 @@ def build_native_runner(cache_dir: Path | None = None, force: bool = False,
 def _cached_build(cache_dir: Path, key: str, force: bool,
                   progress: Callable[[str], None] | None, what: str,
                   build: Callable[[Path, Path], dict]) -> Path:
-    folder = cache_dir / key
-    if not force and _is_built(folder):
-        return folder / BINARY
-    with file_lock(cache_dir / f".{key}.lock"):
-        if not force and _is_built(folder):  # another worker built it while we waited
-            return folder / BINARY
-        say = progress or (lambda msg: None)
+    say = progress or (lambda msg: None)
+
+    def fill(out: Path) -> dict:
         say(f"building the native runner ({what}) ...")
-        tmp = cache_dir / f".tmp-{key}-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        try:
-            manifest = build(tmp, cache_dir / f"build-{key}.failed.log")
-            if folder.exists():
-                shutil.rmtree(folder)
-            os.rename(tmp, folder)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-        say(f"built the native runner in {manifest['build_seconds']:.1f} s: {folder / BINARY}")
-    return folder / BINARY
+        return build(out, cache_dir / f"build-{key}.failed.log")
+
+    binary, manifest = cached_build(
+        cache_dir / key, lambda folder: folder / BINARY if _is_built(folder) else None, fill,
+        force)
+    if manifest is not None:
+        say(f"built the native runner in {manifest['build_seconds']:.1f} s: {binary}")
+    return binary
 
 
 def cached_native_runner(cache_dir: Path | None = None, target: str = HOST) -> Path | None:

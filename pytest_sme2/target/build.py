@@ -13,16 +13,13 @@ from __future__ import annotations
 import json
 import os
 import platform
-import shutil
 import subprocess
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from pytest_sme2.buildcache import sources_hash
+from pytest_sme2.buildcache import cached_build, sources_hash
 from pytest_sme2.emulation import EmulationError, cache_root
-from pytest_sme2.locking import file_lock
 from pytest_sme2.target import SOURCE_DIR
 
 TARGETS = ("aarch64-linux-gnu", "android-arm64")
@@ -124,30 +121,22 @@ def build_target_helpers(target: str = "aarch64-linux-gnu", cache_dir: Path | No
     cc_version = _compiler_version(cc)
     key = helpers_cache_key(target, cc, cc_version)
     folder = cache_dir / f"{target}-{key}"
-    hit = _helpers_in(folder)
-    if hit:
-        return hit
-    with file_lock(cache_dir / f".{target}-{key}.lock"):
-        hit = _helpers_in(folder)  # another worker built them while we waited
-        if hit:
-            return hit
-        say = progress or (lambda msg: None)
+    say = progress or (lambda msg: None)
+
+    def fill(out: Path) -> bool:
         say(f"building the target helpers for {target} ({cc_version}) ...")
-        tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{target}-{key}-", dir=cache_dir))
-        try:
-            commands = helper_commands(cc, tmp)
-            for name, argv in commands.items():
-                _compile(name, argv, target)
-            manifest = {"target": target, "key": key, "compiler": cc,
-                        "compiler_version": cc_version,
-                        "commands": helper_commands(cc, Path("OUT"), Path("SRC"))}
-            (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-            shutil.rmtree(folder, ignore_errors=True)
-            os.rename(tmp, folder)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        for name, argv in helper_commands(cc, out).items():
+            _compile(name, argv, target)
+        manifest = {"target": target, "key": key, "compiler": cc,
+                    "compiler_version": cc_version,
+                    "commands": helper_commands(cc, Path("OUT"), Path("SRC"))}
+        (out / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        return True
+
+    helpers, built = cached_build(folder, _helpers_in, fill)
+    if built:
         say(f"built the target helpers: {folder}")
-    return TargetHelpers(folder / MASK_LIB, folder / PROBE)
+    return helpers
 
 
 def _compile(name: str, argv: list[str], target: str) -> None:
