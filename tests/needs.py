@@ -16,7 +16,7 @@ def missing(what: str, how: str) -> NoReturn:
     """Skip (locally) or fail (in CI) because ``what`` is missing; ``how`` gets it."""
     if os.environ.get("CI"):
         pytest.fail(f"{what} is missing in CI: {how}", pytrace=False)
-    pytest.skip(f"{what} is missing here: {how}")
+    pytest.skip(f"{what} is missing here: {how}", allow_module_level=True)
 
 
 def tool(name: str, how: str) -> str:

@@ -24,6 +24,7 @@ from pytest_sme2.tensorfile import read_tensors, write_tensors
 from tests.fakes.adb_device import FakeAndroidConfig
 from tests.fakes.android import FakePhone, connect_phone, free_port, release_phone
 from tests.fakes.etdumps import execute_run, make_etdump
+from tests.needs import missing
 
 pytestmark = pytest.mark.slow
 
@@ -340,7 +341,6 @@ def test_runner_exit_status_and_stderr_tail(fake_android, tmp_path, etdump_blob)
 
 
 def test_known_runner_failure_is_explained(fake_android, tmp_path, etdump_blob):
-    pytest.importorskip("pytest_sme2.runners.binary")
     body = "echo \"ERROR: unknown command line flag 'etdump_path'\" >&2; exit 1\n"
     with pytest.raises(RunnerError) as ei:
         _open(fake_android).run(_runner(tmp_path, etdump_blob, body), _request(tmp_path))
@@ -351,7 +351,8 @@ def test_known_runner_failure_is_explained(fake_android, tmp_path, etdump_blob):
 
 
 def test_foreign_architecture_binary_is_refused_before_pushing(fake_android, tmp_path):
-    binary = pytest.importorskip("pytest_sme2.runners.binary")
+    from pytest_sme2.runners import binary
+
     host_tool = Path("/bin/true").resolve()
     if binary.elf_machine(host_tool) in (None, "aarch64"):
         pytest.skip("needs a non-arm64 host binary")
@@ -505,11 +506,12 @@ def test_cleanup_removes_only_the_session_folder(fake_android, tmp_path, etdump_
 
 @pytest.fixture(scope="module")
 def native_binary(tmp_path_factory) -> Path:
-    native = pytest.importorskip("pytest_sme2.runners.native")
+    from pytest_sme2.runners import native
+
     try:
         return native.build_native_runner(tmp_path_factory.mktemp("native-cache"))
     except RunnerError as e:            # no cmake / compiler on this machine
-        pytest.skip(str(e))
+        missing("a C++ toolchain for the native runner", str(e))
 
 
 def test_native_runner_and_real_model_through_the_phone(fake_android, tmp_path, toy_export,

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -28,6 +27,7 @@ from pytest_sme2.gate import (IMPROVEMENT, NOT_COMPARED, OK, REGRESSION, evaluat
                               run_with_confirmation)
 from pytest_sme2.plugin import junit_properties
 from pytest_sme2.results import BenchmarkResult, ResultAnalysis, RunContext
+from tests.needs import tool
 from pytest_sme2.stats import noise_floor
 
 REPO = Path(__file__).resolve().parents[2]
@@ -236,8 +236,7 @@ def test_same_session_id_adds_blocks_to_one_session(tmp_path):
 
 
 def test_git_commit_inside_a_repo_and_null_outside(tmp_path, monkeypatch):
-    if shutil.which("git") is None:
-        pytest.skip("git is not installed")
+    tool("git", "apt-get install git")
     repo = tmp_path / "repo"
     repo.mkdir()
     env = ["-c", "user.name=t", "-c", "user.email=t@t"]
@@ -347,7 +346,7 @@ def test_save_never_overwrites_a_newer_format(tmp_path):
 WRITER = """
 import sys, time
 from pathlib import Path
-sys.path.insert(0, {tests!r})
+sys.path[:0] = [{tests!r}, str(Path({tests!r}).parents[1])]   # test_baselines; tests.needs
 from test_baselines import _result
 from pytest_sme2.baseline_store import save
 folder, tag, go = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
