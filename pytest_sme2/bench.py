@@ -95,8 +95,14 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
     # are cold processes already. Emulated load times say nothing: one is enough there.
     if run.block is None and not emulated:
         for i in range(1, settings.loads):
-            startup.processes.append(
-                _cold_load(runner, device, request, out / f"{stem}.load{i}.etdump"))
+            try:
+                startup.processes.append(
+                    _cold_load(runner, device, request, out / f"{stem}.load{i}.etdump"))
+            except Sme2Error as e:   # the block is measured: keep it, say what is missing
+                startup.problem = f"load-only process {i} of {settings.loads - 1} failed: {e}"
+                if run.progress:
+                    run.progress(f"{label}: {startup.problem}")
+                break
     write_csvs(analysis, out, stem)  # seed-compatible CSVs beside the ETDump
     # The median timed run as a Chrome/Perfetto trace: one run's events, a few milliseconds.
     trace = write_trace(analysis.events, out / f"{stem}.trace.json", warmup=settings.warmup,

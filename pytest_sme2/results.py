@@ -224,6 +224,7 @@ class Startup(_ItemAccess):
     processes: list[ProcessStartup] = field(default_factory=list)
     load_source: str = ""       # which events / timers load_ms comes from
     memory_source: str = ""     # what peak and load memory are of, or why there are none
+    problem: str = ""           # why a load-only process failed (the block itself is kept)
 
     @property
     def load_ms(self) -> float | None:
@@ -256,7 +257,8 @@ class Startup(_ItemAccess):
                 "first_inference_ms": self.first_inference_ms,
                 "peak_rss_kb": self.peak_rss_kb, "load_rss_kb": self.load_rss_kb,
                 "load_source": self.load_source, "memory_source": self.memory_source,
-                "processes": [asdict(p) for p in self.processes]}
+                "processes": [asdict(p) for p in self.processes],
+                **({"problem": self.problem} if self.problem else {})}
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any] | None) -> "Startup | None":
@@ -265,7 +267,8 @@ class Startup(_ItemAccess):
         return cls(pte_bytes=d.get("pte_bytes"),
                    processes=[ProcessStartup.from_json(p) for p in d.get("processes") or []],
                    load_source=str(d.get("load_source") or ""),
-                   memory_source=str(d.get("memory_source") or ""))
+                   memory_source=str(d.get("memory_source") or ""),
+                   problem=str(d.get("problem") or ""))
 
 
 def pool_startup(blocks: Iterable["BenchmarkResult"]) -> Startup | None:
@@ -276,7 +279,8 @@ def pool_startup(blocks: Iterable["BenchmarkResult"]) -> Startup | None:
         return None
     return Startup(pte_bytes=found[0].pte_bytes,
                    processes=[p for s in found for p in s.processes],
-                   load_source=found[0].load_source, memory_source=found[0].memory_source)
+                   load_source=found[0].load_source, memory_source=found[0].memory_source,
+                   problem="; ".join(dict.fromkeys(s.problem for s in found if s.problem)))
 
 
 # -- one block -------------------------------------------------------------------------------

@@ -273,7 +273,7 @@ def _startup_rows(us: list[Unit]) -> list[dict[str, Any]]:
                          "peak_mb": None if st.peak_rss_kb is None else st.peak_rss_kb / 1024,
                          "load_mb": None if st.load_rss_kb is None else st.load_rss_kb / 1024,
                          "vs_base": rel, "load_source": st.load_source,
-                         "memory_source": st.memory_source,
+                         "memory_source": st.memory_source, "problem": st.problem,
                          "emulated": any(b.emulated for b in side.blocks)})
     return rows
 
@@ -288,6 +288,8 @@ def _startup_notes(rows: list[dict[str, Any]]) -> list[str]:
             if r["runner"] not in runners:
                 runners.append(r["runner"])
         notes += [f"{what} ({', '.join(rs)}): {src}." for src, rs in by_source.items() if src]
+    notes += [f"{r['point']} {r['runner']}: fewer cold loads than asked, {r['problem']}."
+              for r in rows if r.get("problem")]
     emulated = list(dict.fromkeys(r["runner"] for r in rows if r["emulated"]))
     if emulated:
         notes.append(f"Emulated CPU ({', '.join(emulated)}): load and first-inference times "

@@ -11,6 +11,7 @@ from pytest_sme2.analysis.latency import e2e_per_run
 from pytest_sme2.bench import BenchmarkRun, run_benchmark
 from pytest_sme2.devices.host import HostDevice
 from pytest_sme2.etdump import read_etdump
+from pytest_sme2.runners.base import RunnerError
 from pytest_sme2.runners.native import NativeRunner, build_native_runner
 from pytest_sme2.runners.python import PythonRunner
 from pytest_sme2.settings import BenchSettings
@@ -58,3 +59,24 @@ def test_one_load_means_no_extra_process(tmp_path, export_cache, native):
     r = run_benchmark(BenchmarkRun("toy_cnn", label="toy"), native, HostDevice(), settings)
     assert r.startup.loads == 1
     assert not list(Path(r.etdump).parent.glob("*.load*.etdump"))
+
+
+def test_a_failed_load_only_process_keeps_the_measured_block(tmp_path, export_cache, native):
+    """The block was measured: a load-only process that fails after it costs the extra cold
+    loads, said in one line, not the benchmark."""
+    class FailsAfterTheBlock(HostDevice):
+        def run(self, runner, request):
+            if request.runs == 1 and request.warmup == 0:   # a load-only process
+                raise RunnerError("runner 'native' on model.pte was killed by SIGKILL")
+            return super().run(runner, request)
+
+    said: list[str] = []
+    settings = BenchSettings(runs=3, warmup=1, report_dir=tmp_path, cache_dir=export_cache,
+                             timeout_s=300, loads=3)
+    r = run_benchmark(BenchmarkRun("toy_cnn", label="toy", progress=said.append), native,
+                      FailsAfterTheBlock(), settings)
+    assert len(r.e2e_ms) == 3 and r.startup.loads == 1
+    assert r.startup.problem == ("load-only process 1 of 2 failed: runner 'native' on "
+                                 "model.pte was killed by SIGKILL")
+    assert said == [f"toy: {r.startup.problem}"]
+    assert r.to_json()["startup"]["problem"] == r.startup.problem
