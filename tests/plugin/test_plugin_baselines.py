@@ -178,7 +178,10 @@ def test_load_and_memory_are_gated_with_their_own_thresholds(pytester, run_pytes
     def smaller_and_slower_loading_past(doc):
         _slower_past(doc)
         for s in doc["sessions"]:
-            assert len(s["load_ms"]) == 3 and len(s["peak_rss_kb"]) == 3   # --sme2-loads 3
+            # --sme2-loads 3: the block and 2 load-only processes, plus one per confirmation
+            # block (a noisy machine can make the gate suspect a regression while recording)
+            cold = len(s["blocks"]) + 2
+            assert len(s["load_ms"]) == cold and len(s["peak_rss_kb"]) == cold
             s["peak_rss_kb"] = [v / 2 for v in s["peak_rss_kb"]]
             s["load_ms"] = [v * 5 for v in s["load_ms"]]
     _edit(path, smaller_and_slower_loading_past)
