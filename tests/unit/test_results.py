@@ -2,6 +2,8 @@
 of a benchmark's blocks."""
 
 import json
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -172,6 +174,24 @@ def test_atomic_write_leaves_no_temporary_files(tmp_path):
     atomic_write_text(p, "two")
     assert p.read_text() == "two"
     assert [q.name for q in tmp_path.iterdir()] == ["f.json"]
+
+
+def test_an_atomic_write_leaves_the_mode_open_would(tmp_path):
+    """results.json and report.md were left 0600 (mkstemp's private mode): a CI artifact
+    server or a teammate could not read them."""
+    old = os.umask(0o022)
+    try:
+        p = tmp_path / "results.json"
+        atomic_write_text(p, "{}")
+        assert stat.S_IMODE(p.stat().st_mode) == 0o644
+        os.umask(0o077)
+        atomic_write_text(tmp_path / "private.md", "x")
+        assert stat.S_IMODE((tmp_path / "private.md").stat().st_mode) == 0o600
+        p.chmod(0o640)   # a mode the user chose is kept when the file is rewritten
+        atomic_write_text(p, "{ }")
+        assert stat.S_IMODE(p.stat().st_mode) == 0o640 and p.read_text() == "{ }"
+    finally:
+        os.umask(old)
 
 
 def test_records_that_were_dicts_still_answer_item_access():
