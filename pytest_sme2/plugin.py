@@ -84,6 +84,20 @@ def _config(config: pytest.Config) -> Sme2Config:
         raise pytest.UsageError(str(e)) from None
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    # A config's cleanups run last in, first out: one added before any plugin's configure runs
+    # after pytest's own end-of-session garbage collections, which the session's frozen
+    # objects (BenchSession.quiet) spared a walk of the whole heap.
+    config.add_cleanup(lambda: _release_session(config))
+
+
+def _release_session(config: pytest.Config) -> None:
+    session = config.stash.get(SESSION_KEY, None)
+    if session is not None:
+        session.release()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "sme2(threads=[...], runners=[...]): a pytest-sme2 "
                             "benchmark; threads= filters its matrix cases, runners= names the "

@@ -5,9 +5,10 @@ loses nothing."""
 from __future__ import annotations
 
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from pytest_sme2.config import Sme2Config
 from pytest_sme2.devices.base import Device, open_device
@@ -48,6 +49,8 @@ class BenchSession:
     _writer: "ResultsWriter | None" = None    # results.json, laid out once per benchmark
     instructions_note_shown: bool = False     # --sme2-measure instructions off the host: said
     _prefetch: list[tuple[str, str]] = field(default_factory=list)   # (model, dtype), see quiet
+    _settled: bool = False      # quiet() has imported the measuring stack once
+    _froze: bool = False        # ... and froze the objects that existed then (release())
 
     def __post_init__(self) -> None:
         self.specs: dict[str, RunnerSpec] = runner_specs(list(self.config.runners),
@@ -164,13 +167,24 @@ class BenchSession:
         """Before a measurement: wait for a fork server :meth:`start_ahead` started (on any
         device: the host runs the adb server and the emulator too), and spend the wait
         importing what the session imports anyway (the measuring stack now, the report's
-        plotting library at the end)."""
+        plotting library at the end). The first time, the objects those imports made are
+        left out of the garbage collector's walks from then on (see :func:`_settle`)."""
         from pytest_sme2.runners.fork_server import shared_server
 
         server = shared_server()
-        if not server.starting:
+        if self._settled and not server.starting:
             return
-        import pytest_sme2.bench  # noqa: F401 - pandas and the analysis: the first block's
+        if not self._settled:
+            self._settled = True
+            with _settling() as froze:
+                import pytest_sme2.bench  # noqa: F401 - pandas and the analysis
+                if server.starting:
+                    self._prepare_while_waiting()
+            self._froze = froze[0]
+        if server.starting:
+            server.address()
+
+    def _prepare_while_waiting(self) -> None:
         from pytest_sme2.etrecord import read_etrecord
         from pytest_sme2.export import cached_export
         from pytest_sme2.report.markdown import environment
@@ -187,7 +201,6 @@ class BenchSession:
                     read_etrecord(hit.etrecord)
             except Exception:  # noqa: BLE001 - the benchmark itself says what is wrong
                 pass
-        server.address()
 
     def measure(self, run: BenchmarkRun, runner: str,
                 progress: Callable[[str], None] | None = None,
@@ -313,6 +326,16 @@ class BenchSession:
                             f"cannot append the summary ({e.strerror or e})")
         return written + ([summary] if summary else []), problems
 
+    def release(self) -> None:
+        """Give the objects :meth:`quiet` froze back to the garbage collector: called once
+        nothing of the session runs any more, so a process that goes on after it (pytest run
+        from Python) collects the session's garbage as usual."""
+        if self._froze:
+            import gc
+
+            self._froze = False
+            gc.unfreeze()
+
     def close(self) -> None:
         """Remove what the session left on remote devices (one that is gone is skipped) and
         stop the runners; a device whose cleanup fails costs the others nothing: the failures
@@ -334,3 +357,26 @@ class BenchSession:
         shared_server().stop()   # started ahead and never used, or used: ends with the session
         if problems:
             raise Sme2Error("; ".join(problems))
+
+
+@contextmanager
+def _settling() -> Iterator[list[bool]]:
+    """Import the session's libraries without the garbage collector (imports make objects that
+    live as long as the process, and full collections amid them walked the heap twice, ~0.15 s),
+    then leave every object that exists (modules, classes, the collected tests) out of its full
+    walks from then on: the session makes hundreds of collections, and pytest collects twice
+    more at its end. Objects made later are collected as before. Yields ``[froze]``: nothing is
+    frozen when something froze objects already (their owner unfreezes them)."""
+    import gc
+
+    froze = [False]
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield froze
+    finally:
+        if not gc.get_freeze_count():
+            gc.freeze()
+            froze[0] = True
+        if enabled:
+            gc.enable()

@@ -815,8 +815,10 @@ def _collector_ignores_what_exists() -> Iterator[None]:
     """matplotlib makes many objects, so the garbage collector runs often while charts are
     drawn, each full run walking every object the session holds (pandas, results): ~15% of
     the report's time. Objects that exist now are left out of those walks, and put back after.
-    A caller that froze objects itself keeps them as they are."""
+    A caller that froze objects itself (a benchmark session, which ends with its report) has
+    the objects made since frozen too, and keeps them so: unfreezing is all or nothing."""
     if gc.get_freeze_count():
+        gc.freeze()
         yield
         return
     gc.freeze()
