@@ -460,6 +460,7 @@ def sme2_bench(request: pytest.FixtureRequest, sme2_session: BenchSession,
             result = sme2_bench("toy_cnn", dtype="fp32", threads=1)
             assert result.e2e.median_ms < 5
     """
+    sme2_session.quiet()   # the measuring stack, imported once the way the session wants it
     from pytest_sme2.bench import BenchmarkRun
     from pytest_sme2.gate import GateReport
 
@@ -502,6 +503,7 @@ def sme2_compare(request: pytest.FixtureRequest, sme2_session: BenchSession,
 
     ``speedup`` is base time / candidate time with a 95% CI over paired blocks. Each side is
     judged against its baseline end to end, on all its blocks."""
+    sme2_session.quiet()
     from pytest_sme2.bench import BenchmarkRun, run_comparison
     from pytest_sme2.gate import GateReport
 

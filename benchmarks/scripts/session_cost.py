@@ -81,6 +81,7 @@ def pytest_configure(config) -> None:
             ("pytest_sme2.bench", "read_etrecord", "analysis"),
             ("pytest_sme2.bench", "analyze", "analysis"),
             ("pytest_sme2.bench", "write_csvs", "CSVs"),
+            ("pytest_sme2.bench", "write_trace", "Chrome traces"),
             ("pytest_sme2.session", "BenchSession.write", "results.json writes"),
             ("pytest_sme2.gate", "evaluate", "baseline gate"),
             ("pytest_sme2.session", "BenchSession.finish", "report (results.json, report.md, "
@@ -181,7 +182,7 @@ def breakdown(probe: Path, launch: float, wall: float) -> list[tuple[str, float,
     in_tests = last - first
     named = 0.0
     for phase in ("waiting for the fork server", "runner processes", "export cache lookup",
-                  "analysis", "CSVs", "results.json writes", "baseline gate"):
+                  "analysis", "CSVs", "Chrome traces", "results.json writes", "baseline gate"):
         if phase in spent:
             rows.append((f"  {phase}", spent[phase], f"{calls[phase]} calls"))
             named += spent[phase]
