@@ -47,8 +47,11 @@ def recommendations(doc: ResultsDoc | dict[str, Any],
     us = units(load_results(doc)) if us is None else us
     for rule in (_outputs, _direction, _portable_ops, _data_movement, _low_compute_speedup,
                  _overhead, _other_ops, _evidence, _noise):
-        for unit in us:
-            out.extend(rule(unit))
+        if rule in _ACROSS_UNITS:
+            out.extend(rule(us))
+        else:
+            for unit in us:
+                out.extend(rule(unit))
     return out
 
 
@@ -70,13 +73,29 @@ def _focus(unit: Unit) -> list[Side]:
     return [s for s in unit.sides if s.blocks]
 
 
-def _paths(op: OperatorStats) -> str:
-    """Where an operator comes from: its module paths, else its op types (code-quoted)."""
-    paths = op.module_paths
+def _paths(ops: list[OperatorStats]) -> str:
+    """Where operators come from: their module paths, else their op types (code-quoted)."""
+    paths = list(dict.fromkeys(p for o in ops for p in o.module_paths if p))
     if paths:
         more = f" (+{len(paths) - MAX_PATHS} more)" if len(paths) > MAX_PATHS else ""
         return ", ".join(f"`{p}`" for p in paths[:MAX_PATHS]) + more
-    return ", ".join(f"`{t}`" for t in op.op_types)
+    return ", ".join(f"`{t}`" for t in dict.fromkeys(t for o in ops for t in o.op_types if t))
+
+
+def _span(values: list[float], unit: str = "%") -> str:
+    """``7.2%`` or ``7.2-8.7%``: the range a finding takes over the cases it was seen in."""
+    lo, hi = min(values), max(values)
+    return f"{hi:.1f}{unit}" if f"{lo:.1f}" == f"{hi:.1f}" else f"{lo:.1f}-{hi:.1f}{unit}"
+
+
+def _plain_groups(us: list[Unit]) -> tuple[list[list[Unit]], list[Unit]]:
+    """Plain benchmarks grouped by model and device (one recommendation per finding of a model,
+    not one per dtype and thread count), and the comparisons, each a story of its own."""
+    groups: dict[tuple[str, str], list[Unit]] = {}
+    for u in us:
+        if not u.comparison:
+            groups.setdefault((u.model, u.device), []).append(u)
+    return list(groups.values()), [u for u in us if u.comparison]
 
 
 def _times(n: float) -> str:
@@ -162,22 +181,56 @@ def _portable_advice(op: OperatorStats) -> str:
             "module with supported operators or fuse it into its neighbour")
 
 
-def _portable_ops(unit: Unit) -> list[Recommendation]:
-    out = []
-    for side in _focus(unit):
-        for op in side.operators:
-            if not op.should_delegate:
-                continue
-            where = _paths(op)
-            calls = op.calls_per_run
-            fig = (f"{op.name}: {op.pct_e2e:.1f}% of E2E, {op.mean_ms_per_run:.3f} ms "
-                   f"and {calls:g} call{'' if calls == 1 else 's'} per run, portable "
-                   f"({_where(unit, side)})")
-            out.append(Recommendation(
-                f"`{op.name}` runs {_times(calls)} per inference outside the "
-                f"delegate{f' ({where})' if where else ''} and takes {op.pct_e2e:.1f}% of "
-                f"E2E on {_where(unit, side)} — {_portable_advice(op)}.", fig, "portable-op"))
-    return out
+def _portable_ops(us: list[Unit]) -> list[Recommendation]:
+    """One recommendation per operator a model keeps outside the delegate (by name and advice):
+    an operator that runs once per transformer block, in every dtype and thread count, is one
+    finding. Found where one of its rows is a bottleneck; its figures then count every
+    portable row of that name in the case."""
+    groups: dict[tuple, list[tuple[Unit, Side, list[OperatorStats]]]] = {}
+    for unit in us:
+        for side in _focus(unit):
+            rows: dict[tuple[str, str], list[OperatorStats]] = {}
+            for o in side.operators:
+                if not o.delegated:
+                    rows.setdefault((o.name, _portable_advice(o)), []).append(o)
+            for (name, advice), ops in rows.items():
+                if any(o.should_delegate for o in ops):
+                    key = (unit.model, unit.device, name, advice)
+                    groups.setdefault(key, []).append((unit, side, ops))
+    found = [_portable_recommendation(key[2], key[3], cases) for key, cases in groups.items()]
+    return [r for _, r in sorted(found, key=lambda pr: -pr[0])]
+
+
+def _portable_recommendation(name: str, advice: str,
+                             cases: list[tuple[Unit, Side, list[OperatorStats]]]
+                             ) -> tuple[float, Recommendation]:
+    figures = []
+    for unit, side, ops in cases:
+        pct = sum(o.pct_e2e for o in ops)
+        figures.append((pct, sum(o.mean_ms_per_run for o in ops),
+                        sum(o.calls_per_run for o in ops), _where(unit, side)))
+    where = _paths([o for _, _, ops in cases for o in ops])
+    where = f" ({where})" if where else ""
+    calls = sorted({c for _, _, c, _ in figures})
+    calls_text = _times(calls[0]) if len(calls) == 1 else f"{calls[0]:g}-{calls[-1]:g} times"
+    top = max(figures)
+
+    def fig(pct, ms, n, at):
+        return (f"{pct:.1f}% of E2E, {ms:.3f} ms and {n:g} call{'' if n == 1 else 's'} per "
+                f"run, portable ({at})")
+
+    if len(figures) == 1:
+        text = (f"`{name}` runs {calls_text} per inference outside the delegate{where} and "
+                f"takes {top[0]:.1f}% of E2E on {top[3]} — {advice}.")
+        return top[0], Recommendation(text, f"{name}: {fig(*top)}", "portable-op")
+    model = cases[0][0].model
+    n = len({at for *_, at in figures})   # a case measured twice (a comparison too) is one
+    text = (f"`{name}` runs {calls_text} per inference outside the delegate{where} in "
+            f"{n} case{'' if n == 1 else 's'} of {model} and takes "
+            f"{_span([f[0] for f in figures])} of "
+            f"E2E (most: {top[0]:.1f}% on {top[3]}) — {advice}.")
+    evidence = f"{name}: " + "; ".join(fig(*f) for f in sorted(figures, reverse=True))
+    return top[0], Recommendation(text, evidence, "portable-op")
 
 
 # Families of data movement, each with what usually removes it.
@@ -208,48 +261,110 @@ def _family(name: str) -> str:
     return "other data movement"
 
 
-def _data_movement(unit: Unit) -> list[Recommendation]:
+@dataclass(frozen=True)
+class _Movement:
+    """Data movement on one side of a unit: its share of E2E, and the families of operators
+    above DATA_FAMILY_PCT with their operators (same-named ones merged), largest first."""
+    unit: Unit
+    side: Side
+    share: float
+    families: list[tuple[str, float, list[tuple[str, float, int]]]]
+
+    @property
+    def where(self) -> str:
+        return _where(self.unit, self.side)
+
+    @property
+    def figure(self) -> str:
+        moved = self.side.categories_ms.get(DATA_MOVEMENT, 0)
+        return (f"Data Movement {self.share:.1f}% of E2E ({moved:.3f} of "
+                f"{self.side.e2e_mean_ms:.3f} ms)")
+
+
+def _movement(unit: Unit, side: Side) -> _Movement:
+    by_family: dict[str, dict[str, list[float]]] = {}
+    for o in side.operators:
+        if o.category == DATA_MOVEMENT:
+            by_family.setdefault(_family(o.name), {}).setdefault(o.name, []).append(o.pct_e2e)
+    families = []
+    for family, names in by_family.items():
+        pct = sum(sum(v) for v in names.values())
+        if pct > DATA_FAMILY_PCT:
+            ops = sorted(((n, sum(v), len(v)) for n, v in names.items()), key=lambda t: -t[1])
+            families.append((family, pct, ops))
+    families.sort(key=lambda f: -f[1])
+    return _Movement(unit, side, side.share(DATA_MOVEMENT), families)
+
+
+def _family_clause(family: str, pct: float, ops: list[tuple[str, float, int]],
+                   up_to: str = "", at: str = "") -> str:
+    # Operators named alike (XNNPACK numbers them per delegate) are one entry with a count;
+    # those that round to 0.0% say nothing.
+    named = [o for o in ops if o[1] >= 0.05] or ops[:1]
+    where = "; ".join(f"`{n}` ({p:.1f}%{f' over {k} operators' if k > 1 else ''})"
+                      for n, p, k in named[:MAX_PATHS])
+    advice = {f: a for f, _, a in _DATA_FAMILIES}.get(family)
+    return (f"{family} operators take {up_to}{pct:.1f}% of E2E{f' (on {at})' if at else ''} — "
+            + (advice.format(where=where) if advice else f"see {where}"))
+
+
+def _data_movement(us: list[Unit]) -> list[Recommendation]:
+    groups, comparisons = _plain_groups(us)
     out = []
-    for side in _focus(unit):
-        share = side.share(DATA_MOVEMENT)
-        ops = [o for o in side.operators if o.category == DATA_MOVEMENT]
-        families: dict[str, list[OperatorStats]] = {}
-        for o in ops:
-            families.setdefault(_family(o.name), []).append(o)
-        big = {f: os_ for f, os_ in families.items()
-               if sum(o.pct_e2e for o in os_) > DATA_FAMILY_PCT}
-        grew = None
-        if unit.comparison and unit.base and unit.base.blocks:
-            before = unit.base.share(DATA_MOVEMENT)
-            if share - before >= SHARE_GROWTH_PP:
-                grew = before
-        if share < DATA_MOVEMENT_PCT and not big:
-            continue
-        head = f"Data Movement takes {share:.1f}% of E2E on {_where(unit, side)}"
-        fig = f"Data Movement {share:.1f}% of E2E ({side.categories_ms.get(DATA_MOVEMENT, 0):.3f}"
-        fig += f" of {side.e2e_mean_ms:.3f} ms)"
-        if grew is not None:
+    for unit in comparisons:
+        out += [_movement_recommendation(m) for side in _focus(unit)
+                if _worth_a_look(m := _movement(unit, side))]
+    for group in groups:
+        found = [m for unit in group for side in _focus(unit)
+                 if _worth_a_look(m := _movement(unit, side))]
+        if len(found) == 1:
+            out.append(_movement_recommendation(found[0]))
+        elif found:
+            out.append(_movements_recommendation(found))
+    return out
+
+
+def _worth_a_look(m: _Movement) -> bool:
+    return m.share >= DATA_MOVEMENT_PCT or bool(m.families)
+
+
+def _movement_recommendation(m: _Movement) -> Recommendation:
+    unit = m.unit
+    head = f"Data Movement takes {m.share:.1f}% of E2E on {m.where}"
+    fig = m.figure
+    if unit.comparison and unit.base and unit.base.blocks:
+        before = unit.base.share(DATA_MOVEMENT)
+        if m.share - before >= SHARE_GROWTH_PP:
             faster = [c for c in (CONVOLUTION, GEMM) if unit.category_change(c) == FASTER]
-            head += f", up from {grew:.1f}% on {unit.base.runner}"
-            fig += f", {grew:.1f}% on {unit.base.runner}"
+            head += f", up from {before:.1f}% on {unit.base.runner}"
+            fig += f", {before:.1f}% on {unit.base.runner}"
             if faster:
                 head += (f": with {' and '.join(faster)} faster, moving data is what is left — "
                          "the next bottleneck")
-        clauses = []
-        advice_of = {f: a for f, _, a in _DATA_FAMILIES}
-        for family, fam_ops in sorted(big.items(), key=lambda kv: -sum(o.pct_e2e
-                                                                       for o in kv[1])):
-            pct = sum(o.pct_e2e for o in fam_ops)
-            top = sorted(fam_ops, key=lambda o: -o.pct_e2e)[:MAX_PATHS]
-            where = "; ".join(f"`{o.name}` ({o.pct_e2e:.1f}%)" for o in top)
-            advice = advice_of.get(family)
-            clauses.append(f"{family} operators take {pct:.1f}% of E2E — "
-                           + (advice.format(where=where) if advice else f"see {where}"))
-        if not clauses:
-            clauses.append("no single kind of data movement stands out; see the bottleneck "
-                           "table for the operators")
-        out.append(Recommendation(f"{head}. " + "; ".join(clauses) + ".", fig, "data-movement"))
-    return out
+    clauses = [_family_clause(*f) for f in m.families] or [
+        "no single kind of data movement stands out; see the bottleneck table for the "
+        "operators"]
+    return Recommendation(f"{head}. " + "; ".join(clauses) + ".", fig, "data-movement")
+
+
+def _movements_recommendation(found: list[_Movement]) -> Recommendation:
+    """One model's data movement over several cases: the range, and each family where it is
+    largest."""
+    top = max(found, key=lambda m: m.share)
+    head = (f"Data Movement takes {_span([m.share for m in found])} of E2E in {len(found)} "
+            f"cases of {top.unit.model} (most: {top.share:.1f}% on {top.where})")
+    largest: dict[str, tuple[float, list[tuple[str, float, int]], _Movement]] = {}
+    for m in found:
+        for family, pct, ops in m.families:
+            if family not in largest or pct > largest[family][0]:
+                largest[family] = (pct, ops, m)
+    clauses = [_family_clause(family, pct, ops, "up to ", "" if m is top else m.where)
+               for family, (pct, ops, m) in sorted(largest.items(), key=lambda kv: -kv[1][0])]
+    clauses = clauses or ["no single kind of data movement stands out; see the bottleneck "
+                          "tables for the operators"]
+    evidence = "; ".join(f"{m.figure} on {m.where}" for m in sorted(found, key=lambda m:
+                                                                   -m.share))
+    return Recommendation(f"{head}. " + "; ".join(clauses) + ".", evidence, "data-movement")
 
 
 def _low_compute_speedup(unit: Unit) -> list[Recommendation]:
@@ -272,24 +387,45 @@ def _low_compute_speedup(unit: Unit) -> list[Recommendation]:
     return out
 
 
-def _overhead(unit: Unit) -> list[Recommendation]:
+def _overhead(us: list[Unit]) -> list[Recommendation]:
+    groups, comparisons = _plain_groups(us)
     out = []
-    for side in _focus(unit):
-        o = side.overheads_ms
-        total = sum(v for v in o.values() if finite(v))
-        if side.e2e_mean_ms <= 0 or 100 * total / side.e2e_mean_ms < OVERHEAD_PCT:
-            continue
-        pct = 100 * total / side.e2e_mean_ms
-        fig = (f"overhead {total:.3f} ms = {pct:.1f}% of {side.e2e_mean_ms:.3f} ms E2E "
-               f"(delegate {o.get('delegate_ms', 0):.3f}, operator calls "
-               f"{o.get('operator_call_ms', 0):.3f}, runtime {o.get('runtime_ms', 0):.3f})")
-        small = (f"; at {side.e2e_mean_ms:.3f} ms per inference it also bounds any speed-up"
-                 if side.e2e_mean_ms < SMALL_MODEL_MS else "")
-        out.append(Recommendation(
-            f"Framework overhead is {pct:.1f}% of E2E on {_where(unit, side)}: every delegate "
-            "and portable operator call costs a fixed time, so fewer partitions (no portable "
-            f"operators between delegated ones) pay it fewer times{small}.", fig, "overhead"))
+    for group in [[u] for u in comparisons] + groups:
+        found = []
+        for unit in group:
+            for side in _focus(unit):
+                o = side.overheads_ms
+                total = sum(v for v in o.values() if finite(v))
+                if side.e2e_mean_ms > 0 and 100 * total / side.e2e_mean_ms >= OVERHEAD_PCT:
+                    found.append((100 * total / side.e2e_mean_ms, total, unit, side))
+        if found:
+            out.append(_overhead_recommendation(found))
     return out
+
+
+def _overhead_recommendation(found: list[tuple[float, float, Unit, Side]]) -> Recommendation:
+    def fig(pct, total, unit, side):
+        o = side.overheads_ms
+        return (f"overhead {total:.3f} ms = {pct:.1f}% of {side.e2e_mean_ms:.3f} ms E2E "
+                f"(delegate {o.get('delegate_ms', 0):.3f}, operator calls "
+                f"{o.get('operator_call_ms', 0):.3f}, runtime {o.get('runtime_ms', 0):.3f})")
+
+    fastest = min(side.e2e_mean_ms for _, _, _, side in found)
+    small = (f"; at {fastest:.3f} ms per inference it also bounds any speed-up"
+             if fastest < SMALL_MODEL_MS else "")
+    advice = ("every delegate and portable operator call costs a fixed time, so fewer "
+              "partitions (no portable operators between delegated ones) pay it fewer times"
+              f"{small}.")
+    if len(found) == 1:
+        pct, _, unit, side = found[0]
+        return Recommendation(f"Framework overhead is {pct:.1f}% of E2E on "
+                              f"{_where(unit, side)}: {advice}", fig(*found[0]), "overhead")
+    found = sorted(found, key=lambda f: -f[0])
+    pct, _, unit, side = found[0]
+    text = (f"Framework overhead is {_span([f[0] for f in found])} of E2E in {len(found)} "
+            f"cases of {unit.model} (most: {pct:.1f}% on {_where(unit, side)}): {advice}")
+    return Recommendation(text, "; ".join(f"{fig(*f)} on {_where(f[2], f[3])}" for f in found),
+                          "overhead")
 
 
 def _other_ops(unit: Unit) -> list[Recommendation]:
@@ -334,35 +470,54 @@ def _evidence(unit: Unit) -> list[Recommendation]:
     return out
 
 
-def _noise(unit: Unit) -> list[Recommendation]:
-    """One line per unit: the runners whose blocks had CV above the threshold, and heat."""
-    parts, figs, android = [], [], False
-    for side in unit.sides:
-        cvs = [(b.e2e.cv_pct, b.e2e.outliers) for b in side.blocks if finite(b.e2e.cv_pct)]
-        noisy = [c for c in cvs if c[0] > CV_NOISY_PCT]
-        if noisy:
-            worst = max(c[0] for c in noisy)
-            outliers = sum(c[1] for c in noisy)
-            blocks = f" in {len(noisy)} of {len(cvs)} blocks" if len(cvs) > 1 else ""
-            parts.append(f"{side.runner} CV {worst:.1f}%{blocks}"
-                         + (f" ({outliers} outlier runs)" if outliers else ""))
-            figs.append(f"{side.runner}: max CV {worst:.1f}%{blocks}")
-            android = android or side.device.get("kind") == "android"
-    heat = [(s.runner, s.thermal()) for s in unit.sides]
-    hot = [(r, h) for r, h in heat if h is not None and h[1] - h[0] >= THERMAL_RISE_C]
-    if not parts and not hot:
-        return []
-    sentences = []
-    if parts:
+def _noise(us: list[Unit]) -> list[Recommendation]:
+    """One recommendation for every noisy benchmark of the session (the remedy is the same),
+    each named with its worst CV; and each benchmark that heated its device."""
+    noisy, heat, android, runs = [], [], False, set()
+    for unit in us:
+        parts, figs = [], []
+        for side in unit.sides:
+            cvs = [(b.e2e.cv_pct, b.e2e.outliers) for b in side.blocks if finite(b.e2e.cv_pct)]
+            high = [c for c in cvs if c[0] > CV_NOISY_PCT]
+            if high:
+                worst = max(c[0] for c in high)
+                outliers = sum(c[1] for c in high)
+                blocks = f" in {len(high)} of {len(cvs)} blocks" if len(cvs) > 1 else ""
+                parts.append(f"{side.runner} CV {worst:.1f}%{blocks}"
+                             + (f" ({outliers} outlier runs)" if outliers else ""))
+                figs.append(f"{side.runner}: max CV {worst:.1f}%{blocks}")
+                android = android or side.device.get("kind") == "android"
+        if parts:
+            noisy.append((unit, parts, figs))
+            runs |= {s.runs for s in unit.sides if s.runs}
+        for s in unit.sides:
+            h = s.thermal()
+            if h is not None and h[1] - h[0] >= THERMAL_RISE_C:
+                heat.append((unit, s.runner, h))
+    out = []
+    if noisy:
         pin = ("pin the benchmark to the big cores (--sme2-taskset)" if android
                else "pin the benchmark to fixed cores (taskset -c)")
-        runs = sorted({s.runs for s in unit.sides if s.runs})
-        sentences.append(f"{unit.point}: {'; '.join(parts)} — CV above {CV_NOISY_PCT:.0f}%, "
-                         f"the results are noisy: {pin}, stop background load and raise --runs "
-                         f"(now {', '.join(map(str, runs))})")
-    for runner, (before, after) in hot:
-        sentences.append(f"{unit.point} {runner}: the hottest thermal zone rose from "
-                         f"{before:.1f} to {after:.1f} °C — the device may throttle; let it "
-                         "cool between blocks (--sme2-cooldown TEMP_C)")
-        figs.append(f"{runner}: thermal {before:.1f} -> {after:.1f} °C")
-    return [Recommendation(". ".join(sentences) + ".", "; ".join(figs), "noise")]
+        remedy = (f"CV above {CV_NOISY_PCT:.0f}%, the results are noisy: {pin}, stop "
+                  f"background load and raise --runs (now {', '.join(map(str, sorted(runs)))})")
+        if len(noisy) == 1:
+            unit, parts, figs = noisy[0]
+            text = f"{unit.point}: {'; '.join(parts)} — {remedy}."
+            evidence = "; ".join(figs)
+        else:
+            text = (f"{len(noisy)} benchmarks are noisy ("
+                    + "; ".join(f"{u.point}: {', '.join(p)}" for u, p, _ in noisy)
+                    + f") — {remedy}.")
+            evidence = "; ".join(f"{u.point} {f}" for u, _, figs in noisy for f in figs)
+        out.append(Recommendation(text, evidence, "noise"))
+    for unit, runner, (before, after) in heat:
+        out.append(Recommendation(
+            f"{unit.point} {runner}: the hottest thermal zone rose from {before:.1f} to "
+            f"{after:.1f} °C — the device may throttle; let it cool between blocks "
+            "(--sme2-cooldown TEMP_C).", f"{runner}: thermal {before:.1f} -> {after:.1f} °C",
+            "noise"))
+    return out
+
+
+# Rules that see every unit at once: they say a finding once for all the cases it is in.
+_ACROSS_UNITS = {_portable_ops, _data_movement, _overhead, _noise}

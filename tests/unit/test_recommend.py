@@ -220,3 +220,108 @@ def test_no_evidence_nagging_on_a_device_without_sme2():
     sme2_phone = single_doc(ev=evidence("unknown"), device=copy.deepcopy(sme2_doc()[
         "benchmarks"][0]["device"]))
     assert "evidence" in by_rule(sme2_phone)
+
+
+def _cases_doc(cases, ops_of, *, overheads_of=None, samples_of=None) -> dict:
+    """Plain benchmarks of toy_cnn, one per (dtype, threads, e2e ms): ``ops_of(e2e)`` their
+    operators."""
+    from tests.fakes.results_docs import HOST_NO_SME2, benchmark, steady
+
+    benches = []
+    for dtype, threads, e2e in cases:
+        ops = ops_of(e2e)
+        cats: dict[str, float] = {}
+        for o in ops:
+            cats[o["category"]] = cats.get(o["category"], 0.0) + o["mean_ms_per_run"]
+        benches.append(benchmark(f"b.py::test_latency[toy_cnn-{dtype}-t{threads}]", "native",
+                                 (samples_of or steady)(e2e), cats, ops, model="toy_cnn",
+                                 dtype=dtype, threads=threads, device=HOST_NO_SME2,
+                                 overheads=overheads_of(e2e) if overheads_of else None))
+    return {"schema": "pytest-sme2/results/1", "session": {}, "benchmarks": benches,
+            "comparisons": []}
+
+
+CASES = [("fp32", 1, 2.0), ("fp16", 1, 4.0), ("int8", 2, 1.0)]
+
+
+def test_an_operator_a_model_keeps_portable_is_one_recommendation_for_all_its_cases():
+    """A real session said the same gelu advice 15 times: once per transformer block (each its
+    own instruction) in each dtype and thread count."""
+    def ops_of(e2e):
+        return [op("Convolution (NHWC, F32) IGEMM #1", 0.5 * e2e, e2e, "Convolution"),
+                *[op("native_call_gelu.out", 0.08 * e2e, e2e, "Other", delegated=False,
+                     instr=10 + i, op_types=["aten.gelu.default"],
+                     module_paths=[f"blocks.{i}.mlp.act"]) for i in range(4)]]
+
+    recs = by_rule(_cases_doc(CASES, ops_of))["portable-op"]
+    assert len(recs) == 1
+    r = recs[0]
+    assert r.text.startswith("`native_call_gelu.out` runs 4 times per inference outside the "
+                             "delegate (`blocks.0.mlp.act`, `blocks.1.mlp.act`, "
+                             "`blocks.2.mlp.act` (+1 more)) in 3 cases of toy_cnn and takes "
+                             "32.0% of E2E (most: 32.0% on toy_cnn fp16 t1 native)")
+    assert r.evidence.count("32.0% of E2E") == 3 and "toy_cnn int8 t2 native" in r.evidence
+    assert "0.160 ms and 1 call" not in r.evidence   # the four rows of a case are one figure
+
+
+def test_one_case_among_many_keeps_the_single_case_wording():
+    def ops_of(e2e):
+        portable = e2e == 4.0   # only fp16 keeps it outside the delegate
+        return [op("Convolution (NHWC, F32) IGEMM #1", 0.5 * e2e, e2e, "Convolution"),
+                op("native_call_gelu.out", 0.2 * e2e, e2e, "Other", delegated=not portable)]
+
+    r = only(_cases_doc(CASES, ops_of), "portable-op")
+    assert "runs once per inference outside the delegate and takes 20.0% of E2E on toy_cnn " \
+           "fp16 t1 native" in r.text
+
+
+def test_data_movement_of_a_model_is_said_once_with_its_range():
+    def ops_of(e2e):
+        share = {2.0: 0.10, 4.0: 0.20, 1.0: 0.05}[e2e]
+        return [op("Convolution (NHWC, F32) IGEMM #1", 0.5 * e2e, e2e, "Convolution"),
+                # XNNPACK numbers operators per delegate: two delegates, two "#1"s
+                op("Transpose (ND, X32) #1", share * e2e / 2, e2e, "Data Movement", instr=1),
+                op("Transpose (ND, X32) #1", share * e2e / 2, e2e, "Data Movement", instr=2),
+                op("Transpose (ND, X32) #2", 0.0001 * e2e, e2e, "Data Movement", instr=2)]
+
+    r = only(_cases_doc(CASES, ops_of), "data-movement")
+    assert r.text.startswith("Data Movement takes 5.0-20.0% of E2E in 3 cases of toy_cnn "
+                             "(most: 20.0% on toy_cnn fp16 t1 native). Transpose operators "
+                             "take up to 20.0% of E2E — look for layout changes (NCHW<->NHWC) "
+                             "around `Transpose (ND, X32) #1` (20.0% over 2 operators):")
+    assert "#2" not in r.text     # 0.0% of E2E names nothing
+    assert r.evidence.startswith("Data Movement 20.0% of E2E (0.800 of 4.000 ms) on toy_cnn "
+                                 "fp16 t1 native; Data Movement 10.0% of E2E")
+
+
+def test_framework_overhead_of_a_model_is_said_once():
+    def ops_of(e2e):
+        return [op("Convolution (NHWC, F32) IGEMM #1", 0.7 * e2e, e2e, "Convolution")]
+
+    def overheads_of(e2e):
+        return {"delegate_ms": 0.3 * e2e, "operator_call_ms": 0.0, "runtime_ms": 0.0}
+
+    r = only(_cases_doc(CASES, ops_of, overheads_of=overheads_of), "overhead")
+    assert r.text.startswith("Framework overhead is 30.0% of E2E in 3 cases of toy_cnn (most: "
+                             "30.0% on toy_cnn")
+    assert r.evidence.count("overhead ") == 3
+
+
+def test_noisy_benchmarks_share_one_recommendation():
+    def ops_of(e2e):
+        return [op("Convolution (NHWC, F32) IGEMM #1", 0.7 * e2e, e2e, "Convolution")]
+
+    r = only(_cases_doc(CASES, ops_of, samples_of=noisy), "noise")
+    assert r.text.startswith("3 benchmarks are noisy (toy_cnn fp32 t1: native CV 2")
+    assert "toy_cnn int8 t2: native CV" in r.text and r.text.count("taskset") == 1
+
+
+def test_grouped_recommendations_cite_figures_they_state():
+    def ops_of(e2e):
+        return [op("Convolution (NHWC, F32) IGEMM #1", 0.4 * e2e, e2e, "Convolution"),
+                op("Transpose (ND, X32) #1", 0.2 * e2e, e2e, "Data Movement"),
+                op("native_call_gelu.out", 0.1 * e2e, e2e, "Other", delegated=False)]
+
+    for r in recommendations(_cases_doc(CASES, ops_of, samples_of=noisy)):
+        figures = re.findall(r"\d+\.\d+(?:%|x| ms)|'\w+'", r.evidence)
+        assert figures and any(f in r.text for f in figures), (r.text, r.evidence)
