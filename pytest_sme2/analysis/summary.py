@@ -7,9 +7,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from pytest_sme2.analysis.categories import CategoryRule
+from pytest_sme2.analysis.events import name_codes
 from pytest_sme2.analysis.kernel_trace import KernelTrace, read_kernel_trace_csv
 from pytest_sme2.analysis.kernels import (Evidence, kernel_hint, kleidiai_ops,
                                           operator_kernel_hints, parse_xnntrace, sme2_verdict)
@@ -39,10 +41,26 @@ class Analysis:
     def timed_e2e(self) -> pd.Series:
         return self.e2e_all[self.e2e_all.index >= self.warmup]
 
-    def to_json(self) -> dict:
+    def _operators_json(self) -> list[dict]:
         ops = self.operators
+        executed = self.evidence.executed
+        hints = operator_kernel_hints(ops["name"], executed) if executed else {}
+        columns = [ops[c].tolist() for c in (
+            "name", "instruction_id", "category", "delegated", "backend", "calls_per_run",
+            "mean_ms_per_run", "pct_e2e", "bottleneck", "should_delegate", "op_types",
+            "module_paths")]
+        return [{"name": name, "instruction_id": int(instr), "category": category,
+                 "delegated": bool(delegated), "backend": backend,
+                 "calls_per_run": float(calls), "mean_ms_per_run": float(mean_ms),
+                 "pct_e2e": float(pct), "bottleneck": bool(bottleneck),
+                 "should_delegate": bool(should), "op_types": list(op_types),
+                 "module_paths": list(paths),
+                 "kernel_hint": kernel_hint(name, hints) if hints else ""}
+                for (name, instr, category, delegated, backend, calls, mean_ms, pct, bottleneck,
+                     should, op_types, paths) in zip(*columns)]
+
+    def to_json(self) -> dict:
         ev = self.evidence
-        hints = operator_kernel_hints(ops["name"], ev.executed)
         return {
             "schema": ANALYSIS_SCHEMA,
             "source": self.source,
@@ -52,15 +70,7 @@ class Analysis:
             "e2e": {k: v for k, v in self.e2e.to_dict().items()},
             "categories_ms": self.categories_ms,
             "overheads_ms": self.overheads_ms,
-            "operators": [
-                {"name": r.name, "instruction_id": int(r.instruction_id), "category": r.category,
-                 "delegated": bool(r.delegated), "backend": r.backend,
-                 "calls_per_run": float(r.calls_per_run),
-                 "mean_ms_per_run": float(r.mean_ms_per_run), "pct_e2e": float(r.pct_e2e),
-                 "bottleneck": bool(r.bottleneck), "should_delegate": bool(r.should_delegate),
-                 "op_types": list(r.op_types), "module_paths": list(r.module_paths),
-                 "kernel_hint": kernel_hint(r.name, hints)}
-                for r in ops.itertuples(index=False)],
+            "operators": self._operators_json(),
             "kernel_evidence": {
                 "sme2": ev.sme2, "reason": ev.reason,
                 "kleidiai_ops": list(ev.kleidiai_ops),
@@ -85,7 +95,8 @@ def analyze(events: pd.DataFrame, *, warmup: int = 0, source: str = "ETDump",
     if warmup < 0:
         raise Sme2Error(f"{source}: warm-up must be 0 or more, got {warmup}")
     per_run = e2e_per_run(events, source=source)
-    runs = int(events.loc[events["run"] >= 0, "run"].nunique())
+    run = events["run"].to_numpy()
+    runs = int(np.unique(run[run >= 0]).size)
     timed = per_run[per_run.index >= warmup]
     if timed.empty:
         raise Sme2Error(f"{source}: warm-up {warmup} leaves no timed runs (the file holds "
@@ -94,7 +105,8 @@ def analyze(events: pd.DataFrame, *, warmup: int = 0, source: str = "ETDump",
     timed_runs = timed.index.tolist()
     annotated = annotate(events, etrecord, rules)
     ops = operator_table(annotated, timed_runs, stats.mean_ms, etrecord)
-    names = annotated.loc[annotated["leaf"], "name"].unique()
+    codes, uniques = name_codes(annotated["name"])
+    names = uniques[np.unique(codes[annotated["leaf"].to_numpy()])]
     if kernel_trace is not None and not isinstance(kernel_trace, KernelTrace):
         kernel_trace = read_kernel_trace_csv(kernel_trace)
     evidence = sme2_verdict(kernels=parse_xnntrace(xnntrace) if xnntrace is not None else None,
