@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
@@ -51,6 +52,10 @@ class BenchmarkRun:
     # The operator category table (None: the built-in one); pytest_sme2.hooks.category_rules
     # gives the plugins' rules in front of the built-in ones.
     rules: Sequence[CategoryRule] | None = field(default=None, repr=False)
+    # Entered around each measured process: the caller holds its own background work still
+    # there (a session stops the python runner's fork server while it is still importing).
+    measuring: Callable[[], AbstractContextManager[None]] | None = field(default=None,
+                                                                          repr=False)
 
 
 def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
@@ -73,7 +78,8 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
     held = hold(device, settings.cooldown, run.progress) if settings.cooldown else None
     thermal = getattr(device, "thermal", None)  # Android zones; the host has none to read
     before = thermal() if thermal else None
-    outcome = device.run(runner, request)
+    with _measuring(run):
+        outcome = device.run(runner, request)
     after = thermal() if thermal else None
     facts = device.facts()
     analysis = analyze(read_etdump(request.etdump), warmup=settings.warmup,
@@ -97,7 +103,7 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
         for i in range(1, settings.loads):
             try:
                 startup.processes.append(
-                    _cold_load(runner, device, request, out / f"{stem}.load{i}.etdump"))
+                    _cold_load(run, runner, device, request, out / f"{stem}.load{i}.etdump"))
             except Sme2Error as e:   # the block is measured: keep it, say what is missing
                 startup.problem = f"load-only process {i} of {settings.loads - 1} failed: {e}"
                 if run.progress:
@@ -121,11 +127,16 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
         startup=startup)
 
 
-def _cold_load(runner: Runner, device: Device, request: RunRequest,
+def _measuring(run: BenchmarkRun) -> AbstractContextManager[None]:
+    return run.measuring() if run.measuring else nullcontext()
+
+
+def _cold_load(run: BenchmarkRun, runner: Runner, device: Device, request: RunRequest,
                etdump: Path) -> ProcessStartup:
     """One load-only process (load, one execute): a cold load time and first inference."""
     one = replace(request, etdump=etdump, runs=1, warmup=0, outputs=None)
-    outcome = device.run(runner, one)
+    with _measuring(run):
+        outcome = device.run(runner, one)
     events = read_etdump(one.etdump)
     return process_startup(events, e2e_per_run(events, source=str(one.etdump)),
                            parse_summary(outcome.stdout))

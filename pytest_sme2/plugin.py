@@ -88,7 +88,7 @@ def _config(config: pytest.Config) -> Sme2Config:
 def pytest_cmdline_main(config: pytest.Config) -> None:
     # A config's cleanups run last in, first out: one added before any plugin's configure runs
     # after pytest's own end-of-session garbage collections, which the session's frozen
-    # objects (BenchSession.quiet) spared a walk of the whole heap.
+    # objects (BenchSession.prepare) spared a walk of the whole heap.
     config.add_cleanup(lambda: _release_session(config))
 
 
@@ -460,7 +460,7 @@ def sme2_bench(request: pytest.FixtureRequest, sme2_session: BenchSession,
             result = sme2_bench("toy_cnn", dtype="fp32", threads=1)
             assert result.e2e.median_ms < 5
     """
-    sme2_session.quiet()   # the measuring stack, imported once the way the session wants it
+    sme2_session.prepare()   # the measuring stack, imported once the way the session wants it
     from pytest_sme2.bench import BenchmarkRun
     from pytest_sme2.gate import GateReport
 
@@ -471,7 +471,8 @@ def sme2_bench(request: pytest.FixtureRequest, sme2_session: BenchSession,
         device = sme2_device_spec
         runner = runner or sme2_session.default_runner(progress, device)
         run = BenchmarkRun(model, dtype, threads, label=_label(request), progress=progress,
-                           rules=sme2_session.config.category_rules)
+                           rules=sme2_session.config.category_rules,
+                           measuring=sme2_session.measuring)
         measured: list[BenchmarkResult] = []
         reports: dict[str, GateReport] = {}
         try:
@@ -503,7 +504,7 @@ def sme2_compare(request: pytest.FixtureRequest, sme2_session: BenchSession,
 
     ``speedup`` is base time / candidate time with a 95% CI over paired blocks. Each side is
     judged against its baseline end to end, on all its blocks."""
-    sme2_session.quiet()
+    sme2_session.prepare()
     from pytest_sme2.bench import BenchmarkRun, run_comparison
     from pytest_sme2.gate import GateReport
 
@@ -514,7 +515,8 @@ def sme2_compare(request: pytest.FixtureRequest, sme2_session: BenchSession,
                 blocks: int | None = None, margin: float = DEFAULT_MARGIN) -> Comparison:
         device = sme2_device_spec
         run = BenchmarkRun(model, dtype, threads, label=_label(request), progress=progress,
-                           rules=sme2_session.config.category_rules)
+                           rules=sme2_session.config.category_rules,
+                           measuring=sme2_session.measuring)
         measured: list[BenchmarkResult] = []        # every block, in the order measured
         reports: dict[str, GateReport] = {}         # by runner name, as the blocks carry it
         cmp = None
@@ -525,7 +527,6 @@ def sme2_compare(request: pytest.FixtureRequest, sme2_session: BenchSession,
             _block_done(request.config, len(measured), 2 * per_side)
 
         try:
-            sme2_session.quiet()
             cmp = run_comparison(
                 run, sme2_session.runner(base, progress, device),
                 sme2_session.runner(candidate, progress, device),

@@ -48,8 +48,8 @@ class BenchSession:
     _host_default: dict[str, str] = field(default_factory=dict)             # by device
     _writer: "ResultsWriter | None" = None    # results.json, laid out once per benchmark
     instructions_note_shown: bool = False     # --sme2-measure instructions off the host: said
-    _prefetch: list[tuple[str, str]] = field(default_factory=list)   # (model, dtype), see quiet
-    _settled: bool = False      # quiet() has imported the measuring stack once
+    _prefetch: list[tuple[str, str]] = field(default_factory=list)   # (model, dtype), see prepare
+    _settled: bool = False      # prepare() has imported the measuring stack once
     _froze: bool = False        # ... and froze the objects that existed then (release())
 
     def __post_init__(self) -> None:
@@ -151,10 +151,10 @@ class BenchSession:
         """Start now what the session's benchmarks would otherwise wait for in the middle of
         it: on the host, the python runner's fork server, whose imports (torch, the runtime)
         take a second or more. ``runners``: the names collected tests declare they use
-        (``@pytest.mark.sme2(runners=[...])``). :meth:`quiet` waits for the server before
-        anything is measured, so nothing of ours competes with a measurement for the CPU, and
-        meanwhile looks up the exports of ``points`` (model, dtype) the collected benchmarks
-        will measure."""
+        (``@pytest.mark.sme2(runners=[...])``). The server imports while nothing is measured
+        (:meth:`measuring` stops it around each measured process); :meth:`prepare` meanwhile
+        looks up the exports of ``points`` (model, dtype) the collected benchmarks will
+        measure."""
         if "host" not in (self.devices or ()):
             return
         if any(spec.kind == "python" for name, spec in self.specs.items() if name in runners):
@@ -163,28 +163,37 @@ class BenchSession:
             shared_server().start()
             self._prefetch = list(dict.fromkeys(points))
 
-    def quiet(self) -> None:
-        """Before a measurement: wait for a fork server :meth:`start_ahead` started (on any
-        device: the host runs the adb server and the emulator too), and spend the wait
-        importing what the session imports anyway (the measuring stack now, the report's
-        plotting library at the end). The first time, the objects those imports made are
-        left out of the garbage collector's walks from then on (see :func:`_settle`)."""
+    def prepare(self) -> None:
+        """Before the first measurement, once: import what the session imports anyway (the
+        measuring stack, and with a fork server starting beside us the report's plotting
+        library and templates too, and the collected exports), then leave the objects those
+        imports made out of the garbage collector's walks (see :func:`_settling`)."""
+        if self._settled:
+            return
+        from pytest_sme2.runners.fork_server import shared_server
+
+        self._settled = True
+        with _settling() as froze:
+            import pytest_sme2.bench  # noqa: F401 - pandas and the analysis
+            if shared_server().starting:
+                self._prepare_beside_the_server()
+        self._froze = froze[0]
+
+    @contextmanager
+    def measuring(self) -> Iterator[None]:
+        """Around each measured process (on any device: the host runs the adb server and the
+        emulator too): a fork server still importing is stopped, so nothing of ours shares the
+        CPU with a measurement, and goes on importing afterwards."""
         from pytest_sme2.runners.fork_server import shared_server
 
         server = shared_server()
-        if self._settled and not server.starting:
-            return
-        if not self._settled:
-            self._settled = True
-            with _settling() as froze:
-                import pytest_sme2.bench  # noqa: F401 - pandas and the analysis
-                if server.starting:
-                    self._prepare_while_waiting()
-            self._froze = froze[0]
-        if server.starting:
-            server.address()
+        server.pause()
+        try:
+            yield
+        finally:
+            server.resume()
 
-    def _prepare_while_waiting(self) -> None:
+    def _prepare_beside_the_server(self) -> None:
         from pytest_sme2.etrecord import read_etrecord
         from pytest_sme2.export import cached_export
         from pytest_sme2.report.markdown import environment
@@ -211,7 +220,9 @@ class BenchSession:
         from pytest_sme2.bench import run_benchmark
 
         settings = self.settings if export_again else replace(self.settings, reexport=False)
-        self.quiet()
+        self.prepare()
+        if run.measuring is None:
+            run = replace(run, measuring=self.measuring)
         return run_benchmark(run, self.runner(runner, progress, device), self.device(device),
                              settings)
 
@@ -327,7 +338,7 @@ class BenchSession:
         return written + ([summary] if summary else []), problems
 
     def release(self) -> None:
-        """Give the objects :meth:`quiet` froze back to the garbage collector: called once
+        """Give the objects :meth:`prepare` froze back to the garbage collector: called once
         nothing of the session runs any more, so a process that goes on after it (pytest run
         from Python) collects the session's garbage as usual."""
         if self._froze:

@@ -12,8 +12,12 @@ sends a length-prefixed JSON ``{"argv", "cwd"}`` with its stdin/stdout/stderr at
 server forks a process that runs ``python_child.main(argv)`` on them, then replies
 ``{"status": N}`` (negative: killed by signal -N) and closes. A client that goes away (killed on
 a timeout) has its run killed. The server exits when its stdin, a pipe from the process that
-started it, closes — that process ending included. Runs see the environment the server started
-with, and the client's working folder.
+started it, closes, and is killed when that process ends (even while stopped). Runs see the
+environment the server started with, and the client's working folder.
+
+While it is still importing, the session stops it (SIGSTOP) around every process it measures
+and lets it go on between them (:meth:`ForkServer.pause`): the import happens in the session's
+idle moments, never beside a measurement.
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ from typing import NoReturn
 from pytest_sme2.runners.fork_client import HEADER
 
 READY = "fork-server ready"
+ARMED = "fork-server armed"    # killed when its parent ends: from now on it may be stopped
+ARM_TIMEOUT_S = 30.0           # an interpreter starting (milliseconds, or seconds on a busy host)
 START_TIMEOUT_S = 120.0
 CLIENT = Path(__file__).with_name("fork_client.py")
 
@@ -105,7 +111,25 @@ def _status(wait_status: int) -> int:
     return os.waitstatus_to_exitcode(wait_status)
 
 
-def serve(address: str) -> NoReturn:
+def _die_with(parent: int) -> None:
+    """Be killed when ``parent`` ends, whatever state this process is in: the session stops
+    the server (SIGSTOP) while it measures, and a stopped process never reads the end of its
+    stdin — a session killed mid-measurement would leave it stopped for good."""
+    import ctypes
+
+    PR_SET_PDEATHSIG = 1
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        return   # no prctl: the stdin pipe is all there is
+    if os.getppid() != parent:   # it ended before the call above
+        os._exit(0)
+    print(ARMED, flush=True)
+
+
+def serve(address: str, parent: int | None = None) -> NoReturn:
+    if parent is not None:
+        _die_with(parent)
     # Ctrl-C in the terminal is for the session, which kills its clients; we end on stdin EOF.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     from pytest_sme2.runners import python_child
@@ -222,6 +246,9 @@ class ForkServer:
     _finalizer: weakref.finalize | None = field(default=None, repr=False)
     # Spawned, not yet ready: (process, folder, socket address, stderr file).
     _pending: tuple[subprocess.Popen, str, str, str] | None = field(default=None, repr=False)
+    _paused: bool = field(default=False, repr=False)   # stopped by pause(), still importing
+    _armed: bool = field(default=False, repr=False)    # said ARMED: safe to stop
+    _said_ready: bool = field(default=False, repr=False)   # READY read while pausing
 
     @property
     def starting(self) -> bool:
@@ -246,13 +273,42 @@ class ForkServer:
             return self._address
         self.start()
         if self._pending is not None:
+            self.resume()
             self._await_ready()
         return self._address if self._running() else None
+
+    def pause(self) -> None:
+        """Stop a server that is still importing (SIGSTOP) while something is measured: its
+        import must not share the CPU with a measurement. :meth:`resume` (or :meth:`address`)
+        lets it go on. A ready server waits for clients and costs nothing: left alone."""
+        if self._pending is None or self._paused:
+            return
+        proc = self._pending[0]
+        if not self._armed and not self._said_ready:
+            # Stopped before it can die with us, it could outlive us, stopped for good.
+            line = self._next_line(proc, ARM_TIMEOUT_S)
+            self._said_ready = line == READY
+            if line != ARMED:
+                return   # ready already (idle: nothing to stop), or failing: address() says
+        if not self._said_ready:
+            self._paused = _signal(proc, signal.SIGSTOP)
+
+    def _next_line(self, proc: subprocess.Popen, timeout_s: float) -> str | None:
+        line = _read_line(proc.stdout, timeout_s)
+        self._armed = self._armed or line == ARMED
+        return line
+
+    def resume(self) -> None:
+        if self._paused:
+            self._paused = False
+            if self._pending is not None:
+                _signal(self._pending[0], signal.SIGCONT)
 
     def _running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
     def _spawn(self) -> None:
+        self._armed = self._said_ready = self._paused = False
         folder = tempfile.mkdtemp(prefix="sme2-fork-")
         address = os.path.join(folder, "s")
         errors = os.path.join(folder, "stderr")   # a file: a pipe could fill up and block it
@@ -260,9 +316,10 @@ class ForkServer:
             # A session of its own: Ctrl-C in the terminal reaches the session, not the server.
             with open(errors, "wb") as err_fh:
                 proc = subprocess.Popen(
-                    [self.python, "-m", "pytest_sme2.runners.fork_server", address],
+                    [self.python, "-m", "pytest_sme2.runners.fork_server", address,
+                     str(os.getpid())],
                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err_fh,
-                    start_new_session=True)
+                    start_new_session=True, bufsize=0)   # unbuffered: lines read one by one
         except OSError as e:
             shutil.rmtree(folder, ignore_errors=True)
             self.problem = f"the fork server did not start ({self.python}: {e.strerror})"
@@ -272,7 +329,9 @@ class ForkServer:
     def _await_ready(self) -> None:
         proc, folder, address, errors = self._pending
         self._pending = None
-        line = _read_line(proc.stdout, START_TIMEOUT_S)
+        line = READY if self._said_ready else self._next_line(proc, START_TIMEOUT_S)
+        if line == ARMED:
+            line = self._next_line(proc, START_TIMEOUT_S)
         proc.stdout.close()
         if line != READY:
             with open(errors, errors="replace") as fh:
@@ -287,8 +346,8 @@ class ForkServer:
     def stop(self) -> None:
         if self._pending is not None:   # spawned, never used: still importing, nothing to lose
             proc, folder, _, _ = self._pending
-            self._pending = None
-            proc.kill()
+            self._pending, self._paused = None, False
+            proc.kill()   # stopped or not
             proc.wait()
             for pipe in (proc.stdin, proc.stdout):
                 pipe.close()
@@ -317,5 +376,16 @@ def _read_line(stream, timeout_s: float) -> str | None:
     return stream.readline().decode(errors="replace").strip() if ready else None
 
 
+def _signal(proc: subprocess.Popen, sig: int) -> bool:
+    """Send ``sig``; False if the process has ended (and been reaped)."""
+    if proc.poll() is not None:
+        return False
+    try:
+        os.kill(proc.pid, sig)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 if __name__ == "__main__":
-    sys.exit(serve(sys.argv[1]))
+    sys.exit(serve(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else None))

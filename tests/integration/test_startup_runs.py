@@ -80,3 +80,35 @@ def test_a_failed_load_only_process_keeps_the_measured_block(tmp_path, export_ca
                                  "model.pte was killed by SIGKILL")
     assert said == [f"toy: {r.startup.problem}"]
     assert r.to_json()["startup"]["problem"] == r.startup.problem
+
+
+def test_every_measured_process_runs_inside_the_callers_measuring_context(tmp_path,
+                                                                          export_cache, native):
+    """The session stops its fork server (still importing) around each measured process and
+    lets it go on in between: the block's process and the load-only ones, nothing else."""
+    from contextlib import contextmanager
+
+    inside, seen = [False], []
+
+    @contextmanager
+    def measuring():
+        inside[0] = True
+        try:
+            yield
+        finally:
+            inside[0] = False
+
+    class Watched(HostDevice):
+        def run(self, runner, request):
+            seen.append(inside[0])
+            return super().run(runner, request)
+
+        def facts(self):
+            assert not inside[0]   # the analysis and everything after: outside
+            return super().facts()
+
+    settings = BenchSettings(runs=2, warmup=0, report_dir=tmp_path, cache_dir=export_cache,
+                             timeout_s=300, loads=3)
+    run_benchmark(BenchmarkRun("toy_cnn", label="toy", measuring=measuring), native, Watched(),
+                  settings)
+    assert seen == [True, True, True] and not inside[0]

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -127,8 +128,6 @@ def _slow_python(tmp_path: Path, delay_s: float) -> Path:
 
 
 def test_a_server_started_ahead_is_waited_for_by_its_first_use(tmp_path):
-    import time
-
     server = ForkServer(str(_slow_python(tmp_path, 0.5)))
     t0 = time.perf_counter()
     server.start()
@@ -188,3 +187,108 @@ def test_collected_benchmarks_declare_their_runners_with_the_sme2_marker():
     assert asked == [{"python", "native"}]
     plugin.pytest_collection_finish(types.SimpleNamespace(items=items[1:], config=config))
     assert asked == [{"python", "native"}]          # nothing declared: nothing started ahead
+
+
+def _state(pid: int) -> str:
+    """The process state letter of /proc/PID/stat (T: stopped, Z: zombie); "" once reaped."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return ""
+
+
+def _settled_state(pid: int, expected: str) -> str:
+    """The state once a signal just sent has taken effect (delivery is asynchronous)."""
+    for _ in range(200):
+        state = _state(pid)
+        if (state == "T") == (expected == "T"):
+            return state
+        time.sleep(0.005)
+    return _state(pid)
+
+
+def _arming_python(tmp_path: Path, delay_s: float) -> Path:
+    """A stand-in server that says ARMED at once and READY after ``delay_s``."""
+    script = tmp_path / "python"
+    script.write_text(f"#!/bin/sh\necho 'fork-server armed'\nsleep {delay_s}\n"
+                      "echo 'fork-server ready'\ncat >/dev/null\n")
+    script.chmod(0o755)
+    return script
+
+
+def test_a_server_still_importing_is_stopped_while_something_is_measured(tmp_path):
+    server = ForkServer(str(_arming_python(tmp_path, 0.3)))
+    server.start()
+    pid = server._pending[0].pid
+    try:
+        server.pause()
+        assert _settled_state(pid, "T") == "T"   # stopped: no CPU beside the measurement
+        server.pause()                     # twice: still one stop to undo
+        server.resume()
+        assert _settled_state(pid, "R") not in ("T", "")
+        server.pause()
+        assert server.address() is not None     # a first use lets it go on and waits for it
+        assert _settled_state(pid, "R") != "T" and not server.starting
+        server.pause()                     # ready: idle, left alone
+        assert _settled_state(pid, "R") != "T"
+    finally:
+        server.stop()   # kills a stand-in left stopped by a failed assertion too
+
+
+def test_a_server_that_is_ready_before_it_is_paused_is_not_stopped(tmp_path):
+    server = ForkServer(str(_slow_python(tmp_path, 0)))   # says READY only (no ARMED)
+    server.start()
+    pid = server._pending[0].pid
+    try:
+        server.pause()                     # reads READY: nothing to stop, nothing lost
+        assert _state(pid) != "T"
+        assert server.address() is not None
+    finally:
+        server.stop()
+
+
+def test_a_stopped_server_dies_with_the_session_that_stopped_it(tmp_path):
+    """A session killed mid-measurement (SIGKILL: no cleanup) must not leave its fork server
+    stopped for good: the server asked the kernel to kill it when its parent ends."""
+    session = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time\n"
+         "from pytest_sme2.runners.fork_server import ForkServer\n"
+         "s = ForkServer(); s.start(); s.pause()\n"
+         "print(s._pending[0].pid, s._paused, flush=True)\n"
+         "time.sleep(60)\n"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        pid, paused = session.stdout.readline().split()
+        pid = int(pid)
+        assert paused == "True" and _settled_state(pid, "T") == "T"
+    finally:
+        session.kill()
+        session.wait()
+        session.stdout.close()
+    for _ in range(100):
+        if _state(pid) in ("", "Z"):
+            break
+        time.sleep(0.05)
+    assert _state(pid) in ("", "Z"), f"server {pid} outlived its session: {_state(pid)}"
+
+
+def test_the_session_stops_a_starting_server_only_while_it_measures(tmp_path, monkeypatch):
+    from pytest_sme2.config import Sme2Config
+    from pytest_sme2.runners import fork_server
+    from pytest_sme2.session import BenchSession
+
+    server = ForkServer(str(_arming_python(tmp_path, 30)))
+    monkeypatch.setitem(fork_server._SHARED, sys.executable, server)
+    server.start()
+    pid = server._pending[0].pid
+    session = BenchSession(Sme2Config())
+    try:
+        with session.measuring():
+            assert _settled_state(pid, "T") == "T"
+        assert _settled_state(pid, "R") not in ("T", "")
+        with pytest.raises(RuntimeError), session.measuring():
+            raise RuntimeError("a failed run")
+        assert _settled_state(pid, "R") not in ("T", "")     # resumed whatever happened
+    finally:
+        server.stop()

@@ -108,10 +108,10 @@ def test_a_session_freezes_what_its_imports_made_once_and_gives_it_back():
     assert gc.get_freeze_count() == 0 and gc.isenabled()
     session = BenchSession(Sme2Config(devices=("host",)))
     try:
-        session.quiet()
+        session.prepare()
         frozen = gc.get_freeze_count()
         assert frozen > 0 and gc.isenabled()   # the collector runs again, on new objects
-        session.quiet()
+        session.prepare()
         assert gc.get_freeze_count() <= frozen  # once per session, not per block
     finally:
         session.release()
@@ -127,7 +127,7 @@ def test_a_session_leaves_objects_someone_else_froze_alone():
     try:
         frozen = gc.get_freeze_count()
         session = BenchSession(Sme2Config(devices=("host",)))
-        session.quiet()
+        session.prepare()
         session.release()
         assert gc.get_freeze_count() >= frozen - 100   # still theirs, not unfrozen by us
     finally:
@@ -142,7 +142,7 @@ def test_pytest_run_from_python_gets_the_frozen_objects_back_after_its_collectio
         from pytest_sme2.plugin import SESSION_KEY
 
         def test_quiet(request):
-            request.config.stash[SESSION_KEY].quiet()
+            request.config.stash[SESSION_KEY].prepare()
             assert gc.get_freeze_count() > 0
     """)
     assert gc.get_freeze_count() == 0
