@@ -387,7 +387,8 @@ def parse_etdump(buf: bytes, source: str = "<bytes>") -> pd.DataFrame:
         np.zeros(0, dtype=np.int64)
     seq = (np.arange(ev.size) - np.searchsorted(ev_block, ev_block, side="left")
            if ev.size else np.zeros(0, dtype=np.int64))
-    df = pd.DataFrame({
+    # Built once, in column order: no later insertion or reordering copies the frame.
+    return pd.DataFrame({
         "block": ev_block.astype("int32"),
         "block_name": block_name,
         "run": (run_of_block[ev_block] if ev.size else np.zeros(0)).astype("int32"),
@@ -398,6 +399,5 @@ def parse_etdump(buf: bytes, source: str = "<bytes>") -> pd.DataFrame:
         "delegated": delegated,
         "start": start,
         "end": end,
-    })
-    df["duration_ms"] = (end.astype(np.int64) - start.astype(np.int64)) / TICKS_PER_MS
-    return df[EVENT_COLUMNS]
+        "duration_ms": (end.astype(np.int64) - start.astype(np.int64)) / TICKS_PER_MS,
+    }, columns=EVENT_COLUMNS)
