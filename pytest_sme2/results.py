@@ -18,6 +18,7 @@ import statistics
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +30,14 @@ from pytest_sme2.thermal import CooldownRecord
 RESULTS_SCHEMA = "pytest-sme2/results/1"
 
 
+@lru_cache(maxsize=None)
+def _field_names(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in fields(cls))
+
+
 def _known(cls: type, d: Mapping[str, Any]) -> dict[str, Any]:
     """The items of ``d`` that name a field of the dataclass ``cls``."""
-    names = {f.name for f in fields(cls)}
+    names = _field_names(cls)
     return {k: v for k, v in d.items() if k in names}
 
 
@@ -40,7 +46,7 @@ class _ItemAccess:
     were plain dicts before, and users' tests index them (``kernel_evidence["sme2"]``)."""
 
     def __getitem__(self, key: str) -> Any:
-        if key not in {f.name for f in fields(self)}:  # type: ignore[arg-type]
+        if key not in _field_names(type(self)):
             raise KeyError(key)
         return getattr(self, key)
 
