@@ -15,8 +15,8 @@ From one invocation, on a warm export cache (a cold one is filled before anythin
    time inside runner processes, analysis, CSVs, results.json writes, the end-of-session report;
 
 then the ratio and the issue-17 target: session <= 1.5 x loop + 3 s of fixed start-up, and
-the session split into fixed costs (start-up, the python runner's fork server, the end) and the
-rest, which should scale with the loop.
+the session split into fixed costs (start-up, preparing, waiting for the python runner's fork
+server, the end) and the rest, which should scale with the loop.
 """
 
 from __future__ import annotations
@@ -259,8 +259,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"<= {TARGET_RATIO} x loop + {TARGET_FIXED_S:g} s = {budget:.2f} s: "
                   f"{'met' if wall <= budget else 'NOT met'}")
             if fixed is not None:
-                print(f"fixed costs (start-up, preparing, fork server wait, end): {fixed:.2f} s (target <= "
-                      f"{TARGET_FIXED_S:g} s); the rest: {wall - fixed:.2f} s = "
+                print(f"fixed costs (start-up, preparing, fork server wait, end): {fixed:.2f} s "
+                      f"(target <= {TARGET_FIXED_S:g} s); the rest: {wall - fixed:.2f} s = "
                       f"{(wall - fixed) / loop_s:.2f} x loop (target <= {TARGET_RATIO})")
     return 0
 

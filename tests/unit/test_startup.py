@@ -325,23 +325,23 @@ def test_each_benchmark_page_has_its_load_and_memory(tmp_path):
 
 
 def test_emulated_load_times_are_said_to_be_no_speed():
-    from pytest_sme2.report.markdown import _startup_notes
+    from pytest_sme2.report.sections import startup_notes
 
     rows = [{"runner": "sme2_on", "load_source": "x", "memory_source": "y", "emulated": True}]
-    notes = _startup_notes(rows)
+    notes = startup_notes(rows)
     assert notes[-1].startswith("Emulated CPU (sme2_on): load and first-inference times say "
                                 "nothing about a real device's")
-    assert not any("Emulated" in n for n in _startup_notes([{**rows[0], "emulated": False}]))
+    assert not any("Emulated" in n for n in startup_notes([{**rows[0], "emulated": False}]))
 
 
 def test_a_side_missing_cold_loads_is_said_in_the_report():
-    from pytest_sme2.report.markdown import _startup_notes
+    from pytest_sme2.report.sections import startup_notes
 
     row = {"point": "toy_cnn fp32 t1", "runner": "native", "load_source": "x",
            "memory_source": "y", "emulated": False, "problem": "load-only process 1 of 2 "
                                                                "failed: gone"}
     assert "toy_cnn fp32 t1 native: fewer cold loads than asked, load-only process 1 of 2 " \
-           "failed: gone." in _startup_notes([row])
+           "failed: gone." in startup_notes([row])
     a, b = _result(), _result()
     a.startup, b.startup = _startup(loads=(1.0,)), replace(_startup(loads=(2.0,)), problem="p")
     assert pool_startup([a, b]).problem == "p"

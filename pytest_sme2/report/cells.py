@@ -1,0 +1,101 @@
+"""Markdown table cells and the report's number formats (ms with 3 decimals, % with 1,
+speed-ups with 3): the filters and globals of the report templates, and the cells the section
+rows are made of."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_sme2.report.digest import finite
+
+def fmt_ms(v: Any) -> str:
+    return f"{v:.3f}" if finite(v) else "—"
+
+
+def fmt_mb(v: Any) -> str:
+    """Megabytes: one decimal, two significant digits below 1 MB (a toy model's .pte)."""
+    return "—" if not finite(v) else f"{v:.1f}" if abs(v) >= 1 else f"{v:.2g}"
+
+
+def fmt_pct(v: Any) -> str:
+    return f"{v:.1f}" if finite(v) else "—"
+
+
+def fmt_x(iv: Any) -> str:
+    return f"{iv.point:.3f}x" if iv is not None else "—"
+
+
+def fmt_ci(iv: Any) -> str:
+    if iv is None:
+        return "—"
+    return f"[{iv.low:.3f}, {iv.high:.3f}]"
+
+
+def fmt_pp(v: Any) -> str:
+    return f"{v:+.1f} pp" if finite(v) else "—"
+
+
+def cell(v: Any) -> str:
+    """Text safe in a markdown table cell: pipes escaped, no line breaks."""
+    return str(v).replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ") \
+        .replace("\n", " ")
+
+
+def code(v: Any) -> str:
+    """A code span safe in a table cell (operator names: ``__`` must not turn bold)."""
+    text = str(v).replace("\r", " ").replace("\n", " ")
+    fence = "``" if "`" in text else "`"
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text.replace('|', chr(92) + '|')}{pad}{fence}"
+
+
+def fmt_calls(v: Any) -> str:
+    return f"{v:g}" if finite(v) else "—"
+
+
+def th(*columns: Any) -> str:
+    """Header and separator lines; a column named ``>x`` is right-aligned (numbers). List
+    arguments spread into several columns."""
+    cols = _flat(columns)
+    names = [c[1:] if c.startswith(">") else c for c in cols]
+    seps = ["---:" if c.startswith(">") else "---" for c in cols]
+    return tr(*[cell(n) for n in names]) + "\n" + tr(*seps)
+
+
+def tr(*cells: Any) -> str:
+    """One table row; list arguments spread into several cells. Cells arrive escaped."""
+    return "| " + " | ".join(_flat(cells)) + " |"
+
+
+def _flat(items) -> list[str]:
+    out: list[str] = []
+    for c in items:
+        if isinstance(c, (list, tuple)):
+            out.extend(str(x) for x in c)
+        else:
+            out.append(str(c))
+    return out
+
+
+def ms_pct_cells(pairs) -> list[str]:
+    return [x for ms, pct in pairs for x in (fmt_ms(ms), fmt_pct(pct))]
+
+
+def op_cells(ops) -> list[str]:
+    return ms_pct_cells((o.mean_ms_per_run, o.pct_e2e) if o else (None, None) for o in ops)
+
+
+def e2e_cells(totals) -> list[str]:
+    return ms_pct_cells((t, 100.0 if t else None) for t in totals)
+
+
+def value_text(v: Any) -> str:
+    if v is None:
+        return "unknown"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, dict):
+        return ", ".join(f"{k}={value_text(x)}" for k, x in v.items())
+    if isinstance(v, (list, tuple)):
+        return ", ".join(value_text(x) for x in v)
+    return str(v)
