@@ -291,7 +291,7 @@ class ForkServer:
             if line != ARMED:
                 return   # ready already (idle: nothing to stop), or failing: address() says
         if not self._said_ready:
-            self._paused = _signal(proc, signal.SIGSTOP)
+            self._paused = _halt(proc)
 
     def _next_line(self, proc: subprocess.Popen, timeout_s: float) -> str | None:
         line = _read_line(proc.stdout, timeout_s)
@@ -374,6 +374,21 @@ def _read_line(stream, timeout_s: float) -> str | None:
     ready = sel.select(timeout_s)
     sel.close()
     return stream.readline().decode(errors="replace").strip() if ready else None
+
+
+def _halt(proc: subprocess.Popen) -> bool:
+    """SIGSTOP ``proc`` and return once it has stopped (a signal takes effect when the kernel
+    next schedules the process: the measurement must not start before). False if it ended."""
+    if not _signal(proc, signal.SIGSTOP):
+        return False
+    try:
+        _, status = os.waitpid(proc.pid, os.WUNTRACED)
+    except ChildProcessError:
+        return False
+    if os.WIFSTOPPED(status):
+        return True
+    proc.returncode = _status(status)   # it ended meanwhile: its exit status is Popen's now
+    return False
 
 
 def _signal(proc: subprocess.Popen, sig: int) -> bool:

@@ -292,3 +292,16 @@ def test_the_session_stops_a_starting_server_only_while_it_measures(tmp_path, mo
         assert _settled_state(pid, "R") not in ("T", "")     # resumed whatever happened
     finally:
         server.stop()
+
+
+def test_a_server_that_ends_while_being_paused_is_reported_not_stopped(tmp_path):
+    script = tmp_path / "python"
+    script.write_text("#!/bin/sh\necho 'fork-server armed'\necho 'no torch here' >&2\nexit 3\n")
+    script.chmod(0o755)
+    server = ForkServer(str(script))
+    server.start()
+    server._pending[0].wait()          # ended before the measurement came
+    server.pause()
+    assert not server._paused
+    assert server.address() is None
+    assert server.problem == "the fork server did not start (no torch here)"
