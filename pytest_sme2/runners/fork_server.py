@@ -121,7 +121,7 @@ def _die_with(parent: int) -> None:
     try:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     except (OSError, AttributeError):
-        return   # no prctl: the stdin pipe is all there is
+        return   # no prctl: never stopped (the session waits for it instead), stdin ends it
     if os.getppid() != parent:   # it ended before the call above
         os._exit(0)
     print(ARMED, flush=True)
