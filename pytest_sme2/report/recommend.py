@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Any
 
 from pytest_sme2.analysis.categories import CONVOLUTION, DATA_MOVEMENT, GEMM, OTHER
@@ -75,11 +76,22 @@ def _focus(unit: Unit) -> list[Side]:
 
 def _paths(ops: list[OperatorStats]) -> str:
     """Where operators come from: their module paths, else their op types (code-quoted)."""
-    paths = list(dict.fromkeys(p for o in ops for p in o.module_paths if p))
+    paths = sorted(dict.fromkeys(p for o in ops for p in o.module_paths if p), key=_natural)
     if paths:
         more = f" (+{len(paths) - MAX_PATHS} more)" if len(paths) > MAX_PATHS else ""
         return ", ".join(f"`{p}`" for p in paths[:MAX_PATHS]) + more
     return ", ".join(f"`{t}`" for t in dict.fromkeys(t for o in ops for t in o.op_types if t))
+
+
+def _cases(where: Iterable[str]) -> str:
+    """"3 cases": a case measured twice (by a benchmark and a comparison) counts once."""
+    n = len(set(where))
+    return f"{n} case{'' if n == 1 else 's'}"
+
+
+def _natural(text: str) -> list:
+    """Sort key reading digits as numbers: blocks.2 before blocks.10."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", text)]
 
 
 def _span(values: list[float], unit: str = "%") -> str:
@@ -88,14 +100,15 @@ def _span(values: list[float], unit: str = "%") -> str:
     return f"{hi:.1f}{unit}" if f"{lo:.1f}" == f"{hi:.1f}" else f"{lo:.1f}-{hi:.1f}{unit}"
 
 
-def _plain_groups(us: list[Unit]) -> tuple[list[list[Unit]], list[Unit]]:
-    """Plain benchmarks grouped by model and device (one recommendation per finding of a model,
-    not one per dtype and thread count), and the comparisons, each a story of its own."""
+def _by_model(us: list[Unit], apart=lambda u: False) -> tuple[list[list[Unit]], list[Unit]]:
+    """Units grouped by model and device (one recommendation per finding of a model, not one
+    per dtype, thread count and comparison), and those ``apart`` says tell a story of their
+    own."""
     groups: dict[tuple[str, str], list[Unit]] = {}
     for u in us:
-        if not u.comparison:
+        if not apart(u):
             groups.setdefault((u.model, u.device), []).append(u)
-    return list(groups.values()), [u for u in us if u.comparison]
+    return list(groups.values()), [u for u in us if apart(u)]
 
 
 def _times(n: float) -> str:
@@ -224,9 +237,8 @@ def _portable_recommendation(name: str, advice: str,
                 f"takes {top[0]:.1f}% of E2E on {top[3]} — {advice}.")
         return top[0], Recommendation(text, f"{name}: {fig(*top)}", "portable-op")
     model = cases[0][0].model
-    n = len({at for *_, at in figures})   # a case measured twice (a comparison too) is one
     text = (f"`{name}` runs {calls_text} per inference outside the delegate{where} in "
-            f"{n} case{'' if n == 1 else 's'} of {model} and takes "
+            f"{_cases(at for *_, at in figures)} of {model} and takes "
             f"{_span([f[0] for f in figures])} of "
             f"E2E (most: {top[0]:.1f}% on {top[3]}) — {advice}.")
     evidence = f"{name}: " + "; ".join(fig(*f) for f in sorted(figures, reverse=True))
@@ -309,7 +321,9 @@ def _family_clause(family: str, pct: float, ops: list[tuple[str, float, int]],
 
 
 def _data_movement(us: list[Unit]) -> list[Recommendation]:
-    groups, comparisons = _plain_groups(us)
+    # A comparison whose candidate moves a larger share of data than its base tells its own
+    # story (the next bottleneck once compute got faster); the others are cases of the model.
+    groups, comparisons = _by_model(us, _movement_grew)
     out = []
     for unit in comparisons:
         out += [_movement_recommendation(m) for side in _focus(unit)
@@ -322,6 +336,13 @@ def _data_movement(us: list[Unit]) -> list[Recommendation]:
         elif found:
             out.append(_movements_recommendation(found))
     return out
+
+
+def _movement_grew(unit: Unit) -> bool:
+    if not (unit.comparison and unit.base and unit.base.blocks and unit.candidate):
+        return False
+    return unit.candidate.share(DATA_MOVEMENT) - unit.base.share(DATA_MOVEMENT) \
+        >= SHARE_GROWTH_PP
 
 
 def _worth_a_look(m: _Movement) -> bool:
@@ -351,8 +372,9 @@ def _movements_recommendation(found: list[_Movement]) -> Recommendation:
     """One model's data movement over several cases: the range, and each family where it is
     largest."""
     top = max(found, key=lambda m: m.share)
-    head = (f"Data Movement takes {_span([m.share for m in found])} of E2E in {len(found)} "
-            f"cases of {top.unit.model} (most: {top.share:.1f}% on {top.where})")
+    head = (f"Data Movement takes {_span([m.share for m in found])} of E2E in "
+            f"{_cases(m.where for m in found)} of {top.unit.model} (most: {top.share:.1f}% on "
+            f"{top.where})")
     largest: dict[str, tuple[float, list[tuple[str, float, int]], _Movement]] = {}
     for m in found:
         for family, pct, ops in m.families:
@@ -388,9 +410,9 @@ def _low_compute_speedup(unit: Unit) -> list[Recommendation]:
 
 
 def _overhead(us: list[Unit]) -> list[Recommendation]:
-    groups, comparisons = _plain_groups(us)
+    groups, _ = _by_model(us)
     out = []
-    for group in [[u] for u in comparisons] + groups:
+    for group in groups:
         found = []
         for unit in group:
             for side in _focus(unit):
@@ -422,8 +444,9 @@ def _overhead_recommendation(found: list[tuple[float, float, Unit, Side]]) -> Re
                               f"{_where(unit, side)}: {advice}", fig(*found[0]), "overhead")
     found = sorted(found, key=lambda f: -f[0])
     pct, _, unit, side = found[0]
-    text = (f"Framework overhead is {_span([f[0] for f in found])} of E2E in {len(found)} "
-            f"cases of {unit.model} (most: {pct:.1f}% on {_where(unit, side)}): {advice}")
+    text = (f"Framework overhead is {_span([f[0] for f in found])} of E2E in "
+            f"{_cases(_where(f[2], f[3]) for f in found)} of {unit.model} (most: {pct:.1f}% on "
+            f"{_where(unit, side)}): {advice}")
     return Recommendation(text, "; ".join(f"{fig(*f)} on {_where(f[2], f[3])}" for f in found),
                           "overhead")
 
@@ -484,7 +507,8 @@ def _noise(us: list[Unit]) -> list[Recommendation]:
                 outliers = sum(c[1] for c in high)
                 blocks = f" in {len(high)} of {len(cvs)} blocks" if len(cvs) > 1 else ""
                 parts.append(f"{side.runner} CV {worst:.1f}%{blocks}"
-                             + (f" ({outliers} outlier runs)" if outliers else ""))
+                             + (f" ({outliers} outlier run{'' if outliers == 1 else 's'})"
+                                if outliers else ""))
                 figs.append(f"{side.runner}: max CV {worst:.1f}%{blocks}")
                 android = android or side.device.get("kind") == "android"
         if parts:
@@ -506,9 +530,9 @@ def _noise(us: list[Unit]) -> list[Recommendation]:
             evidence = "; ".join(figs)
         else:
             text = (f"{len(noisy)} benchmarks are noisy ("
-                    + "; ".join(f"{u.point}: {', '.join(p)}" for u, p, _ in noisy)
+                    + "; ".join(f"{_named(u)}: {', '.join(p)}" for u, p, _ in noisy)
                     + f") — {remedy}.")
-            evidence = "; ".join(f"{u.point} {f}" for u, _, figs in noisy for f in figs)
+            evidence = "; ".join(f"{_named(u)} {f}" for u, _, figs in noisy for f in figs)
         out.append(Recommendation(text, evidence, "noise"))
     for unit, runner, (before, after) in heat:
         out.append(Recommendation(
@@ -517,6 +541,13 @@ def _noise(us: list[Unit]) -> list[Recommendation]:
             "(--sme2-cooldown TEMP_C).", f"{runner}: thermal {before:.1f} -> {after:.1f} °C",
             "noise"))
     return out
+
+
+def _named(unit: Unit) -> str:
+    """The unit, a comparison told apart from a benchmark of the same point."""
+    if unit.comparison and unit.base and unit.candidate:
+        return f"{unit.point} ({unit.base.runner} vs {unit.candidate.runner})"
+    return unit.point
 
 
 # Rules that see every unit at once: they say a finding once for all the cases it is in.

@@ -325,3 +325,27 @@ def test_grouped_recommendations_cite_figures_they_state():
     for r in recommendations(_cases_doc(CASES, ops_of, samples_of=noisy)):
         figures = re.findall(r"\d+\.\d+(?:%|x| ms)|'\w+'", r.evidence)
         assert figures and any(f in r.text for f in figures), (r.text, r.evidence)
+
+
+def test_module_paths_read_in_natural_order():
+    def ops_of(e2e):
+        return [op("Convolution (NHWC, F32) IGEMM #1", 0.5 * e2e, e2e, "Convolution"),
+                *[op("native_call_gelu.out", 0.02 * (12 - i) * e2e, e2e, "Other",
+                     delegated=False, instr=10 + i, module_paths=[f"blocks.{i}.mlp.act"])
+                  for i in (10, 2, 1)]]
+
+    r = only(_cases_doc(CASES[:1], ops_of), "portable-op")
+    assert "(`blocks.1.mlp.act`, `blocks.2.mlp.act`, `blocks.10.mlp.act`)" in r.text
+
+
+def test_a_noisy_comparison_is_told_apart_from_a_noisy_benchmark_of_the_same_case():
+    doc = sme2_doc(on_samples=noisy)
+    plain = single_doc(samples=noisy(2.0))["benchmarks"][0]
+    plain.update(model="mobilenet_v3_small", dtype="fp16", nodeid="b.py::test_latency[m]",
+                 device=copy.deepcopy(doc["benchmarks"][0]["device"]))
+    doc["benchmarks"].append(plain)
+    r = only(doc, "noise")
+    assert r.text.startswith("2 benchmarks are noisy (mobilenet_v3_small fp16 t1 (sme2_off vs "
+                             "sme2_on): sme2_on CV")
+    assert "; mobilenet_v3_small fp16 t1: python CV" in r.text
+    assert "1 outlier runs" not in r.text
