@@ -91,13 +91,16 @@ def _fields(values: pd.api.extensions.ExtensionArray) -> list[str] | None:
     column type is left to pandas."""
     dtype = values.dtype
     if isinstance(dtype, pd.CategoricalDtype):
-        # Only text categories: pandas hands other category values to the csv module as
-        # objects, whose text (numpy scalars' repr) is not worth restating here.
+        # Only text categories (pandas 3 keeps them as strings, pandas 2 as objects): pandas
+        # hands other category values to the csv module as objects, whose text (numpy scalars'
+        # repr) is not worth restating here.
         categories = dtype.categories.array
-        if not isinstance(categories.dtype, pd.StringDtype):
+        texts = _fields(categories) if isinstance(categories.dtype, pd.StringDtype) or \
+            categories.dtype.kind == "O" else None
+        if texts is None:
             return None
         # Code -1 (missing) picks the trailing "".
-        return np.array([*_fields(categories), ""], dtype=object)[values.codes].tolist()
+        return np.array([*texts, ""], dtype=object)[values.codes].tolist()
     if isinstance(dtype, pd.StringDtype):
         return _quoted(_blank_missing(values.tolist(), values.isna()))
     if not isinstance(values, pd.arrays.NumpyExtensionArray):
