@@ -67,7 +67,7 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
     label = run.label or f"{run.model}-{run.dtype}-t{run.threads}-{runner.info.name}"
     out = artifact_dir(settings.report_dir, label)
     stem = runner.info.name if run.block is None else f"{runner.info.name}-block{run.block}"
-    tensor_files = getattr(runner, "takes_tensor_files", True)
+    tensor_files = runner.takes_tensor_files
     request = RunRequest(pte=exported.pte, etdump=out / f"{stem}.etdump",
                          threads=run.threads, runs=settings.runs, warmup=settings.warmup,
                          inputs=exported.inputs if tensor_files else None,
@@ -76,11 +76,10 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
                          timeout_s=settings.timeout_s)
     # --sme2-cooldown: the block starts once the device is cool (or the hold gives up).
     held = hold(device, settings.cooldown, run.progress) if settings.cooldown else None
-    thermal = getattr(device, "thermal", None)  # Android zones; the host has none to read
-    before = thermal() if thermal else None
+    before = device.thermal()    # Android zones; the host and QEMU have none (None)
     with _measuring(run):
         outcome = device.run(runner, request)
-    after = thermal() if thermal else None
+    after = device.thermal()
     facts = device.facts()
     analysis = analyze(read_etdump(request.etdump), warmup=settings.warmup,
                        source=str(request.etdump), etrecord=read_etrecord(exported.etrecord),

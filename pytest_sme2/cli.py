@@ -139,9 +139,7 @@ def _run(args: argparse.Namespace) -> int:
                              if args.kernel_trace else None)
         outcome = device.run(runner, request)
     finally:
-        cleanup = getattr(device, "cleanup", None)
-        if cleanup:
-            cleanup()
+        device.cleanup()
     events = read_etdump(outcome.etdump)
     per_run = e2e_per_run(events, source=str(outcome.etdump))
     stats = latency_stats(per_run[per_run.index >= args.warmup])

@@ -2,12 +2,14 @@
 masks that turn them off for one runner process.
 
 XNNPACK (through cpuinfo) reads ``getauxval(AT_HWCAP2)``; a preloaded library
-(``pytest_sme2/target/hwcap_mask.c``) clears the bits named by ``HWCAP2_CLEAR_ENV`` in what that
-call returns, so one binary runs with SME2 on or off and nothing else changes. The bit numbers
-are the Linux uapi's (arch/arm64/include/uapi/asm/hwcap.h).
+(``pytest_sme2/device_programs/preload.c``) clears the bits named by ``HWCAP2_CLEAR_ENV`` in
+what that call returns, so one binary runs with SME2 on or off and nothing else changes. The bit
+numbers are the Linux uapi's (arch/arm64/include/uapi/asm/hwcap.h).
 """
 
 from __future__ import annotations
+
+import re
 
 from pytest_sme2.errors import Sme2Error
 
@@ -24,6 +26,8 @@ SME2_FAMILY = sum(1 << b for b in (*range(37, 43), *range(57, 63)))
 # Environment the mask library reads in the runner process.
 HWCAP2_CLEAR_ENV = "PYTEST_SME2_HWCAP2_CLEAR"   # hex bits to clear from AT_HWCAP2
 MAPS_OUT_ENV = "PYTEST_SME2_MAPS_OUT"           # copy /proc/self/maps here at exit
+SAMPLE_OUT_ENV = "PYTEST_SME2_SAMPLE_OUT"       # sample the program counter, write here at exit
+SAMPLE_HZ_ENV = "PYTEST_SME2_SAMPLE_HZ"         # samples per CPU second (the kernel's tick caps it)
 
 # mask name -> (AT_HWCAP2 bits cleared, what the process then looks like)
 MASKS: dict[str, tuple[int, str]] = {
@@ -54,3 +58,26 @@ def sme_flags(hwcap2: int | None) -> tuple[bool | None, bool | None]:
     if hwcap2 is None:
         return None, None
     return bool(hwcap2 & HWCAP2_SME), bool(hwcap2 & HWCAP2_SME2)
+
+
+# The preload library's exit line in a masked process (preload.c).
+_APPLIED = re.compile(r"pytest-sme2 preload: AT_HWCAP2 (0x[0-9a-f]+|0) -> (0x[0-9a-f]+|0) "
+                      r"\((\d+) getauxval calls\)")
+
+
+def mask_problem(stderr: str, clear: int) -> str | None:
+    """Why the mask did not apply, or None when the preload library reports, in the runner's
+    stderr, that the process asked for its hwcaps and got them with ``clear``'s bits hidden. A
+    runner that reads its CPU features another way (a static binary, /proc/cpuinfo) would run
+    with SME2 on, labelled off."""
+    m = _APPLIED.search(stderr)
+    if m is None:
+        return ("the SME/SME2 mask was not applied (the preload library did not report from "
+                "the runner's process: it was not loaded, or the process did not exit "
+                "normally); its results would be labelled SME2 off without being so")
+    given, calls = int(m.group(2), 16), int(m.group(3))
+    if calls == 0 or given & clear:
+        return (f"the SME/SME2 mask was not applied (the process made {calls} getauxval calls "
+                f"and saw AT_HWCAP2 {given:#x}): it reads its CPU features another way, so "
+                "SME2 cannot be hidden from it here")
+    return None

@@ -14,7 +14,7 @@ import pytest
 
 from pytest_sme2.config import (FLAGS, OPTIONS, REPEATABLE, RUNNERS_DEST, RUNNERS_INI, BaseDirs,
                                 GatePolicy, Sme2Config, config_from_options)
-from pytest_sme2.devices.base import resolve_devices
+from pytest_sme2.devices.registry import resolve_devices
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.export import ExportedModel, export_model
 from pytest_sme2.matrix import Case, build_matrix, with_devices

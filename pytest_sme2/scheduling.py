@@ -26,7 +26,7 @@ from typing import Any, Callable, Mapping
 
 import pytest
 
-from pytest_sme2.devices.base import schedule_group
+from pytest_sme2.devices.registry import schedule_group
 
 # workerinput keys, set by the controller for each worker
 DEVICES = "sme2_devices"           # the resolved device list: every worker collects the same ids

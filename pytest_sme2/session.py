@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from pytest_sme2.config import Sme2Config
-from pytest_sme2.devices.base import Device, open_device
+from pytest_sme2.devices.base import Device
+from pytest_sme2.devices.registry import open_device
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.runners.base import Runner, RunnerError
 from pytest_sme2.runners.spec import RunnerSpec, runner_specs
@@ -353,16 +354,12 @@ class BenchSession:
         are raised together, one line."""
         problems = []
         for device in self._devices.values():
-            cleanup = getattr(device, "cleanup", None)
-            if cleanup is not None:
-                try:
-                    cleanup()
-                except Sme2Error as e:
-                    problems.append(str(e))
+            try:
+                device.cleanup()
+            except Sme2Error as e:
+                problems.append(str(e))
         for runner in self._runners.values():  # the python runner's fork server
-            close = getattr(runner, "close", None)
-            if close is not None:
-                close()
+            runner.close()
         from pytest_sme2.runners.fork_server import shared_server
 
         shared_server().stop()   # started ahead and never used, or used: ends with the session

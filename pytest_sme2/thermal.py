@@ -4,7 +4,7 @@ a timeout; a block that had to start hot is flagged, never dropped.
 
 The policy here is pure (:func:`wait_until_cool` takes the reading, the clock and the sleep as
 arguments); the device I/O is the device's ``thermal_state()`` (Android:
-:func:`pytest_sme2.devices.android_facts.parse_thermal_state` over one adb round trip).
+:func:`pytest_sme2.devices.android.facts.parse_thermal_state` over one adb round trip).
 
 Which sensors count ("CPU zones"): a thermal zone whose type names the CPU or its clusters —
 it contains ``cpu`` (Qualcomm ``cpu-1-0-usr``, ``cpuss-0-usr``; MediaTek ``mtktscpu``,
@@ -23,7 +23,10 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+if TYPE_CHECKING:   # types only: devices import this module
+    from pytest_sme2.devices.base import Device
 
 DEFAULT_TIMEOUT_S = 600.0
 # At least this many looks at the device within the timeout, and no more than POLL_S apart:
@@ -165,16 +168,15 @@ def wait_until_cool(read: Callable[[], ThermalState], policy: CooldownPolicy, *,
         throttling=list(state.throttling))
 
 
-def hold(device: Any, policy: CooldownPolicy,
+def hold(device: Device, policy: CooldownPolicy,
          progress: Callable[[str], None] | None = None, *,
          clock: Callable[[], float] = time.monotonic,
          sleep: Callable[[float], None] = time.sleep) -> CooldownRecord:
     """Hold ``device`` until it is cool, before a block. A device without CPU sensors (the
     host, QEMU, a phone that hides its zones) is not held: the record says why
     (``applied=False``), and whoever reports it says so once."""
-    read = getattr(device, "thermal_state", None)
-    state = read() if read is not None else None
-    name = getattr(device, "spec", "this device")
+    state = device.thermal_state()
+    name = device.spec
     if state is None or state.hottest is None:
         why = (f"device {name} has no thermal sensors to read" if state is None else
                f"device {name} reports no CPU temperature (zones: "
@@ -183,7 +185,7 @@ def hold(device: Any, policy: CooldownPolicy,
     looks = iter([state])
 
     def again() -> ThermalState:   # the look above is the hold's first
-        return next(looks, None) or read()
+        return next(looks, None) or device.thermal_state()
 
     def say(s: ThermalState) -> None:
         if progress is not None:

@@ -28,9 +28,6 @@ blocks count as unattributed, per library.
 
 from __future__ import annotations
 
-import bisect
-import functools
-import os
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -39,61 +36,23 @@ from pathlib import Path
 
 import pandas as pd
 
-from pytest_sme2.analysis.kernels import isa_family, kernel_isa
+from pytest_sme2.analysis.addresses import (AddressMap, MappedRegion, SymbolTable, check_tally,
+                                            kernel_kind, library_resolver, parse_maps, tally)
+from pytest_sme2.analysis.isa import isa_family, kernel_isa
 from pytest_sme2.errors import Sme2Error
 
 TRACE_COLUMNS = ["name", "isa_family", "isa", "kind", "library", "blocks", "streaming_blocks"]
 UNATTRIBUTED_COLUMNS = ["library", "reason", "blocks", "streaming_blocks"]
-KLEIDIAI, XNNPACK, OTHER = "kleidiai", "xnnpack", "other"
 # Kinds of the CSV's extra rows (after the kernels): blocks no function claims, and the total.
 UNATTRIBUTED, TOTAL = "unattributed", "total"
 TOTAL_NAME = "(all executed blocks)"
-NO_SYMBOL = "no function symbol"
-NOT_FOUND = "library not found here"
-NO_FILE = "not a library file"
 
 # "0x7f5d5b503124:  d503477f  smstart" (the encoding column is absent in some QEMU builds).
 _INSN = re.compile(r"^0x([0-9a-fA-F]+):\s+(?:[0-9a-fA-F]{8}\s+)?(\S+)[ \t]*(.*)$")
 _SME_MNEMONIC = re.compile(r"^(?:smstart|smstop|rdsvl|addsvl|\w*mop[as])$")
 # za, za0h.s[w12, 0], za.s[w8, 0, vgx2], {za}, zt0: ZA array and ZT0 operands.
 _SME_OPERAND = re.compile(r"\bza\d*[hv]?(?:\.[bhsdq])?(?:\[|\b)|\bzt0\b")
-_KAI = re.compile(r"^kai_(?:run|kernel)_(\w+)$")
 
-
-@dataclass(frozen=True)
-class Mapping:
-    """One line of ``/proc/self/maps``."""
-
-    start: int
-    end: int
-    offset: int
-    executable: bool
-    path: str        # "" for anonymous memory, "[vdso]" and the like for special regions
-
-
-@dataclass(frozen=True)
-class SymbolTable:
-    """What attribution needs from one library: load segments and sized function symbols."""
-
-    segments: tuple[tuple[int, int, int], ...]   # PT_LOAD (p_offset, p_vaddr, p_filesz)
-    functions: tuple[tuple[int, int, str], ...]  # (st_value, st_size, name), sorted
-
-    def function_at(self, file_offset: int) -> str | None:
-        """The function whose extent holds this file offset, or None."""
-        vaddr = next((file_offset - off + va for off, va, size in self.segments
-                      if off <= file_offset < off + size), None)
-        if vaddr is None:
-            return None
-        i = bisect.bisect_right(self._starts, vaddr) - 1
-        # Walk back a little: a large function may begin before a small one that ends early.
-        for start, size, name in reversed(self.functions[max(0, i - 3):i + 1]):
-            if start <= vaddr < start + size:
-                return name
-        return None
-
-    @functools.cached_property
-    def _starts(self) -> list[int]:
-        return [s for s, _, _ in self.functions]
 
 
 @dataclass(frozen=True)
@@ -187,104 +146,6 @@ def _lines(path: Path) -> Iterator[str]:
         yield from fh
 
 
-def parse_maps(text: str) -> list[Mapping]:
-    """Lines of ``/proc/self/maps``; malformed lines are skipped."""
-    out = []
-    for line in text.splitlines():
-        fields = line.split(maxsplit=5)
-        if len(fields) < 5 or "-" not in fields[0]:
-            continue
-        try:
-            lo, hi = (int(x, 16) for x in fields[0].split("-", 1))
-            offset = int(fields[2], 16)
-        except ValueError:
-            continue
-        path = fields[5].strip() if len(fields) > 5 else ""
-        out.append(Mapping(lo, hi, offset, "x" in fields[1], path.removesuffix(" (deleted)")))
-    return out
-
-
-# -- symbols -------------------------------------------------------------------------------------
-
-
-def read_symbols(path: Path) -> SymbolTable:
-    """Load segments and sized ``STT_FUNC`` symbols (.symtab, then .dynsym) of an ELF file;
-    cached per (path, size, mtime)."""
-    st = path.stat()
-    return _read_symbols(str(path), st.st_size, st.st_mtime_ns)
-
-
-@functools.lru_cache(maxsize=64)
-def _read_symbols(path: str, size: int, mtime_ns: int) -> SymbolTable:
-    from elftools.common.exceptions import ELFError
-    from elftools.elf.elffile import ELFFile
-
-    try:
-        with open(path, "rb") as fh:
-            elf = ELFFile(fh)
-            segments = tuple((s["p_offset"], s["p_vaddr"], s["p_filesz"])
-                             for s in elf.iter_segments() if s["p_type"] == "PT_LOAD")
-            by_start: dict[int, tuple[int, str]] = {}
-            for section in (".symtab", ".dynsym"):   # .symtab first: it names hidden code too
-                table = elf.get_section_by_name(section)
-                for sym in table.iter_symbols() if table is not None else ():
-                    if (sym["st_info"]["type"] == "STT_FUNC" and sym["st_size"] > 0
-                            and sym["st_shndx"] != "SHN_UNDEF"):
-                        by_start.setdefault(sym["st_value"], (sym["st_size"], sym.name))
-    except (OSError, ELFError) as e:
-        raise Sme2Error(f"{path}: not a readable ELF library ({e})") from None
-    functions = tuple(sorted((start, sz, name) for start, (sz, name) in by_start.items()))
-    return SymbolTable(segments, functions)
-
-
-def library_resolver(libraries_root: Path | None) -> Callable[[str], SymbolTable | None]:
-    """Symbols for a library path from the maps: the path itself, or with ``libraries_root``
-    (for device paths such as ``/data/local/tmp/...``) the file of the same name under it.
-
-    With a root, nothing outside it is used: a host file at the device's path (``/lib/libc.so``)
-    would be another architecture's library.
-    """
-    if libraries_root is not None and not libraries_root.is_dir():
-        raise Sme2Error(f"{libraries_root}: libraries root is not a folder (give the folder "
-                        "holding copies of the device's libraries)")
-    index: dict[str, Path] | None = None
-
-    def resolve(path: str) -> SymbolTable | None:
-        nonlocal index
-        if libraries_root is None:
-            local: Path | None = Path(path)
-        else:
-            if index is None:
-                index = {}
-                for p in sorted(libraries_root.rglob("*")):
-                    if p.is_file():
-                        index.setdefault(p.name, p)
-            local = index.get(os.path.basename(path))
-        return read_symbols(local) if local is not None and local.is_file() else None
-
-    return resolve
-
-
-# -- names ---------------------------------------------------------------------------------------
-
-
-def kernel_kind(name: str) -> str | None:
-    """kleidiai / xnnpack / other for a micro-kernel function, None for anything else."""
-    if _KAI.match(name):
-        return KLEIDIAI
-    if "ukernel" in name:
-        return XNNPACK if name.startswith("xnn_") else OTHER
-    return None
-
-
-def _kernel_key(name: str) -> str:
-    """One micro-kernel per key: ``kai_kernel_X`` is the body of ``kai_run_X``."""
-    m = _KAI.match(name)
-    return f"kai_run_{m.group(1)}" if m else name
-
-
-# -- the entry point -----------------------------------------------------------------------------
-
 
 def executed_kernels(log: Path, maps: Path, libraries_root: Path | None = None, *,
                      symbols: Callable[[str], SymbolTable | None] | None = None) -> KernelTrace:
@@ -313,57 +174,19 @@ def executed_kernels(log: Path, maps: Path, libraries_root: Path | None = None, 
                      source=str(log), maps_source=str(maps))
 
 
-def attribute(blocks: dict[int, bool], mappings: Iterable[Mapping],
+def attribute(blocks: dict[int, bool], mappings: Iterable[MappedRegion],
               symbols: Callable[[str], SymbolTable | None], *, source: str = "kernel trace",
               maps_source: str = "maps") -> KernelTrace:
     """Attribute executed blocks (from :func:`parse_block_starts`) to micro-kernels."""
-    maps_sorted = sorted((m for m in mappings if m.executable), key=lambda m: m.start)
-    starts = [m.start for m in maps_sorted]
-    tables: dict[str, SymbolTable | None] = {}
-    kernels: dict[tuple[str, str], list] = {}       # (library, key) -> [blocks, sme, name]
-    lost: Counter[tuple[str, str]] = Counter()       # (library, reason) -> blocks
-    lost_sme: Counter[tuple[str, str]] = Counter()
-    for address, sme in blocks.items():
-        i = bisect.bisect_right(starts, address) - 1
-        where = maps_sorted[i] if i >= 0 and address < maps_sorted[i].end else None
-        name, why, library = None, NO_FILE, "(unmapped)"
-        if where is not None:
-            library = os.path.basename(where.path) if where.path.startswith("/") else (
-                where.path or "(anonymous)")
-            if where.path.startswith("/"):
-                if where.path not in tables:
-                    tables[where.path] = symbols(where.path)
-                table = tables[where.path]
-                why = NO_SYMBOL if table is not None else NOT_FOUND
-                if table is not None:
-                    name = table.function_at(address - where.start + where.offset)
-        if name is None:
-            lost[(library, why)] += 1
-            lost_sme[(library, why)] += sme
-            continue
-        if kernel_kind(name) is not None:
-            row = kernels.setdefault((library, _kernel_key(name)), [0, 0, name])
-            row[0] += 1
-            row[1] += sme
-            if name.startswith("kai_run_"):
-                row[2] = name        # name the micro-kernel by its entry point when it ran
-    mapped = len(blocks) - lost[("(unmapped)", NO_FILE)]
-    if mapped * 2 < len(blocks):
-        raise Sme2Error(f"{maps_source}: only {mapped} of {len(blocks)} executed blocks of "
-                        f"{source} lie in its mappings: the map is from another run; keep the "
-                        "log and the map of the same process")
-    files = {lib for (lib, why) in lost if why == NOT_FOUND}
-    if files and not any(t is not None for t in tables.values()):
-        example = next(p for p in tables)
-        raise Sme2Error(f"{maps_source}: none of the {len(tables)} libraries that ran code is "
-                        f"readable here (e.g. {example}); give libraries_root, a folder with "
-                        "copies of the device's libraries")
+    where = AddressMap(mappings, symbols)
+    t = tally(((address, 1, int(sme)) for address, sme in blocks.items()), where)
+    check_tally(t, where, "executed blocks", source, maps_source)
     rows = [(name, isa_family(kernel_isa(name)), kernel_isa(name), kernel_kind(name), lib, n, sme)
-            for (lib, _), (n, sme, name) in kernels.items()]
+            for (lib, _), (n, sme, name) in t.kernels.items()]
     frame = pd.DataFrame(rows, columns=TRACE_COLUMNS).sort_values(
         ["kind", "library", "name"], kind="stable").reset_index(drop=True)
     unattributed = pd.DataFrame(
-        [(lib, why, n, lost_sme[(lib, why)]) for (lib, why), n in sorted(lost.items())],
+        [(lib, why, n, t.lost_extra[(lib, why)]) for (lib, why), n in sorted(t.lost.items())],
         columns=UNATTRIBUTED_COLUMNS)
     return KernelTrace(source, _typed(frame), _typed(unattributed), len(blocks),
                        sum(blocks.values()))

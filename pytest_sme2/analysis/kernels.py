@@ -40,8 +40,9 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from pytest_sme2.analysis.categories import op_name
+from pytest_sme2.analysis.isa import isa_family, xnn_isa_suffix
 
-if TYPE_CHECKING:   # kernel_trace imports this module; types only, no cycle at run time
+if TYPE_CHECKING:
     from pytest_sme2.analysis.kernel_trace import ExecutedKernel, KernelTrace
 
 KERNEL_COLUMNS = ["name", "kind", "isa", "isa_family", "sme2"]
@@ -56,20 +57,6 @@ _KERNEL_LINE = re.compile(r"\bUsing[ \t]+([\w-]+)[ \t]+micro-?kernel[ \t]+['\"](
 _ARGS = re.compile(r"\(([^()]*)\)")
 # KleidiAI packed datatypes: P-prefixed (PF32, PF16, PQS8) or QP8. QS8, QD8, QDU8... are not.
 _PACKED_DTYPE = re.compile(r"^(?:P[A-Z]+\d+\w*|QP\d+\w*)$")
-# Matched against each "_"-separated token of the suffix, since the ISA may follow a tile or
-# arch prefix ("4x4_sse", "aarch64_neonfma_ld128"). Ordered: "neonsme2" before "neonsme".
-_ISA_FAMILIES: tuple[tuple[str, str], ...] = (
-    (r"(?:neon)?sme2", "SME2"),
-    (r"(?:neon)?sme", "SME"),
-    (r"sve", "SVE"),
-    (r"neon", "NEON"),
-    (r"(?:sse|ssse3|avx|f16c|fma3|xop|amx)", "x86"),
-    (r"wasm", "WASM"),
-    (r"rvv", "RISC-V"),
-    (r"hvx", "Hexagon"),
-    (r"scalar", "scalar"),
-)
-_ISA_FAMILY_RES = tuple((re.compile(p), family) for p, family in _ISA_FAMILIES)
 
 
 @dataclass(frozen=True)
@@ -115,37 +102,13 @@ def kleidiai_ops(names: Iterable[str]) -> list[str]:
     return sorted({op_name(name) for name in names if is_kleidiai_op(name)})
 
 
-def isa_family(isa: str) -> str:
-    """Coarse ISA family of a kernel's ISA suffix; ``neonsme`` (SME1) is not SME2.
-
-    The first token naming an ISA decides: ``wasmsimd_x86_splat`` is WASM, not x86.
-    """
-    for token in isa.lower().split("_"):
-        for regex, family in _ISA_FAMILY_RES:
-            if regex.match(token):
-                return family
-    return "unknown"
-
-
-def kernel_isa(name: str) -> str:
-    """ISA part of a micro-kernel name: after ``__`` for XNNPACK (``neonsme2``), from the first
-    ISA token on for KleidiAI (``kai_run_matmul_..._sme2_mopa`` -> ``sme2_mopa``)."""
-    if "__" in name:
-        return _isa_of(name)
-    tokens = name.split("_")
-    for i, token in enumerate(tokens):
-        if isa_family(token) != "unknown":
-            return "_".join(tokens[i:])
-    return "unknown"
-
-
 def parse_xnntrace(text: str) -> list[Kernel]:
     """Kernels named by ``Using <kind> microkernel '<name>'`` lines, distinct, first-seen order."""
     seen: dict[tuple[str, str], Kernel] = {}
     for match in _KERNEL_LINE.finditer(text):
         kind, name = match.group(1), match.group(2)
         if (name, kind) not in seen:
-            isa = _isa_of(name)
+            isa = xnn_isa_suffix(name)
             seen[(name, kind)] = Kernel(name, kind, isa, isa_family(isa) == "SME2")
     return list(seen.values())
 
@@ -336,11 +299,6 @@ def kernels_frame(kernels: Iterable[Kernel]) -> pd.DataFrame:
     """The ``kernels.csv`` table: one row per kernel, columns ``KERNEL_COLUMNS``."""
     rows = [(k.name, k.kind, k.isa, isa_family(k.isa), k.sme2) for k in kernels]
     return pd.DataFrame(rows, columns=KERNEL_COLUMNS).astype({"sme2": bool})
-
-
-def _isa_of(name: str) -> str:
-    _, sep, suffix = name.rpartition("__")
-    return suffix if sep and suffix else "unknown"
 
 
 def _count(n: int, noun: str) -> str:

@@ -1,7 +1,9 @@
-"""Devices: where a runner executes — the host, or an Android device over adb — chosen by a
-``--device`` spec."""
+"""Devices: where a runner executes — the host, an Android phone over adb, or an emulated Arm64
+CPU (QEMU) — chosen by a ``--device`` spec (:mod:`.registry`)."""
 
-from pytest_sme2.devices.base import (Device, DeviceError, open_device, resolve_devices,
-                                      schedule_group)
+from pytest_sme2.devices.base import Device, DeviceBase, DeviceError
+from pytest_sme2.devices.registry import (DeviceSpec, open_device, resolve_devices,
+                                          schedule_group)
 
-__all__ = ["Device", "DeviceError", "open_device", "resolve_devices", "schedule_group"]
+__all__ = ["Device", "DeviceBase", "DeviceError", "DeviceSpec", "open_device",
+           "resolve_devices", "schedule_group"]

@@ -1,16 +1,16 @@
-"""The device protocol and the ``--device`` spec parser."""
+"""The device protocol, its no-op defaults, and the error devices raise. Opening a device from a
+``--device`` spec is :mod:`pytest_sme2.devices.registry`'s job: this module imports no device."""
 
 from __future__ import annotations
 
-import re
-from typing import TYPE_CHECKING, Protocol, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from pytest_sme2.devices.facts import DeviceFacts
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.runners.base import Runner, RunOutcome, RunRequest
 
 if TYPE_CHECKING:
-    from pluggy import HookRelay
+    from pytest_sme2.thermal import ThermalState
 
 
 class DeviceError(Sme2Error):
@@ -18,15 +18,18 @@ class DeviceError(Sme2Error):
 
 
 class Device(Protocol):
-    """Optional, where a device has sensors (Android): ``thermal()`` (every zone's degrees C,
-    recorded around each block) and ``thermal_state()`` (a :class:`pytest_sme2.thermal.
-    ThermalState`, what ``--sme2-cooldown`` waits on)."""
+    """Where runners execute. Every member is listed here; :class:`DeviceBase` gives the
+    defaults of the optional ones, so callers never probe a device with ``getattr``."""
 
     spec: str
-    # What the native runner is built for to run here: "host", "aarch64-linux-gnu" (QEMU), ...
+    # What the native runner is built for to run here: "host", "aarch64-linux-gnu" (QEMU, and
+    # phones through the bundled glibc loader), "android" (bionic: a user's NDK build only).
     target: str
-    # Whether a run also records which kernels executed (RunOutcome.kernel_trace): QEMU only.
+    # Whether every run also records which kernels executed (RunOutcome.kernel_trace): QEMU.
     trace_kernels: bool
+    # Whether a run can sample which kernels executed (RunRequest.kernel_sample): where the
+    # preload library runs in the runner's process.
+    samples_kernels: bool
 
     def facts(self) -> DeviceFacts:
         ...
@@ -35,66 +38,68 @@ class Device(Protocol):
         """Run ``request`` with ``runner``; on return ``request.etdump`` is a fresh file."""
         ...
 
+    def thermal(self) -> dict[str, float] | None:
+        """Every thermal zone's degrees C (recorded around each block); None: no sensors."""
+        ...
 
-# Devices whose runs execute on this machine's own CPU: the host, and QEMU (which emulates on
-# it). Their measurements share one scheduling group, so they never overlap each other.
-HOST_CPU_KINDS = ("host", "qemu")
-HOST_GROUP = "host"
+    def thermal_state(self) -> ThermalState | None:
+        """CPU temperatures and throttling (what ``--sme2-cooldown`` waits on); None: no
+        sensors."""
+        ...
 
-
-def resolve_devices(specs: Sequence[str]) -> tuple[tuple[str, ...], list[str]]:
-    """The devices a session runs on: ``specs`` in order with ``android:*[@HOST:PORT]``
-    expanded into one spec per ready device of that adb server; duplicates once. Also the
-    lines saying which listed devices were left out and why (unauthorized, offline)."""
-    out: list[str] = []
-    notes: list[str] = []
-    for spec in specs:
-        kind, _, rest = spec.partition(":")
-        if kind == "android" and rest.partition("@")[0] == "*":
-            from pytest_sme2.devices.android import expand_all
-
-            ready, skipped = expand_all(spec)
-            out += ready
-            notes += skipped
-        else:
-            out.append(spec)
-    return tuple(dict.fromkeys(out)), notes
+    def cleanup(self) -> bool:
+        """Remove what the session left on the device; False if it could not be reached."""
+        ...
 
 
-def schedule_group(spec: str) -> str:
-    """The pytest-xdist group of a device's benchmarks: one group per device, so one worker at
-    a time measures on it; devices that run on this machine's CPU share the ``host`` group
-    (a QEMU run beside a host benchmark would slow it). No ``@``: xdist splits node ids there."""
-    if spec.split(":", 1)[0] in HOST_CPU_KINDS:
-        return HOST_GROUP
-    return re.sub(r"[^A-Za-z0-9_.:-]+", "_", spec)
+class DeviceBase:
+    """The defaults of a device without sensors, kernel tracing or sampling, and nothing to
+    clean up. Subclass it (plugins' devices too) and override what the device has."""
+
+    trace_kernels: bool = False
+    samples_kernels: bool = False
+
+    def thermal(self) -> dict[str, float] | None:
+        return None
+
+    def thermal_state(self) -> ThermalState | None:
+        return None
+
+    def cleanup(self) -> bool:
+        return True
 
 
-def open_device(spec: str, *, taskset: str | None = "auto",
-                session_id: str | None = None, hook: HookRelay | None = None) -> Device:
-    """The device a ``--device`` spec names: ``host``, ``android``, ``android:SERIAL``,
-    ``android:SERIAL@HOST:PORT``, ``qemu`` or ``qemu:CPU``, or a kind a plugin opens (its
-    ``pytest_sme2_open_device`` hook, asked first through ``hook``: :mod:`pytest_sme2.hooks`).
-    ``taskset`` (auto | none | hex mask) pins Android runs."""
-    if hook is not None:
-        device = hook.pytest_sme2_open_device(spec=spec)
-        if device is not None:
-            return device
-    kind = spec.split(":", 1)[0]
-    if kind == "host":
-        from pytest_sme2.devices.host import HostDevice
+_DEVICE_DEFAULTS = {"trace_kernels": False, "samples_kernels": False,
+                    "thermal": lambda: None, "thermal_state": lambda: None,
+                    "cleanup": lambda: True}
 
-        if spec != "host":
-            raise DeviceError(f"--device {spec!r}: the host takes no serial; use --device host")
-        return HostDevice()
-    if kind == "android":
-        from pytest_sme2.devices.android import open_android
 
-        return open_android(spec, taskset=taskset, session_id=session_id)
-    if kind == "qemu":
-        from pytest_sme2.devices.qemu import QemuDevice
+class _WithDefaults:
+    """A plugin's device that does not subclass :class:`DeviceBase`: what it lacks of the
+    protocol comes from the defaults, everything else from the device itself."""
 
-        return QemuDevice(spec)
-    raise DeviceError(f"--device {spec!r}: unknown device kind {kind!r}; use 'host', 'android', "
-                      "'android:SERIAL', 'android:SERIAL@HOST:PORT', 'qemu' or 'qemu:CPU' (or a "
-                      "kind a plugin opens: pytest_sme2_open_device)")
+    def __init__(self, inner: object, defaults: dict):
+        self._inner, self._defaults = inner, defaults
+
+    def __getattr__(self, name: str):
+        try:
+            return getattr(self._inner, name)
+        except AttributeError:
+            if name in self._defaults:
+                return self._defaults[name]
+            raise
+
+    def __repr__(self) -> str:
+        return repr(self._inner)
+
+    @property  # type: ignore[misc]
+    def __class__(self):  # isinstance() sees the plugin's own class
+        return type(self._inner)
+
+
+def with_defaults(device: object) -> Device:
+    """``device`` as a full :class:`Device` (the one place the optional members are looked
+    up, for devices that plugins open)."""
+    if isinstance(device, DeviceBase):
+        return device  # type: ignore[return-value]
+    return _WithDefaults(device, _DEVICE_DEFAULTS)  # type: ignore[return-value]

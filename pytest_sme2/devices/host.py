@@ -7,10 +7,14 @@ import os
 import signal
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import cached_property
+from pathlib import Path
 
+from pytest_sme2.devices.base import DeviceBase
 from pytest_sme2.devices.facts import DeviceFacts, host_facts
+from pytest_sme2.errors import Sme2Error
+from pytest_sme2.hwcaps import MAPS_OUT_ENV, SAMPLE_OUT_ENV
 from pytest_sme2.runners.base import Runner, RunnerError, RunOutcome, RunRequest
 
 STDERR_TAIL_LINES = 8
@@ -40,11 +44,24 @@ def _kill_group(proc: subprocess.Popen) -> None:
             pipe.close()
 
 
+def sample_kernels(samples: Path, maps: Path, out: Path, runner: str) -> Path:
+    """Map a local process's samples (files it wrote at exit) to kernels; the CSV at ``out``.
+    The libraries are where the address map says (this machine, or QEMU's guest paths)."""
+    from pytest_sme2.analysis.kernel_sample import sampled_kernels, write_kernel_sample_csv
+
+    for p, what in ((samples, "kernel samples"), (maps, "address map")):
+        if not p.is_file():
+            raise RunnerError(f"runner {runner!r} wrote no {what} at {p}: the preload library "
+                              "did not run in its process, or the process did not exit normally")
+    return write_kernel_sample_csv(sampled_kernels(samples, maps), out)
+
+
 @dataclass
-class HostDevice:
+class HostDevice(DeviceBase):
     spec: str = "host"
     target: str = "host"
     trace_kernels: bool = False
+    _preload_lib: tuple[Path | None] | None = field(default=None, init=False, repr=False)
 
     @cached_property
     def _cached_facts(self) -> DeviceFacts:
@@ -53,15 +70,46 @@ class HostDevice:
     def facts(self) -> DeviceFacts:
         return self._cached_facts
 
+    @property
+    def samples_kernels(self) -> bool:
+        """Where this machine's C compiler builds the preload library (cached)."""
+        return self._preload() is not None
+
+    def _preload(self) -> Path | None:
+        if self._preload_lib is None:
+            from pytest_sme2.device_programs.build import build_target_helpers
+
+            try:
+                self._preload_lib = (build_target_helpers("host").preload,)
+            except Sme2Error:
+                self._preload_lib = (None,)
+        return self._preload_lib[0]
+
     def run(self, runner: Runner, request: RunRequest) -> RunOutcome:
-        check_host = getattr(runner, "check_host", None)
-        if check_host is not None:  # a foreign-architecture binary: say so before exec fails
-            check_host()
+        runner.check_host()   # a foreign-architecture binary: say so before exec fails
         if runner.hwcap_mask:
             raise RunnerError(f"runner {runner.info.name!r} has mask={runner.hwcap_mask}: hiding "
                               "SME/SME2 from a process is done on an Arm64 Linux target "
                               "(--device qemu); on this host it would change nothing")
-        return run_local(runner.info.name, request, runner.command(request))
+        if request.kernel_sample is None:
+            return run_local(runner.info.name, request, runner.command(request))
+        return self._run_sampled(runner, request)
+
+    def _run_sampled(self, runner: Runner, request: RunRequest) -> RunOutcome:
+        preload = self._preload() if runner.preloads else None
+        if preload is None:
+            raise RunnerError(f"runner {runner.info.name!r}: kernel sampling on the host needs "
+                              "a native runner and a C compiler for the preload library")
+        stem = request.etdump.with_suffix("")
+        samples, maps = Path(f"{stem}.samples.txt"), Path(f"{stem}.maps.txt")
+        for p in (samples, maps):
+            p.unlink(missing_ok=True)
+        env = {**os.environ, "LD_PRELOAD": str(preload), SAMPLE_OUT_ENV: str(samples),
+               MAPS_OUT_ENV: str(maps)}
+        outcome = run_local(runner.info.name, request, runner.command(request), env=env)
+        assert request.kernel_sample is not None
+        found = sample_kernels(samples, maps, request.kernel_sample, runner.info.name)
+        return replace(outcome, kernel_sample=found)
 
 
 def run_local(name: str, request: RunRequest, argv: list[str],

@@ -24,12 +24,13 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from pytest_sme2.devices.base import DeviceError
+from pytest_sme2.devices.base import DeviceBase, DeviceError
 from pytest_sme2.devices.facts import DeviceFacts, host_facts
-from pytest_sme2.devices.host import run_local
-from pytest_sme2.hwcaps import HWCAP2_CLEAR_ENV, MAPS_OUT_ENV, mask_bits, sme_flags
+from pytest_sme2.devices.host import run_local, sample_kernels
+from pytest_sme2.hwcaps import (HWCAP2_CLEAR_ENV, MAPS_OUT_ENV, SAMPLE_OUT_ENV, mask_bits,
+                                mask_problem, sme_flags)
 from pytest_sme2.runners.base import Runner, RunnerError, RunOutcome, RunRequest
-from pytest_sme2.target import parse_probe
+from pytest_sme2.device_programs import parse_probe
 from pytest_sme2.versions import package_version
 
 TARGET = "aarch64-linux-gnu"
@@ -50,9 +51,10 @@ def parse_spec(spec: str) -> str:
 
 
 @dataclass
-class QemuDevice:
+class QemuDevice(DeviceBase):
     spec: str = "qemu"
     trace_kernels: bool = True          # record which kernels executed, every run
+    samples_kernels: bool = True        # the preload library runs in every process
     cpu: str = field(init=False)
     target: str = field(default=TARGET, init=False)
 
@@ -72,7 +74,7 @@ class QemuDevice:
 
     @cached_property
     def helpers(self):
-        from pytest_sme2.target.build import build_target_helpers
+        from pytest_sme2.device_programs.build import build_target_helpers
 
         return build_target_helpers(TARGET)
 
@@ -125,14 +127,20 @@ class QemuDevice:
         name = runner.info.name
         self._check_runner(runner)
         clear = mask_bits(runner.hwcap_mask) if runner.hwcap_mask else 0
-        env = {"LD_PRELOAD": str(self.helpers.hwcap_mask), HWCAP2_CLEAR_ENV: hex(clear)}
-        log = maps = None
-        if self.trace_kernels:
-            stem = request.etdump.with_suffix("")
-            log, maps = Path(f"{stem}.qemu-in_asm.log"), Path(f"{stem}.maps.txt")
-            for p in (log, maps):
-                p.unlink(missing_ok=True)
+        env = {"LD_PRELOAD": str(self.helpers.preload), HWCAP2_CLEAR_ENV: hex(clear)}
+        stem = request.etdump.with_suffix("")
+        log = maps = samples = None
+        if self.trace_kernels or request.kernel_sample is not None:
+            maps = Path(f"{stem}.maps.txt")
+            maps.unlink(missing_ok=True)
             env[MAPS_OUT_ENV] = str(maps)
+        if self.trace_kernels:
+            log = Path(f"{stem}.qemu-in_asm.log")
+            log.unlink(missing_ok=True)
+        if request.kernel_sample is not None:
+            samples = Path(f"{stem}.samples.txt")
+            samples.unlink(missing_ok=True)
+            env[SAMPLE_OUT_ENV] = str(samples)
         argv = self._qemu_argv(runner.command(request), env, log)
         try:
             outcome = run_local(name, request, argv, where=f" under QEMU -cpu {self.cpu}")
@@ -143,10 +151,15 @@ class QemuDevice:
                     "uses: use a CPU model that has it (--device qemu is -cpu max) or build the "
                     "runner for this one") from None
             raise
-        if log is None or maps is None:
-            return outcome
+        problem = mask_problem(outcome.stderr, clear) if clear else None
+        if problem:
+            raise RunnerError(f"runner {name!r} under QEMU -cpu {self.cpu}: {problem}")
+        sampled = None
+        if samples is not None and maps is not None and request.kernel_sample is not None:
+            sampled = sample_kernels(samples, maps, request.kernel_sample, name)
+        traced = self._kernel_trace(request, log, maps) if log and maps else None
         return RunOutcome(outcome.etdump, outcome.wall_s, outcome.stdout, outcome.stderr,
-                          self._kernel_trace(request, log, maps))
+                          traced, sampled)
 
     def _kernel_trace(self, request: RunRequest, log: Path, maps: Path) -> Path:
         from pytest_sme2.analysis.kernel_trace import executed_kernels, write_kernel_trace_csv
@@ -175,9 +188,3 @@ class QemuDevice:
             raise RunnerError(f"runner {name!r}: {exe} is {machine or 'not an ELF program'}, "
                               f"and --device {self.spec} runs aarch64 Linux programs; build it "
                               "for aarch64 (the native runner is cross-built automatically)")
-
-    def thermal(self) -> dict[str, float] | None:
-        return None                      # an emulator has no sensors of its own
-
-    def cleanup(self) -> bool:
-        return True

@@ -256,14 +256,14 @@ def _build_runner() -> str:
 
 
 def _helpers_there() -> str | None:
-    from pytest_sme2.target.build import cached_target_helpers
+    from pytest_sme2.device_programs.build import cached_target_helpers
 
     helpers = cached_target_helpers(TARGET)
     return str(helpers.probe.parent) if helpers else None
 
 
 def _build_helpers() -> str:
-    from pytest_sme2.target.build import build_target_helpers
+    from pytest_sme2.device_programs.build import build_target_helpers
 
     return str(build_target_helpers(TARGET).probe.parent)
 
@@ -306,8 +306,8 @@ def setup_steps() -> list[Step]:
 def verify_sme2() -> str:
     """Run the probe in the guest with -cpu max (SME2 must be seen) and with the hwcap mask
     preloaded (SME and SME2 must be hidden). The line to print; EmulationError otherwise."""
-    from pytest_sme2.target import parse_probe
-    from pytest_sme2.target.build import build_target_helpers
+    from pytest_sme2.device_programs import parse_probe
+    from pytest_sme2.device_programs.build import build_target_helpers
 
     tools = find_qemu()
     helpers = build_target_helpers(TARGET)
@@ -329,7 +329,7 @@ def verify_sme2() -> str:
     if not seen & HWCAP2_SME2:
         raise EmulationError(f"{where}: the guest does not see SME2 with -cpu max (hwcap2 "
                              f"{seen:#x}, bit 37 clear)")
-    masked = hwcap2({"LD_PRELOAD": str(helpers.hwcap_mask),
+    masked = hwcap2({"LD_PRELOAD": str(helpers.preload),
                      HWCAP2_CLEAR_ENV: hex(mask_bits("sme"))})
     if masked & (HWCAP2_SME | HWCAP2_SME2):
         raise EmulationError(f"{where}: the hwcap mask did not hide SME/SME2 (hwcap2 "

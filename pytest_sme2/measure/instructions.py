@@ -46,10 +46,13 @@ import time
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.measure.callgrind import Costs, Function, read_profiles
+
+if TYPE_CHECKING:   # types only: devices import this module
+    from pytest_sme2.devices.base import Device
 
 VALGRIND_PACKAGE = "valgrind"           # the Debian/Ubuntu package that provides it
 MIN_VALGRIND = (3, 18)      # glibc 2.34 (pthread moved into libc.so.6) is supported from 3.18
@@ -139,12 +142,11 @@ def find_valgrind() -> tuple[str, str]:
     return path, m.group(0)
 
 
-def host_only_reason(device: Any) -> str | None:
+def host_only_reason(device: Device) -> str | None:
     """None where instructions can be counted (the host), else the one line to show."""
-    spec = str(getattr(device, "spec", "host"))
-    if spec.split(":", 1)[0] == "host" and getattr(device, "target", "host") == "host":
+    if device.spec.split(":", 1)[0] == "host" and device.target == "host":
         return None
-    return f"--device {spec}: {HOST_ONLY}"
+    return f"--device {device.spec}: {HOST_ONLY}"
 
 
 def _nm_symbols(path: Path, dynamic: bool) -> str | None:
@@ -443,7 +445,7 @@ def count_instructions(pte: Path, *, threads: int = 1, inputs: Path | None = Non
     valgrind, version = find_valgrind()
     runner = runner if runner is not None else native_runner(progress=progress)
     name = runner.info.name
-    symbol = execute_symbol(runner.binary, getattr(runner, "libs", ()))
+    symbol = execute_symbol(runner.binary, runner.libs)
     folder = Path(keep_dir) if keep_dir else Path(tempfile.mkdtemp(prefix="sme2-callgrind-"))
     t0 = time.perf_counter()
     try:

@@ -27,6 +27,9 @@ class RunRequest:
     timeout_s: float = 600.0
     # Where to write the executed-kernels CSV, on devices that can trace execution (QEMU).
     kernel_trace: Path | None = None
+    # Where to write the sampled-kernels CSV: set, the device samples the runner's program
+    # counter (Device.samples_kernels) and maps the samples to kernels.
+    kernel_sample: Path | None = None
 
     @property
     def executions(self) -> int:
@@ -41,6 +44,7 @@ class RunOutcome:
     stdout: str
     stderr: str
     kernel_trace: Path | None = None    # executed kernels (CSV), when the device traced them
+    kernel_sample: Path | None = None   # sampled kernels (CSV), when the request asked for them
 
 
 @dataclass(frozen=True)
@@ -115,18 +119,92 @@ class RunnerInfo:
 
 
 class Runner(Protocol):
+    """What executes a .pte. Every member is listed here; :class:`RunnerBase` gives the defaults
+    of the optional ones, so callers never probe a runner with ``getattr``."""
+
     info: RunnerInfo
     # A name from pytest_sme2.hwcaps.MASKS: the device hides those CPU features from this
     # runner's process (same binary, SME2 off). None: the process sees the CPU as it is.
     hwcap_mask: str | None
+    # Whether it reads inputs from, and writes outputs to, tensor files (RunRequest.inputs and
+    # .outputs); a user's executor_runner does not.
+    takes_tensor_files: bool
+    # Whether its process can take our preload library (a native program: our runner or an
+    # executor_runner), which masks hwcaps and samples kernels; the Python runtime cannot.
+    preloads: bool
 
     def command(self, request: RunRequest) -> list[str]:
         """The argv that runs ``request`` and writes ``request.etdump``. A remote device calls
-        it with a request whose paths are already device paths, then replaces ``argv[0]`` with
-        the pushed copy of ``device_files()[0]``."""
+        it with a request whose paths are already device paths, then starts the pushed copy of
+        ``device_files()[0]`` instead of ``argv[0]``."""
         ...
 
     def device_files(self) -> list[Path]:
         """Host files a remote device needs: the executable first, then its shared libraries.
         Raises RunnerError for runners that can only run on the host."""
         ...
+
+    def check_host(self) -> None:
+        """RunnerError when it cannot run on this host (say, an aarch64 binary on x86)."""
+        ...
+
+    def check_device(self, abi: str) -> None:
+        """RunnerError when it cannot run on a device of this ABI."""
+        ...
+
+    def close(self) -> None:
+        """Release what it holds (a server process); called once at the end of a session."""
+        ...
+
+
+class RunnerBase:
+    """The defaults: tensor files, no preloading, runs anywhere, nothing to release."""
+
+    hwcap_mask: str | None = None
+    takes_tensor_files: bool = True
+    preloads: bool = False
+
+    def check_host(self) -> None:
+        return None
+
+    def check_device(self, abi: str) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+_RUNNER_DEFAULTS = {"hwcap_mask": None, "takes_tensor_files": True, "preloads": False,
+                    "check_host": lambda: None, "check_device": lambda abi: None,
+                    "close": lambda: None}
+
+
+class _WithDefaults:
+    """A plugin's runner that does not subclass :class:`RunnerBase`: what it lacks of the
+    protocol comes from the defaults, everything else from the runner itself."""
+
+    def __init__(self, inner: object):
+        self._inner = inner
+
+    def __getattr__(self, name: str):
+        try:
+            return getattr(self._inner, name)
+        except AttributeError:
+            if name in _RUNNER_DEFAULTS:
+                return _RUNNER_DEFAULTS[name]
+            raise
+
+    def __repr__(self) -> str:
+        return repr(self._inner)
+
+    @property  # type: ignore[misc]
+    def __class__(self):  # isinstance() sees the plugin's own class
+        return type(self._inner)
+
+
+def with_defaults(runner: object) -> Runner:
+    """``runner`` as a full :class:`Runner` (the one place the optional members are looked
+    up, for runners that plugins make)."""
+    if isinstance(runner, RunnerBase):
+        return runner  # type: ignore[return-value]
+    return _WithDefaults(runner)  # type: ignore[return-value]

@@ -15,7 +15,7 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_sme2.runners.base import RunnerError, RunnerInfo, RunRequest
+from pytest_sme2.runners.base import RunnerBase, RunnerError, RunnerInfo, RunRequest
 
 # ELF e_machine values (System V gABI) for the architectures a benchmark binary can have.
 ELF_MACHINES = {3: "x86", 8: "mips", 40: "arm", 62: "x86_64", 183: "aarch64", 243: "riscv"}
@@ -83,7 +83,7 @@ def explain_failure(stderr: str) -> str | None:
 
 
 @dataclass(frozen=True)
-class BinaryRunner:
+class BinaryRunner(RunnerBase):
     """An executor_runner binary given by path. ``lib_dir`` holds shared libraries it needs on a
     remote device (pushed beside it); ``labels`` describe the build, e.g. {"sme2": "on"}."""
 
@@ -95,6 +95,7 @@ class BinaryRunner:
     info: RunnerInfo = field(init=False)
     machine: str | None = field(init=False)   # ELF architecture, None for a script
     takes_tensor_files = False                 # inputs are ones; no outputs file
+    preloads = True
 
     def __post_init__(self) -> None:
         # Absolute: a relative path without a slash ("./r" becomes "r") would be looked up on

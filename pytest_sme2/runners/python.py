@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from pytest_sme2.runners.base import RunnerError, RunnerInfo, RunRequest
+from pytest_sme2.runners.base import RunnerBase, RunnerError, RunnerInfo, RunRequest
 from pytest_sme2.runners.fork_server import CLIENT, ForkServer, shared_server
 from pytest_sme2.versions import package_version
 
 
 @dataclass(frozen=True)
-class PythonRunner:
+class PythonRunner(RunnerBase):
     info: RunnerInfo = field(default_factory=lambda: RunnerInfo(
         "python", "python", {"runtime": "executorch.pybindings",
                              "executorch": package_version("executorch")}))

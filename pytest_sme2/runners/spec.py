@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Collection
 
-from pytest_sme2.runners.base import Runner, RunnerError
+from pytest_sme2.runners.base import Runner, RunnerError, with_defaults
 
 if TYPE_CHECKING:
     from pluggy import HookRelay
@@ -49,7 +49,7 @@ class RunnerSpec:
         if hook is not None:
             runner = hook.pytest_sme2_make_runner(spec=self, target=target)
             if runner is not None:
-                return runner
+                return with_defaults(runner)
         if self.kind not in ("python", "native", "binary"):
             raise RunnerError(f"runner {self.name!r}: no plugin made a runner of kind "
                               f"{self.kind!r} (their pytest_sme2_make_runner returned None)")

@@ -170,7 +170,7 @@ def arm64_phone_config(**kw) -> FakeAndroidConfig:
     provisions it)."""
     from pytest_sme2.emulation.tools import find_qemu
     from pytest_sme2.errors import Sme2Error
-    from pytest_sme2.target.build import build_target_helpers
+    from pytest_sme2.device_programs.build import build_target_helpers
 
     try:
         qemu = find_qemu()

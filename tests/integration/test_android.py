@@ -12,9 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pytest_sme2.runners.base import RunnerBase
 from pytest_sme2.analysis.latency import e2e_per_run
 from pytest_sme2.devices import DeviceError
-from pytest_sme2.devices import android
+from pytest_sme2.devices.android import device as android
 from pytest_sme2.devices.android import AndroidDevice, open_android
 from pytest_sme2.devices.host import HostDevice
 from pytest_sme2.etdump import read_etdump
@@ -51,7 +52,7 @@ WRITE_ETDUMP = 'cp "$LD_LIBRARY_PATH/crafted.etdump" "$etdump"\n'
 
 
 @dataclass
-class ScriptRunner:
+class ScriptRunner(RunnerBase):
     script: Path
     extra: list[Path] = field(default_factory=list)
     info: RunnerInfo = field(default_factory=lambda: RunnerInfo("fake", "test"))

@@ -13,15 +13,16 @@ from pathlib import Path
 
 import pytest
 
+from pytest_sme2.runners.base import RunnerBase
 from pytest_sme2.analysis.kernel_trace import executed_kernels
 from pytest_sme2.compare import check_outputs
-from pytest_sme2.devices import android
+from pytest_sme2.devices.android import device as android
 from pytest_sme2.devices.android import open_android
 from pytest_sme2.etdump import read_etdump
 from pytest_sme2.hwcaps import HWCAP2_CLEAR_ENV, mask_bits
 from pytest_sme2.runners import RunnerError, RunnerInfo, RunRequest
 from pytest_sme2.runners.spec import parse_runner_spec
-from pytest_sme2.target.build import MASK_LIB
+from pytest_sme2.device_programs.build import PRELOAD_LIB
 from pytest_sme2.tensorfile import read_tensors
 from tests.fakes.adb_device import FakeAndroidConfig
 from tests.fakes.android import connect_phone, release_phone
@@ -37,7 +38,7 @@ def _private_lock_dir(tmp_path_factory, monkeypatch):
 
 
 @dataclass
-class ScriptRunner:
+class ScriptRunner(RunnerBase):
     """A host script as a runner: enough to be refused before anything is pushed."""
     script: Path
     hwcap_mask: str | None = None
@@ -58,8 +59,8 @@ def _msg(excinfo: pytest.ExceptionInfo) -> str:
 
 def test_facts_come_from_the_emulated_cpu(fake_arm64_android):
     from pytest_sme2.emulation.tools import find_qemu
-    from pytest_sme2.target import parse_probe
-    from pytest_sme2.target.build import build_target_helpers
+    from pytest_sme2.device_programs import parse_probe
+    from pytest_sme2.device_programs.build import build_target_helpers
     import subprocess
 
     dev = open_android(f"android:{fake_arm64_android.serial}", session_id="f1")
@@ -107,12 +108,12 @@ def test_one_binary_sme2_on_and_masked_through_adb(fake_arm64_android, tmp_path,
     # What went over adb: the runner, its aarch64 libraries, the mask library beside them.
     sent = {Path(p).name: p for p in phone.device.sends}
     assert {"sme2_runner", "libexecutorch.so", "libexecutorch_backend_xnnpack.so",
-            MASK_LIB} <= set(sent)
-    assert re.search(r"/helpers-[0-9a-f]{16}/" + re.escape(MASK_LIB) + "$", sent[MASK_LIB])
+            PRELOAD_LIB} <= set(sent)
+    assert re.search(r"/helpers-[0-9a-f]{16}/" + re.escape(PRELOAD_LIB) + "$", sent[PRELOAD_LIB])
     runs = [c for c in phone.device.commands if "sme2_runner" in c and "timeout" in c]
     assert len(runs) == 2
     for cmd, clear in zip(runs, (0, mask_bits("sme"))):
-        assert f"LD_PRELOAD={sent[MASK_LIB]} {HWCAP2_CLEAR_ENV}={clear:#x} " in cmd
+        assert f"LD_PRELOAD={sent[PRELOAD_LIB]} {HWCAP2_CLEAR_ENV}={clear:#x} " in cmd
 
     names = {}
     for name, (req, maps) in results.items():

@@ -13,8 +13,8 @@ import pytest
 from pytest_sme2.emulation.tools import QemuTools, find_qemu
 from pytest_sme2.hwcaps import HWCAP2_CLEAR_ENV, HWCAP2_SME, HWCAP2_SME2, mask_bits
 from pytest_sme2.runners.native import NativeRunner, build_native_runner
-from pytest_sme2.target import parse_probe
-from pytest_sme2.target.build import TargetHelpers, build_target_helpers
+from pytest_sme2.device_programs import parse_probe
+from pytest_sme2.device_programs.build import TargetHelpers, build_target_helpers
 
 pytestmark = pytest.mark.slow
 
@@ -50,7 +50,7 @@ def _elf_machine(path: Path) -> int:
 
 def _probe(qemu: QemuTools, helpers: TargetHelpers, cpu: str = "max",
            mask: str | None = None) -> dict:
-    env = {"LD_PRELOAD": str(helpers.hwcap_mask),
+    env = {"LD_PRELOAD": str(helpers.preload),
            HWCAP2_CLEAR_ENV: hex(mask_bits(mask))} if mask else None
     proc = subprocess.run(qemu.command([str(helpers.probe)], cpu=cpu, env=env),
                           capture_output=True, text=True, timeout=120)

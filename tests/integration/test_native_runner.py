@@ -15,7 +15,7 @@ from pytest_sme2.analysis.latency import e2e_per_run
 from pytest_sme2.devices.host import HostDevice
 from pytest_sme2.etdump import read_etdump
 from pytest_sme2.runners import RunnerError, RunRequest
-from pytest_sme2.runners import native
+from pytest_sme2.runners.native import cmake as native_cmake
 from pytest_sme2.runners.binary import BinaryRunner
 from pytest_sme2.runners.native import NativeRunner, build_native_runner
 from pytest_sme2.runners.python import PythonRunner
@@ -129,7 +129,7 @@ def test_second_build_is_a_cache_hit(build, monkeypatch):
         calls.append(list(argv))
         return real_run(argv, *a, **kw)
 
-    monkeypatch.setattr(native.subprocess, "run", spy)
+    monkeypatch.setattr(native_cmake.subprocess, "run", spy)
     t0 = time.perf_counter()
     assert build_native_runner(cache) == binary
     assert time.perf_counter() - t0 < 1.0

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_sme2.target.build import MASK_LIB
+from pytest_sme2.device_programs.build import PRELOAD_LIB
 from tests.fakes.android import arm64_phone_config, connect_phone, release_phone
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("inner_session_env")]
@@ -66,7 +66,7 @@ def test_sme2_on_and_masked_on_an_arm64_phone(pytester, run_pytest, arm64_phone,
     assert all(b["runner_info"]["labels"]["made_by"].startswith("hwcaps masked to no SME")
                for b in off)
     sent = {Path(p).name for p in arm64_phone.device.sends}
-    assert {"sme2_runner", "libexecutorch_backend_xnnpack.so", MASK_LIB} <= sent
+    assert {"sme2_runner", "libexecutorch_backend_xnnpack.so", PRELOAD_LIB} <= sent
     # Every run preloaded the mask library; only the masked side cleared bits.
     runs = [c for c in arm64_phone.device.commands if "sme2_runner" in c and "timeout" in c]
     assert runs and all("LD_PRELOAD=" in c for c in runs)

@@ -165,7 +165,8 @@ def test_a_phone_unplugged_mid_session_fails_only_its_own_remaining_cases(
 def test_android_star_takes_the_ready_devices_and_says_which_it_left_out(adb_server,
                                                                         second_server,
                                                                         tmp_path):
-    from pytest_sme2.devices.base import DeviceError, resolve_devices
+    from pytest_sme2.devices.base import DeviceError
+    from pytest_sme2.devices.registry import resolve_devices
 
     ready = connect_phone(adb_server, tmp_path / "ok")
     locked = connect_phone(adb_server, tmp_path / "locked",

@@ -4,7 +4,7 @@ import pytest
 
 from pytest_sme2.devices import DeviceError
 from pytest_sme2.devices.android import AndroidSpec, parse_spec, state_problem
-from pytest_sme2.devices.android_facts import (auxv_hwcap2, check_mask, clusters, cpu_mask,
+from pytest_sme2.devices.android.facts import (auxv_hwcap2, check_mask, clusters, cpu_mask,
                                                fastest_cpus, parse_cpu_list, parse_facts,
                                                parse_thermal)
 

@@ -3,6 +3,7 @@ made, else the Python runtime with one line saying why; the session closes its r
 
 from __future__ import annotations
 
+from pytest_sme2.runners.base import with_defaults
 from pytest_sme2.runners.base import RunnerError
 from pytest_sme2.runners.spec import RunnerSpec
 from pytest_sme2.session import BenchSession
@@ -45,6 +46,6 @@ def test_closing_the_session_closes_its_runners():
             closed.append("python")
 
     session = BenchSession()
-    session._runners = {"python": Runner(), "native": object()}
+    session._runners = {"python": Runner(), "native": with_defaults(object())}
     session.close()
     assert closed == ["python"]

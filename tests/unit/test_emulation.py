@@ -14,8 +14,8 @@ from pytest_sme2.cli import main
 from pytest_sme2.emulation import EmulationError, provision, tools, wheel
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.runners.native import CrossBuild, Toolchain, cache_key, cross_cache_key
-from pytest_sme2.target import parse_probe
-from pytest_sme2.target import build as helpers
+from pytest_sme2.device_programs import parse_probe
+from pytest_sme2.device_programs import build as helpers
 
 SETUP = "`pytest-sme2 setup qemu`"
 
@@ -245,8 +245,8 @@ def test_cross_key_follows_wheel_and_compiler(change):
 
 def test_helper_commands():
     cmds = helpers.helper_commands("/cc", Path("/out"), Path("/src"))
-    assert cmds[helpers.MASK_LIB] == ["/cc", "-O2", "-shared", "-fPIC", "-o",
-                                      "/out/libpytest_sme2_hwcap_mask.so", "/src/hwcap_mask.c",
+    assert cmds[helpers.PRELOAD_LIB] == ["/cc", "-O2", "-shared", "-fPIC", "-o",
+                                      "/out/libpytest_sme2_preload.so", "/src/preload.c",
                                       "-ldl"]
     assert cmds[helpers.PROBE] == ["/cc", "-O2", "-o", "/out/sme2_probe", "/src/sme2_probe.c"]
 

@@ -6,13 +6,14 @@ from pathlib import Path
 
 import pytest
 
+from pytest_sme2.runners.base import RunnerBase
 from pytest_sme2.devices import DeviceError, open_device
 from pytest_sme2.devices.host import HostDevice, stderr_tail
 from pytest_sme2.runners import RunnerError, RunnerInfo, RunRequest
 
 
 @dataclass
-class ScriptRunner:
+class ScriptRunner(RunnerBase):
     """Runs ``python -c SCRIPT ETDUMP``."""
 
     script: str

@@ -9,15 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from pytest_sme2.analysis import addresses
 from pytest_sme2.analysis import kernel_trace as kt
+from pytest_sme2.analysis.addresses import MappedRegion, SymbolTable, parse_maps
 from pytest_sme2.analysis.kernel_trace import (
     TRACE_COLUMNS,
     KernelTrace,
-    Mapping,
-    SymbolTable,
     executed_kernels,
     parse_block_starts,
-    parse_maps,
     read_kernel_trace_csv,
     write_kernel_trace_csv,
 )
@@ -154,8 +153,8 @@ def test_parse_maps() -> None:
             "3000-4000 rw-p 00000000 00:00 0 \n"
             "garbage\n"
             "zz-yy r-xp 0 0 0 /x\n")
-    assert parse_maps(text) == [Mapping(0x1000, 0x2000, 0x3000, True, "/lib/a b.so"),
-                                Mapping(0x3000, 0x4000, 0, False, "")]
+    assert parse_maps(text) == [MappedRegion(0x1000, 0x2000, 0x3000, True, "/lib/a b.so"),
+                                MappedRegion(0x3000, 0x4000, 0, False, "")]
 
 
 # --- symbols ------------------------------------------------------------------------------------
@@ -220,7 +219,7 @@ def test_libraries_root_maps_device_paths_to_local_copies(files, tmp_path, monke
         seen.append(path)
         return {"libexecutorch_backend_xnnpack.so": TABLE, "libc.so": LIBC_TABLE}[path.name]
 
-    monkeypatch.setattr(kt, "read_symbols", fake_read)
+    monkeypatch.setattr(addresses, "read_symbols", fake_read)
     t = executed_kernels(*files, libraries_root=root)
     assert sorted(seen) == [root / "lib" / "libexecutorch_backend_xnnpack.so", root / "libc.so"]
     assert list(t.kernels["name"]) == [SME2_MOPA, NEON_DOT]
@@ -231,7 +230,7 @@ def test_library_missing_under_root_is_unattributed_not_a_host_file(files, tmp_p
     root = tmp_path / "pulled"
     root.mkdir()
     (root / "libexecutorch_backend_xnnpack.so").write_bytes(b"elf")
-    monkeypatch.setattr(kt, "read_symbols", lambda path: TABLE)
+    monkeypatch.setattr(addresses, "read_symbols", lambda path: TABLE)
     t = executed_kernels(*files, libraries_root=root)
     assert ("libc.so", "library not found here", 2) in [
         (r.library, r.reason, r.blocks) for r in t.unattributed.itertuples()]
@@ -316,7 +315,7 @@ def test_csv_round_trip(trace: KernelTrace, tmp_path: Path) -> None:
 
 
 def test_csv_of_a_trace_without_kernels(tmp_path: Path) -> None:
-    empty = kt.attribute({0x10: False}, [Mapping(0, 0x100, 0, True, "")], symbols)
+    empty = kt.attribute({0x10: False}, [MappedRegion(0, 0x100, 0, True, "")], symbols)
     back = read_kernel_trace_csv(write_kernel_trace_csv(empty, tmp_path / "k.csv"))
     assert back.executed == () and back.blocks_total == 1 and back.streaming_blocks == 0
 

@@ -12,7 +12,7 @@ import pytest
 
 from pytest_sme2.bench import artifact_dir
 from pytest_sme2.config import BaseDirs, Sme2Config, config_from_options, parse_devices
-from pytest_sme2.devices.base import resolve_devices, schedule_group
+from pytest_sme2.devices.registry import resolve_devices, schedule_group
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.matrix import Case, with_devices
 from pytest_sme2.report.digest import devices_side_by_side, units

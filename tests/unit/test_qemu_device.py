@@ -7,9 +7,10 @@ from __future__ import annotations
 import pytest
 
 from pytest_sme2.bench import process_sme2
-from pytest_sme2.devices.base import DeviceError, open_device
+from pytest_sme2.devices.base import DeviceError
+from pytest_sme2.devices.registry import open_device
 from pytest_sme2.devices.qemu import QemuDevice, parse_spec
-from pytest_sme2.target import parse_probe
+from pytest_sme2.device_programs import parse_probe
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.hwcaps import (HWCAP2_SME, HWCAP2_SME2, SME2_FAMILY, SME_FAMILY, describe_mask,
                                 mask_bits, sme_flags)

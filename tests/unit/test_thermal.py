@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from pytest_sme2.config import BaseDirs, config_from_options
-from pytest_sme2.devices.android_facts import parse_thermal_state
+from pytest_sme2.devices.android.facts import parse_thermal_state
+from pytest_sme2.devices.base import DeviceBase
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.results import RunContext
 from pytest_sme2.thermal import (CooldownPolicy, CooldownRecord, ThermalState, hold,
@@ -180,7 +181,7 @@ def test_hold_reads_the_device_and_reuses_its_first_look():
 
 
 def test_hold_on_a_device_without_sensors_says_why_it_is_not_applied():
-    class Host:
+    class Host(DeviceBase):
         spec = "host"
 
     rec = hold(Host(), CooldownPolicy(37.0))

@@ -1,11 +1,13 @@
-"""Build the target helpers (the hwcap mask library and the probe) with the target's C compiler,
+"""Build the target helpers (the preload library and the probe) with the target's C compiler,
 cached under ``~/.cache/pytest-sme2/target-helpers/<target>-<key>``.
 
 Key = both sources + the compile commands + the compiler (path and version) + target. Like the
 native runner: a per-key file lock, a temporary folder renamed into place, a hit runs nothing.
 
-Targets: ``aarch64-linux-gnu`` (the emulated device; Debian's cross gcc) and ``android-arm64``
-(the NDK's ``aarch64-linux-android<API>-clang``, with ANDROID_NDK or ANDROID_NDK_HOME set).
+Targets: ``aarch64-linux-gnu`` (QEMU, and phones through the bundled glibc loader; Debian's
+cross gcc), ``android-arm64`` (bionic programs, a user's NDK build of executor_runner: the NDK's
+``aarch64-linux-android<API>-clang``, with ANDROID_NDK or ANDROID_NDK_HOME set) and ``host``
+(this machine's C compiler: sampling the host's runner).
 """
 
 from __future__ import annotations
@@ -20,12 +22,12 @@ from typing import Callable
 
 from pytest_sme2.buildcache import cached_build, sources_hash
 from pytest_sme2.emulation import EmulationError, cache_root
-from pytest_sme2.target import SOURCE_DIR
+from pytest_sme2.device_programs import SOURCE_DIR
 
-TARGETS = ("aarch64-linux-gnu", "android-arm64")
-MASK_LIB = "libpytest_sme2_hwcap_mask.so"
+TARGETS = ("aarch64-linux-gnu", "android-arm64", "host")
+PRELOAD_LIB = "libpytest_sme2_preload.so"
 PROBE = "sme2_probe"
-SOURCES = ("hwcap_mask.c", "sme2_probe.c")
+SOURCES = ("preload.c", "sme2_probe.c")
 MANIFEST = "helpers.json"
 NDK_ENVS = ("ANDROID_NDK", "ANDROID_NDK_HOME")
 ANDROID_API = 28   # Android 9: the oldest API level pytest-sme2 documents for arm64 phones
@@ -34,7 +36,7 @@ STEP_TIMEOUT_S = 300.0
 
 @dataclass(frozen=True)
 class TargetHelpers:
-    hwcap_mask: Path      # the .so to LD_PRELOAD
+    preload: Path         # the .so to preload (hwcap mask, maps, sampler: preload.c)
     probe: Path           # the probe executable
 
 
@@ -55,6 +57,14 @@ def find_target_cc(target: str) -> str:
         from pytest_sme2.emulation.tools import find_cross_compiler
 
         return find_cross_compiler()[0]
+    if target == "host":
+        import shutil
+
+        cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+        if not cc:
+            raise EmulationError("building the preload library for the host needs a C compiler "
+                                 "(cc or gcc on PATH, or CC)")
+        return cc
     if target == "android-arm64":
         ndk = next((os.environ[e] for e in NDK_ENVS if os.environ.get(e)), None)
         if not ndk:
@@ -70,11 +80,12 @@ def find_target_cc(target: str) -> str:
 
 
 def helper_commands(cc: str, out: Path, src: Path = SOURCE_DIR) -> dict[str, list[str]]:
-    """Output file name -> compile command. The mask is a plain shared object that only needs
-    libdl (dlsym RTLD_NEXT); the probe is dynamically linked so the mask can be preloaded."""
+    """Output file name -> compile command. The preload library is a plain shared object that
+    only needs libc and libdl (dlsym RTLD_NEXT, timer_create); the probe is dynamically linked so
+    the library can be preloaded into it."""
     return {
-        MASK_LIB: [cc, "-O2", "-shared", "-fPIC", "-o", str(out / MASK_LIB),
-                   str(src / "hwcap_mask.c"), "-ldl"],
+        PRELOAD_LIB: [cc, "-O2", "-shared", "-fPIC", "-o", str(out / PRELOAD_LIB),
+                      str(src / "preload.c"), "-ldl"],
         PROBE: [cc, "-O2", "-o", str(out / PROBE), str(src / "sme2_probe.c")],
     }
 
@@ -95,8 +106,8 @@ def _compiler_version(cc: str) -> str:
 
 
 def _helpers_in(folder: Path) -> TargetHelpers | None:
-    helpers = TargetHelpers(folder / MASK_LIB, folder / PROBE)
-    if (helpers.hwcap_mask.is_file() and helpers.probe.is_file()
+    helpers = TargetHelpers(folder / PRELOAD_LIB, folder / PROBE)
+    if (helpers.preload.is_file() and helpers.probe.is_file()
             and os.access(helpers.probe, os.X_OK) and (folder / MANIFEST).is_file()):
         return helpers
     return None
@@ -115,7 +126,7 @@ def cached_target_helpers(target: str = "aarch64-linux-gnu",
 
 def build_target_helpers(target: str = "aarch64-linux-gnu", cache_dir: Path | None = None,
                          progress: Callable[[str], None] | None = None) -> TargetHelpers:
-    """The hwcap mask library and the probe for ``target``, compiled first if not cached."""
+    """The preload library and the probe for ``target``, compiled first if not cached."""
     cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
     cc = find_target_cc(target)
     cc_version = _compiler_version(cc)

@@ -1,8 +1,10 @@
-"""Small C helpers built for the target (emulated Arm64 Linux, or Android with an NDK) and run
-there beside the runner:
+"""Small C programs built for a device's target (Arm64 Linux under QEMU or on a phone through the
+bundled glibc loader, Android with an NDK, or the host) and run there beside the runner:
 
-* ``hwcap_mask.c`` -> ``libpytest_sme2_hwcap_mask.so``: preloaded into a runner process, it
-  clears AT_HWCAP2 bits (pytest_sme2.hwcaps) so one binary runs with SME2 on or off;
+* ``preload.c`` -> ``libpytest_sme2_preload.so``: preloaded into a runner process, it clears
+  AT_HWCAP2 bits (pytest_sme2.hwcaps) so one binary runs with SME2 on or off, copies the
+  process's address map at exit, and samples its program counter on a CPU-time timer (which
+  code ran, :mod:`pytest_sme2.analysis.kernel_sample`);
 * ``sme2_probe.c`` -> ``sme2_probe``: prints what a process on the target sees (``key value``
   lines: machine, kernel, hwcap, hwcap2, cpus, pagesize), read with ``parse_probe``.
 

@@ -1,0 +1,117 @@
+"""Which Android device a ``--device android[:SERIAL][@HOST:PORT]`` spec names, over the adb
+server (local, or on another machine); ``android:*`` expands to every ready device."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+from dataclasses import dataclass
+
+import adbutils
+from adbutils.errors import AdbError
+
+from pytest_sme2.devices.android.adb import state_problem
+from pytest_sme2.devices.android.device import AndroidDevice
+from pytest_sme2.devices.base import DeviceError
+
+
+@dataclass(frozen=True)
+class AndroidSpec:
+    serial: str | None
+    host: str | None                    # None: ANDROID_ADB_SERVER_HOST or 127.0.0.1
+    port: int | None                    # None: ANDROID_ADB_SERVER_PORT or 5037
+
+
+def parse_spec(spec: str) -> AndroidSpec:
+    kind, _, rest = spec.partition(":")
+    if kind != "android":
+        raise DeviceError(f"--device {spec!r} is not an Android spec")
+    serial, at, server = rest.partition("@")   # serials may hold ':' (127.0.0.1:5555)
+    host = port = None
+    if at:
+        host, _, port_text = server.rpartition(":")
+        if not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+            raise DeviceError(f"--device {spec!r}: the adb server must be HOST:PORT, e.g. "
+                              "android:SERIAL@buildbox:5037")
+        port = int(port_text)
+    return AndroidSpec(serial or None, host, port)
+
+
+def _server_address(parsed: AndroidSpec) -> tuple[str, int]:
+    host = parsed.host or os.environ.get("ANDROID_ADB_SERVER_HOST") or "127.0.0.1"
+    port = parsed.port or int(os.environ.get("ANDROID_ADB_SERVER_PORT") or 5037)
+    return host, port
+
+
+ALL = "*"                               # android:* — every authorised device of a server
+
+
+def _list_server(parsed: AndroidSpec
+                 ) -> tuple[adbutils.AdbClient, dict[str, str]]:
+    """The adb server ``parsed`` names and its devices (serial -> state)."""
+    host, port = _server_address(parsed)
+    if parsed.host is not None:
+        # adbutils starts a LOCAL server when it cannot connect: probe a remote one first.
+        try:
+            socket.create_connection((host, port), timeout=3).close()
+        except OSError as e:
+            raise DeviceError(f"cannot reach the adb server at {host}:{port} "
+                              f"({e.strerror or e}); start it there with `adb -a -P {port} "
+                              "nodaemon server` or fix --device") from None
+    client = adbutils.AdbClient(host=host, port=port)
+    try:
+        listed = {info.serial: info.state for info in client.list()}
+    except (AdbError, OSError, EOFError, subprocess.SubprocessError) as e:   # start-server too
+        raise DeviceError(f"cannot talk to the adb server at {host}:{port} ({e}); is adb "
+                          "installed and working (`adb devices`)?") from None
+    return client, listed
+
+
+def expand_all(spec: str) -> tuple[list[str], list[str]]:
+    """``android:*`` (or ``android:*@HOST:PORT``): one spec per attached device of that adb
+    server that is ready for commands, in the server's order, and one line per device left
+    out (unauthorized, offline) saying what to do. No ready device at all: DeviceError."""
+    parsed = parse_spec(spec)
+    server = f"@{parsed.host}:{parsed.port}" if parsed.host is not None else ""
+    listed = _list_server(parsed)[1]
+    ready = [f"android:{s}{server}" for s, st in listed.items() if st == "device"]
+    skipped = [f"--device {spec}: left out {p}" for s, st in listed.items()
+               if (p := state_problem(s, st))]
+    if not ready:
+        where = f"the adb server at {parsed.host}:{parsed.port}" if server else "adb"
+        raise DeviceError(f"--device {spec}: {where} lists no device ready for commands"
+                          + (f" ({_listing(listed)})" if listed else "")
+                          + "; connect and authorise one, or name the devices to use")
+    return ready, skipped
+
+
+def open_android(spec: str, *, taskset: str | None = "auto",
+                 session_id: str | None = None) -> "AndroidDevice":
+    """Resolve ``spec`` against the adb server's device list; DeviceError says what to do."""
+    parsed = parse_spec(spec)
+    if parsed.serial == ALL:
+        raise DeviceError(f"--device {spec} names every device of an adb server, which only a "
+                          "pytest session runs on; name one here: android:SERIAL")
+    client, listed = _list_server(parsed)
+    serial = parsed.serial
+    if serial is None:
+        if not listed:
+            raise DeviceError("no Android device is attached (adb lists none); connect one or "
+                              "use --device host")
+        if len(listed) > 1:
+            raise DeviceError(f"more than one Android device is attached ({_listing(listed)}); "
+                              "pick one with --device android:SERIAL, or use them all with "
+                              "--device 'android:*'")
+        serial = next(iter(listed))
+    if serial not in listed:
+        raise DeviceError(f"Android device {serial!r} is not attached; attached: "
+                          f"{_listing(listed) or 'none'}")
+    problem = state_problem(serial, listed[serial])
+    if problem:
+        raise DeviceError(problem)
+    return AndroidDevice(spec, serial, client, taskset=taskset, session_id=session_id)
+
+
+def _listing(listed: dict[str, str]) -> str:
+    return ", ".join(s if st == "device" else f"{s} ({st})" for s, st in listed.items())

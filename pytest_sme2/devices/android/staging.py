@@ -1,0 +1,132 @@
+"""What a run puts on the phone, and where: one round trip that makes the folders, clears the
+output folder and lists the remote hashes, then pushes only the files whose sha256 differs.
+
+Two places, both under ``/data/local/tmp``:
+- ``pytest-sme2-cache/runner-<digest>/`` (kept between sessions): a runner with its libraries,
+  loader and preload library, named by the hash of their names and contents, so a second
+  session pushes nothing and two builds (SME2 on and off) never overwrite each other's files.
+  ``prune`` keeps the most recently used few.
+- ``pytest-sme2-<session>/`` (removed at the end of the session): ``model-<sha>/``,
+  ``inputs-<digest>/`` and ``out/`` (ETDump, outputs, samples, address map).
+Nothing outside these folders is ever written or removed."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shlex
+import time
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from adbutils.errors import AdbTimeout
+
+from pytest_sme2.devices.android.adb import QUERY_TIMEOUT_S, AdbLink
+from pytest_sme2.devices.base import DeviceError
+from pytest_sme2.devices.host import stderr_tail
+
+DEVICE_TMP = "/data/local/tmp"
+CACHE_DIR = f"{DEVICE_TMP}/pytest-sme2-cache"
+KEEP_RUNNERS = 3                        # runner folders kept in the cache after a session
+_SESSION_DIR = re.compile(r"/data/local/tmp/pytest-sme2-[A-Za-z0-9_-]{1,40}")
+_sha_cache: dict[tuple[str, int, int], str] = {}
+
+
+def file_sha256(path: Path) -> str:
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    if key not in _sha_cache:
+        h = hashlib.sha256()
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+        _sha_cache[key] = h.hexdigest()
+    return _sha_cache[key]
+
+
+@dataclass(frozen=True)
+class Push:
+    local: Path
+    remote: str
+    mode: int
+    sha: str
+
+    @property
+    def size(self) -> int:
+        return self.local.stat().st_size
+
+
+@dataclass(frozen=True)
+class PushReport:
+    """What one staging pushed: files and bytes sent, files already there, seconds spent."""
+
+    pushed: int
+    pushed_bytes: int
+    present: int
+    seconds: float
+
+
+def runner_folder(files: list[Path]) -> tuple[str, list[Push]]:
+    """The cache folder of a runner's files (named by their names and contents) and its pushes;
+    the executable stays executable."""
+    shas = [file_sha256(f) for f in files]
+    digest = hashlib.sha256("".join(f"{f.name}\0{s}\0" for f, s in zip(files, shas))
+                            .encode()).hexdigest()[:16]
+    folder = f"{CACHE_DIR}/runner-{digest}"
+    return folder, [Push(f, f"{folder}/{f.name}", 0o755 if i == 0 or f.name.startswith("ld-")
+                         else 0o644, s) for i, (f, s) in enumerate(zip(files, shas))]
+
+
+def check_inside(remote: str, roots: tuple[str, ...]) -> str:
+    """Every path we write or remove must be inside one of our folders."""
+    parts = PurePosixPath(remote).parts
+    if ".." in parts or not any(remote.startswith(r + "/") for r in roots):
+        raise DeviceError(f"refusing to touch {remote!r} outside {' and '.join(roots)}")
+    return remote
+
+
+def check_session_dir(folder: str) -> str:
+    if not _SESSION_DIR.fullmatch(folder):      # guards every rm -rf of the session folder
+        raise DeviceError(f"bad session folder {folder!r}")
+    return folder
+
+
+def stage(adb: AdbLink, pushes: list[Push], out_dir: str, touch: str) -> PushReport:
+    """One round trip: make the folders, clear ``out_dir`` (no stale ETDump), mark ``touch``
+    used (the cache keeps recently used runners), list remote hashes; then push only what
+    differs."""
+    q = shlex.quote
+    dirs = sorted({str(PurePosixPath(p.remote).parent) for p in pushes} | {touch})
+    execs = " ".join(q(p.remote) for p in pushes if p.mode == 0o755)
+    cmd = (f"mkdir -p {' '.join(q(d) for d in dirs)} && rm -rf {q(out_dir)} && "
+           f"mkdir -p {q(out_dir)} && touch {q(touch)}"
+           f" && {{ chmod 755 {execs} 2>/dev/null; true; }} && for f in "
+           f"{' '.join(q(p.remote) for p in pushes)}; do "
+           'h=$(sha256sum "$f" 2>/dev/null) && echo "${h%% *}" || echo -; done')
+    t0 = time.perf_counter()
+    with adb.link("while copying files to it"):
+        try:
+            res = adb.sh(cmd)
+        except AdbTimeout:
+            raise DeviceError(f"device {adb.serial} did not answer within {QUERY_TIMEOUT_S:g} "
+                              f"s while preparing {out_dir}; reconnect it and run again") from None
+        if res.returncode != 0:
+            raise DeviceError(f"cannot prepare {out_dir} on device {adb.serial}: "
+                              f"{stderr_tail(res.stderr)}")
+        remote = res.stdout.split()
+        if len(remote) != len(pushes):
+            remote = ["-"] * len(pushes)
+        sent = [p for p, have in zip(pushes, remote) if have != p.sha]
+        for push in sent:
+            adb.push(push.local, push.remote, push.mode)
+    return PushReport(len(sent), sum(p.size for p in sent), len(pushes) - len(sent),
+                      time.perf_counter() - t0)
+
+
+def prune_command(keep: str | None = None) -> str:
+    """Remove all but the ``KEEP_RUNNERS`` most recently used runner folders of the cache (and
+    never ``keep``)."""
+    q = shlex.quote
+    spare = f'[ "$d" = {q(PurePosixPath(keep).name)} ] && continue; ' if keep else ""
+    return (f"cd {q(CACHE_DIR)} 2>/dev/null && for d in $(ls -t | tail -n +{KEEP_RUNNERS + 1}); "
+            f'do {spare}case "$d" in runner-*) rm -rf "./$d" ;; esac; done; true')

@@ -1,0 +1,99 @@
+"""From ``--device`` specs to devices: parsing a spec once, expanding ``android:*``, opening
+each kind, and the pytest-xdist group a device's benchmarks run in."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Sequence
+
+from pytest_sme2.devices.base import Device, DeviceError, with_defaults
+
+if TYPE_CHECKING:
+    from pluggy import HookRelay
+
+# Devices whose runs execute on this machine's own CPU: the host, and QEMU (which emulates on
+# it). Their measurements share one scheduling group, so they never overlap each other.
+HOST_CPU_KINDS = ("host", "qemu")
+HOST_GROUP = "host"
+KINDS = ("host", "android", "qemu")
+
+
+@dataclass(frozen=True)
+class DeviceSpec:
+    """A ``--device`` spec, parsed once: ``kind`` and what follows its colon."""
+
+    text: str
+    kind: str
+    rest: str
+
+    @classmethod
+    def parse(cls, text: str) -> DeviceSpec:
+        kind, _, rest = text.partition(":")
+        return cls(text, kind, rest)
+
+    @property
+    def is_all_android(self) -> bool:
+        """``android:*`` or ``android:*@HOST:PORT``: every ready device of an adb server."""
+        return self.kind == "android" and self.rest.partition("@")[0] == "*"
+
+    @property
+    def on_host_cpu(self) -> bool:
+        return self.kind in HOST_CPU_KINDS
+
+
+def resolve_devices(specs: Sequence[str]) -> tuple[tuple[str, ...], list[str]]:
+    """The devices a session runs on: ``specs`` in order with ``android:*[@HOST:PORT]``
+    expanded into one spec per ready device of that adb server; duplicates once. Also the
+    lines saying which listed devices were left out and why (unauthorized, offline)."""
+    out: list[str] = []
+    notes: list[str] = []
+    for text in specs:
+        if DeviceSpec.parse(text).is_all_android:
+            from pytest_sme2.devices.android import expand_all
+
+            ready, skipped = expand_all(text)
+            out += ready
+            notes += skipped
+        else:
+            out.append(text)
+    return tuple(dict.fromkeys(out)), notes
+
+
+def schedule_group(spec: str) -> str:
+    """The pytest-xdist group of a device's benchmarks: one group per device, so one worker at
+    a time measures on it; devices that run on this machine's CPU share the ``host`` group
+    (a QEMU run beside a host benchmark would slow it). No ``@``: xdist splits node ids there."""
+    if DeviceSpec.parse(spec).on_host_cpu:
+        return HOST_GROUP
+    return re.sub(r"[^A-Za-z0-9_.:-]+", "_", spec)
+
+
+def open_device(spec: str, *, taskset: str | None = "auto",
+                session_id: str | None = None, hook: HookRelay | None = None) -> Device:
+    """The device a ``--device`` spec names: ``host``, ``android``, ``android:SERIAL``,
+    ``android:SERIAL@HOST:PORT``, ``qemu`` or ``qemu:CPU``, or a kind a plugin opens (its
+    ``pytest_sme2_open_device`` hook, asked first through ``hook``: :mod:`pytest_sme2.hooks`).
+    ``taskset`` (auto | none | hex mask) pins Android runs."""
+    if hook is not None:
+        device = hook.pytest_sme2_open_device(spec=spec)
+        if device is not None:
+            return with_defaults(device)
+    parsed = DeviceSpec.parse(spec)
+    if parsed.kind == "host":
+        from pytest_sme2.devices.host import HostDevice
+
+        if spec != "host":
+            raise DeviceError(f"--device {spec!r}: the host takes no serial; use --device host")
+        return HostDevice()
+    if parsed.kind == "android":
+        from pytest_sme2.devices.android import open_android
+
+        return open_android(spec, taskset=taskset, session_id=session_id)
+    if parsed.kind == "qemu":
+        from pytest_sme2.devices.qemu import QemuDevice
+
+        return QemuDevice(spec)
+    raise DeviceError(f"--device {spec!r}: unknown device kind {parsed.kind!r}; use 'host', "
+                      "'android', 'android:SERIAL', 'android:SERIAL@HOST:PORT', 'qemu' or "
+                      "'qemu:CPU' (or a kind a plugin opens: pytest_sme2_open_device)")

@@ -1,0 +1,61 @@
+"""The native runner as a :class:`~pytest_sme2.runners.base.Runner`."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from pytest_sme2.runners.base import RunnerBase, RunnerError, RunnerInfo, RunRequest
+from pytest_sme2.runners.native.build import build_native_runner
+from pytest_sme2.runners.native.cmake import HOST, MANIFEST
+
+
+@dataclass(frozen=True)
+class NativeRunner(RunnerBase):
+    """Runs a binary built from runner.cpp. ``libs`` are the shared libraries it links by
+    RUNPATH: on the host the RUNPATH (``$ORIGIN`` first, then the package's lib folder) finds
+    them in place; a device that pushes ``device_files()`` into one folder makes ``$ORIGIN``
+    find them there. libc/libstdc++/libgcc_s are system libraries and never pushed. A binary
+    from a static source build (docs/native-runner.md) has no ``libs``."""
+
+    binary: Path
+    info: RunnerInfo = field(default_factory=lambda: RunnerInfo("native", "native"))
+    libs: tuple[Path, ...] = ()
+    hwcap_mask: str | None = None       # see runners.base.Runner
+    preloads = True
+
+    @classmethod
+    def from_build(cls, binary: Path, name: str = "native") -> NativeRunner:
+        """The runner for a binary with ``build.json`` beside it (as build_native_runner leaves)."""
+        binary = Path(binary)
+        if not binary.is_file():
+            raise RunnerError(f"native runner binary {binary} does not exist")
+        try:
+            manifest = json.loads((binary.parent / MANIFEST).read_text())
+        except (OSError, ValueError):
+            manifest = {}
+        labels = {str(k): str(v) for k, v in manifest.get("labels", {}).items()}
+        return cls(binary, RunnerInfo(name, "native", labels),
+                   tuple(Path(p) for p in manifest.get("libs", [])))
+
+    def command(self, request: RunRequest) -> list[str]:
+        argv = [str(self.binary), "--model_path", str(request.pte),
+                "--etdump_path", str(request.etdump), "--num_executions", str(request.runs),
+                "--warmup", str(request.warmup), "--cpu_threads", str(request.threads)]
+        if request.inputs:
+            argv += ["--input_file", str(request.inputs)]
+        if request.outputs:
+            argv += ["--output_file", str(request.outputs)]
+        return argv
+
+    def device_files(self) -> list[Path]:
+        return [self.binary, *self.libs]
+
+
+def native_runner(cache_dir: Path | None = None, force: bool = False,
+                  progress: Callable[[str], None] | None = None,
+                  target: str = HOST) -> NativeRunner:
+    """Build (or reuse) the native runner for ``target`` and describe it."""
+    return NativeRunner.from_build(build_native_runner(cache_dir, force, progress, target))
