@@ -16,7 +16,7 @@ from pytest_sme2.runners.base import RunnerBase
 from pytest_sme2.analysis.latency import e2e_per_run
 from pytest_sme2.devices import DeviceError
 from pytest_sme2.devices.android import device as android
-from pytest_sme2.devices.android import AndroidDevice, open_android
+from pytest_sme2.devices.android import CACHE_DIR, AndroidDevice, open_android
 from pytest_sme2.devices.host import HostDevice
 from pytest_sme2.etdump import read_etdump
 from pytest_sme2.runners import RunnerError, RunnerInfo, RunRequest
@@ -296,12 +296,14 @@ def test_full_run_pushes_runs_pinned_and_pulls_a_valid_etdump(fake_android, tmp_
     assert out.stderr == "" and out.wall_s > 0
     assert fake_android.device.sends == [f"{lib}/runner.sh", f"{lib}/crafted.etdump", model, ins,
                                          f"{ins}.json"]
-    assert all(p.startswith(SESSION + "/") for p in fake_android.device.sends)
+    # The runner in the cache folder kept between sessions, the data in the session folder.
+    assert lib.startswith(f"{CACHE_DIR}/runner-")
+    assert all(p.startswith(SESSION + "/") for p in (model, ins))
     assert fake_android.device.taskset_log == ["f0"]   # 2 threads: the big core + 3 mid cores
     run_cmd = fake_android.device.commands[-1]
     assert f"LD_LIBRARY_PATH={lib} timeout -k 2 20 taskset f0 {lib}/runner.sh" in run_cmd
     assert fake_android.device.recvs == [f"{SESSION}/out/fake.etdump"]
-    assert os.access(_session(fake_android) / lib.rsplit("/", 1)[1] / "runner.sh", os.X_OK)
+    assert os.access(fake_android.root / lib.lstrip("/") / "runner.sh", os.X_OK)
 
 
 def test_second_run_pushes_nothing_when_hashes_match(fake_android, tmp_path, etdump_blob):
@@ -461,8 +463,8 @@ def test_shell_metacharacters_in_file_names_stay_quoted(fake_android, tmp_path, 
     assert f"model={model} " in out.stdout              # the script found the model by that name
     after = _files(fake_android.root)
     new = {p for p in after - before if p != "taskset.log"}
-    session = SESSION.lstrip("/")
-    assert new and all(p == session or p.startswith(session + "/") for p in new)
+    ours = (SESSION.lstrip("/"), CACHE_DIR.lstrip("/"))
+    assert new and all(p in ours or p.startswith((ours[0] + "/", ours[1] + "/")) for p in new)
     assert not any(Path(p).name == "x" for p in after)
     assert not (Path.cwd() / "x").exists()
 
@@ -488,7 +490,7 @@ def test_one_run_at_a_time_per_device(fake_android, tmp_path, etdump_blob):
     for t in threads:
         t.join()
     assert errors == []
-    log = (_session(fake_android) / "runs.log").read_text().split("\n")
+    log = (fake_android.root / CACHE_DIR.lstrip("/") / "runs.log").read_text().split("\n")
     kinds = [ln.split()[0] for ln in log if ln]
     assert kinds == ["start", "end", "start", "end"]     # never interleaved
 

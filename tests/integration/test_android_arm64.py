@@ -105,15 +105,25 @@ def test_one_binary_sme2_on_and_masked_through_adb(fake_arm64_android, tmp_path,
                    if "sme2_runner" in m.read_text()]
         results[name] = req, maps
 
-    # What went over adb: the runner, its aarch64 libraries, the mask library beside them.
+    # What went over adb: the runner, its aarch64 libraries, the glibc loader and libraries
+    # (the phone has none) and the preload library, all in one cached runner folder.
     sent = {Path(p).name: p for p in phone.device.sends}
     assert {"sme2_runner", "libexecutorch.so", "libexecutorch_backend_xnnpack.so",
-            PRELOAD_LIB} <= set(sent)
-    assert re.search(r"/helpers-[0-9a-f]{16}/" + re.escape(PRELOAD_LIB) + "$", sent[PRELOAD_LIB])
+            "ld-linux-aarch64.so.1", "libc.so.6", "libstdc++.so.6", PRELOAD_LIB} <= set(sent)
+    folder = str(Path(sent["sme2_runner"]).parent)
+    assert re.fullmatch(r"/data/local/tmp/pytest-sme2-cache/runner-[0-9a-f]{16}", folder)
+    assert {str(Path(p).parent) for p in sent.values() if "/runner-" in p} == {folder}
     runs = [c for c in phone.device.commands if "sme2_runner" in c and "timeout" in c]
     assert len(runs) == 2
     for cmd, clear in zip(runs, (0, mask_bits("sme"))):
-        assert f"LD_PRELOAD={sent[PRELOAD_LIB]} {HWCAP2_CLEAR_ENV}={clear:#x} " in cmd
+        # Started through the bundled loader, the mask preloaded by it (never LD_PRELOAD, which
+        # the phone's own bionic tools would try to load), the bits in hex.
+        assert f"{HWCAP2_CLEAR_ENV}={clear:#x} " in cmd and "LD_PRELOAD" not in cmd
+        assert (f"{folder}/ld-linux-aarch64.so.1 --library-path {folder} --preload "
+                f"{folder}/{PRELOAD_LIB} {folder}/sme2_runner ") in cmd
+    # The phone hands its programs no glibc sysroot: QEMU runs without -L.
+    fake_exec = (phone.root / "bin/fake-exec").read_text()
+    assert " -L " not in fake_exec and "aarch64-linux-gnu" not in fake_exec
 
     names = {}
     for name, (req, maps) in results.items():
@@ -123,7 +133,7 @@ def test_one_binary_sme2_on_and_masked_through_adb(fake_arm64_android, tmp_path,
         loaded = {line.split()[-1] for line in maps.read_text().splitlines()
                   if line.split()[-1].endswith(".so")}
         xnn = [p for p in loaded if p.endswith("/libexecutorch_backend_xnnpack.so")]
-        assert xnn and all("/data/local/tmp/pytest-sme2-a1/runner-" in p for p in xnn), loaded
+        assert xnn and all(folder + "/" in p for p in xnn), loaded
     assert any("PF32" in n for n in names["sme2_on"]), names["sme2_on"]
     assert any("(NHWC, F32)" in n for n in names["sme2_off"]), names["sme2_off"]
     assert not any("PF32" in n for n in names["sme2_off"])
@@ -141,8 +151,9 @@ def test_one_binary_sme2_on_and_masked_through_adb(fake_arm64_android, tmp_path,
 
 def test_mask_and_native_runner_on_phones_that_cannot_have_them(adb_server, tmp_path,
                                                                 monkeypatch):
-    """A phone without ro.pytest_sme2.target is a real one: target "android" (bionic), no
-    native runner built here, and a masked runner needs the NDK-built mask library."""
+    """A phone without ro.pytest_sme2.target is a real one: an arm64 phone gets our runner
+    (target aarch64-linux-gnu, through the bundled loader), but a masked bionic runner needs the
+    NDK-built preload library; a phone that is not arm64 gets no native runner here."""
     monkeypatch.delenv("ANDROID_NDK", raising=False)
     monkeypatch.delenv("ANDROID_NDK_HOME", raising=False)
     script = tmp_path / "runner.sh"
@@ -154,16 +165,24 @@ def test_mask_and_native_runner_on_phones_that_cannot_have_them(adb_server, tmp_
                           FakeAndroidConfig(props={"ro.pytest_sme2.target": ""}))
     try:
         dev = open_android(f"android:{phone.serial}", session_id="n1")
-        assert dev.target == "android" and "target" not in dev.facts().extra
-        with pytest.raises(RunnerError) as e:
-            parse_runner_spec("sme2_off=native,sme2=off").make(target=dev.target)
-        assert "not built for Android phones" in _msg(e) and "--runner" in _msg(e)
+        assert dev.target == "aarch64-linux-gnu" and "target" not in dev.facts().extra
         with pytest.raises(RunnerError) as e:
             dev.run(ScriptRunner(script, hwcap_mask="sme"), req)
         assert "mask=sme" in _msg(e) and "ANDROID_NDK" in _msg(e)
         assert not phone.device.sends            # refused before pushing anything
     finally:
         release_phone(phone)
+
+    x86_phone = connect_phone(adb_server, tmp_path / "x", FakeAndroidConfig(props={
+        "ro.pytest_sme2.target": "", "ro.product.cpu.abi": "x86_64"}))
+    try:
+        dev = open_android(f"android:{x86_phone.serial}", session_id="n3")
+        assert dev.target == "android"
+        with pytest.raises(RunnerError) as e:
+            parse_runner_spec("sme2_off=native,sme2=off").make(target=dev.target)
+        assert "this phone is not arm64" in _msg(e) and "--runner" in _msg(e)
+    finally:
+        release_phone(x86_phone)
 
     host_phone = connect_phone(adb_server, tmp_path / "h")   # runs the host's programs
     try:

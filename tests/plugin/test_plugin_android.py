@@ -42,9 +42,11 @@ def test_benchmark_on_the_phone_records_its_facts(phone_session, pytester, fake_
     assert b["thermal_before"] and b["thermal_after"]
     assert len(b["e2e_ms"]) == 5
     assert {op["backend"] for op in b["operators"] if op["delegated"]} == {"XnnpackBackend"}
-    # The session folder on the phone is gone at the end.
+    # The session folder on the phone is gone at the end; the runner stays cached for the next.
     tmp = fake_android.root / "data" / "local" / "tmp"
-    assert not [p for p in tmp.iterdir() if p.name.startswith("pytest-sme2-")]
+    assert [p.name for p in tmp.iterdir() if p.name.startswith("pytest-sme2-")] == [
+        "pytest-sme2-cache"]
+    assert [p.name[:7] for p in (tmp / "pytest-sme2-cache").iterdir()] == ["runner-"]
     assert (pytester.path / "sme2-report" / "report.md").is_file()
 
 

@@ -66,8 +66,10 @@ def test_sme2_on_and_masked_on_an_arm64_phone(pytester, run_pytest, arm64_phone,
     assert all(b["runner_info"]["labels"]["made_by"].startswith("hwcaps masked to no SME")
                for b in off)
     sent = {Path(p).name for p in arm64_phone.device.sends}
-    assert {"sme2_runner", "libexecutorch_backend_xnnpack.so", PRELOAD_LIB} <= sent
-    # Every run preloaded the mask library; only the masked side cleared bits.
+    assert {"sme2_runner", "libexecutorch_backend_xnnpack.so", "ld-linux-aarch64.so.1",
+            PRELOAD_LIB} <= sent
+    # Every run started through the bundled loader with the preload library; only the masked
+    # side cleared bits.
     runs = [c for c in arm64_phone.device.commands if "sme2_runner" in c and "timeout" in c]
-    assert runs and all("LD_PRELOAD=" in c for c in runs)
+    assert runs and all("--preload " in c and PRELOAD_LIB in c for c in runs)
     assert {c.count("PYTEST_SME2_HWCAP2_CLEAR=0x0 ") for c in runs} == {0, 1}

@@ -63,8 +63,9 @@ ADB_GRACE_S = 30.0                      # the device-side timeout must always fi
 ANDROID_TARGET = "android"              # bionic programs only: an NDK build of executor_runner
 GLIBC_TARGET = "aarch64-linux-gnu"      # our runner, started through its own glibc loader
 ARM64_ABI = "arm64-v8a"
-# The device's target -> the target the preload library is built for (same C library).
-HELPER_TARGETS = {ANDROID_TARGET: "android-arm64", GLIBC_TARGET: GLIBC_TARGET}
+# The device's target -> the target the preload library of its own (bionic) programs is built
+# for; a glibc program always gets the aarch64-linux-gnu one (it brings its C library along).
+HELPER_TARGETS = {ANDROID_TARGET: "android-arm64", GLIBC_TARGET: "android-arm64"}
 FALLBACK = ("or pass an NDK build of executor_runner with --runner NAME=/path/to/executor_runner"
             ",libs=DIR (docs/android.md)")
 
@@ -104,7 +105,7 @@ class AndroidDevice(DeviceBase):
         self.session_dir = check_session_dir(f"{DEVICE_TMP}/pytest-sme2-{sid}")
         self._lock_key = f"{client.host}-{client.port}-{serial}"
         self._facts: DeviceFacts | None = None
-        self._preload: tuple[Path | None, str] | None = None
+        self._preload: dict[bool, tuple[Path | None, str]] = {}
         self.pushes: list[PushReport] = []  # what each run's staging pushed (the docs quote it)
 
     def __repr__(self) -> str:
@@ -128,26 +129,28 @@ class AndroidDevice(DeviceBase):
 
     @property
     def samples_kernels(self) -> bool:
-        return self.preload_library()[0] is not None
+        """Our runner (a glibc program) can take the preload library here."""
+        return self.target == GLIBC_TARGET and self.preload_library(glibc=True)[0] is not None
 
-    def preload_library(self) -> tuple[Path | None, str]:
-        """The preload library built for this device's programs, or (None, why not). Built
-        (or found in the cache) once per device."""
-        if self._preload is None:
+    def preload_library(self, glibc: bool) -> tuple[Path | None, str]:
+        """The preload library for a glibc program (started through its bundled loader) or for
+        the phone's other programs (bionic: an NDK build), or (None, why not). Built (or found
+        in the cache) once per device and kind."""
+        if glibc not in self._preload:
             target = self.target
-            helper = HELPER_TARGETS.get(target)
+            helper = GLIBC_TARGET if glibc else HELPER_TARGETS.get(target)
             if helper is None:
-                self._preload = (None, f"device {self.serial} runs {target} programs "
-                                       f"({TARGET_PROP}={target}), which have no Arm64 hwcaps "
-                                       "to hide")
+                self._preload[glibc] = (None, f"device {self.serial} runs {target} programs "
+                                              f"({TARGET_PROP}={target}), which have no Arm64 "
+                                              "hwcaps to hide")
             else:
                 from pytest_sme2.device_programs.build import build_target_helpers
 
                 try:
-                    self._preload = (build_target_helpers(helper).preload, "")
+                    self._preload[glibc] = (build_target_helpers(helper).preload, "")
                 except Sme2Error as e:
-                    self._preload = (None, str(e))
-        return self._preload
+                    self._preload[glibc] = (None, str(e))
+        return self._preload[glibc]
 
     def thermal(self) -> dict[str, float]:
         """Current thermal zone temperatures in degrees C (recorded around each benchmark)."""
@@ -207,7 +210,7 @@ class AndroidDevice(DeviceBase):
         as they are (a bionic or host program), with the preload library where there is one."""
         name = runner.info.name
         glibc = is_glibc_program(files[0])
-        preload, why_not = self.preload_library()
+        preload, why_not = self.preload_library(glibc)
         if runner.hwcap_mask and preload is None:
             hidden = MASKS[runner.hwcap_mask][1] if runner.hwcap_mask in MASKS else \
                 runner.hwcap_mask

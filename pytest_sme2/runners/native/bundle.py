@@ -77,7 +77,11 @@ def elf_facts(path: Path) -> tuple[str | None, tuple[str, ...]]:
 
 
 def is_glibc_program(path: Path) -> bool:
-    """A program the glibc loader starts (not a bionic one: ``/system/bin/linker64``)."""
+    """An aarch64 program the glibc loader starts (not a bionic one, ``/system/bin/linker64``;
+    not a script)."""
+    with open(path, "rb") as fh:
+        if fh.read(4) != b"\x7fELF":
+            return False
     return (elf_facts(path)[0] or "").endswith(f"/{GLIBC_LOADER}")
 
 

@@ -48,10 +48,11 @@ def find_cross_build(target: str, progress: Callable[[str], None] | None = None,
     from pytest_sme2.emulation.tools import compiler_version, find_cross_compiler
     from pytest_sme2.emulation.wheel import cached_executorch_dir, target_executorch_dir
 
-    if target == "android":             # a phone's bionic programs: an NDK build, not ours
-        raise RunnerError("the native runner is not built for Android phones here (that needs "
-                          "an NDK build, docs/native-runner.md): pass one with --runner "
-                          "NAME=/path/to/executor_runner,libs=DIR")
+    if target == "android":             # a phone that is not arm64: no build of ours runs there
+        raise RunnerError("the native runner runs on arm64 phones (built for aarch64-linux-gnu "
+                          "and started through its bundled glibc loader), and this phone is "
+                          "not arm64: pass an executor_runner built for its ABI with --runner "
+                          "NAME=/path/to/executor_runner,libs=DIR (docs/android.md)")
     if target not in CROSS_TARGETS:
         raise RunnerError(f"unknown native runner target {target!r}; known: "
                           f"{', '.join((HOST, *CROSS_TARGETS))}")
