@@ -4,6 +4,7 @@ export (cached) -> device runs runner -> read ETDump -> latency statistics -> Be
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
@@ -56,6 +57,9 @@ class BenchmarkRun:
     # there (a session stops the python runner's fork server while it is still importing).
     measuring: Callable[[], AbstractContextManager[None]] | None = field(default=None,
                                                                           repr=False)
+    # The sampled-kernels CSV of this benchmark's evidence process when one already ran (the
+    # later blocks of a comparison side share the first block's); None: sample if asked to.
+    kernel_sample: Path | None = None
 
 
 def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
@@ -81,10 +85,21 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
         outcome = device.run(runner, request)
     after = device.thermal()
     facts = device.facts()
+    sample, sample_problem = run.kernel_sample, None
+    if sample is None and run.block in (None, 0) and wants_sample(settings.sample, device,
+                                                                 runner):
+        try:
+            sample = _sample_kernels(run, runner, device, request, outcome.wall_s,
+                                     out / f"{stem}.sampled.csv")
+        except Sme2Error as e:      # the block is measured: keep it, say what is missing
+            sample_problem = f"kernel sampling failed: {e}"
+            if run.progress:
+                run.progress(f"{label}: {sample_problem}")
     analysis = analyze(read_etdump(request.etdump), warmup=settings.warmup,
                        source=str(request.etdump), etrecord=read_etrecord(exported.etrecord),
                        device_sme2=process_sme2(facts.sme2, runner.hwcap_mask),
-                       rules=run.rules, kernel_trace=outcome.kernel_trace)
+                       rules=run.rules, kernel_trace=outcome.kernel_trace,
+                       kernel_sample=sample)
     if len(analysis.e2e_all) != request.executions:
         raise Sme2Error(f"{request.etdump}: {len(analysis.e2e_all)} runs with Method::execute, "
                         f"expected {request.executions} ({settings.warmup} warm-up + "
@@ -122,8 +137,43 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
         context=RunContext(thermal_before=before, thermal_after=after, block=run.block,
                            outputs=str(request.outputs) if request.outputs else None,
                            kernel_trace=str(outcome.kernel_trace) if outcome.kernel_trace
-                           else None, trace=str(trace), cooldown=held),
+                           else None, trace=str(trace), cooldown=held,
+                           kernel_sample=str(sample) if sample else None,
+                           sample_problem=sample_problem),
         startup=startup)
+
+
+# CPU time an evidence process aims to sample: at a 250 Hz kernel tick, ~125 samples.
+SAMPLE_CPU_S = 0.5
+MAX_SAMPLE_EXECUTIONS = 5000
+_ARM64_ABIS = ("arm64-v8a", "aarch64", "arm64")
+
+
+def wants_sample(mode: str, device: Device, runner: Runner) -> bool:
+    """Whether a benchmark gets an evidence process: ``on``, everywhere our preload library
+    runs in the runner's process; ``auto``, where SME2 can run (an Arm64 device that does not
+    report SME2 absent: sampling cannot change a verdict the hwcaps already settle)."""
+    if mode == "off" or not runner.preloads or not device.samples_kernels:
+        return False
+    facts = device.facts()
+    return mode == "on" or (facts.abi in _ARM64_ABIS and facts.sme2 is not False)
+
+
+def _sample_kernels(run: BenchmarkRun, runner: Runner, device: Device, request: RunRequest,
+                    wall_s: float, csv: Path) -> Path:
+    """One evidence process (never a timed block: the timer signal perturbs what it
+    samples): as many executions as make about ``SAMPLE_CPU_S`` seconds, judged by the block
+    just measured (its wall time per execution, load included, so never too many)."""
+    per_execution = max(wall_s / max(request.executions, 1), 1e-6)
+    executions = min(MAX_SAMPLE_EXECUTIONS, max(1, math.ceil(SAMPLE_CPU_S / per_execution)))
+    one = replace(request, etdump=csv.with_name(csv.name.replace(".sampled.csv",
+                                                                ".sample.etdump")),
+                  runs=executions, warmup=0, outputs=None, kernel_sample=csv,
+                  timeout_s=max(request.timeout_s, 10 * wall_s))
+    outcome = device.run(runner, one)
+    if outcome.kernel_sample is None:
+        raise Sme2Error(f"device {device.spec} returned no kernel samples")
+    return outcome.kernel_sample
 
 
 def _measuring(run: BenchmarkRun) -> AbstractContextManager[None]:
@@ -159,12 +209,16 @@ def run_comparison(run: BenchmarkRun, base: Runner, candidate: Runner, device: D
         raise Sme2Error(f"compare needs two different runners, got {base.info.name!r} twice")
     results: dict[str, list[BenchmarkResult]] = {base.info.name: [], candidate.info.name: []}
     label = run.label or f"{run.model}-{run.dtype}-t{run.threads}"
+    samples: dict[str, Path | None] = {}     # each side's evidence process, run once
     for i in range(blocks):
         order = (base, candidate) if i % 2 == 0 else (candidate, base)
         for runner in order:
             block_run = replace(run, label=f"{label}[{runner.info.name}#{i}]", block=i,
-                                save_outputs=(i == 0))
+                                save_outputs=(i == 0),
+                                kernel_sample=samples.get(runner.info.name))
             result = run_benchmark(block_run, runner, device, settings)
+            sampled = result.context.kernel_sample
+            samples.setdefault(runner.info.name, Path(sampled) if sampled else None)
             # --sme2-reexport means one fresh export per comparison, not one per block.
             settings = replace(settings, reexport=False)
             results[runner.info.name].append(result)

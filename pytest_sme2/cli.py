@@ -1,6 +1,7 @@
 """``pytest-sme2``: the library's commands outside pytest.
 
     pytest-sme2 analyze ETDUMP [--etrecord F] [--warmup N] [--xnntrace LOG] [--kernel-trace CSV]
+                        [--kernel-sample CSV]
                         [--device-sme2 yes|no|unknown | --device-facts JSON]
                         [--json OUT] [--csv-dir DIR]
     pytest-sme2 compare BASE.etdump CANDIDATE.etdump [--etrecord F] [--name1 A --name2 B]
@@ -8,10 +9,12 @@
     pytest-sme2 export MODEL [--dtype DTYPE] [--out DIR] [--cache-dir DIR] [--force]
     pytest-sme2 run PTE --runner {python|native|PATH}[,label=value...] [--device SPEC]
                     [--threads N] [--runs N] [--warmup N] --etdump OUT [--kernel-trace CSV]
+                    [--kernel-sample CSV]
     pytest-sme2 report RESULTS.json [--out DIR] [--no-charts]
     pytest-sme2 gate RESULTS.json --baseline-dir DIR [--fail-on-regression PCT]
                      [--allow-foreign-baseline] [--categories LIST]
     pytest-sme2 setup qemu [--dry-run]
+    pytest-sme2 fake-phone [--no-sme2] [--cpu CPU]
 
 User errors print one line on stderr and exit with status 2; no traceback.
 """
@@ -52,7 +55,7 @@ def _analyze(args: argparse.Namespace) -> int:
 
     analysis = analyze_file(args.etdump, warmup=args.warmup, etrecord=args.etrecord,
                             xnntrace=args.xnntrace, device_sme2=_device_sme2(args),
-                            kernel_trace=args.kernel_trace)
+                            kernel_trace=args.kernel_trace, kernel_sample=args.kernel_sample)
     print("\n".join(analysis_summary(analysis)))
     if args.json:
         Path(args.json).write_text(json.dumps(analysis.to_json(), indent=2) + "\n")
@@ -128,6 +131,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.kernel_trace and not device.trace_kernels:
         raise Sme2Error(f"--kernel-trace needs a device that traces execution (--device qemu); "
                         f"--device {args.device} cannot")
+    if args.kernel_sample and not device.samples_kernels:
+        raise Sme2Error(f"--kernel-sample needs the preload library in the runner's process, "
+                        f"which --device {args.device} cannot have (on the host: a C compiler)")
     try:
         # Built for the device: on --device qemu the native runner is cross-built for aarch64.
         runner = spec.make(lambda m: print(m, file=sys.stderr), target=device.target)
@@ -136,7 +142,9 @@ def _run(args: argparse.Namespace) -> int:
                              inputs=Path(args.inputs).resolve() if args.inputs else None,
                              timeout_s=args.timeout,
                              kernel_trace=Path(args.kernel_trace).resolve()
-                             if args.kernel_trace else None)
+                             if args.kernel_trace else None,
+                             kernel_sample=Path(args.kernel_sample).resolve()
+                             if args.kernel_sample else None)
         outcome = device.run(runner, request)
     finally:
         device.cleanup()
@@ -158,6 +166,10 @@ def _run(args: argparse.Namespace) -> int:
 
         trace = read_kernel_trace_csv(outcome.kernel_trace)
         print(f"{outcome.kernel_trace}: {trace.summary()}")
+    if outcome.kernel_sample:
+        from pytest_sme2.analysis.kernel_sample import read_kernel_sample_csv
+
+        print(f"{outcome.kernel_sample}: {read_kernel_sample_csv(outcome.kernel_sample).summary()}")
     return 0
 
 
@@ -235,6 +247,9 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--kernel-trace", type=Path, metavar="CSV",
                    help="kernels that executed (the CSV of `run --kernel-trace`): 'proven' when "
                         "SME2 kernels ran")
+    a.add_argument("--kernel-sample", type=Path, metavar="CSV",
+                   help="kernels a sampling process caught (the CSV of `run --kernel-sample`): "
+                        "'proven' when SME2 kernels were sampled")
     a.add_argument("--device-sme2", choices=("yes", "no", "unknown"),
                    help="whether the device that ran it has SME2")
     a.add_argument("--device-facts", type=Path,
@@ -275,6 +290,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="host, android, android:SERIAL[@HOST:PORT], qemu[:CPU]")
     run.add_argument("--kernel-trace", type=Path,
                      help="write the micro-kernels that executed here (CSV; --device qemu)")
+    run.add_argument("--kernel-sample", type=Path, metavar="CSV",
+                     help="sample the runner's program counter and write the micro-kernels it "
+                          "caught here (CSV; native runners on a phone, QEMU or the host)")
     run.add_argument("--threads", type=int, default=1)
     run.add_argument("--runs", type=int, default=30)
     run.add_argument("--warmup", type=int, default=3)
@@ -316,7 +334,26 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("what", choices=("qemu",))
     st.add_argument("--dry-run", action="store_true", help="print what would be done, do nothing")
     st.set_defaults(func=_setup)
+
+    fp = sub.add_parser("fake-phone", help="register an emulated arm64 phone (QEMU, SME2) with "
+                                           "the local adb server; prints its serial first, "
+                                           "serves until Ctrl-C; docs/android.md")
+    fp.add_argument("--no-sme2", action="store_true",
+                    help="an Arm64 CPU without SME or SME2 (QEMU -cpu max,sme=off)")
+    fp.add_argument("--cpu", help="another QEMU CPU model (default max)")
+    fp.add_argument("--port", type=int, default=0,
+                    help="TCP port on 127.0.0.1 to serve on (default: a free one; never "
+                         "5555-5585, which adb scans for emulators)")
+    fp.set_defaults(func=_fake_phone)
     return parser
+
+
+def _fake_phone(args: argparse.Namespace) -> int:
+    from pytest_sme2.fakephone.serve import main as serve_main
+
+    if 5555 <= args.port <= 5585:
+        raise Sme2Error(f"--port {args.port}: adb scans 5555-5585 for emulators; pick another")
+    return serve_main(args)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -33,6 +33,7 @@ DEFAULT_MEMORY_THRESHOLD_PCT = 10.0
 DEFAULT_THRESHOLD_PCT = 10.0      # the gate's threshold when --fail-on-regression is not given
 DEFAULT_BASELINE_DIR = "benchmarks/baselines"
 MEASURES = ("time", "instructions")   # --sme2-measure: time only, or instructions counted too
+SAMPLING = ("auto", "on", "off")      # --sme2-sample
 COOLDOWN_RANGE_C = (0.0, 150.0)       # a temperature outside it is a typo, not a target
 
 
@@ -117,6 +118,11 @@ OPTIONS: dict[str, Option] = {
                             "a progress line (case i of n, elapsed) at most every SECONDS "
                             "during a session: auto (30 s; 300 s with -q; none with -qq), a "
                             "number (0: before every case), or off"),
+    "sme2_sample": Option("sme2_sample", SAMPLING[0],
+                          "an evidence process per benchmark that samples which kernels ran "
+                          "(never a timed block): auto (where SME2 can run: an Arm64 device "
+                          "that reports SME2, or one that cannot tell), on (every device our "
+                          "runner runs on), off"),
     "sme2_benchmark_json": Option("sme2_benchmark_json", "",
                                   "at session end, also write the results to this file in "
                                   "pytest-benchmark's JSON format (pytest-benchmark compare, "
@@ -265,7 +271,8 @@ def config_from_options(values: Mapping[str, Any], ini: Mapping[str, Any],
                              timeout_s=float(timeout),
                              loads=whole("sme2_loads", 1, "1 or more"),
                              cooldown=parse_cooldown(text("sme2_cooldown")[0],
-                                                     text("sme2_cooldown_timeout")[0]))
+                                                     text("sme2_cooldown_timeout")[0]),
+                             sample=parse_sampling(text("sme2_sample")[0]))
     dtypes = tuple(split_list(text("sme2_dtypes")[0]))
     for d in dtypes:
         if d not in DTYPES:
@@ -315,6 +322,15 @@ def parse_devices(cli: str | list[str] | None, ini: str | list[str]) -> tuple[st
 
 def _flag(dest: str) -> str:
     return "--" + dest.replace("_", "-")
+
+
+def parse_sampling(text: str) -> str:
+    """``--sme2-sample``: auto, on or off (any case, surrounding spaces ignored)."""
+    value = text.strip().lower()
+    if value not in SAMPLING:
+        raise Sme2Error(f"--sme2-sample: unknown value {text!r}; choose from "
+                        f"{', '.join(SAMPLING)}")
+    return value
 
 
 def parse_measure(text: str) -> str:

@@ -111,6 +111,18 @@ class TracedKernel(_ItemAccess):
 
 
 @dataclass
+class SampledKernelRecord(_ItemAccess):
+    """A micro-kernel the sampler caught executing; ``samples``, and their share of all."""
+
+    name: str
+    isa_family: str = ""
+    kind: str = ""
+    library: str = ""
+    samples: int = 0
+    share: float = 0.0
+
+
+@dataclass
 class KernelEvidence(_ItemAccess):
     """The SME2 verdict (``proven``, ``indicated``, ``absent``, ``unknown``; ``mixed`` for
     blocks that disagree) and what it rests on."""
@@ -122,14 +134,27 @@ class KernelEvidence(_ItemAccess):
     executed_kernels: list[TracedKernel] = field(default_factory=list)
     streaming_sme_blocks: int | None = None     # None: no kernel trace was read
     kernel_trace_source: str = ""
+    # Sampling (an evidence process): what was caught, out of how many samples (None: none
+    # taken), and the CSV. Written to results.json only when a sample was taken.
+    sampled_kernels: list[SampledKernelRecord] = field(default_factory=list)
+    samples_total: int | None = None
+    kernel_sample_source: str = ""
 
     @property
     def traced(self) -> bool:
         """A kernel trace was read, so ``executed_kernels`` is what ran (possibly nothing)."""
         return self.streaming_sme_blocks is not None or bool(self.executed_kernels)
 
+    @property
+    def sampled(self) -> bool:
+        return self.samples_total is not None
+
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        if self.samples_total is None:      # sessions without sampling read as before
+            for key in ("sampled_kernels", "samples_total", "kernel_sample_source"):
+                d.pop(key)
+        return d
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any] | None) -> "KernelEvidence | None":
@@ -140,6 +165,8 @@ class KernelEvidence(_ItemAccess):
                             for k in known.get("kernels") or []]
         known["executed_kernels"] = [TracedKernel(**_known(TracedKernel, k))
                                      for k in known.get("executed_kernels") or []]
+        known["sampled_kernels"] = [SampledKernelRecord(**_known(SampledKernelRecord, k))
+                                    for k in known.get("sampled_kernels") or []]
         known["kleidiai_ops"] = list(known.get("kleidiai_ops") or [])
         return cls(**known)
 
@@ -181,6 +208,10 @@ class RunContext:
     trace: str | None = None          # Chrome/Perfetto trace JSON of the median run
     # --sme2-cooldown: what the thermal hold before this block did (None: not asked for)
     cooldown: CooldownRecord | None = None
+    # --sme2-sample: the sampled-kernels CSV of the benchmark's evidence process, or why there
+    # is none (the block itself is measured either way)
+    kernel_sample: str | None = None
+    sample_problem: str | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.cooldown, Mapping):     # as results.json holds it
@@ -192,7 +223,8 @@ class RunContext:
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
-        for key in ("trace", "cooldown"):   # documents written before the keys: unchanged
+        # documents written before these keys: unchanged
+        for key in ("trace", "cooldown", "kernel_sample", "sample_problem"):
             if d[key] is None:
                 del d[key]
         return d

@@ -36,3 +36,4 @@ class BenchSettings:
     timeout_s: float = 600.0
     loads: int = DEFAULT_LOADS
     cooldown: CooldownPolicy | None = None   # --sme2-cooldown: hold each block until cool
+    sample: str = "auto"      # --sme2-sample: an evidence process sampling kernels (auto|on|off)

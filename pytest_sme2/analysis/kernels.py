@@ -43,6 +43,7 @@ from pytest_sme2.analysis.categories import op_name
 from pytest_sme2.analysis.isa import isa_family, xnn_isa_suffix
 
 if TYPE_CHECKING:
+    from pytest_sme2.analysis.kernel_sample import KernelSample, SampledKernel
     from pytest_sme2.analysis.kernel_trace import ExecutedKernel, KernelTrace
 
 KERNEL_COLUMNS = ["name", "kind", "isa", "isa_family", "sme2"]
@@ -87,6 +88,9 @@ class Evidence:
     executed: tuple[ExecutedKernel, ...] = ()
     streaming_blocks: int | None = None
     kernel_trace_source: str = ""
+    sampled: tuple[SampledKernel, ...] = ()
+    samples_total: int | None = None        # None: no sample was taken
+    kernel_sample_source: str = ""
 
 
 def is_kleidiai_op(name: str) -> bool:
@@ -119,6 +123,7 @@ def sme2_verdict(
     kleidiai: Sequence[str],
     device_sme2: bool | None,
     executed: KernelTrace | None = None,
+    sampled: KernelSample | None = None,
 ) -> Evidence:
     """Combine executed kernels, xnntrace, KleidiAI operator names and device hwcaps into one
     verdict, the strongest source first.
@@ -126,7 +131,8 @@ def sme2_verdict(
     ``kernels`` is None when no log was captured. A log with no kernel lines counts the same
     (XNNPACK logging was off): silence is not evidence of absence. ``executed`` is a kernel
     trace; SME code it cannot name (blocks without symbols) leaves the verdict to the other
-    sources, with a note.
+    sources, with a note. ``sampled``: the kernels a sampling process caught; SME2 ones prove
+    SME2, none prove nothing (a short kernel may get no sample), said in a note.
     """
     packed = tuple(dict.fromkeys(kleidiai))
     traced = tuple(kernels or ())
@@ -134,6 +140,10 @@ def sme2_verdict(
     found: tuple[str, str] | None = None
     if executed is not None:
         found, note = _from_execution(executed, device_sme2)
+    if sampled is not None:
+        by_sampling, sample_note = _from_sampling(sampled, device_sme2)
+        found = found or by_sampling
+        note += sample_note
     found = found or _from_xnntrace(traced, device_sme2) or _from_names(packed, device_sme2)
     sme2, reason = found
     reason += note
@@ -142,7 +152,33 @@ def sme2_verdict(
     return Evidence(sme2, reason, packed, traced,
                     executed.executed if executed is not None else (),
                     executed.streaming_blocks if executed is not None else None,
-                    executed.source if executed is not None else "")
+                    executed.source if executed is not None else "",
+                    sampled.sampled if sampled is not None else (),
+                    sampled.samples_total if sampled is not None else None,
+                    sampled.source if sampled is not None else "")
+
+
+def _from_sampling(sample: KernelSample, device_sme2: bool | None
+                   ) -> tuple[tuple[str, str] | None, str]:
+    """(verdict, "") when SME2 micro-kernels were sampled; else (None, a note of what the
+    samples showed): absence in a sample is no proof."""
+    caught = sample.sampled
+    sme2 = [k for k in caught if k.isa_family == "SME2"]
+    n = sample.samples_total
+    if sme2 and device_sme2 is False:
+        return (UNKNOWN, f"sampling: SME2 micro-kernels executed ({_few([k.name for k in sme2])})"
+                         " but device hwcaps report no SME2: the samples and the device do not "
+                         "match"), ""
+    if sme2:
+        hits = sum(k.samples for k in sme2)
+        return (PROVEN, f"sampling: {hits} of {n} samples in "
+                        f"{_count(len(sme2), 'SME2 micro-kernel')} "
+                        f"({_few([k.name for k in sme2])})"), ""
+    families = sorted({k.isa_family for k in caught})
+    seen = (f"{sum(k.samples for k in caught)} in micro-kernels of {', '.join(families)}"
+            if caught else "none in a named micro-kernel")
+    return None, (f"; sampling: no SME2 micro-kernel in {n} samples ({seen}); a short kernel "
+                  "may get no sample, so this alone proves nothing")
 
 
 def _from_execution(executed: KernelTrace, device_sme2: bool | None

@@ -12,6 +12,7 @@ import pandas as pd
 
 from pytest_sme2.analysis.categories import CategoryRule
 from pytest_sme2.analysis.events import name_codes
+from pytest_sme2.analysis.kernel_sample import KernelSample, read_kernel_sample_csv
 from pytest_sme2.analysis.kernel_trace import KernelTrace, read_kernel_trace_csv
 from pytest_sme2.analysis.kernels import (Evidence, kernel_hint, kleidiai_ops,
                                           operator_kernel_hints, parse_xnntrace, sme2_verdict)
@@ -80,7 +81,14 @@ class Analysis:
                                       "kind": k.kind, "library": k.library,
                                       "blocks": k.blocks} for k in ev.executed],
                 "streaming_sme_blocks": ev.streaming_blocks,
-                "kernel_trace_source": ev.kernel_trace_source},
+                "kernel_trace_source": ev.kernel_trace_source,
+                **({} if ev.samples_total is None else {
+                    "sampled_kernels": [{"name": k.name, "isa_family": k.isa_family,
+                                         "kind": k.kind, "library": k.library,
+                                         "samples": k.samples, "share": k.share}
+                                        for k in ev.sampled],
+                    "samples_total": ev.samples_total,
+                    "kernel_sample_source": ev.kernel_sample_source})},
         }
 
 
@@ -88,10 +96,12 @@ def analyze(events: pd.DataFrame, *, warmup: int = 0, source: str = "ETDump",
             etrecord: ETRecordInfo | None = None, xnntrace: str | None = None,
             device_sme2: bool | None = None,
             rules: Sequence[CategoryRule] | None = None,
-            kernel_trace: KernelTrace | str | Path | None = None) -> Analysis:
+            kernel_trace: KernelTrace | str | Path | None = None,
+            kernel_sample: KernelSample | str | Path | None = None) -> Analysis:
     """Analyse a frame from :func:`pytest_sme2.etdump.read_etdump`. ``warmup`` leading runs are
     dropped from every statistic; ``xnntrace`` is the text of an XNNPACK kernel log;
-    ``kernel_trace`` the executed kernels (a :class:`KernelTrace` or its CSV's path)."""
+    ``kernel_trace`` the executed kernels (a :class:`KernelTrace` or its CSV's path);
+    ``kernel_sample`` the sampled ones (a :class:`KernelSample` or its CSV's path)."""
     if warmup < 0:
         raise Sme2Error(f"{source}: warm-up must be 0 or more, got {warmup}")
     per_run = e2e_per_run(events, source=source)
@@ -109,9 +119,11 @@ def analyze(events: pd.DataFrame, *, warmup: int = 0, source: str = "ETDump",
     names = uniques[np.unique(codes[annotated["leaf"].to_numpy()])]
     if kernel_trace is not None and not isinstance(kernel_trace, KernelTrace):
         kernel_trace = read_kernel_trace_csv(kernel_trace)
+    if kernel_sample is not None and not isinstance(kernel_sample, KernelSample):
+        kernel_sample = read_kernel_sample_csv(kernel_sample)
     evidence = sme2_verdict(kernels=parse_xnntrace(xnntrace) if xnntrace is not None else None,
                             kleidiai=kleidiai_ops(names), device_sme2=device_sme2,
-                            executed=kernel_trace)
+                            executed=kernel_trace, sampled=kernel_sample)
     return Analysis(source=source, runs=runs, warmup=warmup, e2e_all=per_run, e2e=stats,
                     categories_ms=category_breakdown(ops, stats.mean_ms, rules),
                     operators=ops, overheads_ms=overheads(annotated, timed_runs, stats.mean_ms),
@@ -121,7 +133,8 @@ def analyze(events: pd.DataFrame, *, warmup: int = 0, source: str = "ETDump",
 def analyze_file(etdump: str | Path, *, warmup: int = 0, etrecord: str | Path | None = None,
                  xnntrace: str | Path | None = None, device_sme2: bool | None = None,
                  rules: Sequence[CategoryRule] | None = None,
-                 kernel_trace: KernelTrace | str | Path | None = None) -> Analysis:
+                 kernel_trace: KernelTrace | str | Path | None = None,
+                 kernel_sample: KernelSample | str | Path | None = None) -> Analysis:
     from pytest_sme2.etdump import read_etdump
     from pytest_sme2.etrecord import read_etrecord
 
@@ -133,4 +146,5 @@ def analyze_file(etdump: str | Path, *, warmup: int = 0, etrecord: str | Path | 
             raise Sme2Error(f"{xnntrace}: cannot read the kernel trace ({e.strerror})") from None
     return analyze(read_etdump(etdump), warmup=warmup, source=str(etdump),
                    etrecord=read_etrecord(etrecord) if etrecord else None, xnntrace=text,
-                   device_sme2=device_sme2, rules=rules, kernel_trace=kernel_trace)
+                   device_sme2=device_sme2, rules=rules, kernel_trace=kernel_trace,
+                   kernel_sample=kernel_sample)
