@@ -14,7 +14,7 @@ import pytest
 
 from pytest_sme2.config import (FLAGS, OPTIONS, REPEATABLE, RUNNERS_DEST, RUNNERS_INI, BaseDirs,
                                 GatePolicy, Sme2Config, config_from_options)
-from pytest_sme2.devices.registry import resolve_devices
+from pytest_sme2.devices.registry import check_only_device, resolve_devices
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.export import ExportedModel, export_model
 from pytest_sme2.matrix import Case, build_matrix, with_devices
@@ -119,6 +119,7 @@ def _resolve_devices(config: pytest.Config, cfg: Sme2Config) -> tuple[str, ...]:
     """``android:*`` expanded, once, on the process that schedules (one usage error)."""
     try:
         devices, notes = resolve_devices(cfg.devices)
+        check_only_device(devices)
     except Sme2Error as e:
         raise pytest.UsageError(str(e)) from None
     config.stash[NOTES_KEY].extend(f"sme2: {n}" for n in notes)

@@ -118,8 +118,10 @@ def attribute_samples(counts: dict[int, int], taken: int, regions: Iterable[Mapp
     t = tally(((address, n, 0) for address, n in counts.items()), where)
     if t.total:
         check_tally(t, where, "sampled addresses", source, maps_source)
-    rows = [(name, isa_family(kernel_isa(name)), kernel_isa(name), kernel_kind(name), lib, n,
-             round(n / taken, 4)) for (lib, _), (n, _, name) in t.kernels.items()]
+    # Named by the micro-kernel's entry point (kai_run_X for its body kai_kernel_X too), as
+    # the trace names what it saw enter: the two sources' names compare.
+    rows = [(key, isa_family(kernel_isa(key)), kernel_isa(key), kernel_kind(key), lib, n,
+             round(n / taken, 4)) for (lib, key), (n, _, _) in t.kernels.items()]
     frame = pd.DataFrame(rows, columns=SAMPLE_COLUMNS).sort_values(
         ["samples", "name"], ascending=[False, True], kind="stable").reset_index(drop=True)
     return KernelSample(source, frame.astype({"samples": int, "share": float}), taken)

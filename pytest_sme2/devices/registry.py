@@ -60,6 +60,15 @@ def resolve_devices(specs: Sequence[str]) -> tuple[tuple[str, ...], list[str]]:
     return tuple(dict.fromkeys(out)), notes
 
 
+def check_only_device(devices: Sequence[str]) -> None:
+    """A session whose only device is a phone that adb does not list stops before its tests,
+    with one line (several devices: the missing one's tests fail, the others go on)."""
+    if len(devices) == 1 and DeviceSpec.parse(devices[0]).kind == "android":
+        from pytest_sme2.devices.android import attached
+
+        attached(devices[0])
+
+
 def schedule_group(spec: str) -> str:
     """The pytest-xdist group of a device's benchmarks: one group per device, so one worker at
     a time measures on it; devices that run on this machine's CPU share the ``host`` group

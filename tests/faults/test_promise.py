@@ -458,12 +458,13 @@ def test_bad_arguments_to_sme2_bench_fail_that_test_only(pytester, export_cache,
                 "host"),
     ("android:NOPE123", "Android device 'NOPE123' is not attached; attached: none"),
 ], ids=["no-device", "unknown-serial"])
-def test_android_device_missing_errors_each_benchmark_in_one_line(pytester, adb_server,
-                                                                  export_cache, toy_export,
-                                                                  device, message, run_pytest):
+def test_the_only_device_missing_stops_the_session_with_one_line(pytester, adb_server,
+                                                                 export_cache, toy_export,
+                                                                 device, message, run_pytest):
     """Against a private adb server with no phone (ANDROID_ADB_SERVER_PORT is in the inner
-    session's environment): every benchmark errors at setup with the same line; nothing is
-    written."""
+    session's environment): the session's only device is missing, so it says so once and
+    stops with a usage error before any test (not the same line under each of them); nothing
+    is written."""
     assert adb_server.states() == {}
     pytester.makepyfile(test_d="""
         def test_one(sme2_bench):
@@ -473,10 +474,10 @@ def test_android_device_missing_errors_each_benchmark_in_one_line(pytester, adb_
             sme2_bench("toy_cnn", runner="native")
     """)
     res = run_pytest(f"--sme2-cache-dir={export_cache}", *FAST, f"--device={device}")
-    res.assert_outcomes(errors=2)
-    assert res.ret == pytest.ExitCode.TESTS_FAILED
-    assert one_line(res, "test_one") == message and one_line(res, "test_two") == message
-    no_traceback(res)
+    assert res.ret == pytest.ExitCode.USAGE_ERROR
+    said = [ln for ln in res.errlines if message in ln]
+    assert said == [f"ERROR: {message}"], res.errlines
+    assert "test_one" not in res.stdout.str() and "Traceback" not in res.stderr.str()
     assert not (pytester.path / "sme2-report").exists()
 
 

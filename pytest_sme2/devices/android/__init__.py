@@ -10,10 +10,10 @@ Spec: ``android`` (the one attached device), ``android:SERIAL``, ``android:SERIA
 from pytest_sme2.devices.android.adb import QUERY_TIMEOUT_S, state_problem
 from pytest_sme2.devices.android.device import (ANDROID_TARGET, GLIBC_TARGET, AndroidDevice,
                                                 device_lock, loader_failed)
-from pytest_sme2.devices.android.discovery import (ALL, AndroidSpec, expand_all, open_android,
-                                                   parse_spec)
+from pytest_sme2.devices.android.discovery import (ALL, AndroidSpec, attached, expand_all,
+                                                   open_android, parse_spec)
 from pytest_sme2.devices.android.staging import CACHE_DIR, DEVICE_TMP, file_sha256
 
 __all__ = ["ALL", "ANDROID_TARGET", "AndroidDevice", "AndroidSpec", "CACHE_DIR", "DEVICE_TMP",
-           "GLIBC_TARGET", "QUERY_TIMEOUT_S", "device_lock", "expand_all", "file_sha256",
-           "loader_failed", "open_android", "parse_spec", "state_problem"]
+           "GLIBC_TARGET", "QUERY_TIMEOUT_S", "attached", "device_lock", "expand_all",
+           "file_sha256", "loader_failed", "open_android", "parse_spec", "state_problem"]

@@ -86,9 +86,9 @@ def expand_all(spec: str) -> tuple[list[str], list[str]]:
     return ready, skipped
 
 
-def open_android(spec: str, *, taskset: str | None = "auto",
-                 session_id: str | None = None) -> "AndroidDevice":
-    """Resolve ``spec`` against the adb server's device list; DeviceError says what to do."""
+def attached(spec: str) -> tuple[adbutils.AdbClient, str]:
+    """The adb server and the serial of the one ready device ``spec`` names; DeviceError
+    saying what to do when it is not attached, not unique or not ready."""
     parsed = parse_spec(spec)
     if parsed.serial == ALL:
         raise DeviceError(f"--device {spec} names every device of an adb server, which only a "
@@ -110,6 +110,13 @@ def open_android(spec: str, *, taskset: str | None = "auto",
     problem = state_problem(serial, listed[serial])
     if problem:
         raise DeviceError(problem)
+    return client, serial
+
+
+def open_android(spec: str, *, taskset: str | None = "auto",
+                 session_id: str | None = None) -> AndroidDevice:
+    """Resolve ``spec`` against the adb server's device list; DeviceError says what to do."""
+    client, serial = attached(spec)
     return AndroidDevice(spec, serial, client, taskset=taskset, session_id=session_id)
 
 
