@@ -205,7 +205,11 @@ def _evidence(blocks: list[BenchmarkResult]) -> KernelEvidence | None:
         executed_kernels=sorted(executed.values(), key=lambda k: (k.isa_family, k.name)),
         streaming_sme_blocks=sum(e.streaming_sme_blocks or 0 for e in traced) if traced
         else None,
-        kernel_trace_source=evs[0].kernel_trace_source)
+        kernel_trace_source=evs[0].kernel_trace_source,
+        # One evidence process per side: its samples are every block's.
+        **next(({"sampled_kernels": e.sampled_kernels, "samples_total": e.samples_total,
+                 "kernel_sample_source": e.kernel_sample_source} for e in evs if e.sampled),
+               {}))
     if len(set(verdicts)) == 1:
         return merged
     counts = ", ".join(f"{v} in {verdicts.count(v)}" for v in dict.fromkeys(verdicts))

@@ -318,6 +318,7 @@ def _evidence(u: Unit) -> list[dict[str, Any]]:
                                                                           - TOP_KERNELS),
                     "sme2_kernels": sum(1 for k in kernels if k.sme2),
                     "traced": ev.traced, "executed": ev.executed_kernels,
+                    "sampled": ev.sampled_kernels, "samples_total": ev.samples_total,
                     "made_by": s.labels.get("made_by", "")})
     return out
 

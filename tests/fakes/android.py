@@ -165,20 +165,19 @@ def fake_android(adb_server: AdbServer, tmp_path: Path) -> Iterator[FakePhone]:
 
 
 def arm64_phone_config(**kw) -> FakeAndroidConfig:
-    """A fake phone that runs pushed aarch64 programs under QEMU (``-cpu max``: SME2), with
-    what `pytest-sme2 setup qemu` provisioned; skips without it (fails in CI, which
-    provisions it)."""
-    from pytest_sme2.emulation.tools import find_qemu
+    """A fake phone that runs pushed aarch64 programs under QEMU (``-cpu max``: SME2) with no
+    glibc sysroot, as ``pytest-sme2 fake-phone`` serves it; skips without what `pytest-sme2 setup
+    qemu` provisions (fails in CI, which provisions it)."""
+    from dataclasses import replace
+
     from pytest_sme2.errors import Sme2Error
-    from pytest_sme2.device_programs.build import build_target_helpers
+    from pytest_sme2.fakephone.serve import arm64_config
 
     try:
-        qemu = find_qemu()
-        probe = build_target_helpers("aarch64-linux-gnu").probe
+        config = arm64_config()
     except Sme2Error as e:
         missing("the emulated Arm64 target", f"run `pytest-sme2 setup qemu` ({e})")
-    return FakeAndroidConfig(**{"arch": "aarch64", "qemu": qemu.qemu, "sysroot": qemu.sysroot,
-                                "probe": probe, **kw})
+    return replace(config, **kw)
 
 
 @pytest.fixture
