@@ -84,6 +84,7 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
     with _measuring(run):
         outcome = device.run(runner, request)
     after = device.thermal()
+    _say_pushed(run, device, outcome.pushed)
     facts = device.facts()
     sample, sample_problem = run.kernel_sample, None
     if sample is None and run.block in (None, 0) and wants_sample(settings.sample, device,
@@ -174,6 +175,13 @@ def _sample_kernels(run: BenchmarkRun, runner: Runner, device: Device, request: 
     if outcome.kernel_sample is None:
         raise Sme2Error(f"device {device.spec} returned no kernel samples")
     return outcome.kernel_sample
+
+
+def _say_pushed(run: BenchmarkRun, device: Device, pushed: tuple[int, int, float, int]) -> None:
+    files, size, seconds, present = pushed
+    if files and run.progress:
+        run.progress(f"{device.spec}: pushed {files} files ({size / 1e6:.1f} MB) in "
+                     f"{seconds:.1f} s; {present} already there")
 
 
 def _measuring(run: BenchmarkRun) -> AbstractContextManager[None]:

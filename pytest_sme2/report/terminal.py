@@ -27,7 +27,7 @@ def benchmark_line(r: BenchmarkResult, device: bool = False) -> str:
     """``device``: name the device too (a session on several)."""
     e = r.e2e
     ev = r.kernel_evidence
-    sme2 = f"; SME2 {ev.sme2}" if ev is not None and ev.traced else ""
+    sme2 = f"; SME2 {ev.sme2}" if ev is not None and (ev.traced or ev.sampled) else ""
     where = f" on {r.device_label}" if device else ""
     return (f"sme2: {r.model} {r.dtype} t{r.threads} {r.runner_name}{where}: Method::execute "
             "median "

@@ -45,6 +45,9 @@ class RunOutcome:
     stderr: str
     kernel_trace: Path | None = None    # executed kernels (CSV), when the device traced them
     kernel_sample: Path | None = None   # sampled kernels (CSV), when the request asked for them
+    # What a remote device copied to itself for this run (files, bytes, seconds; files that
+    # were there already): pushes happen once per content, so mostly 0.
+    pushed: tuple[int, int, float, int] = (0, 0, 0.0, 0)
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,12 @@ def test_on_and_masked(sme2_bench, sme2_compare, sme2_on, sme2_off, sme2_capable
     off_ops = {o.name for o in off.operators}
     assert any("PF32" in n for n in on_ops), on_ops
     assert any("(NHWC, F32)" in n for n in off_ops) and not any("PF32" in n for n in off_ops)
+    # Nothing traces on a phone: the SME2 side is proven by its evidence process's samples.
+    ev_on, ev_off = on.kernel_evidence, off.kernel_evidence
+    assert ev_on.sme2 == "proven" and ev_on.reason.startswith("sampling: "), ev_on.reason
+    assert any(k.isa_family == "SME2" for k in ev_on.sampled_kernels)
+    assert ev_off.samples_total > 0 and ev_off.sme2 == "absent"
+    assert not any(k.isa_family in ("SME", "SME2") for k in ev_off.sampled_kernels)
     cmp = sme2_compare(sme2_off, sme2_on, "toy_cnn", dtype="fp32", threads=1)
     assert cmp.outputs.equal, cmp.outputs
     assert cmp.emulated       # timings say nothing about speed: no speed-up asserted
@@ -36,6 +42,21 @@ def arm64_phone(adb_server, tmp_path):
         yield phone
     finally:
         release_phone(phone)
+
+
+PAIR_BY_ITSELF = """
+def test_pair(sme2_on, sme2_off, sme2_capable_device):
+    assert (sme2_on, sme2_off) == ("sme2_on", "sme2_off")
+"""
+
+
+def test_the_sme2_pair_comes_by_itself_on_an_sme2_phone(pytester, run_pytest, arm64_phone,
+                                                        adb_server, monkeypatch):
+    """No --runner, no NDK: an arm64 phone reporting SME2 offers the one-binary pair."""
+    for key, value in adb_server.env.items():
+        monkeypatch.setenv(key, value)
+    pytester.makepyfile(test_p=PAIR_BY_ITSELF)
+    run_pytest(f"--device=android:{arm64_phone.serial}").assert_outcomes(passed=1)
 
 
 def test_sme2_on_and_masked_on_an_arm64_phone(pytester, run_pytest, arm64_phone, adb_server,

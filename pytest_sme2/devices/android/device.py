@@ -42,7 +42,7 @@ from pytest_sme2.devices.android.facts import (FACTS_SCRIPT, TARGET_PROP, THERMA
                                                THERMAL_STATE_SCRIPT, check_mask, cpu_mask,
                                                fastest_cpus, parse_facts, parse_thermal,
                                                parse_thermal_state)
-from pytest_sme2.devices.android.staging import (CACHE_DIR, DEVICE_TMP, Push, PushReport,
+from pytest_sme2.devices.android.staging import (CACHE_DIR, DEVICE_TMP, Push,
                                                  check_inside, check_session_dir, file_sha256,
                                                  prune_command, runner_folder, stage)
 from pytest_sme2.devices.base import DeviceBase
@@ -106,7 +106,6 @@ class AndroidDevice(DeviceBase):
         self._lock_key = f"{client.host}-{client.port}-{serial}"
         self._facts: DeviceFacts | None = None
         self._preload: dict[bool, tuple[Path | None, str]] = {}
-        self.pushes: list[PushReport] = []  # what each run's staging pushed (the docs quote it)
 
     def __repr__(self) -> str:
         return f"AndroidDevice({self.serial!r})"
@@ -192,8 +191,7 @@ class AndroidDevice(DeviceBase):
         mask = self.cpu_mask(request.threads)
         with device_lock(self._lock_key):
             pushes = launch.pushes + self._data_pushes(request, device_request)
-            self.pushes.append(stage(self.adb, pushes, f"{self.session_dir}/out",
-                                     launch.folder))
+            pushed = stage(self.adb, pushes, f"{self.session_dir}/out", launch.folder)
             res, wall = self._execute(runner, launch, device_request, mask, clear)
             self._check_exit(name, request, launch, res, wall)
             problem = mask_problem(res.stderr, clear) if clear else None
@@ -202,8 +200,9 @@ class AndroidDevice(DeviceBase):
             with self.adb.link("while copying results from it"):
                 self._pull_results(name, request, device_request)
                 sample = self._pull_sample(name, request, device_request, launch)
-        return RunOutcome(request.etdump, wall, res.stdout, res.stderr,
-                          kernel_sample=sample)
+        return RunOutcome(request.etdump, wall, res.stdout, res.stderr, kernel_sample=sample,
+                          pushed=(pushed.pushed, pushed.pushed_bytes, pushed.seconds,
+                                  pushed.present))
 
     def _launch(self, runner: Runner, files: list[Path], request: RunRequest) -> Launch:
         """The bundle (an aarch64 glibc runner: its loader and glibc come along) or the files
