@@ -1,17 +1,14 @@
 """SME2-off vs SME2-on, per case, on a device that has SME2 — and, everywhere, the comparison
 machinery on two host runners that must agree.
 
-On a phone, configure the SME2 pair with two executor_runner builds that differ in one flag
-(docs/native-runner.md):
-
-    pytest benchmarks --device android \
-        --runner sme2_off=/path/off/executor_runner,sme2=off \
-        --runner sme2_on=/path/on/executor_runner,sme2=on
-
-On the emulated Arm64 CPU (`pytest benchmarks --device qemu`, after `pytest-sme2 setup qemu`)
-the pair comes by itself: one native binary, with SME and SME2 hidden from the SME2-off process.
-There SME2 kernels really run and are traced, so the test proves which kernels executed and that
-the outputs agree; emulated timings say nothing about speed, so no speed-up is asserted.
+On an arm64 phone whose hwcaps report SME2 (`pytest benchmarks --device android`) and on the
+emulated Arm64 CPU (`--device qemu`), after `pytest-sme2 setup qemu`, the pair comes by itself:
+one native binary, with SME and SME2 hidden from the SME2-off process (docs/android.md). Which
+kernels ran is proven: traced under QEMU, sampled on a phone. On an emulated CPU (QEMU, the
+fake phone) the test proves which kernels executed and that the outputs agree; emulated timings
+say nothing about speed, so no speed-up is asserted there. Two executor_runner builds that
+differ in one flag still work (`--runner sme2_off=...,sme2=off --runner sme2_on=...,sme2=on`,
+docs/native-runner.md).
 
 Without a pair, or on a device whose hwcaps show no SME2, the SME2 tests are skipped and say why.
 """
@@ -36,11 +33,12 @@ def test_sme2_speedup(sme2_compare, sme2_off, sme2_on, sme2_capable_device, sme2
         assert cmp.outputs.equal, f"SME2 on and off disagree beyond tolerance: {cmp.outputs}"
     if sme2_emulated:
         # Executed kernels, not timings, are the evidence here: the SME2-on side ran SME2
-        # micro-kernels and the masked side ran no SME code at all.
+        # micro-kernels and the masked side ran no SME code at all (traced under QEMU; on an
+        # emulated phone sampled, which cannot prove absence but must not see any either).
         assert on_evidence.sme2 == "proven", on_evidence.reason
-        assert off_evidence.traced, off_evidence.reason
-        assert not any(k.isa_family in ("SME", "SME2")
-                       for k in off_evidence.executed_kernels), off_evidence.reason
+        assert off_evidence.traced or off_evidence.sampled, off_evidence.reason
+        seen = off_evidence.executed_kernels + off_evidence.sampled_kernels
+        assert not any(k.isa_family in ("SME", "SME2") for k in seen), off_evidence.reason
         return                        # emulated speed is not speed: nothing to assert on it
     assert cmp.speedup.low >= sme2_min_speedup(sme2_case.dtype), str(cmp)
 

@@ -373,10 +373,11 @@ def test_module_imports_only_stdlib_pandas_and_categories() -> None:
         if isinstance(node, (ast.Import, ast.ImportFrom))
         for alias in node.names
     }
-    # kernel_trace is imported for type annotations only (under TYPE_CHECKING); the ISA rules
-    # live in isa.py, which the trace uses too.
+    # kernel_trace and kernel_sample are imported for type annotations only (under
+    # TYPE_CHECKING); the ISA rules live in isa.py, which both evidence sources use too.
     allowed = set(sys.stdlib_module_names) | {"pandas", "pytest_sme2.analysis.categories",
                                               "pytest_sme2.analysis.isa",
+                                              "pytest_sme2.analysis.kernel_sample",
                                               "pytest_sme2.analysis.kernel_trace"}
     assert {m if m.startswith("pytest_sme2") else m.split(".")[0] for m in modules} <= allowed
 
