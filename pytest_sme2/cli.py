@@ -226,7 +226,7 @@ def _gate(args: argparse.Namespace) -> int:
 
 
 def _setup(args: argparse.Namespace) -> int:
-    from pytest_sme2.emulation.provision import run_setup
+    from pytest_sme2.provision import run_setup
 
     return run_setup(args.dry_run, out=lambda line: print(line, flush=True))
 

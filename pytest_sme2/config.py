@@ -18,6 +18,7 @@ from pytest_sme2.errors import Sme2Error
 from pytest_sme2.export import DTYPES
 from pytest_sme2.matrix import (DEFAULT_DTYPES, DEFAULT_MODELS, DEFAULT_THREADS, parse_threads,
                                 split_list)
+from pytest_sme2.devices.registry import DeviceSpec
 from pytest_sme2.runners.spec import runner_specs
 from pytest_sme2.settings import DEFAULT_CONFIRM_BLOCKS, DEFAULT_LOADS, MIN_BLOCKS, BenchSettings
 from pytest_sme2.thermal import DEFAULT_TIMEOUT_S as COOLDOWN_TIMEOUT_S
@@ -221,7 +222,7 @@ class BaseDirs(NamedTuple):
 
 
 def is_emulated(device: str) -> bool:
-    return device.split(":", 1)[0] == "qemu"
+    return DeviceSpec.parse(device).kind == "qemu"
 
 
 def config_from_options(values: Mapping[str, Any], ini: Mapping[str, Any],

@@ -144,7 +144,9 @@ def find_valgrind() -> tuple[str, str]:
 
 def host_only_reason(device: Device) -> str | None:
     """None where instructions can be counted (the host), else the one line to show."""
-    if device.spec.split(":", 1)[0] == "host" and device.target == "host":
+    from pytest_sme2.devices.registry import DeviceSpec
+
+    if DeviceSpec.parse(device.spec).kind == "host" and device.target == "host":
         return None
     return f"--device {device.spec}: {HOST_ONLY}"
 

@@ -1,4 +1,6 @@
-"""``pytest-sme2 setup qemu``: provision this host to run an emulated Arm64 SME2 target.
+"""``pytest-sme2 setup qemu``: provision this host to run an emulated Arm64 SME2 target (and
+our runner on phones: the same cross toolchain and wheel). The orchestration lives above the
+layers it drives (the emulation toolkit, the runner builds, the device programs).
 
 Each step first checks whether what it makes is already there, so a second run only checks (a
 few seconds). The apt steps need root on Debian; anywhere else, or without root, setup prints
