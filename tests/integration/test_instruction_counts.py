@@ -10,8 +10,6 @@ import pytest
 from pytest_sme2.measure.instructions import POOL_LIBRARY, count_instructions
 from tests.needs import tool
 
-pytestmark = [pytest.mark.slow]
-
 
 @pytest.fixture(scope="module", autouse=True)   # before the module-scoped counts
 def _valgrind():
