@@ -269,31 +269,6 @@ def test_the_wheel_names_method_execute():
     assert ins.execute_symbol(Path("/bin/true"), [lib]) == METHOD_EXECUTE
 
 
-@pytest.mark.slow
-@NEEDS_VALGRIND
-def test_a_runner_killed_under_valgrind_names_the_signal(tmp_path, monkeypatch):
-    monkeypatch.setattr(ins, "execute_symbol", lambda binary, libs=(): METHOD_EXECUTE)
-    pte = tmp_path / "m.pte"
-    pte.write_bytes(b"\0")
-    with pytest.raises(InstructionCountError) as e:
-        count_instructions(pte, runner=_ShellRunner("echo dying >&2; kill -SEGV $$"),
-                           timeout_s=120)
-    assert str(e.value) == ("runner 'native' on m.pte was killed by SIGSEGV under valgrind; "
-                            "stderr: dying")
-
-
-@pytest.mark.slow
-@NEEDS_VALGRIND
-def test_a_runner_failing_under_valgrind_gives_its_last_line(tmp_path, monkeypatch):
-    monkeypatch.setattr(ins, "execute_symbol", lambda binary, libs=(): METHOD_EXECUTE)
-    pte = tmp_path / "m.pte"
-    pte.write_bytes(b"\0")
-    with pytest.raises(InstructionCountError) as e:
-        count_instructions(pte, runner=_ShellRunner("echo 'm.pte: bad' >&2; exit 1"))
-    assert str(e.value) == ("runner 'native' on m.pte under valgrind exited with status 1: "
-                            "m.pte: bad")
-
-
 def test_a_hung_runner_is_killed_at_the_time_limit(tmp_path, monkeypatch):
     _script(tmp_path / "bin", "valgrind", "import sys, time\n"
             "print('valgrind-3.19.0') if '--version' in sys.argv else time.sleep(60)\n")
