@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 
 from pytest_sme2.baseline_key import BaselineKey, UnderTest
-from pytest_sme2.baseline_store import (group_by_key)
-from tests.fakes.baselines import (UNDER_TEST, bench_result,
-                                   result_with_device_extra)
+from pytest_sme2.baseline_store import group_by_key
+from tests.fakes.baselines import UNDER_TEST, bench_result, result_with_device_extra
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -26,9 +25,11 @@ def test_filename_is_readable_and_hash_is_stable():
     assert re.fullmatch(r"toy_cnn-fp32-t1-python-[0-9a-f]{10}\.json", key.filename)
     # Serial numbers, host names, samples, node ids and what is under test (runner labels,
     # the export) do not change the key.
-    other = bench_result(samples=(5.0,), nodeid="other", device={"serial": "x", "kernel": "7"},
-                    runner={"name": "python", "kind": "python", "labels": {"executorch": "1.6"}},
-                    export_key="0000000000000000")
+    other = bench_result(samples=(5.0,), nodeid="other",
+                         device={"serial": "x", "kernel": "7"},
+                         runner={"name": "python", "kind": "python",
+                                 "labels": {"executorch": "1.6"}},
+                         export_key="0000000000000000")
     assert BaselineKey.from_result(other).digest == key.digest
     # ... nor another process (no hash randomisation, no dict-order dependence).
     code = ("import json, sys; from pytest_sme2.baseline_key import BaselineKey; "

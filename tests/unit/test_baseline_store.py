@@ -13,12 +13,11 @@ from pathlib import Path
 import pytest
 
 from pytest_sme2.baseline_key import BaselineKey, UnderTest
-from pytest_sme2.baseline_store import (SCHEMA, Baseline, BaselineError, find, load, save)
-from pytest_sme2.gate import (NOT_COMPARED, REGRESSION, evaluate)
+from pytest_sme2.baseline_store import SCHEMA, Baseline, BaselineError, find, load, save
+from pytest_sme2.gate import NOT_COMPARED, REGRESSION, evaluate
 from pytest_sme2.results import BenchmarkResult
 from tests.needs import tool
-from tests.fakes.baselines import (AT_10, T0, UNDER_TEST, bench_result,
-                                   under_test_result)
+from tests.fakes.baselines import AT_10, T0, UNDER_TEST, bench_result, under_test_result
 
 REPO = Path(__file__).resolve().parents[2]
 FIX = "delete it or re-record it with --save-baseline"

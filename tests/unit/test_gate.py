@@ -14,14 +14,13 @@ import numpy as np
 import pytest
 
 from pytest_sme2.baseline_key import BaselineKey
-from pytest_sme2.baseline_store import (find, save)
+from pytest_sme2.baseline_store import find, save
 from pytest_sme2.config import GatePolicy
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate import (IMPROVEMENT, NOT_COMPARED, OK, REGRESSION, evaluate, judge_levels,
                               run_with_confirmation)
 from pytest_sme2.results import BenchmarkResult
-from tests.fakes.baselines import (AT_10, T0, bench_result,
-                                   under_test_result)
+from tests.fakes.baselines import AT_10, T0, bench_result, under_test_result
 
 
 # -- the environment, as the gate treats it ------------------------------------------------
@@ -33,10 +32,10 @@ def test_a_change_under_test_is_judged_and_named_never_refused(tmp_path):
     for i in range(3):
         save([under_test_result((1.0 + i / 100,) * 3)], tmp_path, session_id=f"s{i}", commit=None,
              now=T0 + timedelta(days=i))
-    now = under_test_result((1.6, 1.61, 1.59), model_source="bbbb", program="qqqq",
-                 versions={"torch": "2.13.0", "executorch": "1.5.2", "torchao": "0.18.0"},
-                 runner_labels={"runtime": "executorch.pybindings", "executorch": "1.5.2",
-                                "sme2": "on"})
+    now = under_test_result(
+        (1.6, 1.61, 1.59), model_source="bbbb", program="qqqq",
+        versions={"torch": "2.13.0", "executorch": "1.5.2", "torchao": "0.18.0"},
+        runner_labels={"runtime": "executorch.pybindings", "executorch": "1.5.2", "sme2": "on"})
     j = evaluate([now], tmp_path, AT_10).e2e
     assert j.status == REGRESSION and not j.foreign
     changed = ("model source", "executorch 1.5.1 -> 1.5.2", "runner build labels sme2=(none) -> on")
@@ -257,7 +256,7 @@ def test_a_category_regression_is_caught_while_end_to_end_is_within_noise(tmp_pa
     folder = _history(tmp_path, {"GEMM": 0.5, "Convolution": 0.4, "Pooling": 0.01})
     # Same end-to-end time, GEMM twice as slow (another category got faster).
     now = bench_result((1.0, 1.01, 0.99), extra={"categories_ms": {"GEMM": 1.0, "Convolution": 0.4,
-                                                              "Pooling": 0.01}})
+                                                                   "Pooling": 0.01}})
     report = evaluate([now], folder,
                       GatePolicy(fail_on_regression=10,
                                  categories=("GEMM", "Convolution", "Pooling")))
@@ -291,7 +290,7 @@ def test_categories_share_the_baselines_fate_when_it_is_missing_or_foreign(tmp_p
 def test_every_category_with_time_is_gated_when_asked_for_all(tmp_path):
     folder = _steady_past(tmp_path)
     report = evaluate([bench_result((1.0, 1.0, 1.0),
-                               extra={"categories_ms": {"GEMM": 0.5, "Other": 0.5}})], folder,
+                                    extra={"categories_ms": {"GEMM": 0.5, "Other": 0.5}})], folder,
                       GatePolicy(categories=("all",)))
     assert [j.category for j in report.judgements] == [None, "GEMM", "Other"]
     first = bench_result()
