@@ -1,6 +1,7 @@
 """Instructions per Method::execute counted for real: the native runner on real exports under
 valgrind. The count must repeat between processes, not depend on how many executions the slope
-spans, and grow when the model does more work."""
+spans, and grow when the model does more work; a runner killed or failing under valgrind is
+named in one line."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Counting instructions per Method::execute: reading callgrind profiles (hand-written fixtures
 in tests/unit/callgrind/, described in its README), the slope between two processes, and the
-one-line errors (valgrind missing or too old, a runner killed under valgrind, a device that
-cannot count). Tests that run valgrind are marked slow."""
+one-line errors (valgrind missing or too old, a device that cannot count). A runner killed or
+failing under the real valgrind: tests/integration/test_instruction_counts.py."""
 
 from __future__ import annotations
 
@@ -31,12 +31,6 @@ XNN = "/x/lib/libexecutorch_backend_xnnpack.so"
 ET = "/x/lib/libexecutorch.so"
 POOL = "/x/lib/libexecutorch_threadpool.so"
 KERNEL = "0x00000000000ffcc0"
-NEEDS_VALGRIND = pytest.mark.usefixtures("valgrind")
-
-
-@pytest.fixture
-def valgrind():
-    tool("valgrind", "apt-get install valgrind")
 
 
 def _costs(stem: str, threads: int) -> tuple[Costs, Costs]:

@@ -1,6 +1,7 @@
 """What a benchmark session costs beside its runs: hypothesis's end-of-session import skipped
-when nothing used hypothesis, the exit's garbage collection skipped, .etrecord files read once
-per version, and a runtime import that leaves torchao (and its noise) out."""
+when nothing used hypothesis, and the exit's garbage collection skipped. .etrecord files read
+once per version and a runtime import that leaves torchao (and its noise) out need a real
+export or interpreter: tests/integration/test_session_overheads_real.py."""
 
 from __future__ import annotations
 
