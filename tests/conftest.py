@@ -1,4 +1,9 @@
-"""Shared fixtures: one export cache per test session, so each model/dtype exports once."""
+"""The tiers, and shared fixtures: one export cache per test session, so each model/dtype
+exports once.
+
+The folder is the tier: every test under a slow folder is marked ``slow`` here, once, so
+``pytest tests -m "not slow"`` runs the fast folders only. Nothing is marked ``slow`` by hand
+(tests/unit/test_tiers.py checks both)."""
 
 from __future__ import annotations
 
@@ -8,6 +13,28 @@ from typing import Callable
 import pytest
 
 from tests.fakes.android import adb_server, fake_android, fake_arm64_android  # noqa: F401 (fixtures)
+
+TESTS = Path(__file__).parent
+# plugin/: inner pytest sessions; integration/: real exports, builds, runs, valgrind, adb;
+# long/: in-process checks with budgets too large for the fast tier (fuzzing, simulated gates).
+SLOW_FOLDERS = frozenset({"plugin", "integration", "long"})
+FAST_FOLDERS = frozenset({"unit", "faults"})
+
+
+def folder_of(path: Path) -> str | None:
+    """The folder under tests/ that holds ``path`` (None outside tests/ or directly in it)."""
+    try:
+        parts = Path(path).relative_to(TESTS).parts
+    except ValueError:
+        return None
+    return parts[0] if len(parts) > 1 else None
+
+
+@pytest.hookimpl(tryfirst=True)      # before -m deselects
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if folder_of(item.path) in SLOW_FOLDERS:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")

@@ -27,7 +27,6 @@ from tests.fakes.android import FakePhone, connect_phone, free_port, release_pho
 from tests.fakes.etdumps import execute_run, make_etdump
 from tests.needs import missing
 
-pytestmark = pytest.mark.slow
 
 SID = "t1"
 SESSION = f"/data/local/tmp/pytest-sme2-{SID}"

@@ -27,7 +27,6 @@ from pytest_sme2.tensorfile import read_tensors
 from tests.fakes.adb_device import FakeAndroidConfig
 from tests.fakes.android import connect_phone, release_phone
 
-pytestmark = pytest.mark.slow
 
 SME_FAMILIES = {"SME", "SME2"}
 

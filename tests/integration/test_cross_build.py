@@ -16,7 +16,6 @@ from pytest_sme2.runners.native import NativeRunner, build_native_runner
 from pytest_sme2.device_programs import parse_probe
 from pytest_sme2.device_programs.build import TargetHelpers, build_target_helpers
 
-pytestmark = pytest.mark.slow
 
 TARGET = "aarch64-linux-gnu"
 EM_AARCH64 = 183

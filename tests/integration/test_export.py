@@ -13,8 +13,6 @@ from pytest_sme2_models.registry import _REGISTRY
 from pytest_sme2 import _recipes
 from pytest_sme2.export import ExportError, export_model
 
-pytestmark = pytest.mark.slow
-
 
 def test_export_writes_pte_etrecord_inputs_and_meta(toy_export):
     for p in (toy_export.pte, toy_export.etrecord, toy_export.inputs):

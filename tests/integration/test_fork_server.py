@@ -17,8 +17,6 @@ from pytest_sme2.etdump import read_etdump
 from pytest_sme2.runners.base import RunnerError, RunRequest
 from pytest_sme2.runners.python import PythonRunner
 
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture(scope="module")
 def runner():

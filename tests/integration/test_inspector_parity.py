@@ -8,8 +8,6 @@ from pytest_sme2.etdump import read_etdump
 from pytest_sme2.runners.python import PythonRunner
 from pytest_sme2.runners.base import RunRequest
 
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture(scope="module")
 def toy_trace(toy_export, tmp_path_factory):

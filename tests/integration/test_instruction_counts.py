@@ -1,16 +1,18 @@
 """Instructions per Method::execute counted for real: the native runner on real exports under
 valgrind. The count must repeat between processes, not depend on how many executions the slope
-spans, and grow when the model does more work."""
+spans, and grow when the model does more work; a runner killed or failing under valgrind is
+named in one line."""
 
 from __future__ import annotations
 
 
 import pytest
 
-from pytest_sme2.measure.instructions import POOL_LIBRARY, count_instructions
+from pytest_sme2.measure import instructions as ins
+from pytest_sme2.measure.instructions import (METHOD_EXECUTE, POOL_LIBRARY, InstructionCountError,
+                                              count_instructions)
 from tests.needs import tool
-
-pytestmark = [pytest.mark.slow]
+from tests.unit.test_instructions import _ShellRunner
 
 
 @pytest.fixture(scope="module", autouse=True)   # before the module-scoped counts
@@ -68,3 +70,27 @@ def test_a_wider_model_counts_more(export_cache, toy_count):
     count = count_instructions(wide.pte, threads=1, inputs=wide.inputs)
     # 16 -> 24 channels: the two 3x3 convolutions between them do 2.25x the work
     assert count.per_execute > 1.5 * toy_count.per_execute
+
+
+# -- a runner that dies or fails under valgrind -------------------------------------------
+
+
+def test_a_runner_killed_under_valgrind_names_the_signal(tmp_path, monkeypatch):
+    monkeypatch.setattr(ins, "execute_symbol", lambda binary, libs=(): METHOD_EXECUTE)
+    pte = tmp_path / "m.pte"
+    pte.write_bytes(b"\0")
+    with pytest.raises(InstructionCountError) as e:
+        count_instructions(pte, runner=_ShellRunner("echo dying >&2; kill -SEGV $$"),
+                           timeout_s=120)
+    assert str(e.value) == ("runner 'native' on m.pte was killed by SIGSEGV under valgrind; "
+                            "stderr: dying")
+
+
+def test_a_runner_failing_under_valgrind_gives_its_last_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(ins, "execute_symbol", lambda binary, libs=(): METHOD_EXECUTE)
+    pte = tmp_path / "m.pte"
+    pte.write_bytes(b"\0")
+    with pytest.raises(InstructionCountError) as e:
+        count_instructions(pte, runner=_ShellRunner("echo 'm.pte: bad' >&2; exit 1"))
+    assert str(e.value) == ("runner 'native' on m.pte under valgrind exited with status 1: "
+                            "m.pte: bad")

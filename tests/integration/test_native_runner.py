@@ -21,8 +21,6 @@ from pytest_sme2.runners.native import NativeRunner, build_native_runner
 from pytest_sme2.runners.python import PythonRunner
 from pytest_sme2.tensorfile import read_tensors
 
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture(scope="module")
 def build(tmp_path_factory) -> tuple[Path, Path, float]:

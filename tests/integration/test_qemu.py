@@ -18,7 +18,6 @@ from pytest_sme2.runners.spec import masked_pair
 from pytest_sme2.settings import BenchSettings
 from tests.needs import missing, tool
 
-pytestmark = pytest.mark.slow
 
 SME_FAMILIES = {"SME", "SME2"}
 

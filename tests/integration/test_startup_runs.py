@@ -16,8 +16,6 @@ from pytest_sme2.runners.native import NativeRunner, build_native_runner
 from pytest_sme2.runners.python import PythonRunner
 from pytest_sme2.settings import BenchSettings
 
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture(scope="module")
 def native() -> NativeRunner:

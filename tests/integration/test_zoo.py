@@ -13,7 +13,6 @@ from pytest_sme2.export import DTYPES, TOLERANCE, export_model
 from pytest_sme2.runners.base import RunRequest
 from pytest_sme2.runners.python import PythonRunner
 
-pytestmark = pytest.mark.slow
 
 MODELS = ["toy_cnn", "mobilenet_v3_small", "vit_tiny"]
 CASES = [(m, d) for m in MODELS for d in DTYPES]

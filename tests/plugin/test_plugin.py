@@ -9,14 +9,13 @@ import pytest
 from pytest_sme2.analysis.latency import e2e_per_run
 from pytest_sme2.etdump import read_etdump
 
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("inner_session_env")]
+pytestmark = pytest.mark.usefixtures("inner_session_env")
 
 BENCH = """
 def test_toy(sme2_bench):
     r = sme2_bench("toy_cnn", dtype="fp32", threads=1)
     assert r.e2e.n == r.runs
 """
-
 
 
 @pytest.fixture

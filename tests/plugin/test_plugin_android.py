@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("inner_session_env")]
+pytestmark = pytest.mark.usefixtures("inner_session_env")
 
 BENCH = """
 def test_lat(sme2_bench, sme2_case):

@@ -11,7 +11,7 @@ import pytest
 from pytest_sme2.device_programs.build import PRELOAD_LIB
 from tests.fakes.android import arm64_phone_config, connect_phone, release_phone
 
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("inner_session_env")]
+pytestmark = pytest.mark.usefixtures("inner_session_env")
 
 BENCH = """
 def test_on_and_masked(sme2_bench, sme2_compare, sme2_on, sme2_off, sme2_capable_device,

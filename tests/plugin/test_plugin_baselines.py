@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("inner_session_env")]
+pytestmark = pytest.mark.usefixtures("inner_session_env")
 
 BENCH = """
 def test_toy(sme2_bench):

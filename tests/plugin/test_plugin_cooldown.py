@@ -8,7 +8,7 @@ import pytest
 from tests.fakes.adb_device import FakeAndroidConfig
 from tests.fakes.android import connect_phone, release_phone
 
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("inner_session_env")]
+pytestmark = pytest.mark.usefixtures("inner_session_env")
 
 BENCH = """
 import pytest

@@ -11,7 +11,7 @@ import pytest
 from tests.fakes.adb_device import FakeAndroidConfig
 from tests.fakes.android import AdbServer, connect_phone, release_phone
 
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("inner_session_env")]
+pytestmark = pytest.mark.usefixtures("inner_session_env")
 
 RUN = r"\btimeout -k "    # the command that runs a benchmark's runner on a phone
 

@@ -5,7 +5,6 @@ import json
 
 import pytest
 
-pytestmark = pytest.mark.slow
 
 CONFTEST = """
 import dataclasses

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 import pytest
 from tests.needs import tool
 
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("inner_session_env")]
+pytestmark = pytest.mark.usefixtures("inner_session_env")
 
 BENCH = """
 def test_toy(sme2_bench):

@@ -4,7 +4,7 @@ clock moves 100 s per look (its conftest), so "long" needs no waiting and no tim
 
 import pytest
 
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("inner_session_env")]
+pytestmark = pytest.mark.usefixtures("inner_session_env")
 
 # Five benchmark cases that measure nothing (the cases are counted from the fixtures they
 # use), and a plain test that is not a case.

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from tests.needs import missing
 
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("inner_session_env")]
+pytestmark = pytest.mark.usefixtures("inner_session_env")
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("inner_session_env")]
+pytestmark = pytest.mark.usefixtures("inner_session_env")
 
 MATRIX = """
 def test_lat(sme2_bench, sme2_case):
@@ -26,7 +26,6 @@ SME2 = """
 def test_needs_sme2(sme2_off, sme2_on, sme2_capable_device):
     pass
 """
-
 
 
 def _doc(pytester, folder="sme2-report"):

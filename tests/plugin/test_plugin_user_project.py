@@ -3,9 +3,6 @@ toy_cnn, and the project's tests import their own `models`, neither shadowing th
 
 import json
 
-import pytest
-
-pytestmark = pytest.mark.slow
 
 OWN_MODELS = {
     "models/__init__.py": "OWNER = 'the user'\nfrom models.registry import NETS\n",

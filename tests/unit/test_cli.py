@@ -1,6 +1,5 @@
 import json
 import random
-import re
 import subprocess
 import sys
 
@@ -54,25 +53,6 @@ def test_analyze_does_not_import_torch(trace):
     code = ("import sys; from pytest_sme2.cli import main; main(['analyze', sys.argv[1]]); "
             "assert 'torch' not in sys.modules and 'executorch' not in sys.modules")
     subprocess.run([sys.executable, "-c", code, str(trace)], check=True, capture_output=True)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("runner", ["python", "native"])
-def test_run_writes_an_etdump_that_analyze_reads(toy_export, tmp_path, runner, capsys):
-    out = tmp_path / "out dir" / f"{runner}.etdump"
-    assert main(["run", str(toy_export.pte), "--runner", runner, "--runs", "5", "--warmup", "2",
-                 "--inputs", str(toy_export.inputs), "--etdump", str(out)]) == 0
-    said = capsys.readouterr().out
-    assert f"{out}: 7 runs (2 warm-up) with {runner} on host" in said
-    # The cold start this one process had: its load, first inference and peak memory.
-    assert re.search(r"; load \d+\.\d{3} ms, first inference \d+\.\d{3} ms, peak \d+\.\d MB$",
-                     said.strip()), said
-    doc = tmp_path / "a.json"
-    assert main(["analyze", str(out), "--warmup", "2", "--etrecord", str(toy_export.etrecord),
-                 "--json", str(doc)]) == 0
-    parsed = json.loads(doc.read_text())
-    assert parsed["runs"] == 7 and parsed["e2e"]["n"] == 5
-    assert {op["backend"] for op in parsed["operators"] if op["delegated"]} == {"XnnpackBackend"}
 
 
 @pytest.mark.parametrize("args,msg", [

@@ -127,14 +127,30 @@ def _slow_python(tmp_path: Path, delay_s: float) -> Path:
     return script
 
 
+def _gated_python(tmp_path: Path, go: Path) -> Path:
+    """A stand-in interpreter whose "server" says ready only once the file ``go`` exists, and
+    ends on stdin EOF: the test, not the clock, decides when it is ready."""
+    script = tmp_path / "python"
+    script.write_text(f"#!/bin/sh\nwhile [ ! -e '{go}' ]; do sleep 0.01; done\n"
+                      "echo 'fork-server ready'\ncat >/dev/null\n")
+    script.chmod(0o755)
+    return script
+
+
 def test_a_server_started_ahead_is_waited_for_by_its_first_use(tmp_path):
-    server = ForkServer(str(_slow_python(tmp_path, 0.5)))
-    t0 = time.perf_counter()
-    server.start()
-    assert time.perf_counter() - t0 < 0.4 and server.starting   # spawned, not waited for
-    server.start()                                                # idempotent
-    assert server.address() is not None and not server.starting
-    assert time.perf_counter() - t0 >= 0.5                        # address() waited
+    go = tmp_path / "go"
+    server = ForkServer(str(_gated_python(tmp_path, go)))
+    server.start()                      # returns although the server cannot be ready yet
+    assert server.starting              # spawned, not waited for
+    server.start()                      # idempotent
+    assert server.starting
+    opener = threading.Timer(0.2, go.touch)     # ready only after address() is asked
+    opener.start()
+    try:
+        assert server.address() is not None and not server.starting
+        assert go.exists()              # address() waited: the server said ready after `go`
+    finally:
+        opener.join()
     proc = server._proc
     server.stop()
     assert proc.poll() is not None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from test_baselines import _result
+from tests.fakes.baselines import bench_result as _result
 
 from pytest_sme2.baseline_key import BaselineKey
 from pytest_sme2.baseline_store import load, save

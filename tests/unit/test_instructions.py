@@ -1,7 +1,7 @@
 """Counting instructions per Method::execute: reading callgrind profiles (hand-written fixtures
 in tests/unit/callgrind/, described in its README), the slope between two processes, and the
-one-line errors (valgrind missing or too old, a runner killed under valgrind, a device that
-cannot count). Tests that run valgrind are marked slow."""
+one-line errors (valgrind missing or too old, a device that cannot count). A runner killed or
+failing under the real valgrind: tests/integration/test_instruction_counts.py."""
 
 from __future__ import annotations
 
@@ -31,12 +31,6 @@ XNN = "/x/lib/libexecutorch_backend_xnnpack.so"
 ET = "/x/lib/libexecutorch.so"
 POOL = "/x/lib/libexecutorch_threadpool.so"
 KERNEL = "0x00000000000ffcc0"
-NEEDS_VALGRIND = pytest.mark.usefixtures("valgrind")
-
-
-@pytest.fixture
-def valgrind():
-    tool("valgrind", "apt-get install valgrind")
 
 
 def _costs(stem: str, threads: int) -> tuple[Costs, Costs]:
@@ -267,31 +261,6 @@ def test_the_wheel_names_method_execute():
     tool("nm", "apt-get install binutils")
     assert lib.is_file(), f"{lib}: the installed executorch wheel ships no libexecutorch.so"
     assert ins.execute_symbol(Path("/bin/true"), [lib]) == METHOD_EXECUTE
-
-
-@pytest.mark.slow
-@NEEDS_VALGRIND
-def test_a_runner_killed_under_valgrind_names_the_signal(tmp_path, monkeypatch):
-    monkeypatch.setattr(ins, "execute_symbol", lambda binary, libs=(): METHOD_EXECUTE)
-    pte = tmp_path / "m.pte"
-    pte.write_bytes(b"\0")
-    with pytest.raises(InstructionCountError) as e:
-        count_instructions(pte, runner=_ShellRunner("echo dying >&2; kill -SEGV $$"),
-                           timeout_s=120)
-    assert str(e.value) == ("runner 'native' on m.pte was killed by SIGSEGV under valgrind; "
-                            "stderr: dying")
-
-
-@pytest.mark.slow
-@NEEDS_VALGRIND
-def test_a_runner_failing_under_valgrind_gives_its_last_line(tmp_path, monkeypatch):
-    monkeypatch.setattr(ins, "execute_symbol", lambda binary, libs=(): METHOD_EXECUTE)
-    pte = tmp_path / "m.pte"
-    pte.write_bytes(b"\0")
-    with pytest.raises(InstructionCountError) as e:
-        count_instructions(pte, runner=_ShellRunner("echo 'm.pte: bad' >&2; exit 1"))
-    assert str(e.value) == ("runner 'native' on m.pte under valgrind exited with status 1: "
-                            "m.pte: bad")
 
 
 def test_a_hung_runner_is_killed_at_the_time_limit(tmp_path, monkeypatch):

@@ -7,7 +7,6 @@ import csv
 import io
 import os
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -233,31 +232,3 @@ def test_frames_with_other_columns_go_to_pandas_and_still_match(frame, to_csv_ca
     text = csv_text(frame)
     assert to_csv_calls == [1]
     assert text == frame.to_csv(index=False)
-
-
-# -- a real export, run by the native runner ------------------------------------------------
-
-@pytest.mark.slow
-@pytest.mark.parametrize("dtype", ["fp32", "int8"])
-def test_a_real_toy_cnn_block_writes_the_csvs_pandas_wrote(tmp_path, dtype):
-    """toy_cnn from the (cached) export, run by the native runner as a session runs it: the
-    three files beside its ETDump are pandas' bytes for the same analysis."""
-    from pytest_sme2.bench import BenchmarkRun, run_benchmark
-    from pytest_sme2.devices.host import HostDevice
-    from pytest_sme2.etdump import read_etdump
-    from pytest_sme2.etrecord import read_etrecord
-    from pytest_sme2.export import export_model
-    from pytest_sme2.runners.native import NativeRunner, build_native_runner
-    from pytest_sme2.settings import BenchSettings
-
-    runner = NativeRunner.from_build(build_native_runner())
-    settings = BenchSettings(runs=5, warmup=2, report_dir=tmp_path, timeout_s=300)
-    result = run_benchmark(BenchmarkRun("toy_cnn", dtype, label="toy"), runner, HostDevice(),
-                           settings)
-    etdump = Path(result.etdump)
-    analysis = analyze(read_etdump(etdump), warmup=2,
-                       etrecord=read_etrecord(export_model("toy_cnn", dtype).etrecord))
-    written = [etdump.with_name(f"native{suffix}") for suffix in
-               ("_all_runs_timeline.csv", "_ops_stats.csv")] + [etdump.with_name("kernels.csv")]
-    assert analysis.events["op_types"].str.len().gt(0).any()   # the ETRecord columns are there
-    assert [p.read_bytes() for p in written] == pandas_files(analysis)

@@ -1,20 +1,16 @@
 """What a benchmark session costs beside its runs: hypothesis's end-of-session import skipped
-when nothing used hypothesis, the exit's garbage collection skipped, .etrecord files read once
-per version, and a runtime import that leaves torchao (and its noise) out."""
+when nothing used hypothesis, and the exit's garbage collection skipped. .etrecord files read
+once per version and a runtime import that leaves torchao (and its noise) out need a real
+export or interpreter: tests/integration/test_session_overheads_real.py."""
 
 from __future__ import annotations
 
 import atexit
 import gc
-import os
-import subprocess
 import sys
-import time
 
-import pytest
 
 from pytest_sme2 import plugin
-from pytest_sme2.etrecord import read_etrecord
 
 
 class _Plugins:
@@ -66,39 +62,6 @@ def test_the_exit_collection_is_skipped_once_however_many_sessions(monkeypatch):
     plugin._skip_exit_collection()
     plugin._skip_exit_collection()
     assert registered == [gc.freeze]
-
-
-@pytest.mark.slow    # exports toy_cnn
-def test_an_etrecord_is_read_once_per_version(tmp_path, toy_export):
-    copy = tmp_path / "model.etrecord"
-    copy.write_bytes(toy_export.etrecord.read_bytes())
-    first = read_etrecord(copy)
-    assert read_etrecord(copy) is first
-    copy.write_bytes(toy_export.etrecord.read_bytes())
-    os.utime(copy, ns=(time.time_ns(), time.time_ns() + 10**9))   # a new version
-    again = read_etrecord(copy)
-    assert again is not first and again == first
-
-
-@pytest.mark.slow    # a fresh interpreter imports the ExecuTorch runtime
-def test_the_runtime_import_leaves_exir_and_torchao_out():
-    code = ("import sys; from pytest_sme2.runners.python_child import import_runtime; "
-            "rt = import_runtime(); assert hasattr(rt, '_load_for_executorch'); "
-            "print(sorted(m for m in ('torchao', 'executorch.exir') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, timeout=300)
-    assert out.stdout.strip() == "[]"
-    assert "Failed to load" not in out.stderr
-
-
-@pytest.mark.slow
-def test_the_export_recipes_silence_torchao_import_noise():
-    code = ("import pytest_sme2._recipes; "
-            "from torchao.quantization.pt2e.quantize_pt2e import prepare_pt2e")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, timeout=300)
-    assert "Failed to load" not in out.stderr
-    assert "KernelPreference" not in out.stderr
 
 
 def test_a_session_freezes_what_its_imports_made_once_and_gives_it_back():

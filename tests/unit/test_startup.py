@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pandas as pd
 import pytest
-from test_baselines import _result
+from tests.fakes.baselines import bench_result as _result
 
 from pytest_sme2.analysis.startup import (load_source, memory_source, process_startup,
                                           traced_method_load_ms)

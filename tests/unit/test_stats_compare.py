@@ -8,7 +8,8 @@ from pytest_sme2.compare import (FASTER, SAME, SLOWER, check_outputs, make_compa
                                  verdict)
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.results import BenchmarkResult, ResultAnalysis, RunContext
-from pytest_sme2.stats import Interval, bootstrap_ratio_of_medians, paired_ratio, t_quantile
+from pytest_sme2.stats import (Interval, bootstrap_ratio_of_medians, noise_floor, paired_ratio,
+                               t_quantile)
 
 
 @pytest.mark.parametrize("df,expected", [(1, 12.7062), (2, 4.3027), (3, 3.1824), (4, 2.7764),
@@ -92,3 +93,14 @@ def test_comparison_of_blocks():
 def test_comparison_needs_paired_blocks():
     with pytest.raises(Sme2Error, match="same number"):
         make_comparison([_result("a", 0, 1.0, {})], [_result("b", 0, 1.0, {})])
+
+
+def test_few_sessions_get_a_floor_of_at_least_25_percent():
+    floor, source = noise_floor([[1.0]])
+    assert floor == 0.25 and source == "1 block(s) of 1 session(s), at least 25% below 3 sessions"
+    floor, source = noise_floor([[1.0, 1.01, 0.99]])
+    assert floor == 0.25 and source.startswith("3 block(s) of 1 session(s)")
+    floor, _ = noise_floor([[1.0, 1.1], [1.6, 1.5]])   # two sessions 50% apart
+    assert floor > 0.5
+    floor, source = noise_floor([[1.0], [1.01], [0.99], [1.0]])
+    assert floor < 0.1 and source == "4 sessions"

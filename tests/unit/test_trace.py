@@ -4,13 +4,12 @@ parse it (a traceEvents object, complete events properly nested per thread), not
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from pytest_sme2.analysis.summary import analyze
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.etdump import parse_etdump, read_etdump
+from pytest_sme2.etdump import parse_etdump
 from pytest_sme2.report.trace import TRACE_SCHEMA, median_run, trace_events, write_trace
 from pytest_sme2.results import BenchmarkResult, RunContext
 from tests.fakes.etdumps import Ev, make_etdump, program_run
@@ -147,36 +146,3 @@ def test_write_trace_and_the_results_key(tmp_path):
     assert r.to_json()["trace"] == str(path)
 
 
-@pytest.mark.slow
-def test_a_real_toy_cnn_benchmark_writes_its_trace(tmp_path):
-    """toy_cnn exported and run by the native runner: the trace beside the ETDump parses as a
-    viewer parses it, and its outer slice is the median run's Method::execute."""
-    from pytest_sme2.bench import BenchmarkRun, run_benchmark
-    from pytest_sme2.devices.host import HostDevice
-    from pytest_sme2.runners.native import NativeRunner, build_native_runner
-    from pytest_sme2.settings import BenchSettings
-
-    runner = NativeRunner.from_build(build_native_runner())
-    settings = BenchSettings(runs=5, warmup=1, report_dir=tmp_path, timeout_s=300)
-    result = run_benchmark(BenchmarkRun("toy_cnn", label="toy"), runner, HostDevice(),
-                           settings)
-    path = Path(result.context.trace)
-    assert path == Path(result.etdump).with_name("native.trace.json") and path.is_file()
-    assert result.to_json()["trace"] == str(path)
-    trace = json.loads(path.read_text())
-    slices = check_viewer_parse(trace)
-    events = read_etdump(result.etdump)
-    analysis = analyze(events, warmup=1)
-    run = trace["otherData"]["run"]
-    assert run == median_run(events, warmup=1) and run >= 1
-    assert sorted(result.e2e_ms)[(len(result.e2e_ms) - 1) // 2] == pytest.approx(
-        analysis.e2e_all[run], abs=1e-6)
-    (outer,) = [e for e in slices if e["depth"] == 0]
-    assert outer["name"] == "Method::execute"
-    assert outer["dur"] == pytest.approx(analysis.e2e_all[run] * 1000, abs=1e-3)
-    names = {e["name"] for e in slices}
-    assert "DELEGATE_CALL" in names
-    ops = [e for e in slices if e["cat"] == "operator"]
-    assert ops and all(e["depth"] >= 1 for e in ops)
-    assert any(e["args"]["delegated"] and e["args"]["category"] for e in ops)
-    assert len(slices) == (events["run"] == run).sum()

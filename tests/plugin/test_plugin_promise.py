@@ -36,7 +36,6 @@ from pytest_sme2.runners.python import PythonRunner
 from pytest_sme2.tensorfile import write_tensors
 from tests.fakes.etdumps import Ev, execute_run, make_etdump
 
-pytestmark = pytest.mark.slow
 
 FAST = ("--runs=3", "--warmup=1")           # 4 executions per benchmark
 OPS = [("Convolution (NHWC, F32) IGEMM #1", 5000)]
@@ -53,7 +52,6 @@ done
 @pytest.fixture(autouse=True)
 def _inner_sessions_share_caches(inner_session_env):
     pass
-
 
 
 def _script(path: Path, body: str, executable: bool = True) -> Path:

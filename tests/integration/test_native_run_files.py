@@ -1,0 +1,74 @@
+"""What a real benchmark writes beside its ETDump: toy_cnn exported and run by the native runner,
+its trace (tests/unit/test_trace.py) and its CSVs (tests/unit/test_report_csv.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_sme2.analysis.summary import analyze
+from pytest_sme2.etdump import read_etdump
+from pytest_sme2.report.trace import median_run
+from tests.unit.test_report_csv import pandas_files
+from tests.unit.test_trace import check_viewer_parse
+
+
+def test_a_real_toy_cnn_benchmark_writes_its_trace(tmp_path):
+    """toy_cnn exported and run by the native runner: the trace beside the ETDump parses as a
+    viewer parses it, and its outer slice is the median run's Method::execute."""
+    from pytest_sme2.bench import BenchmarkRun, run_benchmark
+    from pytest_sme2.devices.host import HostDevice
+    from pytest_sme2.runners.native import NativeRunner, build_native_runner
+    from pytest_sme2.settings import BenchSettings
+
+    runner = NativeRunner.from_build(build_native_runner())
+    settings = BenchSettings(runs=5, warmup=1, report_dir=tmp_path, timeout_s=300)
+    result = run_benchmark(BenchmarkRun("toy_cnn", label="toy"), runner, HostDevice(),
+                           settings)
+    path = Path(result.context.trace)
+    assert path == Path(result.etdump).with_name("native.trace.json") and path.is_file()
+    assert result.to_json()["trace"] == str(path)
+    trace = json.loads(path.read_text())
+    slices = check_viewer_parse(trace)
+    events = read_etdump(result.etdump)
+    analysis = analyze(events, warmup=1)
+    run = trace["otherData"]["run"]
+    assert run == median_run(events, warmup=1) and run >= 1
+    assert sorted(result.e2e_ms)[(len(result.e2e_ms) - 1) // 2] == pytest.approx(
+        analysis.e2e_all[run], abs=1e-6)
+    (outer,) = [e for e in slices if e["depth"] == 0]
+    assert outer["name"] == "Method::execute"
+    assert outer["dur"] == pytest.approx(analysis.e2e_all[run] * 1000, abs=1e-3)
+    names = {e["name"] for e in slices}
+    assert "DELEGATE_CALL" in names
+    ops = [e for e in slices if e["cat"] == "operator"]
+    assert ops and all(e["depth"] >= 1 for e in ops)
+    assert any(e["args"]["delegated"] and e["args"]["category"] for e in ops)
+    assert len(slices) == (events["run"] == run).sum()
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "int8"])
+def test_a_real_toy_cnn_block_writes_the_csvs_pandas_wrote(tmp_path, dtype):
+    """toy_cnn from the (cached) export, run by the native runner as a session runs it: the
+    three files beside its ETDump are pandas' bytes for the same analysis."""
+    from pytest_sme2.bench import BenchmarkRun, run_benchmark
+    from pytest_sme2.devices.host import HostDevice
+    from pytest_sme2.etdump import read_etdump
+    from pytest_sme2.etrecord import read_etrecord
+    from pytest_sme2.export import export_model
+    from pytest_sme2.runners.native import NativeRunner, build_native_runner
+    from pytest_sme2.settings import BenchSettings
+
+    runner = NativeRunner.from_build(build_native_runner())
+    settings = BenchSettings(runs=5, warmup=2, report_dir=tmp_path, timeout_s=300)
+    result = run_benchmark(BenchmarkRun("toy_cnn", dtype, label="toy"), runner, HostDevice(),
+                           settings)
+    etdump = Path(result.etdump)
+    analysis = analyze(read_etdump(etdump), warmup=2,
+                       etrecord=read_etrecord(export_model("toy_cnn", dtype).etrecord))
+    written = [etdump.with_name(f"native{suffix}") for suffix in
+               ("_all_runs_timeline.csv", "_ops_stats.csv")] + [etdump.with_name("kernels.csv")]
+    assert analysis.events["op_types"].str.len().gt(0).any()   # the ETRecord columns are there
+    assert [p.read_bytes() for p in written] == pandas_files(analysis)
