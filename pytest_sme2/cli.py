@@ -187,18 +187,13 @@ def _gate(args: argparse.Namespace) -> int:
     compared), else 0."""
     from pytest_sme2 import gate
     from pytest_sme2.baseline_store import group_by_key
-    from pytest_sme2.config import (GatePolicy, parse_gate_categories, parse_measure_threshold,
-                                    parse_threshold)
+    from pytest_sme2.gate_policy import CLI_FLAGS, gate_policy
     from pytest_sme2.results import load_results
 
-    policy = GatePolicy(fail_on_regression=parse_threshold(args.fail_on_regression),
-                        allow_foreign=args.allow_foreign_baseline,
-                        categories=parse_gate_categories(args.categories, flag="--categories"),
-                        confirm_blocks=0,
-                        load_threshold_pct=parse_measure_threshold("load_threshold",
-                                                                   args.load_threshold),
-                        memory_threshold_pct=parse_measure_threshold("memory_threshold",
-                                                                     args.memory_threshold))
+    # Blocks cannot be measured again here: a suspected regression is judged as it stands.
+    policy = gate_policy(args.fail_on_regression, args.allow_foreign_baseline, args.categories,
+                         confirm_blocks=0, load_threshold=args.load_threshold,
+                         memory_threshold=args.memory_threshold, flags=CLI_FLAGS)
     doc = load_results(args.results)
     if not doc.benchmarks:
         raise Sme2Error(f"{args.results}: no benchmarks to judge")
@@ -222,7 +217,8 @@ def _setup(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from pytest_sme2.config import DEFAULT_LOAD_THRESHOLD_PCT, DEFAULT_MEMORY_THRESHOLD_PCT
+    from pytest_sme2.gate_policy import (DEFAULT_LOAD_THRESHOLD_PCT, DEFAULT_MEMORY_THRESHOLD_PCT,
+                                         DEFAULT_THRESHOLD_PCT)
 
     parser = argparse.ArgumentParser(prog="pytest-sme2", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -298,9 +294,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("results", type=Path)
     g.add_argument("--baseline-dir", type=Path, required=True,
                    help="the baseline folder (pytest's --baseline-dir)")
-    g.add_argument("--fail-on-regression", default="10", metavar="PCT",
+    g.add_argument("--fail-on-regression", default=f"{DEFAULT_THRESHOLD_PCT:g}", metavar="PCT",
                    help="a slow-down beyond PCT percent that noise cannot explain fails "
-                        "(default 10)")
+                        f"(default {DEFAULT_THRESHOLD_PCT:g})")
     g.add_argument("--allow-foreign-baseline", action="store_true",
                    help="compare with a baseline recorded on another device instead of failing")
     g.add_argument("--categories", default="", metavar="LIST",
