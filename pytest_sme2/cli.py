@@ -110,12 +110,12 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from pytest_sme2.analysis.latency import e2e_per_run, latency_stats
-    from pytest_sme2.analysis.startup import process_startup
+    """One runner process, measured and read back as a benchmark's load-only processes are
+    (:func:`pytest_sme2.bench.measure_process`)."""
+    from pytest_sme2.analysis.latency import latency_stats
+    from pytest_sme2.bench import measure_process
     from pytest_sme2.devices import open_device
-    from pytest_sme2.etdump import read_etdump
     from pytest_sme2.runners import RunRequest, parse_runner_spec
-    from pytest_sme2.runners.base import parse_summary
 
     pte = Path(args.pte)
     if not pte.is_file():
@@ -137,15 +137,13 @@ def _run(args: argparse.Namespace) -> int:
                              timeout_s=args.timeout,
                              kernel_trace=Path(args.kernel_trace).resolve()
                              if args.kernel_trace else None)
-        outcome = device.run(runner, request)
+        measured = measure_process(runner, device, request)
     finally:
         cleanup = getattr(device, "cleanup", None)
         if cleanup:
             cleanup()
-    events = read_etdump(outcome.etdump)
-    per_run = e2e_per_run(events, source=str(outcome.etdump))
+    per_run, start, outcome = measured.e2e_all, measured.startup, measured.outcome
     stats = latency_stats(per_run[per_run.index >= args.warmup])
-    start = process_startup(events, per_run, parse_summary(outcome.stdout))
     load = "" if start.load_ms is None else f"; load {start.load_ms:.3f} ms"
     load += "" if start.first_inference_ms is None else \
         f", first inference {start.first_inference_ms:.3f} ms"
@@ -219,6 +217,7 @@ def _setup(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from pytest_sme2.gate_policy import (DEFAULT_LOAD_THRESHOLD_PCT, DEFAULT_MEMORY_THRESHOLD_PCT,
                                          DEFAULT_THRESHOLD_PCT)
+    from pytest_sme2.settings import BenchSettings
 
     parser = argparse.ArgumentParser(prog="pytest-sme2", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -274,11 +273,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--kernel-trace", type=Path,
                      help="write the micro-kernels that executed here (CSV; --device qemu)")
     run.add_argument("--threads", type=int, default=1)
-    run.add_argument("--runs", type=int, default=30)
-    run.add_argument("--warmup", type=int, default=3)
+    run.add_argument("--runs", type=int, default=BenchSettings.runs)
+    run.add_argument("--warmup", type=int, default=BenchSettings.warmup)
     run.add_argument("--inputs", type=Path, help="tensor file of inputs (default: generated)")
     run.add_argument("--taskset", default="auto", help="Android CPU pinning: auto, none, hex mask")
-    run.add_argument("--timeout", type=float, default=600.0,
+    run.add_argument("--timeout", type=float, default=BenchSettings.timeout_s,
                      help="seconds before the run is killed")
     run.add_argument("--etdump", type=Path, required=True, help="where to write the ETDump")
     run.set_defaults(func=_run)
