@@ -137,7 +137,7 @@ def test_an_interrupt_still_records_the_blocks_measured_before_it(tmp_path):
 
 
 def test_plugins_amend_each_block_before_the_recorder_gets_it():
-    from pytest_sme2.hooks import plugin_manager
+    from pytest_sme2.hookspec import plugin_manager
 
     class Plugin:
         @staticmethod
