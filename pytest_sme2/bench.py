@@ -11,6 +11,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
+import pandas as pd
+
 from pytest_sme2.analysis.categories import CategoryRule
 from pytest_sme2.analysis.latency import e2e_per_run
 from pytest_sme2.analysis.startup import load_source, memory_source, process_startup
@@ -25,12 +27,13 @@ from pytest_sme2.report.csv import write_csvs
 from pytest_sme2.report.trace import write_trace
 from pytest_sme2.results import (BenchmarkResult, ProcessStartup, ResultAnalysis, RunContext,
                                  Startup)
-from pytest_sme2.runners.base import Runner, RunRequest, parse_summary
+from pytest_sme2.runners.base import Runner, RunOutcome, RunRequest, parse_summary
 from pytest_sme2.settings import DEFAULT_MARGIN, MIN_BLOCKS, BenchSettings
 from pytest_sme2.tensorfile import read_tensors
 from pytest_sme2.thermal import hold
 
-__all__ = ["BenchSettings", "BenchmarkRun", "artifact_dir", "run_benchmark", "run_comparison"]
+__all__ = ["BenchSettings", "BenchmarkRun", "MeasuredProcess", "artifact_dir", "measure_process",
+           "run_benchmark", "run_comparison"]
 
 
 def artifact_dir(report_dir: Path, label: str) -> Path:
@@ -192,11 +195,31 @@ def _cold_load(run: BenchmarkRun, runner: Runner, device: Device, request: RunRe
                etdump: Path) -> ProcessStartup:
     """One load-only process (load, one execute): a cold load time and first inference."""
     one = replace(request, etdump=etdump, runs=1, warmup=0, outputs=None)
-    with _measuring(run):
-        outcome = device.run(runner, one)
-    events = read_etdump(one.etdump)
-    return process_startup(events, e2e_per_run(events, source=str(one.etdump)),
-                           parse_summary(outcome.stdout))
+    return measure_process(runner, device, one, run.measuring).startup
+
+
+@dataclass(frozen=True)
+class MeasuredProcess:
+    """One runner process read back: its outcome, its ETDump's events, Method::execute ms per
+    run (warm-up runs included) and its start-up (load, first inference, memory)."""
+
+    outcome: RunOutcome
+    events: pd.DataFrame
+    e2e_all: pd.Series
+    startup: ProcessStartup
+
+
+def measure_process(runner: Runner, device: Device, request: RunRequest,
+                    measuring: Callable[[], AbstractContextManager[None]] | None = None
+                    ) -> MeasuredProcess:
+    """Run ``request`` once on ``device`` (inside ``measuring``, see :class:`BenchmarkRun`)
+    and read its ETDump: a load-only process here, ``pytest-sme2 run`` on the command line."""
+    with measuring() if measuring else nullcontext():
+        outcome = device.run(runner, request)
+    events = read_etdump(request.etdump)
+    e2e_all = e2e_per_run(events, source=str(request.etdump))
+    return MeasuredProcess(outcome, events, e2e_all,
+                           process_startup(events, e2e_all, parse_summary(outcome.stdout)))
 
 
 def process_sme2(device_sme2: bool | None, hwcap_mask: str | None) -> bool | None:

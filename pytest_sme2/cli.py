@@ -113,12 +113,12 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from pytest_sme2.analysis.latency import e2e_per_run, latency_stats
-    from pytest_sme2.analysis.startup import process_startup
+    """One runner process, measured and read back as a benchmark's load-only processes are
+    (:func:`pytest_sme2.bench.measure_process`)."""
+    from pytest_sme2.analysis.latency import latency_stats
+    from pytest_sme2.bench import measure_process
     from pytest_sme2.devices import open_device
-    from pytest_sme2.etdump import read_etdump
     from pytest_sme2.runners import RunRequest, parse_runner_spec
-    from pytest_sme2.runners.base import parse_summary
 
     pte = Path(args.pte)
     if not pte.is_file():
@@ -145,13 +145,11 @@ def _run(args: argparse.Namespace) -> int:
                              if args.kernel_trace else None,
                              kernel_sample=Path(args.kernel_sample).resolve()
                              if args.kernel_sample else None)
-        outcome = device.run(runner, request)
+        measured = measure_process(runner, device, request)
     finally:
         device.cleanup()
-    events = read_etdump(outcome.etdump)
-    per_run = e2e_per_run(events, source=str(outcome.etdump))
+    per_run, start, outcome = measured.e2e_all, measured.startup, measured.outcome
     stats = latency_stats(per_run[per_run.index >= args.warmup])
-    start = process_startup(events, per_run, parse_summary(outcome.stdout))
     load = "" if start.load_ms is None else f"; load {start.load_ms:.3f} ms"
     load += "" if start.first_inference_ms is None else \
         f", first inference {start.first_inference_ms:.3f} ms"
@@ -197,18 +195,13 @@ def _gate(args: argparse.Namespace) -> int:
     compared), else 0."""
     from pytest_sme2 import gate
     from pytest_sme2.baseline_store import group_by_key
-    from pytest_sme2.config import (GatePolicy, parse_gate_categories, parse_measure_threshold,
-                                    parse_threshold)
+    from pytest_sme2.gate_policy import CLI_FLAGS, gate_policy
     from pytest_sme2.results import load_results
 
-    policy = GatePolicy(fail_on_regression=parse_threshold(args.fail_on_regression),
-                        allow_foreign=args.allow_foreign_baseline,
-                        categories=parse_gate_categories(args.categories, flag="--categories"),
-                        confirm_blocks=0,
-                        load_threshold_pct=parse_measure_threshold("load_threshold",
-                                                                   args.load_threshold),
-                        memory_threshold_pct=parse_measure_threshold("memory_threshold",
-                                                                     args.memory_threshold))
+    # Blocks cannot be measured again here: a suspected regression is judged as it stands.
+    policy = gate_policy(args.fail_on_regression, args.allow_foreign_baseline, args.categories,
+                         confirm_blocks=0, load_threshold=args.load_threshold,
+                         memory_threshold=args.memory_threshold, flags=CLI_FLAGS)
     doc = load_results(args.results)
     if not doc.benchmarks:
         raise Sme2Error(f"{args.results}: no benchmarks to judge")
@@ -232,7 +225,9 @@ def _setup(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from pytest_sme2.config import DEFAULT_LOAD_THRESHOLD_PCT, DEFAULT_MEMORY_THRESHOLD_PCT
+    from pytest_sme2.gate_policy import (DEFAULT_LOAD_THRESHOLD_PCT, DEFAULT_MEMORY_THRESHOLD_PCT,
+                                         DEFAULT_THRESHOLD_PCT)
+    from pytest_sme2.settings import BenchSettings
 
     parser = argparse.ArgumentParser(prog="pytest-sme2", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -294,11 +289,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="sample the runner's program counter and write the micro-kernels it "
                           "caught here (CSV; native runners on a phone, QEMU or the host)")
     run.add_argument("--threads", type=int, default=1)
-    run.add_argument("--runs", type=int, default=30)
-    run.add_argument("--warmup", type=int, default=3)
+    run.add_argument("--runs", type=int, default=BenchSettings.runs)
+    run.add_argument("--warmup", type=int, default=BenchSettings.warmup)
     run.add_argument("--inputs", type=Path, help="tensor file of inputs (default: generated)")
     run.add_argument("--taskset", default="auto", help="Android CPU pinning: auto, none, hex mask")
-    run.add_argument("--timeout", type=float, default=600.0,
+    run.add_argument("--timeout", type=float, default=BenchSettings.timeout_s,
                      help="seconds before the run is killed")
     run.add_argument("--etdump", type=Path, required=True, help="where to write the ETDump")
     run.set_defaults(func=_run)
@@ -314,9 +309,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("results", type=Path)
     g.add_argument("--baseline-dir", type=Path, required=True,
                    help="the baseline folder (pytest's --baseline-dir)")
-    g.add_argument("--fail-on-regression", default="10", metavar="PCT",
+    g.add_argument("--fail-on-regression", default=f"{DEFAULT_THRESHOLD_PCT:g}", metavar="PCT",
                    help="a slow-down beyond PCT percent that noise cannot explain fails "
-                        "(default 10)")
+                        f"(default {DEFAULT_THRESHOLD_PCT:g})")
     g.add_argument("--allow-foreign-baseline", action="store_true",
                    help="compare with a baseline recorded on another device instead of failing")
     g.add_argument("--categories", default="", metavar="LIST",

@@ -16,6 +16,11 @@ from typing import Any, Collection, Mapping, NamedTuple
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.export import DTYPES
+# The gate's policy and its options live with the gate; imported from here before (shims).
+from pytest_sme2.gate_policy import (DEFAULT_LOAD_THRESHOLD_PCT,  # noqa: F401
+                                     DEFAULT_MEMORY_THRESHOLD_PCT, DEFAULT_THRESHOLD_PCT,
+                                     GatePolicy, gate_policy, parse_gate_categories,
+                                     parse_measure_threshold, parse_threshold)
 from pytest_sme2.matrix import (DEFAULT_DTYPES, DEFAULT_MODELS, DEFAULT_THREADS, parse_threads,
                                 split_list)
 from pytest_sme2.devices.registry import DeviceSpec
@@ -28,10 +33,6 @@ from pytest_sme2.thermal import CooldownPolicy
 # one core, 3.9x (fp16) and 1.8x (int8) end to end on a conv-heavy model; a model whose time is
 # not in Convolution/GEMM gains less, so the defaults ask for a clear but modest effect.
 DEFAULT_MIN_SPEEDUP = "fp32=1.2,fp16=1.5,int8=1.2,int8_dynamic=1.2"
-# Load time drifts like latency; peak memory barely moves between processes.
-DEFAULT_LOAD_THRESHOLD_PCT = 25.0
-DEFAULT_MEMORY_THRESHOLD_PCT = 10.0
-DEFAULT_THRESHOLD_PCT = 10.0      # the gate's threshold when --fail-on-regression is not given
 DEFAULT_BASELINE_DIR = "benchmarks/baselines"
 MEASURES = ("time", "instructions")   # --sme2-measure: time only, or instructions counted too
 SAMPLING = ("auto", "on", "off")      # --sme2-sample
@@ -143,30 +144,6 @@ REPEATABLE = {"device"}   # options given several times on the command line (a l
 # speed: fewer runs and blocks suffice for what it does prove (kernels, outputs). Applied only
 # where the command line did not set the option and the ini value is the default.
 EMULATED_DEFAULTS = {"runs": "5", "warmup": "1", "sme2_blocks": "2"}
-
-
-@dataclass(frozen=True)
-class GatePolicy:
-    """What the regression gate is asked to do (``pytest_sme2.gate``)."""
-
-    fail_on_regression: float | None = None   # percent; None: judge and report only
-    allow_foreign: bool = False               # compare with a baseline from another device
-    categories: tuple[str, ...] = ()          # judged besides end to end; ("all",): every one
-    confirm_blocks: int = DEFAULT_CONFIRM_BLOCKS  # blocks a suspected regression is judged on, + 1
-    # Load time and peak memory: judged against the baseline whenever it has them; these
-    # thresholds apply when the policy is enforced. None ("off"): judged, never failed.
-    load_threshold_pct: float | None = DEFAULT_LOAD_THRESHOLD_PCT
-    memory_threshold_pct: float | None = DEFAULT_MEMORY_THRESHOLD_PCT
-
-    @property
-    def enforced(self) -> bool:
-        """A regression fails the test (and a foreign baseline too: never a silent pass)."""
-        return self.fail_on_regression is not None
-
-    @property
-    def threshold_pct(self) -> float:
-        return DEFAULT_THRESHOLD_PCT if self.fail_on_regression is None else \
-            self.fail_on_regression
 
 
 @dataclass(frozen=True)
@@ -296,15 +273,13 @@ def config_from_options(values: Mapping[str, Any], ini: Mapping[str, Any],
         blocks=whole("sme2_blocks", 2, "2 or more"),
         min_speedup=parse_min_speedup(text("sme2_min_speedup")[0]),
         baseline_dir=path("baseline_dir"), save_baseline=bool(values.get("save_baseline")),
-        gate=GatePolicy(fail_on_regression=parse_threshold(text("fail_on_regression")[0]),
-                        allow_foreign=bool(values.get("allow_foreign_baseline")),
-                        categories=parse_gate_categories(text("sme2_gate_categories")[0],
-                                                         category_rules),
-                        confirm_blocks=whole("sme2_confirm_blocks", 0, "0 or more"),
-                        load_threshold_pct=parse_measure_threshold(
-                            "sme2_load_threshold", text("sme2_load_threshold")[0]),
-                        memory_threshold_pct=parse_measure_threshold(
-                            "sme2_memory_threshold", text("sme2_memory_threshold")[0])),
+        gate=gate_policy(text("fail_on_regression")[0],
+                         allow_foreign=bool(values.get("allow_foreign_baseline")),
+                         categories=text("sme2_gate_categories")[0],
+                         confirm_blocks=whole("sme2_confirm_blocks", 0, "0 or more"),
+                         load_threshold=text("sme2_load_threshold")[0],
+                         memory_threshold=text("sme2_memory_threshold")[0],
+                         rules=category_rules),
         measure=measure, benchmark_json=benchmark_json,
         progress=parse_progress(text("sme2_progress")[0]))
 
@@ -380,28 +355,6 @@ def parse_progress(text: str) -> float | str | None:
     return seconds
 
 
-def _percentage(text: str, flag: str, also: str = "") -> float:
-    try:
-        pct = float(text)
-    except ValueError:
-        pct = math.nan
-    if not pct >= 0 or math.isinf(pct):
-        raise Sme2Error(f"{flag} must be a percentage of 0 or more{also}, got {text!r}")
-    return pct
-
-
-def parse_threshold(text: str) -> float | None:
-    """``--fail-on-regression``: a percentage of 0 or more, or "" (off)."""
-    return _percentage(text, "--fail-on-regression") if text else None
-
-
-def parse_measure_threshold(dest: str, text: str) -> float | None:
-    """``--sme2-load-threshold`` / ``--sme2-memory-threshold``: a percentage, or "off"."""
-    if text.strip().lower() == "off":
-        return None
-    return _percentage(text, _flag(dest), " or 'off'")
-
-
 def parse_min_speedup(text: str) -> dict[str, float]:
     """``--sme2-min-speedup``: ``DTYPE=NUMBER,...``."""
     out = {}
@@ -415,21 +368,3 @@ def parse_min_speedup(text: str) -> dict[str, float]:
             raise Sme2Error(f"--sme2-min-speedup: {item!r} is not DTYPE=NUMBER with DTYPE one "
                             f"of {', '.join(DTYPES)}") from None
     return out
-
-
-def parse_gate_categories(text: str, rules: tuple[Any, ...] | None = None,
-                          flag: str = "--sme2-gate-categories") -> tuple[str, ...]:
-    """``--sme2-gate-categories``: category names (any case) or ``all``; ``rules``: the
-    category table in use (plugins may add categories)."""
-    from pytest_sme2.analysis.categories import OTHER, named_categories
-
-    known = {c.lower(): c for c in (*named_categories(rules), OTHER)}
-    out = []
-    for name in split_list(text):
-        if name.lower() == "all":
-            return ("all",)
-        if name.lower() not in known:
-            raise Sme2Error(f"{flag}: unknown category {name!r}; known: "
-                            f"{', '.join(known.values())}, or all")
-        out.append(known[name.lower()])
-    return tuple(out)

@@ -7,7 +7,12 @@ Entry points — the pytest fixtures and ``pytest-sme2 gate`` call nothing else:
   and each gated category, and say what changed under test since the baseline;
 - :func:`run_with_confirmation` ``(first, measure_more, baseline_dir, policy)``: the same, and
   when a regression is suspected on fewer than ``1 + policy.confirm_blocks`` blocks, measure
-  the missing blocks (fresh runner processes) and judge all of them.
+  the missing blocks (fresh runner processes) and judge all of them;
+- :func:`junit_properties` ``(judgement)``: the verdict as JUnit ``record_property`` pairs.
+
+The policy (:class:`GatePolicy`, built from option values) is in :mod:`pytest_sme2.gate_policy`:
+light enough for every pytest run to build. This module runs past ~450 lines because this
+docstring states the method: the code proper is ~420.
 
 The rule (:func:`judge_levels`) and why it looks like this
 ----------------------------------------------------------
@@ -44,6 +49,7 @@ the floor grows until recording more sessions (or a quieter runner) narrows it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from statistics import median
@@ -53,7 +59,7 @@ import numpy as np
 
 from pytest_sme2 import baseline_store
 from pytest_sme2.baseline_key import BaselineKey, UnderTest
-from pytest_sme2.config import DEFAULT_THRESHOLD_PCT, GatePolicy
+from pytest_sme2.gate_policy import DEFAULT_THRESHOLD_PCT, GatePolicy
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.results import BenchmarkResult
 from pytest_sme2.stats import (UNMEASURED_DRIFT, UNMEASURED_DRIFT_INSTRUCTIONS,
@@ -61,7 +67,7 @@ from pytest_sme2.stats import (UNMEASURED_DRIFT, UNMEASURED_DRIFT_INSTRUCTIONS,
                                two_level_bootstrap)
 
 __all__ = ["GatePolicy", "GateReport", "Judgement", "evaluate", "judge_levels",
-           "run_with_confirmation"]
+           "junit_properties", "run_with_confirmation"]
 
 OK, REGRESSION, IMPROVEMENT, NOT_COMPARED = "ok", "regression", "improvement", "not_compared"
 CONFIDENCE = 0.95
@@ -439,3 +445,26 @@ def run_with_confirmation(first: Sequence[BenchmarkResult],
         blocks.append(measure_more(len(blocks)))
     report = evaluate(blocks, baseline_dir, policy, exclude_session)
     return blocks, replace(report, confirmed=True)
+
+
+def junit_properties(judgement: Judgement) -> list[tuple[str, object]]:
+    """``record_property`` pairs, so CI systems show medians and ratios beside the test."""
+    pre = "sme2_gate" + (f"_{judgement.measure}" if judgement.measure != TIME else "") \
+        + (f"_{re.sub(r'[^A-Za-z0-9]+', '_', judgement.category)}"
+           if judgement.category else "")
+    props: list[tuple[str, object]] = [(f"{pre}_status", judgement.status)]
+    r = judgement.ratio
+    if r is not None:
+        props += [(f"{pre}_baseline_median", round(judgement.baseline_median or 0.0, 6)),
+                  (f"{pre}_current_median", round(judgement.current_median or 0.0, 6)),
+                  (f"{pre}_ratio", round(r.point, 4)), (f"{pre}_ratio_ci_low", round(r.low, 4)),
+                  (f"{pre}_ratio_ci_high", round(r.high, 4)),
+                  (f"{pre}_noise_floor_pct", round(judgement.noise_floor_pct or 0.0, 2)),
+                  (f"{pre}_baseline_sessions", judgement.baseline_sessions),
+                  (f"{pre}_current_blocks", judgement.current_blocks)]
+    if judgement.changed_since_baseline:
+        props.append((f"{pre}_changed_since_baseline",
+                      ", ".join(judgement.changed_since_baseline)))
+    props += [(f"{pre}_threshold_pct", judgement.threshold_pct),
+              (f"{pre}_reason", judgement.reason)]
+    return props

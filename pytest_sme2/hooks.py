@@ -1,49 +1,30 @@
-"""Calling the hooks of :mod:`pytest_sme2.hookspec` from the library.
-
-Library functions that can be extended take ``hook``: a pluggy hook relay — pytest's
-``config.hook`` in a pytest session, or ``plugin_manager(...).hook`` without pytest — or None
-for the built-in kinds and rules only::
-
-    from pytest_sme2.devices import open_device
-    from pytest_sme2.hooks import plugin_manager
-
-    import my_lab_plugin                 # a module with pytest_sme2_open_device
-    device = open_device("lab:board3", hook=plugin_manager(my_lab_plugin).hook)
+"""Calling the hooks of :mod:`pytest_sme2.hookspec` from the library: helpers that ask a hook
+relay, used by the layers below the plugin (runners, configuration). They take ``hook``: a
+pluggy hook relay — pytest's ``config.hook`` in a pytest session, or
+:func:`pytest_sme2.hookspec.plugin_manager` ``(...).hook`` without pytest — or None for the
+built-in kinds and rules only. This module imports no hook specification: the specs sit above
+the records they name (devices, runners, results), these helpers below them.
 """
 
 from __future__ import annotations
 
-import inspect
+import warnings
 from typing import TYPE_CHECKING, Any
-
-import pluggy
-
-from pytest_sme2 import hookspec
 
 if TYPE_CHECKING:
     from pytest_sme2.analysis.categories import CategoryRule
 
 
-class _PluginManager(pluggy.PluginManager):
-    """As pytest's: a ``pytest_sme2_*`` function implements that hook without a marker."""
+def __getattr__(name: str) -> Any:
+    """``plugin_manager`` moved to :mod:`pytest_sme2.hookspec`, beside the hooks it knows;
+    importing it from here still works, with a DeprecationWarning."""
+    if name == "plugin_manager":
+        warnings.warn("pytest_sme2.hooks.plugin_manager moved: import it from "
+                      "pytest_sme2.hookspec", DeprecationWarning, stacklevel=2)
+        from pytest_sme2.hookspec import plugin_manager
 
-    def parse_hookimpl_opts(self, plugin: Any, name: str):
-        opts = super().parse_hookimpl_opts(plugin, name)
-        if opts is None and name.startswith("pytest_sme2_") and \
-                inspect.isroutine(getattr(plugin, name, None)):
-            return {}
-        return opts
-
-
-def plugin_manager(*plugins: Any) -> pluggy.PluginManager:
-    """A plugin manager that knows the pytest-sme2 hooks, with ``plugins`` (modules or objects
-    whose ``pytest_sme2_*`` functions implement them, as in a conftest.py) registered: for the
-    library used without pytest."""
-    pm = _PluginManager("pytest")
-    pm.add_hookspecs(hookspec)
-    for plugin in plugins:
-        pm.register(plugin)
-    return pm
+        return plugin_manager
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def category_rules(hook: Any | None) -> tuple[CategoryRule, ...] | None:

@@ -3,7 +3,13 @@
 Implement them as ordinary pytest hooks (a function of that name in ``conftest.py`` or in a
 plugin module); an implementation may take any subset of a hook's arguments, and arguments may
 be added to a hook later without breaking it. The library used without pytest calls the same
-hooks through :func:`pytest_sme2.hooks.plugin_manager`.
+hooks through :func:`plugin_manager`::
+
+    from pytest_sme2.devices import open_device
+    from pytest_sme2.hookspec import plugin_manager
+
+    import my_lab_plugin                 # a module with pytest_sme2_open_device
+    device = open_device("lab:board3", hook=plugin_manager(my_lab_plugin).hook)
 
 A lab board as a device kind and a runner kind, an extra category and a build id on every
 result, from one ``conftest.py``::
@@ -30,7 +36,9 @@ result, from one ``conftest.py``::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+import inspect
+import sys
+from typing import TYPE_CHECKING, Any, Sequence
 
 import pluggy
 
@@ -80,3 +88,25 @@ def pytest_sme2_amend_result(result: BenchmarkResult) -> None:
     """Amend a measured :class:`~pytest_sme2.results.BenchmarkResult` in place (e.g. add to
     ``result.extra``, which ``results.json`` carries) before it is recorded: called in the
     process that measured it, before the test gets it and before it is written."""
+
+
+class _PluginManager(pluggy.PluginManager):
+    """As pytest's: a ``pytest_sme2_*`` function implements that hook without a marker."""
+
+    def parse_hookimpl_opts(self, plugin: Any, name: str):
+        opts = super().parse_hookimpl_opts(plugin, name)
+        if opts is None and name.startswith("pytest_sme2_") and \
+                inspect.isroutine(getattr(plugin, name, None)):
+            return {}
+        return opts
+
+
+def plugin_manager(*plugins: Any) -> pluggy.PluginManager:
+    """A plugin manager that knows the pytest-sme2 hooks, with ``plugins`` (modules or objects
+    whose ``pytest_sme2_*`` functions implement them, as in a conftest.py) registered: for the
+    library used without pytest."""
+    pm = _PluginManager("pytest")
+    pm.add_hookspecs(sys.modules[__name__])
+    for plugin in plugins:
+        pm.register(plugin)
+    return pm

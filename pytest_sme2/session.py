@@ -5,11 +5,12 @@ loses nothing."""
 from __future__ import annotations
 
 import uuid
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
+from pytest_sme2 import session_cost
 from pytest_sme2.config import Sme2Config
 from pytest_sme2.devices.base import Device
 from pytest_sme2.devices.registry import open_device
@@ -168,49 +169,22 @@ class BenchSession:
         """Before the first measurement, once: import what the session imports anyway (the
         measuring stack, and with a fork server starting beside us the report's plotting
         library and templates too, and the collected exports), then leave the objects those
-        imports made out of the garbage collector's walks (see :func:`_settling`)."""
+        imports made out of the garbage collector's walks (:mod:`pytest_sme2.session_cost`)."""
         if self._settled:
             return
         from pytest_sme2.runners.fork_server import shared_server
 
         self._settled = True
-        with _settling() as froze:
+        with session_cost.settling() as froze:
             import pytest_sme2.bench  # noqa: F401 - pandas and the analysis
             if shared_server().starting:
-                self._prepare_beside_the_server()
+                session_cost.warm_imports(self._prefetch, self.settings.cache_dir)
         self._froze = froze[0]
 
-    @contextmanager
-    def measuring(self) -> Iterator[None]:
-        """Around each measured process (on any device: the host runs the adb server and the
-        emulator too): a fork server still importing is stopped, so nothing of ours shares the
-        CPU with a measurement, and goes on importing afterwards."""
-        from pytest_sme2.runners.fork_server import shared_server
-
-        server = shared_server()
-        server.pause()
-        try:
-            yield
-        finally:
-            server.resume()
-
-    def _prepare_beside_the_server(self) -> None:
-        from pytest_sme2.etrecord import read_etrecord
-        from pytest_sme2.export import cached_export
-        from pytest_sme2.report.markdown import environment
-
-        try:
-            import matplotlib.figure  # noqa: F401 - the report's charts, drawn at the end
-        except ImportError:
-            pass   # the report says charts were left out
-        environment()   # the report's templates, compiled once per process
-        for model, dtype in self._prefetch:   # verified and read once, here: not per block
-            try:
-                hit = cached_export(model, dtype, self.settings.cache_dir)
-                if hit is not None:
-                    read_etrecord(hit.etrecord)
-            except Exception:  # noqa: BLE001 - the benchmark itself says what is wrong
-                pass
+    def measuring(self) -> AbstractContextManager[None]:
+        """Entered around each measured process: the fork server, if still importing, waits
+        (:func:`pytest_sme2.session_cost.fork_server_paused`)."""
+        return session_cost.fork_server_paused()
 
     def measure(self, run: BenchmarkRun, runner: str,
                 progress: Callable[[str], None] | None = None,
@@ -343,10 +317,8 @@ class BenchSession:
         nothing of the session runs any more, so a process that goes on after it (pytest run
         from Python) collects the session's garbage as usual."""
         if self._froze:
-            import gc
-
             self._froze = False
-            gc.unfreeze()
+            session_cost.unfreeze()
 
     def close(self) -> None:
         """Remove what the session left on remote devices (one that is gone is skipped) and
@@ -366,25 +338,3 @@ class BenchSession:
         if problems:
             raise Sme2Error("; ".join(problems))
 
-
-@contextmanager
-def _settling() -> Iterator[list[bool]]:
-    """Import the session's libraries without the garbage collector (imports make objects that
-    live as long as the process, and full collections amid them walked the heap twice, ~0.15 s),
-    then leave every object that exists (modules, classes, the collected tests) out of its full
-    walks from then on: the session makes hundreds of collections, and pytest collects twice
-    more at its end. Objects made later are collected as before. Yields ``[froze]``: nothing is
-    frozen when something froze objects already (their owner unfreezes them)."""
-    import gc
-
-    froze = [False]
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield froze
-    finally:
-        if not gc.get_freeze_count():
-            gc.freeze()
-            froze[0] = True
-        if enabled:
-            gc.enable()

@@ -1,0 +1,120 @@
+"""What the regression gate (:mod:`pytest_sme2.gate`) is asked to do: :class:`GatePolicy`,
+its defaults, and the one function that builds it from option values — for pytest's options
+(:func:`pytest_sme2.config.config_from_options`) and ``pytest-sme2 gate`` alike, so neither
+repeats the other's defaults or checks.
+
+Kept apart from ``gate.py`` because it is light: every pytest run builds a policy, and the gate
+itself imports numpy.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from pytest_sme2.errors import Sme2Error
+from pytest_sme2.matrix import split_list
+from pytest_sme2.settings import DEFAULT_CONFIRM_BLOCKS
+
+DEFAULT_THRESHOLD_PCT = 10.0      # the gate's threshold when --fail-on-regression is not given
+# Load time drifts like latency; peak memory barely moves between processes.
+DEFAULT_LOAD_THRESHOLD_PCT = 25.0
+DEFAULT_MEMORY_THRESHOLD_PCT = 10.0
+
+
+@dataclass(frozen=True)
+class GatePolicy:
+    """What the regression gate is asked to do (``pytest_sme2.gate``)."""
+
+    fail_on_regression: float | None = None   # percent; None: judge and report only
+    allow_foreign: bool = False               # compare with a baseline from another device
+    categories: tuple[str, ...] = ()          # judged besides end to end; ("all",): every one
+    confirm_blocks: int = DEFAULT_CONFIRM_BLOCKS  # blocks a suspected regression is judged on, + 1
+    # Load time and peak memory: judged against the baseline whenever it has them; these
+    # thresholds apply when the policy is enforced. None ("off"): judged, never failed.
+    load_threshold_pct: float | None = DEFAULT_LOAD_THRESHOLD_PCT
+    memory_threshold_pct: float | None = DEFAULT_MEMORY_THRESHOLD_PCT
+
+    @property
+    def enforced(self) -> bool:
+        """A regression fails the test (and a foreign baseline too: never a silent pass)."""
+        return self.fail_on_regression is not None
+
+    @property
+    def threshold_pct(self) -> float:
+        return DEFAULT_THRESHOLD_PCT if self.fail_on_regression is None else \
+            self.fail_on_regression
+
+
+class GateFlags(NamedTuple):
+    """The option names a bad value is reported under (pytest's, or the command's)."""
+
+    categories: str = "--sme2-gate-categories"
+    load_threshold: str = "--sme2-load-threshold"
+    memory_threshold: str = "--sme2-memory-threshold"
+
+
+PYTEST_FLAGS = GateFlags()
+CLI_FLAGS = GateFlags("--categories", "--load-threshold", "--memory-threshold")
+
+
+def gate_policy(fail_on_regression: str = "", allow_foreign: bool = False,
+                categories: str = "", confirm_blocks: int = DEFAULT_CONFIRM_BLOCKS,
+                load_threshold: str = f"{DEFAULT_LOAD_THRESHOLD_PCT:g}",
+                memory_threshold: str = f"{DEFAULT_MEMORY_THRESHOLD_PCT:g}",
+                rules: tuple[Any, ...] | None = None,
+                flags: GateFlags = PYTEST_FLAGS) -> GatePolicy:
+    """The policy from option texts, each checked (an Sme2Error names the option in
+    ``flags``); ``rules``: the category table in use (plugins may add categories)."""
+    return GatePolicy(
+        fail_on_regression=parse_threshold(fail_on_regression), allow_foreign=allow_foreign,
+        categories=parse_gate_categories(categories, rules, flag=flags.categories),
+        confirm_blocks=confirm_blocks,
+        load_threshold_pct=_measure_threshold(load_threshold, flags.load_threshold),
+        memory_threshold_pct=_measure_threshold(memory_threshold, flags.memory_threshold))
+
+
+def _percentage(text: str, flag: str, also: str = "") -> float:
+    try:
+        pct = float(text)
+    except ValueError:
+        pct = math.nan
+    if not pct >= 0 or math.isinf(pct):
+        raise Sme2Error(f"{flag} must be a percentage of 0 or more{also}, got {text!r}")
+    return pct
+
+
+def parse_threshold(text: str) -> float | None:
+    """``--fail-on-regression``: a percentage of 0 or more, or "" (off)."""
+    return _percentage(text, "--fail-on-regression") if text else None
+
+
+def parse_measure_threshold(dest: str, text: str) -> float | None:
+    """``--sme2-load-threshold`` / ``--sme2-memory-threshold`` (by option dest): a
+    percentage, or "off"."""
+    return _measure_threshold(text, "--" + dest.replace("_", "-"))
+
+
+def _measure_threshold(text: str, flag: str) -> float | None:
+    if text.strip().lower() == "off":
+        return None
+    return _percentage(text, flag, " or 'off'")
+
+
+def parse_gate_categories(text: str, rules: tuple[Any, ...] | None = None,
+                          flag: str = "--sme2-gate-categories") -> tuple[str, ...]:
+    """``--sme2-gate-categories``: category names (any case) or ``all``; ``rules``: the
+    category table in use (plugins may add categories)."""
+    from pytest_sme2.analysis.categories import OTHER, named_categories
+
+    known = {c.lower(): c for c in (*named_categories(rules), OTHER)}
+    out = []
+    for name in split_list(text):
+        if name.lower() == "all":
+            return ("all",)
+        if name.lower() not in known:
+            raise Sme2Error(f"{flag}: unknown category {name!r}; known: "
+                            f"{', '.join(known.values())}, or all")
+        out.append(known[name.lower()])
+    return tuple(out)
