@@ -92,7 +92,7 @@ def test_cross_built_runner_runs_a_model_under_qemu(cross, qemu, toy_export, tmp
 
 def test_helpers_are_aarch64_and_cached(helpers):
     built, cache = helpers
-    assert _elf_machine(built.hwcap_mask) == _elf_machine(built.probe) == EM_AARCH64
+    assert _elf_machine(built.preload) == _elf_machine(built.probe) == EM_AARCH64
     assert build_target_helpers(TARGET, cache, progress=pytest.fail) == built
 
 
