@@ -23,8 +23,8 @@ from pytest_sme2.errors import Sme2Error
 from pytest_sme2.etdump import read_etdump
 from pytest_sme2.etrecord import read_etrecord
 from pytest_sme2.export import export_model
-from pytest_sme2.report.csv import write_csvs
-from pytest_sme2.report.trace import write_trace
+from pytest_sme2.artifacts.csv import write_csvs
+from pytest_sme2.artifacts.trace import write_trace
 from pytest_sme2.results import (BenchmarkResult, ProcessStartup, ResultAnalysis, RunContext,
                                  Startup)
 from pytest_sme2.runners.base import Runner, RunOutcome, RunRequest, parse_summary

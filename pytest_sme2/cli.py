@@ -61,7 +61,7 @@ def _analyze(args: argparse.Namespace) -> int:
         Path(args.json).write_text(json.dumps(analysis.to_json(), indent=2) + "\n")
         print(f"wrote {args.json}")
     if args.csv_dir:
-        from pytest_sme2.report.csv import write_csvs
+        from pytest_sme2.artifacts.csv import write_csvs
 
         for p in write_csvs(analysis, Path(args.csv_dir), Path(args.etdump).stem):
             print(f"wrote {p}")

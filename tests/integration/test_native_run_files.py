@@ -10,7 +10,7 @@ import pytest
 
 from pytest_sme2.analysis.summary import analyze
 from pytest_sme2.etdump import read_etdump
-from pytest_sme2.report.trace import median_run
+from pytest_sme2.artifacts.trace import median_run
 from tests.unit.test_report_csv import pandas_files
 from tests.unit.test_trace import check_viewer_parse
 

@@ -18,8 +18,8 @@ from pytest_sme2.analysis.kernel_trace import ExecutedKernel, executed_frame
 from pytest_sme2.analysis.kernels import Kernel, kernels_frame
 from pytest_sme2.analysis.summary import Analysis, analyze
 from pytest_sme2.etdump import parse_etdump
-from pytest_sme2.report import csv as report_csv
-from pytest_sme2.report.csv import csv_text, write_csvs
+from pytest_sme2.artifacts import csv as report_csv
+from pytest_sme2.artifacts.csv import csv_text, write_csvs
 from tests.fakes.etdumps import make_etdump, program_run
 
 NASTY = ["", " ", "plain", "a,b", 'say "hi"', '"', ",", "line\nbreak", "cr\rhere", "crlf\r\n",
