@@ -75,7 +75,7 @@ def _config(config: pytest.Config) -> Sme2Config:
                                   BaseDirs(config.invocation_params.dir, config.rootpath),
                                   runner_kinds(config.hook), category_rules(config.hook))
         if cfg.measure == "instructions" and "host" in cfg.devices:
-            from pytest_sme2.measure.instructions import find_valgrind
+            from pytest_sme2.instructions.count import find_valgrind
 
             find_valgrind()   # missing or too old: one line naming the package, up front
         return cfg

@@ -209,7 +209,7 @@ class BenchSession:
         the host, say once per session that only time is measured. A failed count (a runner
         killed under valgrind) raises: that benchmark fails, the others go on."""
         from pytest_sme2.export import export_model
-        from pytest_sme2.measure.instructions import count_instructions, host_only_reason
+        from pytest_sme2.instructions.count import count_instructions, host_only_reason
         from pytest_sme2.runners.native import native_runner
 
         say = progress or (lambda msg: None)

@@ -99,7 +99,7 @@ MIN_SESSIONS = 3                  # below this, drift between sessions is taken 
 PREDICTION = 0.975                # one-sided level of the noise floor (a prediction bound)
 UNMEASURED_DRIFT = 0.25           # the least noise floor then (this VM: ±30% between sessions)
 # The same minimum for instruction counts (--sme2-measure instructions): they do not drift
-# between sessions (a few parts per million: pytest_sme2.measure.instructions), so 25% would
+# between sessions (a few parts per million: pytest_sme2.instructions.count), so 25% would
 # blind their gate.
 UNMEASURED_DRIFT_INSTRUCTIONS = 0.001
 # Peak resident memory of a runner process moves by well under 1% between processes here

@@ -4,7 +4,7 @@
     python benchmarks/scripts/instruction_gate_eval.py [--out DIR] [--models ...] [--dtypes ...]
     python benchmarks/scripts/instruction_gate_eval.py --reanalyze OUT/raw.json
 
-Instructions per ``Method::execute`` come from ``pytest_sme2.measure.instructions`` (the native
+Instructions per ``Method::execute`` come from ``pytest_sme2.instructions.count`` (the native
 runner under callgrind, slope between two processes, the thread pool's own code left out);
 time is the native runner's ETDump ``Method::execute`` median over 30 runs after 3 warm-ups, one
 runner process per block, as ``pytest benchmarks`` measures it. Both are judged by the gate's
@@ -45,8 +45,8 @@ import numpy as np
 import pytest_sme2_models as _models
 from pytest_sme2.gate import REGRESSION, judge_levels
 
-from pytest_sme2.measure import instructions as ins
-from pytest_sme2.measure.callgrind import Costs, read_profiles
+from pytest_sme2.instructions import count as ins
+from pytest_sme2.instructions.callgrind import Costs, read_profiles
 
 THRESHOLDS = (1.0, 2.0, 10.0)
 TOY = "toy_cnn"

@@ -69,7 +69,7 @@ def _instructions(r: BenchmarkResult) -> str:
     """`` | instructions X per execute ...`` where they were counted (--sme2-measure)."""
     if not r.instructions:
         return ""
-    from pytest_sme2.measure.instructions import InstructionCount, format_count
+    from pytest_sme2.instructions.count import InstructionCount, format_count
 
     return f" | instructions {format_count(InstructionCount.from_dict(r.instructions))}"
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_sme2.measure import instructions as ins
-from pytest_sme2.measure.instructions import (METHOD_EXECUTE, POOL_LIBRARY, InstructionCountError,
+from pytest_sme2.instructions import count as ins
+from pytest_sme2.instructions.count import (METHOD_EXECUTE, POOL_LIBRARY, InstructionCountError,
                                               count_instructions)
 from tests.needs import tool
 from tests.unit.test_instructions import _ShellRunner

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.measure import instructions as ins
-from pytest_sme2.measure.callgrind import (CallgrindFormatError, Costs, read_profile,
+from pytest_sme2.instructions import count as ins
+from pytest_sme2.instructions.callgrind import (CallgrindFormatError, Costs, read_profile,
                                            read_profiles)
-from pytest_sme2.measure.instructions import (HOST_ONLY, METHOD_EXECUTE, InstructionCount,
+from pytest_sme2.instructions.count import (HOST_ONLY, METHOD_EXECUTE, InstructionCount,
                                               InstructionCountError, count_instructions,
                                               find_valgrind, host_only_reason, short_name,
                                               summarize)

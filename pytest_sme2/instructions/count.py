@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.measure.callgrind import Costs, Function, read_profiles
+from pytest_sme2.instructions.callgrind import Costs, Function, read_profiles
 
 if TYPE_CHECKING:   # types only: devices import this module
     from pytest_sme2.devices.base import Device
