@@ -224,8 +224,8 @@ class AndroidDevice(DeviceBase):
             if self.facts().abi != ARM64_ABI:
                 raise RunnerError(f"runner {name!r} is an arm64 program and device "
                                   f"{self.serial} is {self.facts().abi or 'not arm64'}; use an "
-                                  f"arm64 phone, {FALLBACK.removeprefix('or ')} built for its "
-                                  "ABI")
+                                  "arm64 phone, or pass an executor_runner built for its ABI "
+                                  "with --runner NAME=/path/to/executor_runner,libs=DIR")
             from pytest_sme2.emulation.tools import find_sysroot
 
             try:
