@@ -73,12 +73,15 @@ def _compare(args: argparse.Namespace) -> int:
     from pytest_sme2.analysis.diff import compare_analyses
     from pytest_sme2.analysis.summary import analyze_file
     from pytest_sme2.report.diff_markdown import compare_lines, render_markdown
+    from pytest_sme2.report.diff_recommend import with_recommendations
 
     if args.name1 == args.name2:
         raise Sme2Error(f"--name1 and --name2 must differ (both {args.name1!r})")
     base = analyze_file(args.base, warmup=args.warmup, etrecord=args.etrecord)
     cand = analyze_file(args.candidate, warmup=args.warmup, etrecord=args.etrecord)
-    diff = compare_analyses(base, cand, base_name=args.name1, candidate_name=args.name2)
+    diff = with_recommendations(
+        compare_analyses(base, cand, base_name=args.name1, candidate_name=args.name2), base,
+        cand)
     print("\n".join(compare_lines(diff)))
     for path, text in ((args.json, lambda: json.dumps(diff.to_json(), indent=2) + "\n"),
                        (args.md, lambda: render_markdown(diff))):
