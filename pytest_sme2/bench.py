@@ -110,7 +110,7 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
                         f"expected {request.executions} ({settings.warmup} warm-up + "
                         f"{settings.runs} timed)")
     summary = parse_summary(outcome.stdout)
-    emulated = bool(facts.extra.get("emulated"))
+    emulated = facts.emulated
     startup = Startup(
         pte_bytes=exported.pte.stat().st_size,
         processes=[process_startup(analysis.events, analysis.e2e_all, summary)],

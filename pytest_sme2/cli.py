@@ -161,7 +161,7 @@ def _run(args: argparse.Namespace) -> int:
           f"{runner.info.name} on {args.device}; Method::execute median {stats.median_ms:.3f} ms, "
           f"p90 {stats.p90_ms:.3f} ms, CV {stats.cv_pct:.1f}%{load}"
           + (" [emulated CPU: timings say nothing about speed]"
-             if device.facts().extra.get("emulated") else ""))
+             if device.facts().emulated else ""))
     if outcome.kernel_trace:
         from pytest_sme2.analysis.kernel_trace import read_kernel_trace_csv
 
