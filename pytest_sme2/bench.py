@@ -90,16 +90,8 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
     after = device.thermal()
     _say_pushed(run, device, outcome.pushed)
     facts = device.facts()
-    sample, sample_problem = run.kernel_sample, None
-    if sample is None and run.block in (None, 0) and wants_sample(settings.sample, device,
-                                                                 runner):
-        try:
-            sample = _sample_kernels(run, runner, device, request, outcome.wall_s,
-                                     out / f"{stem}.sampled.csv")
-        except Sme2Error as e:      # the block is measured: keep it, say what is missing
-            sample_problem = f"kernel sampling failed: {e}"
-            if run.progress:
-                run.progress(f"{label}: {sample_problem}")
+    sample, sample_problem = _evidence(run, runner, device, settings, request, outcome.wall_s,
+                                       out / f"{stem}.sampled.csv", label)
     analysis = analyze(read_etdump(request.etdump), warmup=settings.warmup,
                        source=str(request.etdump), etrecord=read_etrecord(exported.etrecord),
                        device_sme2=process_sme2(facts.sme2, runner.hwcap_mask),
@@ -162,6 +154,23 @@ def wants_sample(mode: str, device: Device, runner: Runner) -> bool:
         return False
     facts = device.facts()
     return mode == "on" or (facts.abi in _ARM64_ABIS and facts.sme2 is not False)
+
+
+def _evidence(run: BenchmarkRun, runner: Runner, device: Device, settings: BenchSettings,
+              request: RunRequest, wall_s: float, csv: Path, label: str
+              ) -> tuple[Path | None, str | None]:
+    """The benchmark's sampled kernels (its own evidence process, or the one a comparison side
+    already ran) and, when sampling failed, why: the measured block is kept either way."""
+    if run.kernel_sample is not None or run.block not in (None, 0) or not wants_sample(
+            settings.sample, device, runner):
+        return run.kernel_sample, None
+    try:
+        return _sample_kernels(run, runner, device, request, wall_s, csv), None
+    except Sme2Error as e:
+        problem = f"kernel sampling failed: {e}"
+        if run.progress:
+            run.progress(f"{label}: {problem}")
+        return None, problem
 
 
 def _sample_kernels(run: BenchmarkRun, runner: Runner, device: Device, request: RunRequest,
