@@ -1,0 +1,122 @@
+"""The history store on SQLite (the embedded default), its bad inputs, the change points and the
+report. PostgreSQL and the page in Chromium: tests/integration/test_history_*.py."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+
+pytest.importorskip("sqlalchemy")
+pytest.importorskip("ruptures")
+
+from pytest_sme2.cli import main  # noqa: E402
+from pytest_sme2.history import HistoryError, page, report  # noqa: E402
+from pytest_sme2.history.importer import import_files, record_doc  # noqa: E402
+from pytest_sme2.history.store import open_store  # noqa: E402
+from pytest_sme2.results import load_results  # noqa: E402
+from tests.fakes.history_docs import session_doc, write_series  # noqa: E402
+
+
+def step(model, i):
+    return 1.10 if model == "toy_cnn" and i >= 12 else 1.0
+
+
+def test_import_twice_adds_once(tmp_path):
+    paths = write_series(tmp_path / "r", 3, step)
+    store = open_store(str(tmp_path / "h.sqlite"))
+    first = import_files(store, paths)
+    again = import_files(store, paths[:1])
+    assert all("recorded 3 benchmark(s)" in line for line in first)
+    assert len(again) == 1 and again[0].endswith("(same session); not added again")
+    assert store.frame()["uid"].nunique() == 3
+
+
+def test_results_without_a_commit_are_kept_with_one_line(tmp_path):
+    store = open_store(str(tmp_path / "h.sqlite"))
+    lines = record_doc(store, load_results(session_doc(0, commit=None)), "old.json")
+    assert lines[0] == ("old.json: no commit recorded; kept, placed by its time and shown as "
+                        "'unknown' in the history")
+    frame = store.frame()
+    assert len(frame) == 3 and frame["commit_sha"].isna().all()
+    assert report.build(frame).commits[0].startswith("unknown@")
+
+
+def test_a_newer_schema_is_refused_and_nothing_is_written(tmp_path):
+    from sqlalchemy import update
+
+    from pytest_sme2.history import schema
+
+    url = str(tmp_path / "h.sqlite")
+    store = open_store(url)
+    record_doc(store, load_results(session_doc(0)))
+    with store.engine.begin() as conn:
+        conn.execute(update(schema.meta).values(value=str(schema.SCHEMA_VERSION + 1)))
+    with pytest.raises(HistoryError, match="newer than this pytest-sme2 reads.*nothing was "
+                                           "written"):
+        open_store(url)
+    assert len(store.frame()) == 3
+
+
+def test_a_corrupt_sqlite_file_is_one_line_and_stays_as_it_was(tmp_path):
+    path = tmp_path / "h.sqlite"
+    path.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(HistoryError, match="cannot open: file is not a database") as e:
+        open_store(str(path))
+    assert "\n" not in str(e.value)
+    assert path.read_bytes() == b"this is not a database" * 100
+
+
+def test_an_unreachable_database_is_one_line():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]   # closed again: nobody listens there
+    with pytest.raises(HistoryError, match=r"history store postgresql\+psycopg://u:\*\*\*@"
+                                           r"127.0.0.1:\d+/db: cannot open"):
+        open_store(f"postgresql://u:secret@127.0.0.1:{port}/db")
+
+
+def test_a_step_is_found_at_its_commit_and_the_unchanged_model_has_none(tmp_path):
+    store = open_store(str(tmp_path / "h.sqlite"))
+    import_files(store, write_series(tmp_path / "r", 24, step))
+    built = report.build(store.frame())
+    changed = [c for c in built.change_points if c.series.startswith("toy_cnn")]
+    assert changed and all(c.commit == f"{12:040x}" for c in changed)
+    assert all(5 < c.change_pct < 15 and c.low_pct > 0 for c in changed)
+    assert not [c for c in built.change_points if not c.series.startswith("toy_cnn")]
+
+
+def test_cli_report_writes_json_md_and_a_self_contained_page(tmp_path, capsys):
+    paths = write_series(tmp_path / "r", 8, step)
+    store = str(tmp_path / "h.sqlite")
+    assert main(["history", "import", *map(str, paths), "--store", store]) == 0
+    out = tmp_path / "out"
+    assert main(["history", "report", "--store", store, "--model", "toy_cnn", "--html",
+                 str(out / "p.html"), "--md", str(out / "r.md"), "--json",
+                 str(out / "r.json")]) == 0
+    doc = json.loads((out / "r.json").read_text())
+    assert doc["filters"]["model"] == "toy_cnn" and {s["model"] for s in doc["series"]} == \
+        {"toy_cnn"}
+    html = (out / "p.html").read_text()
+    assert "<svg" in html and "http://" not in html and "https://" not in html
+    assert "# Benchmark history" in (out / "r.md").read_text()
+
+
+def test_page_stays_small_for_many_series(tmp_path):
+    import pandas as pd
+
+    rows = []
+    for k in range(5):
+        for c in range(40):
+            rows.append({"key_digest": f"k{k}", "key": {}, "device": "host", "model": f"m{k}",
+                         "dtype": "fp32", "threads": 1, "runner": "native", "emulated": False,
+                         "median_ms": 1.0 + (0.1 if c >= 20 and k == 0 else 0) + c % 3 * 0.001,
+                         "block_medians_ms": [1.0], "runs_ms": [], "instructions": None,
+                         "load_ms": None, "peak_rss_kb": None, "categories_ms": {},
+                         "sme2": "absent", "export_key": "", "executorch": "1.5.1",
+                         "uid": f"{k}-{c}", "commit_sha": f"{c:040x}", "branch": "main",
+                         "time": f"2026-11-01T00:{c:02d}:00", "ci_run": None, "host": "h",
+                         "versions": {}, "id": 0, "session_id": c})
+    html = page.render(report.build(pd.DataFrame(rows)))
+    assert html.count('class="series"') == 5 and len(html) < 200_000
