@@ -47,6 +47,31 @@ def noise_scale(log_values: np.ndarray) -> float:
     return max(mad, MIN_NOISE)
 
 
+def _cumulative_l2_cost():
+    """ruptures' l2 cost (sum of squared deviations from the segment mean) from cumulative
+    sums: O(1) per segment where ruptures' own CostL2 computes a variance each time (0.5 s per
+    200-commit series, 25 s for 50 series)."""
+    from ruptures.base import BaseCost
+
+    class CumulativeL2(BaseCost):
+        model = "l2_cumulative"
+        min_size = 1
+
+        def fit(self, signal: np.ndarray) -> CumulativeL2:
+            x = np.asarray(signal, dtype=float).reshape(len(signal), -1)
+            self.signal = x
+            self.s1 = np.vstack([np.zeros((1, x.shape[1])), np.cumsum(x, axis=0)])
+            self.s2 = np.vstack([np.zeros((1, x.shape[1])), np.cumsum(x * x, axis=0)])
+            return self
+
+        def error(self, start: int, end: int) -> float:
+            n = end - start
+            s1 = self.s1[end] - self.s1[start]
+            return float(np.sum(self.s2[end] - self.s2[start] - s1 * s1 / n))
+
+    return CumulativeL2()
+
+
 def breakpoints(values: np.ndarray) -> list[int]:
     """Indices where a new level starts (PELT, l2 cost, on the noise-scaled log series)."""
     require("ruptures")
@@ -57,7 +82,7 @@ def breakpoints(values: np.ndarray) -> list[int]:
         return []
     logs = np.log(values)
     signal = (logs / noise_scale(logs)).reshape(-1, 1)
-    algo = rpt.Pelt(model="l2", min_size=MIN_SEGMENT, jump=1).fit(signal)
+    algo = rpt.Pelt(custom_cost=_cumulative_l2_cost(), min_size=MIN_SEGMENT, jump=1).fit(signal)
     return [b for b in algo.predict(pen=PENALTY_PER_LOG_N * math.log(n)) if b < n]
 
 

@@ -53,16 +53,15 @@ def per_commit(points: pd.DataFrame) -> pd.DataFrame:
     first_seen = p.groupby("commit")["time"].min().sort_values()
     order = {c: i for i, c in enumerate(first_seen.index)}
     p["order"] = p["commit"].map(order)
-    rows = []
-    for (_, commit), g in p.sort_values("time").groupby(["key_digest", "commit"], sort=False):
-        last = g.iloc[-1]
-        blocks = [ms for bm in g["block_medians_ms"] for ms in bm] or list(g["median_ms"])
-        rows.append({**{c: last[c] for c in ("key_digest", "device", "model", "dtype",
-                                             "threads", "runner", "emulated", "sme2",
-                                             "export_key", "executorch", "branch", "time",
-                                             "versions", "categories_ms", "instructions")},
-                     "commit": commit, "order": last["order"],
-                     "median_ms": float(g["median_ms"].median()),
-                     "low_ms": float(min(blocks)), "high_ms": float(max(blocks)),
-                     "sessions": len(g)})
-    return pd.DataFrame(rows).sort_values(["key_digest", "order"]).reset_index(drop=True)
+    p["low_ms"] = [min(b) if len(b) else m for b, m in zip(p["block_medians_ms"],
+                                                             p["median_ms"])]
+    p["high_ms"] = [max(b) if len(b) else m for b, m in zip(p["block_medians_ms"],
+                                                              p["median_ms"])]
+    groups = p.sort_values("time").groupby(["key_digest", "commit"], sort=False)
+    last = groups[["device", "model", "dtype", "threads", "runner", "emulated", "sme2",
+                   "export_key", "executorch", "branch", "time", "versions", "categories_ms",
+                   "instructions", "order"]].last()
+    pooled = groups.agg(median_ms=("median_ms", "median"), low_ms=("low_ms", "min"),
+                        high_ms=("high_ms", "max"), sessions=("uid", "size"))
+    rows = last.join(pooled).reset_index()
+    return rows.sort_values(["key_digest", "order"]).reset_index(drop=True)
