@@ -120,3 +120,34 @@ def test_page_stays_small_for_many_series(tmp_path):
                          "versions": {}, "id": 0, "session_id": c})
     html = page.render(report.build(pd.DataFrame(rows)))
     assert html.count('class="series"') == 5 and len(html) < 200_000
+
+
+def test_the_option_and_its_ini_twin(tmp_path):
+    from pytest_sme2.config import BaseDirs, config_from_options
+
+    dirs = BaseDirs(invocation=tmp_path / "cwd", rootdir=tmp_path / "root")
+    assert config_from_options({}, {}, dirs).history is None
+    assert config_from_options({"sme2_history": "h.sqlite"}, {}, dirs).history == \
+        str((tmp_path / "cwd" / "h.sqlite").resolve())
+    assert config_from_options({}, {"sme2_history": "postgresql://ci@db/sme2"}, dirs
+                               ).history == "postgresql://ci@db/sme2"
+
+
+def test_a_session_end_records_or_says_in_one_line_why_not(tmp_path):
+    from pytest_sme2.history.recording import record_session
+
+    results = tmp_path / "sme2-report" / "results.json"
+    results.parent.mkdir()
+    results.write_text(json.dumps(session_doc(0)))
+    line, ok = record_session(str(tmp_path / "h.sqlite"), results)
+    assert ok and "recorded 3 benchmark(s)" in line
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    before = results.read_bytes()
+    line, ok = record_session(f"postgresql://u@127.0.0.1:{port}/db", results)
+    assert not ok and "\n" not in line
+    assert line.startswith("sme2: history not recorded (history store postgresql")
+    assert line.endswith(f"`pytest-sme2 history import {results}` adds it later")
+    assert results.read_bytes() == before
