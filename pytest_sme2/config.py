@@ -128,6 +128,10 @@ OPTIONS: dict[str, Option] = {
     "sme2_history": Option("sme2_history", "",
                            "record every session into this history store: a SQLite path or "
                            "sqlite:///..., or postgresql://... (docs/history.md)"),
+    "sme2_history_baseline": Option("sme2_history_baseline", "",
+                                    "with --sme2-history, the gate's baselines are the last N "
+                                    "sessions of each key on BRANCH in the store (BRANCH or "
+                                    "BRANCH:N, N default 10) instead of --baseline-dir"),
     "sme2_benchmark_json": Option("sme2_benchmark_json", "",
                                   "at session end, also write the results to this file in "
                                   "pytest-benchmark's JSON format (pytest-benchmark compare, "
@@ -173,6 +177,7 @@ class Sme2Config:
     benchmark_json: Path | None = None        # --sme2-benchmark-json: pytest-benchmark format
     progress: float | str | None = "auto"     # --sme2-progress: seconds, "auto", None (off)
     history: str | None = None                # --sme2-history: store URL or SQLite path
+    history_baseline: str | None = None       # --sme2-history-baseline BRANCH[:N]
 
     @property
     def emulated(self) -> bool:
@@ -288,7 +293,8 @@ def config_from_options(values: Mapping[str, Any], ini: Mapping[str, Any],
         progress=parse_progress(text("sme2_progress")[0]),
         # A URL as given; a bare SQLite path relative to where it was given (as other paths).
         history=(text("sme2_history")[0] if "://" in text("sme2_history")[0]
-                 else str(path("sme2_history")) if text("sme2_history")[0] else None))
+                 else str(path("sme2_history")) if text("sme2_history")[0] else None),
+        history_baseline=text("sme2_history_baseline")[0] or None)
 
 
 def parse_devices(cli: str | list[str] | None, ini: str | list[str]) -> tuple[str, ...]:

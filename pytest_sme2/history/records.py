@@ -9,7 +9,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_sme2.baseline_key import BaselineKey
+from pytest_sme2.baseline_key import BaselineKey, UnderTest
 from pytest_sme2.results import BenchmarkResult, ResultsDoc, pool
 
 IDENTITY_KEY = "identity"     # results.json session["identity"]: commit, branch, time, ci_run
@@ -39,7 +39,8 @@ class PointRecord:
     emulated: bool
     median_ms: float
     block_medians_ms: list[float]
-    runs_ms: list[float]
+    runs_ms: list[list[float]]       # one list per block
+    under_test: dict[str, Any]
     instructions: float | None
     load_ms: float | None
     peak_rss_kb: float | None
@@ -107,7 +108,8 @@ def point(blocks: list[BenchmarkResult]) -> PointRecord:
         dtype=first.dtype, threads=int(first.threads), runner=first.runner_name,
         emulated=first.emulated, median_ms=pooled.median_ms,
         block_medians_ms=list(pooled.block_medians_ms),
-        runs_ms=[ms for b in blocks for ms in b.e2e_ms],
+        runs_ms=[list(b.e2e_ms) for b in blocks],
+        under_test=UnderTest.of(first).to_dict(),
         instructions=statistics.median(counted) if counted else None,
         load_ms=startup.load_ms if startup else None,
         peak_rss_kb=startup.peak_rss_kb if startup else None,

@@ -51,7 +51,8 @@ points = Table(
     Column("emulated", Boolean, nullable=False),
     Column("median_ms", Float, nullable=False),  # pooled over the blocks
     Column("block_medians_ms", JSON, nullable=False),
-    Column("runs_ms", JSON, nullable=False),     # every timed run of every block
+    Column("runs_ms", JSON, nullable=False),     # every timed run, one list per block
+    Column("under_test", JSON, nullable=False),  # UnderTest.to_dict(): what the gate compares
     Column("instructions", Float),               # per Method::execute, when counted
     Column("load_ms", Float),
     Column("peak_rss_kb", Float),

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 COLUMNS = ["id", "session_id", "key_digest", "key", "device", "model", "dtype", "threads",
-           "runner", "emulated", "median_ms", "block_medians_ms", "runs_ms", "instructions",
+           "runner", "emulated", "median_ms", "block_medians_ms", "runs_ms", "under_test",
+           "instructions",
            "load_ms", "peak_rss_kb", "categories_ms", "sme2", "export_key", "executorch",
            "uid", "commit_sha", "branch", "time", "ci_run", "host", "versions"]
 UNKNOWN_COMMIT = "unknown"

@@ -151,3 +151,28 @@ def test_a_session_end_records_or_says_in_one_line_why_not(tmp_path):
     assert line.startswith("sme2: history not recorded (history store postgresql")
     assert line.endswith(f"`pytest-sme2 history import {results}` adds it later")
     assert results.read_bytes() == before
+
+
+def test_the_gate_reads_the_last_sessions_of_a_branch_from_the_store(tmp_path):
+    from pytest_sme2 import gate
+    from pytest_sme2.baseline_store import load
+    from pytest_sme2.history.baselines import baseline_dir_from_store
+
+    store_path = str(tmp_path / "h.sqlite")
+    import_files(open_store(store_path), write_series(tmp_path / "r", 8, step))
+    folder, line = baseline_dir_from_store(store_path, "main:5", tmp_path / "report")
+    assert line.startswith("sme2: gate baselines: the last 5 session(s) on main of 3 key(s)")
+    files = sorted(folder.glob("*.json"))
+    assert len(files) == 3 and all(len(load(f).sessions) == 5 for f in files)
+    # A new session of the same keys is judged against them (not "no baseline").
+    doc = load_results(session_doc(8, step))
+    toy = [b for b in doc.benchmarks if b.runner_name == doc.benchmarks[0].runner_name]
+    report = gate.evaluate(toy, folder)
+    assert report.e2e.baseline_sessions == 5 and report.e2e.ratio is not None, report.e2e
+
+    none, line = baseline_dir_from_store(f"{tmp_path}/h.sqlite", "nobranch", tmp_path / "r2")
+    assert none is not None and "of 0 key(s)" in line
+    bad = tmp_path / "bad.sqlite"
+    bad.write_bytes(b"x" * 4096)
+    none, line = baseline_dir_from_store(str(bad), "main", tmp_path / "r3")
+    assert none is None and line.endswith("the gate reads --baseline-dir")
