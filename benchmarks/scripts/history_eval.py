@@ -3,13 +3,14 @@ an unchanged second model, write time per session for each store, render time of
 200 commits x 50 benchmarks, and a screenshot of the page.
 
 Sessions are the recorded QEMU session (tests/fakes) re-timed per commit with 2% noise, not
-fresh measurements: run `python benchmarks/scripts/history_eval.py [--postgres URL]
+fresh measurements: run `python benchmarks/scripts/history_eval.py [--postgres URL|local]
 [--screenshot docs/history-page.png]`.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import subprocess
 import tempfile
 import time
@@ -66,7 +67,9 @@ def big_frame(commits: int = 200, keys: int = 50) -> pd.DataFrame:
                          "runs_ms": [], "instructions": None, "load_ms": None,
                          "peak_rss_kb": None, "categories_ms": {"Convolution": ms * 0.8},
                          "sme2": "proven", "export_key": "e", "executorch": "1.5.1",
-                         "uid": f"{c}", "commit_sha": f"{c:040x}", "branch": "main",
+                         "uid": f"{c}",
+                         "commit_sha": hashlib.sha1(f"commit {c}".encode()).hexdigest(),
+                         "branch": "main",
                          "time": f"2026-{1 + c // 28:02d}-{1 + c % 28:02d}T00:00:00",
                          "ci_run": None, "host": "h", "versions": {}, "id": 0,
                          "session_id": c})
@@ -75,7 +78,8 @@ def big_frame(commits: int = 200, keys: int = 50) -> pd.DataFrame:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--postgres", help="a postgresql:// URL to time writes against")
+    ap.add_argument("--postgres", help="a postgresql:// URL to time writes against, or "
+                                       "'local': a server started here for the measurement")
     ap.add_argument("--screenshot", type=Path, help="write a PNG of the page here (chromium)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -83,7 +87,13 @@ def main() -> None:
         detection("step", lambda m, i: 1.10 if m == "toy_cnn" and i >= 12 else 1.0, folder)
         detection("drift", lambda m, i: 1.01 ** i if m == "toy_cnn" else 1.0, folder)
         write_times(str(folder / "w.sqlite"), "SQLite")
-        if args.postgres:
+        if args.postgres == "local":
+            from pytest_sme2.history.setup import postgres_bin
+            from tests.pg_server import postgres_server
+
+            with postgres_server(postgres_bin()) as url:
+                write_times(url, "PostgreSQL (local server)")
+        elif args.postgres:
             write_times(args.postgres, "PostgreSQL")
         frame = big_frame()
         t0 = time.perf_counter()
