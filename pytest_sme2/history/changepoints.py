@@ -72,6 +72,17 @@ def _cumulative_l2_cost():
     return CumulativeL2()
 
 
+def median3(x: np.ndarray) -> np.ndarray:
+    """A running median of 3 (ends kept): one slow session is gone, a step keeps its edge
+    exactly (measured: single outliers of +16% and +22% in 24 quiet real sessions were each
+    called a change without it)."""
+    if len(x) < 3:
+        return x
+    out = x.copy()
+    out[1:-1] = np.median(np.stack([x[:-2], x[1:-1], x[2:]]), axis=0)
+    return out
+
+
 def breakpoints(values: np.ndarray) -> list[int]:
     """Indices where a new level starts (PELT, l2 cost, on the noise-scaled log series)."""
     require("ruptures")
@@ -81,7 +92,8 @@ def breakpoints(values: np.ndarray) -> list[int]:
     if n < 2 * MIN_SEGMENT:
         return []
     logs = np.log(values)
-    signal = (logs / noise_scale(logs)).reshape(-1, 1)
+    # The noise of the raw series (the filtered one looks quieter than the sessions are).
+    signal = (median3(logs) / noise_scale(logs)).reshape(-1, 1)
     algo = rpt.Pelt(custom_cost=_cumulative_l2_cost(), min_size=MIN_SEGMENT, jump=1).fit(signal)
     return [b for b in algo.predict(pen=PENALTY_PER_LOG_N * math.log(n)) if b < n]
 
@@ -99,6 +111,23 @@ def _interval(before: np.ndarray, after: np.ndarray) -> tuple[float, float, floa
     dof = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
     t = float(stats.t.ppf(0.975, dof))
     return tuple(math.expm1(x) * 100 for x in (diff, diff - t * se, diff + t * se))
+
+
+def significant(values: np.ndarray, cuts: list[int]) -> list[int]:
+    """The cuts whose 95% interval of the change clears zero, the weakest dropped first and the
+    others judged again against their widened neighbours."""
+    cuts = list(cuts)
+    while cuts:
+        edges = [0, *cuts, len(values)]
+        judged = []
+        for i, cut in enumerate(cuts):
+            pct, low, high = _interval(values[edges[i]:cut], values[cut:edges[i + 2]])
+            judged.append((low <= 0 <= high, -min(abs(low), abs(high)), i))
+        weak = [j for j in judged if j[0]]
+        if not weak:
+            return cuts
+        cuts.pop(min(weak)[2])
+    return cuts
 
 
 def what_changed(prev: pd.Series, row: pd.Series) -> dict[str, Any]:
@@ -125,7 +154,7 @@ def find(series: pd.DataFrame, name: str) -> list[ChangePoint]:
     """Change points of one key's per-commit rows (``series.per_commit``, one key)."""
     s = series.sort_values("order").reset_index(drop=True)
     values = s["median_ms"].to_numpy(dtype=float)
-    cuts = breakpoints(values)
+    cuts = significant(values, breakpoints(values))
     edges = [0, *cuts, len(values)]
     found = []
     for i, cut in enumerate(cuts):
