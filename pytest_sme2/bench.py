@@ -27,7 +27,8 @@ from pytest_sme2.artifacts.csv import write_csvs
 from pytest_sme2.artifacts.trace import write_trace
 from pytest_sme2.results import (BenchmarkResult, ProcessStartup, ResultAnalysis, RunContext,
                                  Startup)
-from pytest_sme2.runners.base import Runner, RunOutcome, RunRequest, parse_summary
+from pytest_sme2.analysis.runner_summary import parse_summary
+from pytest_sme2.runners.base import Runner, RunOutcome, RunRequest
 from pytest_sme2.settings import DEFAULT_MARGIN, MIN_BLOCKS, BenchSettings
 from pytest_sme2.tensorfile import read_tensors
 from pytest_sme2.thermal import hold
@@ -109,7 +110,7 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
                         f"expected {request.executions} ({settings.warmup} warm-up + "
                         f"{settings.runs} timed)")
     summary = parse_summary(outcome.stdout)
-    emulated = bool(facts.extra.get("emulated"))
+    emulated = facts.emulated
     startup = Startup(
         pte_bytes=exported.pte.stat().st_size,
         processes=[process_startup(analysis.events, analysis.e2e_all, summary)],

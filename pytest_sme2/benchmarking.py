@@ -5,13 +5,14 @@ without pytest::
 
     from pytest_sme2.benchmarking import benchmark
     from pytest_sme2.config import Sme2Config
+    from pytest_sme2.report.outputs import write_reports
     from pytest_sme2.session import BenchSession
 
     session = BenchSession(Sme2Config())
     try:
         done = benchmark(session, "toy_cnn", dtype="fp32", threads=1)
         print(done.result.e2e.median_ms, done.report.e2e.summary)
-        session.finish()                      # results.json and report.md
+        write_reports(session)                # results.json and report.md
     finally:
         session.close()
 

@@ -73,12 +73,15 @@ def _compare(args: argparse.Namespace) -> int:
     from pytest_sme2.analysis.diff import compare_analyses
     from pytest_sme2.analysis.summary import analyze_file
     from pytest_sme2.report.diff_markdown import compare_lines, render_markdown
+    from pytest_sme2.report.diff_recommend import with_recommendations
 
     if args.name1 == args.name2:
         raise Sme2Error(f"--name1 and --name2 must differ (both {args.name1!r})")
     base = analyze_file(args.base, warmup=args.warmup, etrecord=args.etrecord)
     cand = analyze_file(args.candidate, warmup=args.warmup, etrecord=args.etrecord)
-    diff = compare_analyses(base, cand, base_name=args.name1, candidate_name=args.name2)
+    diff = with_recommendations(
+        compare_analyses(base, cand, base_name=args.name1, candidate_name=args.name2), base,
+        cand)
     print("\n".join(compare_lines(diff)))
     for path, text in ((args.json, lambda: json.dumps(diff.to_json(), indent=2) + "\n"),
                        (args.md, lambda: render_markdown(diff))):
@@ -158,7 +161,7 @@ def _run(args: argparse.Namespace) -> int:
           f"{runner.info.name} on {args.device}; Method::execute median {stats.median_ms:.3f} ms, "
           f"p90 {stats.p90_ms:.3f} ms, CV {stats.cv_pct:.1f}%{load}"
           + (" [emulated CPU: timings say nothing about speed]"
-             if device.facts().extra.get("emulated") else ""))
+             if device.facts().emulated else ""))
     if outcome.kernel_trace:
         from pytest_sme2.analysis.kernel_trace import read_kernel_trace_csv
 

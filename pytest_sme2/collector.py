@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_sme2 import session_cost
+from pytest_sme2.report.outputs import write_reports
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.progress import SessionProgress
 
@@ -139,7 +140,7 @@ class Collector:
         for line in summary_table(self.session.results, self.session.comparisons):
             terminalreporter.write_line(line)
         try:
-            written = self.session.finish()
+            written = write_reports(self.session)
         except Sme2Error as e:
             terminalreporter.write_line(f"sme2: {e}", red=True)
             written = [self.session.results_path]

@@ -12,9 +12,9 @@ import numpy as np
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.results import BenchmarkResult, ComparisonRecord, OutputCheck, pool
 from pytest_sme2.settings import DEFAULT_MARGIN
-from pytest_sme2.stats import Interval, paired_ratio
+from pytest_sme2.stats import FASTER, SAME, SLOWER, Interval, paired_ratio  # noqa: F401
+from pytest_sme2.stats import verdict as speedup_verdict
 
-FASTER, SLOWER, SAME = "faster", "slower", "no significant difference"
 EMULATED_NOTE = " (emulated CPU: timings say nothing about speed)"
 # Largest |a - b| between two runners' outputs of one program, relative to max |a|. fp16: two
 # kernel families accumulate differently (KleidiAI SME2 fp16 kernels vs XNNPACK's NEON fp16
@@ -86,12 +86,9 @@ class Comparison:
 
 
 def verdict(speedup: Interval, margin: float = DEFAULT_MARGIN) -> str:
-    """Faster or slower only when the whole interval clears the noise margin."""
-    if speedup.low > 1 + margin:
-        return FASTER
-    if speedup.high < 1 / (1 + margin):
-        return SLOWER
-    return SAME
+    """Faster or slower only when the whole interval clears the noise margin (the rule lives
+    in :func:`pytest_sme2.stats.verdict`; this gives the session's default margin)."""
+    return speedup_verdict(speedup, margin)
 
 
 def category_speedups(base: list[BenchmarkResult], candidate: list[BenchmarkResult]

@@ -132,7 +132,7 @@ def sme2_off(pytestconfig: pytest.Config, sme2_session: BenchSession,
 def sme2_emulated(sme2_device) -> bool:
     """True on an emulated CPU (QEMU): its timings say nothing about speed, so tests assert
     kernels and outputs there, not speed-ups."""
-    return bool(sme2_device.facts().extra.get("emulated"))
+    return sme2_device.facts().emulated
 
 
 @pytest.fixture

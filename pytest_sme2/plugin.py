@@ -23,6 +23,7 @@ from pytest_sme2.fixtures import (SESSION_KEY, item_device, session_devices,  # 
                                   sme2_device_spec, sme2_emulated, sme2_min_speedup, sme2_model,
                                   sme2_off, sme2_on, sme2_runners, sme2_session, sme2_settings)
 from pytest_sme2.matrix import Case, build_matrix, with_devices
+from pytest_sme2.report.outputs import warm_up
 from pytest_sme2.session import BenchSession
 
 MATRIX_KEY = pytest.StashKey[list[Case]]()
@@ -117,7 +118,8 @@ def pytest_configure(config: pytest.Config) -> None:
                                                cfg.settings.report_dir)
         config.stash[NOTES_KEY].append(note)
         cfg = replace(cfg, baseline_dir=folder or cfg.baseline_dir)
-    session = config.stash[SESSION_KEY] = BenchSession(cfg, hook=config.hook, devices=devices)
+    session = config.stash[SESSION_KEY] = BenchSession(cfg, hook=config.hook, devices=devices,
+                                                       warm_ups=(warm_up,))
     if not is_xdist_worker(config):
         config.pluginmanager.register(Collector(config, session), COLLECTOR_NAME)
 

@@ -59,6 +59,9 @@ class BenchSession:
     _writer: "ResultsWriter | None" = None    # results.json, laid out once per benchmark
     instructions_note_shown: bool = False     # --sme2-measure instructions off the host: said
     _prefetch: list[tuple[str, str]] = field(default_factory=list)   # (model, dtype), see prepare
+    # What the layers above import at the end anyway, done early beside a starting fork server
+    # (the plugin gives the report's warm-up: pytest_sme2.report.outputs.warm_up).
+    warm_ups: tuple[Callable[[], None], ...] = ()
     _settled: bool = False      # prepare() has imported the measuring stack once
     _froze: bool = False        # ... and froze the objects that existed then (release())
 
@@ -186,7 +189,8 @@ class BenchSession:
         with session_cost.settling() as froze:
             import pytest_sme2.bench  # noqa: F401 - pandas and the analysis
             if shared_server().starting:
-                session_cost.warm_imports(self._prefetch, self.settings.cache_dir)
+                session_cost.warm_imports(self._prefetch, self.settings.cache_dir,
+                                          self.warm_ups)
         self._froze = froze[0]
 
     def measuring(self) -> AbstractContextManager[None]:
@@ -272,53 +276,18 @@ class BenchSession:
             self._writer.write(self.results_path, self.results, self.comparisons,
                                self.document_session())
 
-    def finish(self) -> list[Path]:
-        """Final results.json and report.md (with charts); returns the files written."""
-        if not self.results:
-            return []
-        self.write()
-        from pytest_sme2.report.markdown import render_report
-        from pytest_sme2.results import results_document
+    def __getattr__(self, name: str) -> Any:
+        """``finish`` moved to :func:`pytest_sme2.report.outputs.write_reports` (the report is
+        rendered above the session); ``session.finish()`` still works, with a warning."""
+        if name == "finish":
+            import warnings
 
-        doc = results_document(self.results, self.comparisons, self.document_session())
-        extra, problems = self._write_ci_files()
-        try:
-            written = [self.results_path, render_report(doc, self.settings.report_dir), *extra]
-        except Exception as e:  # noqa: BLE001 - the measurements are safe in results.json
-            raise Sme2Error(f"{self.settings.report_dir / 'report.md'}: not written "
-                            f"({type(e).__name__}: {e}); results.json is complete, rerun "
-                            f"`pytest-sme2 report {self.results_path}`") from None
-        if problems:  # after report.md: one unwritable file costs no other
-            raise Sme2Error("; ".join(problems))
-        return written
+            from pytest_sme2.report.outputs import write_reports
 
-    def _write_ci_files(self) -> tuple[list[Path], list[str]]:
-        """--sme2-benchmark-json (pytest-benchmark's format) and, in GitHub Actions, the step
-        summary: written before report.md, so a report that fails to render loses neither.
-        Returns what was written and, one line each, what could not be."""
-        import os
-
-        from pytest_sme2.report.github import append_step_summary
-
-        written: list[Path] = []
-        problems: list[str] = []
-        if self.config.benchmark_json is not None:
-            from pytest_sme2.report.benchmark_json import write_benchmark_json
-
-            try:
-                written.append(write_benchmark_json(self.config.benchmark_json, self.results,
-                                                    self.comparisons))
-            except OSError as e:
-                problems.append(f"--sme2-benchmark-json {self.config.benchmark_json}: cannot "
-                                f"write it ({e.strerror or e})")
-        try:
-            summary = append_step_summary(self.results, self.comparisons,
-                                          self.settings.report_dir, written)
-        except OSError as e:
-            summary = None
-            problems.append(f"GITHUB_STEP_SUMMARY={os.environ.get('GITHUB_STEP_SUMMARY')}: "
-                            f"cannot append the summary ({e.strerror or e})")
-        return written + ([summary] if summary else []), problems
+            warnings.warn("BenchSession.finish() moved: call pytest_sme2.report.outputs."
+                          "write_reports(session)", DeprecationWarning, stacklevel=2)
+            return lambda: write_reports(self)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def release(self) -> None:
         """Give the objects :meth:`prepare` froze back to the garbage collector: called once

@@ -22,7 +22,7 @@ import gc
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 _EXIT_HOOKS: set[str] = set()
 
@@ -54,19 +54,17 @@ def unfreeze() -> None:
     gc.unfreeze()
 
 
-def warm_imports(prefetch: Iterable[tuple[str, str]], cache_dir: Path | None) -> None:
-    """While the fork server imports torch beside us: the report's plotting library and
-    templates, and each collected export (``prefetch``: model, dtype) verified and its
-    .etrecord read once, here rather than per block."""
+def warm_imports(prefetch: Iterable[tuple[str, str]], cache_dir: Path | None,
+                 warm_ups: Iterable[Callable[[], None]] = ()) -> None:
+    """While the fork server imports torch beside us: what the layers above give (the report's
+    plotting library and templates: ``pytest_sme2.report.outputs.warm_up``), and each collected
+    export (``prefetch``: model, dtype) verified and its .etrecord read once, here rather than
+    per block."""
     from pytest_sme2.etrecord import read_etrecord
     from pytest_sme2.export import cached_export
-    from pytest_sme2.report.markdown import environment
 
-    try:
-        import matplotlib.figure  # noqa: F401 - the report's charts, drawn at the end
-    except ImportError:
-        pass   # the report says charts were left out
-    environment()   # the report's templates, compiled once per process
+    for warm in warm_ups:
+        warm()
     for model, dtype in prefetch:
         try:
             hit = cached_export(model, dtype, cache_dir)

@@ -159,3 +159,15 @@ def two_level_bootstrap(sessions: Sequence[Sequence[float]], current: Sequence[f
     ratios = resampled / base
     alpha = (1 - confidence) / 2
     return float(np.quantile(ratios, alpha)), float(np.quantile(ratios, 1 - alpha))
+
+
+FASTER, SLOWER, SAME = "faster", "slower", "no significant difference"
+
+
+def verdict(speedup: Interval, margin: float) -> str:
+    """Faster or slower only when the whole interval clears the noise margin."""
+    if speedup.low > 1 + margin:
+        return FASTER
+    if speedup.high < 1 / (1 + margin):
+        return SLOWER
+    return SAME

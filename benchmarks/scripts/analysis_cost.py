@@ -95,7 +95,7 @@ def _time_one(etdump: Path, etrecord: Path, kernels: Path | None, load_only: boo
     from pytest_sme2.etdump import read_etdump
     from pytest_sme2.etrecord import read_etrecord
     from pytest_sme2.results import ResultAnalysis
-    from pytest_sme2.runners.base import RunnerSummary
+    from pytest_sme2.analysis.runner_summary import RunnerSummary
 
     summary = RunnerSummary(program_load_ms=1.5, method_load_ms=2.5, peak_rss_kb=1000,
                             rss_before_load_kb=10, rss_after_load_kb=20)

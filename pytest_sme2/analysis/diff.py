@@ -91,8 +91,9 @@ class EtdumpDiff:
     evidence_base: str
     evidence_candidate: str
     bottlenecks: list[OperatorDelta] = field(default_factory=list)  # > 5% of E2E on a side
-    recommendations: list[dict[str, str]] = field(default_factory=list)
+    recommendations: list[dict[str, str]] = field(default_factory=list)   # the report's
     note: str = ONE_PROCESS_NOTE
+    margin: float = 0.02            # the noise margin the verdict used
 
     @property
     def added(self) -> list[OperatorDelta]:
@@ -245,57 +246,13 @@ def category_deltas(base: Analysis, candidate: Analysis) -> list[CategoryDelta]:
     return out
 
 
-# -- recommendations: the report's rules on a minimal results document -----------------------
-
-POINT_MODEL = "ETDumps"
-
-
-def _block(a: Analysis, runner: str) -> dict[str, Any]:
-    doc = a.to_json()
-    timed = [float(v) for v in a.timed_e2e]
-    doc.pop("schema", None)
-    doc.pop("source", None)
-    doc.update({"nodeid": f"compare::{runner}", "model": POINT_MODEL, "dtype": "", "threads": 0,
-                "runner": runner, "runner_info": {"name": runner, "kind": "etdump",
-                                                  "labels": {}},
-                "device": {}, "runs": len(timed), "warmup": a.warmup, "e2e_ms": timed,
-                "median_ms": a.e2e.median_ms, "p90_ms": a.e2e.p90_ms, "cv_pct": a.e2e.cv_pct,
-                "etdump": a.source, "pte": "", "export_key": ""})
-    return doc
-
-
-def recommendations_for(base: Analysis, candidate: Analysis, base_name: str,
-                        candidate_name: str, speedup: Interval, verdict_: str, margin: float,
-                        categories: list[CategoryDelta]) -> list[dict[str, str]]:
-    """The report's recommendations (pytest_sme2.report.recommend) on a one-comparison results
-    document built from the two analyses. No device facts: rules that need them (the device
-    reports no SME2...) say 'unknown'; no outputs: the output check is skipped."""
-    from pytest_sme2.report.recommend import recommendations
-
-    doc = {"schema": "pytest-sme2/results/1", "session": {},
-           "benchmarks": [_block(base, base_name), _block(candidate, candidate_name)],
-           "comparisons": [{
-               "model": POINT_MODEL, "dtype": "", "threads": 0, "base": base_name,
-               "candidate": candidate_name, "base_median_ms": base.e2e.median_ms,
-               "candidate_median_ms": candidate.e2e.median_ms,
-               "speedup": speedup.to_dict(),
-               "category_speedups": {c.category: c.speedup.to_dict() if c.speedup else None
-                                     for c in categories},
-               "outputs": None, "verdict": verdict_, "margin": margin,
-               "base_blocks": [f"compare::{base_name}"],
-               "candidate_blocks": [f"compare::{candidate_name}"]}]}
-    point = f"{POINT_MODEL}  t0"        # Unit.point of the document above
-    return [{"rule": r.rule, "text": r.text.replace(f"on {point} ", "on ")
-             .replace(f" on {point}", "").replace(point, "these ETDumps"),
-             "evidence": r.evidence.replace(f"{point} ", "")}
-            for r in recommendations(doc)]
-
-
 def compare_analyses(base: Analysis, candidate: Analysis, *, base_name: str = "base",
-                     candidate_name: str = "candidate", margin: float | None = None,
-                     recommend: bool = True) -> EtdumpDiff:
-    from pytest_sme2.compare import verdict
+                     candidate_name: str = "candidate",
+                     margin: float | None = None) -> EtdumpDiff:
+    """The diff of two analyses; its ``recommendations`` are the report's to add
+    (:func:`pytest_sme2.report.diff_recommend.with_recommendations`)."""
     from pytest_sme2.settings import DEFAULT_MARGIN
+    from pytest_sme2.stats import verdict
 
     margin = DEFAULT_MARGIN if margin is None else margin
     speedup = bootstrap_ratio_of_medians(list(base.timed_e2e), list(candidate.timed_e2e))
@@ -304,8 +261,6 @@ def compare_analyses(base: Analysis, candidate: Analysis, *, base_name: str = "b
     ops = operator_deltas(base.operators, candidate.operators)
     bottlenecks = [o for o in ops if max(o.base_pct_e2e, o.candidate_pct_e2e) > BOTTLENECK_PCT]
     bottlenecks.sort(key=lambda o: -max(o.base_pct_e2e, o.candidate_pct_e2e))
-    recs = recommendations_for(base, candidate, base_name, candidate_name, speedup, v, margin,
-                               cats) if recommend else []
     return EtdumpDiff(
         base_name=base_name, candidate_name=candidate_name, base_source=base.source,
         candidate_source=candidate.source, base_runs=base.e2e.n, candidate_runs=candidate.e2e.n,
@@ -317,4 +272,4 @@ def compare_analyses(base: Analysis, candidate: Analysis, *, base_name: str = "b
         kleidiai_changes=[(o.base_name, o.candidate_name) for o in ops if o.status == REPACKED],
         evidence_base=f"{base.evidence.sme2} — {base.evidence.reason}",
         evidence_candidate=f"{candidate.evidence.sme2} — {candidate.evidence.reason}",
-        bottlenecks=bottlenecks, recommendations=recs)
+        bottlenecks=bottlenecks, margin=margin)

@@ -19,7 +19,7 @@ import pandas as pd
 
 from pytest_sme2.analysis.events import name_is
 from pytest_sme2.results import ProcessStartup
-from pytest_sme2.runners.base import RunnerSummary
+from pytest_sme2.analysis.runner_summary import RunnerSummary
 
 LOAD_EVENT = "Program::load_method"
 

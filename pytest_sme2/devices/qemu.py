@@ -113,7 +113,8 @@ class QemuDevice(DeviceBase):
             os=f"Linux user mode on {host.os or platform.system()}",
             kernel=str(probe.get("kernel", "")), cores=int(probe.get("cpus", 0)),
             sme=sme, sme2=sme2, executorch=package_version("executorch"),
-            extra={"emulated": True, "qemu_version": self.tools.version, "qemu_cpu": self.cpu,
+            emulated=True,
+            extra={"qemu_version": self.tools.version, "qemu_cpu": self.cpu,
                    "qemu": str(self.tools.qemu), "hwcap": hex(int(probe.get("hwcap", 0))),
                    "hwcap2": hex(hwcap2), "sme_source": "auxv (inside the guest)",
                    "host_cpu": host.cpu, "host_abi": host.abi})

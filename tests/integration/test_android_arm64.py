@@ -71,9 +71,9 @@ def test_facts_come_from_the_emulated_cpu(fake_arm64_android):
     probe = parse_probe(subprocess.run(q.command([str(build_target_helpers().probe)]),
                                        capture_output=True, text=True, check=True).stdout)
     assert facts.extra["hwcap2"] == hex(probe["hwcap2"])
-    assert facts.extra["emulated"] is True
+    assert facts.emulated is True and facts.to_dict()["extra"]["emulated"] is True
     assert facts.extra["emulator"].startswith(f"QEMU {q.version} user mode, -cpu max")
-    assert dev.target == facts.extra["target"] == "aarch64-linux-gnu"
+    assert dev.target == facts.target == "aarch64-linux-gnu"
     assert facts.fingerprint == "android|QEMU max|arm64-v8a|sme2=True"
     cpuinfo = (fake_arm64_android.root / "proc/cpuinfo").read_text()
     assert {"sme", "sme2", "sve2"} <= set(re.search(r"Features\t: (.*)", cpuinfo).group(1).split())
@@ -164,7 +164,7 @@ def test_mask_and_native_runner_on_phones_that_cannot_have_them(adb_server, tmp_
                           FakeAndroidConfig(props={"ro.pytest_sme2.target": ""}))
     try:
         dev = open_android(f"android:{phone.serial}", session_id="n1")
-        assert dev.target == "aarch64-linux-gnu" and "target" not in dev.facts().extra
+        assert dev.target == "aarch64-linux-gnu" and dev.facts().target == ""
         with pytest.raises(RunnerError) as e:
             dev.run(ScriptRunner(script, hwcap_mask="sme"), req)
         assert "mask=sme" in _msg(e) and "ANDROID_NDK" in _msg(e)

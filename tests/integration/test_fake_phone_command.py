@@ -49,7 +49,7 @@ def test_the_fake_phone_command_serves_until_sigterm_and_leaves_nothing(served, 
     assert "with SME2" in second and f"--device android:{serial}" in second
     dev = open_android(f"android:{serial}", session_id="fp1")
     facts = dev.facts()
-    assert facts.extra["emulated"] is True and facts.sme2 is True     # never a real phone's key
+    assert facts.emulated is True and facts.sme2 is True     # never a real phone's key
     assert dev.target == "aarch64-linux-gnu" and dev.samples_kernels
     runner = parse_runner_spec("native").make(target=dev.target)
     req = RunRequest(pte=toy_export.pte, etdump=tmp / "o" / "on.etdump", inputs=toy_export.inputs,

@@ -49,7 +49,7 @@ def test_facts_are_read_inside_the_guest(qemu):
     facts = qemu.facts()
     assert facts.kind == "qemu" and facts.abi == "arm64-v8a"
     assert facts.sme is True and facts.sme2 is True
-    assert facts.extra["emulated"] is True and facts.extra["qemu_cpu"] == "max"
+    assert facts.emulated is True and facts.extra["qemu_cpu"] == "max"
     assert int(facts.extra["qemu_version"].split(".")[0]) >= 11
     assert facts.extra["sme_source"].startswith("auxv")
     # Emulated and real devices never share a baseline key.

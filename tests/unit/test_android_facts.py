@@ -98,9 +98,13 @@ def test_facts_from_something_that_is_not_android():
 def test_only_a_fake_phone_names_its_target_and_emulator():
     phone = "prop ro.product.model=Pixel 9\nprop ro.pytest_sme2.target=\ncpu 0 1950000 -\n"
     f = parse_facts(phone, "S")
-    assert "target" not in f.extra and "emulated" not in f.extra   # a real phone: "android"
+    assert (f.target, f.emulated) == ("", False)      # a real phone: its ABI decides
+    assert "target" not in f.to_dict()["extra"] and "emulated" not in f.to_dict()["extra"]
     fake = (phone.replace("target=", "target=aarch64-linux-gnu")
             + "prop ro.pytest_sme2.emulator=QEMU 11.1.3 user mode, -cpu max\n")
     f = parse_facts(fake, "S")
-    assert f.extra["target"] == "aarch64-linux-gnu" and f.extra["emulated"] is True
+    assert (f.target, f.emulated) == ("aarch64-linux-gnu", True)
+    assert f.to_dict()["extra"]["target"] == "aarch64-linux-gnu"     # as results.json held it
+    assert f.to_dict()["extra"]["emulated"] is True
+    assert type(f).from_dict(f.to_dict()) == f
     assert f.extra["emulator"] == "QEMU 11.1.3 user mode, -cpu max"

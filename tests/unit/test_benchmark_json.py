@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_sme2.report.outputs import write_reports
 from pytest_sme2.config import BaseDirs, Sme2Config, config_from_options
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.report.benchmark_json import benchmark_stats, write_benchmark_json
@@ -129,12 +130,12 @@ def test_the_session_writes_it_at_the_end(tmp_path, monkeypatch):
     cfg = Sme2Config(benchmark_json=tmp_path / "b.json")
     cfg = replace(cfg, settings=replace(cfg.settings, report_dir=tmp_path / "r"))
     session = BenchSession(cfg, results=doc.benchmarks)
-    written = session.finish()
+    written = write_reports(session)
     assert tmp_path / "b.json" in written
     assert json.loads((tmp_path / "b.json").read_text())["benchmarks"][0]["stats"]["rounds"] == 20
     # Not asked for: not written.
     session = BenchSession(replace(cfg, benchmark_json=None), results=doc.benchmarks)
-    assert not any(p.name == "b.json" for p in session.finish()[2:])
+    assert not any(p.name == "b.json" for p in write_reports(session)[2:])
 
 
 def test_unwritable_ci_files_are_one_line_after_the_report(tmp_path, monkeypatch):
@@ -149,7 +150,7 @@ def test_unwritable_ci_files_are_one_line_after_the_report(tmp_path, monkeypatch
     cfg = Sme2Config(benchmark_json=tmp_path / "a-file" / "b.json")   # its folder is a file
     cfg = replace(cfg, settings=replace(cfg.settings, report_dir=tmp_path / "r"))
     with pytest.raises(Sme2Error) as e:
-        BenchSession(cfg, results=doc.benchmarks).finish()
+        write_reports(BenchSession(cfg, results=doc.benchmarks))
     msg = str(e.value)
     assert "\n" not in msg and rendered                  # report.md was still rendered
     assert f"--sme2-benchmark-json {tmp_path / 'a-file' / 'b.json'}: cannot write it" in msg

@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+from pytest_sme2.report.diff_recommend import with_recommendations
 from pytest_sme2.analysis.diff import (ADDED, CHANGED, COMPARE_SCHEMA, REMOVED, REPACKED,
                                        compare_analyses)
 from pytest_sme2.analysis.summary import analyze_file
@@ -66,6 +67,7 @@ def test_compare_analyses(pair):
     assert sum(c.delta_ms for c in d.categories) == pytest.approx(
         analyze_file(pair[1], warmup=1).e2e.mean_ms - analyze_file(pair[0], warmup=1).e2e.mean_ms)
     assert any(o.op == "Convolution (NHWC, PF32)" for o in d.bottlenecks)
+    d = with_recommendations(d, analyze_file(pair[0], warmup=1), analyze_file(pair[1], warmup=1))
     rules = {r["rule"] for r in d.recommendations}
     assert "data-movement" in rules and "portable-op" in rules
     assert all("ETDumps  t0" not in r["text"] for r in d.recommendations)

@@ -5,10 +5,14 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
+from pytest_sme2.report.outputs import write_reports
 from pytest_sme2.config import Sme2Config
 from pytest_sme2.report.github import append_step_summary, step_summary
 from pytest_sme2.results import load_results
 from pytest_sme2.session import BenchSession
+from pytest_sme2.settings import BenchSettings
 from tests.fakes.results_docs import single_doc, sme2_doc
 
 REGRESSION = {"status": "regression", "ratio": {"point": 1.3, "low": 1.2, "high": 1.4}}
@@ -68,11 +72,19 @@ def test_the_session_appends_it_at_the_end(tmp_path, monkeypatch):
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(target))
     cfg = Sme2Config(benchmark_json=tmp_path / "b.json")
     cfg = replace(cfg, settings=replace(cfg.settings, report_dir=tmp_path / "r"))
-    written = BenchSession(cfg, results=load_results(single_doc()).benchmarks).finish()
+    written = write_reports(BenchSession(cfg, results=load_results(single_doc()).benchmarks))
     assert target in written
     text = target.read_text()
     assert "| test_latency[toy_cnn-fp32-t1] | python | 2.000 |" in text
     assert f"Also written: `{tmp_path / 'b.json'}`" in text
     monkeypatch.delenv("GITHUB_STEP_SUMMARY")
-    assert target not in BenchSession(cfg, results=load_results(single_doc()).benchmarks
-                                      ).finish()
+    assert target not in write_reports(
+        BenchSession(cfg, results=load_results(single_doc()).benchmarks))
+
+
+def test_session_finish_still_writes_the_reports_with_a_warning(tmp_path):
+    cfg = Sme2Config(settings=BenchSettings(report_dir=tmp_path))
+    session = BenchSession(cfg, results=load_results(single_doc()).benchmarks)
+    with pytest.warns(DeprecationWarning, match="write_reports"):
+        written = session.finish()
+    assert (tmp_path / "report.md") in written

@@ -22,7 +22,7 @@ from pytest_sme2.report.markdown import render_markdown
 from pytest_sme2.report.terminal import benchmark_line, startup_cells, summary_table
 from pytest_sme2.results import (BenchmarkResult, ProcessStartup, Startup, load_results,
                                  pool_startup, results_document)
-from pytest_sme2.runners.base import RunnerSummary, parse_summary
+from pytest_sme2.analysis.runner_summary import RunnerSummary, parse_summary
 
 NATIVE_LINE = ('{"threads": 1, "executions": 33, "program_load_ms": 0.5, '
                '"method_load_ms": 16.25, "rss_before_load_kb": 4000, '

@@ -121,9 +121,8 @@ class AndroidDevice(DeviceBase):
     def target(self) -> str:
         """What the native runner is built for to run here (module docstring)."""
         facts = self.facts()
-        named = facts.extra.get("target")
-        if named:
-            return str(named)
+        if facts.target:
+            return facts.target
         return GLIBC_TARGET if facts.abi == ARM64_ABI else ANDROID_TARGET
 
     @property

@@ -224,14 +224,13 @@ def parse_facts(text: str, serial: str) -> DeviceFacts:
     }
     if hwcap2 is not None:
         extra["hwcap2"] = hex(hwcap2)
-    if props.get(TARGET_PROP):
-        extra["target"] = props[TARGET_PROP]
     if props.get(EMULATOR_PROP):          # its timings say nothing about speed
-        extra["emulated"] = True
         extra["emulator"] = props[EMULATOR_PROP]
     release, sdk = props.get("ro.build.version.release", ""), props.get("ro.build.version.sdk", "")
     return DeviceFacts(kind="android", serial=serial, model=props.get("ro.product.model") or "",
                        cpu=cpu, abi=props.get("ro.product.cpu.abi", ""),
                        os=f"Android {release} (SDK {sdk})".strip(),
                        kernel=values.get("kernel", ""), cores=len(max_khz), sme=sme, sme2=sme2,
-                       executorch=package_version("executorch"), extra=extra)
+                       executorch=package_version("executorch"), extra=extra,
+                       emulated=bool(props.get(EMULATOR_PROP)),
+                       target=props.get(TARGET_PROP) or "")

@@ -1,0 +1,35 @@
+"""Writing files so that a reader never sees half of one: a temporary file renamed into place,
+with the mode ``open()`` would have left."""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write via a temporary file and rename: readers see the old or the new file, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = _mode_for(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, mode)   # mkstemp's file is private (0600); results are for sharing
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _mode_for(path: Path) -> int:
+    """The mode ``open(path, "w")`` would leave: the file's own if it exists, else 0666 less
+    the umask (read from the process, which has no call that only reads it)."""
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask

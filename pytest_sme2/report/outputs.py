@@ -1,0 +1,76 @@
+"""A finished session's files: the final results.json, report.md with its charts and pages,
+``--sme2-benchmark-json`` and, in GitHub Actions, the step summary. The session records; this
+renders (the layer above it), so the session never imports the report."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pytest_sme2.errors import Sme2Error
+
+if TYPE_CHECKING:
+    from pytest_sme2.session import BenchSession
+
+
+def write_reports(session: BenchSession) -> list[Path]:
+    """Final results.json and report.md (with charts); returns the files written. A report
+    that fails to render costs nothing measured: one line says how to render it again."""
+    if not session.results:
+        return []
+    session.write()
+    from pytest_sme2.report.markdown import render_report
+    from pytest_sme2.results import results_document
+
+    doc = results_document(session.results, session.comparisons, session.document_session())
+    extra, problems = _write_ci_files(session)
+    report_dir = session.settings.report_dir
+    try:
+        written = [session.results_path, render_report(doc, report_dir), *extra]
+    except Exception as e:  # noqa: BLE001 - the measurements are safe in results.json
+        raise Sme2Error(f"{report_dir / 'report.md'}: not written ({type(e).__name__}: {e}); "
+                        f"results.json is complete, rerun `pytest-sme2 report "
+                        f"{session.results_path}`") from None
+    if problems:  # after report.md: one unwritable file costs no other
+        raise Sme2Error("; ".join(problems))
+    return written
+
+
+def _write_ci_files(session: BenchSession) -> tuple[list[Path], list[str]]:
+    """--sme2-benchmark-json (pytest-benchmark's format) and, in GitHub Actions, the step
+    summary: written before report.md, so a report that fails to render loses neither.
+    Returns what was written and, one line each, what could not be."""
+    from pytest_sme2.report.github import append_step_summary
+
+    written: list[Path] = []
+    problems: list[str] = []
+    target = session.config.benchmark_json
+    if target is not None:
+        from pytest_sme2.report.benchmark_json import write_benchmark_json
+
+        try:
+            written.append(write_benchmark_json(target, session.results, session.comparisons))
+        except OSError as e:
+            problems.append(f"--sme2-benchmark-json {target}: cannot write it "
+                            f"({e.strerror or e})")
+    try:
+        summary = append_step_summary(session.results, session.comparisons,
+                                      session.settings.report_dir, written)
+    except OSError as e:
+        summary = None
+        problems.append(f"GITHUB_STEP_SUMMARY={os.environ.get('GITHUB_STEP_SUMMARY')}: "
+                        f"cannot append the summary ({e.strerror or e})")
+    return written + ([summary] if summary else []), problems
+
+
+def warm_up() -> None:
+    """What the session's end imports anyway, done while a fork server imports torch beside
+    us (``BenchSession.warm_ups``): the charts' plotting library and the compiled templates."""
+    from pytest_sme2.report.markdown import environment
+
+    try:
+        import matplotlib.figure  # noqa: F401 - the report's charts, drawn at the end
+    except ImportError:
+        pass   # the report says charts were left out
+    environment()   # the report's templates, compiled once per process

@@ -1,0 +1,138 @@
+"""The data movement that surfaces once convolution and GEMM get faster: transposes,
+converts, copies by family, one finding per model."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from pytest_sme2.analysis.categories import CONVOLUTION, DATA_MOVEMENT, GEMM
+from pytest_sme2.compare import FASTER
+from pytest_sme2.report.digest import SHARE_GROWTH_PP, Side, Unit
+from pytest_sme2.report.recommend.advice import (DATA_FAMILY_PCT, DATA_MOVEMENT_PCT, MAX_PATHS,
+                                                 _DATA_FAMILIES)
+from pytest_sme2.report.recommend.wording import (Recommendation, _by_model, _cases, _focus, _span,
+                                                  _where)
+
+
+def _family(name: str) -> str:
+    for family, pattern, _ in _DATA_FAMILIES:
+        if re.search(pattern, name, re.IGNORECASE):
+            return family
+    return "other data movement"
+
+
+@dataclass(frozen=True)
+class _Movement:
+    """Data movement on one side of a unit: its share of E2E, and the families of operators
+    above DATA_FAMILY_PCT with their operators (same-named ones merged), largest first."""
+    unit: Unit
+    side: Side
+    share: float
+    families: list[tuple[str, float, list[tuple[str, float, int]]]]
+
+    @property
+    def where(self) -> str:
+        return _where(self.unit, self.side)
+
+    @property
+    def figure(self) -> str:
+        moved = self.side.categories_ms.get(DATA_MOVEMENT, 0)
+        return (f"Data Movement {self.share:.1f}% of E2E ({moved:.3f} of "
+                f"{self.side.e2e_mean_ms:.3f} ms)")
+
+
+def _movement(unit: Unit, side: Side) -> _Movement:
+    by_family: dict[str, dict[str, list[float]]] = {}
+    for o in side.operators:
+        if o.category == DATA_MOVEMENT:
+            by_family.setdefault(_family(o.name), {}).setdefault(o.name, []).append(o.pct_e2e)
+    families = []
+    for family, names in by_family.items():
+        pct = sum(sum(v) for v in names.values())
+        if pct > DATA_FAMILY_PCT:
+            ops = sorted(((n, sum(v), len(v)) for n, v in names.items()), key=lambda t: -t[1])
+            families.append((family, pct, ops))
+    families.sort(key=lambda f: -f[1])
+    return _Movement(unit, side, side.share(DATA_MOVEMENT), families)
+
+
+def _family_clause(family: str, pct: float, ops: list[tuple[str, float, int]],
+                   up_to: str = "", at: str = "") -> str:
+    # Operators named alike (XNNPACK numbers them per delegate) are one entry with a count;
+    # those that round to 0.0% say nothing.
+    named = [o for o in ops if o[1] >= 0.05] or ops[:1]
+    where = "; ".join(f"`{n}` ({p:.1f}%{f' over {k} operators' if k > 1 else ''})"
+                      for n, p, k in named[:MAX_PATHS])
+    advice = {f: a for f, _, a in _DATA_FAMILIES}.get(family)
+    return (f"{family} operators take {up_to}{pct:.1f}% of E2E{f' (on {at})' if at else ''} — "
+            + (advice.format(where=where) if advice else f"see {where}"))
+
+
+def _data_movement(us: list[Unit]) -> list[Recommendation]:
+    # A comparison whose candidate moves a larger share of data than its base tells its own
+    # story (the next bottleneck once compute got faster); the others are cases of the model.
+    groups, comparisons = _by_model(us, _movement_grew)
+    out = []
+    for unit in comparisons:
+        out += [_movement_recommendation(m) for side in _focus(unit)
+                if _worth_a_look(m := _movement(unit, side))]
+    for group in groups:
+        found = [m for unit in group for side in _focus(unit)
+                 if _worth_a_look(m := _movement(unit, side))]
+        if len(found) == 1:
+            out.append(_movement_recommendation(found[0]))
+        elif found:
+            out.append(_movements_recommendation(found))
+    return out
+
+
+def _movement_grew(unit: Unit) -> bool:
+    if not (unit.comparison and unit.base and unit.base.blocks and unit.candidate):
+        return False
+    return unit.candidate.share(DATA_MOVEMENT) - unit.base.share(DATA_MOVEMENT) \
+        >= SHARE_GROWTH_PP
+
+
+def _worth_a_look(m: _Movement) -> bool:
+    return m.share >= DATA_MOVEMENT_PCT or bool(m.families)
+
+
+def _movement_recommendation(m: _Movement) -> Recommendation:
+    unit = m.unit
+    head = f"Data Movement takes {m.share:.1f}% of E2E on {m.where}"
+    fig = m.figure
+    if unit.comparison and unit.base and unit.base.blocks:
+        before = unit.base.share(DATA_MOVEMENT)
+        if m.share - before >= SHARE_GROWTH_PP:
+            faster = [c for c in (CONVOLUTION, GEMM) if unit.category_change(c) == FASTER]
+            head += f", up from {before:.1f}% on {unit.base.runner}"
+            fig += f", {before:.1f}% on {unit.base.runner}"
+            if faster:
+                head += (f": with {' and '.join(faster)} faster, moving data is what is left — "
+                         "the next bottleneck")
+    clauses = [_family_clause(*f) for f in m.families] or [
+        "no single kind of data movement stands out; see the bottleneck table for the "
+        "operators"]
+    return Recommendation(f"{head}. " + "; ".join(clauses) + ".", fig, "data-movement")
+
+
+def _movements_recommendation(found: list[_Movement]) -> Recommendation:
+    """One model's data movement over several cases: the range, and each family where it is
+    largest."""
+    top = max(found, key=lambda m: m.share)
+    head = (f"Data Movement takes {_span([m.share for m in found])} of E2E in "
+            f"{_cases(m.where for m in found)} of {top.unit.model} (most: {top.share:.1f}% on "
+            f"{top.where})")
+    largest: dict[str, tuple[float, list[tuple[str, float, int]], _Movement]] = {}
+    for m in found:
+        for family, pct, ops in m.families:
+            if family not in largest or pct > largest[family][0]:
+                largest[family] = (pct, ops, m)
+    clauses = [_family_clause(family, pct, ops, "up to ", "" if m is top else m.where)
+               for family, (pct, ops, m) in sorted(largest.items(), key=lambda kv: -kv[1][0])]
+    clauses = clauses or ["no single kind of data movement stands out; see the bottleneck "
+                          "tables for the operators"]
+    evidence = "; ".join(f"{m.figure} on {m.where}" for m in sorted(found, key=lambda m:
+                                                                   -m.share))
+    return Recommendation(f"{head}. " + "; ".join(clauses) + ".", evidence, "data-movement")

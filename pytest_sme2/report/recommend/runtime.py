@@ -1,0 +1,104 @@
+"""Findings about the runtime around the kernels: framework overhead, and noise (runs that
+vary, a device that heats up)."""
+
+from __future__ import annotations
+
+
+from pytest_sme2.report.digest import CV_NOISY_PCT, Side, Unit, finite
+from pytest_sme2.report.recommend.advice import OVERHEAD_PCT, SMALL_MODEL_MS, THERMAL_RISE_C
+from pytest_sme2.report.recommend.wording import (Recommendation, _by_model, _cases, _focus, _named,
+                                                  _span, _where)
+
+
+def _overhead(us: list[Unit]) -> list[Recommendation]:
+    groups, _ = _by_model(us)
+    out = []
+    for group in groups:
+        found = []
+        for unit in group:
+            for side in _focus(unit):
+                o = side.overheads_ms
+                total = sum(v for v in o.values() if finite(v))
+                if side.e2e_mean_ms > 0 and 100 * total / side.e2e_mean_ms >= OVERHEAD_PCT:
+                    found.append((100 * total / side.e2e_mean_ms, total, unit, side))
+        if found:
+            out.append(_overhead_recommendation(found))
+    return out
+
+
+def _overhead_recommendation(found: list[tuple[float, float, Unit, Side]]) -> Recommendation:
+    def fig(pct, total, unit, side):
+        o = side.overheads_ms
+        return (f"overhead {total:.3f} ms = {pct:.1f}% of {side.e2e_mean_ms:.3f} ms E2E "
+                f"(delegate {o.get('delegate_ms', 0):.3f}, operator calls "
+                f"{o.get('operator_call_ms', 0):.3f}, runtime {o.get('runtime_ms', 0):.3f})")
+
+    fastest = min(side.e2e_mean_ms for _, _, _, side in found)
+    small = (f"; at {fastest:.3f} ms per inference it also bounds any speed-up"
+             if fastest < SMALL_MODEL_MS else "")
+    advice = ("every delegate and portable operator call costs a fixed time, so fewer "
+              "partitions (no portable operators between delegated ones) pay it fewer times"
+              f"{small}.")
+    if len(found) == 1:
+        pct, _, unit, side = found[0]
+        return Recommendation(f"Framework overhead is {pct:.1f}% of E2E on "
+                              f"{_where(unit, side)}: {advice}", fig(*found[0]), "overhead")
+    found = sorted(found, key=lambda f: -f[0])
+    pct, _, unit, side = found[0]
+    text = (f"Framework overhead is {_span([f[0] for f in found])} of E2E in "
+            f"{_cases(_where(f[2], f[3]) for f in found)} of {unit.model} (most: {pct:.1f}% on "
+            f"{_where(unit, side)}): {advice}")
+    return Recommendation(text, "; ".join(f"{fig(*f)} on {_where(f[2], f[3])}" for f in found),
+                          "overhead")
+
+
+
+
+def _noise(us: list[Unit]) -> list[Recommendation]:
+    """One recommendation for every noisy benchmark of the session (the remedy is the same),
+    each named with its worst CV; and each benchmark that heated its device."""
+    noisy, heat, android, runs = [], [], False, set()
+    for unit in us:
+        parts, figs = [], []
+        for side in unit.sides:
+            cvs = [(b.e2e.cv_pct, b.e2e.outliers) for b in side.blocks if finite(b.e2e.cv_pct)]
+            high = [c for c in cvs if c[0] > CV_NOISY_PCT]
+            if high:
+                worst = max(c[0] for c in high)
+                outliers = sum(c[1] for c in high)
+                blocks = f" in {len(high)} of {len(cvs)} blocks" if len(cvs) > 1 else ""
+                parts.append(f"{side.runner} CV {worst:.1f}%{blocks}"
+                             + (f" ({outliers} outlier run{'' if outliers == 1 else 's'})"
+                                if outliers else ""))
+                figs.append(f"{side.runner}: max CV {worst:.1f}%{blocks}")
+                android = android or side.device.get("kind") == "android"
+        if parts:
+            noisy.append((unit, parts, figs))
+            runs |= {s.runs for s in unit.sides if s.runs}
+        for s in unit.sides:
+            h = s.thermal()
+            if h is not None and h[1] - h[0] >= THERMAL_RISE_C:
+                heat.append((unit, s.runner, h))
+    out = []
+    if noisy:
+        pin = ("pin the benchmark to the big cores (--sme2-taskset)" if android
+               else "pin the benchmark to fixed cores (taskset -c)")
+        remedy = (f"CV above {CV_NOISY_PCT:.0f}%, the results are noisy: {pin}, stop "
+                  f"background load and raise --runs (now {', '.join(map(str, sorted(runs)))})")
+        if len(noisy) == 1:
+            unit, parts, figs = noisy[0]
+            text = f"{unit.point}: {'; '.join(parts)} — {remedy}."
+            evidence = "; ".join(figs)
+        else:
+            text = (f"{len(noisy)} benchmarks are noisy ("
+                    + "; ".join(f"{_named(u)}: {', '.join(p)}" for u, p, _ in noisy)
+                    + f") — {remedy}.")
+            evidence = "; ".join(f"{_named(u)} {f}" for u, _, figs in noisy for f in figs)
+        out.append(Recommendation(text, evidence, "noise"))
+    for unit, runner, (before, after) in heat:
+        out.append(Recommendation(
+            f"{unit.point} {runner}: the hottest thermal zone rose from {before:.1f} to "
+            f"{after:.1f} °C — the device may throttle; let it cool between blocks "
+            "(--sme2-cooldown TEMP_C).", f"{runner}: thermal {before:.1f} -> {after:.1f} °C",
+            "noise"))
+    return out

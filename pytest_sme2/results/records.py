@@ -1,0 +1,209 @@
+"""The records of one block's analysis as results.json stores them: operators, kernel
+evidence (logged, traced, sampled), the analysis, and where and how the block ran. Every record
+writes the keys it reads, in the same order."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from pytest_sme2.thermal import CooldownRecord
+
+def _field_names(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in fields(cls))
+
+
+def _known(cls: type, d: Mapping[str, Any]) -> dict[str, Any]:
+    """The items of ``d`` that name a field of the dataclass ``cls``."""
+    names = _field_names(cls)
+    return {k: v for k, v in d.items() if k in names}
+
+
+class _ItemAccess:
+    """``record["name"]`` and ``record.get("name")`` as well as ``record.name``: these records
+    were plain dicts before, and users' tests index them (``kernel_evidence["sme2"]``)."""
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in _field_names(type(self)):
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+
+# -- the analysis of one block --------------------------------------------------------------
+
+@dataclass
+class OperatorStats(_ItemAccess):
+    """One operator (name and instruction) of a benchmark, as ``analysis/operators.py``
+    computed it: per timed run means, share of E2E and the bottleneck flags."""
+
+    name: str
+    instruction_id: int = -1
+    category: str = ""
+    delegated: bool = False
+    backend: str = ""
+    calls_per_run: float = 0.0
+    mean_ms_per_run: float = 0.0
+    pct_e2e: float = 0.0
+    bottleneck: bool = False          # above analysis.operators.BOTTLENECK_PCT of E2E
+    should_delegate: bool = False     # a bottleneck outside the delegate
+    op_types: list[str] = field(default_factory=list)
+    module_paths: list[str] = field(default_factory=list)
+    kernel_hint: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """As ``dataclasses.asdict`` gives it, without its deep copy (hundreds per block)."""
+        d = dict(self.__dict__)
+        d["op_types"], d["module_paths"] = list(self.op_types), list(self.module_paths)
+        return d
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "OperatorStats":
+        return cls(**_known(cls, d))
+
+
+@dataclass
+class LoggedKernel(_ItemAccess):
+    """A micro-kernel an XNNPACK log (xnntrace) names as selected."""
+
+    name: str
+    kind: str = ""
+    isa: str = ""
+    sme2: bool = False
+
+
+@dataclass
+class TracedKernel(_ItemAccess):
+    """A micro-kernel a kernel trace shows executed; ``blocks``: its translated blocks."""
+
+    name: str
+    isa_family: str = ""
+    kind: str = ""
+    library: str = ""
+    blocks: int = 0
+
+
+@dataclass
+class SampledKernelRecord(_ItemAccess):
+    """A micro-kernel the sampler caught executing; ``samples``, and their share of all."""
+
+    name: str
+    isa_family: str = ""
+    kind: str = ""
+    library: str = ""
+    samples: int = 0
+    share: float = 0.0
+
+
+@dataclass
+class KernelEvidence(_ItemAccess):
+    """The SME2 verdict (``proven``, ``indicated``, ``absent``, ``unknown``; ``mixed`` for
+    blocks that disagree) and what it rests on."""
+
+    sme2: str = "unknown"
+    reason: str = ""
+    kleidiai_ops: list[str] = field(default_factory=list)
+    kernels: list[LoggedKernel] = field(default_factory=list)
+    executed_kernels: list[TracedKernel] = field(default_factory=list)
+    streaming_sme_blocks: int | None = None     # None: no kernel trace was read
+    kernel_trace_source: str = ""
+    # Sampling (an evidence process): what was caught, out of how many samples (None: none
+    # taken), and the CSV. Written to results.json only when a sample was taken.
+    sampled_kernels: list[SampledKernelRecord] = field(default_factory=list)
+    samples_total: int | None = None
+    kernel_sample_source: str = ""
+
+    @property
+    def traced(self) -> bool:
+        """A kernel trace was read, so ``executed_kernels`` is what ran (possibly nothing)."""
+        return self.streaming_sme_blocks is not None or bool(self.executed_kernels)
+
+    @property
+    def sampled(self) -> bool:
+        return self.samples_total is not None
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        if self.samples_total is None:      # sessions without sampling read as before
+            for key in ("sampled_kernels", "samples_total", "kernel_sample_source"):
+                d.pop(key)
+        return d
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any] | None) -> "KernelEvidence | None":
+        if not d:
+            return None
+        known = _known(cls, d)
+        known["kernels"] = [LoggedKernel(**_known(LoggedKernel, k))
+                            for k in known.get("kernels") or []]
+        known["executed_kernels"] = [TracedKernel(**_known(TracedKernel, k))
+                                     for k in known.get("executed_kernels") or []]
+        known["sampled_kernels"] = [SampledKernelRecord(**_known(SampledKernelRecord, k))
+                                    for k in known.get("sampled_kernels") or []]
+        known["kleidiai_ops"] = list(known.get("kleidiai_ops") or [])
+        return cls(**known)
+
+
+@dataclass
+class ResultAnalysis:
+    """What the ETDump of one block says beyond its latency: mean ms per timed run by category
+    (adding up to E2E's mean), framework overheads, operators and the SME2 evidence."""
+
+    categories_ms: dict[str, float] = field(default_factory=dict)
+    overheads_ms: dict[str, float] = field(default_factory=dict)
+    operators: list[OperatorStats] = field(default_factory=list)
+    kernel_evidence: KernelEvidence | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"categories_ms": self.categories_ms, "overheads_ms": self.overheads_ms,
+                "operators": [o.to_json() for o in self.operators],
+                "kernel_evidence": self.kernel_evidence.to_json() if self.kernel_evidence
+                else {}}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "ResultAnalysis":
+        """From a benchmark's entry or ``Analysis.to_json()`` (the same keys)."""
+        return cls(categories_ms=dict(d.get("categories_ms") or {}),
+                   overheads_ms=dict(d.get("overheads_ms") or {}),
+                   operators=[OperatorStats.from_json(o) for o in d.get("operators") or []],
+                   kernel_evidence=KernelEvidence.from_json(d.get("kernel_evidence")))
+
+
+@dataclass
+class RunContext:
+    """Where and how a block ran, beside what it measured."""
+
+    thermal_before: dict[str, float] | None = None   # degrees C per zone (Android)
+    thermal_after: dict[str, float] | None = None
+    block: int | None = None          # position in a comparison or confirmation; None: first
+    outputs: str | None = None        # the last run's outputs (runners that write them)
+    kernel_trace: str | None = None   # executed kernels CSV (traced devices)
+    trace: str | None = None          # Chrome/Perfetto trace JSON of the median run
+    # --sme2-cooldown: what the thermal hold before this block did (None: not asked for)
+    cooldown: CooldownRecord | None = None
+    # --sme2-sample: the sampled-kernels CSV of the benchmark's evidence process, or why there
+    # is none (the block itself is measured either way)
+    kernel_sample: str | None = None
+    sample_problem: str | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.cooldown, Mapping):     # as results.json holds it
+            self.cooldown = CooldownRecord.from_dict(self.cooldown)
+
+    @property
+    def started_hot(self) -> bool:
+        return bool(self.cooldown and self.cooldown.hot)
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        # documents written before these keys: unchanged
+        for key in ("trace", "cooldown", "kernel_sample", "sample_problem"):
+            if d[key] is None:
+                del d[key]
+        return d

@@ -1,0 +1,45 @@
+"""pytest_sme2.collector without a pytest session: where progress lines after a block come
+from (the reporting process's collector, none on an xdist worker) and where live lines go."""
+
+from __future__ import annotations
+
+import types
+
+from pytest_sme2 import collector
+from pytest_sme2.progress import SessionProgress
+
+
+class _Writer:
+    def __init__(self):
+        self.lines: list[str] = []
+        self._tw = types.SimpleNamespace(width_of_current_line=0, line=lambda: None)
+
+    def write_line(self, line):
+        self.lines.append(line)
+
+
+def _config(plugins: dict, worker: bool = False):
+    config = types.SimpleNamespace(
+        pluginmanager=types.SimpleNamespace(get_plugin=plugins.get))
+    if worker:
+        config.workerinput = {}
+    return config
+
+
+def test_a_block_done_line_comes_from_the_collectors_tracker_when_due():
+    tr = _Writer()
+    progress = SessionProgress(2, every_s=0, clock=lambda: 0.0)
+    progress.case_started("test_x")
+    plugins = {"terminalreporter": tr,
+               collector.COLLECTOR_NAME: types.SimpleNamespace(progress=progress)}
+    collector.block_done(_config(plugins), 3, 10)
+    assert tr.lines == ["sme2: case 1 of 2, block 3 of 10 done: test_x (0 s elapsed)"]
+
+
+def test_no_collector_no_progress_line_and_a_worker_writes_nothing():
+    tr = _Writer()
+    collector.block_done(_config({"terminalreporter": tr}), 1)     # an xdist worker: no collector
+    collector.write_live(_config({"terminalreporter": tr}, worker=True), "sme2: hello")
+    assert tr.lines == []
+    collector.write_live(_config({"terminalreporter": tr}), "sme2: hello")
+    assert tr.lines == ["sme2: hello"]

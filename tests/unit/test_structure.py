@@ -1,0 +1,32 @@
+"""The package's shape, held: no import circles, no import up a layer (tests/structure.py has
+the layer table), and no module over 450 lines unless its docstring says why."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from tests.structure import MAX_LINES, PACKAGE, layer, read_structure
+
+ROOT = Path(__file__).resolve().parents[2] / PACKAGE
+
+
+def test_no_import_circles():
+    assert read_structure(ROOT).circles() == []
+
+
+def test_no_import_runs_up_a_layer():
+    assert [f"{a} (layer {layer(a)}) -> {b} (layer {layer(b)})"
+            for a, b in read_structure(ROOT).upward()] == []
+
+
+def test_a_long_module_says_why_in_its_docstring():
+    s = read_structure(ROOT)
+    unexplained = []
+    for module, lines in s.long_modules():
+        path = ROOT.joinpath(*module.split(".")[1:])
+        path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+        doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+        if str(MAX_LINES) not in doc:
+            unexplained.append(f"{module}: {lines} lines")
+    assert unexplained == []
