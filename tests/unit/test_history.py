@@ -176,3 +176,19 @@ def test_the_gate_reads_the_last_sessions_of_a_branch_from_the_store(tmp_path):
     bad.write_bytes(b"x" * 4096)
     none, line = baseline_dir_from_store(str(bad), "main", tmp_path / "r3")
     assert none is None and line.endswith("the gate reads --baseline-dir")
+
+
+def test_setup_history_checks_first_and_says_what_to_install(monkeypatch):
+    from pytest_sme2.history import setup
+
+    out = []
+    monkeypatch.setattr(setup, "missing_packages", lambda: [])
+    assert setup.run_setup(False, out.append) == 0 and out[-1].startswith("history: already")
+    monkeypatch.setattr(setup, "missing_packages", lambda: ["chromium"])
+    monkeypatch.setattr(setup.os, "geteuid", lambda: 1000)
+    assert setup.run_setup(False, out.append) == 2
+    assert out[-1] == ("history: missing headless Chromium; run as root: apt-get update && "
+                       "apt-get install -y chromium (elsewhere: install chromium), then "
+                       "`pytest-sme2 setup history` again")
+    assert setup.run_setup(True, out.append) == 0
+    assert out[-1] == "history: would run: apt-get update && apt-get install -y chromium"
