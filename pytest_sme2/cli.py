@@ -224,6 +224,10 @@ def _gate(args: argparse.Namespace) -> int:
 def _setup(args: argparse.Namespace) -> int:
     from pytest_sme2.provision import run_setup
 
+    if args.what == "history":
+        from pytest_sme2.history.setup import run_setup as run_history_setup
+
+        return run_history_setup(args.dry_run, out=lambda line: print(line, flush=True))
     return run_setup(args.dry_run, out=lambda line: print(line, flush=True))
 
 
@@ -329,9 +333,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     st = sub.add_parser("setup", help="provision an emulated Arm64 SME2 target (QEMU, cross "
                                       "compiler, aarch64 wheel); docs/emulated-sme2.md")
-    st.add_argument("what", choices=("qemu",))
+    st.add_argument("what", choices=("qemu", "history"),
+                    help="qemu: the emulated device; history: PostgreSQL and Chromium for the "
+                         "history's tests")
     st.add_argument("--dry-run", action="store_true", help="print what would be done, do nothing")
     st.set_defaults(func=_setup)
+
+    from pytest_sme2.history.commands import add_parser as add_history_parser
+
+    add_history_parser(sub)
 
     fp = sub.add_parser("fake-phone", help="register an emulated arm64 phone (QEMU, SME2) with "
                                            "the local adb server; prints its serial first, "

@@ -150,4 +150,9 @@ class Collector:
             return
         for path in written:
             terminalreporter.write_line(f"wrote {path}")
+        if self.session.config.history:
+            from pytest_sme2.history.recording import record_session
+
+            line, ok = record_session(self.session.config.history, self.session.results_path)
+            terminalreporter.write_line(line, red=not ok)
         session_cost.skip_exit_collection()

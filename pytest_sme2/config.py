@@ -125,6 +125,13 @@ OPTIONS: dict[str, Option] = {
                           "(never a timed block): auto (where SME2 can run: an Arm64 device "
                           "that reports SME2, or one that cannot tell), on (every device our "
                           "runner runs on), off"),
+    "sme2_history": Option("sme2_history", "",
+                           "record every session into this history store: a SQLite path or "
+                           "sqlite:///..., or postgresql://... (docs/history.md)"),
+    "sme2_history_baseline": Option("sme2_history_baseline", "",
+                                    "with --sme2-history, the gate's baselines are the last N "
+                                    "sessions of each key on BRANCH in the store (BRANCH or "
+                                    "BRANCH:N, N default 10) instead of --baseline-dir"),
     "sme2_benchmark_json": Option("sme2_benchmark_json", "",
                                   "at session end, also write the results to this file in "
                                   "pytest-benchmark's JSON format (pytest-benchmark compare, "
@@ -169,6 +176,8 @@ class Sme2Config:
     measure: str = MEASURES[0]                # "time", or "instructions" (counted too)
     benchmark_json: Path | None = None        # --sme2-benchmark-json: pytest-benchmark format
     progress: float | str | None = "auto"     # --sme2-progress: seconds, "auto", None (off)
+    history: str | None = None                # --sme2-history: store URL or SQLite path
+    history_baseline: str | None = None       # --sme2-history-baseline BRANCH[:N]
 
     @property
     def emulated(self) -> bool:
@@ -281,7 +290,11 @@ def config_from_options(values: Mapping[str, Any], ini: Mapping[str, Any],
                          memory_threshold=text("sme2_memory_threshold")[0],
                          rules=category_rules),
         measure=measure, benchmark_json=benchmark_json,
-        progress=parse_progress(text("sme2_progress")[0]))
+        progress=parse_progress(text("sme2_progress")[0]),
+        # A URL as given; a bare SQLite path relative to where it was given (as other paths).
+        history=(text("sme2_history")[0] if "://" in text("sme2_history")[0]
+                 else str(path("sme2_history")) if text("sme2_history")[0] else None),
+        history_baseline=text("sme2_history_baseline")[0] or None)
 
 
 def parse_devices(cli: str | list[str] | None, ini: str | list[str]) -> tuple[str, ...]:

@@ -7,6 +7,7 @@ them."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -110,6 +111,13 @@ def pytest_configure(config: pytest.Config) -> None:
         devices = configure_worker(config, item_device) or cfg.devices
     else:
         devices = _resolve_devices(config, cfg)
+    if cfg.history and cfg.history_baseline:   # the gate reads the store's last sessions
+        from pytest_sme2.history.baselines import baseline_dir_from_store
+
+        folder, note = baseline_dir_from_store(cfg.history, cfg.history_baseline,
+                                               cfg.settings.report_dir)
+        config.stash[NOTES_KEY].append(note)
+        cfg = replace(cfg, baseline_dir=folder or cfg.baseline_dir)
     session = config.stash[SESSION_KEY] = BenchSession(cfg, hook=config.hook, devices=devices,
                                                        warm_ups=(warm_up,))
     if not is_xdist_worker(config):

@@ -33,6 +33,12 @@ DEFAULT_HOST_RUNNER = "native"
 FALLBACK_HOST_RUNNER = "python"
 
 
+def _identity() -> dict[str, Any]:
+    from pytest_sme2.history.identity import session_identity
+
+    return session_identity()
+
+
 @dataclass
 class BenchSession:
     config: Sme2Config = field(default_factory=Sme2Config)
@@ -41,6 +47,8 @@ class BenchSession:
     # Baselines saved from this session go to one baseline session of this id; results.json
     # names it, so `pytest-sme2 gate` never judges the session by itself.
     session_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    # Commit, branch, time and CI run of the session (results.json "identity"; the history).
+    identity: dict[str, Any] = field(default_factory=lambda: _identity())
     hook: Any = None        # pytest's config.hook: plugins' device and runner kinds (hookspec.py)
     # The devices the session runs on, ``android:*`` expanded (devices.resolve_devices); None:
     # the configured specs as they are.
@@ -254,7 +262,7 @@ class BenchSession:
 
     def document_session(self) -> dict:
         return {"versions": versions(), "config": self.config.document(self.devices),
-                "baseline_session_id": self.session_id,
+                "baseline_session_id": self.session_id, "identity": self.identity,
                 "runners": {name: {"kind": spec.kind, "labels": dict(spec.labels),
                                    "path": str(spec.path) if spec.path else None}
                             for name, spec in self.specs.items()}}

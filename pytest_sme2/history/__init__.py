@@ -1,0 +1,25 @@
+"""History over commits: every session recorded in one store (SQLite by default, PostgreSQL
+for a team), each benchmark key a series in commit order, change points found in it, and a
+self-contained page and JSON/markdown report (docs/history.md).
+
+The analysis (``series``, ``changepoints``, ``report``) is pure functions over pandas
+DataFrames; the database (``store``, ``schema``) and the page (``page``) are the edges.
+SQLAlchemy, psycopg and ruptures come with the ``history`` extra: without them a command
+says, in one line, ``pip install 'pytest-sme2[history]'``.
+"""
+
+from pytest_sme2.errors import Sme2Error
+
+EXTRA_HINT = "pip install 'pytest-sme2[history]'"
+
+
+class HistoryError(Sme2Error):
+    """A history store that cannot be used (unreachable, corrupt, newer schema): one line."""
+
+
+def require(module: str) -> None:
+    """Raise one line naming the extra when ``module`` (an optional dependency) is missing."""
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        raise HistoryError(f"the history needs {module}, which is not installed: {EXTRA_HINT}")

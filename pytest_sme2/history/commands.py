@@ -1,0 +1,72 @@
+"""The ``pytest-sme2 history import|report`` commands: arguments in, the package's functions
+called, one line per outcome."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from pytest_sme2.history.series import Filters
+
+
+def add_parser(sub) -> None:
+    h = sub.add_parser("history", help="the history store: import sessions, report change "
+                                       "points and write the page (docs/history.md)")
+    hs = h.add_subparsers(dest="history_command", required=True)
+    imp = hs.add_parser("import", help="add results.json files (e.g. CI artifacts) to the store")
+    imp.add_argument("results", type=Path, nargs="+")
+    imp.add_argument("--store", help="history URL: a SQLite path or sqlite:///..., or "
+                                     "postgresql://... (default sme2-history.sqlite)")
+    imp.set_defaults(func=run_import)
+    rep = hs.add_parser("report", help="series in commit order, change points; --html, --md, "
+                                       "--json (stdout: the markdown when none is given)")
+    rep.add_argument("--store")
+    rep.add_argument("--html", type=Path)
+    rep.add_argument("--md", type=Path)
+    rep.add_argument("--json", type=Path)
+    for name in ("device", "model", "dtype", "runner", "branch"):
+        rep.add_argument(f"--{name}")
+    rep.add_argument("--threads", type=int)
+    rep.add_argument("--since", help="sessions at or after this ISO date/time")
+    rep.set_defaults(func=run_report)
+
+
+def run_import(args: argparse.Namespace) -> int:
+    from pytest_sme2.history.importer import import_files
+    from pytest_sme2.history.store import open_store
+
+    store = open_store(args.store)
+    try:
+        for line in import_files(store, args.results):
+            print(line)
+    finally:
+        store.close()
+    return 0
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from pytest_sme2.history import page, report
+    from pytest_sme2.history.store import open_store
+    from pytest_sme2.results import atomic_write_text
+
+    store = open_store(args.store)
+    try:
+        points = store.frame()
+    finally:
+        store.close()
+    filters = Filters(device=args.device, model=args.model, dtype=args.dtype,
+                      threads=args.threads, runner=args.runner, branch=args.branch,
+                      since=args.since)
+    built = report.build(points, filters)
+    if args.json:
+        atomic_write_text(args.json, json.dumps(built.to_json(), indent=2, default=str) + "\n")
+    if args.md:
+        atomic_write_text(args.md, built.to_markdown())
+    if args.html:
+        atomic_write_text(args.html, page.render(built))
+    if not (args.json or args.md or args.html):
+        print(built.to_markdown(), end="")
+    print(f"history: {len(built.series)} series, {len(built.commits)} commits, "
+          f"{len(built.change_points)} change point(s)")
+    return 0

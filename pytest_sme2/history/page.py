@@ -1,0 +1,123 @@
+"""The history page: one self-contained HTML file (inline SVG, CSS and a little JS; no CDN, works
+offline). A regressions/improvements list on top, then one small graph per series: the median
+per commit with its block range, change points marked, hover (SVG titles) giving the commit,
+device, versions and SME2 verdict. Filters hide series; ``#model=toy_cnn&dtype=fp32`` in the
+address applies them on load (links can be shared)."""
+
+from __future__ import annotations
+
+import html
+import json
+
+from pytest_sme2.history.report import HistoryReport, Series
+
+WIDTH, HEIGHT, PAD = 560, 150, 28
+FILTERS = ("device", "model", "dtype", "threads", "runner")
+
+_STYLE = """
+body{font:13px system-ui,sans-serif;margin:16px;color:#222}
+h1{font-size:18px} table{border-collapse:collapse}
+td,th{padding:2px 8px;border-bottom:1px solid #ddd}
+.reg{color:#b00} .imp{color:#070} .series{display:inline-block;margin:6px;vertical-align:top}
+.series h3{font-size:12px;margin:2px 0} #filters select{margin-right:8px}
+svg .band{fill:#9bd;opacity:.45} svg .line{fill:none;stroke:#136;stroke-width:1.2}
+svg .cp{stroke:#c00;stroke-dasharray:3 2} svg circle{fill:#136} svg text{font-size:10px}
+"""
+
+_SCRIPT = """
+window.sme2Errors=[];window.addEventListener('error',e=>{sme2Errors.push(String(e.message));
+document.getElementById('errors').textContent=sme2Errors.join('\\n');});
+function applyFilters(){
+  const want={};for(const s of document.querySelectorAll('#filters select'))
+    if(s.value)want[s.name]=s.value;
+  let shown=0;
+  for(const el of document.querySelectorAll('[data-key]')){
+    const ok=Object.entries(want).every(([k,v])=>el.dataset[k]===v);
+    el.hidden=!ok; if(ok&&el.classList.contains('series'))shown++;}
+  document.getElementById('shown').textContent=shown;
+  location.hash=new URLSearchParams(want).toString();
+}
+function init(){
+  const from=new URLSearchParams(location.hash.slice(1));
+  for(const s of document.querySelectorAll('#filters select')){
+    if(from.get(s.name))s.value=from.get(s.name); s.addEventListener('change',applyFilters);}
+  applyFilters();
+}
+document.addEventListener('DOMContentLoaded',init);
+"""
+
+
+def _attrs(s: Series) -> str:
+    return " ".join(f'data-{k}="{html.escape(str(getattr(s, k)))}"' for k in FILTERS) + \
+        f' data-key="{s.key_digest}"'
+
+
+def _svg(s: Series, commits: int) -> str:
+    rows = s.rows
+    lo = float(rows["low_ms"].min())
+    hi = float(rows["high_ms"].max())
+    span = (hi - lo) or max(hi * 0.01, 1e-9)
+
+    def x(order: int) -> float:
+        return PAD + (WIDTH - 2 * PAD) * (order / max(commits - 1, 1))
+
+    def y(ms: float) -> float:
+        return HEIGHT - PAD + (PAD * 2 - HEIGHT) * ((ms - lo) / span)
+
+    top = " ".join(f"{x(r.order):.1f},{y(r.high_ms):.1f}" for r in rows.itertuples())
+    bottom = " ".join(f"{x(r.order):.1f},{y(r.low_ms):.1f}" for r in reversed(list(
+        rows.itertuples())))
+    line = " ".join(f"{x(r.order):.1f},{y(r.median_ms):.1f}" for r in rows.itertuples())
+    parts = [f'<svg width="{WIDTH}" height="{HEIGHT}" role="img" class="graph">',
+             f'<polygon class="band" points="{top} {bottom}"/>',
+             f'<polyline class="line" points="{line}"/>']
+    for c in s.change_points:
+        cx = x(c.order) - (WIDTH - 2 * PAD) / max(commits - 1, 1) / 2
+        parts.append(f'<line class="cp" x1="{cx:.1f}" x2="{cx:.1f}" y1="{PAD / 2}" '
+                     f'y2="{HEIGHT - PAD / 2}"><title>{html.escape(_cp_text(c))}</title></line>')
+    for r in rows.itertuples():
+        tip = (f"{r.commit[:12]} ({r.time[:19]}, {r.branch or '?'})\n{s.device}\n"
+               f"median {r.median_ms:.4g} ms [{r.low_ms:.4g}, {r.high_ms:.4g}], "
+               f"{r.sessions} session(s)\nexecutorch {r.executorch or '?'}; "
+               f"versions {json.dumps(r.versions or {})}\nSME2 {r.sme2}")
+        parts.append(f'<circle cx="{x(r.order):.1f}" cy="{y(r.median_ms):.1f}" r="2">'
+                     f'<title>{html.escape(tip)}</title></circle>')
+    parts.append(f'<text x="2" y="{PAD - 14}">{hi:.4g} ms</text>'
+                 f'<text x="2" y="{HEIGHT - 4}">{lo:.4g} ms</text></svg>')
+    return "".join(parts)
+
+
+def _cp_text(c) -> str:
+    return (f"{c.kind} {c.change_pct:+.1f}% [{c.low_pct:+.1f}%, {c.high_pct:+.1f}%] at "
+            f"{c.before_commit[:10]}..{c.commit[:10]}")
+
+
+def _options(report: HistoryReport, name: str) -> str:
+    values = sorted({str(getattr(s, name)) for s in report.series})
+    return "".join(f'<option value="{html.escape(v)}">{html.escape(v)}</option>' for v in values)
+
+
+def render(report: HistoryReport) -> str:
+    by_key = {s.key_digest: s for s in report.series}
+    cp_rows = "".join(
+        f'<tr {_attrs(by_key[c.key_digest])} class="{"reg" if c.kind == "regression" else "imp"}">'
+        f"<td>{html.escape(c.series)}</td><td>{html.escape(c.before_commit[:10])}.."
+        f"{html.escape(c.commit[:10])}</td><td>{c.change_pct:+.1f}%</td>"
+        f"<td>[{c.low_pct:+.1f}%, {c.high_pct:+.1f}%]</td>"
+        f"<td>{html.escape(json.dumps(c.what_changed))}</td></tr>"
+        for c in report.change_points)
+    filters = "".join(f'<label>{n} <select name="{n}"><option value="">all</option>'
+                      f"{_options(report, n)}</select></label>" for n in FILTERS)
+    graphs = "".join(f'<div class="series" {_attrs(s)}><h3>{html.escape(s.name)}'
+                     f'{" (emulated)" if s.emulated else ""}</h3>'
+                     f"{_svg(s, len(report.commits))}</div>" for s in report.series)
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+            f"<title>pytest-sme2 history</title><style>{_STYLE}</style>"
+            f"<script>{_SCRIPT}</script></head><body>"
+            f"<h1>Benchmark history: {len(report.series)} series, {len(report.commits)} commits"
+            f"</h1><pre id=\"errors\"></pre>"
+            f"<h2>Regressions and improvements</h2><table id=\"changes\"><tr><th>series</th>"
+            f"<th>commits</th><th>change</th><th>95% interval</th><th>what else changed</th>"
+            f"</tr>{cp_rows or '<tr><td colspan=5>none</td></tr>'}</table>"
+            f'<h2>Series (<span id="shown">{len(report.series)}</span> shown)</h2>'
+            f'<div id="filters">{filters}</div><div id="graphs">{graphs}</div></body></html>')

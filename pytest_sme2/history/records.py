@@ -1,0 +1,119 @@
+"""What a session puts in the history: a results.json (through the one loader) turned into one
+:class:`SessionRecord` and one :class:`PointRecord` per benchmark key. Pure: no database."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_sme2.baseline_key import BaselineKey, UnderTest
+from pytest_sme2.results import BenchmarkResult, ResultsDoc, pool
+
+IDENTITY_KEY = "identity"     # results.json session["identity"]: commit, branch, time, ci_run
+
+
+@dataclass(frozen=True)
+class SessionRecord:
+    uid: str                  # content hash: the same session imported twice is one row
+    commit_sha: str | None
+    branch: str | None
+    time: str
+    ci_run: str | None
+    host: str | None
+    versions: dict[str, str]
+    source: str | None = None
+
+
+@dataclass(frozen=True)
+class PointRecord:
+    key_digest: str
+    key: dict[str, Any]
+    device: str
+    model: str
+    dtype: str
+    threads: int
+    runner: str
+    emulated: bool
+    median_ms: float
+    block_medians_ms: list[float]
+    runs_ms: list[list[float]]       # one list per block
+    under_test: dict[str, Any]
+    instructions: float | None
+    load_ms: float | None
+    peak_rss_kb: float | None
+    categories_ms: dict[str, float] = field(default_factory=dict)
+    sme2: str = "unknown"
+    export_key: str = ""
+    executorch: str = ""
+
+
+@dataclass(frozen=True)
+class SessionPoints:
+    session: SessionRecord
+    points: list[PointRecord]
+    warnings: list[str]       # one line each: what was missing, and what was done instead
+
+
+def session_uid(doc: ResultsDoc) -> str:
+    """A hash of the document's content (key order ignored): every real session differs in its
+    runs, so two identical documents are the same session."""
+    canon = json.dumps(doc.to_json(), sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canon.encode()).hexdigest()[:32]
+
+
+def session_points(doc: ResultsDoc, source: str | None = None,
+                   fallback_time: str | None = None) -> SessionPoints:
+    identity = dict(doc.session.get(IDENTITY_KEY) or {})
+    warnings = []
+    name = source or "the session"
+    if not identity.get("commit"):
+        warnings.append(f"{name}: no commit recorded; kept, placed by its time and shown as "
+                        f"'unknown' in the history")
+    time = identity.get("time") or fallback_time or "1970-01-01T00:00:00+00:00"
+    if not identity.get("time"):
+        warnings.append(f"{name}: no time recorded; placed at {time}")
+    versions = {str(k): str(v) for k, v in (doc.session.get("versions") or {}).items()}
+    session = SessionRecord(uid=session_uid(doc), commit_sha=identity.get("commit") or None,
+                            branch=identity.get("branch") or None, time=str(time),
+                            ci_run=identity.get("ci_run") or None,
+                            host=identity.get("host") or None, versions=versions,
+                            source=source)
+    return SessionPoints(session, [point(blocks) for blocks in _by_key(doc).values()], warnings)
+
+
+def _by_key(doc: ResultsDoc) -> dict[str, list[BenchmarkResult]]:
+    groups: dict[str, list[BenchmarkResult]] = {}
+    for r in doc.benchmarks:
+        groups.setdefault(BaselineKey.from_result(r).digest, []).append(r)
+    return groups
+
+
+def point(blocks: list[BenchmarkResult]) -> PointRecord:
+    """One key's blocks of one session, pooled (the gate pools them the same way)."""
+    first = blocks[0]
+    key = BaselineKey.from_result(first)
+    pooled = pool(blocks)
+    categories: dict[str, float] = {}
+    for b in blocks:
+        for name, ms in b.categories_ms.items():
+            categories[name] = categories.get(name, 0.0) + ms / len(blocks)
+    startup = first.startup
+    evidence = first.kernel_evidence
+    counted = [b.instructions_per_execute for b in blocks if b.instructions_per_execute]
+    return PointRecord(
+        key_digest=key.digest, key=key.to_dict(), device=first.device_label, model=first.model,
+        dtype=first.dtype, threads=int(first.threads), runner=first.runner_name,
+        emulated=first.emulated, median_ms=pooled.median_ms,
+        block_medians_ms=list(pooled.block_medians_ms),
+        runs_ms=[list(b.e2e_ms) for b in blocks],
+        under_test=UnderTest.of(first).to_dict(),
+        instructions=statistics.median(counted) if counted else None,
+        load_ms=startup.load_ms if startup else None,
+        peak_rss_kb=startup.peak_rss_kb if startup else None,
+        categories_ms=categories,
+        sme2=str(evidence.sme2) if evidence else "unknown",
+        export_key=first.export_key,
+        executorch=str(first.device.get("executorch") or ""))

@@ -1,0 +1,57 @@
+"""The history page in a real headless Chromium (`pytest-sme2 setup history` installs Debian's
+chromium): it loads with no console errors, its graphs are in the DOM, and a filter (given in
+the address, as a shared link would) changes what is shown."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+import pytest
+
+from tests.needs import missing
+
+pytest.importorskip("sqlalchemy")
+pytest.importorskip("ruptures")
+
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run",
+         "--enable-logging=stderr", "--v=0"]
+
+
+def _dom(chromium: str, url: str, profile) -> tuple[str, str]:
+    proc = subprocess.run([chromium, *FLAGS, f"--user-data-dir={profile}",
+                           "--virtual-time-budget=2000", "--dump-dom", url],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout, proc.stderr
+
+
+def test_page_loads_clean_shows_graphs_and_filters(tmp_path):
+    from pytest_sme2.cli import main
+    from pytest_sme2.history.setup import chromium
+    from tests.fakes.history_docs import write_series
+
+    browser = chromium()
+    if browser is None:
+        missing("chromium", "pytest-sme2 setup history (Debian package chromium)")
+    paths = write_series(tmp_path / "r", 10, lambda m, i: 1.1 if m == "toy_cnn" and i >= 5
+                         else 1.0)
+    store, html = str(tmp_path / "h.sqlite"), tmp_path / "page.html"
+    assert main(["history", "import", *map(str, paths), "--store", store]) == 0
+    assert main(["history", "report", "--store", store, "--html", str(html)]) == 0
+
+    dom, log = _dom(browser, html.as_uri(), tmp_path / "profile1")
+    assert not re.search(r"CONSOLE.*(Uncaught|Error)", log), log[-2000:]
+    assert '<pre id="errors"></pre>' in dom
+    series = re.findall(r'<div class="series"[^>]*>', dom)
+    assert len(series) == 3 and dom.count("<svg") == 3 and "<polyline" in dom
+    assert not any("hidden" in s for s in series)
+
+    # A filter by runner: only that runner's series stays visible, and the count says so.
+    dom, log = _dom(browser, html.as_uri() + "#runner=sme2_on", tmp_path / "profile2")
+    assert not re.search(r"CONSOLE.*(Uncaught|Error)", log), log[-2000:]
+    series = re.findall(r'<div class="series"[^>]*>', dom)
+    shown = [s for s in series if "hidden" not in s]
+    assert len(shown) == 1 and 'data-runner="sme2_on"' in shown[0]
+    assert '<span id="shown">1</span>' in dom

@@ -1,0 +1,51 @@
+"""A real `pytest benchmarks` session with --sme2-history: recorded at its end (the gate taking
+its baselines from the store with --sme2-history-baseline), and with an unreachable store the
+session still writes results.json and report.md, passes, and says in one line the history was
+not recorded."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("sqlalchemy")
+
+ROOT = Path(__file__).resolve().parents[2]
+SMALL = ["--sme2-models", "toy_cnn", "--sme2-dtypes", "fp32", "--sme2-threads", "1",
+         "--runs", "5", "--sme2-loads", "1", "-p", "no:cacheprovider"]
+
+
+def _session(tmp_path: Path, name: str, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pytest", str(ROOT / "benchmarks" /
+                                                             "test_latency.py"), *SMALL,
+                           "--report-dir", str(tmp_path / name), *extra],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+
+
+def test_sessions_are_recorded_and_the_gate_reads_the_store(tmp_path):
+    store = str(tmp_path / "h.sqlite")
+    first = _session(tmp_path, "one", "--sme2-history", store)
+    assert first.returncode == 0, first.stdout[-3000:]
+    assert f"recorded 1 benchmark(s) in sqlite:///{store}" in first.stdout
+    branch = json.loads((tmp_path / "one" / "results.json").read_text()
+                        )["session"]["identity"]["branch"]
+    if branch is None:
+        pytest.skip("not on a git branch: no branch to take baselines from")
+    second = _session(tmp_path, "two", "--sme2-history", store, "--sme2-history-baseline",
+                      branch, "--fail-on-regression", "50")
+    assert second.returncode == 0, second.stdout[-3000:]
+    assert f"gate baselines: the last 10 session(s) on {branch} of 1 key(s)" in second.stdout
+    judged = json.loads((tmp_path / "two" / "results.json").read_text())["benchmarks"][0]
+    assert judged["baseline"]["baseline_sessions"] == 1
+
+
+def test_an_unreachable_store_loses_nothing(tmp_path):
+    proc = _session(tmp_path, "r", "--sme2-history", "postgresql://x@127.0.0.1:1/db")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    lines = [ln for ln in proc.stdout.splitlines() if "history not recorded" in ln]
+    assert len(lines) == 1 and "report.md are written" in lines[0]
+    assert (tmp_path / "r" / "results.json").exists() and (tmp_path / "r" / "report.md").exists()
