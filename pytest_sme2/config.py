@@ -76,6 +76,13 @@ OPTIONS: dict[str, Option] = {
                                   "many more blocks (fresh runner processes) and judge all of "
                                   f"them (default {DEFAULT_CONFIRM_BLOCKS}; 0: judge the first "
                                   "block alone)"),
+    "sme2_gate_mode": Option("sme2_gate_mode", "stored",
+                             "what the time gate judges against: stored (the baseline's "
+                             "sessions) or ab (the base program re-measured in this session, "
+                             "in interleaved blocks, judged by the paired rule)"),
+    "sme2_precision": Option("sme2_precision", "",
+                             "take more blocks until every interval is within +-PCT percent, "
+                             "up to a time budget; the report names those that could not"),
     "sme2_gate_categories": Option("sme2_gate_categories", "",
                                    "operator categories the baseline gate judges besides "
                                    "end-to-end latency, comma-separated (e.g. Convolution,GEMM), "
@@ -279,7 +286,8 @@ def config_from_options(values: Mapping[str, Any], ini: Mapping[str, Any],
                          confirm_blocks=whole("sme2_confirm_blocks", 0, "0 or more"),
                          load_threshold=text("sme2_load_threshold")[0],
                          memory_threshold=text("sme2_memory_threshold")[0],
-                         rules=category_rules),
+                         rules=category_rules, mode=text("sme2_gate_mode")[0],
+                         precision=text("sme2_precision")[0]),
         measure=measure, benchmark_json=benchmark_json,
         progress=parse_progress(text("sme2_progress")[0]))
 

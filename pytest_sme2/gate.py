@@ -101,6 +101,9 @@ class Judgement:
     measure: str = TIME               # or INSTRUCTIONS (--sme2-measure instructions), LOAD, MEMORY
     # False: judged and reported, never a failure (--sme2-load-threshold off, ...).
     enforced: bool = True
+    # What the ratio is against: the stored baseline, or (gate_ab) the base program
+    # re-measured in this session.
+    against: str = "baseline"
 
     @property
     def regressed(self) -> bool:
@@ -124,7 +127,7 @@ class Judgement:
         if self.status == NOT_COMPARED or r is None:
             reason = self.reason.removeprefix("not compared: ")
             return f"{what}not compared: {reason}"
-        line = f"{what}{self.status} {r.point:.2f}x [{r.low:.2f}, {r.high:.2f}] vs baseline"
+        line = f"{what}{self.status} {r.point:.2f}x [{r.low:.2f}, {r.high:.2f}] vs {self.against}"
         if self.changed_since_baseline:
             line += "; changed since baseline: " + ", ".join(self.changed_since_baseline)
         return line
@@ -133,6 +136,8 @@ class Judgement:
         measure = {} if self.measure == TIME else {"measure": self.measure}
         if not self.enforced:
             measure["enforced"] = False
+        if self.against != "baseline":
+            measure["against"] = self.against
         return {**measure,
                 "status": self.status, "ratio": self.ratio.to_dict() if self.ratio else None,
                 "threshold_pct": self.threshold_pct, "noise_floor_pct": self.noise_floor_pct,
