@@ -60,6 +60,7 @@ import numpy as np
 from pytest_sme2 import baseline_store
 from pytest_sme2.baseline_key import BaselineKey, UnderTest
 from pytest_sme2.gate_policy import DEFAULT_THRESHOLD_PCT, GatePolicy
+from pytest_sme2.gate_robust import judge_robust
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.results import BenchmarkResult
 from pytest_sme2.stats import (UNMEASURED_DRIFT, UNMEASURED_DRIFT_INSTRUCTIONS,
@@ -336,7 +337,9 @@ def evaluate(results: Sequence[BenchmarkResult], baseline_dir: Path | None,
     if found.foreign_reason and not policy.allow_foreign:
         return every(f"not compared: {found.foreign_reason} (compare anyway with "
                      "--allow-foreign-baseline, or re-record with --save-baseline)", True)
-    verdicts = [judge_levels([s.block_medians for s in base.sessions],
+    # End to end: today's rule on the sessions left after screening out one that disagrees
+    # with the rest (gate_robust: one slow session must not blind the gate).
+    verdicts = [judge_robust(judge_levels, [s.block_medians for s in base.sessions],
                              [float(median(r.e2e_ms)) for r in results if r.e2e_ms], pct)]
     verdicts += [_judge_category(base, results, c, pct) for c in names]
     verdicts += _judge_startup(base, results, policy)

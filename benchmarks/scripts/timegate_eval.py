@@ -14,8 +14,8 @@ Changes: toy_cnn made ~5/10/20% more expensive by extra convolutions after its r
 unchanged reruns (the base program itself). Each block is one native-runner process (30 runs
 after 3 warm-ups, ETDump ``Method::execute`` median). Per thread count (1, 2) and baseline
 condition, three baseline sessions of 3 blocks are recorded between batches of trials; under
-``hog`` the second one runs while four processes spin on the two cores (started and
-stopped here). Trials are shuffled over the changes.
+``hog`` the second one runs while four processes spin on the two cores copying 64 MB buffers
+(started and stopped here). Trials are shuffled over the changes.
 
 Cost: blocks and seconds each gate spends per benchmark, and ``--sme2-precision 2%``
 (``precision.until_precise``, budget 20 s) on toy_cnn at 1 and 2 threads against the fixed
@@ -46,11 +46,14 @@ say = ige.say
 
 
 class Hog:
-    """Processes spinning on every core, started and stopped by this script (by their pid)."""
+    """Processes spinning on every core, copying 64 MB buffers over and over (they contend for
+    the caches and memory too: a process that only spins barely moves 30 short runs, NOTES),
+    started and stopped by this script (by their pid)."""
+
+    CODE = "b = bytearray(64 << 20)\nwhile True:\n    c = bytes(b)"
 
     def __init__(self, n: int = 4):
-        self.procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
-                      for _ in range(n)]
+        self.procs = [subprocess.Popen([sys.executable, "-c", self.CODE]) for _ in range(n)]
 
     def stop(self) -> None:
         for p in self.procs:
@@ -94,6 +97,8 @@ def _trial(bench, progs, change, t, tag) -> dict:
 
 def measure(args) -> dict:
     args.out.mkdir(parents=True, exist_ok=True)
+    from pytest_sme2.precision import until_precise
+
     bench = ige.Bench(args.out)
     progs = _exports(bench, args.out)
     raw: dict = {"load_before": ige._loadavg(), "cells": [], "precision": []}
@@ -124,7 +129,7 @@ def measure(args) -> dict:
                 + ", ".join(f"{sorted(x)[1]:.4f}" for x in cell["sessions"])
                 + f" ms ({time.perf_counter() - t_start:.0f} s, load {ige._loadavg()})")
             raw["cells"].append(cell)
-    from pytest_sme2.precision import until_precise
+            (args.out / "raw.json").write_text(json.dumps(raw))    # kept if a later step fails
     for t in (1, 2):
         for rep in range(args.precision_reps):
             def pair(n, t=t, rep=rep):
@@ -147,8 +152,10 @@ def _verdicts(cell: dict, trial: dict) -> dict:
     from pytest_sme2.gate_robust import judge_robust
 
     out, cost = {}, {}
-    for name, rule in (("stored, today's rule", judge_levels),
-                       ("stored, new rule", judge_robust)):
+    def new_rule(sessions, current, pct):
+        return judge_robust(judge_levels, sessions, current, pct)
+
+    for name, rule in (("stored, today's rule", judge_levels), ("stored, new rule", new_rule)):
         j = rule(cell["sessions"], trial["cand"][:1], THRESHOLD)
         blocks = 1
         if j.status == REGRESSION:   # confirmation: the first block and two more
@@ -167,6 +174,7 @@ def _verdicts(cell: dict, trial: dict) -> dict:
 def analyze(raw: dict) -> None:
     import numpy as np
 
+    from pytest_sme2.gate import judge_levels
     from pytest_sme2.gate_robust import judge_robust
     from pytest_sme2.stats import noise_floor
 
@@ -197,7 +205,8 @@ def analyze(raw: dict) -> None:
         size = {c: float(np.exp(np.median([np.log(np.array(tr["cand"]) / np.array(tr["base"]))
                                            for tr in cell["trials"] if tr["change"] == c])))
                 for c in changes}
-        j = judge_robust(cell["sessions"], cell["trials"][0]["cand"][:1], THRESHOLD)
+        j = judge_robust(judge_levels, cell["sessions"], cell["trials"][0]["cand"][:1],
+                         THRESHOLD)
         today = noise_floor(cell["sessions"])[0] * 100
         say(f"{'':>7s} {'':>8s} baseline session levels "
             + ", ".join(f"{x:.4f}" for x in levels) + " ms; measured change "
