@@ -33,7 +33,8 @@ within one process vary (±30% between sessions, 15% between two processes a min
    the code — the baseline's own spread between sessions, as a one-sided 97.5% prediction
    bound on the log scale (:func:`pytest_sme2.stats.noise_floor`). Below 3 sessions all blocks
    are pooled instead and the floor is at least 25%: drift between sessions has not been
-   observed yet.
+   observed yet. End to end, a session that ran slow or fast while the next one agrees with
+   the rest is left out first and named (:mod:`pytest_sme2.gate_robust`).
 5. Verdict: ``regression`` only when the interval's *lower* bound exceeds
    ``1 + max(threshold, noise floor)``; ``improvement`` when its upper bound is below the
    reciprocal; else ``ok``. A baseline from another device is ``not_compared`` with the

@@ -138,9 +138,20 @@ def test_an_unknown_measure_is_a_usage_error_listing_both(bad):
         _config(sme2_measure=bad)
 
 
-def test_gate_mode_and_precision_from_flags_and_ini():
+def test_gate_mode_and_precision_parse_into_the_policy():
+    from pytest_sme2.gate_policy import gate_policy
+
     assert (_config().gate.mode, _config().gate.precision_pct) == ("stored", None)
-    told = _config(sme2_gate_mode="ab", sme2_precision="2%")
-    assert (told.gate.mode, told.gate.precision_pct) == ("ab", 2.0)
-    ini = _config({"sme2_gate_mode": "AB", "sme2_precision": "5"})
-    assert (ini.gate.mode, ini.gate.precision_pct) == ("ab", 5.0)
+    assert _config({"sme2_gate_mode": "stored"}).gate.mode == "stored"
+    told = gate_policy(mode="AB", precision="2%")
+    assert (told.mode, told.precision_pct) == ("ab", 2.0)
+
+
+@pytest.mark.parametrize("values,message", [
+    (dict(sme2_gate_mode="ab"), "--sme2-gate-mode ab: the fixtures cannot re-measure the base "
+                                "program yet"),
+    (dict(sme2_precision="2%"), "--sme2-precision: the fixtures do not take more blocks yet"),
+])
+def test_what_the_loop_cannot_do_yet_is_said_not_ignored(values, message):
+    with pytest.raises(Sme2Error, match=message):
+        _config(**values)
