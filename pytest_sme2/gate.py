@@ -116,6 +116,8 @@ class Judgement:
         """The ratio the interval's lower bound must exceed to call a regression."""
         if self.noise_floor_pct is None:
             return None
+        if self.against != "baseline":     # gate_ab: halfway to the threshold
+            return 1 + self.threshold_pct / 200
         return 1 + max(self.threshold_pct, self.noise_floor_pct) / 100
 
     @property
