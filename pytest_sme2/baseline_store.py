@@ -24,6 +24,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any, Iterable, Sequence
 
+from pytest_sme2 import base_programs
 from pytest_sme2.baseline_key import MEASURE_TIME, BaselineKey, UnderTest
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.locking import folder_lock
@@ -293,6 +294,14 @@ def group_by_key(results: Iterable[BenchmarkResult]) -> dict[BaselineKey, list[B
     return groups
 
 
+def _keep_program(folder: Path, result: BenchmarkResult) -> None:
+    """The measured .pte, by hash, for the A/B gate (pytest_sme2.base_programs); a result
+    whose program file is gone (a results.json read back elsewhere) keeps none."""
+    pte = Path(result.pte) if result.pte else None
+    if pte is not None and pte.is_file():
+        base_programs.keep(folder, pte)
+
+
 def save(results: Sequence[BenchmarkResult], baseline_dir: Path, keep: int = DEFAULT_KEEP,
          session_id: str | None = None, commit: str | None | bool = True,
          now: datetime | None = None, measure: str = MEASURE_TIME) -> Path:
@@ -361,6 +370,7 @@ def save(results: Sequence[BenchmarkResult], baseline_dir: Path, keep: int = DEF
                 under_test=UnderTest.of(results[0]), load_ms=loads, peak_rss_kb=peaks))
         baseline.sessions = baseline.sessions[-keep:]
         atomic_write_text(path, dumps(replace(baseline, path=path)))
+        _keep_program(folder, results[0])
         for old in baseline.migrated:
             if old != path:
                 old.unlink(missing_ok=True)

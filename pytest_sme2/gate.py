@@ -33,7 +33,8 @@ within one process vary (±30% between sessions, 15% between two processes a min
    the code — the baseline's own spread between sessions, as a one-sided 97.5% prediction
    bound on the log scale (:func:`pytest_sme2.stats.noise_floor`). Below 3 sessions all blocks
    are pooled instead and the floor is at least 25%: drift between sessions has not been
-   observed yet.
+   observed yet. End to end, a session that ran slow or fast while the next one agrees with
+   the rest is left out first and named (:mod:`pytest_sme2.gate_robust`).
 5. Verdict: ``regression`` only when the interval's *lower* bound exceeds
    ``1 + max(threshold, noise floor)``; ``improvement`` when its upper bound is below the
    reciprocal; else ``ok``. A baseline from another device is ``not_compared`` with the
@@ -60,6 +61,7 @@ import numpy as np
 from pytest_sme2 import baseline_store
 from pytest_sme2.baseline_key import BaselineKey, UnderTest
 from pytest_sme2.gate_policy import DEFAULT_THRESHOLD_PCT, GatePolicy
+from pytest_sme2.gate_robust import judge_robust
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.results import BenchmarkResult
 from pytest_sme2.stats import (UNMEASURED_DRIFT, UNMEASURED_DRIFT_INSTRUCTIONS,
@@ -101,6 +103,9 @@ class Judgement:
     measure: str = TIME               # or INSTRUCTIONS (--sme2-measure instructions), LOAD, MEMORY
     # False: judged and reported, never a failure (--sme2-load-threshold off, ...).
     enforced: bool = True
+    # What the ratio is against: the stored baseline, or (gate_ab) the base program
+    # re-measured in this session.
+    against: str = "baseline"
 
     @property
     def regressed(self) -> bool:
@@ -111,6 +116,8 @@ class Judgement:
         """The ratio the interval's lower bound must exceed to call a regression."""
         if self.noise_floor_pct is None:
             return None
+        if self.against != "baseline":     # gate_ab: halfway to the threshold
+            return 1 + self.threshold_pct / 200
         return 1 + max(self.threshold_pct, self.noise_floor_pct) / 100
 
     @property
@@ -124,7 +131,7 @@ class Judgement:
         if self.status == NOT_COMPARED or r is None:
             reason = self.reason.removeprefix("not compared: ")
             return f"{what}not compared: {reason}"
-        line = f"{what}{self.status} {r.point:.2f}x [{r.low:.2f}, {r.high:.2f}] vs baseline"
+        line = f"{what}{self.status} {r.point:.2f}x [{r.low:.2f}, {r.high:.2f}] vs {self.against}"
         if self.changed_since_baseline:
             line += "; changed since baseline: " + ", ".join(self.changed_since_baseline)
         return line
@@ -133,6 +140,8 @@ class Judgement:
         measure = {} if self.measure == TIME else {"measure": self.measure}
         if not self.enforced:
             measure["enforced"] = False
+        if self.against != "baseline":
+            measure["against"] = self.against
         return {**measure,
                 "status": self.status, "ratio": self.ratio.to_dict() if self.ratio else None,
                 "threshold_pct": self.threshold_pct, "noise_floor_pct": self.noise_floor_pct,
@@ -331,7 +340,9 @@ def evaluate(results: Sequence[BenchmarkResult], baseline_dir: Path | None,
     if found.foreign_reason and not policy.allow_foreign:
         return every(f"not compared: {found.foreign_reason} (compare anyway with "
                      "--allow-foreign-baseline, or re-record with --save-baseline)", True)
-    verdicts = [judge_levels([s.block_medians for s in base.sessions],
+    # End to end: today's rule on the sessions left after screening out one that disagrees
+    # with the rest (gate_robust: one slow session must not blind the gate).
+    verdicts = [judge_robust(judge_levels, [s.block_medians for s in base.sessions],
                              [float(median(r.e2e_ms)) for r in results if r.e2e_ms], pct)]
     verdicts += [_judge_category(base, results, c, pct) for c in names]
     verdicts += _judge_startup(base, results, policy)

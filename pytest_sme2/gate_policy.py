@@ -35,6 +35,10 @@ class GatePolicy:
     # thresholds apply when the policy is enforced. None ("off"): judged, never failed.
     load_threshold_pct: float | None = DEFAULT_LOAD_THRESHOLD_PCT
     memory_threshold_pct: float | None = DEFAULT_MEMORY_THRESHOLD_PCT
+    # "stored": judge against the stored baseline; "ab": re-measure the base program in this
+    # session, interleaved (pytest_sme2.gate_ab).
+    mode: str = "stored"
+    precision_pct: float | None = None        # --sme2-precision: None, the fixed design
 
     @property
     def enforced(self) -> bool:
@@ -64,7 +68,8 @@ def gate_policy(fail_on_regression: str = "", allow_foreign: bool = False,
                 load_threshold: str = f"{DEFAULT_LOAD_THRESHOLD_PCT:g}",
                 memory_threshold: str = f"{DEFAULT_MEMORY_THRESHOLD_PCT:g}",
                 rules: tuple[Any, ...] | None = None,
-                flags: GateFlags = PYTEST_FLAGS) -> GatePolicy:
+                flags: GateFlags = PYTEST_FLAGS, mode: str = "stored",
+                precision: str = "") -> GatePolicy:
     """The policy from option texts, each checked (an Sme2Error names the option in
     ``flags``); ``rules``: the category table in use (plugins may add categories)."""
     return GatePolicy(
@@ -72,7 +77,35 @@ def gate_policy(fail_on_regression: str = "", allow_foreign: bool = False,
         categories=parse_gate_categories(categories, rules, flag=flags.categories),
         confirm_blocks=confirm_blocks,
         load_threshold_pct=_measure_threshold(load_threshold, flags.load_threshold),
-        memory_threshold_pct=_measure_threshold(memory_threshold, flags.memory_threshold))
+        memory_threshold_pct=_measure_threshold(memory_threshold, flags.memory_threshold),
+        mode=parse_gate_mode(mode), precision_pct=parse_precision(precision))
+
+
+GATE_MODES = ("stored", "ab")
+
+
+def parse_gate_mode(text: str) -> str:
+    mode = text.strip().lower() or "stored"
+    if mode not in GATE_MODES:
+        raise Sme2Error(f"--sme2-gate-mode: expected one of {', '.join(GATE_MODES)}, got "
+                        f"{text!r}")
+    return mode
+
+
+def parse_precision(text: str) -> float | None:
+    """``2`` or ``2%`` -> 2.0; empty -> None (the fixed design)."""
+    raw = text.strip().removesuffix("%").strip()
+    if not raw:
+        return None
+    try:
+        pct = float(raw)
+    except ValueError:
+        raise Sme2Error(f"--sme2-precision: expected a percentage such as 2 or 2%, got "
+                        f"{text!r}") from None
+    if not 0 < pct < 100:
+        raise Sme2Error(f"--sme2-precision: must lie above 0 and below 100 percent, got "
+                        f"{pct:g}")
+    return pct
 
 
 def _percentage(text: str, flag: str, also: str = "") -> float:

@@ -338,3 +338,19 @@ def test_each_environment_difference_is_a_reason(tmp_path, now, expected):
     _stored(tmp_path, bench_result())
     reason = _reason(tmp_path, bench_result(**now))
     assert reason is not None and expected in reason
+
+
+def test_save_keeps_the_measured_program_once_by_hash(tmp_path):
+    from dataclasses import replace
+
+    from pytest_sme2 import base_programs
+
+    pte = tmp_path / "model.pte"
+    pte.write_bytes(b"the program")
+    folder = tmp_path / "baselines"
+    for day in range(2):
+        save([replace(bench_result((1.0,)), pte=str(pte))], folder, commit=None,
+             now=T0 + timedelta(days=day))
+    sha = base_programs.sha256_of(pte)
+    assert [p.name for p in (folder / "programs").iterdir()] == [f"{sha}.pte"]
+    assert len(list(folder.glob("*.json"))) == 1

@@ -95,6 +95,12 @@ def test_an_emulated_device_measures_less_unless_told_otherwise():
      "--sme2-gate-categories: unknown category 'Attention'; known: Convolution, GEMM"),
     (dict(sme2_dtypes="bf16"), "--sme2-dtypes: unknown dtype 'bf16'; choose from fp32"),
     (dict(sme2_threads="0"), "--sme2-threads: 0 threads; give 1 or more"),
+    (dict(sme2_gate_mode="pinpoint"), "--sme2-gate-mode: expected one of stored, ab, got "
+                                      "'pinpoint'"),
+    (dict(sme2_precision="tight"), "--sme2-precision: expected a percentage such as 2 or 2%, "
+                                   "got 'tight'"),
+    (dict(sme2_precision="0%"), "--sme2-precision: must lie above 0 and below 100 percent, "
+                                "got 0"),
 ])
 def test_bad_values_are_one_line_naming_the_option(values, message):
     with pytest.raises(Sme2Error) as e:
@@ -130,3 +136,22 @@ def test_an_unknown_measure_is_a_usage_error_listing_both(bad):
     with pytest.raises(Sme2Error, match=r"--sme2-measure: unknown measure .*; choose from "
                                         r"time, instructions$"):
         _config(sme2_measure=bad)
+
+
+def test_gate_mode_and_precision_parse_into_the_policy():
+    from pytest_sme2.gate_policy import gate_policy
+
+    assert (_config().gate.mode, _config().gate.precision_pct) == ("stored", None)
+    assert _config({"sme2_gate_mode": "stored"}).gate.mode == "stored"
+    told = gate_policy(mode="AB", precision="2%")
+    assert (told.mode, told.precision_pct) == ("ab", 2.0)
+
+
+@pytest.mark.parametrize("values,message", [
+    (dict(sme2_gate_mode="ab"), "--sme2-gate-mode ab: the fixtures cannot re-measure the base "
+                                "program yet"),
+    (dict(sme2_precision="2%"), "--sme2-precision: the fixtures do not take more blocks yet"),
+])
+def test_what_the_loop_cannot_do_yet_is_said_not_ignored(values, message):
+    with pytest.raises(Sme2Error, match=message):
+        _config(**values)

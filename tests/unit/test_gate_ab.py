@@ -1,0 +1,69 @@
+"""The same-job A/B gate's rule (pytest_sme2.gate_ab): pure numbers, no timing."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_sme2.errors import Sme2Error
+from pytest_sme2.gate import IMPROVEMENT, NOT_COMPARED, OK, REGRESSION
+from pytest_sme2.gate_ab import AGAINST, Pairs, judge_ab, line, missing_base, suspected
+
+BASE = (1.00, 1.02, 0.98, 1.01, 0.99)
+
+
+def _scaled(factor: float, wobble=(0.0, 0.01, -0.01, 0.005, -0.005)) -> Pairs:
+    return Pairs(BASE, tuple(b * factor * (1 + w) for b, w in zip(BASE, wobble)))
+
+
+def test_a_clear_regression_reads_against_the_re_measured_base():
+    j = judge_ab(_scaled(1.21))
+    assert j.status == REGRESSION and j.against == AGAINST
+    assert j.summary.startswith("regression 1.21x [")
+    assert j.summary.endswith("vs the base program, re-measured in this session")
+    assert j.to_dict()["against"] == AGAINST
+
+
+def test_drift_shared_by_both_sides_cancels():
+    # the whole machine 30% slower in the later pairs: base and candidate alike
+    drift = (1.0, 1.0, 1.3, 1.3, 1.3)
+    pairs = Pairs(tuple(b * d for b, d in zip(BASE, drift)),
+                  tuple(b * d * 1.001 for b, d in zip(BASE, drift)))
+    assert judge_ab(pairs).status == OK
+
+
+def test_the_threshold_is_the_change_to_detect():
+    assert line(10) == pytest.approx(1.05)
+    assert judge_ab(_scaled(1.10)).limit == pytest.approx(1.05)
+    assert judge_ab(_scaled(1.10)).status == REGRESSION      # the threshold's size is caught
+    assert judge_ab(_scaled(1.02)).status == OK
+    assert judge_ab(_scaled(0.85)).status == IMPROVEMENT
+
+
+def test_suspicion_is_on_the_point_estimate():
+    assert suspected(_scaled(1.08)) and not suspected(_scaled(1.03))
+
+
+def test_one_pair_is_not_judged():
+    j = judge_ab(Pairs((1.0,), (2.0,)))
+    assert j.status == NOT_COMPARED and "2 or more pairs" in j.summary
+
+
+def test_unpaired_blocks_are_one_line():
+    with pytest.raises(Sme2Error, match="3 base block.s. but 2 candidate block.s."):
+        Pairs((1.0, 1.0, 1.0), (1.0, 1.0))
+
+
+def test_a_negative_threshold_is_refused():
+    with pytest.raises(Sme2Error, match="0% or more"):
+        judge_ab(_scaled(1.0), threshold_pct=-1)
+
+
+def test_zero_times_are_not_judged():
+    assert judge_ab(Pairs((0.0, 1.0), (1.0, 1.0))).status == NOT_COMPARED
+
+
+def test_a_missing_base_program_is_one_clear_line():
+    j = missing_base("programs/ab12….pte is not in baselines")
+    assert j.status == NOT_COMPARED
+    assert "\n" not in j.summary
+    assert j.summary.startswith("not compared: the base program is missing: programs/ab12")
