@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -22,6 +23,7 @@ from typing import Callable
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.locking import file_lock
+from pytest_sme2.model_spec import is_pte
 from pytest_sme2.versions import package_version
 
 DTYPES = ("fp32", "fp16", "int8", "int8_dynamic")
@@ -46,14 +48,22 @@ class ExportedModel:
     key: str
     folder: Path
     meta: dict
+    # A user's .pte (pytest_sme2.pte_model) stays where it is: only its inputs and metadata
+    # live in the cache folder. None: our own export, whose files are all in the folder.
+    program_file: Path | None = None
+    etrecord_file: Path | None = None
 
     @property
     def pte(self) -> Path:
-        return self.folder / PTE
+        return self.program_file or self.folder / PTE
 
     @property
     def etrecord(self) -> Path:
-        return self.folder / ETRECORD
+        return self.etrecord_file or self.folder / ETRECORD
+
+    @property
+    def has_etrecord(self) -> bool:
+        return self.etrecord.is_file()
 
     @property
     def inputs(self) -> Path:
@@ -85,10 +95,10 @@ def recipe_digest() -> str:
 
 
 def cache_key(model: str, dtype: str) -> str:
-    from pytest_sme2_models import get_model
+    from pytest_sme2.library_models import model_entry
 
     h = hashlib.sha256()
-    h.update(get_model(model).source_digest().encode())
+    h.update(model_entry(model).source_digest().encode())
     h.update(dtype.encode())
     h.update(recipe_digest().encode())
     h.update(json.dumps(_versions(), sort_keys=True).encode())
@@ -120,11 +130,18 @@ def _load_hit(model: str, dtype: str, key: str, folder: Path) -> ExportedModel |
 
 def cached_export(model: str, dtype: str, cache_dir: Path | None = None) -> ExportedModel | None:
     """The cached export of ``model`` in ``dtype`` if the cache has a sound one; never exports."""
+    if is_pte(model):
+        return None
     if dtype not in DTYPES:
         return None
     cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
     key = cache_key(model, dtype)
-    return _load_hit(model, dtype, key, cache_dir / model / f"{dtype}-{key}")
+    return _load_hit(model, dtype, key, cache_dir / _folder(model) / f"{dtype}-{key}")
+
+
+def _folder(model: str) -> str:
+    """The cache folder of a model: a library spec (``transformers:X?a=1``) made path-safe."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", model)
 
 
 def _sha256(path: Path) -> str:
@@ -138,21 +155,26 @@ def _sha256(path: Path) -> str:
 def export_model(model: str, dtype: str = "fp32", cache_dir: Path | None = None,
                  force: bool = False, progress: Callable[[str], None] | None = None
                  ) -> ExportedModel:
-    """Return the cached export of ``model`` in ``dtype``, exporting it first if needed."""
+    """Return the cached export of ``model`` in ``dtype``, exporting it first if needed; a
+    ``.pte`` file is taken as it is (its inputs made from its metadata, once per content)."""
+    if is_pte(model):
+        from pytest_sme2.pte_model import import_pte
+
+        return import_pte(Path(model), cache_dir or default_cache_dir(), progress)
     if dtype not in DTYPES:
         raise ExportError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}")
     cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
     key = cache_key(model, dtype)
-    folder = cache_dir / model / f"{dtype}-{key}"
+    folder = cache_dir / _folder(model) / f"{dtype}-{key}"
     if not force and (hit := _load_hit(model, dtype, key, folder)):
         return hit
-    with file_lock(cache_dir / model / f".{dtype}-{key}.lock"):
+    with file_lock(cache_dir / _folder(model) / f".{dtype}-{key}.lock"):
         # Another worker may have finished it while we waited for the lock.
         if not force and (hit := _load_hit(model, dtype, key, folder)):
             return hit
         if folder.exists() and not force and progress:
             progress(f"cache entry {folder} is incomplete or damaged; exporting again")
-        tmp = cache_dir / model / f".tmp-{dtype}-{key}-{os.getpid()}"
+        tmp = cache_dir / _folder(model) / f".tmp-{dtype}-{key}-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         try:
@@ -179,10 +201,10 @@ def _export_into(folder: Path, model: str, dtype: str, key: str,
     stage = ["build"]
     t0 = time.perf_counter()
     try:
-        from pytest_sme2_models import get_model
+        from pytest_sme2.library_models import model_entry
 
         say(f"exporting {model} {dtype} ...")
-        definition = get_model(model).build()
+        definition = model_entry(model).build()
         def at_stage(name: str) -> None:
             stage[0] = name
             say(f"  {model} {dtype}: {name} ({time.perf_counter() - t0:.1f} s)")
