@@ -55,6 +55,10 @@ def etrecord_beside(pte: Path) -> Path | None:
 
 
 def _cannot_make(pte: Path, item: MethodInput, why: str) -> ExportError:
+    if item.kind != "Tensor":   # no inputs file can hold it either
+        return ExportError(f"{pte}: cannot make forward's {item.describe()}: {why}; export "
+                           "forward with tensor inputs only (make this argument a constant "
+                           "of the exported program)")
     return ExportError(f"{pte}: cannot make forward's {item.describe()}: {why}; pass your "
                        f"inputs as {user_inputs_file(pte).name} (+ .json sidecar) beside it "
                        "(pytest_sme2.tensorfile.write_tensors)")
