@@ -137,7 +137,6 @@ def _run(args: argparse.Namespace) -> int:
     from pytest_sme2.devices import open_device
     from pytest_sme2.runners import RunRequest, parse_runner_spec
 
-    pte, inputs = _program_and_inputs(args)
     for flag in ("threads", "runs"):
         if getattr(args, flag) < 1:
             raise Sme2Error(f"--{flag} must be 1 or more, got {getattr(args, flag)}")
@@ -152,6 +151,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         # Built for the device: on --device qemu the native runner is cross-built for aarch64.
         runner = spec.make(lambda m: print(m, file=sys.stderr), target=device.target)
+        pte, inputs = _program_and_inputs(args)     # after the flags, device and runner
         request = RunRequest(pte=pte.resolve(), etdump=Path(args.etdump).resolve(),
                              threads=args.threads, runs=args.runs, warmup=args.warmup,
                              inputs=inputs,
