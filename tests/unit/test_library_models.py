@@ -71,3 +71,14 @@ def test_bad_specs_are_one_line(transformers, spec, line):
 def test_source_digest_follows_the_spec():
     assert LibraryModel("transformers:A?x=1").source_digest() != \
         LibraryModel("transformers:A?x=2").source_digest()
+
+
+def test_the_zoo_mobilevit_is_the_library_model(transformers, monkeypatch):
+    from pytest_sme2_models import get_model
+    from pytest_sme2_models.mobilevit import SPEC
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert SPEC == "transformers:MobileViTModel?image_size=128"
+    built = get_model("mobilevit_small").build()
+    assert built.example_inputs[0].shape == (1, 3, 128, 128)
+    assert sum(p.numel() for p in built.module.parameters()) == 4_937_632
