@@ -55,6 +55,8 @@ def test_builds_from_config_defaults_with_overrides(transformers, monkeypatch):
         out_a, out_b = a.module(*a.example_inputs), b.module(*b.example_inputs)
     assert all(isinstance(t, torch.Tensor) for t in out_a)
     assert torch.equal(out_a[0], out_b[0])          # seeded weights and inputs
+    # Not transformers' training init, whose output here is ~1e-39 (denormals).
+    assert float(out_a[0].abs().max()) > 1e-3
 
 
 @pytest.mark.parametrize("spec, line", [
