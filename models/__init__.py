@@ -19,6 +19,9 @@ register_model("mobilenet_v3_small", "pytest_sme2_models.mobilenet_v3_small:buil
                description="MobileNetV3-small, torchvision's architecture, 224x224, 2.54M params")
 register_model("vit_tiny", "pytest_sme2_models.vit_tiny:build",
                description="small ViT (dim 192, depth 4, 3 heads), 112x112, explicit attention")
+register_model("mobilevit_small", "pytest_sme2_models.mobilevit:build",
+               description="MobileViT-small from transformers (config defaults, 4.9M params), "
+               "128x128; needs pytest-sme2[transformers]")
 
 __all__ = ["ModelDef", "ModelEntry", "UnknownModelError", "get_model", "register_model",
            "registered_models"]

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from pytest_sme2.errors import Sme2Error
+from pytest_sme2.model_spec import is_pte
 from pytest_sme2.versions import package_version
 
 if TYPE_CHECKING:
@@ -158,8 +159,11 @@ class UnderTest:
             return cls.from_dict(recorded)
         meta = _export_meta(result.pte)
         versions = meta.get("versions") if isinstance(meta.get("versions"), dict) else {}
-        return cls(export_key=result.export_key, model_source=_model_source(result.model),
-                   recipe=_recipe(), program=meta.get("pte_sha256"),
+        taken_as_is = is_pte(result.model)    # a user's .pte: no source or recipe of ours
+        return cls(export_key=result.export_key,
+                   model_source=None if taken_as_is else _model_source(result.model),
+                   recipe=None if taken_as_is else _recipe(),
+                   program=_pte_hash(result.pte) if taken_as_is else meta.get("pte_sha256"),
                    versions={p: str(versions.get(p) or package_version(p)) for p in VERSIONED},
                    runner_labels={str(k): str(v) for k, v in
                                   (result.runner.get("labels") or {}).items()})
@@ -204,6 +208,15 @@ def _export_meta(pte: str) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     return doc if isinstance(doc, dict) else {}
+
+
+def _pte_hash(pte: str) -> str | None:
+    from pytest_sme2.pte_model import content_hash
+
+    try:
+        return content_hash(Path(pte))
+    except OSError:
+        return None
 
 
 def _model_source(model: str) -> str | None:

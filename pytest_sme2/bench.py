@@ -93,7 +93,9 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
     sample, sample_problem = _evidence(run, runner, device, settings, request, outcome.wall_s,
                                        out / f"{stem}.sampled.csv", label)
     analysis = analyze(read_etdump(request.etdump), warmup=settings.warmup,
-                       source=str(request.etdump), etrecord=read_etrecord(exported.etrecord),
+                       source=str(request.etdump),
+                       etrecord=read_etrecord(exported.etrecord) if exported.has_etrecord
+                       else None,
                        device_sme2=process_sme2(facts.sme2, runner.hwcap_mask),
                        rules=run.rules, kernel_trace=outcome.kernel_trace,
                        kernel_sample=sample)
@@ -137,7 +139,10 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
                            else None, trace=str(trace), cooldown=held,
                            kernel_sample=str(sample) if sample else None,
                            sample_problem=sample_problem),
-        startup=startup)
+        startup=startup,
+        # A user's .pte without an .etrecord: what the report cannot show, said with the result.
+        extra={"etrecord_missing": exported.meta["etrecord_missing"]}
+        if exported.meta.get("etrecord_missing") else {})
 
 
 # CPU time an evidence process aims to sample: at a 250 Hz kernel tick, ~125 samples.

@@ -183,10 +183,14 @@ def record(out: Benchmarked, session: BenchSession, recorder: Recorder | None = 
 
 def _run(session: BenchSession, model: str, dtype: str, threads: int, label: str | None,
          progress: Say | None) -> BenchmarkRun:
-    """``label`` names the benchmark in results (a pytest node id); None: model-dtype-threads."""
+    """``label`` names the benchmark in results (a pytest node id); None: model-dtype-threads.
+    A .pte is benchmarked as exported, whatever dtype was asked (``sme2_bench("m.pte")``)."""
     from pytest_sme2.bench import BenchmarkRun
+    from pytest_sme2.matrix import Case
+    from pytest_sme2.model_spec import AS_EXPORTED, is_pte
 
-    return BenchmarkRun(model, dtype, threads, label=label or f"{model}-{dtype}-t{threads}",
+    dtype = AS_EXPORTED if is_pte(model) else dtype
+    return BenchmarkRun(model, dtype, threads, label=label or Case(model, dtype, threads).id,
                         progress=progress, rules=session.config.category_rules,
                         measuring=session.measuring)
 

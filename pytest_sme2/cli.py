@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -95,17 +96,23 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    """A registered or library model: export it (or reuse the cache). A .pte: take it as it
+    is and make its inputs from forward's metadata (the paths printed are the ones a session
+    uses)."""
     from pytest_sme2.export import export_model
+    from pytest_sme2.model_spec import model_label
 
     exported = export_model(args.model, args.dtype, args.cache_dir, force=args.force,
                             progress=lambda msg: print(msg, file=sys.stderr, flush=True))
-    paths = [exported.pte, exported.etrecord, exported.folder / "meta.json"]
+    paths = [p for p in (exported.pte, exported.etrecord, exported.inputs,
+                         exported.folder / "meta.json") if p.is_file()]
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        stem = f"{args.model}-{args.dtype}"
+        stem = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{model_label(args.model)}-{exported.dtype}")
         copies = []
-        for src, suffix in zip(paths, (".pte", ".etrecord", ".meta.json")):
+        for src in paths:
+            suffix = ".meta.json" if src.name == "meta.json" else "".join(src.suffixes[-1:])
             dst = out / f"{stem}{suffix}"
             shutil.copyfile(src, dst)
             copies.append(dst)
@@ -113,6 +120,16 @@ def _export(args: argparse.Namespace) -> int:
     for p in paths:
         print(p)
     return 0
+
+
+def _program_and_inputs(args: argparse.Namespace) -> tuple[Path, Path]:
+    """``run``'s model: a .pte (inputs from forward's metadata unless --inputs), or a
+    registered or library model name (exported, or the cached export, in --dtype)."""
+    from pytest_sme2.export import export_model
+
+    exported = export_model(args.model, args.dtype, progress=lambda msg: print(
+        msg, file=sys.stderr, flush=True))
+    return exported.pte.resolve(), Path(args.inputs or exported.inputs).resolve()
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -123,9 +140,6 @@ def _run(args: argparse.Namespace) -> int:
     from pytest_sme2.devices import open_device
     from pytest_sme2.runners import RunRequest, parse_runner_spec
 
-    pte = Path(args.pte)
-    if not pte.is_file():
-        raise Sme2Error(f"{pte}: no such .pte file")
     for flag in ("threads", "runs"):
         if getattr(args, flag) < 1:
             raise Sme2Error(f"--{flag} must be 1 or more, got {getattr(args, flag)}")
@@ -140,9 +154,10 @@ def _run(args: argparse.Namespace) -> int:
     try:
         # Built for the device: on --device qemu the native runner is cross-built for aarch64.
         runner = spec.make(lambda m: print(m, file=sys.stderr), target=device.target)
+        pte, inputs = _program_and_inputs(args)     # after the flags, device and runner
         request = RunRequest(pte=pte.resolve(), etdump=Path(args.etdump).resolve(),
                              threads=args.threads, runs=args.runs, warmup=args.warmup,
-                             inputs=Path(args.inputs).resolve() if args.inputs else None,
+                             inputs=inputs,
                              timeout_s=args.timeout,
                              kernel_trace=Path(args.kernel_trace).resolve()
                              if args.kernel_trace else None,
@@ -275,15 +290,18 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--md", type=Path, help="write a markdown report here")
     c.set_defaults(func=_compare)
 
-    e = sub.add_parser("export", help="export a registered model (or reuse the cached export)")
+    e = sub.add_parser("export", help="export a registered or library model (or reuse the cached "
+                       "export); a .pte: make its inputs from its metadata")
     e.add_argument("model")
     e.add_argument("--dtype", default="fp32")
     e.add_argument("--out", type=Path, help="copy the .pte/.etrecord/meta here")
     e.add_argument("--cache-dir", type=Path)
     e.add_argument("--force", action="store_true", help="export again even on a cache hit")
     e.set_defaults(func=_export)
-    run = sub.add_parser("run", help="run one .pte with one runner on one device, write the ETDump")
-    run.add_argument("pte", type=Path)
+    run = sub.add_parser("run", help="run one .pte (or a model name: its export) with one runner "
+                         "on one device, write the ETDump")
+    run.add_argument("model", help="a .pte file, a registered model or library:ClassName")
+    run.add_argument("--dtype", default="fp32", help="for a model name (a .pte is as exported)")
     run.add_argument("--runner", default="python",
                      help="python, native, or a path to an executor_runner-compatible binary, "
                           "then ,label=value... (native,sme2=off on --device qemu: the same "
@@ -298,7 +316,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--threads", type=int, default=1)
     run.add_argument("--runs", type=int, default=BenchSettings.runs)
     run.add_argument("--warmup", type=int, default=BenchSettings.warmup)
-    run.add_argument("--inputs", type=Path, help="tensor file of inputs (default: generated)")
+    run.add_argument("--inputs", type=Path,
+                     help="tensor file of inputs (default: the export's, or made from the "
+                     ".pte's forward metadata)")
     run.add_argument("--taskset", default="auto", help="Android CPU pinning: auto, none, hex mask")
     run.add_argument("--timeout", type=float, default=BenchSettings.timeout_s,
                      help="seconds before the run is killed")

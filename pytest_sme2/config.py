@@ -16,6 +16,7 @@ from typing import Any, Collection, Mapping, NamedTuple
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.export import DTYPES
+from pytest_sme2.model_spec import matrix_models
 # The gate's policy and its options live with the gate; imported from here before (shims).
 from pytest_sme2.gate_policy import (DEFAULT_LOAD_THRESHOLD_PCT,  # noqa: F401
                                      DEFAULT_MEMORY_THRESHOLD_PCT, DEFAULT_THRESHOLD_PCT,
@@ -64,7 +65,11 @@ OPTIONS: dict[str, Option] = {
                            "CPU pinning on Android: auto (the biggest cores), none, or a hex "
                            "mask"),
     "sme2_models": Option("sme2_models", ",".join(DEFAULT_MODELS),
-                          "models of the benchmark matrix"),
+                          "models of the benchmark matrix: registered names, .pte files "
+                          "(path.pte: no dtype axis) and library:ClassName[?key=value] "
+                          "(transformers:MobileViTModel)"),
+    "sme2_pte": Option("sme2_pte", "", "glob(s) of .pte files added to the matrix models "
+                       "(comma-separated; e.g. 'exported/*.pte')"),
     "sme2_dtypes": Option("sme2_dtypes", ",".join(DEFAULT_DTYPES),
                           f"dtypes of the benchmark matrix ({', '.join(DTYPES)})"),
     "sme2_threads": Option("sme2_threads", ",".join(map(str, DEFAULT_THREADS)),
@@ -293,7 +298,7 @@ def config_from_options(values: Mapping[str, Any], ini: Mapping[str, Any],
         settings=settings, devices=devices, runners=runners, runner_kinds=tuple(runner_kinds),
         category_rules=category_rules,
         taskset=None if taskset == "none" else taskset,
-        models=tuple(split_list(text("sme2_models")[0])), dtypes=dtypes,
+        models=_models(text("sme2_models"), text("sme2_pte"), base_dirs), dtypes=dtypes,
         threads=parse_threads(text("sme2_threads")[0]),
         blocks=whole("sme2_blocks", 2, "2 or more"),
         min_speedup=parse_min_speedup(text("sme2_min_speedup")[0]),
@@ -330,6 +335,16 @@ def parse_devices(cli: str | list[str] | None, ini: str | list[str]) -> tuple[st
     if not devices:
         raise Sme2Error("--device: no device given; use e.g. --device host")
     return devices
+
+
+def _models(models: tuple[str, bool], pte_globs: tuple[str, bool],
+            base_dirs: BaseDirs) -> tuple[str, ...]:
+    """Models of the matrix, .pte paths made absolute from where their option came from."""
+    def base(from_cli: bool) -> Path:
+        return base_dirs.invocation if from_cli else base_dirs.rootdir
+
+    return matrix_models(split_list(models[0]), split_list(pte_globs[0]), base(models[1]),
+                         base(pte_globs[1]))
 
 
 def _flag(dest: str) -> str:

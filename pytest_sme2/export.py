@@ -13,15 +13,18 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from pytest_sme2.errors import Sme2Error
+from pytest_sme2.exported import (ETRECORD, INPUTS, META, PTE, ExportedModel,  # noqa: F401
+                                  ExportError)
 from pytest_sme2.locking import file_lock
+from pytest_sme2.model_spec import is_pte
 from pytest_sme2.versions import package_version
 
 DTYPES = ("fp32", "fp16", "int8", "int8_dynamic")
@@ -29,35 +32,9 @@ DTYPES = ("fp32", "fp16", "int8", "int8_dynamic")
 # eager model, and for int8 the quantized eager model: quantization error against the float
 # model is recorded in the metadata, not judged (random weights quantize badly).
 TOLERANCE = {"fp32": 1e-3, "fp16": 3e-2, "int8": 0.1, "int8_dynamic": 0.1}
-PTE, ETRECORD, INPUTS, META = "model.pte", "model.etrecord", "inputs.bin", "meta.json"
 # The export recipe is the source of these files (the cache logic here, the torch and executorch
 # steps in _recipes.py): editing any of them makes a new cache key.
 RECIPE_SOURCES = (Path(__file__), Path(__file__).with_name("_recipes.py"))
-
-
-class ExportError(Sme2Error):
-    pass
-
-
-@dataclass(frozen=True)
-class ExportedModel:
-    model: str
-    dtype: str
-    key: str
-    folder: Path
-    meta: dict
-
-    @property
-    def pte(self) -> Path:
-        return self.folder / PTE
-
-    @property
-    def etrecord(self) -> Path:
-        return self.folder / ETRECORD
-
-    @property
-    def inputs(self) -> Path:
-        return self.folder / INPUTS
 
 
 def default_cache_dir() -> Path:
@@ -85,10 +62,10 @@ def recipe_digest() -> str:
 
 
 def cache_key(model: str, dtype: str) -> str:
-    from pytest_sme2_models import get_model
+    from pytest_sme2.library_models import model_entry
 
     h = hashlib.sha256()
-    h.update(get_model(model).source_digest().encode())
+    h.update(model_entry(model).source_digest().encode())
     h.update(dtype.encode())
     h.update(recipe_digest().encode())
     h.update(json.dumps(_versions(), sort_keys=True).encode())
@@ -120,11 +97,18 @@ def _load_hit(model: str, dtype: str, key: str, folder: Path) -> ExportedModel |
 
 def cached_export(model: str, dtype: str, cache_dir: Path | None = None) -> ExportedModel | None:
     """The cached export of ``model`` in ``dtype`` if the cache has a sound one; never exports."""
+    if is_pte(model):
+        return None
     if dtype not in DTYPES:
         return None
     cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
     key = cache_key(model, dtype)
-    return _load_hit(model, dtype, key, cache_dir / model / f"{dtype}-{key}")
+    return _load_hit(model, dtype, key, cache_dir / _folder(model) / f"{dtype}-{key}")
+
+
+def _folder(model: str) -> str:
+    """The cache folder of a model: a library spec (``transformers:X?a=1``) made path-safe."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", model)
 
 
 def _sha256(path: Path) -> str:
@@ -138,21 +122,26 @@ def _sha256(path: Path) -> str:
 def export_model(model: str, dtype: str = "fp32", cache_dir: Path | None = None,
                  force: bool = False, progress: Callable[[str], None] | None = None
                  ) -> ExportedModel:
-    """Return the cached export of ``model`` in ``dtype``, exporting it first if needed."""
+    """Return the cached export of ``model`` in ``dtype``, exporting it first if needed; a
+    ``.pte`` file is taken as it is (its inputs made from its metadata, once per content)."""
+    if is_pte(model):
+        from pytest_sme2.pte_model import import_pte
+
+        return import_pte(Path(model), cache_dir or default_cache_dir(), progress)
     if dtype not in DTYPES:
         raise ExportError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}")
     cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
     key = cache_key(model, dtype)
-    folder = cache_dir / model / f"{dtype}-{key}"
+    folder = cache_dir / _folder(model) / f"{dtype}-{key}"
     if not force and (hit := _load_hit(model, dtype, key, folder)):
         return hit
-    with file_lock(cache_dir / model / f".{dtype}-{key}.lock"):
+    with file_lock(cache_dir / _folder(model) / f".{dtype}-{key}.lock"):
         # Another worker may have finished it while we waited for the lock.
         if not force and (hit := _load_hit(model, dtype, key, folder)):
             return hit
         if folder.exists() and not force and progress:
             progress(f"cache entry {folder} is incomplete or damaged; exporting again")
-        tmp = cache_dir / model / f".tmp-{dtype}-{key}-{os.getpid()}"
+        tmp = cache_dir / _folder(model) / f".tmp-{dtype}-{key}-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         try:
@@ -179,10 +168,10 @@ def _export_into(folder: Path, model: str, dtype: str, key: str,
     stage = ["build"]
     t0 = time.perf_counter()
     try:
-        from pytest_sme2_models import get_model
+        from pytest_sme2.library_models import model_entry
 
         say(f"exporting {model} {dtype} ...")
-        definition = get_model(model).build()
+        definition = model_entry(model).build()
         def at_stage(name: str) -> None:
             stage[0] = name
             say(f"  {model} {dtype}: {name} ({time.perf_counter() - t0:.1f} s)")

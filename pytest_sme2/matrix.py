@@ -10,6 +10,7 @@ from typing import Sequence
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.export import DTYPES
+from pytest_sme2.model_spec import AS_EXPORTED, LibrarySpec, is_library, is_pte, model_label
 
 DEFAULT_MODELS = ("toy_cnn", "mobilenet_v3_small", "vit_tiny")
 DEFAULT_DTYPES = ("fp32", "fp16", "int8")
@@ -25,8 +26,11 @@ class Case:
 
     @property
     def id(self) -> str:
-        """The id without the device: a session on one device keeps the ids it always had."""
-        return f"{self.model}-{self.dtype}-t{self.threads}"
+        """The id without the device: a session on one device keeps the ids it always had. A
+        .pte has no dtype axis: ``m.pte-t1``."""
+        if self.dtype == AS_EXPORTED:
+            return f"{model_label(self.model)}-t{self.threads}"
+        return f"{model_label(self.model)}-{self.dtype}-t{self.threads}"
 
     @property
     def device_id(self) -> str:
@@ -58,16 +62,20 @@ def parse_threads(text: str) -> tuple[int, ...]:
 
 def build_matrix(models: list[str], dtypes: list[str], threads: tuple[int, ...]) -> list[Case]:
     """Validate names up front: a typo should stop the session with one line, not fail every
-    benchmark."""
+    benchmark. A .pte is not opened here: a missing or bad file fails its own benchmarks (one
+    line each) and the others go on."""
     from pytest_sme2_models import get_model
 
     for m in models:
-        get_model(m)  # raises UnknownModelError listing registered names
+        if is_library(m):
+            LibrarySpec.parse(m)
+        elif not is_pte(m):
+            get_model(m)  # raises UnknownModelError listing registered names
     for d in dtypes:
         if d not in DTYPES:
             raise Sme2Error(f"--sme2-dtypes: unknown dtype {d!r}; choose from {', '.join(DTYPES)}")
     if not models or not dtypes or not threads:
         raise Sme2Error("the benchmark matrix is empty: give at least one model, dtype and "
                         "thread count")
-    return [Case(m, d, t) for m in dict.fromkeys(models) for d in dict.fromkeys(dtypes)
-            for t in threads]
+    return [Case(m, d, t) for m in dict.fromkeys(models)
+            for d in ((AS_EXPORTED,) if is_pte(m) else dict.fromkeys(dtypes)) for t in threads]

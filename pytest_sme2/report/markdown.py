@@ -84,7 +84,8 @@ def context(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = No
         "recommendations": recommendations(doc, us),
         "top_recommendations": TOP_RECOMMENDATIONS,
         "regressions": regressions,
-        "notes": sec.emulated_notes(doc) + sec.cooldown_notes(doc) + (notes or []),
+        "notes": sec.emulated_notes(doc) + sec.cooldown_notes(doc) + sec.etrecord_notes(doc)
+        + (notes or []),
     }
 
 

@@ -188,6 +188,16 @@ def emulated_notes(doc: ResultsDoc) -> list[str]:
     return [EMULATED_NOTE.format(what=w) for w in seen.values()]
 
 
+def etrecord_notes(doc: ResultsDoc) -> list[str]:
+    """One note per user's .pte benchmarked without an .etrecord: what the report cannot show."""
+    seen: dict[str, str] = {}
+    for b in doc.benchmarks:
+        missing = b.extra.get("etrecord_missing")
+        if missing:
+            seen.setdefault(b.pte, f"{b.pte}: {missing}.")
+    return list(seen.values())
+
+
 HOT_NAMED = 5     # hot blocks a note names; results.json has them all
 
 

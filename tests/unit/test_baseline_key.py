@@ -126,3 +126,15 @@ def test_under_test_is_read_from_the_export_and_the_registry(tmp_path, monkeypat
     result.extra["under_test"] = first.to_dict()
     assert UnderTest.of(result) == first
     assert UnderTest.of(bench_result(model="no_such_model")).model_source is None
+
+
+def test_a_users_pte_is_judged_by_its_content(tmp_path):
+    """A .pte taken as exported: no model source or recipe of ours; the program hash is the
+    file's, so a changed file reads ``exported program``."""
+    pte = tmp_path / "m.pte"
+    pte.write_bytes(b"ET12 one")
+    first = UnderTest.of(bench_result(model=str(pte), pte=str(pte), dtype="pte"))
+    assert first.model_source is None and first.recipe is None and first.program
+    pte.write_bytes(b"ET12 two, longer")
+    now = UnderTest.of(bench_result(model=str(pte), pte=str(pte), dtype="pte"))
+    assert now.changes_since(first) == ["exported program"]
