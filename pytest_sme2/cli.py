@@ -112,7 +112,8 @@ def _export(args: argparse.Namespace) -> int:
         stem = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{model_label(args.model)}-{exported.dtype}")
         copies = []
         for src in paths:
-            suffix = ".meta.json" if src.name == "meta.json" else "".join(src.suffixes[-1:])
+            suffix = {"meta.json": ".meta.json", "inputs.bin": ".inputs.bin"}.get(
+                src.name, "".join(src.suffixes[-1:]))
             dst = out / f"{stem}{suffix}"
             shutil.copyfile(src, dst)
             copies.append(dst)

@@ -23,7 +23,7 @@ SME_FAMILY = sum(1 << b for b in range(23, 31))
 # SME_LUTV2 and the SME FP8 extensions (57-62).
 SME2_FAMILY = sum(1 << b for b in (*range(37, 43), *range(57, 63)))
 
-# Environment the mask library reads in the runner process.
+# Environment the preload library (device_programs/preload.c) reads in the runner process.
 HWCAP2_CLEAR_ENV = "PYTEST_SME2_HWCAP2_CLEAR"   # hex bits to clear from AT_HWCAP2
 MAPS_OUT_ENV = "PYTEST_SME2_MAPS_OUT"           # copy /proc/self/maps here at exit
 SAMPLE_OUT_ENV = "PYTEST_SME2_SAMPLE_OUT"       # sample the program counter, write here at exit

@@ -298,7 +298,7 @@ def setup_steps() -> list[Step]:
               f"{entry_dir(version)}"], _wheel_there, _fetch_wheel),
         Step(f"native runner for {TARGET} (cmake, {CROSS_PREFIX}g++)", [], _runner_there,
              _build_runner),
-        Step(f"target helpers for {TARGET} (hwcap mask, probe; {CROSS_PREFIX}gcc)", [],
+        Step(f"target helpers for {TARGET} (preload library, probe; {CROSS_PREFIX}gcc)", [],
              _helpers_there, _build_helpers),
     ]
 

@@ -166,7 +166,7 @@ def executed_kernels(log: Path, maps: Path, libraries_root: Path | None = None, 
     except OSError as e:
         raise Sme2Error(f"{maps}: cannot read the guest address map ({e.strerror}); the runner "
                         "must copy /proc/self/maps there at exit (PYTEST_SME2_MAPS_OUT with the "
-                        "hwcap-mask preload), so the run did not finish") from None
+                        "preload library), so the run did not finish") from None
     if not mappings:
         raise Sme2Error(f"{maps}: no executable mappings: not a /proc/self/maps copy, or cut "
                         "short; run the traced process again")

@@ -12,7 +12,7 @@ from one process of the same binary (:mod:`pytest_sme2.hwcaps`). What it cannot 
 Emulated times say nothing about SME2's speed-up (SME2-on fp32 often runs *slower* than off), so
 every result is marked ``emulated`` and speed-up thresholds are not asserted on it.
 
-Each run preloads the same hwcap-mask library (clearing nothing unless the runner has a mask),
+Each run preloads the same library (preload.c: clearing nothing unless the runner has a mask),
 so SME2-on and SME2-off processes differ in one environment variable and nothing else.
 """
 

@@ -106,7 +106,7 @@ def test_cli_export_copies_and_reuses(toy_export, export_cache, tmp_path, capsys
                  "--out", str(out)]) == 0
     printed = capsys.readouterr().out.split()
     assert printed == [str(out / "toy_cnn-fp32.pte"), str(out / "toy_cnn-fp32.etrecord"),
-                       str(out / "toy_cnn-fp32.meta.json")]
+                       str(out / "toy_cnn-fp32.inputs.bin"), str(out / "toy_cnn-fp32.meta.json")]
     assert (out / "toy_cnn-fp32.pte").read_bytes() == toy_export.pte.read_bytes()
 
 
