@@ -101,6 +101,7 @@ def _export(args: argparse.Namespace) -> int:
     uses)."""
     from pytest_sme2.export import export_model
     from pytest_sme2.model_spec import model_label
+    from pytest_sme2.tensorfile import sidecar
 
     exported = export_model(args.model, args.dtype, args.cache_dir, force=args.force,
                             progress=lambda msg: print(msg, file=sys.stderr, flush=True))
@@ -116,6 +117,8 @@ def _export(args: argparse.Namespace) -> int:
                 src.name, "".join(src.suffixes[-1:]))
             dst = out / f"{stem}{suffix}"
             shutil.copyfile(src, dst)
+            if src == exported.inputs and sidecar(src).is_file():   # what the tensors are
+                shutil.copyfile(sidecar(src), sidecar(dst))
             copies.append(dst)
         paths = copies
     for p in paths:

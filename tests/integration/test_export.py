@@ -8,6 +8,8 @@ import time
 
 import pytest
 
+from pytest_sme2.tensorfile import read_tensors
+
 from pytest_sme2_models import register_model
 from pytest_sme2_models.registry import _REGISTRY
 from pytest_sme2 import _recipes
@@ -108,6 +110,7 @@ def test_cli_export_copies_and_reuses(toy_export, export_cache, tmp_path, capsys
     assert printed == [str(out / "toy_cnn-fp32.pte"), str(out / "toy_cnn-fp32.etrecord"),
                        str(out / "toy_cnn-fp32.inputs.bin"), str(out / "toy_cnn-fp32.meta.json")]
     assert (out / "toy_cnn-fp32.pte").read_bytes() == toy_export.pte.read_bytes()
+    assert read_tensors(out / "toy_cnn-fp32.inputs.bin")        # the sidecar came along
 
 
 def test_cli_export_unknown_model_is_one_line(capsys, tmp_path):
