@@ -10,6 +10,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_sme2.fsutil import file_sha256
 from pytest_sme2.errors import Sme2Error
 
 FOLDER = "programs"
@@ -25,7 +26,7 @@ class BaseProgram:
 
 
 def sha256_of(pte: Path) -> str:
-    return hashlib.sha256(Path(pte).read_bytes()).hexdigest()
+    return file_sha256(Path(pte))
 
 
 def program_path(baseline_dir: Path, sha256: str) -> Path:

@@ -23,6 +23,7 @@ from typing import Callable
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.exported import (ETRECORD, INPUTS, META, PTE, ExportedModel,  # noqa: F401
                                   ExportError)
+from pytest_sme2.fsutil import file_sha256
 from pytest_sme2.locking import file_lock
 from pytest_sme2.model_spec import is_pte
 from pytest_sme2.versions import package_version
@@ -89,7 +90,7 @@ def _load_hit(model: str, dtype: str, key: str, folder: Path) -> ExportedModel |
     if seen in _VERIFIED and _VERIFIED[seen].meta == meta:
         return _VERIFIED[seen]
     # A damaged or replaced .pte is a miss, not a hit: hashing ~10 MB costs milliseconds.
-    if meta.get("pte_sha256") != _sha256(folder / PTE):
+    if meta.get("pte_sha256") != file_sha256(folder / PTE):
         return None
     _VERIFIED[seen] = ExportedModel(model, dtype, key, folder, meta)
     return _VERIFIED[seen]
@@ -109,14 +110,6 @@ def cached_export(model: str, dtype: str, cache_dir: Path | None = None) -> Expo
 def _folder(model: str) -> str:
     """The cache folder of a model: a library spec (``transformers:X?a=1``) made path-safe."""
     return re.sub(r"[^A-Za-z0-9._-]+", "_", model)
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def export_model(model: str, dtype: str = "fp32", cache_dir: Path | None = None,

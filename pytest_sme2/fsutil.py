@@ -1,8 +1,9 @@
-"""Writing files so that a reader never sees half of one: a temporary file renamed into place,
-with the mode ``open()`` would have left."""
+"""Files: writing so that a reader never sees half of one (a temporary file renamed into place,
+with the mode ``open()`` would have left), and a file's sha256, taken once per version."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 import tempfile
@@ -33,3 +34,21 @@ def _mode_for(path: Path) -> int:
         umask = os.umask(0)
         os.umask(umask)
         return 0o666 & ~umask
+
+
+# Hashes already taken in this process, by path, size and mtime: a session looks a file up once
+# per block, and a model, runner or library rarely changes during one.
+_HASHED: dict[tuple[str, int, int], str] = {}
+
+
+def file_sha256(path: Path) -> str:
+    """The file's sha256 (hex), computed once per version of the file."""
+    st = Path(path).stat()
+    seen = (str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
+    if seen not in _HASHED:
+        h = hashlib.sha256()
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+        _HASHED[seen] = h.hexdigest()
+    return _HASHED[seen]

@@ -9,7 +9,6 @@ The file is never copied: the cache folder (``<cache>/pte/<sha16>``) holds only 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Callable
 import numpy as np
 
 from pytest_sme2.errors import Sme2Error
+from pytest_sme2.fsutil import file_sha256
 from pytest_sme2.exported import INPUTS, META, ExportedModel, ExportError
 from pytest_sme2.model_spec import AS_EXPORTED
 from pytest_sme2.pte_program import MethodInput, PteProgramError, forward_signature
@@ -27,21 +27,9 @@ INPUT_SEED = 0
 ETRECORD_MISSING = ("no .etrecord beside the .pte: operators are shown by their runtime names "
                     "only (no edge operator types or module paths, no portable-op origins)")
 
-# Content hashes already taken in this process, by path, size and mtime (a session looks the
-# model up once per block).
-_HASHED: dict[tuple[str, int, int], str] = {}
-
-
 def content_hash(pte: Path) -> str:
-    st = pte.stat()
-    seen = (str(pte.resolve()), st.st_size, st.st_mtime_ns)
-    if seen not in _HASHED:
-        h = hashlib.sha256()
-        with open(pte, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
-        _HASHED[seen] = h.hexdigest()
-    return _HASHED[seen]
+    """The program's identity: its file's sha256."""
+    return file_sha256(pte)
 
 
 def user_inputs_file(pte: Path) -> Path:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from pytest_sme2.devices.facts import DeviceFacts
 from pytest_sme2.errors import Sme2Error
+from pytest_sme2.protocol_defaults import WithDefaults
 from pytest_sme2.runners.base import Runner, RunOutcome, RunRequest
 
 if TYPE_CHECKING:
@@ -74,32 +75,9 @@ _DEVICE_DEFAULTS = {"trace_kernels": False, "samples_kernels": False,
                     "cleanup": lambda: True}
 
 
-class _WithDefaults:
-    """A plugin's device that does not subclass :class:`DeviceBase`: what it lacks of the
-    protocol comes from the defaults, everything else from the device itself."""
-
-    def __init__(self, inner: object, defaults: dict):
-        self._inner, self._defaults = inner, defaults
-
-    def __getattr__(self, name: str):
-        try:
-            return getattr(self._inner, name)
-        except AttributeError:
-            if name in self._defaults:
-                return self._defaults[name]
-            raise
-
-    def __repr__(self) -> str:
-        return repr(self._inner)
-
-    @property  # type: ignore[misc]
-    def __class__(self):  # isinstance() sees the plugin's own class
-        return type(self._inner)
-
-
 def with_defaults(device: object) -> Device:
     """``device`` as a full :class:`Device` (the one place the optional members are looked
     up, for devices that plugins open)."""
     if isinstance(device, DeviceBase):
         return device  # type: ignore[return-value]
-    return _WithDefaults(device, _DEVICE_DEFAULTS)  # type: ignore[return-value]
+    return WithDefaults(device, _DEVICE_DEFAULTS)  # type: ignore[return-value]

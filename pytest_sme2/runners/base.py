@@ -9,6 +9,7 @@ from typing import Protocol
 
 from pytest_sme2.analysis.runner_summary import RunnerSummary, parse_summary  # noqa: F401
 from pytest_sme2.errors import Sme2Error
+from pytest_sme2.protocol_defaults import WithDefaults
 
 
 class RunnerError(Sme2Error):
@@ -123,32 +124,9 @@ _RUNNER_DEFAULTS = {"hwcap_mask": None, "takes_tensor_files": True, "preloads": 
                     "close": lambda: None}
 
 
-class _WithDefaults:
-    """A plugin's runner that does not subclass :class:`RunnerBase`: what it lacks of the
-    protocol comes from the defaults, everything else from the runner itself."""
-
-    def __init__(self, inner: object):
-        self._inner = inner
-
-    def __getattr__(self, name: str):
-        try:
-            return getattr(self._inner, name)
-        except AttributeError:
-            if name in _RUNNER_DEFAULTS:
-                return _RUNNER_DEFAULTS[name]
-            raise
-
-    def __repr__(self) -> str:
-        return repr(self._inner)
-
-    @property  # type: ignore[misc]
-    def __class__(self):  # isinstance() sees the plugin's own class
-        return type(self._inner)
-
-
 def with_defaults(runner: object) -> Runner:
     """``runner`` as a full :class:`Runner` (the one place the optional members are looked
     up, for runners that plugins make)."""
     if isinstance(runner, RunnerBase):
         return runner  # type: ignore[return-value]
-    return _WithDefaults(runner)  # type: ignore[return-value]
+    return WithDefaults(runner, _RUNNER_DEFAULTS)  # type: ignore[return-value]

@@ -8,8 +8,14 @@ import socket
 
 import pytest
 
-pytest.importorskip("sqlalchemy")
-pytest.importorskip("ruptures")
+from tests.needs import missing
+
+for _package in ("sqlalchemy", "ruptures"):
+    try:
+        __import__(_package)
+    except ImportError:     # the [test] extra brings it; CI installs it, so there this fails
+        missing(f"the Python package {_package!r}", "pip install -e '.[test]'")
+
 
 from pytest_sme2.cli import main  # noqa: E402
 from pytest_sme2.history import HistoryError, page, report  # noqa: E402

@@ -24,24 +24,12 @@ from adbutils.errors import AdbTimeout
 from pytest_sme2.devices.android.adb import QUERY_TIMEOUT_S, AdbLink
 from pytest_sme2.devices.base import DeviceError
 from pytest_sme2.devices.host import stderr_tail
+from pytest_sme2.fsutil import file_sha256
 
 DEVICE_TMP = "/data/local/tmp"
 CACHE_DIR = f"{DEVICE_TMP}/pytest-sme2-cache"
 KEEP_RUNNERS = 3                        # runner folders kept in the cache after a session
 _SESSION_DIR = re.compile(r"/data/local/tmp/pytest-sme2-[A-Za-z0-9_-]{1,40}")
-_sha_cache: dict[tuple[str, int, int], str] = {}
-
-
-def file_sha256(path: Path) -> str:
-    st = path.stat()
-    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
-    if key not in _sha_cache:
-        h = hashlib.sha256()
-        with open(path, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
-        _sha_cache[key] = h.hexdigest()
-    return _sha_cache[key]
 
 
 @dataclass(frozen=True)
