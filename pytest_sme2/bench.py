@@ -245,10 +245,13 @@ def process_sme2(device_sme2: bool | None, hwcap_mask: str | None) -> bool | Non
 def run_comparison(run: BenchmarkRun, base: Runner, candidate: Runner, device: Device,
                    settings: BenchSettings, blocks: int = MIN_BLOCKS,
                    margin: float = DEFAULT_MARGIN,
-                   on_block: Callable[[BenchmarkResult], None] | None = None) -> Comparison:
+                   on_block: Callable[[BenchmarkResult], None] | None = None,
+                   more: Callable[[list[BenchmarkResult], list[BenchmarkResult]], bool]
+                   | None = None) -> Comparison:
     """Run ``base`` and ``candidate`` in interleaved blocks on one device — pairs in ABBA order
     (AB, BA, AB, ...) so neither side always runs first — and compare them.
-    ``on_block`` receives every block's result as soon as it is measured."""
+    ``on_block`` receives every block's result as soon as it is measured; after ``blocks``
+    pairs, ``more(base_blocks, candidate_blocks)`` asks for another pair (--sme2-precision)."""
     if blocks < 2:
         raise Sme2Error(f"a comparison needs at least 2 blocks per side, got {blocks}")
     if base.info.name == candidate.info.name:
@@ -256,7 +259,9 @@ def run_comparison(run: BenchmarkRun, base: Runner, candidate: Runner, device: D
     results: dict[str, list[BenchmarkResult]] = {base.info.name: [], candidate.info.name: []}
     label = run.label or f"{run.model}-{run.dtype}-t{run.threads}"
     samples: dict[str, Path | None] = {}     # each side's evidence process, run once
-    for i in range(blocks):
+    i = 0
+    while i < blocks or (more is not None and more(results[base.info.name],
+                                                   results[candidate.info.name])):
         order = (base, candidate) if i % 2 == 0 else (candidate, base)
         for runner in order:
             block_run = replace(run, label=f"{label}[{runner.info.name}#{i}]", block=i,
@@ -270,6 +275,7 @@ def run_comparison(run: BenchmarkRun, base: Runner, candidate: Runner, device: D
             results[runner.info.name].append(result)
             if on_block:
                 on_block(result)
+        i += 1
     a, b = results[base.info.name], results[candidate.info.name]
     outputs = None
     if a[0].context.outputs and b[0].context.outputs:

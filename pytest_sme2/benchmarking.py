@@ -112,7 +112,14 @@ def benchmark(session: BenchSession, model: str, dtype: str = "fp32", threads: i
         _tell(block_done, 1)
         if session.config.measure == "instructions":
             session.count_instructions(out.blocks[0], progress, device)
-        out.reports[runner] = _judge(session, run, runner, out, progress, device, block_done)
+        if out.policy.mode == "ab":
+            out.reports[runner] = _judge_ab(session, run, runner, out, progress, device,
+                                            block_done)
+        else:
+            if out.policy.precision_pct is not None:
+                _until_precise(session, run, runner, out, progress, device, block_done)
+            out.reports[runner] = _judge(session, run, runner, out, progress, device,
+                                         block_done)
     except Sme2Error as e:  # a failed run, a corrupt baseline file
         from pytest_sme2.gate import GateReport
 
@@ -139,13 +146,30 @@ def compare(session: BenchSession, base: str, candidate: str, model: str, dtype:
 
     def on_block(result: BenchmarkResult) -> None:
         out.blocks.append(result)
-        _tell(block_done, len(out.blocks), 2 * per_side)
+        # --sme2-precision: how many pairs it takes is not known ahead
+        _tell(block_done, len(out.blocks), None if goal else 2 * per_side)
+
+    goal = None
+    if out.policy.precision_pct is not None:
+        from pytest_sme2.precision import Goal
+
+        goal = Goal(out.policy.precision_pct, out.policy.precision_budget_s).start()
+
+    def paired(a: list[BenchmarkResult], b: list[BenchmarkResult]):
+        from pytest_sme2.gate_ab import Pairs
+
+        return Pairs(tuple(map(_block_value, a)), tuple(map(_block_value, b)))
 
     try:
         out.comparison = run_comparison(
             run, session.runner(base, progress, device),
             session.runner(candidate, progress, device), session.device(device),
-            session.settings, blocks=per_side, margin=margin, on_block=on_block)
+            session.settings, blocks=per_side, margin=margin, on_block=on_block,
+            **({"more": lambda a, b: goal.more(paired(a, b))} if goal else {}))
+        if goal is not None:
+            c = out.comparison
+            _record_precision(goal.outcome(paired(c.base_blocks, c.candidate_blocks)),
+                              out.blocks, run, f"{base} vs {candidate}", progress)
         for side in (out.comparison.base, out.comparison.candidate):
             out.reports[side] = _judge(session, run, side, out, progress, device, block_done,
                                        side_label=True)
@@ -200,6 +224,161 @@ def _tell(block_done: BlockDone | None, blocks: int, total: int | None = None) -
         block_done(blocks, total)
 
 
+def _more_blocks(session: BenchSession, run: BenchmarkRun, runner: str, out: Benchmarked,
+                 progress: Say | None, device: str | None, block_done: BlockDone | None,
+                 side_label: bool = False) -> Callable[[int], BenchmarkResult]:
+    """``measure(block)``: one more block of the benchmark under test, fresh process, kept in
+    ``out.blocks`` (confirmation, precision and A/B blocks alike)."""
+    def measure(block: int) -> BenchmarkResult:
+        label = f"{run.label}[{runner}#{block}]" if side_label else run.label
+        out.blocks.append(session.measure(replace(run, label=label, block=block), runner,
+                                          progress, export_again=False, device=device))
+        _tell(block_done, len(out.blocks))
+        return out.blocks[-1]
+
+    return measure
+
+
+def _block_value(result: BenchmarkResult) -> float:
+    from statistics import median
+
+    return float(median(result.e2e_ms))
+
+
+def _until_precise(session: BenchSession, run: BenchmarkRun, runner: str, out: Benchmarked,
+                   progress: Say | None, device: str | None,
+                   block_done: BlockDone | None) -> None:
+    """--sme2-precision without a base: blocks until the benchmark's level (its typical block
+    median over processes) is within ±PCT%, or the budget is spent; the outcome on each
+    block (``precision`` in results.json) and, when not reached, one progress line."""
+    from pytest_sme2.precision import Goal
+
+    policy = out.policy
+    goal = Goal(policy.precision_pct, policy.precision_budget_s).start()
+    measure = _more_blocks(session, run, runner, out, progress, device, block_done)
+    values = lambda: tuple(_block_value(r) for r in out.blocks)  # noqa: E731
+    while goal.more(values()):
+        measure(len(out.blocks))
+    _record_precision(goal.outcome(values()), out.blocks, run, runner, progress)
+
+
+def _record_precision(outcome, blocks: list[BenchmarkResult], run: BenchmarkRun, runner: str,
+                      progress: Say | None) -> None:
+    for r in blocks:
+        r.extra["precision"] = outcome.to_dict()
+    if not outcome.reached and progress:
+        progress(f"{run.model} {run.dtype} t{run.threads} {runner}: --sme2-precision "
+                 f"{outcome.target_pct:g}% not reached: {outcome.why}")
+
+
+@dataclass(frozen=True)
+class _Base:
+    """What the A/B gate re-measures: a program (None: the candidate's own) with a runner;
+    ``missing`` says why there is nothing to re-measure."""
+
+    pte: str | None
+    runner: str
+    missing: str = ""
+
+
+def _ab_base(session: BenchSession, first: BenchmarkResult, runner: str) -> _Base:
+    """The base program: the one the baseline's newest session measured, kept by hash
+    beside the baseline (pytest_sme2.base_programs); and --sme2-ab-base-runner. Neither
+    differing from what is under test leaves nothing to compare."""
+    from pytest_sme2 import base_programs, baseline_store
+    from pytest_sme2.baseline_key import BaselineKey, UnderTest
+
+    base_runner = session.config.gate.base_runner or runner
+    folder = session.config.baseline_dir
+    if folder is None:
+        return _Base(None, base_runner, "no baseline folder configured")
+    found = baseline_store.find(folder, BaselineKey.from_result(first))
+    under_test = found.baseline.under_test if found.baseline is not None else None
+    if found.baseline is None:
+        why = f"no baseline in {folder} to take the base program from"
+    elif under_test is None or not under_test.program:
+        why = "the baseline's sessions do not record which program they measured"
+    else:
+        program = base_programs.find(folder, under_test.program)
+        why = program.missing
+        if program.path is not None:
+            if UnderTest.of(first).program != under_test.program:
+                return _Base(str(program.path), base_runner)
+            why = "the program under test is the baseline's"
+    if base_runner != runner:
+        return _Base(None, base_runner)     # a runtime change: the same program, two runners
+    return _Base(None, base_runner, why)
+
+
+def _judge_ab(session: BenchSession, run: BenchmarkRun, runner: str, out: Benchmarked,
+              progress: Say | None, device: str | None,
+              block_done: BlockDone | None) -> GateReport:
+    """--sme2-gate-mode ab: the base re-measured in interleaved pairs with the candidate
+    (pair 0 is the first block and a base block; then ABBA order), judged by the paired rule
+    (:func:`pytest_sme2.gate_ab.judge_ab`); a suspected regression takes pairs one at a time
+    (``gate_ab.needs_more``), --sme2-precision until precise. Categories, load and memory are
+    judged against the stored baseline on all the candidate's blocks. With nothing to
+    re-measure (no stored program, the same program and runner), the stored rule judges, and
+    its verdict says why."""
+    from pytest_sme2 import gate, gate_ab
+    from pytest_sme2.model_spec import AS_EXPORTED
+    from pytest_sme2.precision import Goal
+
+    policy = out.policy
+    base = _ab_base(session, out.blocks[0], runner)
+    if base.missing:
+        report = _judge(session, run, runner, out, progress, device, block_done)
+        note = f"A/B gate not run: {base.missing}; judged against the stored sessions"
+        if progress:
+            progress(f"{run.model} {run.dtype} t{run.threads} {runner}: {note}")
+        e2e = replace(report.e2e, reason=f"{report.e2e.reason}; {note}")
+        return replace(report, judgements=(e2e, *report.judgements[1:]))
+    candidate = _more_blocks(session, run, runner, out, progress, device, block_done)
+    base_run = replace(run, model=base.pte or run.model,
+                       dtype=AS_EXPORTED if base.pte else run.dtype)
+    base_values: list[float] = []
+
+    def measure_base(i: int) -> None:
+        base_values.append(_block_value(session.measure(
+            replace(base_run, label=f"{run.label}[base#{i}]", block=i + 1), base.runner,
+            progress, export_again=False, device=device)))
+
+    def pairs() -> gate_ab.Pairs:
+        return gate_ab.Pairs(tuple(base_values),
+                             tuple(_block_value(r) for r in out.blocks))
+
+    def one_pair() -> None:
+        i = len(base_values)
+        if i % 2:                                # ABBA: B A, A B, B A ...
+            measure_base(i)
+            candidate(len(out.blocks))
+        else:
+            candidate(len(out.blocks))
+            measure_base(i)
+
+    measure_base(0)
+    pct = policy.threshold_pct
+    goal = Goal(policy.precision_pct, policy.precision_budget_s).start() \
+        if policy.precision_pct is not None else None
+    if goal is not None:
+        while goal.more(pairs()):
+            one_pair()
+    else:
+        while len(base_values) < max(2, session.config.blocks):
+            one_pair()
+        if policy.confirm_blocks > 0:
+            while gate_ab.needs_more(pairs(), pct):
+                one_pair()
+    verdict = gate_ab.judge_ab(pairs(), pct)
+    if goal is not None:
+        _record_precision(goal.outcome(pairs()), out.blocks, run, runner, progress)
+    stored = gate.evaluate(out.blocks, session.config.baseline_dir, policy)
+    verdict = replace(verdict, changed_since_baseline=stored.e2e.changed_since_baseline)
+    if progress:
+        progress(f"{run.model} {run.dtype} t{run.threads} {runner}: {verdict.summary}")
+    return replace(stored, judgements=(verdict, *stored.judgements[1:]))
+
+
 def _judge(session: BenchSession, run: BenchmarkRun, runner: str, out: Benchmarked,
            progress: Say | None, device: str | None, block_done: BlockDone | None,
            side_label: bool = False) -> GateReport:
@@ -209,13 +388,8 @@ def _judge(session: BenchSession, run: BenchmarkRun, runner: str, out: Benchmark
     since the baseline, with the verdict."""
     from pytest_sme2 import gate
 
-    def measure_more(block: int) -> BenchmarkResult:
-        label = f"{run.label}[{runner}#{block}]" if side_label else run.label
-        out.blocks.append(session.measure(replace(run, label=label, block=block), runner,
-                                          progress, export_again=False, device=device))
-        _tell(block_done, len(out.blocks))
-        return out.blocks[-1]
-
+    measure_more = _more_blocks(session, run, runner, out, progress, device, block_done,
+                                side_label)
     side = [r for r in out.blocks if r.runner_name == runner]
     report = gate.run_with_confirmation(side, measure_more, session.config.baseline_dir,
                                         out.policy, progress)[1]

@@ -19,7 +19,8 @@ from pytest_sme2.export import DTYPES
 from pytest_sme2.model_spec import matrix_models
 # The gate's policy and its options live with the gate; imported from here before (shims).
 from pytest_sme2.gate_policy import (DEFAULT_LOAD_THRESHOLD_PCT,  # noqa: F401
-                                     DEFAULT_MEMORY_THRESHOLD_PCT, DEFAULT_THRESHOLD_PCT,
+                                     DEFAULT_MEMORY_THRESHOLD_PCT, DEFAULT_PRECISION_BUDGET_S,
+                                     DEFAULT_THRESHOLD_PCT,
                                      GatePolicy, gate_policy, parse_gate_categories,
                                      parse_measure_threshold, parse_threshold)
 from pytest_sme2.matrix import (DEFAULT_DTYPES, DEFAULT_MODELS, DEFAULT_THREADS, parse_threads,
@@ -88,6 +89,14 @@ OPTIONS: dict[str, Option] = {
     "sme2_precision": Option("sme2_precision", "",
                              "take more blocks until every interval is within +-PCT percent, "
                              "up to a time budget; the report names those that could not"),
+    "sme2_precision_budget": Option("sme2_precision_budget", f"{DEFAULT_PRECISION_BUDGET_S:g}",
+                                    "seconds of measuring --sme2-precision may spend on one "
+                                    "benchmark or comparison (default "
+                                    f"{DEFAULT_PRECISION_BUDGET_S:g})"),
+    "sme2_ab_base_runner": Option("sme2_ab_base_runner", "",
+                                  "with --sme2-gate-mode ab: the runner (a --runner name) that "
+                                  "measures the base, for a runtime change; default: the "
+                                  "benchmark's own runner"),
     "sme2_gate_categories": Option("sme2_gate_categories", "",
                                    "operator categories the baseline gate judges besides "
                                    "end-to-end latency, comma-separated (e.g. Convolution,GEMM), "
@@ -292,8 +301,10 @@ def config_from_options(values: Mapping[str, Any], ini: Mapping[str, Any],
                        load_threshold=text("sme2_load_threshold")[0],
                        memory_threshold=text("sme2_memory_threshold")[0],
                        rules=category_rules, mode=text("sme2_gate_mode")[0],
-                       precision=text("sme2_precision")[0])
-    _not_in_the_loop_yet(gate)
+                       precision=text("sme2_precision")[0],
+                       precision_budget=text("sme2_precision_budget")[0],
+                       base_runner=text("sme2_ab_base_runner")[0])
+    _check_base_runner(gate, runners, runner_kinds)
     return Sme2Config(
         settings=settings, devices=devices, runners=runners, runner_kinds=tuple(runner_kinds),
         category_rules=category_rules,
@@ -312,17 +323,18 @@ def config_from_options(values: Mapping[str, Any], ini: Mapping[str, Any],
         history_baseline=text("sme2_history_baseline")[0] or None)
 
 
-def _not_in_the_loop_yet(gate: GatePolicy) -> None:
-    """Issue 24's A/B gate and precision are library code (gate_ab, precision) that the
-    evaluation script drives; the benchmark loop cannot yet measure a stored .pte as the base
-    (that needs a .pte as a model). Asking for them says so, rather than silently judging
-    against the stored baseline with the fixed design."""
-    if gate.mode == "ab":
-        raise Sme2Error("--sme2-gate-mode ab: the fixtures cannot re-measure the base program "
-                        "yet (a stored .pte as a model); use pytest_sme2.gate_ab from a script")
-    if gate.precision_pct is not None:
-        raise Sme2Error("--sme2-precision: the fixtures do not take more blocks yet; use "
-                        "pytest_sme2.precision.until_precise from a script")
+def _check_base_runner(gate: GatePolicy, runners: tuple[str, ...],
+                       runner_kinds: Collection[str]) -> None:
+    """--sme2-ab-base-runner names a configured runner, and only means something in ab mode."""
+    if gate.base_runner is None:
+        return
+    if gate.mode != "ab":
+        raise Sme2Error("--sme2-ab-base-runner: only used with --sme2-gate-mode ab")
+    names = set(runner_specs(list(runners), runner_kinds))
+    if gate.base_runner not in names:
+        raise Sme2Error(f"--sme2-ab-base-runner: no runner named {gate.base_runner!r}; "
+                        f"configured: {', '.join(sorted(names)) or 'none'} (add one with "
+                        "--runner NAME=PATH)")
 
 
 def parse_devices(cli: str | list[str] | None, ini: str | list[str]) -> tuple[str, ...]:

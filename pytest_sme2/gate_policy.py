@@ -21,6 +21,7 @@ DEFAULT_THRESHOLD_PCT = 10.0      # the gate's threshold when --fail-on-regressi
 # Load time drifts like latency; peak memory barely moves between processes.
 DEFAULT_LOAD_THRESHOLD_PCT = 25.0
 DEFAULT_MEMORY_THRESHOLD_PCT = 10.0
+DEFAULT_PRECISION_BUDGET_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,10 @@ class GatePolicy:
     # session, interleaved (pytest_sme2.gate_ab).
     mode: str = "stored"
     precision_pct: float | None = None        # --sme2-precision: None, the fixed design
+    precision_budget_s: float = DEFAULT_PRECISION_BUDGET_S   # per benchmark (or comparison)
+    # --sme2-ab-base-runner: the runner the A/B gate measures the base with (a runtime
+    # change); None: the benchmark's own runner.
+    base_runner: str | None = None
 
     @property
     def enforced(self) -> bool:
@@ -69,7 +74,8 @@ def gate_policy(fail_on_regression: str = "", allow_foreign: bool = False,
                 memory_threshold: str = f"{DEFAULT_MEMORY_THRESHOLD_PCT:g}",
                 rules: tuple[Any, ...] | None = None,
                 flags: GateFlags = PYTEST_FLAGS, mode: str = "stored",
-                precision: str = "") -> GatePolicy:
+                precision: str = "", precision_budget: str = f"{DEFAULT_PRECISION_BUDGET_S:g}",
+                base_runner: str = "") -> GatePolicy:
     """The policy from option texts, each checked (an Sme2Error names the option in
     ``flags``); ``rules``: the category table in use (plugins may add categories)."""
     return GatePolicy(
@@ -78,7 +84,9 @@ def gate_policy(fail_on_regression: str = "", allow_foreign: bool = False,
         confirm_blocks=confirm_blocks,
         load_threshold_pct=_measure_threshold(load_threshold, flags.load_threshold),
         memory_threshold_pct=_measure_threshold(memory_threshold, flags.memory_threshold),
-        mode=parse_gate_mode(mode), precision_pct=parse_precision(precision))
+        mode=parse_gate_mode(mode), precision_pct=parse_precision(precision),
+        precision_budget_s=parse_precision_budget(precision_budget),
+        base_runner=base_runner.strip() or None)
 
 
 GATE_MODES = ("stored", "ab")
@@ -106,6 +114,17 @@ def parse_precision(text: str) -> float | None:
         raise Sme2Error(f"--sme2-precision: must lie above 0 and below 100 percent, got "
                         f"{pct:g}")
     return pct
+
+
+def parse_precision_budget(text: str) -> float:
+    """``--sme2-precision-budget``: seconds of measuring one benchmark may add, above 0."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not seconds > 0 or math.isinf(seconds):
+        raise Sme2Error(f"--sme2-precision-budget: expected seconds above 0, got {text!r}")
+    return seconds
 
 
 def _percentage(text: str, flag: str, also: str = "") -> float:

@@ -7,7 +7,9 @@ test: ~5-10 minutes on 2 cores; prints one table; raw block values in OUT/raw.js
 Gates: the stored baseline with today's rule (``gate.judge_levels``: first block, and with two
 confirmation blocks when suspected), the stored baseline with the new rule
 (``gate_robust.judge_robust``, same blocks), and the same-job A/B gate (``gate_ab``: 3 ABBA
-pairs of base and candidate, 2 confirmation pairs when suspected). Threshold 10%.
+pairs of base and candidate, then confirmation pairs one at a time while a regression is
+suspected and not yet called, up to 8 pairs: ``gate_ab.needs_more``; also shown: the earlier
+fixed design of 2 confirmation pairs). Threshold 10%.
 
 Changes: toy_cnn made ~5/10/20% more expensive by extra convolutions after its residual block
 (the instruction-gate evaluation's way: the model registered again under its own name), and
@@ -39,6 +41,7 @@ import instruction_gate_eval as ige  # noqa: E402  (its Bench and variant module
 THRESHOLD = 10.0
 BASE_BLOCKS = 3
 PAIRS, CONFIRM_PAIRS = 3, 2
+RECORDED_PAIRS = 10    # per trial, so rules that take more pairs are judged on the same data
 CHANGES = [("+5%", ((1, False),)),
            ("+10%", ((1, False), (1, False))),
            ("+20%", ((5, True), (1, False)))]
@@ -81,7 +84,7 @@ def _block(bench, prog, t, tag) -> float:
 def _trial(bench, progs, change, t, tag) -> dict:
     """ABBA pairs: base, candidate, candidate, base, ...; every block its own process."""
     base, cand, secs = [], [], []
-    for p in range(PAIRS + CONFIRM_PAIRS):
+    for p in range(RECORDED_PAIRS):
         t0 = time.perf_counter()
         order = (("b", "c") if p % 2 == 0 else ("c", "b"))
         got = {}
@@ -148,7 +151,7 @@ def measure(args) -> dict:
 
 def _verdicts(cell: dict, trial: dict) -> dict:
     from pytest_sme2.gate import REGRESSION, judge_levels
-    from pytest_sme2.gate_ab import Pairs, judge_ab, suspected
+    from pytest_sme2.gate_ab import Pairs, judge_ab, needs_more, suspected
     from pytest_sme2.gate_robust import judge_robust
 
     out, cost = {}, {}
@@ -163,11 +166,18 @@ def _verdicts(cell: dict, trial: dict) -> dict:
             blocks = 3
         out[name], cost[name] = j.status == REGRESSION, blocks
     first = Pairs(tuple(trial["base"][:PAIRS]), tuple(trial["cand"][:PAIRS]))
-    pairs = PAIRS
-    if suspected(first, THRESHOLD):
-        first, pairs = Pairs(tuple(trial["base"]), tuple(trial["cand"])), PAIRS + CONFIRM_PAIRS
-    out["same-job A/B"] = judge_ab(first, THRESHOLD).status == REGRESSION
-    cost["same-job A/B"] = 2 * pairs
+    fixed = first
+    if suspected(first, THRESHOLD):      # the earlier design: 2 confirmation pairs, fixed
+        k = PAIRS + CONFIRM_PAIRS
+        fixed = Pairs(tuple(trial["base"][:k]), tuple(trial["cand"][:k]))
+    out["A/B, 3+2 fixed pairs"] = judge_ab(fixed, THRESHOLD).status == REGRESSION
+    cost["A/B, 3+2 fixed pairs"] = 2 * len(fixed.base)
+    pairs = first                        # the shipped rule: one pair at a time (gate_ab)
+    while needs_more(pairs, THRESHOLD) and len(pairs.base) < len(trial["base"]):
+        n = len(pairs.base) + 1
+        pairs = Pairs(tuple(trial["base"][:n]), tuple(trial["cand"][:n]))
+    out["same-job A/B"] = judge_ab(pairs, THRESHOLD).status == REGRESSION
+    cost["same-job A/B"] = 2 * len(pairs.base)
     return {"called": out, "blocks": cost}
 
 
@@ -178,7 +188,7 @@ def analyze(raw: dict) -> None:
     from pytest_sme2.gate_robust import judge_robust
     from pytest_sme2.stats import noise_floor
 
-    gates = ["stored, today's rule", "stored, new rule", "same-job A/B"]
+    gates = ["stored, today's rule", "stored, new rule", "A/B, 3+2 fixed pairs", "same-job A/B"]
     changes = ["unchanged"] + [c for c, _ in CHANGES]
     say(f"\nload average {raw['load_before']} before, {raw['load_after']} after; "
         f"{raw['seconds']:.0f} s of measuring")

@@ -147,11 +147,22 @@ def test_gate_mode_and_precision_parse_into_the_policy():
     assert (told.mode, told.precision_pct) == ("ab", 2.0)
 
 
+def test_the_a_b_options_reach_the_policy():
+    c = _config(sme2_gate_mode="ab", sme2_precision="2%", sme2_precision_budget="30",
+                sme2_ab_base_runner="python")
+    assert (c.gate.mode, c.gate.precision_pct, c.gate.precision_budget_s, c.gate.base_runner) \
+        == ("ab", 2.0, 30.0, "python")
+    assert _config().gate.precision_budget_s == 60.0 and _config().gate.base_runner is None
+
+
 @pytest.mark.parametrize("values,message", [
-    (dict(sme2_gate_mode="ab"), "--sme2-gate-mode ab: the fixtures cannot re-measure the base "
-                                "program yet"),
-    (dict(sme2_precision="2%"), "--sme2-precision: the fixtures do not take more blocks yet"),
+    (dict(sme2_ab_base_runner="python"), "--sme2-ab-base-runner: only used with "
+                                         "--sme2-gate-mode ab"),
+    (dict(sme2_gate_mode="ab", sme2_ab_base_runner="old_build"),
+     "--sme2-ab-base-runner: no runner named 'old_build'; configured: native, python"),
+    (dict(sme2_precision="2", sme2_precision_budget="0"),
+     "--sme2-precision-budget: expected seconds above 0, got '0'"),
 ])
-def test_what_the_loop_cannot_do_yet_is_said_not_ignored(values, message):
+def test_bad_a_b_options_are_one_line(values, message):
     with pytest.raises(Sme2Error, match=message):
         _config(**values)

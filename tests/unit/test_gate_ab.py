@@ -67,3 +67,19 @@ def test_a_missing_base_program_is_one_clear_line():
     assert j.status == NOT_COMPARED
     assert "\n" not in j.summary
     assert j.summary.startswith("not compared: the base program is missing: programs/ab12")
+
+
+def test_confirmation_pairs_come_one_at_a_time_until_the_interval_clears_the_line():
+    from pytest_sme2.gate_ab import needs_more
+
+    # one disturbed pair (the base block ran 8% slow) hides a 10% change in three pairs
+    disturbed = Pairs((1.0, 1.08, 1.0), (1.10, 1.10, 1.11))
+    assert suspected(disturbed) and judge_ab(disturbed).status == OK
+    assert needs_more(disturbed)
+    pairs = disturbed
+    while needs_more(pairs):
+        pairs = pairs + Pairs((1.0,), (1.10,))
+    assert judge_ab(pairs).status == REGRESSION and len(pairs.base) < 3 + 5
+    assert not needs_more(_scaled(1.02))                 # nothing suspected
+    assert not needs_more(_scaled(1.21))                 # already called
+    assert not needs_more(disturbed, max_pairs=3)        # the cap

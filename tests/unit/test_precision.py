@@ -45,3 +45,32 @@ def test_the_pair_cap_is_said_too():
 def test_a_target_of_zero_is_refused():
     with pytest.raises(Sme2Error, match="--sme2-precision: must be above 0%"):
         until_precise(_wobbly(0.0), 0.0)
+
+
+def test_a_benchmark_alone_is_made_precise_on_its_level_over_processes():
+    from pytest_sme2.precision import Goal, level
+
+    goal = Goal(5.0, budget_s=100.0, clock=Clock(0.1)).start()
+    values: tuple[float, ...] = ()
+    for v in itertools.cycle((1.0, 1.04, 0.97, 1.02)):
+        values += (v,)
+        if not goal.more(values):
+            break
+    got = goal.outcome(values)
+    assert got.reached and got.blocks == len(values) >= 3 and got.pairs.base == ()
+    assert got.to_dict()["paired"] is False and got.half_width_pct <= 5.0
+    assert level((1.0, 1.0)).low == pytest.approx(1.0)      # no spread: a point
+    spread = level((1.0, 1.2, 0.8))
+    assert spread.low < 1.0 < spread.high
+
+
+def test_a_level_that_cannot_get_there_names_its_blocks():
+    from pytest_sme2.precision import Goal
+
+    goal = Goal(1.0, budget_s=1.0, clock=Clock(0.3)).start()
+    values: tuple[float, ...] = (1.0,)
+    while goal.more(values):
+        values += (1.5 if len(values) % 2 else 1.0,)
+    got = goal.outcome(values)
+    assert not got.reached and "block(s): interval ±" in got.why
+    assert got.why.startswith("time budget 1 s spent after")
