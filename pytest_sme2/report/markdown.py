@@ -34,6 +34,7 @@ from pytest_sme2.report import sections as sec
 from pytest_sme2.report.cells import (cell, code, e2e_cells, fmt_calls, fmt_ci, fmt_mb, fmt_ms,
                                       fmt_pct, fmt_pp, fmt_x, ms_pct_cells, op_cells, th, tr)
 from pytest_sme2.report.digest import SHARE_GROWTH_PP, Unit, by_model, units
+from pytest_sme2.report.precision_notes import precision_lines
 from pytest_sme2.report.recommend import recommendations
 from pytest_sme2.report.sections import DETAIL_DIR, MODEL_CHART
 from pytest_sme2.results import ResultsDoc, atomic_write_text, load_results
@@ -85,7 +86,7 @@ def context(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = No
         "top_recommendations": TOP_RECOMMENDATIONS,
         "regressions": regressions,
         "notes": sec.emulated_notes(doc) + sec.cooldown_notes(doc) + sec.etrecord_notes(doc)
-        + (notes or []),
+        + precision_lines(doc.benchmarks) + (notes or []),
     }
 
 

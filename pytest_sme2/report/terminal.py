@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pytest_sme2.analysis.categories import OTHER
+from pytest_sme2.report.precision_notes import precision_lines
 from pytest_sme2.results import (BenchmarkResult, ComparisonRecord, Startup, pool,
                                  pool_categories, pool_startup)
 
@@ -228,7 +229,7 @@ def summary_table(results: Iterable[BenchmarkResult],
                      "ran out (kept; flagged in results.json and report.md)")
     if any(r.emulated for r in results):
         lines.append(EMULATED_SUMMARY)
-    return lines
+    return lines + precision_lines(results)
 
 
 def analysis_summary(a) -> list[str]:

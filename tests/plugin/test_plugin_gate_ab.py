@@ -91,7 +91,11 @@ def test_precision_takes_blocks_until_reached_or_says_what_stopped_it(
     res = run_pytest(*common, "--sme2-precision=0.0001", "--sme2-precision-budget=1")
     res.assert_outcomes(passed=1)
     res.stdout.fnmatch_lines(["*--sme2-precision 0.0001% not reached: time budget 1 s spent "
-                              "after * block(s): interval ±*"])
+                              "after * block(s): interval ±*",
+                              "*--sme2-precision 0.0001%: 0 of 1 within ±0.0001%; not reached: "
+                              "test_latency?toy_cnn-fp32-t1? (time budget 1 s spent*"])
+    report = (pytester.path / "sme2-report" / "report.md").read_text()
+    assert "--sme2-precision 0.0001%: 0 of 1 within" in report
     got = _blocks(pytester)[0]["precision"]
     assert not got["reached"] and got["why"].startswith("time budget 1 s spent")
 
