@@ -39,7 +39,7 @@ def test_the_threshold_is_the_change_to_detect():
     assert judge_ab(_scaled(0.85)).status == IMPROVEMENT
 
 
-def test_suspicion_is_on_the_point_estimate():
+def test_suspicion_passes_the_line():
     assert suspected(_scaled(1.08)) and not suspected(_scaled(1.03))
 
 
@@ -83,3 +83,25 @@ def test_confirmation_pairs_come_one_at_a_time_until_the_interval_clears_the_lin
     assert not needs_more(_scaled(1.02))                 # nothing suspected
     assert not needs_more(_scaled(1.21))                 # already called
     assert not needs_more(disturbed, max_pairs=3)        # the cap
+
+
+def test_a_disturbed_pair_is_left_out_and_named_but_ordinary_spread_stays():
+    from pytest_sme2.gate_ab import screen
+
+    # measured shape: a +10% change, one pair whose base block ran while the core was taken
+    ratios = (1.103, 1.365, 1.106, 0.944, 1.131, 1.104, 1.108, 1.114)
+    pairs = Pairs((1.0,) * 8, ratios)
+    assert set(screen(pairs)) == {1, 3}                      # at most one in four: two of 8
+    j = judge_ab(pairs)
+    assert j.status == REGRESSION
+    assert "pair 2 left out: ratio 1.36x, disturbed" in j.reason
+    assert "pair 4 left out: ratio 0.94x, disturbed" in j.reason
+    assert screen(_scaled(1.1)) == []                        # 1% spread: nothing left out
+    # the same wild pair in an unchanged program does not make a regression of it
+    same = Pairs((1.0,) * 8, (1.0, 1.37, 0.99, 1.01, 1.0, 0.98, 1.02, 1.0))
+    assert screen(same) == [1] and judge_ab(same).status == OK
+
+
+def test_suspicion_is_on_the_median_pair_so_one_wild_pair_neither_raises_nor_hides_it():
+    assert not suspected(Pairs((1.0, 1.0, 1.0), (1.0, 1.6, 1.01)))
+    assert suspected(Pairs((1.0, 1.0, 1.0), (1.10, 0.7, 1.11)))
