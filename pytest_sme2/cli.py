@@ -250,14 +250,7 @@ def _setup(args: argparse.Namespace) -> int:
     return run_setup(args.dry_run, out=lambda line: print(line, flush=True))
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from pytest_sme2.gate_policy import (DEFAULT_LOAD_THRESHOLD_PCT, DEFAULT_MEMORY_THRESHOLD_PCT,
-                                         DEFAULT_THRESHOLD_PCT)
-    from pytest_sme2.settings import BenchSettings
-
-    parser = argparse.ArgumentParser(prog="pytest-sme2", description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-
+def _add_analyze(sub) -> None:
     a = sub.add_parser("analyze", help="summarise an ETDump (no torch needed)")
     a.add_argument("etdump", type=Path)
     a.add_argument("--warmup", type=int, default=0, help="leading runs to discard (default 0)")
@@ -279,6 +272,8 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--csv-dir", type=Path, help="write seed-compatible CSV files here")
     a.set_defaults(func=_analyze)
 
+
+def _add_compare(sub) -> None:
     c = sub.add_parser("compare", help="compare two ETDumps (base, candidate) offline: "
                                        "speed-up, category and operator deltas")
     c.add_argument("base", type=Path)
@@ -294,6 +289,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--md", type=Path, help="write a markdown report here")
     c.set_defaults(func=_compare)
 
+
+def _add_export(sub) -> None:
     e = sub.add_parser("export", help="export a registered or library model (or reuse the cached "
                        "export); a .pte: make its inputs from its metadata")
     e.add_argument("model")
@@ -302,6 +299,11 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--cache-dir", type=Path)
     e.add_argument("--force", action="store_true", help="export again even on a cache hit")
     e.set_defaults(func=_export)
+
+
+def _add_run(sub) -> None:
+    from pytest_sme2.settings import BenchSettings
+
     run = sub.add_parser("run", help="run one .pte (or a model name: its export) with one runner "
                          "on one device, write the ETDump")
     run.add_argument("model", help="a .pte file, a registered model or library:ClassName")
@@ -329,11 +331,18 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--etdump", type=Path, required=True, help="where to write the ETDump")
     run.set_defaults(func=_run)
 
+
+def _add_report(sub) -> None:
     r = sub.add_parser("report", help="render report.md (and charts) from a results.json")
     r.add_argument("results", type=Path)
     r.add_argument("--out", type=Path, help="folder for report.md (default: beside the JSON)")
     r.add_argument("--no-charts", action="store_true")
     r.set_defaults(func=_report)
+
+
+def _add_gate(sub) -> None:
+    from pytest_sme2.gate_policy import (DEFAULT_LOAD_THRESHOLD_PCT, DEFAULT_MEMORY_THRESHOLD_PCT,
+                                         DEFAULT_THRESHOLD_PCT)
 
     g = sub.add_parser("gate", help="judge a results.json against stored baselines: exit 1 on "
                                     "a regression, 0 otherwise")
@@ -355,6 +364,8 @@ def build_parser() -> argparse.ArgumentParser:
                                        f"(default {DEFAULT_MEMORY_THRESHOLD_PCT:g})")
     g.set_defaults(func=_gate)
 
+
+def _add_setup(sub) -> None:
     st = sub.add_parser("setup", help="provision an emulated Arm64 SME2 target (QEMU, cross "
                                       "compiler, aarch64 wheel); docs/emulated-sme2.md")
     st.add_argument("what", choices=("qemu", "history"),
@@ -363,10 +374,14 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--dry-run", action="store_true", help="print what would be done, do nothing")
     st.set_defaults(func=_setup)
 
-    from pytest_sme2.history.commands import add_parser as add_history_parser
 
-    add_history_parser(sub)
+def _add_history(sub) -> None:
+    from pytest_sme2.history.commands import add_parser
 
+    add_parser(sub)
+
+
+def _add_fake_phone(sub) -> None:
     fp = sub.add_parser("fake-phone", help="register an emulated arm64 phone (QEMU, SME2) with "
                                            "the local adb server; prints its serial first, "
                                            "serves until Ctrl-C; docs/android.md")
@@ -377,6 +392,18 @@ def build_parser() -> argparse.ArgumentParser:
                     help="TCP port on 127.0.0.1 to serve on (default: a free one; never "
                          "5555-5585, which adb scans for emulators)")
     fp.set_defaults(func=_fake_phone)
+
+
+# One function per subcommand, each adding its parser; in the order --help lists them.
+SUBCOMMANDS = (_add_analyze, _add_compare, _add_export, _add_run, _add_report, _add_gate,
+               _add_setup, _add_history, _add_fake_phone)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pytest-sme2", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for add in SUBCOMMANDS:
+        add(sub)
     return parser
 
 
