@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pytest_sme2.report.benchmark_json import BenchmarkSide, benchmark_sides
+from pytest_sme2.report.grouping import BenchmarkSide, benchmark_sides
 from pytest_sme2.report.terminal import baseline_cell
 from pytest_sme2.results import BenchmarkResult, ComparisonRecord, pool
 

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pytest_sme2.analysis.categories import OTHER
+from pytest_sme2.report.grouping import BenchmarkSide, comparison_record, sides_per_device
 from pytest_sme2.results import (BenchmarkResult, ComparisonRecord, Startup, pool,
                                  pool_categories, pool_startup)
 
@@ -15,12 +16,6 @@ COLUMNS = ("benchmark", "model", "dtype", "threads", "runner", "median ms", "p90
            "vs baseline")
 _NUMERIC = {3, 5, 6, 7, 8, 9, 10}
 EMULATED = " [emulated CPU: timings say nothing about speed]"
-
-
-def _record(c: ComparisonRecord | Mapping[str, Any]) -> ComparisonRecord:
-    """A comparison as its record; a comparison's JSON document (as it travels on a test
-    report) goes through the one loader."""
-    return c if isinstance(c, ComparisonRecord) else ComparisonRecord.from_json(c)
 
 
 def benchmark_line(r: BenchmarkResult, device: bool = False) -> str:
@@ -92,7 +87,7 @@ def cooldown_lines(r: BenchmarkResult, told: bool = False) -> list[str]:
 
 def comparison_line(c: ComparisonRecord | Mapping[str, Any], device: str | None = None) -> str:
     """``device``: name the device too (a session on several)."""
-    c = _record(c)
+    c = comparison_record(c)
     s, out = c.speedup, c.outputs
     outputs = "" if not out else (
         f", outputs equal (max |diff| {out.max_abs_diff:.3g}, relative "
@@ -162,34 +157,24 @@ def _category_regressions(judged: dict | None) -> str:
                    for c, j in (judged or {}).items() if j.get("status") == "regression")
 
 
-def _with_blocks(first: BenchmarkResult, results: list[BenchmarkResult]
-                 ) -> list[BenchmarkResult]:
-    """A benchmark's result and the blocks measured to confirm a suspected regression (same
-    test, same setting), so the row shows what the gate judged: all blocks pooled."""
-    same = (first.nodeid, first.model, first.dtype, first.threads, first.runner_name)
-    return [first] + [r for r in results if r.block is not None and
-                      (r.nodeid, r.model, r.dtype, r.threads, r.runner_name) == same]
-
-
 EMULATED_SUMMARY = ("emulated: measured on an emulated CPU (QEMU); its times and speed-ups say "
                     "nothing about speed — the SME2 column and the outputs are what it proves")
 
 
-def _rows(results: list[BenchmarkResult],
-          comparisons: Iterable[ComparisonRecord]) -> list[tuple[str, ...]]:
-    by_id = {r.nodeid: r for r in results}
-    rows = [_row(r.name, _with_blocks(r, results), "") for r in results if r.block is None]
-    for c in comparisons:
-        s = c.speedup
-        base = [by_id[n] for n in c.base_blocks if n in by_id]
-        cand = [by_id[n] for n in c.candidate_blocks if n in by_id]
-        judged = c.baselines or {}
-        if base and cand:
-            mark = " emulated" if c.emulated else ""
-            rows.append(_row(c.name, base, "(base)", judged.get(c.base, {})))
-            rows.append(_row(c.name, cand,
-                             f"{s.point:.2f}x [{s.low:.2f}, {s.high:.2f}]{mark}",
-                             judged.get(c.candidate, {})))
+def _rows(sides: Iterable[BenchmarkSide]) -> list[tuple[str, ...]]:
+    """One row per benchmark and per comparison side: its blocks pooled, so a benchmark's row
+    shows what the gate judged (its confirmation blocks too)."""
+    rows = []
+    for side in sides:
+        c = side.comparison
+        if c is None:
+            rows.append(_row(side.test, side.blocks, ""))
+            continue
+        runner = c.base if side.role == "base" else c.candidate
+        speedup = "(base)" if side.role == "base" else \
+            f"{c.speedup.point:.2f}x [{c.speedup.low:.2f}, {c.speedup.high:.2f}]" + \
+            (" emulated" if c.emulated else "")
+        rows.append(_row(side.test, side.blocks, speedup, (c.baselines or {}).get(runner, {})))
     return rows
 
 
@@ -199,20 +184,14 @@ def summary_table(results: Iterable[BenchmarkResult],
     """One row per benchmark and per comparison side. Results from several devices get a
     device column, each device's rows together (devices in the order they first measured)."""
     results = list(results)
-    comparisons = list(map(_record, comparisons))
-    devices = list(dict.fromkeys(r.device_label for r in results))
+    per_device = sides_per_device(results, comparisons)
     columns: tuple[str, ...] = COLUMNS
     numeric = _NUMERIC
-    if len(devices) > 1:
+    several = len(per_device) > 1
+    if several:
         columns, numeric = ("device", *COLUMNS), {i + 1 for i in _NUMERIC}
-        rows = [columns]
-        for dev in devices:
-            mine = [r for r in results if r.device_label == dev]
-            ids = {r.nodeid for r in mine}
-            rows += [(dev, *row) for row in _rows(mine, [c for c in comparisons
-                                                         if set(c.base_blocks) & ids])]
-    else:
-        rows = [columns] + _rows(results, comparisons)
+    rows = [columns] + [(dev, *row) if several else row for dev, sides in per_device.items()
+                        for row in _rows(sides)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(columns))]
 
     def fmt(row):
