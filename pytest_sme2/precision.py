@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from pytest_sme2 import formats
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate_ab import Pairs, slowdown
 from pytest_sme2.gate_policy import parse_precision  # noqa: F401  (one parser, re-exported)
@@ -66,7 +67,7 @@ def until_precise(measure_pair: Callable[[int], tuple[float, float]], target_pct
         if len(pairs.base) >= max_pairs:
             why = f"{max_pairs} pairs taken"
             break
-    got = f"±{half_width_pct(interval):.1f}%" if interval else "no interval"
+    got = formats.plus_minus(half_width_pct(interval)) if interval else "no interval"
     return Precision(target_pct, pairs, interval, clock() - start, False,
                      f"{why}: interval {got}, not ±{target_pct:g}% (the blocks vary too much "
                      "between pairs on this machine)")

@@ -9,6 +9,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from pytest_sme2 import formats
+from pytest_sme2.formats import COMPACT_RATIO_DIGITS, COUNT_RATIO_DIGITS
 from pytest_sme2.report.grouping import BenchmarkSide, benchmark_sides
 from pytest_sme2.report.terminal import baseline_cell
 from pytest_sme2.results import BenchmarkResult, ComparisonRecord, pool
@@ -47,7 +49,8 @@ def _regressions(side: BenchmarkSide) -> list[str]:
             out.append(f"{what}: {cat} {baseline_cell(cj)}")
     ij = side.first.baseline_instructions
     if ij and ij.get("status") == "regression" and ij.get("ratio"):
-        out.append(f"{what}: instructions per execute {ij['ratio']['point']:.4f}x")
+        out.append(f"{what}: instructions per execute "
+                   f"{formats.ratio(ij['ratio']['point'], COUNT_RATIO_DIGITS)}")
     return out
 
 
@@ -81,7 +84,7 @@ def step_summary(results: Iterable[BenchmarkResult],
         s = c.speedup
         mark = " *(emulated: says nothing about speed)*" if c.emulated else ""
         speedups.append(f"- `{c.name}` {c.point}: {c.candidate} vs {c.base} "
-                        f"{s.point:.2f}x [{s.low:.2f}, {s.high:.2f}] (95% CI), "
+                        f"{formats.ratio_interval(s, COMPACT_RATIO_DIGITS)} (95% CI), "
                         f"{c.verdict}{mark}")
     lines += ["", "**SME2 speed-ups:** " + ("none measured" if not speedups else "")]
     lines += speedups

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pytest_sme2 import formats
 from pytest_sme2.analysis.categories import OTHER
+from pytest_sme2.formats import COMPACT_RATIO_DIGITS, COUNT_RATIO_DIGITS
 from pytest_sme2.report.grouping import BenchmarkSide, comparison_record, sides_per_device
 from pytest_sme2.results import (BenchmarkResult, ComparisonRecord, Startup, pool,
                                  pool_categories, pool_startup)
@@ -32,10 +34,8 @@ def benchmark_line(r: BenchmarkResult, device: bool = False) -> str:
 
 
 def _sig(v: float | None) -> str:
-    """Three significant digits, never in exponent form: 0.362, 16.7, 1234."""
-    if v is None:
-        return "-"
-    return f"{v:.0f}" if abs(v) >= 100 else f"{v:#.3g}" if abs(v) >= 1e-3 else f"{v:.3f}"
+    """Three significant digits (narrow cells), "-" when not measured."""
+    return "-" if v is None else formats.significant(v)
 
 
 def _mb(kb: float | int | None) -> str:
@@ -96,7 +96,7 @@ def comparison_line(c: ComparisonRecord | Mapping[str, Any], device: str | None 
         f"{out.max_rel_diff:.3g}, tolerance {out.tolerance:.3g})")
     where = f" on {device}" if device else ""
     return (f"sme2: {c.candidate} vs {c.base} on {c.point}{where}: "
-            f"speed-up {s.point:.3f}x [{s.low:.3f}, {s.high:.3f}], medians "
+            f"speed-up {formats.ratio_interval(s)}, medians "
             f"{c.base_median_ms:.3f} -> {c.candidate_median_ms:.3f} ms over "
             f"{len(c.base_blocks)} blocks each: {c.verdict}{outputs}"
             + (EMULATED if c.emulated else ""))
@@ -117,9 +117,8 @@ def baseline_cell(j: dict | None) -> str:
         return "-"
     if j["status"] == "not_compared":
         return "foreign (not compared)" if j.get("foreign") else "-"
-    r = j["ratio"]
     word = {"regression": "REGRESSION", "improvement": "faster"}.get(j["status"], "ok")
-    return f"{word} {r['point']:.2f}x [{r['low']:.2f}, {r['high']:.2f}]"
+    return f"{word} {formats.ratio_interval(j['ratio'], COMPACT_RATIO_DIGITS)}"
 
 
 def _row(name: str, rs: list[BenchmarkResult], speedup: str,
@@ -137,23 +136,27 @@ def _row(name: str, rs: list[BenchmarkResult], speedup: str,
             + startup_regressions(r.baseline_startup))
 
 
+def _compact(ratio: float) -> str:
+    return formats.ratio(ratio, COMPACT_RATIO_DIGITS)
+
+
 def _instructions_cell(j: dict | None) -> str:
     """The verdict on instruction counts, where they were judged."""
     if not j or not j.get("ratio"):
         return ""
     word = {"regression": "REGRESSION", "improvement": "fewer"}.get(j["status"], "ok")
-    return f"; instructions {word} {j['ratio']['point']:.4f}x"
+    return f"; instructions {word} {formats.ratio(j['ratio']['point'], COUNT_RATIO_DIGITS)}"
 
 
 def startup_regressions(judged: dict | None) -> str:
     """Load time or peak memory that regressed against the baseline, appended to the cell."""
-    return "".join(f"; {j.get('measure', what)} REGRESSION {j['ratio']['point']:.2f}x"
+    return "".join(f"; {j.get('measure', what)} REGRESSION {_compact(j['ratio']['point'])}"
                    for what, j in (judged or {}).items() if j.get("status") == "regression")
 
 
 def _category_regressions(judged: dict | None) -> str:
     """Gated categories that regressed, appended to the end-to-end verdict."""
-    return "".join(f"; {c} REGRESSION {j['ratio']['point']:.2f}x"
+    return "".join(f"; {c} REGRESSION {_compact(j['ratio']['point'])}"
                    for c, j in (judged or {}).items() if j.get("status") == "regression")
 
 
@@ -172,8 +175,8 @@ def _rows(sides: Iterable[BenchmarkSide]) -> list[tuple[str, ...]]:
             continue
         runner = c.base if side.role == "base" else c.candidate
         speedup = "(base)" if side.role == "base" else \
-            f"{c.speedup.point:.2f}x [{c.speedup.low:.2f}, {c.speedup.high:.2f}]" + \
-            (" emulated" if c.emulated else "")
+            formats.ratio_interval(c.speedup, COMPACT_RATIO_DIGITS) + (" emulated" if c.emulated
+                                                                      else "")
         rows.append(_row(side.test, side.blocks, speedup, (c.baselines or {}).get(runner, {})))
     return rows
 
