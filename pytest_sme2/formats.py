@@ -41,14 +41,14 @@ def mb(v: float) -> str:
     return f"{v:.1f}" if abs(v) >= 1 else f"{v:.2g}"
 
 
-def percent(v: float) -> str:
+def percent(v: float, digits: int = 1) -> str:
     """A percentage's value alone, one decimal (a column headed %): ``12.3``."""
-    return f"{v:.1f}"
+    return f"{v:.{digits}f}"
 
 
-def share(v: float) -> str:
-    """A share of a whole (of E2E), one decimal: ``12.3%``."""
-    return f"{percent(v)}%"
+def share(v: float, digits: int = 1) -> str:
+    """A share of a whole (of E2E), one decimal (none in a narrow cell or on a bar): ``12.3%``."""
+    return f"{percent(v, digits)}%"
 
 
 def share_range(values: Iterable[float]) -> str:

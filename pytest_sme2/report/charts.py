@@ -199,8 +199,8 @@ def model_figure(model: str, us: list[Unit]) -> Figure:
                edgecolor="white", linewidth=0.6)
         for i, share in enumerate(shares):
             if share >= LABEL_MIN_SHARE:
-                ax.text(xs[i], bottoms[i] + share / 2, f"{share:.0f}%", ha="center", va="center",
-                        fontsize=7, color="white" if c != OTHER else "black")
+                ax.text(xs[i], bottoms[i] + share / 2, formats.share(share, 0), ha="center",
+                        va="center", fontsize=7, color="white" if c != OTHER else "black")
         bottoms = [b + h for b, h in zip(bottoms, shares)]
     for i, s in enumerate(sides):
         ax.text(xs[i], max(bottoms[i], 100.0) + 1.0, f"{_ms(s.e2e_mean_ms)} ms", ha="center",

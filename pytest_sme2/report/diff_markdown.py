@@ -24,9 +24,9 @@ def compare_lines(d: EtdumpDiff) -> list[str]:
     """A few readable lines for the terminal."""
     lines = [
         f"{d.base_name}: {d.base_source}, {d.base_runs} timed runs, median "
-        f"{d.base_median_ms:.3f} ms (CV {d.base_cv_pct:.1f}%)",
+        f"{formats.ms(d.base_median_ms)} ms (CV {formats.percent(d.base_cv_pct)}%)",
         f"{d.candidate_name}: {d.candidate_source}, {d.candidate_runs} timed runs, median "
-        f"{d.candidate_median_ms:.3f} ms (CV {d.candidate_cv_pct:.1f}%)",
+        f"{formats.ms(d.candidate_median_ms)} ms (CV {formats.percent(d.candidate_cv_pct)}%)",
         f"speed-up {d.candidate_name} vs {d.base_name}: {formats.ratio_interval(d.speedup)} "
         f"95% over runs — {d.verdict}",
         f"  note: {d.note}",
@@ -49,7 +49,7 @@ def compare_lines(d: EtdumpDiff) -> list[str]:
                      f"{d.candidate_name} {len(d.kleidiai_candidate)}")
     if d.bottlenecks:
         lines.append("bottlenecks (>5% of E2E): " + ", ".join(
-            f"{o.name} ({o.base_pct_e2e:.1f}% -> {o.candidate_pct_e2e:.1f}%)"
+            f"{o.name} ({formats.share(o.base_pct_e2e)} -> {formats.share(o.candidate_pct_e2e)})"
             for o in d.bottlenecks[:TOP_CHANGES]))
     for r in d.recommendations:
         lines.append(f"recommendation: {r['text']}")
@@ -70,9 +70,10 @@ def render_markdown(d: EtdumpDiff) -> str:
     b, c = d.base_name, d.candidate_name
     out = [f"# ETDump comparison: {b} → {c}", "",
            f"- {b}: `{d.base_source}` — {d.base_runs} timed runs ({d.warmup} warm-up "
-           f"dropped), median {d.base_median_ms:.3f} ms, CV {d.base_cv_pct:.1f}%",
+           f"dropped), median {formats.ms(d.base_median_ms)} ms, "
+           f"CV {formats.percent(d.base_cv_pct)}%",
            f"- {c}: `{d.candidate_source}` — {d.candidate_runs} timed runs, median "
-           f"{d.candidate_median_ms:.3f} ms, CV {d.candidate_cv_pct:.1f}%", "",
+           f"{formats.ms(d.candidate_median_ms)} ms, CV {formats.percent(d.candidate_cv_pct)}%", "",
            "## Speed-up", "",
            f"**{formats.ratio(d.speedup.point)}** ({b} median / {c} median of Method::execute "
            f"per run), 95% bootstrap interval over runs {formats.interval(d.speedup)}: "
@@ -86,8 +87,9 @@ def render_markdown(d: EtdumpDiff) -> str:
         if not (x.base_ms or x.candidate_ms):
             continue                      # a category neither trace has
         out.append(f"| {x.category} | {x.base_ms:.4f} | {x.candidate_ms:.4f} | "
-                   f"{x.delta_ms:+.4f} | {_change(x.delta_pct)} | {x.base_share_pct:.1f} | "
-                   f"{x.candidate_share_pct:.1f} | {_speedup(x.speedup)} |")
+                   f"{x.delta_ms:+.4f} | {_change(x.delta_pct)} | "
+                   f"{formats.percent(x.base_share_pct)} | "
+                   f"{formats.percent(x.candidate_share_pct)} | {_speedup(x.speedup)} |")
     out += ["", "## Operators", "",
             "Matched by delegate instruction, operator name without `#n`, and occurrence; "
             "ms per run.", "",
@@ -110,8 +112,9 @@ def render_markdown(d: EtdumpDiff) -> str:
         out += ["", f"| operator | instr | category | where | {b} % E2E | {c} % E2E |",
                 "|---|--:|---|---|--:|--:|"]
         out += [f"| {_cell(o.name)} | {o.instruction_id} | {o.category} | "
-                f"{'delegated' if o.delegated else 'portable'} | {o.base_pct_e2e:.1f} | "
-                f"{o.candidate_pct_e2e:.1f} |" for o in d.bottlenecks]
+                f"{'delegated' if o.delegated else 'portable'} | "
+                f"{formats.percent(o.base_pct_e2e)} | {formats.percent(o.candidate_pct_e2e)} |"
+                for o in d.bottlenecks]
     else:
         out += ["", "No operator above 5% of E2E."]
     out += ["", "## Recommendations", ""]

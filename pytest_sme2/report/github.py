@@ -67,8 +67,8 @@ def step_summary(results: Iterable[BenchmarkResult],
     for s in sides:
         p = pool(s.blocks)
         ev = s.first.kernel_evidence
-        lines.append(f"| {_cell(s.test)} | {_cell(s.runner)} | {p.median_ms:.3f} | "
-                     f"{p.cv_pct:.1f} | {ev.sme2 if ev else '-'} | "
+        lines.append(f"| {_cell(s.test)} | {_cell(s.runner)} | {formats.ms(p.median_ms)} | "
+                     f"{formats.percent(p.cv_pct)} | {ev.sme2 if ev else '-'} | "
                      f"{_cell(baseline_cell(_baseline(s)))} |")
         regressions += _regressions(s)
     if any(r.emulated for r in results):

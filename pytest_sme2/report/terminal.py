@@ -28,7 +28,8 @@ def benchmark_line(r: BenchmarkResult, device: bool = False) -> str:
     where = f" on {r.device_label}" if device else ""
     return (f"sme2: {r.model} {r.dtype} t{r.threads} {r.runner_name}{where}: Method::execute "
             "median "
-            f"{e.median_ms:.3f} ms, p90 {e.p90_ms:.3f} ms, CV {e.cv_pct:.1f}%, "
+            f"{formats.ms(e.median_ms)} ms, p90 {formats.ms(e.p90_ms)} ms, "
+            f"CV {formats.percent(e.cv_pct)}%, "
             f"n={e.n} (+{r.warmup} warm-up discarded){sme2}"
             + _instructions(r) + _startup(r.startup) + (EMULATED if r.emulated else ""))
 
@@ -97,7 +98,7 @@ def comparison_line(c: ComparisonRecord | Mapping[str, Any], device: str | None 
     where = f" on {device}" if device else ""
     return (f"sme2: {c.candidate} vs {c.base} on {c.point}{where}: "
             f"speed-up {formats.ratio_interval(s)}, medians "
-            f"{c.base_median_ms:.3f} -> {c.candidate_median_ms:.3f} ms over "
+            f"{formats.ms(c.base_median_ms)} -> {formats.ms(c.candidate_median_ms)} ms over "
             f"{len(c.base_blocks)} blocks each: {c.verdict}{outputs}"
             + (EMULATED if c.emulated else ""))
 
@@ -108,7 +109,7 @@ def top_category(categories_ms: dict[str, float]) -> str:
         return "-"
     cat = max(named, key=named.get)
     total = sum(categories_ms.values())
-    return f"{cat} {100 * named[cat] / total:.0f}%" if total > 0 else cat
+    return f"{cat} {formats.share(100 * named[cat] / total, 0)}" if total > 0 else cat
 
 
 def baseline_cell(j: dict | None) -> str:
@@ -127,8 +128,9 @@ def _row(name: str, rs: list[BenchmarkResult], speedup: str,
     r = rs[0]
     p = pool(rs)
     ev = r.kernel_evidence
-    return (name, r.model, r.dtype, str(r.threads), r.runner_name, f"{p.median_ms:.3f}",
-            f"{p.p90_ms:.3f}", f"{p.cv_pct:.1f}", str(p.n), *startup_cells(pool_startup(rs)),
+    return (name, r.model, r.dtype, str(r.threads), r.runner_name, formats.ms(p.median_ms),
+            formats.ms(p.p90_ms), formats.percent(p.cv_pct), str(p.n),
+            *startup_cells(pool_startup(rs)),
             speedup, top_category(pool_categories(rs)), ev.sme2 if ev else "-",
             baseline_cell(baseline if baseline is not None else r.baseline)
             + _category_regressions(r.baseline_categories)
@@ -217,9 +219,11 @@ def analysis_summary(a) -> list[str]:
     """Readable summary of a :class:`pytest_sme2.analysis.summary.Analysis`."""
     e = a.e2e
     lines = [f"{a.source}: {a.runs} runs, {a.warmup} warm-up discarded, {e.n} timed",
-             f"Method::execute: median {e.median_ms:.3f} ms, mean {e.mean_ms:.3f}, "
-             f"p10 {e.p10_ms:.3f}, p90 {e.p90_ms:.3f}, min {e.min_ms:.3f}, max {e.max_ms:.3f}, "
-             f"CV {e.cv_pct:.1f}%, MAD {e.mad_ms:.3f}, outliers {e.outliers} (IQR rule, kept)",
+             f"Method::execute: median {formats.ms(e.median_ms)} ms, "
+             f"mean {formats.ms(e.mean_ms)}, p10 {formats.ms(e.p10_ms)}, "
+             f"p90 {formats.ms(e.p90_ms)}, min {formats.ms(e.min_ms)}, max {formats.ms(e.max_ms)}, "
+             f"CV {formats.percent(e.cv_pct)}%, MAD {formats.ms(e.mad_ms)}, "
+             f"outliers {e.outliers} (IQR rule, kept)",
              "", "Categories (mean ms per run; Other = E2E - named):"]
     for cat, ms in a.categories_ms.items():
         pct = 100 * ms / e.mean_ms if e.mean_ms else 0.0

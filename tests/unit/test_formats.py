@@ -58,3 +58,8 @@ def test_markdown_cells_write_a_dash_where_a_value_is_missing():
     assert (fmt_ratio(IV), fmt_interval(IV), fmt_ratio_interval(IV)) == \
         ("1.215x", "[1.145, 1.275]", "1.215x [1.145, 1.275]")
     assert (fmt_percent(float("nan")), fmt_points(-2.04)) == ("—", "-2.0 pp")
+
+
+def test_a_share_in_a_narrow_cell_has_no_decimals():
+    assert (formats.share(37.5, 0), formats.share(62.49, 0), formats.percent(7.25, 2)) == \
+        ("38%", "62%", "7.25")

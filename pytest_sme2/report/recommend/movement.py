@@ -39,8 +39,8 @@ class _Movement:
     @property
     def figure(self) -> str:
         moved = self.side.categories_ms.get(DATA_MOVEMENT, 0)
-        return (f"Data Movement {formats.share(self.share)} of E2E ({moved:.3f} of "
-                f"{self.side.e2e_mean_ms:.3f} ms)")
+        return (f"Data Movement {formats.share(self.share)} of E2E ({formats.ms(moved)} of "
+                f"{formats.ms(self.side.e2e_mean_ms)} ms)")
 
 
 def _movement(unit: Unit, side: Side) -> _Movement:

@@ -47,7 +47,7 @@ def _portable_recommendation(name: str, advice: str,
     top = max(figures)
 
     def fig(pct, ms, n, at):
-        return (f"{formats.share(pct)} of E2E, {ms:.3f} ms and {n:g} "
+        return (f"{formats.share(pct)} of E2E, {formats.ms(ms)} ms and {n:g} "
                 f"call{'' if n == 1 else 's'} per "
                 f"run, portable ({at})")
 

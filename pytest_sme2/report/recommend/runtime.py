@@ -30,12 +30,14 @@ def _overhead(us: list[Unit]) -> list[Recommendation]:
 def _overhead_recommendation(found: list[tuple[float, float, Unit, Side]]) -> Recommendation:
     def fig(pct, total, unit, side):
         o = side.overheads_ms
-        return (f"overhead {total:.3f} ms = {formats.share(pct)} of {side.e2e_mean_ms:.3f} ms E2E "
-                f"(delegate {o.get('delegate_ms', 0):.3f}, operator calls "
-                f"{o.get('operator_call_ms', 0):.3f}, runtime {o.get('runtime_ms', 0):.3f})")
+        return (f"overhead {formats.ms(total)} ms = {formats.share(pct)} of "
+                f"{formats.ms(side.e2e_mean_ms)} ms E2E "
+                f"(delegate {formats.ms(o.get('delegate_ms', 0))}, operator calls "
+                f"{formats.ms(o.get('operator_call_ms', 0))}, "
+                f"runtime {formats.ms(o.get('runtime_ms', 0))})")
 
     fastest = min(side.e2e_mean_ms for _, _, _, side in found)
-    small = (f"; at {fastest:.3f} ms per inference it also bounds any speed-up"
+    small = (f"; at {formats.ms(fastest)} ms per inference it also bounds any speed-up"
              if fastest < SMALL_MODEL_MS else "")
     advice = ("every delegate and portable operator call costs a fixed time, so fewer "
               "partitions (no portable operators between delegated ones) pay it fewer times"
