@@ -139,6 +139,7 @@ def _program_and_inputs(args: argparse.Namespace) -> tuple[Path, Path]:
 def _run(args: argparse.Namespace) -> int:
     """One runner process, measured and read back as a benchmark's load-only processes are
     (:func:`pytest_sme2.bench.measure_process`)."""
+    from pytest_sme2 import formats
     from pytest_sme2.analysis.latency import latency_stats
     from pytest_sme2.bench import measure_process
     from pytest_sme2.devices import open_device
@@ -172,13 +173,14 @@ def _run(args: argparse.Namespace) -> int:
         device.cleanup()
     per_run, start, outcome = measured.e2e_all, measured.startup, measured.outcome
     stats = latency_stats(per_run[per_run.index >= args.warmup])
-    load = "" if start.load_ms is None else f"; load {start.load_ms:.3f} ms"
+    load = "" if start.load_ms is None else f"; load {formats.ms(start.load_ms)} ms"
     load += "" if start.first_inference_ms is None else \
-        f", first inference {start.first_inference_ms:.3f} ms"
-    load += "" if start.peak_rss_kb is None else f", peak {start.peak_rss_kb / 1024:.1f} MB"
+        f", first inference {formats.ms(start.first_inference_ms)} ms"
+    load += "" if start.peak_rss_kb is None else f", peak {formats.mb(start.peak_rss_kb / 1024)} MB"
     print(f"{outcome.etdump}: {len(per_run)} runs ({args.warmup} warm-up) with "
-          f"{runner.info.name} on {args.device}; Method::execute median {stats.median_ms:.3f} ms, "
-          f"p90 {stats.p90_ms:.3f} ms, CV {stats.cv_pct:.1f}%{load}"
+          f"{runner.info.name} on {args.device}; Method::execute median "
+          f"{formats.ms(stats.median_ms)} ms, p90 {formats.ms(stats.p90_ms)} ms, "
+          f"CV {formats.percent(stats.cv_pct)}%{load}"
           + (" [emulated CPU: timings say nothing about speed]"
              if device.facts().emulated else ""))
     if outcome.kernel_trace:
@@ -250,14 +252,7 @@ def _setup(args: argparse.Namespace) -> int:
     return run_setup(args.dry_run, out=lambda line: print(line, flush=True))
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from pytest_sme2.gate_policy import (DEFAULT_LOAD_THRESHOLD_PCT, DEFAULT_MEMORY_THRESHOLD_PCT,
-                                         DEFAULT_THRESHOLD_PCT)
-    from pytest_sme2.settings import BenchSettings
-
-    parser = argparse.ArgumentParser(prog="pytest-sme2", description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-
+def _add_analyze(sub) -> None:
     a = sub.add_parser("analyze", help="summarise an ETDump (no torch needed)")
     a.add_argument("etdump", type=Path)
     a.add_argument("--warmup", type=int, default=0, help="leading runs to discard (default 0)")
@@ -279,6 +274,8 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--csv-dir", type=Path, help="write seed-compatible CSV files here")
     a.set_defaults(func=_analyze)
 
+
+def _add_compare(sub) -> None:
     c = sub.add_parser("compare", help="compare two ETDumps (base, candidate) offline: "
                                        "speed-up, category and operator deltas")
     c.add_argument("base", type=Path)
@@ -294,6 +291,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--md", type=Path, help="write a markdown report here")
     c.set_defaults(func=_compare)
 
+
+def _add_export(sub) -> None:
     e = sub.add_parser("export", help="export a registered or library model (or reuse the cached "
                        "export); a .pte: make its inputs from its metadata")
     e.add_argument("model")
@@ -302,6 +301,11 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--cache-dir", type=Path)
     e.add_argument("--force", action="store_true", help="export again even on a cache hit")
     e.set_defaults(func=_export)
+
+
+def _add_run(sub) -> None:
+    from pytest_sme2.settings import BenchSettings
+
     run = sub.add_parser("run", help="run one .pte (or a model name: its export) with one runner "
                          "on one device, write the ETDump")
     run.add_argument("model", help="a .pte file, a registered model or library:ClassName")
@@ -329,11 +333,18 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--etdump", type=Path, required=True, help="where to write the ETDump")
     run.set_defaults(func=_run)
 
+
+def _add_report(sub) -> None:
     r = sub.add_parser("report", help="render report.md (and charts) from a results.json")
     r.add_argument("results", type=Path)
     r.add_argument("--out", type=Path, help="folder for report.md (default: beside the JSON)")
     r.add_argument("--no-charts", action="store_true")
     r.set_defaults(func=_report)
+
+
+def _add_gate(sub) -> None:
+    from pytest_sme2.gate_policy import (DEFAULT_LOAD_THRESHOLD_PCT, DEFAULT_MEMORY_THRESHOLD_PCT,
+                                         DEFAULT_THRESHOLD_PCT)
 
     g = sub.add_parser("gate", help="judge a results.json against stored baselines: exit 1 on "
                                     "a regression, 0 otherwise")
@@ -355,6 +366,8 @@ def build_parser() -> argparse.ArgumentParser:
                                        f"(default {DEFAULT_MEMORY_THRESHOLD_PCT:g})")
     g.set_defaults(func=_gate)
 
+
+def _add_setup(sub) -> None:
     st = sub.add_parser("setup", help="provision an emulated Arm64 SME2 target (QEMU, cross "
                                       "compiler, aarch64 wheel); docs/emulated-sme2.md")
     st.add_argument("what", choices=("qemu", "history"),
@@ -363,10 +376,14 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--dry-run", action="store_true", help="print what would be done, do nothing")
     st.set_defaults(func=_setup)
 
-    from pytest_sme2.history.commands import add_parser as add_history_parser
 
-    add_history_parser(sub)
+def _add_history(sub) -> None:
+    from pytest_sme2.history.commands import add_parser
 
+    add_parser(sub)
+
+
+def _add_fake_phone(sub) -> None:
     fp = sub.add_parser("fake-phone", help="register an emulated arm64 phone (QEMU, SME2) with "
                                            "the local adb server; prints its serial first, "
                                            "serves until Ctrl-C; docs/android.md")
@@ -377,6 +394,18 @@ def build_parser() -> argparse.ArgumentParser:
                     help="TCP port on 127.0.0.1 to serve on (default: a free one; never "
                          "5555-5585, which adb scans for emulators)")
     fp.set_defaults(func=_fake_phone)
+
+
+# One function per subcommand, each adding its parser; in the order --help lists them.
+SUBCOMMANDS = (_add_analyze, _add_compare, _add_export, _add_run, _add_report, _add_gate,
+               _add_setup, _add_history, _add_fake_phone)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pytest-sme2", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for add in SUBCOMMANDS:
+        add(sub)
     return parser
 
 

@@ -58,7 +58,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from pytest_sme2 import baseline_store
+from pytest_sme2 import baseline_store, formats
 from pytest_sme2.baseline_key import BaselineKey, UnderTest
 from pytest_sme2.gate_policy import DEFAULT_THRESHOLD_PCT, GatePolicy
 from pytest_sme2.gate_robust import judge_robust
@@ -131,7 +131,8 @@ class Judgement:
         if self.status == NOT_COMPARED or r is None:
             reason = self.reason.removeprefix("not compared: ")
             return f"{what}not compared: {reason}"
-        line = f"{what}{self.status} {r.point:.2f}x [{r.low:.2f}, {r.high:.2f}] vs {self.against}"
+        ratio = formats.ratio_interval(r, formats.COMPACT_RATIO_DIGITS)
+        line = f"{what}{self.status} {ratio} vs {self.against}"
         if self.changed_since_baseline:
             line += "; changed since baseline: " + ", ".join(self.changed_since_baseline)
         return line
@@ -156,12 +157,6 @@ class Judgement:
 def not_compared(reason: str, threshold_pct: float = DEFAULT_THRESHOLD_PCT,
                  category: str | None = None) -> Judgement:
     return Judgement(NOT_COMPARED, None, threshold_pct, None, reason, category=category)
-
-
-def _pct(fraction: float) -> str:
-    """A relative number as a percentage; absurd floors (two wildly different sessions and
-    Student's t with 1 degree of freedom) read as such rather than as 4180004.1%."""
-    return f"{fraction * 100:.1f}%" if fraction < 10 else ">1000%"
 
 
 def judge_levels(base_sessions: Sequence[Sequence[float]], current: Sequence[float],
@@ -206,8 +201,9 @@ def judge_levels(base_sessions: Sequence[Sequence[float]], current: Sequence[flo
         what = f"{measure} {what}"
     reason = (f"{what}{word}: median {cur_level:.4g} {unit} ({cur.size} block(s)) vs baseline "
               f"{base_level:.4g} {unit} ({len(sessions)} session(s)); ratio {ratio} "
-              f"{int(confidence * 100)}% CI; limit {_pct(limit - 1)} {more} = max(threshold "
-              f"{threshold_pct:g}%, noise floor {_pct(floor)} from {source})")
+              f"{int(confidence * 100)}% CI; limit {formats.fraction(limit - 1)} {more} = "
+              f"max(threshold {threshold_pct:g}%, noise floor {formats.fraction(floor)} from "
+              f"{source})")
     return Judgement(status, ratio, threshold_pct, floor * 100, reason, base_level, cur_level,
                      len(sessions), int(cur.size), category, measure=measure)
 
@@ -448,7 +444,7 @@ def run_with_confirmation(first: Sequence[BenchmarkResult],
         return blocks, report
     if progress:
         r = blocks[0]
-        what = ", ".join(f"{j.category or 'end to end'} {j.ratio.point:.3f}x"
+        what = ", ".join(f"{j.category or 'end to end'} {formats.ratio(j.ratio.point)}"
                          for j in timed if j.ratio)
         progress(f"{r.model} {r.dtype} t{r.threads} {r.runner_name}: a regression is "
                  f"suspected ({what}); measuring {missing} more block(s) to confirm it")

@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from pytest_sme2 import formats
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate_ab import Pairs, slowdown
 from pytest_sme2.gate_policy import parse_precision  # noqa: F401  (one parser, re-exported)
@@ -158,7 +159,8 @@ class Goal:
         elif final:
             why = f"stopped after {n}"
         if why:
-            got = f"±{width:.1f}%" if interval and math.isfinite(width) else "no interval"
+            got = formats.plus_minus(width) if interval and math.isfinite(width) \
+                else "no interval"
             why = (f"{why}: interval {got}, not ±{self.target_pct:g}% (the blocks vary too "
                    "much between processes on this machine)")
         return Precision(self.target_pct, sample, interval, spent, False, why)

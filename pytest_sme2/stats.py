@@ -15,6 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
+from pytest_sme2 import formats
 from pytest_sme2.errors import Sme2Error
 
 
@@ -28,7 +29,7 @@ class Interval:
     confidence: float = 0.95
 
     def __str__(self) -> str:
-        return f"{self.point:.3f}x [{self.low:.3f}, {self.high:.3f}]"
+        return formats.ratio_interval(self)
 
     def to_dict(self) -> dict:
         return {"point": self.point, "low": self.low, "high": self.high,

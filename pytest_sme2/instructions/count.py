@@ -45,6 +45,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from pytest_sme2 import formats
 from pytest_sme2.instructions.callgrind import Costs, Function
 from pytest_sme2.instructions.valgrind import (  # noqa: F401 - names this module always had
     DEFAULT_TIMEOUT_S, METHOD_EXECUTE, METHOD_EXECUTE_MANGLED, MIN_VALGRIND, THREAD_START,
@@ -300,6 +301,7 @@ def format_count(count: InstructionCount, top: int = 3) -> str:
     """One line for the terminal: ``2,570,512 instructions per execute (1 thread; slope of 2
     executions); top: 0x...ffcc0 [libexecutorch_backend_xnnpack.so] 73%, ...``."""
     hot = ", ".join(f"{n} {v / count.per_execute:.0%}" for n, v in count.hottest[:top])
-    return (f"{count.per_execute:,.0f} instructions per execute ({count.threads} thread(s), "
-            f"slope over {count.executions} execution(s), {count.wall_s:.1f} s under valgrind "
+    return (f"{formats.count(count.per_execute)} instructions per execute "
+            f"({count.threads} thread(s), slope over {count.executions} execution(s), "
+            f"{count.wall_s:.1f} s under valgrind "
             f"{count.valgrind}); hottest: {hot}")

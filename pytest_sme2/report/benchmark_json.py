@@ -21,11 +21,11 @@ import statistics
 import subprocess
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pytest_sme2.report.grouping import BenchmarkSide, benchmark_sides
 from pytest_sme2.results import (BenchmarkResult, ComparisonRecord, atomic_write_text, pool,
                                  pool_startup)
 from pytest_sme2.versions import package_version
@@ -34,55 +34,6 @@ from pytest_sme2.versions import package_version
 # version; the layout has been the same since 3.1, when "ops" was added).
 FORMAT_VERSION = "5.1.0"
 TIMER = "ExecuTorch ETDump Method::execute"
-
-
-@dataclass
-class BenchmarkSide:
-    """One benchmark as the summary table shows it: a test's name, and the blocks of one
-    runner (a matrix setting with its confirmation blocks, or one side of a comparison)."""
-
-    test: str                       # the test's name without its file
-    nodeid: str
-    blocks: list[BenchmarkResult]
-    role: str = ""                  # "base" / "candidate" for the sides of a comparison
-    comparison: ComparisonRecord | None = None
-
-    @property
-    def first(self) -> BenchmarkResult:
-        return self.blocks[0]
-
-    @property
-    def runner(self) -> str:
-        return self.first.runner_name
-
-
-def _record(c: ComparisonRecord | Mapping[str, Any]) -> ComparisonRecord:
-    return c if isinstance(c, ComparisonRecord) else ComparisonRecord.from_json(c)
-
-
-def benchmark_sides(results: Iterable[BenchmarkResult],
-                    comparisons: Iterable[ComparisonRecord | Mapping[str, Any]] = ()
-                    ) -> list[BenchmarkSide]:
-    """The session's benchmarks, as the terminal summary groups them: each first block with
-    the confirmation blocks of the same test and setting, then each comparison's two sides."""
-    results = list(results)
-    by_id = {r.nodeid: r for r in results}
-    out = []
-    for r in results:
-        if r.block is not None:
-            continue
-        same = (r.nodeid, r.model, r.dtype, r.threads, r.runner_name)
-        blocks = [r] + [b for b in results if b.block is not None and
-                        (b.nodeid, b.model, b.dtype, b.threads, b.runner_name) == same]
-        out.append(BenchmarkSide(r.name, r.nodeid, blocks))
-    for c in map(_record, comparisons):
-        base = [by_id[n] for n in c.base_blocks if n in by_id]
-        cand = [by_id[n] for n in c.candidate_blocks if n in by_id]
-        if base and cand:
-            nodeid = c.nodeid or c.name
-            out.append(BenchmarkSide(c.name, nodeid, base, "base", c))
-            out.append(BenchmarkSide(c.name, nodeid, cand, "candidate", c))
-    return out
 
 
 # -- stats, as pytest_benchmark.stats.Stats computes them -----------------------------------

@@ -1,38 +1,44 @@
-"""Markdown table cells and the report's number formats (ms with 3 decimals, % with 1,
-speed-ups with 3): the filters and globals of the report templates, and the cells the section
-rows are made of."""
+"""Markdown table cells: the report's numbers (:mod:`pytest_sme2.formats`, one formatter per unit)
+with "—" where a value is missing, as the filters and globals of the report templates and the
+cells the section rows are made of."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from pytest_sme2 import formats
 from pytest_sme2.report.digest import finite
 
+MISSING = "—"
+
 def fmt_ms(v: Any) -> str:
-    return f"{v:.3f}" if finite(v) else "—"
+    return formats.ms(v) if finite(v) else MISSING
 
 
 def fmt_mb(v: Any) -> str:
-    """Megabytes: one decimal, two significant digits below 1 MB (a toy model's .pte)."""
-    return "—" if not finite(v) else f"{v:.1f}" if abs(v) >= 1 else f"{v:.2g}"
+    return formats.mb(v) if finite(v) else MISSING
 
 
-def fmt_pct(v: Any) -> str:
-    return f"{v:.1f}" if finite(v) else "—"
+def fmt_percent(v: Any) -> str:
+    """A percentage's value (a share of E2E, a CV) in a column headed %."""
+    return formats.percent(v) if finite(v) else MISSING
 
 
-def fmt_x(iv: Any) -> str:
-    return f"{iv.point:.3f}x" if iv is not None else "—"
+def fmt_ratio(iv: Any) -> str:
+    return formats.ratio(iv.point) if iv is not None else MISSING
 
 
-def fmt_ci(iv: Any) -> str:
-    if iv is None:
-        return "—"
-    return f"[{iv.low:.3f}, {iv.high:.3f}]"
+def fmt_interval(iv: Any) -> str:
+    return formats.interval(iv) if iv is not None else MISSING
 
 
-def fmt_pp(v: Any) -> str:
-    return f"{v:+.1f} pp" if finite(v) else "—"
+def fmt_ratio_interval(iv: Any) -> str:
+    return formats.ratio_interval(iv) if iv is not None else MISSING
+
+
+def fmt_points(v: Any) -> str:
+    """A share's change, in percentage points."""
+    return formats.points(v) if finite(v) else MISSING
 
 
 def cell(v: Any) -> str:
@@ -50,7 +56,7 @@ def code(v: Any) -> str:
 
 
 def fmt_calls(v: Any) -> str:
-    return f"{v:g}" if finite(v) else "—"
+    return formats.calls(v) if finite(v) else MISSING
 
 
 def th(*columns: Any) -> str:
@@ -78,7 +84,7 @@ def _flat(items) -> list[str]:
 
 
 def ms_pct_cells(pairs) -> list[str]:
-    return [x for ms, pct in pairs for x in (fmt_ms(ms), fmt_pct(pct))]
+    return [x for ms, pct in pairs for x in (fmt_ms(ms), fmt_percent(pct))]
 
 
 def op_cells(ops) -> list[str]:

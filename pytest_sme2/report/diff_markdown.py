@@ -3,38 +3,41 @@ markdown file (``pytest-sme2 compare``)."""
 
 from __future__ import annotations
 
+from pytest_sme2 import formats
 from pytest_sme2.analysis.diff import ADDED, REMOVED, EtdumpDiff, OperatorDelta
+from pytest_sme2.formats import COMPACT_RATIO_DIGITS
 
 TOP_CHANGES = 5
 MAX_MD_OPERATORS = 40
 
 
-def _pct(v: float | None) -> str:
-    return "n/a" if v is None else f"{v:+.1f}%"
+def _change(v: float | None) -> str:
+    """A percent change, candidate against base."""
+    return "n/a" if v is None else formats.change(v)
 
 
-def _sp(iv) -> str:
-    return "n/a" if iv is None else f"{iv.point:.2f}x [{iv.low:.2f}, {iv.high:.2f}]"
+def _speedup(iv) -> str:
+    return "n/a" if iv is None else formats.ratio_interval(iv, COMPACT_RATIO_DIGITS)
 
 
 def compare_lines(d: EtdumpDiff) -> list[str]:
     """A few readable lines for the terminal."""
     lines = [
         f"{d.base_name}: {d.base_source}, {d.base_runs} timed runs, median "
-        f"{d.base_median_ms:.3f} ms (CV {d.base_cv_pct:.1f}%)",
+        f"{formats.ms(d.base_median_ms)} ms (CV {formats.percent(d.base_cv_pct)}%)",
         f"{d.candidate_name}: {d.candidate_source}, {d.candidate_runs} timed runs, median "
-        f"{d.candidate_median_ms:.3f} ms (CV {d.candidate_cv_pct:.1f}%)",
-        f"speed-up {d.candidate_name} vs {d.base_name}: {d.speedup.point:.3f}x "
-        f"[{d.speedup.low:.3f}, {d.speedup.high:.3f}] 95% over runs — {d.verdict}",
+        f"{formats.ms(d.candidate_median_ms)} ms (CV {formats.percent(d.candidate_cv_pct)}%)",
+        f"speed-up {d.candidate_name} vs {d.base_name}: {formats.ratio_interval(d.speedup)} "
+        f"95% over runs — {d.verdict}",
         f"  note: {d.note}",
         "categories (ms per run, candidate - base): " + ", ".join(
-            f"{c.category} {c.delta_ms:+.3f} ({_pct(c.delta_pct)})"
+            f"{c.category} {c.delta_ms:+.3f} ({_change(c.delta_pct)})"
             for c in d.categories if c.base_ms or c.candidate_ms),
     ]
     matched = [o for o in d.operators if o.status not in (ADDED, REMOVED)]
     if matched:
         lines.append("largest operator changes: " + "; ".join(
-            f"{o.name} {o.delta_ms:+.3f} ms ({_pct(o.delta_pct)})"
+            f"{o.name} {o.delta_ms:+.3f} ms ({_change(o.delta_pct)})"
             for o in matched[:TOP_CHANGES]))
     if d.added or d.removed:
         lines.append(f"operators only in {d.candidate_name}: {len(d.added)}, only in "
@@ -46,7 +49,7 @@ def compare_lines(d: EtdumpDiff) -> list[str]:
                      f"{d.candidate_name} {len(d.kleidiai_candidate)}")
     if d.bottlenecks:
         lines.append("bottlenecks (>5% of E2E): " + ", ".join(
-            f"{o.name} ({o.base_pct_e2e:.1f}% -> {o.candidate_pct_e2e:.1f}%)"
+            f"{o.name} ({formats.share(o.base_pct_e2e)} -> {formats.share(o.candidate_pct_e2e)})"
             for o in d.bottlenecks[:TOP_CHANGES]))
     for r in d.recommendations:
         lines.append(f"recommendation: {r['text']}")
@@ -60,19 +63,20 @@ def _cell(s: str | None) -> str:
 def _op_row(o: OperatorDelta) -> str:
     return (f"| {_cell(o.base_name)} | {_cell(o.candidate_name)} | {o.instruction_id} | "
             f"{o.category} | {o.base_ms:.4f} | {o.candidate_ms:.4f} | {o.delta_ms:+.4f} | "
-            f"{_pct(o.delta_pct)} | {o.status} |")
+            f"{_change(o.delta_pct)} | {o.status} |")
 
 
 def render_markdown(d: EtdumpDiff) -> str:
     b, c = d.base_name, d.candidate_name
     out = [f"# ETDump comparison: {b} → {c}", "",
            f"- {b}: `{d.base_source}` — {d.base_runs} timed runs ({d.warmup} warm-up "
-           f"dropped), median {d.base_median_ms:.3f} ms, CV {d.base_cv_pct:.1f}%",
+           f"dropped), median {formats.ms(d.base_median_ms)} ms, "
+           f"CV {formats.percent(d.base_cv_pct)}%",
            f"- {c}: `{d.candidate_source}` — {d.candidate_runs} timed runs, median "
-           f"{d.candidate_median_ms:.3f} ms, CV {d.candidate_cv_pct:.1f}%", "",
+           f"{formats.ms(d.candidate_median_ms)} ms, CV {formats.percent(d.candidate_cv_pct)}%", "",
            "## Speed-up", "",
-           f"**{d.speedup.point:.3f}x** ({b} median / {c} median of Method::execute per run), "
-           f"95% bootstrap interval over runs [{d.speedup.low:.3f}, {d.speedup.high:.3f}]: "
+           f"**{formats.ratio(d.speedup.point)}** ({b} median / {c} median of Method::execute "
+           f"per run), 95% bootstrap interval over runs {formats.interval(d.speedup)}: "
            f"{d.verdict}.", "", f"> {d.note}", "",
            "## Operator Category Breakdown", "",
            "Mean ms per timed run (Other = E2E − named categories); speed-up: ratio of "
@@ -83,8 +87,9 @@ def render_markdown(d: EtdumpDiff) -> str:
         if not (x.base_ms or x.candidate_ms):
             continue                      # a category neither trace has
         out.append(f"| {x.category} | {x.base_ms:.4f} | {x.candidate_ms:.4f} | "
-                   f"{x.delta_ms:+.4f} | {_pct(x.delta_pct)} | {x.base_share_pct:.1f} | "
-                   f"{x.candidate_share_pct:.1f} | {_sp(x.speedup)} |")
+                   f"{x.delta_ms:+.4f} | {_change(x.delta_pct)} | "
+                   f"{formats.percent(x.base_share_pct)} | "
+                   f"{formats.percent(x.candidate_share_pct)} | {_speedup(x.speedup)} |")
     out += ["", "## Operators", "",
             "Matched by delegate instruction, operator name without `#n`, and occurrence; "
             "ms per run.", "",
@@ -107,8 +112,9 @@ def render_markdown(d: EtdumpDiff) -> str:
         out += ["", f"| operator | instr | category | where | {b} % E2E | {c} % E2E |",
                 "|---|--:|---|---|--:|--:|"]
         out += [f"| {_cell(o.name)} | {o.instruction_id} | {o.category} | "
-                f"{'delegated' if o.delegated else 'portable'} | {o.base_pct_e2e:.1f} | "
-                f"{o.candidate_pct_e2e:.1f} |" for o in d.bottlenecks]
+                f"{'delegated' if o.delegated else 'portable'} | "
+                f"{formats.percent(o.base_pct_e2e)} | {formats.percent(o.candidate_pct_e2e)} |"
+                for o in d.bottlenecks]
     else:
         out += ["", "No operator above 5% of E2E."]
     out += ["", "## Recommendations", ""]

@@ -20,6 +20,9 @@ from typing import Any
 
 from pytest_sme2.analysis.categories import NAMED_CATEGORIES, OTHER
 from pytest_sme2.compare import DEFAULT_MARGIN, verdict
+from pytest_sme2.report import grouping
+from pytest_sme2.report.grouping import (comparison_blocks, point_runners, runner_point_devices,
+                                         unclaimed)
 from pytest_sme2.results import (BenchmarkResult, ComparisonRecord, KernelEvidence,
                                  LoggedKernel, OperatorStats, PooledLatency, ResultsDoc,
                                  TracedKernel, mean_per_block, pool, pool_categories)
@@ -232,21 +235,14 @@ def units(doc: ResultsDoc) -> list[Unit]:
     """Comparisons first, in document order; then the other benchmarks by model/dtype/threads
     (and device, when the document holds several: a unit never pools two devices)."""
     several = len(device_labels(doc)) > 1
-    claimed: set[str] = set()
     out: list[Unit] = []
     for c in doc.comparisons:
-        claimed.update(c.base_blocks + c.candidate_blocks)
-        sides = [make_side(c.base, doc.blocks(c.base_blocks)),
-                 make_side(c.candidate, doc.blocks(c.candidate_blocks))]
+        base, candidate = comparison_blocks(c, doc.benchmarks)
+        sides = [make_side(c.base, base), make_side(c.candidate, candidate)]
         device = sides[0].blocks[0].device_label if several and sides[0].blocks else ""
         out.append(Unit(c.model, c.dtype, int(c.threads), sides, c, device))
-    groups: dict[tuple, dict[str, list[BenchmarkResult]]] = {}
-    for b in doc.benchmarks:
-        if b.nodeid in claimed:
-            continue
-        key = (b.model, b.dtype, int(b.threads), b.device_label if several else "")
-        groups.setdefault(key, {}).setdefault(b.runner_name, []).append(b)
-    for (model, dtype, threads, device), runners_ in groups.items():
+    points = point_runners(unclaimed(doc.benchmarks, doc.comparisons), per_device=several)
+    for (model, dtype, threads, device), runners_ in points.items():
         out.append(Unit(model, dtype, threads,
                         [make_side(name, blocks) for name, blocks in runners_.items()],
                         device=device))
@@ -268,7 +264,7 @@ def by_model(us: list[Unit]) -> dict[str, list[Unit]]:
 
 def device_labels(doc: ResultsDoc) -> list[str]:
     """The devices the benchmarks ran on, as reports name them, in the order they appear."""
-    return list(dict.fromkeys(b.device_label for b in doc.benchmarks))
+    return grouping.device_labels(doc.benchmarks)
 
 
 @dataclass(frozen=True)
@@ -287,12 +283,8 @@ def devices_side_by_side(doc: ResultsDoc) -> tuple[list[str], list[DeviceRow]]:
     """Latency per model/dtype/threads/runner, one column per device: every block of that
     point on that device pooled (a benchmark's blocks and a comparison's side alike)."""
     labels = device_labels(doc)
-    points: dict[tuple, dict[str, list[BenchmarkResult]]] = {}
-    for b in doc.benchmarks:
-        key = (b.model, b.dtype, int(b.threads), b.runner_name)
-        points.setdefault(key, {}).setdefault(b.device_label, []).append(b)
     rows = [DeviceRow(*key, latency={d: pool(per[d]) if d in per else None for d in labels})
-            for key, per in points.items()]
+            for key, per in runner_point_devices(doc.benchmarks).items()]
     return labels, rows
 
 

@@ -9,7 +9,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pytest_sme2.report.benchmark_json import BenchmarkSide, benchmark_sides
+from pytest_sme2 import formats
+from pytest_sme2.formats import COMPACT_RATIO_DIGITS, COUNT_RATIO_DIGITS
+from pytest_sme2.report.grouping import BenchmarkSide, benchmark_sides
 from pytest_sme2.report.terminal import baseline_cell
 from pytest_sme2.results import BenchmarkResult, ComparisonRecord, pool
 
@@ -47,7 +49,8 @@ def _regressions(side: BenchmarkSide) -> list[str]:
             out.append(f"{what}: {cat} {baseline_cell(cj)}")
     ij = side.first.baseline_instructions
     if ij and ij.get("status") == "regression" and ij.get("ratio"):
-        out.append(f"{what}: instructions per execute {ij['ratio']['point']:.4f}x")
+        out.append(f"{what}: instructions per execute "
+                   f"{formats.ratio(ij['ratio']['point'], COUNT_RATIO_DIGITS)}")
     return out
 
 
@@ -64,8 +67,8 @@ def step_summary(results: Iterable[BenchmarkResult],
     for s in sides:
         p = pool(s.blocks)
         ev = s.first.kernel_evidence
-        lines.append(f"| {_cell(s.test)} | {_cell(s.runner)} | {p.median_ms:.3f} | "
-                     f"{p.cv_pct:.1f} | {ev.sme2 if ev else '-'} | "
+        lines.append(f"| {_cell(s.test)} | {_cell(s.runner)} | {formats.ms(p.median_ms)} | "
+                     f"{formats.percent(p.cv_pct)} | {ev.sme2 if ev else '-'} | "
                      f"{_cell(baseline_cell(_baseline(s)))} |")
         regressions += _regressions(s)
     if any(r.emulated for r in results):
@@ -81,7 +84,7 @@ def step_summary(results: Iterable[BenchmarkResult],
         s = c.speedup
         mark = " *(emulated: says nothing about speed)*" if c.emulated else ""
         speedups.append(f"- `{c.name}` {c.point}: {c.candidate} vs {c.base} "
-                        f"{s.point:.2f}x [{s.low:.2f}, {s.high:.2f}] (95% CI), "
+                        f"{formats.ratio_interval(s, COMPACT_RATIO_DIGITS)} (95% CI), "
                         f"{c.verdict}{mark}")
     lines += ["", "**SME2 speed-ups:** " + ("none measured" if not speedups else "")]
     lines += speedups

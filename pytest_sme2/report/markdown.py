@@ -31,8 +31,9 @@ from typing import Any
 import jinja2
 
 from pytest_sme2.report import sections as sec
-from pytest_sme2.report.cells import (cell, code, e2e_cells, fmt_calls, fmt_ci, fmt_mb, fmt_ms,
-                                      fmt_pct, fmt_pp, fmt_x, ms_pct_cells, op_cells, th, tr)
+from pytest_sme2.report.cells import (cell, code, e2e_cells, fmt_calls, fmt_interval, fmt_mb,
+                                      fmt_ms, fmt_percent, fmt_points, fmt_ratio, ms_pct_cells,
+                                      op_cells, th, tr)
 from pytest_sme2.report.digest import SHARE_GROWTH_PP, Unit, by_model, units
 from pytest_sme2.report.precision_notes import precision_lines
 from pytest_sme2.report.recommend import recommendations
@@ -113,8 +114,9 @@ def environment() -> jinja2.Environment:
         loader=jinja2.FileSystemLoader(str(Path(__file__).parent / "templates")),
         undefined=jinja2.StrictUndefined, autoescape=False, trim_blocks=True,
         lstrip_blocks=True, keep_trailing_newline=True)
-    env.filters.update(ms=fmt_ms, mb=fmt_mb, pct=fmt_pct, x=fmt_x, ci=fmt_ci, pp=fmt_pp, cell=cell,
-                       code=code, calls=fmt_calls, flatfmt=ms_pct_cells, opfmt=op_cells,
+    env.filters.update(ms=fmt_ms, mb=fmt_mb, percent=fmt_percent, ratio=fmt_ratio,
+                       interval=fmt_interval, points=fmt_points, cell=cell, code=code,
+                       calls=fmt_calls, flatfmt=ms_pct_cells, opfmt=op_cells,
                        e2efmt=e2e_cells, faster=sec.speedup_list, grew=sec.grew_list,
                        pctcol=lambda c: f">{c} %")
     env.globals.update(tr=tr, th=th)

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_sme2.report.cells import (cell, code, fmt_ci, fmt_ms, fmt_pct, fmt_pp, fmt_x,
-                                      value_text)
+from pytest_sme2 import formats
+from pytest_sme2.formats import COMPACT_RATIO_DIGITS
+from pytest_sme2.report.cells import (cell, code, fmt_ms, fmt_percent, fmt_points,
+                                      fmt_ratio_interval, value_text)
 from pytest_sme2.report.digest import (Unit, by_model, category_order,
                                        devices, devices_side_by_side, runners)
 from pytest_sme2.report.unit_page import (EMULATED_NOTE, EVIDENCE_INTRO,  # noqa: F401
@@ -99,7 +101,7 @@ def latency_rows(us: list[Unit]) -> list[dict[str, Any]]:
             p = s.latency
             role = ""
             if u.comparison:
-                role = "base" if i == 0 else f"{fmt_x(u.speedup)} {fmt_ci(u.speedup)}"
+                role = "base" if i == 0 else fmt_ratio_interval(u.speedup)
             rows.append({"model": u.model, "dtype": u.dtype, "threads": u.threads,
                          "device": u.device,
                          "runner": s.runner, "blocks": p.blocks, "n": p.n,
@@ -122,9 +124,10 @@ def startup_rows(us: list[Unit]) -> list[dict[str, Any]]:
             if u.comparison and i == 0:
                 base, rel = st, "base"
             elif u.comparison and base is not None:
-                rel = ", ".join(f"{what} {new / old:.2f}x" for what, new, old in (
-                    ("load", st.load_ms, base.load_ms), ("peak", st.peak_rss_kb,
-                                                         base.peak_rss_kb))
+                rel = ", ".join(
+                    f"{what} {formats.ratio(new / old, COMPACT_RATIO_DIGITS)}"
+                    for what, new, old in (("load", st.load_ms, base.load_ms),
+                                           ("peak", st.peak_rss_kb, base.peak_rss_kb))
                     if new is not None and old)
             rows.append({"point": u.point, "runner": side.runner,
                          "pte_mb": None if st.pte_bytes is None else st.pte_bytes / 2 ** 20,
@@ -167,7 +170,7 @@ def by_device(doc: ResultsDoc) -> dict[str, Any] | None:
     return {"headers": [f">{label}" for label in labels],
             "rows": [{"model": r.model, "dtype": r.dtype, "threads": r.threads,
                       "runner": r.runner,
-                      "cells": [f"{fmt_ms(p.median_ms)} ({fmt_pct(p.cv_pct)})" if p else "—"
+                      "cells": [f"{fmt_ms(p.median_ms)} ({fmt_percent(p.cv_pct)})" if p else "—"
                                 for p in r.latency.values()]}
                      for r in rows]}
 
@@ -198,12 +201,12 @@ def _runner_cell(u: Unit, i: int) -> str:
 
 
 def speedup_list(rows: list[dict[str, Any]]) -> str:
-    return ", ".join(f"{r['category']} {fmt_x(r['sp'])} {fmt_ci(r['sp'])}" for r in rows)
+    return ", ".join(f"{r['category']} {fmt_ratio_interval(r['sp'])}" for r in rows)
 
 
 def grew_list(rows: list[dict[str, Any]]) -> str:
-    return ", ".join(f"{r['category']} {fmt_pct(r['base_share'])}% → "
-                     f"{fmt_pct(r['cand_share'])}% ({fmt_pp(r['delta'])})" for r in rows)
+    return ", ".join(f"{r['category']} {fmt_percent(r['base_share'])}% → "
+                     f"{fmt_percent(r['cand_share'])}% ({fmt_points(r['delta'])})" for r in rows)
 
 
 def model_rows(us: list[Unit], paths: dict[int, str], charts: dict[str, str]) -> list[dict]:
@@ -244,7 +247,7 @@ def operator_rows(us: list[Unit], ctx: list[dict], paths: dict[int, str]) -> lis
             should = list(dict.fromkeys(o.name for o in s.operators if o.should_delegate))
             rows.append({**summary, "link": _link(u, paths), "runner": _runner_cell(u, i),
                          "n_bottlenecks": len(hot),
-                         "largest": ", ".join(f"{code(o.name)} {fmt_pct(o.pct_e2e)}%"
+                         "largest": ", ".join(f"{code(o.name)} {fmt_percent(o.pct_e2e)}%"
                                               for o in hot[:LARGEST_OPERATORS]),
                          "should_delegate": ", ".join(code(n) for n in should)})
     return rows
@@ -286,16 +289,11 @@ def where_time_goes(us: list[Unit]) -> list[str]:
         if not tops:
             continue
         n = sum(len(v) for v in tops.values())
-        parts = [f"**{c}** in {len(v)} of {n} ({_range(v)} of E2E)"
+        parts = [f"**{c}** in {len(v)} of {n} ({formats.share_range(v)} of E2E)"
                  for c, v in sorted(tops.items(), key=lambda kv: -len(kv[1]))]
         lines.append(f"Where the time goes in {model}: the largest category is "
                      + ", ".join(parts) + ".")
     return lines
-
-
-def _range(shares: list[float]) -> str:
-    lo, hi = min(shares), max(shares)
-    return f"{fmt_pct(lo)}%" if fmt_pct(lo) == fmt_pct(hi) else f"{fmt_pct(lo)}–{fmt_pct(hi)}%"
 
 
 def gate_line(rows: list[dict[str, str]]) -> list[str]:
@@ -323,8 +321,8 @@ def regression_rows(doc: ResultsDoc) -> list[dict[str, str]]:
         rows.append({"benchmark": name, "runner": runner,
                      "status": "not compared (foreign baseline)" if j.get("foreign")
                      else j["status"],
-                     "ratio": f"{r['point']:.3f}x" if r else "-",
-                     "ci": f"[{r['low']:.3f}, {r['high']:.3f}]" if r else "-",
+                     "ratio": formats.ratio(r["point"]) if r else "-",
+                     "ci": formats.interval(r) if r else "-",
                      "reason": j["reason"]})
 
     for b in doc.benchmarks:

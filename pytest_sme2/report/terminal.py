@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pytest_sme2 import formats
 from pytest_sme2.analysis.categories import OTHER
+from pytest_sme2.formats import COMPACT_RATIO_DIGITS, COUNT_RATIO_DIGITS
+from pytest_sme2.report.grouping import BenchmarkSide, comparison_record, sides_per_device
 from pytest_sme2.report.precision_notes import precision_lines
 from pytest_sme2.results import (BenchmarkResult, ComparisonRecord, Startup, pool,
                                  pool_categories, pool_startup)
@@ -18,12 +21,6 @@ _NUMERIC = {3, 5, 6, 7, 8, 9, 10}
 EMULATED = " [emulated CPU: timings say nothing about speed]"
 
 
-def _record(c: ComparisonRecord | Mapping[str, Any]) -> ComparisonRecord:
-    """A comparison as its record; a comparison's JSON document (as it travels on a test
-    report) goes through the one loader."""
-    return c if isinstance(c, ComparisonRecord) else ComparisonRecord.from_json(c)
-
-
 def benchmark_line(r: BenchmarkResult, device: bool = False) -> str:
     """``device``: name the device too (a session on several)."""
     e = r.e2e
@@ -32,16 +29,15 @@ def benchmark_line(r: BenchmarkResult, device: bool = False) -> str:
     where = f" on {r.device_label}" if device else ""
     return (f"sme2: {r.model} {r.dtype} t{r.threads} {r.runner_name}{where}: Method::execute "
             "median "
-            f"{e.median_ms:.3f} ms, p90 {e.p90_ms:.3f} ms, CV {e.cv_pct:.1f}%, "
+            f"{formats.ms(e.median_ms)} ms, p90 {formats.ms(e.p90_ms)} ms, "
+            f"CV {formats.percent(e.cv_pct)}%, "
             f"n={e.n} (+{r.warmup} warm-up discarded){sme2}"
             + _instructions(r) + _startup(r.startup) + (EMULATED if r.emulated else ""))
 
 
 def _sig(v: float | None) -> str:
-    """Three significant digits, never in exponent form: 0.362, 16.7, 1234."""
-    if v is None:
-        return "-"
-    return f"{v:.0f}" if abs(v) >= 100 else f"{v:#.3g}" if abs(v) >= 1e-3 else f"{v:.3f}"
+    """Three significant digits (narrow cells), "-" when not measured."""
+    return "-" if v is None else formats.significant(v)
 
 
 def _mb(kb: float | int | None) -> str:
@@ -93,7 +89,7 @@ def cooldown_lines(r: BenchmarkResult, told: bool = False) -> list[str]:
 
 def comparison_line(c: ComparisonRecord | Mapping[str, Any], device: str | None = None) -> str:
     """``device``: name the device too (a session on several)."""
-    c = _record(c)
+    c = comparison_record(c)
     s, out = c.speedup, c.outputs
     outputs = "" if not out else (
         f", outputs equal (max |diff| {out.max_abs_diff:.3g}, relative "
@@ -102,8 +98,8 @@ def comparison_line(c: ComparisonRecord | Mapping[str, Any], device: str | None 
         f"{out.max_rel_diff:.3g}, tolerance {out.tolerance:.3g})")
     where = f" on {device}" if device else ""
     return (f"sme2: {c.candidate} vs {c.base} on {c.point}{where}: "
-            f"speed-up {s.point:.3f}x [{s.low:.3f}, {s.high:.3f}], medians "
-            f"{c.base_median_ms:.3f} -> {c.candidate_median_ms:.3f} ms over "
+            f"speed-up {formats.ratio_interval(s)}, medians "
+            f"{formats.ms(c.base_median_ms)} -> {formats.ms(c.candidate_median_ms)} ms over "
             f"{len(c.base_blocks)} blocks each: {c.verdict}{outputs}"
             + (EMULATED if c.emulated else ""))
 
@@ -114,7 +110,7 @@ def top_category(categories_ms: dict[str, float]) -> str:
         return "-"
     cat = max(named, key=named.get)
     total = sum(categories_ms.values())
-    return f"{cat} {100 * named[cat] / total:.0f}%" if total > 0 else cat
+    return f"{cat} {formats.share(100 * named[cat] / total, 0)}" if total > 0 else cat
 
 
 def baseline_cell(j: dict | None) -> str:
@@ -123,9 +119,8 @@ def baseline_cell(j: dict | None) -> str:
         return "-"
     if j["status"] == "not_compared":
         return "foreign (not compared)" if j.get("foreign") else "-"
-    r = j["ratio"]
     word = {"regression": "REGRESSION", "improvement": "faster"}.get(j["status"], "ok")
-    return f"{word} {r['point']:.2f}x [{r['low']:.2f}, {r['high']:.2f}]"
+    return f"{word} {formats.ratio_interval(j['ratio'], COMPACT_RATIO_DIGITS)}"
 
 
 def _row(name: str, rs: list[BenchmarkResult], speedup: str,
@@ -134,8 +129,9 @@ def _row(name: str, rs: list[BenchmarkResult], speedup: str,
     r = rs[0]
     p = pool(rs)
     ev = r.kernel_evidence
-    return (name, r.model, r.dtype, str(r.threads), r.runner_name, f"{p.median_ms:.3f}",
-            f"{p.p90_ms:.3f}", f"{p.cv_pct:.1f}", str(p.n), *startup_cells(pool_startup(rs)),
+    return (name, r.model, r.dtype, str(r.threads), r.runner_name, formats.ms(p.median_ms),
+            formats.ms(p.p90_ms), formats.percent(p.cv_pct), str(p.n),
+            *startup_cells(pool_startup(rs)),
             speedup, top_category(pool_categories(rs)), ev.sme2 if ev else "-",
             baseline_cell(baseline if baseline is not None else r.baseline)
             + _category_regressions(r.baseline_categories)
@@ -143,54 +139,48 @@ def _row(name: str, rs: list[BenchmarkResult], speedup: str,
             + startup_regressions(r.baseline_startup))
 
 
+def _compact(ratio: float) -> str:
+    return formats.ratio(ratio, COMPACT_RATIO_DIGITS)
+
+
 def _instructions_cell(j: dict | None) -> str:
     """The verdict on instruction counts, where they were judged."""
     if not j or not j.get("ratio"):
         return ""
     word = {"regression": "REGRESSION", "improvement": "fewer"}.get(j["status"], "ok")
-    return f"; instructions {word} {j['ratio']['point']:.4f}x"
+    return f"; instructions {word} {formats.ratio(j['ratio']['point'], COUNT_RATIO_DIGITS)}"
 
 
 def startup_regressions(judged: dict | None) -> str:
     """Load time or peak memory that regressed against the baseline, appended to the cell."""
-    return "".join(f"; {j.get('measure', what)} REGRESSION {j['ratio']['point']:.2f}x"
+    return "".join(f"; {j.get('measure', what)} REGRESSION {_compact(j['ratio']['point'])}"
                    for what, j in (judged or {}).items() if j.get("status") == "regression")
 
 
 def _category_regressions(judged: dict | None) -> str:
     """Gated categories that regressed, appended to the end-to-end verdict."""
-    return "".join(f"; {c} REGRESSION {j['ratio']['point']:.2f}x"
+    return "".join(f"; {c} REGRESSION {_compact(j['ratio']['point'])}"
                    for c, j in (judged or {}).items() if j.get("status") == "regression")
-
-
-def _with_blocks(first: BenchmarkResult, results: list[BenchmarkResult]
-                 ) -> list[BenchmarkResult]:
-    """A benchmark's result and the blocks measured to confirm a suspected regression (same
-    test, same setting), so the row shows what the gate judged: all blocks pooled."""
-    same = (first.nodeid, first.model, first.dtype, first.threads, first.runner_name)
-    return [first] + [r for r in results if r.block is not None and
-                      (r.nodeid, r.model, r.dtype, r.threads, r.runner_name) == same]
 
 
 EMULATED_SUMMARY = ("emulated: measured on an emulated CPU (QEMU); its times and speed-ups say "
                     "nothing about speed — the SME2 column and the outputs are what it proves")
 
 
-def _rows(results: list[BenchmarkResult],
-          comparisons: Iterable[ComparisonRecord]) -> list[tuple[str, ...]]:
-    by_id = {r.nodeid: r for r in results}
-    rows = [_row(r.name, _with_blocks(r, results), "") for r in results if r.block is None]
-    for c in comparisons:
-        s = c.speedup
-        base = [by_id[n] for n in c.base_blocks if n in by_id]
-        cand = [by_id[n] for n in c.candidate_blocks if n in by_id]
-        judged = c.baselines or {}
-        if base and cand:
-            mark = " emulated" if c.emulated else ""
-            rows.append(_row(c.name, base, "(base)", judged.get(c.base, {})))
-            rows.append(_row(c.name, cand,
-                             f"{s.point:.2f}x [{s.low:.2f}, {s.high:.2f}]{mark}",
-                             judged.get(c.candidate, {})))
+def _rows(sides: Iterable[BenchmarkSide]) -> list[tuple[str, ...]]:
+    """One row per benchmark and per comparison side: its blocks pooled, so a benchmark's row
+    shows what the gate judged (its confirmation blocks too)."""
+    rows = []
+    for side in sides:
+        c = side.comparison
+        if c is None:
+            rows.append(_row(side.test, side.blocks, ""))
+            continue
+        runner = c.base if side.role == "base" else c.candidate
+        speedup = "(base)" if side.role == "base" else \
+            formats.ratio_interval(c.speedup, COMPACT_RATIO_DIGITS) + (" emulated" if c.emulated
+                                                                      else "")
+        rows.append(_row(side.test, side.blocks, speedup, (c.baselines or {}).get(runner, {})))
     return rows
 
 
@@ -200,20 +190,14 @@ def summary_table(results: Iterable[BenchmarkResult],
     """One row per benchmark and per comparison side. Results from several devices get a
     device column, each device's rows together (devices in the order they first measured)."""
     results = list(results)
-    comparisons = list(map(_record, comparisons))
-    devices = list(dict.fromkeys(r.device_label for r in results))
+    per_device = sides_per_device(results, comparisons)
     columns: tuple[str, ...] = COLUMNS
     numeric = _NUMERIC
-    if len(devices) > 1:
+    several = len(per_device) > 1
+    if several:
         columns, numeric = ("device", *COLUMNS), {i + 1 for i in _NUMERIC}
-        rows = [columns]
-        for dev in devices:
-            mine = [r for r in results if r.device_label == dev]
-            ids = {r.nodeid for r in mine}
-            rows += [(dev, *row) for row in _rows(mine, [c for c in comparisons
-                                                         if set(c.base_blocks) & ids])]
-    else:
-        rows = [columns] + _rows(results, comparisons)
+    rows = [columns] + [(dev, *row) if several else row for dev, sides in per_device.items()
+                        for row in _rows(sides)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(columns))]
 
     def fmt(row):
@@ -236,9 +220,11 @@ def analysis_summary(a) -> list[str]:
     """Readable summary of a :class:`pytest_sme2.analysis.summary.Analysis`."""
     e = a.e2e
     lines = [f"{a.source}: {a.runs} runs, {a.warmup} warm-up discarded, {e.n} timed",
-             f"Method::execute: median {e.median_ms:.3f} ms, mean {e.mean_ms:.3f}, "
-             f"p10 {e.p10_ms:.3f}, p90 {e.p90_ms:.3f}, min {e.min_ms:.3f}, max {e.max_ms:.3f}, "
-             f"CV {e.cv_pct:.1f}%, MAD {e.mad_ms:.3f}, outliers {e.outliers} (IQR rule, kept)",
+             f"Method::execute: median {formats.ms(e.median_ms)} ms, "
+             f"mean {formats.ms(e.mean_ms)}, p10 {formats.ms(e.p10_ms)}, "
+             f"p90 {formats.ms(e.p90_ms)}, min {formats.ms(e.min_ms)}, max {formats.ms(e.max_ms)}, "
+             f"CV {formats.percent(e.cv_pct)}%, MAD {formats.ms(e.mad_ms)}, "
+             f"outliers {e.outliers} (IQR rule, kept)",
              "", "Categories (mean ms per run; Other = E2E - named):"]
     for cat, ms in a.categories_ms.items():
         pct = 100 * ms / e.mean_ms if e.mean_ms else 0.0

@@ -9,7 +9,7 @@ from typing import Any
 
 from pytest_sme2.analysis.categories import CONVOLUTION, GEMM
 from pytest_sme2.compare import FASTER, SLOWER
-from pytest_sme2.report.cells import (code, fmt_ci, fmt_x)
+from pytest_sme2.report.cells import code, fmt_ratio_interval
 from pytest_sme2.report.digest import (SHARE_GROWTH_PP, Unit)
 from pytest_sme2.results import OutputCheck, ResultsDoc
 
@@ -141,10 +141,11 @@ def _portable(u: Unit) -> dict[str, Any] | None:
         rest = s.e2e_mean_ms - deleg - port
         n_port = sum(1 for o in s.operators if not o.delegated)
 
-        def pct(ms, s=s):
+        def share_of_e2e(ms, s=s):
             return 100 * ms / s.e2e_mean_ms if s.e2e_mean_ms > 0 else None
-        summary.append({"runner": s.runner, "deleg": deleg, "deleg_pct": pct(deleg),
-                        "port": port, "port_pct": pct(port), "rest": rest, "rest_pct": pct(rest),
+        summary.append({"runner": s.runner, "deleg": deleg, "deleg_pct": share_of_e2e(deleg),
+                        "port": port, "port_pct": share_of_e2e(port), "rest": rest,
+                        "rest_pct": share_of_e2e(rest),
                         "n_port": n_port,
                         "n_deleg": sum(1 for o in s.operators if o.delegated)})
     rows = _op_rows(u, lambda o: not o.delegated)
@@ -231,8 +232,8 @@ def comparison_line(u: Unit) -> str:
     c = u.comparison
     # an emulated verdict is no speed: not shouted, and said so
     verdict = f"{c.verdict}, emulated CPU: not a speed" if u.emulated else f"**{c.verdict}**"
-    text = (f"{u.point}: {c.candidate} vs {c.base} — speed-up {fmt_x(c.speedup)} "
-            f"{fmt_ci(c.speedup)} ({verdict}); outputs {_outputs_text(c.outputs)}")
+    text = (f"{u.point}: {c.candidate} vs {c.base} — speed-up "
+            f"{fmt_ratio_interval(c.speedup)} ({verdict}); outputs {_outputs_text(c.outputs)}")
     ev = u.candidate.verdict if u.candidate else None
     return text + (f"; {c.candidate} kernel evidence: {ev}" if ev else "")
 

@@ -223,3 +223,33 @@ def matrix_doc(*, models=MATRIX_MODELS, dtypes=MATRIX_DTYPES, threads=(1, 2),
             "session": {"config": {"device": "android", "runs": 20, "warmup": 3,
                                    "blocks": blocks}},
             "benchmarks": benches, "comparisons": comparisons}
+
+
+def mixed_doc() -> dict[str, Any]:
+    """:func:`sme2_doc` on the phone, plus what makes grouping hard: on a host, a benchmark with
+    two confirmation blocks (recorded before it, as a session records them) and a regression
+    verdict, and another test at the same point and runner; the same test and point on the
+    phone (1 ms); a confirmation block of the comparison's candidate that the comparison does
+    not name; verdicts on both sides of the comparison."""
+    d = sme2_doc()
+    cats = {"Convolution": 1.6, "GEMM": 0.0, "Data Movement": 0.1}
+    ops = [op("Convolution (NHWC, F32) IGEMM #1", 1.6, 2.0, "Convolution")]
+    node = "bench.py::test_latency[toy_cnn-fp32-t1]"
+
+    def toy(nodeid, ms, device, block=None):
+        return benchmark(nodeid, "python", steady(ms), cats, copy.deepcopy(ops), model="toy_cnn",
+                         dtype="fp32", device=device, block=block)
+
+    confirming = [toy(node, 2.1, HOST_NO_SME2, 1), toy(node, 2.2, HOST_NO_SME2, 2)]
+    first = toy(node, 2.0, HOST_NO_SME2)
+    first["baseline"] = {"status": "regression", "reason": "slower",
+                         "ratio": interval(1.2, 1.1, 1.3)}
+    on0 = next(b for b in d["benchmarks"] if b["runner"] == "sme2_on")
+    side_confirming = {**copy.deepcopy(on0), "nodeid": "bench.py::test_sme2[sme2_on#5]",
+                       "block": 5}
+    d["comparisons"][0]["baselines"] = {
+        "sme2_off": {"status": "ok", "reason": "same", "ratio": interval(1.0, 0.99, 1.01)},
+        "sme2_on": {"status": "not_compared", "reason": "another device", "foreign": True}}
+    d["benchmarks"] = [*confirming, first, *d["benchmarks"], side_confirming,
+                       toy("other.py::test_again", 2.4, HOST_NO_SME2), toy(node, 1.0, ANDROID)]
+    return d

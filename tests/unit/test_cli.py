@@ -115,3 +115,107 @@ def test_analyze_with_a_kernel_trace_proves_sme2(tmp_path, capsys):
     assert main(["analyze", str(et), "--kernel-trace", str(tmp_path / "nope.csv")]) == 2
     assert "no such kernel-trace CSV" in capsys.readouterr().err
 
+
+
+# Every subcommand's options as ``build_parser`` gave them before it was split into one
+# function per subcommand: option (or positional) -> (dest, required, action).
+PARSER_BEFORE_SPLIT = {
+    "analyze": {
+        "--csv-dir": ("csv_dir", False, "store"),
+        "--device-facts": ("device_facts", False, "store"),
+        "--device-sme2": ("device_sme2", False, "store"),
+        "--etrecord": ("etrecord", False, "store"),
+        "--json": ("json", False, "store"), "--kernel-sample": ("kernel_sample", False, "store"),
+        "--kernel-trace": ("kernel_trace", False, "store"), "--warmup": ("warmup", False, "store"),
+        "--xnntrace": ("xnntrace", False, "store"), "etdump": ("etdump", True, "store")},
+    "compare": {
+        "--etrecord": ("etrecord", False, "store"), "--json": ("json", False, "store"),
+        "--md": ("md", False, "store"), "--name1": ("name1", False, "store"),
+        "--name2": ("name2", False, "store"), "--warmup": ("warmup", False, "store"),
+        "base": ("base", True, "store"), "candidate": ("candidate", True, "store")},
+    "export": {
+        "--cache-dir": ("cache_dir", False, "store"), "--dtype": ("dtype", False, "store"),
+        "--force": ("force", False, "store_true"), "--out": ("out", False, "store"),
+        "model": ("model", True, "store")},
+    "fake-phone": {
+        "--cpu": ("cpu", False, "store"), "--no-sme2": ("no_sme2", False, "store_true"),
+        "--port": ("port", False, "store")},
+    "gate": {
+        "--allow-foreign-baseline": ("allow_foreign_baseline", False, "store_true"),
+        "--baseline-dir": ("baseline_dir", True, "store"),
+        "--categories": ("categories", False, "store"),
+        "--fail-on-regression": ("fail_on_regression", False, "store"),
+        "--load-threshold": ("load_threshold", False, "store"),
+        "--memory-threshold": ("memory_threshold", False, "store"),
+        "results": ("results", True, "store")},
+    "history": {},
+    "history import": {"--store": ("store", False, "store"), "results": ("results", True, "store")},
+    "history report": {
+        "--branch": ("branch", False, "store"), "--device": ("device", False, "store"),
+        "--dtype": ("dtype", False, "store"), "--html": ("html", False, "store"),
+        "--json": ("json", False, "store"), "--md": ("md", False, "store"),
+        "--model": ("model", False, "store"), "--runner": ("runner", False, "store"),
+        "--since": ("since", False, "store"), "--store": ("store", False, "store"),
+        "--threads": ("threads", False, "store")},
+    "report": {
+        "--no-charts": ("no_charts", False, "store_true"), "--out": ("out", False, "store"),
+        "results": ("results", True, "store")},
+    "run": {
+        "--device": ("device", False, "store"), "--dtype": ("dtype", False, "store"),
+        "--etdump": ("etdump", True, "store"), "--inputs": ("inputs", False, "store"),
+        "--kernel-sample": ("kernel_sample", False, "store"),
+        "--kernel-trace": ("kernel_trace", False, "store"), "--runner": ("runner", False, "store"),
+        "--runs": ("runs", False, "store"), "--taskset": ("taskset", False, "store"),
+        "--threads": ("threads", False, "store"), "--timeout": ("timeout", False, "store"),
+        "--warmup": ("warmup", False, "store"), "model": ("model", True, "store")},
+    "setup": {"--dry-run": ("dry_run", False, "store_true"), "what": ("what", True, "store")},
+}
+
+
+def _subcommands(parser, prefix=()):
+    """Every (nested) subcommand's options: name -> {option: (dest, required, action)}."""
+    import argparse
+
+    actions = {"_StoreAction": "store", "_StoreTrueAction": "store_true"}
+    out = {}
+    for a in parser._actions:
+        if isinstance(a, argparse._SubParsersAction):
+            for name, sub in a.choices.items():
+                out[" ".join((*prefix, name))] = {
+                    ",".join(o.option_strings) or o.dest:
+                        (o.dest, o.required, actions.get(type(o).__name__, type(o).__name__))
+                    for o in sub._actions if not isinstance(o, (argparse._HelpAction,
+                                                                argparse._SubParsersAction))}
+                out.update(_subcommands(sub, (*prefix, name)))
+    return out
+
+
+def test_every_subcommand_keeps_its_options():
+    from pytest_sme2.cli import build_parser
+
+    assert _subcommands(build_parser()) == PARSER_BEFORE_SPLIT
+
+
+def test_option_defaults_come_from_their_one_home():
+    """The defaults a user sees in --help are the library's own, not copies."""
+    from pytest_sme2.cli import build_parser
+    from pytest_sme2.gate_policy import (DEFAULT_LOAD_THRESHOLD_PCT,
+                                         DEFAULT_MEMORY_THRESHOLD_PCT, DEFAULT_THRESHOLD_PCT)
+    from pytest_sme2.settings import BenchSettings
+
+    parser = build_parser()
+    run = parser.parse_args(["run", "m.pte", "--etdump", "x"])
+    assert (run.runs, run.warmup, run.timeout) == (BenchSettings.runs, BenchSettings.warmup,
+                                                    BenchSettings.timeout_s)
+    assert (run.func.__name__, run.runner, run.device, run.taskset) == \
+        ("_run", "python", "host", "auto")
+    gate = parser.parse_args(["gate", "r.json", "--baseline-dir", "b"])
+    assert (gate.fail_on_regression, gate.load_threshold, gate.memory_threshold) == (
+        f"{DEFAULT_THRESHOLD_PCT:g}", f"{DEFAULT_LOAD_THRESHOLD_PCT:g}",
+        f"{DEFAULT_MEMORY_THRESHOLD_PCT:g}")
+    assert {name: parser.parse_args(argv).func.__name__ for name, argv in (
+        ("analyze", ["analyze", "t"]), ("compare", ["compare", "a", "b"]),
+        ("export", ["export", "m"]), ("report", ["report", "r"]), ("setup", ["setup", "qemu"]),
+        ("fake-phone", ["fake-phone"]))} == {
+        "analyze": "_analyze", "compare": "_compare", "export": "_export", "report": "_report",
+        "setup": "_setup", "fake-phone": "_fake_phone"}

@@ -285,7 +285,7 @@ def test_data_movement_of_a_model_is_said_once_with_its_range():
                 op("Transpose (ND, X32) #2", 0.0001 * e2e, e2e, "Data Movement", instr=2)]
 
     r = only(_cases_doc(CASES, ops_of), "data-movement")
-    assert r.text.startswith("Data Movement takes 5.0-20.0% of E2E in 3 cases of toy_cnn "
+    assert r.text.startswith("Data Movement takes 5.0–20.0% of E2E in 3 cases of toy_cnn "
                              "(most: 20.0% on toy_cnn fp16 t1 native). Transpose operators "
                              "take up to 20.0% of E2E — look for layout changes (NCHW<->NHWC) "
                              "around `Transpose (ND, X32) #1` (20.0% over 2 operators):")

@@ -22,10 +22,6 @@ class Recommendation:
 
 
 
-def _x(iv) -> str:
-    return f"{iv.point:.3f}x [{iv.low:.3f}, {iv.high:.3f}]"
-
-
 def _where(unit: Unit, side: Side) -> str:
     return f"{unit.point} {side.runner}"
 
@@ -56,12 +52,6 @@ def _cases(where: Iterable[str]) -> str:
 def _natural(text: str) -> list:
     """Sort key reading digits as numbers: blocks.2 before blocks.10."""
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", text)]
-
-
-def _span(values: list[float], unit: str = "%") -> str:
-    """``7.2%`` or ``7.2-8.7%``: the range a finding takes over the cases it was seen in."""
-    lo, hi = min(values), max(values)
-    return f"{hi:.1f}{unit}" if f"{lo:.1f}" == f"{hi:.1f}" else f"{lo:.1f}-{hi:.1f}{unit}"
 
 
 def _by_model(us: list[Unit], apart=lambda u: False) -> tuple[list[list[Unit]], list[Unit]]:

@@ -1,0 +1,144 @@
+"""Which blocks go together: one function per question, for every report.
+
+A block (:class:`~pytest_sme2.results.BenchmarkResult`) is one runner process's timed runs. The
+questions the reports ask, and the one answer each gets here:
+
+- :func:`comparison_blocks`: which blocks are each side of a comparison (the blocks its record
+  names, in its order).
+- :func:`confirmation_blocks` / :func:`benchmarks_by_test`: which blocks are one test's benchmark:
+  its first block and the blocks measured to confirm a suspected regression (same test, same
+  setting, same device), so its figures are what the gate judged.
+- :func:`benchmark_sides`: the session's benchmarks as the terminal summary, the
+  pytest-benchmark JSON and the GitHub step summary list them: each test's benchmark, then each
+  comparison's two sides. :func:`sides_per_device` splits them by device (the terminal's
+  several-device table).
+- :func:`point_runners`: which blocks measured one runner at one model/dtype/threads point (and
+  device): the markdown report's units pool them across tests.
+- :func:`runner_point_devices`: which blocks measured one runner at one point on each device (the
+  report's devices side by side).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_sme2.results import BenchmarkResult, ComparisonRecord
+
+
+def comparison_record(c: ComparisonRecord | Mapping[str, Any]) -> ComparisonRecord:
+    """A comparison as its record; a comparison's JSON document (as it travels on a test
+    report) goes through the one loader."""
+    return c if isinstance(c, ComparisonRecord) else ComparisonRecord.from_json(c)
+
+
+@dataclass
+class BenchmarkSide:
+    """One benchmark as the summary table shows it: a test's name, and the blocks of one
+    runner (a matrix setting with its confirmation blocks, or one side of a comparison)."""
+
+    test: str                       # the test's name without its file
+    nodeid: str
+    blocks: list[BenchmarkResult]
+    role: str = ""                  # "base" / "candidate" for the sides of a comparison
+    comparison: ComparisonRecord | None = None
+
+    @property
+    def first(self) -> BenchmarkResult:
+        return self.blocks[0]
+
+    @property
+    def runner(self) -> str:
+        return self.first.runner_name
+
+
+def comparison_blocks(c: ComparisonRecord, blocks: Iterable[BenchmarkResult]
+                      ) -> tuple[list[BenchmarkResult], list[BenchmarkResult]]:
+    """The base and the candidate blocks of ``c`` among ``blocks``, in the comparison's order
+    (blocks it names that are not there are left out)."""
+    by_id = {b.nodeid: b for b in blocks}
+    return ([by_id[n] for n in c.base_blocks if n in by_id],
+            [by_id[n] for n in c.candidate_blocks if n in by_id])
+
+
+def _setting(b: BenchmarkResult) -> tuple:
+    return b.nodeid, b.model, b.dtype, b.threads, b.runner_name, b.device_label
+
+
+def confirmation_blocks(first: BenchmarkResult, blocks: Iterable[BenchmarkResult]
+                        ) -> list[BenchmarkResult]:
+    """The blocks measured to confirm ``first``'s verdict: same test, setting and device."""
+    same = _setting(first)
+    return [b for b in blocks if b.block is not None and _setting(b) == same]
+
+
+def benchmarks_by_test(blocks: Sequence[BenchmarkResult]) -> list[list[BenchmarkResult]]:
+    """Each test's benchmark: a first block, then its confirmation blocks; in the order the
+    first blocks were recorded (the blocks of comparisons are no test's first block)."""
+    return [[b] + confirmation_blocks(b, blocks) for b in blocks if b.block is None]
+
+
+def benchmark_sides(results: Iterable[BenchmarkResult],
+                    comparisons: Iterable[ComparisonRecord | Mapping[str, Any]] = ()
+                    ) -> list[BenchmarkSide]:
+    """The session's benchmarks: each test's benchmark, then each comparison's two sides
+    (a comparison none of whose blocks on one side is among ``results`` is left out)."""
+    results = list(results)
+    out = [BenchmarkSide(b[0].name, b[0].nodeid, b) for b in benchmarks_by_test(results)]
+    for c in map(comparison_record, comparisons):
+        base, cand = comparison_blocks(c, results)
+        if base and cand:
+            nodeid = c.nodeid or c.name
+            out.append(BenchmarkSide(c.name, nodeid, base, "base", c))
+            out.append(BenchmarkSide(c.name, nodeid, cand, "candidate", c))
+    return out
+
+
+def device_labels(blocks: Iterable[BenchmarkResult]) -> list[str]:
+    """The devices the blocks ran on, as reports name them, in the order they appear."""
+    return list(dict.fromkeys(b.device_label for b in blocks))
+
+
+def sides_per_device(results: Iterable[BenchmarkResult],
+                     comparisons: Iterable[ComparisonRecord | Mapping[str, Any]] = ()
+                     ) -> dict[str, list[BenchmarkSide]]:
+    """:func:`benchmark_sides` per device (devices in the order they first measured); a
+    comparison goes with the device of its base blocks."""
+    results = list(results)
+    comparisons = list(map(comparison_record, comparisons))
+    out = {}
+    for device in device_labels(results):
+        mine = [r for r in results if r.device_label == device]
+        ids = {r.nodeid for r in mine}
+        out[device] = benchmark_sides(mine, [c for c in comparisons if set(c.base_blocks) & ids])
+    return out
+
+
+def point_runners(blocks: Iterable[BenchmarkResult], per_device: bool
+                  ) -> dict[tuple[str, str, int, str], dict[str, list[BenchmarkResult]]]:
+    """Blocks by the point they measured — (model, dtype, threads, device label, or "" unless
+    ``per_device``) — then by runner; points, runners and blocks in document order."""
+    out: dict[tuple[str, str, int, str], dict[str, list[BenchmarkResult]]] = {}
+    for b in blocks:
+        key = (b.model, b.dtype, int(b.threads), b.device_label if per_device else "")
+        out.setdefault(key, {}).setdefault(b.runner_name, []).append(b)
+    return out
+
+
+def runner_point_devices(blocks: Iterable[BenchmarkResult]
+                         ) -> dict[tuple[str, str, int, str], dict[str, list[BenchmarkResult]]]:
+    """Blocks by (model, dtype, threads, runner), then by device label; in document order."""
+    out: dict[tuple[str, str, int, str], dict[str, list[BenchmarkResult]]] = {}
+    for b in blocks:
+        key = (b.model, b.dtype, int(b.threads), b.runner_name)
+        out.setdefault(key, {}).setdefault(b.device_label, []).append(b)
+    return out
+
+
+def unclaimed(blocks: Iterable[BenchmarkResult], comparisons: Iterable[ComparisonRecord]
+              ) -> list[BenchmarkResult]:
+    """The blocks no comparison names (a test's benchmarks, and blocks measured to confirm a
+    comparison side's verdict)."""
+    claimed = {n for c in comparisons for n in (*c.base_blocks, *c.candidate_blocks)}
+    return [b for b in blocks if b.nodeid not in claimed]
