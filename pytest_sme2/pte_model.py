@@ -104,6 +104,7 @@ def _source_name(own: Path | None) -> str:
     """What ``meta.json`` says the inputs came from (also what makes cached inputs current)."""
     if own is None:
         return f"forward's metadata, seed {INPUT_SEED}"
+    own = own.resolve()      # one name whether the .pte was named relative or absolute
     return f"{own}:{HOOK_FUNCTION}" if own.suffix == ".py" else str(own)
 
 
