@@ -124,7 +124,8 @@ def check_inputs(arrays: list[np.ndarray], signature: MethodSignature, source: s
         shape, bound = tuple(a.shape), tuple(item.shape)
         fits = shape == bound if not item.dynamic else (
             len(shape) == len(bound) and all(0 <= s <= b for s, b in zip(shape, bound)))
-        if a.dtype.name != item.dtype or not fits:
+        # A dtype numpy lacks (item.dtype None): the user's bytes, the runtime judges them.
+        if (item.dtype is not None and a.dtype.name != item.dtype) or not fits:
             rule = " (dynamic: sizes up to these)" if item.dynamic else ""
             raise ExportError(f"{source}: input {item.index} is {a.dtype.name} {list(shape)}; "
                               f"forward expects {item.dtype or f'ScalarType {item.scalar_type}'}"

@@ -175,3 +175,14 @@ def test_dynamic_inputs_take_sizes_up_to_their_bounds():
     with pytest.raises(ExportError, match=r"hook: input 0 is float32 \[1, 200\]; forward "
                                           r"expects float32 \[1, 128\] \(dynamic: sizes up to"):
         check_inputs([np.zeros((1, 200), np.float32)], sig, "hook")
+
+
+def test_an_input_of_a_dtype_numpy_lacks_is_left_to_the_runtime_but_its_shape_is_checked():
+    from pytest_sme2.pte_model import check_inputs
+    from pytest_sme2.pte_program import MethodInput, MethodSignature
+
+    sig = MethodSignature("forward", (MethodInput(0, "Tensor", None, 15, (4,)),))   # bfloat16
+    check_inputs([np.zeros(4, np.uint16)], sig, "m.inputs.bin")
+    with pytest.raises(ExportError, match=r"input 0 is uint16 \[5\]; forward expects "
+                                          r"ScalarType 15 \[4\]$"):
+        check_inputs([np.zeros(5, np.uint16)], sig, "m.inputs.bin")
