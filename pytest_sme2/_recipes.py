@@ -119,6 +119,11 @@ def export(definition: ModelDef, dtype: str, at_stage: Callable[[str], None]):
     float_err, scale = _max_abs(outputs, reference)
     err, ref_scale = (float_err, scale) if dtype not in ("int8", "int8_dynamic") else \
         _max_abs(outputs, quantized_reference)
+    # How far PyTorch's own simulation of the quantized model is from the float model: the
+    # quantization error a correct lowering reproduces (export.accuracy_problem).
+    quant_err = _max_abs(quantized_reference if isinstance(quantized_reference, (tuple, list))
+                         else (quantized_reference,), reference)[0] \
+        if dtype in ("int8", "int8_dynamic") else None
     info = {
         "partitioners": [type(p).__name__ for p in partitioners],
         "delegates": delegates,
@@ -127,6 +132,7 @@ def export(definition: ModelDef, dtype: str, at_stage: Callable[[str], None]):
         "max_abs_error": err,
         "max_abs_eager": ref_scale,
         "max_abs_error_vs_float": float_err,
+        "max_abs_quantization_error": quant_err,
         "input_shapes": [list(t.shape) for t in inputs if torch.is_tensor(t)],
     }
     return program, info

@@ -33,6 +33,16 @@ DTYPES = ("fp32", "fp16", "int8", "int8_dynamic")
 # eager model, and for int8 the quantized eager model: quantization error against the float
 # model is recorded in the metadata, not judged (random weights quantize badly).
 TOLERANCE = {"fp32": 1e-3, "fp16": 3e-2, "int8": 0.1, "int8_dynamic": 0.1}
+# int8's second rule. |pte - quantized eager| compares two int8 implementations that round
+# differently (XNNPACK requantizes in fixed point, the reference rounds float results at each
+# quantize node): one-step flips at every layer add up with depth and with the network's gain,
+# without either being wrong. mobilevit_small (static int8, 4 or 32 calibration batches, with or
+# without re-estimated BatchNorm statistics) differs from its quantized eager model by 14-29% of
+# max |output| while both are equally far from the float model (max |pte - float| 0.0204 vs
+# max |quantized eager - float| 0.0206; benchmarks/scripts/int8_accuracy.py). What a wrong
+# lowering shows is a program further from the float model than quantization explains: it
+# passes when max |pte - float| <= INT8_FLOAT_MARGIN x max |quantized eager - float|.
+INT8_FLOAT_MARGIN = 1.25
 # The export recipe is the source of these files (the cache logic here, the torch and executorch
 # steps in _recipes.py): editing any of them makes a new cache key.
 RECIPE_SOURCES = (Path(__file__), Path(__file__).with_name("_recipes.py"))
@@ -107,6 +117,30 @@ def cached_export(model: str, dtype: str, cache_dir: Path | None = None) -> Expo
     return _load_hit(model, dtype, key, cache_dir / _folder(model) / f"{dtype}-{key}")
 
 
+def accuracy_problem(dtype: str, info: dict) -> str | None:
+    """Why the exported program's outputs are wrong, or None (and ``info["accuracy_rule"]``
+    says which rule passed). fp32/fp16: within TOLERANCE of the eager model. int8: within
+    TOLERANCE of the quantized eager model, or no further from the float model than the
+    quantized eager model is (see INT8_FLOAT_MARGIN)."""
+    err, scale, ref = info["max_abs_error"], info["max_abs_eager"], info["reference"]
+    if err <= TOLERANCE[dtype] * max(scale, 1e-6):
+        info["accuracy_rule"] = f"max |pte - {ref}| <= {TOLERANCE[dtype]:g} x max |{ref}|"
+        return None
+    problem = (f"max |pte - {ref}| = {err:.3g} exceeds {TOLERANCE[dtype]:g} x max |{ref}| "
+               f"({scale:.3g})")
+    quant = info.get("max_abs_quantization_error")
+    if quant is None:
+        return problem
+    vs_float = info["max_abs_error_vs_float"]
+    if vs_float <= INT8_FLOAT_MARGIN * quant:
+        info["accuracy_rule"] = (f"max |pte - float eager| <= {INT8_FLOAT_MARGIN:g} x "
+                                 f"max |{ref} - float eager|")
+        return None
+    return (f"{problem}, and max |pte - float eager| = {vs_float:.3g} exceeds "
+            f"{INT8_FLOAT_MARGIN:g} x the quantization error max |{ref} - float eager| "
+            f"({quant:.3g})")
+
+
 def _folder(model: str) -> str:
     """The cache folder of a model: a library spec (``transformers:X?a=1``) made path-safe."""
     return re.sub(r"[^A-Za-z0-9._-]+", "_", model)
@@ -175,12 +209,9 @@ def _export_into(folder: Path, model: str, dtype: str, key: str,
     except Exception as e:  # noqa: BLE001 - turned into one clear line
         raise ExportError(f"export of model {model!r} as {dtype} failed at stage {stage[0]!r}: "
                           f"{_first_line(e)}") from e
-    err = info["max_abs_error"]
-    scale = info["max_abs_eager"]
-    if not err <= TOLERANCE[dtype] * max(scale, 1e-6):
-        raise ExportError(
-            f"export of model {model!r} as {dtype} is wrong: max |pte - {info['reference']}| = "
-            f"{err:.3g} exceeds {TOLERANCE[dtype]:g} x max |{info['reference']}| ({scale:.3g})")
+    problem = accuracy_problem(dtype, info)
+    if problem:
+        raise ExportError(f"export of model {model!r} as {dtype} is wrong: {problem}")
     (folder / PTE).write_bytes(program.buffer)
     info["pte_sha256"] = hashlib.sha256(program.buffer).hexdigest()
     program.get_etrecord().save(str(folder / ETRECORD))

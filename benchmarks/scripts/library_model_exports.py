@@ -1,6 +1,22 @@
 """Export time of library models named by spec (no builder), in the four dtypes, into a
 private cache: ``python benchmarks/scripts/library_model_exports.py CACHE_DIR [SPEC ...]``.
-Prints one JSON line per export (spec, dtype, seconds, delegates, ops left outside)."""
+Prints one JSON line per export (spec, dtype, seconds, delegates, ops left outside).
+
+Measured 2026-11-27 on the 2-core VM while other jobs ran (load average ~5), then host latency
+(`pytest benchmarks -k test_latency --sme2-models=... --sme2-threads=1`, native runner, 30 runs;
+CVs of 2-180%: the same busy machine) and the SME2 verdict on QEMU (docs/emulated-sme2.md):
+
+| model | dtype | export s | delegates | .pte MB | host median ms | qemu SME2 on / off |
+|---|---|---|---|---|---|---|
+| mobilevit_small (`?image_size=128`) | fp32 | 120 | 40 | 19.8 | 14.9 | proven / absent |
+| | fp16 | 56 | 107 | 14.1 | 41.5 | proven / absent |
+| | int8 | 170 | 40 | 5.3 | 7.4 | proven / absent |
+| | int8_dynamic | 298 | 153 | 5.3 | 12.5 | proven / absent |
+| small MobileViT (tests' SPEC) | fp32 | 95 | 40 | 0.34 | 0.28 | proven / absent |
+| | fp16 | 79 | 107 | 0.37 | 0.59 | proven / absent |
+| | int8 | 157 | 40 | 0.29 | 0.32 | proven / absent |
+| | int8_dynamic | 142 | 155 | 0.32 | 0.41 | proven / absent |
+"""
 
 from __future__ import annotations
 

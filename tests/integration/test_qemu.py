@@ -162,3 +162,43 @@ def test_a_binary_killed_by_sigill_under_emulation_is_one_line(qemu, toy_export,
     msg = str(ei.value)
     assert "\n" not in msg
     assert "killed by SIGILL" in msg and "-cpu cortex-a53" in msg
+
+
+def _linear_pte(path: Path, rows: int, outputs: int) -> Path:
+    """A user's .pte: one fp32 Linear(256 -> outputs) on ``rows`` rows, lowered to XNNPACK."""
+    import torch
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from executorch.exir import to_edge_transform_and_lower
+
+    torch.manual_seed(0)
+    module, x = torch.nn.Linear(256, outputs).eval(), (torch.randn(rows, 256),)
+    edge = to_edge_transform_and_lower(torch.export.export(module, x),
+                                       partitioner=[XnnpackPartitioner()])
+    path.write_bytes(edge.to_executorch().buffer)
+    return path
+
+
+def test_fp32_sme2_gemms_round_as_neon_ones_and_each_side_is_its_own_run(
+        qemu, runners, settings, tmp_path):
+    """Why fp32 MobileViT's SME2-on and -off outputs are bitwise equal: KleidiAI's fp32 SME2
+    GEMM (FMOPA tiles) computes each output as the bias plus one fused multiply-add per k, in
+    k order, the arithmetic of XNNPACK's NEON FMA GEMMs: no bit changes (MobileViT's GEMMs all
+    have many rows). A 1-row, 10-column classifier (toy_cnn's head) does differ in the last
+    bits: that NEON kernel sums its reduction in another order. The comparison reads each
+    side's own output file, from its own process: the difference shows."""
+    cases = {"gemm16": _linear_pte(tmp_path / "gemm16.pte", rows=16, outputs=48),
+             "head": _linear_pte(tmp_path / "head.pte", rows=1, outputs=10)}
+    got = {name: run_comparison(BenchmarkRun(str(pte), "pte", 1, label=f"order-{name}"),
+                                runners["sme2_off"], runners["sme2_on"], qemu, settings,
+                                blocks=2)
+           for name, pte in cases.items()}
+    for name, kernel in (("gemm16", "sme2_mopa"), ("head", "1x16vl_sme2_mla")):
+        cmp = got[name]
+        on, off = cmp.candidate_blocks[0], cmp.base_blocks[0]
+        assert on.kernel_evidence.sme2 == "proven", on.kernel_evidence.reason
+        assert any(kernel in k.name for k in on.kernel_evidence.executed_kernels), name
+        assert not any(k.isa_family in SME_FAMILIES for k in off.kernel_evidence.executed_kernels)
+        assert on.context.outputs != off.context.outputs
+        assert cmp.outputs is not None and cmp.outputs.equal, (name, cmp.outputs)
+    assert got["gemm16"].outputs.max_abs_diff == 0.0, got["gemm16"].outputs
+    assert 0.0 < got["head"].outputs.max_abs_diff < 1e-5, got["head"].outputs

@@ -53,3 +53,13 @@ def test_matrix_models_resolve_paths_and_globs(tmp_path):
 def test_a_glob_matching_nothing_is_one_line(tmp_path):
     with pytest.raises(Sme2Error, match=r"--sme2-pte: 'none/\*.pte' matches no file"):
         matrix_models([], ["none/*.pte"], tmp_path, tmp_path)
+
+
+def test_a_list_override_keeps_its_commas_in_a_model_list():
+    from pytest_sme2.matrix import split_list
+
+    spec = "transformers:MobileViTModel?image_size=64&hidden_sizes=[32,32,32]"
+    assert split_list(f"toy_cnn, {spec},\nm.pte") == ["toy_cnn", spec, "m.pte"]
+    assert LibrarySpec.parse(split_list(spec)[0]).overrides == (
+        ("image_size", "64"), ("hidden_sizes", "[32,32,32]"))
+    assert split_list("1,2") == ["1", "2"] and split_list("a],b") == ["a]", "b"]
