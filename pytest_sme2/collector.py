@@ -86,13 +86,14 @@ class Collector:
                 self._add_block(value)
             else:
                 self._add_comparison(value)
+        self.session.write()        # once per test, however many blocks it measured
 
     def _add_block(self, value: dict) -> None:
         from pytest_sme2.report.terminal import benchmark_line, cooldown_lines
         from pytest_sme2.results import BenchmarkResult
 
         result = BenchmarkResult.from_json(value)
-        self.session.add(result)
+        self.session.add(result, write=False)
         if result.block is None:
             several = len(self.session.devices or ()) > 1
             write_live(self.config, benchmark_line(result, device=several))
@@ -106,7 +107,7 @@ class Collector:
         from pytest_sme2.results import ComparisonRecord
 
         record = ComparisonRecord.from_json(value)
-        self.session.add_comparison(record)
+        self.session.add_comparison(record, write=False)
         write_live(self.config, comparison_line(record, self._device_of(record)))
 
     def _device_of(self, record) -> str | None:

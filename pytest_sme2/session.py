@@ -252,13 +252,18 @@ class BenchSession:
                   for rs in group_by_key(counted).values()]
         return saved
 
-    def add(self, result: BenchmarkResult) -> None:
+    def add(self, result: BenchmarkResult, write: bool = True) -> None:
+        """Keep a block; ``write=False`` when more of the same test follow (the collector
+        writes once per test: rewriting results.json per block made a --sme2-precision
+        session of 2,000 blocks spend more time writing than measuring)."""
         self.results.append(result)
-        self.write()
+        if write:
+            self.write()
 
-    def add_comparison(self, comparison: ComparisonRecord) -> None:
+    def add_comparison(self, comparison: ComparisonRecord, write: bool = True) -> None:
         self.comparisons.append(comparison)
-        self.write()
+        if write:
+            self.write()
 
     def document_session(self) -> dict:
         return {"versions": versions(), "config": self.config.document(self.devices),

@@ -43,3 +43,24 @@ def test_no_collector_no_progress_line_and_a_worker_writes_nothing():
     assert tr.lines == []
     collector.write_live(_config({"terminalreporter": tr}), "sme2: hello")
     assert tr.lines == ["sme2: hello"]
+
+
+def test_a_test_with_many_blocks_writes_results_json_once():
+    """A --sme2-precision test can measure 200 blocks: results.json (tens of MB by then) is
+    rewritten once per test, not once per block."""
+    from tests.fakes.results_docs import benchmark, steady
+
+    writes: list[int] = []
+    session = types.SimpleNamespace(results=[], devices=("host",))
+    session.add = lambda result, write=True: (session.results.append(result),
+                                              write and writes.append(len(session.results)))
+    session.write = lambda: writes.append(len(session.results))
+    config = _config({"terminalreporter": _Writer()})
+    c = collector.Collector.__new__(collector.Collector)
+    c.config, c.session, c.cooldown_told, c.progress = config, session, False, None
+    blocks = [benchmark("t.py::test_x", "native", steady(1.0), {"GEMM": 0.9}, [], block=i)
+              for i in range(5)]
+    report = types.SimpleNamespace(when="call", user_properties=[
+        (collector.RESULT_PROPERTY, b) for b in blocks])
+    c.pytest_runtest_logreport(report)
+    assert len(session.results) == 5 and writes == [5]
