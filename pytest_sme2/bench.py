@@ -25,8 +25,7 @@ from pytest_sme2.etrecord import read_etrecord
 from pytest_sme2.export import export_model
 from pytest_sme2.artifacts.csv import write_csvs
 from pytest_sme2.artifacts.trace import write_trace
-from pytest_sme2.results import (BenchmarkResult, ProcessStartup, ResultAnalysis, RunContext,
-                                 Startup)
+from pytest_sme2.results import BenchmarkResult, ProcessStartup, RunContext, Startup
 from pytest_sme2.analysis.runner_summary import parse_summary
 from pytest_sme2.runners.base import Runner, RunOutcome, RunRequest
 from pytest_sme2.settings import DEFAULT_MARGIN, MIN_BLOCKS, BenchSettings
@@ -132,7 +131,7 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
         runs=settings.runs,
         warmup=settings.warmup, e2e_ms=[round(float(v), 6) for v in analysis.timed_e2e],
         e2e=analysis.e2e, etdump=str(request.etdump), pte=str(exported.pte),
-        export_key=exported.key, analysis=ResultAnalysis.from_json(analysis.to_json()),
+        export_key=exported.key, analysis=analysis.record(),
         context=RunContext(thermal_before=before, thermal_after=after, block=run.block,
                            outputs=str(request.outputs) if request.outputs else None,
                            kernel_trace=str(outcome.kernel_trace) if outcome.kernel_trace

@@ -18,6 +18,10 @@ from pytest_sme2.results import (RESULTS_SCHEMA, BenchmarkResult, ComparisonReco
 from tests.fakes.results_docs import evidence, single_doc, sme2_doc
 
 REAL_DOC = Path(__file__).parents[1] / "fakes" / "results_qemu_session.json"
+# Written by a real host session (commit dbea006's code, toy_cnn fp32 t1, --sme2-measure
+# instructions, the second of two sessions saving baselines, --fail-on-regression 50 and every
+# category gated): every gate verdict, the instruction count and start-up are in it.
+GATED_DOC = Path(__file__).parents[1] / "fakes" / "results_host_gated.json"
 
 
 def _result(samples=(1.0, 1.2, 1.1), **kw) -> BenchmarkResult:
@@ -61,8 +65,10 @@ def test_round_trip_keeps_every_typed_part_and_unknown_keys():
     assert list(r.to_json())[-1] == "build_id"          # a plugin's key, after ours
 
 
-@pytest.mark.parametrize("make", [lambda: json.loads(REAL_DOC.read_text()), sme2_doc,
-                                  single_doc], ids=["qemu-session", "sme2", "single"])
+@pytest.mark.parametrize("make", [lambda: json.loads(REAL_DOC.read_text()),
+                                  lambda: json.loads(GATED_DOC.read_text()), sme2_doc,
+                                  single_doc], ids=["qemu-session", "gated-host", "sme2",
+                                                    "single"])
 def test_a_document_loads_and_writes_back_byte_for_byte(make, tmp_path):
     text = _text(make())
     path = tmp_path / "results.json"
