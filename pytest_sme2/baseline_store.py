@@ -277,9 +277,9 @@ def git_commit(cwd: Path | None = None, timeout_s: float = 5.0) -> str | None:
 
 def _versions(result: BenchmarkResult) -> dict[str, str]:
     out = {pkg: v for pkg in ("torch", "torchao") if (v := package_version(pkg)) != "missing"}
-    labels = result.runner.get("labels") or {}
-    out["executorch"] = str(result.device.get("executorch") or labels.get("executorch") or "")
-    py = (result.device.get("extra") or {}).get("python")
+    labels = result.runner.labels
+    out["executorch"] = str(result.device.executorch or labels.get("executorch") or "")
+    py = result.device.extra.get("python")
     if py:
         out["python"] = str(py)
     return out
@@ -366,7 +366,7 @@ def save(results: Sequence[BenchmarkResult], baseline_dir: Path, keep: int = DEF
         else:
             baseline.sessions.append(Session(
                 timestamp=stamp, blocks=blocks, git_commit=sha, versions=_versions(results[0]),
-                device=dict(results[0].device), categories_ms=cats, session_id=session_id,
+                device=results[0].device.to_dict(), categories_ms=cats, session_id=session_id,
                 under_test=UnderTest.of(results[0]), load_ms=loads, peak_rss_kb=peaks))
         baseline.sessions = baseline.sessions[-keep:]
         atomic_write_text(path, dumps(replace(baseline, path=path)))

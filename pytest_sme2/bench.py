@@ -127,7 +127,7 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
                         source=str(request.etdump), e2e=analysis.e2e_all)
     return BenchmarkResult(
         nodeid=run.label, model=run.model, dtype=run.dtype, threads=run.threads,
-        runner=runner.info.to_dict(), device={"spec": device.spec, **facts.to_dict()},
+        runner=runner.info, device=replace(facts, spec=device.spec),
         runs=settings.runs,
         warmup=settings.warmup, e2e_ms=[round(float(v), 6) for v in analysis.timed_e2e],
         e2e=analysis.e2e, etdump=str(request.etdump), pte=str(exported.pte),

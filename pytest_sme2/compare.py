@@ -5,12 +5,11 @@ equivalence and a verdict. Pure functions over results; running the blocks is be
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.results import BenchmarkResult, ComparisonRecord, OutputCheck, pool
+from pytest_sme2.results import BenchmarkResult, ComparisonRecord, Judgement, OutputCheck, pool
 from pytest_sme2.settings import DEFAULT_MARGIN
 from pytest_sme2.stats import FASTER, SAME, SLOWER, Interval, paired_ratio  # noqa: F401
 from pytest_sme2.stats import verdict as speedup_verdict
@@ -44,7 +43,7 @@ class Comparison:
     verdict: str
     margin: float = DEFAULT_MARGIN
     nodeid: str = ""                        # the test that compared
-    baselines: dict[str, dict[str, Any]] | None = None   # the gate's verdict per runner
+    baselines: dict[str, Judgement] | None = None   # the gate's verdict per runner
 
     @property
     def emulated(self) -> bool:

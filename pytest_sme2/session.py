@@ -236,7 +236,7 @@ class BenchSession:
         count = count_instructions(Path(result.pte), threads=result.threads,
                                    inputs=exported.inputs, runner=native_runner(progress=progress),
                                    progress=progress)
-        result.instructions = count.to_dict()
+        result.instructions = count
 
     def save_baselines(self) -> list[Path]:
         """Add this session's results to the baselines, one session per benchmark key."""

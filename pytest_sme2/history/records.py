@@ -116,4 +116,4 @@ def point(blocks: list[BenchmarkResult]) -> PointRecord:
         categories_ms=categories,
         sme2=str(evidence.sme2) if evidence else "unknown",
         export_key=first.export_key,
-        executorch=str(first.device.get("executorch") or ""))
+        executorch=str(first.device.executorch or ""))

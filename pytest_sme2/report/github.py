@@ -11,7 +11,7 @@ from typing import Any
 
 from pytest_sme2.report.benchmark_json import BenchmarkSide, benchmark_sides
 from pytest_sme2.report.terminal import baseline_cell
-from pytest_sme2.results import BenchmarkResult, ComparisonRecord, pool
+from pytest_sme2.results import BenchmarkResult, ComparisonRecord, Judgement, pool
 
 ENV = "GITHUB_STEP_SUMMARY"
 
@@ -20,10 +20,10 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def _baseline(side: BenchmarkSide) -> dict | None:
+def _baseline(side: BenchmarkSide) -> Judgement | None:
     if side.comparison is not None:
         return (side.comparison.baselines or {}).get(side.runner) or None
-    return side.first.baseline
+    return side.first.judgement
 
 
 def _is_sme2(side: BenchmarkSide, other: BenchmarkSide) -> bool:
@@ -31,7 +31,7 @@ def _is_sme2(side: BenchmarkSide, other: BenchmarkSide) -> bool:
     report's digest decides)."""
     if any("sme2" in s.runner.lower() for s in (side, other)):
         return True
-    states = [str((s.first.runner.get("labels") or {}).get("sme2", "unknown")).lower()
+    states = [str(s.first.runner.labels.get("sme2", "unknown")).lower()
               for s in (side, other)]
     return states[0] != states[1]
 
@@ -40,14 +40,14 @@ def _regressions(side: BenchmarkSide) -> list[str]:
     out = []
     j = _baseline(side)
     what = f"`{side.test}` {side.runner}"
-    if j and j.get("status") == "regression":
+    if j and j.status == "regression":
         out.append(f"{what}: end to end {baseline_cell(j)}")
-    for cat, cj in (side.first.baseline_categories or {}).items():
-        if cj.get("status") == "regression":
+    for cat, cj in (side.first.category_judgements or {}).items():
+        if cj.status == "regression":
             out.append(f"{what}: {cat} {baseline_cell(cj)}")
-    ij = side.first.baseline_instructions
-    if ij and ij.get("status") == "regression" and ij.get("ratio"):
-        out.append(f"{what}: instructions per execute {ij['ratio']['point']:.4f}x")
+    ij = side.first.instructions_judgement
+    if ij and ij.status == "regression" and ij.ratio:
+        out.append(f"{what}: instructions per execute {ij.ratio.point:.4f}x")
     return out
 
 

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pytest_sme2.analysis.categories import OTHER
-from pytest_sme2.results import (BenchmarkResult, ComparisonRecord, Startup, pool,
+from pytest_sme2.results import (BenchmarkResult, ComparisonRecord, Judgement, Startup, pool,
                                  pool_categories, pool_startup)
 
 TOP_OPERATORS = 10
@@ -69,9 +69,9 @@ def _instructions(r: BenchmarkResult) -> str:
     """`` | instructions X per execute ...`` where they were counted (--sme2-measure)."""
     if not r.instructions:
         return ""
-    from pytest_sme2.instructions.count import InstructionCount, format_count
+    from pytest_sme2.instructions.count import format_count
 
-    return f" | instructions {format_count(InstructionCount.from_dict(r.instructions))}"
+    return f" | instructions {format_count(r.instructions)}"
 
 
 def cooldown_lines(r: BenchmarkResult, told: bool = False) -> list[str]:
@@ -116,19 +116,19 @@ def top_category(categories_ms: dict[str, float]) -> str:
     return f"{cat} {100 * named[cat] / total:.0f}%" if total > 0 else cat
 
 
-def baseline_cell(j: dict | None) -> str:
+def baseline_cell(j: Judgement | None) -> str:
     """The gate's judgement in a few characters: status and current/baseline time ratio."""
     if not j:
         return "-"
-    if j["status"] == "not_compared":
-        return "foreign (not compared)" if j.get("foreign") else "-"
-    r = j["ratio"]
-    word = {"regression": "REGRESSION", "improvement": "faster"}.get(j["status"], "ok")
-    return f"{word} {r['point']:.2f}x [{r['low']:.2f}, {r['high']:.2f}]"
+    if j.status == "not_compared":
+        return "foreign (not compared)" if j.foreign else "-"
+    r = j.ratio
+    word = {"regression": "REGRESSION", "improvement": "faster"}.get(j.status, "ok")
+    return f"{word} {r.point:.2f}x [{r.low:.2f}, {r.high:.2f}]"
 
 
 def _row(name: str, rs: list[BenchmarkResult], speedup: str,
-         baseline: dict | None = None) -> tuple[str, ...]:
+         baseline: Judgement | dict | None = None) -> tuple[str, ...]:
     """One row for a benchmark, or for one side of a comparison: its blocks pooled."""
     r = rs[0]
     p = pool(rs)
@@ -136,30 +136,31 @@ def _row(name: str, rs: list[BenchmarkResult], speedup: str,
     return (name, r.model, r.dtype, str(r.threads), r.runner_name, f"{p.median_ms:.3f}",
             f"{p.p90_ms:.3f}", f"{p.cv_pct:.1f}", str(p.n), *startup_cells(pool_startup(rs)),
             speedup, top_category(pool_categories(rs)), ev.sme2 if ev else "-",
-            baseline_cell(baseline if baseline is not None else r.baseline)
-            + _category_regressions(r.baseline_categories)
-            + _instructions_cell(r.baseline_instructions)
-            + startup_regressions(r.baseline_startup))
+            baseline_cell(baseline if baseline is not None else r.judgement)
+            + _category_regressions(r.category_judgements)
+            + _instructions_cell(r.instructions_judgement)
+            + startup_regressions(r.startup_judgements))
 
 
-def _instructions_cell(j: dict | None) -> str:
+def _instructions_cell(j: Judgement | None) -> str:
     """The verdict on instruction counts, where they were judged."""
-    if not j or not j.get("ratio"):
+    if not j or not j.ratio:
         return ""
-    word = {"regression": "REGRESSION", "improvement": "fewer"}.get(j["status"], "ok")
-    return f"; instructions {word} {j['ratio']['point']:.4f}x"
+    word = {"regression": "REGRESSION", "improvement": "fewer"}.get(j.status, "ok")
+    return f"; instructions {word} {j.ratio.point:.4f}x"
 
 
-def startup_regressions(judged: dict | None) -> str:
+def startup_regressions(judged: dict[str, Judgement] | None) -> str:
     """Load time or peak memory that regressed against the baseline, appended to the cell."""
-    return "".join(f"; {j.get('measure', what)} REGRESSION {j['ratio']['point']:.2f}x"
-                   for what, j in (judged or {}).items() if j.get("status") == "regression")
+    return "".join(f"; {what if j.measure == 'time' else j.measure} REGRESSION "
+                   f"{j.ratio.point:.2f}x"
+                   for what, j in (judged or {}).items() if j.status == "regression")
 
 
-def _category_regressions(judged: dict | None) -> str:
+def _category_regressions(judged: dict[str, Judgement] | None) -> str:
     """Gated categories that regressed, appended to the end-to-end verdict."""
-    return "".join(f"; {c} REGRESSION {j['ratio']['point']:.2f}x"
-                   for c, j in (judged or {}).items() if j.get("status") == "regression")
+    return "".join(f"; {c} REGRESSION {j.ratio.point:.2f}x"
+                   for c, j in (judged or {}).items() if j.status == "regression")
 
 
 def _with_blocks(first: BenchmarkResult, results: list[BenchmarkResult]
