@@ -30,7 +30,7 @@ from pytest_sme2.model_spec import is_pte
 from pytest_sme2.versions import package_version
 
 if TYPE_CHECKING:
-    from pytest_sme2.results import BenchmarkResult
+    from pytest_sme2.results import BlockResult
 
 MEASURE_TIME = "time"                       # Method::execute wall time (issue 13 adds more)
 UNDER_TEST = "under_test"                   # the results.json key of a block's UnderTest
@@ -56,7 +56,7 @@ def cpu_ranges(cpus: Iterable[int]) -> str:
     return ",".join(out)
 
 
-def _cpu_set(result: BenchmarkResult) -> str:
+def _cpu_set(result: BlockResult) -> str:
     """The CPUs a benchmark could run on: the taskset mask it was pinned to, if recorded, else
     the process's allowed CPUs (a container limited to 2 of 8 cores is another machine)."""
     extra = result.device.extra
@@ -85,7 +85,7 @@ class BaselineKey:
     measure: str = MEASURE_TIME
 
     @classmethod
-    def from_result(cls, result: BenchmarkResult, measure: str = MEASURE_TIME) -> BaselineKey:
+    def from_result(cls, result: BlockResult, measure: str = MEASURE_TIME) -> BaselineKey:
         dev = result.device
         return cls(device_kind=dev.kind, cpu=dev.cpu, abi=dev.abi, sme=dev.sme, sme2=dev.sme2,
                    cpu_set=_cpu_set(result), emulated=dev.emulated,
@@ -148,7 +148,7 @@ class UnderTest:
                                   for k, v in (d.get("runner_labels") or {}).items()})
 
     @classmethod
-    def of(cls, result: BenchmarkResult) -> UnderTest:
+    def of(cls, result: BlockResult) -> UnderTest:
         """The result's record (``extra["under_test"]``, set when it was measured), else
         worked out now: right in the process that measured it, where the export cache key
         guarantees that the current model source, recipe and versions made its program."""

@@ -28,7 +28,7 @@ from pytest_sme2 import base_programs
 from pytest_sme2.baseline_key import MEASURE_TIME, BaselineKey, UnderTest
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.locking import folder_lock
-from pytest_sme2.results import BenchmarkResult, atomic_write_text
+from pytest_sme2.results import BlockResult, atomic_write_text
 from pytest_sme2.versions import package_version
 
 SCHEMA = "pytest-sme2/baseline/2"
@@ -275,7 +275,7 @@ def git_commit(cwd: Path | None = None, timeout_s: float = 5.0) -> str | None:
     return sha if proc.returncode == 0 and re.fullmatch(r"[0-9a-f]{40,64}", sha) else None
 
 
-def _versions(result: BenchmarkResult) -> dict[str, str]:
+def _versions(result: BlockResult) -> dict[str, str]:
     out = {pkg: v for pkg in ("torch", "torchao") if (v := package_version(pkg)) != "missing"}
     labels = result.runner.labels
     out["executorch"] = str(result.device.executorch or labels.get("executorch") or "")
@@ -285,16 +285,16 @@ def _versions(result: BenchmarkResult) -> dict[str, str]:
     return out
 
 
-def group_by_key(results: Iterable[BenchmarkResult]) -> dict[BaselineKey, list[BenchmarkResult]]:
+def group_by_key(results: Iterable[BlockResult]) -> dict[BaselineKey, list[BlockResult]]:
     """Results of one session by key, in first-seen order: one baseline session (or one
     judgement) per key, with one block per result."""
-    groups: dict[BaselineKey, list[BenchmarkResult]] = {}
+    groups: dict[BaselineKey, list[BlockResult]] = {}
     for r in results:
         groups.setdefault(BaselineKey.from_result(r), []).append(r)
     return groups
 
 
-def _keep_program(folder: Path, result: BenchmarkResult) -> None:
+def _keep_program(folder: Path, result: BlockResult) -> None:
     """The measured .pte, by hash, for the A/B gate (pytest_sme2.base_programs); a result
     whose program file is gone (a results.json read back elsewhere) keeps none."""
     pte = Path(result.pte) if result.pte else None
@@ -302,7 +302,7 @@ def _keep_program(folder: Path, result: BenchmarkResult) -> None:
         base_programs.keep(folder, pte)
 
 
-def save(results: Sequence[BenchmarkResult], baseline_dir: Path, keep: int = DEFAULT_KEEP,
+def save(results: Sequence[BlockResult], baseline_dir: Path, keep: int = DEFAULT_KEEP,
          session_id: str | None = None, commit: str | None | bool = True,
          now: datetime | None = None, measure: str = MEASURE_TIME) -> Path:
     """Add one session (one block per result) to the key's file and keep the last ``keep``.

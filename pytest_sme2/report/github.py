@@ -11,7 +11,7 @@ from typing import Any
 
 from pytest_sme2.report.benchmark_json import BenchmarkSide, benchmark_sides
 from pytest_sme2.report.terminal import baseline_cell
-from pytest_sme2.results import BenchmarkResult, ComparisonRecord, Judgement, pool
+from pytest_sme2.results import BlockResult, ComparisonRecord, Judgement, pool
 
 ENV = "GITHUB_STEP_SUMMARY"
 
@@ -51,7 +51,7 @@ def _regressions(side: BenchmarkSide) -> list[str]:
     return out
 
 
-def step_summary(results: Iterable[BenchmarkResult],
+def step_summary(results: Iterable[BlockResult],
                  comparisons: Iterable[ComparisonRecord | Mapping[str, Any]] = (),
                  report_dir: Path | None = None, files: Iterable[Path] = ()) -> str:
     """The markdown appended to the step summary."""
@@ -95,7 +95,7 @@ def step_summary(results: Iterable[BenchmarkResult],
     return "\n".join(lines) + "\n"
 
 
-def append_step_summary(results: Iterable[BenchmarkResult],
+def append_step_summary(results: Iterable[BlockResult],
                         comparisons: Iterable[ComparisonRecord | Mapping[str, Any]] = (),
                         report_dir: Path | None = None, files: Iterable[Path] = (),
                         env: Mapping[str, str] | None = None) -> Path | None:

@@ -1,4 +1,4 @@
-"""One measured block (``BenchmarkResult``): what a runner process measured, the analysis of
+"""One measured block (:class:`BlockResult`): what a runner process measured, the analysis of
 its ETDump, where it ran, and the gate's verdicts on it; read and written key for key.
 
 Every part is a typed record: the runner (:class:`RunnerInfo`), the device
@@ -49,7 +49,7 @@ def device_label(device: DeviceFacts | Mapping[str, Any]) -> str:
 
 def _dict_form(value: Any, old: str, new: str) -> Any:
     """The dict form of a retyped field, for its deprecated old name."""
-    warnings.warn(f"BenchmarkResult.{old} is deprecated: read .{new} (a Judgement)",
+    warnings.warn(f"BlockResult.{old} is deprecated: read .{new} (a Judgement)",
                   DeprecationWarning, stacklevel=3)
     if value is None:
         return None
@@ -59,8 +59,10 @@ def _dict_form(value: Any, old: str, new: str) -> Any:
 
 
 @dataclass
-class BenchmarkResult:
-    """One block: one runner process's timed runs of one setting, and what they showed."""
+class BlockResult:
+    """One block: one runner process's timed runs of one setting, and what they showed. A
+    benchmark is one block, or several (a comparison side, confirmation blocks): pool them with
+    :func:`pytest_sme2.results.pool`."""
 
     nodeid: str
     model: str
@@ -181,7 +183,7 @@ class BenchmarkResult:
         }
 
     @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> "BenchmarkResult":
+    def from_json(cls, d: Mapping[str, Any]) -> "BlockResult":
         known = set(_CORE + _ANALYSIS + _CONTEXT + _GATE + _INSTRUCTIONS + _STARTUP)
         info = d.get("runner_info")
         instructions = d.get("instructions")
@@ -200,6 +202,11 @@ class BenchmarkResult:
                    startup=Startup.from_json(d.get("startup")),
                    startup_judgements=judgements(d.get("baseline_startup")),
                    extra={k: v for k, v in d.items() if k not in known})
+
+
+# The name the block had before it said what it is: kept, deprecated (it reads as if it were a
+# whole benchmark, which may be several blocks).
+BenchmarkResult = BlockResult
 
 
 def _record(cls: Any) -> Any:

@@ -285,3 +285,15 @@ def test_records_that_were_dicts_still_answer_item_access():
     with pytest.raises(KeyError):
         ev["nope"]
     assert OperatorStats("Conv")["name"] == "Conv"
+
+
+def test_the_block_is_a_block_result_and_keeps_its_old_name():
+    import pytest_sme2.results as results
+    from pytest_sme2.results.block import BenchmarkResult as old_name
+
+    assert results.BenchmarkResult is results.BlockResult is old_name
+    assert {"BenchmarkResult", "BlockResult"} <= set(results.__all__)
+    (b,) = load_results(GATED_DOC).benchmarks
+    assert type(b) is results.BlockResult and type(b).__name__ == "BlockResult"
+    with pytest.deprecated_call(match="BlockResult.baseline is deprecated"):
+        assert b.baseline["status"] == "ok"
