@@ -39,6 +39,9 @@ class DeviceFacts(DeprecatedItemReads):
     # The order of ``extra``'s keys as a document held them (``emulated`` and ``target``
     # among them), so a document loads and writes back byte for byte.
     extra_order: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    # The keys, in order, of the dict it was read from (None: not read from one): facts an
+    # older writer left out are not written back, so a file loads and writes back unchanged.
+    stored_keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict:
         """As results.json has always held them: the spec first (when there is one),
@@ -51,6 +54,8 @@ class DeviceFacts(DeprecatedItemReads):
             rank = {k: i for i, k in enumerate(self.extra_order)}
             extra = dict(sorted(extra.items(), key=lambda kv: rank.get(kv[0], len(rank))))
         d["extra"] = extra
+        if self.stored_keys is not None:
+            d = {k: d[k] for k in self.stored_keys if k in d}
         return d
 
     @classmethod
@@ -62,7 +67,7 @@ class DeviceFacts(DeprecatedItemReads):
         emulated, target = bool(extra.pop("emulated", False)), str(extra.pop("target", ""))
         known = {k: d[k] for k in _FACTS if k in d}
         return cls(**known, extra=extra, emulated=emulated, target=target,
-                   spec=str(d.get("spec") or ""), extra_order=order)
+                   spec=str(d.get("spec") or ""), extra_order=order, stored_keys=tuple(d))
 
     @property
     def fingerprint(self) -> str:
