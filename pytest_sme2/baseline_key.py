@@ -30,7 +30,7 @@ from pytest_sme2.model_spec import is_pte
 from pytest_sme2.versions import package_version
 
 if TYPE_CHECKING:
-    from pytest_sme2.results import BenchmarkResult
+    from pytest_sme2.results import BlockResult
 
 MEASURE_TIME = "time"                       # Method::execute wall time (issue 13 adds more)
 UNDER_TEST = "under_test"                   # the results.json key of a block's UnderTest
@@ -56,10 +56,10 @@ def cpu_ranges(cpus: Iterable[int]) -> str:
     return ",".join(out)
 
 
-def _cpu_set(result: BenchmarkResult) -> str:
+def _cpu_set(result: BlockResult) -> str:
     """The CPUs a benchmark could run on: the taskset mask it was pinned to, if recorded, else
     the process's allowed CPUs (a container limited to 2 of 8 cores is another machine)."""
-    extra = result.device.get("extra") or {}
+    extra = result.device.extra
     mask = result.extra.get("cpu_mask") or extra.get("cpu_mask")
     if mask:
         return f"mask={mask}"
@@ -85,12 +85,10 @@ class BaselineKey:
     measure: str = MEASURE_TIME
 
     @classmethod
-    def from_result(cls, result: BenchmarkResult, measure: str = MEASURE_TIME) -> BaselineKey:
+    def from_result(cls, result: BlockResult, measure: str = MEASURE_TIME) -> BaselineKey:
         dev = result.device
-        return cls(device_kind=str(dev.get("kind", "")), cpu=str(dev.get("cpu", "")),
-                   abi=str(dev.get("abi", "")), sme=dev.get("sme"), sme2=dev.get("sme2"),
-                   cpu_set=_cpu_set(result),
-                   emulated=bool((dev.get("extra") or {}).get("emulated")),
+        return cls(device_kind=dev.kind, cpu=dev.cpu, abi=dev.abi, sme=dev.sme, sme2=dev.sme2,
+                   cpu_set=_cpu_set(result), emulated=dev.emulated,
                    model=result.model, dtype=result.dtype, threads=int(result.threads),
                    runner=result.runner_name, measure=measure)
 
@@ -150,7 +148,7 @@ class UnderTest:
                                   for k, v in (d.get("runner_labels") or {}).items()})
 
     @classmethod
-    def of(cls, result: BenchmarkResult) -> UnderTest:
+    def of(cls, result: BlockResult) -> UnderTest:
         """The result's record (``extra["under_test"]``, set when it was measured), else
         worked out now: right in the process that measured it, where the export cache key
         guarantees that the current model source, recipe and versions made its program."""
@@ -166,7 +164,7 @@ class UnderTest:
                    program=_pte_hash(result.pte) if taken_as_is else meta.get("pte_sha256"),
                    versions={p: str(versions.get(p) or package_version(p)) for p in VERSIONED},
                    runner_labels={str(k): str(v) for k, v in
-                                  (result.runner.get("labels") or {}).items()})
+                                  result.runner.labels.items()})
 
     def changes_since(self, old: UnderTest) -> list[str]:
         """What changed from ``old`` (a baseline's newest session) to this, for people:

@@ -28,7 +28,7 @@ from pytest_sme2 import base_programs
 from pytest_sme2.baseline_key import MEASURE_TIME, BaselineKey, UnderTest
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.locking import folder_lock
-from pytest_sme2.results import BenchmarkResult, atomic_write_text
+from pytest_sme2.results import BlockResult, DeviceFacts, atomic_write_text
 from pytest_sme2.versions import package_version
 
 SCHEMA = "pytest-sme2/baseline/2"
@@ -50,7 +50,7 @@ class Session:
     blocks: list[list[float]]
     git_commit: str | None = None
     versions: dict[str, str] = field(default_factory=dict)
-    device: dict[str, Any] = field(default_factory=dict)
+    device: DeviceFacts = field(default_factory=DeviceFacts)   # where the session ran
     categories_ms: list[dict[str, float]] = field(default_factory=list)  # per block
     session_id: str | None = None
     under_test: UnderTest = field(default_factory=UnderTest)
@@ -70,7 +70,7 @@ class Session:
 
     def to_json(self) -> dict[str, Any]:
         return {"timestamp": self.timestamp, "git_commit": self.git_commit,
-                "versions": self.versions, "device": self.device, "blocks": self.blocks,
+                "versions": self.versions, "device": self.device.to_dict(), "blocks": self.blocks,
                 "block_medians": [round(m, 6) for m in self.block_medians],
                 "median_ms": round(self.median_ms, 6), "categories_ms": self.categories_ms,
                 "session_id": self.session_id, "under_test": self.under_test.to_dict(),
@@ -154,7 +154,7 @@ def _parse_session(path: Path, i: int, d: Any, v1_key: dict[str, Any] | None) ->
         under_test = UnderTest.from_dict(d.get("under_test") or {})
     return Session(timestamp=d["timestamp"], blocks=[[float(v) for v in b] for b in blocks],
                    git_commit=d.get("git_commit"), versions=versions,
-                   device=dict(d.get("device") or {}),
+                   device=DeviceFacts.from_dict(d.get("device") or {}),
                    categories_ms=list(d.get("categories_ms") or []),
                    session_id=d.get("session_id"), under_test=under_test,
                    load_ms=[float(v) for v in d.get("load_ms") or []],
@@ -164,10 +164,10 @@ def _parse_session(path: Path, i: int, d: Any, v1_key: dict[str, Any] | None) ->
 def _v1_key(old: dict[str, Any], sessions: list[Session]) -> BaselineKey:
     """A schema-1 key as a schema-2 key: the fields it lacked (SME, emulated) come from the
     device facts its newest session recorded, as a key made now would take them."""
-    device = sessions[-1].device if sessions else {}
+    device = sessions[-1].device if sessions else DeviceFacts()
     return BaselineKey(device_kind=old["device_kind"], cpu=old["cpu"], abi=old["abi"],
-                       sme=device.get("sme"), sme2=old["sme2"], cpu_set=old["cpu_set"],
-                       emulated=bool((device.get("extra") or {}).get("emulated")),
+                       sme=device.sme, sme2=old["sme2"], cpu_set=old["cpu_set"],
+                       emulated=device.emulated,
                        model=old["model"], dtype=old["dtype"], threads=int(old["threads"]),
                        runner=old["runner"])
 
@@ -275,26 +275,26 @@ def git_commit(cwd: Path | None = None, timeout_s: float = 5.0) -> str | None:
     return sha if proc.returncode == 0 and re.fullmatch(r"[0-9a-f]{40,64}", sha) else None
 
 
-def _versions(result: BenchmarkResult) -> dict[str, str]:
+def _versions(result: BlockResult) -> dict[str, str]:
     out = {pkg: v for pkg in ("torch", "torchao") if (v := package_version(pkg)) != "missing"}
-    labels = result.runner.get("labels") or {}
-    out["executorch"] = str(result.device.get("executorch") or labels.get("executorch") or "")
-    py = (result.device.get("extra") or {}).get("python")
+    labels = result.runner.labels
+    out["executorch"] = str(result.device.executorch or labels.get("executorch") or "")
+    py = result.device.extra.get("python")
     if py:
         out["python"] = str(py)
     return out
 
 
-def group_by_key(results: Iterable[BenchmarkResult]) -> dict[BaselineKey, list[BenchmarkResult]]:
+def group_by_key(results: Iterable[BlockResult]) -> dict[BaselineKey, list[BlockResult]]:
     """Results of one session by key, in first-seen order: one baseline session (or one
     judgement) per key, with one block per result."""
-    groups: dict[BaselineKey, list[BenchmarkResult]] = {}
+    groups: dict[BaselineKey, list[BlockResult]] = {}
     for r in results:
         groups.setdefault(BaselineKey.from_result(r), []).append(r)
     return groups
 
 
-def _keep_program(folder: Path, result: BenchmarkResult) -> None:
+def _keep_program(folder: Path, result: BlockResult) -> None:
     """The measured .pte, by hash, for the A/B gate (pytest_sme2.base_programs); a result
     whose program file is gone (a results.json read back elsewhere) keeps none."""
     pte = Path(result.pte) if result.pte else None
@@ -302,7 +302,7 @@ def _keep_program(folder: Path, result: BenchmarkResult) -> None:
         base_programs.keep(folder, pte)
 
 
-def save(results: Sequence[BenchmarkResult], baseline_dir: Path, keep: int = DEFAULT_KEEP,
+def save(results: Sequence[BlockResult], baseline_dir: Path, keep: int = DEFAULT_KEEP,
          session_id: str | None = None, commit: str | None | bool = True,
          now: datetime | None = None, measure: str = MEASURE_TIME) -> Path:
     """Add one session (one block per result) to the key's file and keep the last ``keep``.
@@ -366,7 +366,7 @@ def save(results: Sequence[BenchmarkResult], baseline_dir: Path, keep: int = DEF
         else:
             baseline.sessions.append(Session(
                 timestamp=stamp, blocks=blocks, git_commit=sha, versions=_versions(results[0]),
-                device=dict(results[0].device), categories_ms=cats, session_id=session_id,
+                device=results[0].device, categories_ms=cats, session_id=session_id,
                 under_test=UnderTest.of(results[0]), load_ms=loads, peak_rss_kb=peaks))
         baseline.sessions = baseline.sessions[-keep:]
         atomic_write_text(path, dumps(replace(baseline, path=path)))

@@ -1,5 +1,5 @@
 """One benchmark setting, end to end, usable without pytest:
-export (cached) -> device runs runner -> read ETDump -> latency statistics -> BenchmarkResult."""
+export (cached) -> device runs runner -> read ETDump -> latency statistics -> BlockResult."""
 
 from __future__ import annotations
 
@@ -25,8 +25,7 @@ from pytest_sme2.etrecord import read_etrecord
 from pytest_sme2.export import export_model
 from pytest_sme2.artifacts.csv import write_csvs
 from pytest_sme2.artifacts.trace import write_trace
-from pytest_sme2.results import (BenchmarkResult, ProcessStartup, ResultAnalysis, RunContext,
-                                 Startup)
+from pytest_sme2.results import BlockResult, ProcessStartup, RunContext, Startup
 from pytest_sme2.analysis.runner_summary import parse_summary
 from pytest_sme2.runners.base import Runner, RunOutcome, RunRequest
 from pytest_sme2.settings import DEFAULT_MARGIN, MIN_BLOCKS, BenchSettings
@@ -67,7 +66,7 @@ class BenchmarkRun:
 
 
 def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
-                  settings: BenchSettings) -> BenchmarkResult:
+                  settings: BenchSettings) -> BlockResult:
     if run.threads < 1:
         raise Sme2Error(f"threads must be 1 or more, got {run.threads}")
     exported = export_model(run.model, run.dtype, settings.cache_dir, settings.reexport,
@@ -126,13 +125,13 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
     # The median timed run as a Chrome/Perfetto trace: one run's events, a few milliseconds.
     trace = write_trace(analysis.events, out / f"{stem}.trace.json", warmup=settings.warmup,
                         source=str(request.etdump), e2e=analysis.e2e_all)
-    return BenchmarkResult(
+    return BlockResult(
         nodeid=run.label, model=run.model, dtype=run.dtype, threads=run.threads,
-        runner=runner.info.to_dict(), device={"spec": device.spec, **facts.to_dict()},
+        runner=runner.info, device=replace(facts, spec=device.spec),
         runs=settings.runs,
         warmup=settings.warmup, e2e_ms=[round(float(v), 6) for v in analysis.timed_e2e],
         e2e=analysis.e2e, etdump=str(request.etdump), pte=str(exported.pte),
-        export_key=exported.key, analysis=ResultAnalysis.from_json(analysis.to_json()),
+        export_key=exported.key, analysis=analysis.record(),
         context=RunContext(thermal_before=before, thermal_after=after, block=run.block,
                            outputs=str(request.outputs) if request.outputs else None,
                            kernel_trace=str(outcome.kernel_trace) if outcome.kernel_trace
@@ -245,8 +244,8 @@ def process_sme2(device_sme2: bool | None, hwcap_mask: str | None) -> bool | Non
 def run_comparison(run: BenchmarkRun, base: Runner, candidate: Runner, device: Device,
                    settings: BenchSettings, blocks: int = MIN_BLOCKS,
                    margin: float = DEFAULT_MARGIN,
-                   on_block: Callable[[BenchmarkResult], None] | None = None,
-                   more: Callable[[list[BenchmarkResult], list[BenchmarkResult]], bool]
+                   on_block: Callable[[BlockResult], None] | None = None,
+                   more: Callable[[list[BlockResult], list[BlockResult]], bool]
                    | None = None) -> Comparison:
     """Run ``base`` and ``candidate`` in interleaved blocks on one device — pairs in ABBA order
     (AB, BA, AB, ...) so neither side always runs first — and compare them.
@@ -256,7 +255,7 @@ def run_comparison(run: BenchmarkRun, base: Runner, candidate: Runner, device: D
         raise Sme2Error(f"a comparison needs at least 2 blocks per side, got {blocks}")
     if base.info.name == candidate.info.name:
         raise Sme2Error(f"compare needs two different runners, got {base.info.name!r} twice")
-    results: dict[str, list[BenchmarkResult]] = {base.info.name: [], candidate.info.name: []}
+    results: dict[str, list[BlockResult]] = {base.info.name: [], candidate.info.name: []}
     label = run.label or f"{run.model}-{run.dtype}-t{run.threads}"
     samples: dict[str, Path | None] = {}     # each side's evidence process, run once
     i = 0

@@ -201,7 +201,7 @@ def record(out: Benchmarked, session: BenchSession, recorder: Recorder | None = 
             session.hook.pytest_sme2_amend_result(result=result)
         recorder.block(result)
     if out.comparison is not None:
-        out.comparison.baselines = {r: report.e2e.to_dict() for r, report in out.reports.items()}
+        out.comparison.baselines = {r: report.e2e for r, report in out.reports.items()}
         recorder.comparison(out.comparison)
 
 

@@ -90,9 +90,9 @@ class Collector:
 
     def _add_block(self, value: dict) -> None:
         from pytest_sme2.report.terminal import benchmark_line, cooldown_lines
-        from pytest_sme2.results import BenchmarkResult
+        from pytest_sme2.results import BlockResult
 
-        result = BenchmarkResult.from_json(value)
+        result = BlockResult.from_json(value)
         self.session.add(result, write=False)
         if result.block is None:
             several = len(self.session.devices or ()) > 1

@@ -5,12 +5,11 @@ equivalence and a verdict. Pure functions over results; running the blocks is be
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.results import BenchmarkResult, ComparisonRecord, OutputCheck, pool
+from pytest_sme2.results import BlockResult, ComparisonRecord, Judgement, OutputCheck, pool
 from pytest_sme2.settings import DEFAULT_MARGIN
 from pytest_sme2.stats import FASTER, SAME, SLOWER, Interval, paired_ratio  # noqa: F401
 from pytest_sme2.stats import verdict as speedup_verdict
@@ -36,15 +35,15 @@ class Comparison:
     threads: int
     base: str                               # runner names
     candidate: str
-    base_blocks: list[BenchmarkResult]
-    candidate_blocks: list[BenchmarkResult]
+    base_blocks: list[BlockResult]
+    candidate_blocks: list[BlockResult]
     speedup: Interval
     category_speedups: dict[str, Interval | None]
     outputs: OutputCheck | None
     verdict: str
     margin: float = DEFAULT_MARGIN
     nodeid: str = ""                        # the test that compared
-    baselines: dict[str, dict[str, Any]] | None = None   # the gate's verdict per runner
+    baselines: dict[str, Judgement] | None = None   # the gate's verdict per runner
 
     @property
     def emulated(self) -> bool:
@@ -92,7 +91,7 @@ def verdict(speedup: Interval, margin: float = DEFAULT_MARGIN) -> str:
     return speedup_verdict(speedup, margin)
 
 
-def category_speedups(base: list[BenchmarkResult], candidate: list[BenchmarkResult]
+def category_speedups(base: list[BlockResult], candidate: list[BlockResult]
                       ) -> dict[str, Interval | None]:
     """Per category, the paired-block speed-up of its mean ms per run; None where a category
     took no time on either side in some block (no ratio to form)."""
@@ -115,7 +114,7 @@ def check_outputs(a: list[np.ndarray], b: list[np.ndarray], dtype: str) -> Outpu
     return OutputCheck(diff, tol, diff <= tol, diff / max(scale, 1e-12))
 
 
-def make_comparison(base_blocks: list[BenchmarkResult], candidate_blocks: list[BenchmarkResult],
+def make_comparison(base_blocks: list[BlockResult], candidate_blocks: list[BlockResult],
                     outputs: OutputCheck | None = None, margin: float = DEFAULT_MARGIN,
                     nodeid: str = "") -> Comparison:
     if len(base_blocks) != len(candidate_blocks) or len(base_blocks) < 2:

@@ -54,7 +54,7 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from statistics import median
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -64,6 +64,9 @@ from pytest_sme2.gate_policy import DEFAULT_THRESHOLD_PCT, GatePolicy
 from pytest_sme2.gate_robust import judge_robust
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.results import BenchmarkResult
+# The verdict record and its words live with results.json, which stores them.
+from pytest_sme2.results.judgement import (IMPROVEMENT, INSTRUCTIONS, LOAD, MEMORY,  # noqa: F401
+                                           NOT_COMPARED, OK, REGRESSION, TIME, Judgement)
 from pytest_sme2.stats import (UNMEASURED_DRIFT, UNMEASURED_DRIFT_INSTRUCTIONS,
                                UNMEASURED_DRIFT_MEMORY, Interval, noise_floor,
                                two_level_bootstrap)
@@ -71,87 +74,14 @@ from pytest_sme2.stats import (UNMEASURED_DRIFT, UNMEASURED_DRIFT_INSTRUCTIONS,
 __all__ = ["GatePolicy", "GateReport", "Judgement", "evaluate", "judge_levels",
            "junit_properties", "run_with_confirmation"]
 
-OK, REGRESSION, IMPROVEMENT, NOT_COMPARED = "ok", "regression", "improvement", "not_compared"
 CONFIDENCE = 0.95
 RESAMPLES = 4000
 DEFAULT_POLICY = GatePolicy()
-TIME, INSTRUCTIONS = "time", "instructions"     # the measures a judgement can be of
-LOAD, MEMORY = "load time", "peak memory"       # ... and what a benchmark costs to start
 # Per measure: the words for up and down, and the least noise floor below MIN_SESSIONS.
 _WORDS = {TIME: ("slower", "faster"), INSTRUCTIONS: ("more", "fewer"),
           LOAD: ("slower", "faster"), MEMORY: ("more", "less")}
 _UNMEASURED = {TIME: UNMEASURED_DRIFT, INSTRUCTIONS: UNMEASURED_DRIFT_INSTRUCTIONS,
                LOAD: UNMEASURED_DRIFT, MEMORY: UNMEASURED_DRIFT_MEMORY}
-
-
-@dataclass(frozen=True)
-class Judgement:
-    """``ratio`` is current time / baseline time (above 1 = slower), with its interval."""
-
-    status: str
-    ratio: Interval | None
-    threshold_pct: float
-    noise_floor_pct: float | None
-    reason: str
-    baseline_median: float | None = None
-    current_median: float | None = None
-    baseline_sessions: int = 0
-    current_blocks: int = 0
-    category: str | None = None
-    foreign: bool = False             # a baseline exists but was recorded on another device
-    changed_since_baseline: tuple[str, ...] = ()   # under test: model source, versions, ...
-    measure: str = TIME               # or INSTRUCTIONS (--sme2-measure instructions), LOAD, MEMORY
-    # False: judged and reported, never a failure (--sme2-load-threshold off, ...).
-    enforced: bool = True
-    # What the ratio is against: the stored baseline, or (gate_ab) the base program
-    # re-measured in this session.
-    against: str = "baseline"
-
-    @property
-    def regressed(self) -> bool:
-        return self.status == REGRESSION
-
-    @property
-    def limit(self) -> float | None:
-        """The ratio the interval's lower bound must exceed to call a regression."""
-        if self.noise_floor_pct is None:
-            return None
-        if self.against != "baseline":     # gate_ab: halfway to the threshold
-            return 1 + self.threshold_pct / 200
-        return 1 + max(self.threshold_pct, self.noise_floor_pct) / 100
-
-    @property
-    def summary(self) -> str:
-        """One line: ``regression 1.34x [1.28, 1.41] vs baseline; changed since baseline:
-        model source, executorch 1.5.1 -> 1.5.2``, or ``not compared: <why>``."""
-        what = f"{self.category} " if self.category else ""
-        if self.measure != TIME:
-            what = f"{self.measure} {what}"
-        r = self.ratio
-        if self.status == NOT_COMPARED or r is None:
-            reason = self.reason.removeprefix("not compared: ")
-            return f"{what}not compared: {reason}"
-        ratio = formats.ratio_interval(r, formats.COMPACT_RATIO_DIGITS)
-        line = f"{what}{self.status} {ratio} vs {self.against}"
-        if self.changed_since_baseline:
-            line += "; changed since baseline: " + ", ".join(self.changed_since_baseline)
-        return line
-
-    def to_dict(self) -> dict[str, Any]:
-        measure = {} if self.measure == TIME else {"measure": self.measure}
-        if not self.enforced:
-            measure["enforced"] = False
-        if self.against != "baseline":
-            measure["against"] = self.against
-        return {**measure,
-                "status": self.status, "ratio": self.ratio.to_dict() if self.ratio else None,
-                "threshold_pct": self.threshold_pct, "noise_floor_pct": self.noise_floor_pct,
-                "reason": self.reason, "baseline_median": self.baseline_median,
-                "current_median": self.current_median,
-                "baseline_sessions": self.baseline_sessions,
-                "current_blocks": self.current_blocks, "category": self.category,
-                "foreign": self.foreign,
-                "changed_since_baseline": list(self.changed_since_baseline)}
 
 
 def not_compared(reason: str, threshold_pct: float = DEFAULT_THRESHOLD_PCT,
@@ -281,13 +211,12 @@ class GateReport:
         ``baseline`` (end to end) and ``baseline_categories`` (by category, ``{}`` when none
         is gated). Reports read them from the first block (``block`` None) or the comparison's
         ``baselines``: one row per benchmark, not per block."""
-        block.baseline = self.e2e.to_dict()
-        block.baseline_categories = {c: j.to_dict() for c, j in self.categories.items()}
+        block.judgement = self.e2e
+        block.category_judgements = dict(self.categories)
         if self.instructions is not None:
-            block.baseline_instructions = self.instructions.to_dict()
+            block.instructions_judgement = self.instructions
         if self.startup:
-            block.baseline_startup = {STARTUP_KEYS[m]: j.to_dict()
-                                      for m, j in self.startup.items()}
+            block.startup_judgements = {STARTUP_KEYS[m]: j for m, j in self.startup.items()}
 
     @classmethod
     def unjudged(cls, reason: str) -> GateReport:

@@ -45,7 +45,7 @@ import pluggy
 if TYPE_CHECKING:
     from pytest_sme2.analysis.categories import CategoryRule
     from pytest_sme2.devices.base import Device
-    from pytest_sme2.results import BenchmarkResult
+    from pytest_sme2.results import BlockResult
     from pytest_sme2.runners.base import Runner
     from pytest_sme2.runners.spec import RunnerSpec
 
@@ -84,8 +84,8 @@ def pytest_sme2_open_device(spec: str) -> Device | None:
 
 
 @hookspec
-def pytest_sme2_amend_result(result: BenchmarkResult) -> None:
-    """Amend a measured :class:`~pytest_sme2.results.BenchmarkResult` in place (e.g. add to
+def pytest_sme2_amend_result(result: BlockResult) -> None:
+    """Amend a measured :class:`~pytest_sme2.results.BlockResult` in place (e.g. add to
     ``result.extra``, which ``results.json`` carries) before it is recorded: called in the
     process that measured it, before the test gets it and before it is written."""
 

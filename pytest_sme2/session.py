@@ -23,7 +23,7 @@ from pytest_sme2.versions import versions
 if TYPE_CHECKING:  # the measuring stack (pandas) is imported when a benchmark runs
     from pytest_sme2.results import ComparisonRecord
     from pytest_sme2.bench import BenchmarkRun
-    from pytest_sme2.results import BenchmarkResult, ResultsWriter
+    from pytest_sme2.results import BlockResult, ResultsWriter
 
 RESULTS_FILE = "results.json"
 # On the host, benchmarks that name no runner use our native runner where it can be built (a
@@ -42,7 +42,7 @@ def _identity() -> dict[str, Any]:
 @dataclass
 class BenchSession:
     config: Sme2Config = field(default_factory=Sme2Config)
-    results: list[BenchmarkResult] = field(default_factory=list)
+    results: list[BlockResult] = field(default_factory=list)
     comparisons: list[ComparisonRecord] = field(default_factory=list)
     # Baselines saved from this session go to one baseline session of this id; results.json
     # names it, so `pytest-sme2 gate` never judges the session by itself.
@@ -200,7 +200,7 @@ class BenchSession:
 
     def measure(self, run: BenchmarkRun, runner: str,
                 progress: Callable[[str], None] | None = None,
-                export_again: bool = True, device: str | None = None) -> BenchmarkResult:
+                export_again: bool = True, device: str | None = None) -> BlockResult:
         """One block of ``run`` with the runner configured under ``runner``, on the device.
         ``export_again=False`` for the blocks after the first: --sme2-reexport exports once per
         benchmark, not once per block."""
@@ -213,7 +213,7 @@ class BenchSession:
         return run_benchmark(run, self.runner(runner, progress, device), self.device(device),
                              settings)
 
-    def count_instructions(self, result: BenchmarkResult,
+    def count_instructions(self, result: BlockResult,
                            progress: Callable[[str], None] | None = None,
                            device: str | None = None) -> None:
         """--sme2-measure instructions: instructions per execute of ``result``'s model, inputs
@@ -236,7 +236,7 @@ class BenchSession:
         count = count_instructions(Path(result.pte), threads=result.threads,
                                    inputs=exported.inputs, runner=native_runner(progress=progress),
                                    progress=progress)
-        result.instructions = count.to_dict()
+        result.instructions = count
 
     def save_baselines(self) -> list[Path]:
         """Add this session's results to the baselines, one session per benchmark key."""
@@ -252,7 +252,7 @@ class BenchSession:
                   for rs in group_by_key(counted).values()]
         return saved
 
-    def add(self, result: BenchmarkResult, write: bool = True) -> None:
+    def add(self, result: BlockResult, write: bool = True) -> None:
         """Keep a block; ``write=False`` when more of the same test follow (the collector
         writes once per test: rewriting results.json per block made a --sme2-precision
         session of 2,000 blocks spend more time writing than measuring)."""

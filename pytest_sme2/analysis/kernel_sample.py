@@ -25,22 +25,14 @@ from pytest_sme2.analysis.addresses import (AddressMap, MappedRegion, SymbolTabl
                                             kernel_kind, library_resolver, parse_maps, tally)
 from pytest_sme2.analysis.isa import isa_family, kernel_isa
 from pytest_sme2.errors import Sme2Error
+from pytest_sme2.results.records import SampledKernel
+
+__all__ = ["KernelSample", "SampledKernel", "attribute_samples", "parse_samples",
+           "read_kernel_sample_csv", "sampled_kernels", "write_kernel_sample_csv"]
 
 SAMPLE_COLUMNS = ["name", "isa_family", "isa", "kind", "library", "samples", "share"]
 TOTAL, TOTAL_NAME = "total", "(all samples)"
 _HEADER = re.compile(r"^#\s*samples\s+(\d+)\s+dropped\s+(\d+)(?:\s+hz\s+(\d+))?")
-
-
-@dataclass(frozen=True)
-class SampledKernel:
-    """One micro-kernel the sampler caught; ``share``: its samples over all samples."""
-
-    name: str
-    isa_family: str
-    kind: str
-    library: str
-    samples: int
-    share: float
 
 
 @dataclass(frozen=True, eq=False)

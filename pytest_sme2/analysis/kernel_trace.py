@@ -29,10 +29,12 @@ blocks count as unattributed, per library.
 from __future__ import annotations
 
 import re
+import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -40,6 +42,7 @@ from pytest_sme2.analysis.addresses import (AddressMap, MappedRegion, SymbolTabl
                                             kernel_kind, library_resolver, parse_maps, tally)
 from pytest_sme2.analysis.isa import isa_family, kernel_isa
 from pytest_sme2.errors import Sme2Error
+from pytest_sme2.results.records import TracedKernel
 
 TRACE_COLUMNS = ["name", "isa_family", "isa", "kind", "library", "blocks", "streaming_blocks"]
 UNATTRIBUTED_COLUMNS = ["library", "reason", "blocks", "streaming_blocks"]
@@ -53,18 +56,6 @@ _SME_MNEMONIC = re.compile(r"^(?:smstart|smstop|rdsvl|addsvl|\w*mop[as])$")
 # za, za0h.s[w12, 0], za.s[w8, 0, vgx2], {za}, zt0: ZA array and ZT0 operands.
 _SME_OPERAND = re.compile(r"\bza\d*[hv]?(?:\.[bhsdq])?(?:\[|\b)|\bzt0\b")
 
-
-
-@dataclass(frozen=True)
-class ExecutedKernel:
-    """One micro-kernel that executed; ``blocks``: its distinct translated blocks."""
-
-    name: str
-    isa_family: str
-    kind: str            # kleidiai | xnnpack | other
-    library: str
-    blocks: int
-    streaming_blocks: int = 0  # of which hold SME instructions
 
 
 @dataclass(frozen=True, eq=False)
@@ -84,8 +75,8 @@ class KernelTrace:
     streaming_blocks: int
 
     @property
-    def executed(self) -> tuple[ExecutedKernel, ...]:
-        return tuple(ExecutedKernel(r.name, r.isa_family, r.kind, r.library, int(r.blocks),
+    def executed(self) -> tuple[TracedKernel, ...]:
+        return tuple(TracedKernel(r.name, r.isa_family, r.kind, r.library, int(r.blocks),
                                     int(r.streaming_blocks))
                      for r in self.kernels.itertuples(index=False))
 
@@ -245,10 +236,18 @@ def read_kernel_trace_csv(path: str | Path) -> KernelTrace:
                        int(total["blocks"].iloc[0]), int(total["streaming_blocks"].iloc[0]))
 
 
-def executed_frame(executed: Iterable[ExecutedKernel]) -> pd.DataFrame:
+def executed_frame(executed: Iterable[TracedKernel]) -> pd.DataFrame:
     """``kernels.csv`` rows for executed kernels: the xnntrace columns (``kind`` holding the
     kernel's origin, kleidiai/xnnpack/other) plus ``library, blocks, streaming_blocks``."""
     rows = [(k.name, k.kind, kernel_isa(k.name), k.isa_family, k.isa_family == "SME2",
              k.library, k.blocks, k.streaming_blocks) for k in executed]
     return pd.DataFrame(rows, columns=["name", "kind", "isa", "isa_family", "sme2", "library",
                                        "blocks", "streaming_blocks"]).astype({"sme2": bool})
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ExecutedKernel":     # its name before it became results.json's record
+        warnings.warn("pytest_sme2.analysis.kernel_trace.ExecutedKernel is deprecated: use "
+                      "pytest_sme2.results.TracedKernel", DeprecationWarning, stacklevel=2)
+        return TracedKernel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -15,7 +15,8 @@ Four sources, of different strength:
   KleidiAI runs SME1 kernels. Only on a device reporting SME2 do they *indicate* SME2.
 * device hwcaps: a device without SME2 cannot have run SME2 kernels, whatever ran.
 
-``sme2_verdict`` combines them and never claims more than the strongest source shows.
+``sme2_verdict`` combines them into the :class:`~pytest_sme2.results.records.KernelEvidence`
+results.json stores, and never claims more than the strongest source shows.
 ``operator_kernel_hints`` pairs GEMM operators with the executed kernels of their datatype.
 
 ``kernels_frame`` gives the ``kernels.csv`` table (seed-compatible), one row per distinct kernel:
@@ -33,18 +34,19 @@ Four sources, of different strength:
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from pytest_sme2.analysis.categories import op_name
 from pytest_sme2.analysis.isa import isa_family, xnn_isa_suffix
+from pytest_sme2.results.records import KernelEvidence, LoggedKernel, TracedKernel
 
 if TYPE_CHECKING:
-    from pytest_sme2.analysis.kernel_sample import KernelSample, SampledKernel
-    from pytest_sme2.analysis.kernel_trace import ExecutedKernel, KernelTrace
+    from pytest_sme2.analysis.kernel_sample import KernelSample
+    from pytest_sme2.analysis.kernel_trace import KernelTrace
 
 KERNEL_COLUMNS = ["name", "kind", "isa", "isa_family", "sme2"]
 
@@ -60,39 +62,6 @@ _ARGS = re.compile(r"\(([^()]*)\)")
 _PACKED_DTYPE = re.compile(r"^(?:P[A-Z]+\d+\w*|QP\d+\w*)$")
 
 
-@dataclass(frozen=True)
-class Kernel:
-    """One micro-kernel XNNPACK reported selecting."""
-
-    name: str
-    kind: str
-    isa: str
-    sme2: bool
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """The SME2 verdict and what it rests on.
-
-    ``sme2`` is ``proven`` (SME2 kernels executed, or an xnntrace names them), ``indicated``
-    (KleidiAI packed operators ran on a device reporting SME2), ``absent`` or ``unknown``;
-    ``reason`` says how we know and names the source. ``executed`` and ``streaming_blocks``
-    (blocks holding SME instructions) come from a kernel trace; ``streaming_blocks`` is None
-    without one.
-    """
-
-    sme2: str
-    reason: str
-    kleidiai_ops: tuple[str, ...]
-    kernels: tuple[Kernel, ...]
-    executed: tuple[ExecutedKernel, ...] = ()
-    streaming_blocks: int | None = None
-    kernel_trace_source: str = ""
-    sampled: tuple[SampledKernel, ...] = ()
-    samples_total: int | None = None        # None: no sample was taken
-    kernel_sample_source: str = ""
-
-
 def is_kleidiai_op(name: str) -> bool:
     """True if the operator's datatype list holds a KleidiAI packed datatype."""
     args = _ARGS.search(name)
@@ -106,25 +75,25 @@ def kleidiai_ops(names: Iterable[str]) -> list[str]:
     return sorted({op_name(name) for name in names if is_kleidiai_op(name)})
 
 
-def parse_xnntrace(text: str) -> list[Kernel]:
+def parse_xnntrace(text: str) -> list[LoggedKernel]:
     """Kernels named by ``Using <kind> microkernel '<name>'`` lines, distinct, first-seen order."""
-    seen: dict[tuple[str, str], Kernel] = {}
+    seen: dict[tuple[str, str], LoggedKernel] = {}
     for match in _KERNEL_LINE.finditer(text):
         kind, name = match.group(1), match.group(2)
         if (name, kind) not in seen:
             isa = xnn_isa_suffix(name)
-            seen[(name, kind)] = Kernel(name, kind, isa, isa_family(isa) == "SME2")
+            seen[(name, kind)] = LoggedKernel(name, kind, isa, isa_family(isa) == "SME2")
     return list(seen.values())
 
 
 def sme2_verdict(
     *,
-    kernels: Sequence[Kernel] | None,
+    kernels: Sequence[LoggedKernel] | None,
     kleidiai: Sequence[str],
     device_sme2: bool | None,
     executed: KernelTrace | None = None,
     sampled: KernelSample | None = None,
-) -> Evidence:
+) -> KernelEvidence:
     """Combine executed kernels, xnntrace, KleidiAI operator names and device hwcaps into one
     verdict, the strongest source first.
 
@@ -149,13 +118,14 @@ def sme2_verdict(
     reason += note
     if kernels is not None and not traced:
         reason += "; the xnntrace log had no kernel lines (XNNPACK logging off?)"
-    return Evidence(sme2, reason, packed, traced,
-                    executed.executed if executed is not None else (),
-                    executed.streaming_blocks if executed is not None else None,
-                    executed.source if executed is not None else "",
-                    sampled.sampled if sampled is not None else (),
-                    sampled.samples_total if sampled is not None else None,
-                    sampled.source if sampled is not None else "")
+    return KernelEvidence(
+        sme2, reason, list(packed), list(traced),
+        executed_kernels=list(executed.executed) if executed is not None else [],
+        streaming_sme_blocks=executed.streaming_blocks if executed is not None else None,
+        kernel_trace_source=executed.source if executed is not None else "",
+        sampled_kernels=list(sampled.sampled) if sampled is not None else [],
+        samples_total=sampled.samples_total if sampled is not None else None,
+        kernel_sample_source=sampled.source if sampled is not None else "")
 
 
 def _from_sampling(sample: KernelSample, device_sme2: bool | None
@@ -212,7 +182,7 @@ def _from_execution(executed: KernelTrace, device_sme2: bool | None
                     "kernels)"), ""
 
 
-def _from_xnntrace(traced: Sequence[Kernel], device_sme2: bool | None
+def _from_xnntrace(traced: Sequence[LoggedKernel], device_sme2: bool | None
                    ) -> tuple[str, str] | None:
     """(verdict, reason) from XNNPACK's kernel log; None when it names no kernel."""
     sme2_kernels = [k.name for k in traced if k.sme2]
@@ -254,7 +224,7 @@ def _from_names(packed: Sequence[str], device_sme2: bool | None) -> tuple[str, s
                      f"trace; {device}")
 
 
-def _executed_summary(ran: Sequence[ExecutedKernel]) -> str:
+def _executed_summary(ran: Sequence[TracedKernel]) -> str:
     if not ran:
         return "no KleidiAI/XNNPACK kernel symbols among them"
     families = sorted({k.isa_family for k in ran})
@@ -299,7 +269,7 @@ def _op_datatype(name: str) -> str | None:
 
 
 def operator_kernel_hints(
-    operator_names: Iterable[str], executed: Iterable[ExecutedKernel]
+    operator_names: Iterable[str], executed: Iterable[TracedKernel]
 ) -> dict[str, list[str]]:
     """GEMM-class operator (``#n`` stripped) -> executed GEMM micro-kernels of its datatype.
 
@@ -331,7 +301,7 @@ def kernel_hint(operator: str, hints: Mapping[str, Sequence[str]]) -> str:
     return f"cannot tell ({sharing} operators share the datatype): {', '.join(mine)}"
 
 
-def kernels_frame(kernels: Iterable[Kernel]) -> pd.DataFrame:
+def kernels_frame(kernels: Iterable[LoggedKernel]) -> pd.DataFrame:
     """The ``kernels.csv`` table: one row per kernel, columns ``KERNEL_COLUMNS``."""
     rows = [(k.name, k.kind, k.isa, isa_family(k.isa), k.sme2) for k in kernels]
     return pd.DataFrame(rows, columns=KERNEL_COLUMNS).astype({"sme2": bool})
@@ -345,3 +315,16 @@ def _few(items: Sequence[str], limit: int = 3) -> str:
     """``a, b, c and 2 more``: enough to check, short enough for one sentence."""
     shown = ", ".join(items[:limit])
     return shown if len(items) <= limit else f"{shown} and {len(items) - limit} more"
+
+
+# The names these records had before the analysis emitted results.json's records (deprecated).
+_MOVED = {"Kernel": LoggedKernel, "Evidence": KernelEvidence}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        new = _MOVED[name]
+        warnings.warn(f"pytest_sme2.analysis.kernels.{name} is deprecated: use "
+                      f"pytest_sme2.results.{new.__name__}", DeprecationWarning, stacklevel=2)
+        return new
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,13 +14,14 @@ from pytest_sme2.analysis.categories import CategoryRule
 from pytest_sme2.analysis.events import name_codes
 from pytest_sme2.analysis.kernel_sample import KernelSample, read_kernel_sample_csv
 from pytest_sme2.analysis.kernel_trace import KernelTrace, read_kernel_trace_csv
-from pytest_sme2.analysis.kernels import (Evidence, kernel_hint, kleidiai_ops,
-                                          operator_kernel_hints, parse_xnntrace, sme2_verdict)
+from pytest_sme2.analysis.kernels import (kernel_hint, kleidiai_ops, operator_kernel_hints,
+                                          parse_xnntrace, sme2_verdict)
 from pytest_sme2.analysis.latency import LatencyStats, e2e_per_run, latency_stats
 from pytest_sme2.analysis.operators import (annotate, category_breakdown, operator_table,
                                             overheads)
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.etrecord import ETRecordInfo
+from pytest_sme2.results.records import KernelEvidence, OperatorStats, ResultAnalysis
 
 ANALYSIS_SCHEMA = "pytest-sme2/analysis/1"
 
@@ -35,33 +36,38 @@ class Analysis:
     categories_ms: dict[str, float]  # mean ms per timed run; sums to e2e.mean_ms
     operators: pd.DataFrame         # see operators.OPERATOR_COLUMNS
     overheads_ms: dict[str, float]
-    evidence: Evidence
+    evidence: KernelEvidence        # the SME2 verdict; results.json's kernel_evidence
     events: pd.DataFrame            # annotated events (category, backend, leaf)
 
     @property
     def timed_e2e(self) -> pd.Series:
         return self.e2e_all[self.e2e_all.index >= self.warmup]
 
-    def _operators_json(self) -> list[dict]:
+    def operator_records(self) -> list[OperatorStats]:
+        """The operator table as results.json stores it, with each GEMM operator's kernel hint
+        when a kernel trace named the kernels that ran."""
         ops = self.operators
-        executed = self.evidence.executed
+        executed = self.evidence.executed_kernels
         hints = operator_kernel_hints(ops["name"], executed) if executed else {}
         columns = [ops[c].tolist() for c in (
             "name", "instruction_id", "category", "delegated", "backend", "calls_per_run",
             "mean_ms_per_run", "pct_e2e", "bottleneck", "should_delegate", "op_types",
             "module_paths")]
-        return [{"name": name, "instruction_id": int(instr), "category": category,
-                 "delegated": bool(delegated), "backend": backend,
-                 "calls_per_run": float(calls), "mean_ms_per_run": float(mean_ms),
-                 "pct_e2e": float(pct), "bottleneck": bool(bottleneck),
-                 "should_delegate": bool(should), "op_types": list(op_types),
-                 "module_paths": list(paths),
-                 "kernel_hint": kernel_hint(name, hints) if hints else ""}
+        return [OperatorStats(name, int(instr), category, bool(delegated), backend,
+                              float(calls), float(mean_ms), float(pct), bool(bottleneck),
+                              bool(should), list(op_types), list(paths),
+                              kernel_hint(name, hints) if hints else "")
                 for (name, instr, category, delegated, backend, calls, mean_ms, pct, bottleneck,
                      should, op_types, paths) in zip(*columns)]
 
+    def record(self) -> ResultAnalysis:
+        """What a block of results.json keeps of this analysis (beside its latency): the
+        records themselves, shared with this analysis (``kernel_evidence`` is ``evidence``)."""
+        return ResultAnalysis(categories_ms=self.categories_ms, overheads_ms=self.overheads_ms,
+                              operators=self.operator_records(),
+                              kernel_evidence=self.evidence)
+
     def to_json(self) -> dict:
-        ev = self.evidence
         return {
             "schema": ANALYSIS_SCHEMA,
             "source": self.source,
@@ -69,26 +75,7 @@ class Analysis:
             "warmup": self.warmup,
             "e2e_ms": [float(v) for v in self.e2e_all],
             "e2e": {k: v for k, v in self.e2e.to_dict().items()},
-            "categories_ms": self.categories_ms,
-            "overheads_ms": self.overheads_ms,
-            "operators": self._operators_json(),
-            "kernel_evidence": {
-                "sme2": ev.sme2, "reason": ev.reason,
-                "kleidiai_ops": list(ev.kleidiai_ops),
-                "kernels": [{"name": k.name, "kind": k.kind, "isa": k.isa, "sme2": k.sme2}
-                            for k in ev.kernels],
-                "executed_kernels": [{"name": k.name, "isa_family": k.isa_family,
-                                      "kind": k.kind, "library": k.library,
-                                      "blocks": k.blocks} for k in ev.executed],
-                "streaming_sme_blocks": ev.streaming_blocks,
-                "kernel_trace_source": ev.kernel_trace_source,
-                **({} if ev.samples_total is None else {
-                    "sampled_kernels": [{"name": k.name, "isa_family": k.isa_family,
-                                         "kind": k.kind, "library": k.library,
-                                         "samples": k.samples, "share": k.share}
-                                        for k in ev.sampled],
-                    "samples_total": ev.samples_total,
-                    "kernel_sample_source": ev.kernel_sample_source})},
+            **self.record().to_json(),
         }
 
 

@@ -46,8 +46,8 @@ def write_csvs(analysis: Analysis, out_dir: Path, stem: str) -> list[Path]:
     ev = analysis.evidence
     # Executed kernels are the stronger evidence; a trace that named none still replaces the
     # xnntrace rows (an empty table with the executed columns says "traced, none named").
-    if ev.streaming_blocks is not None:
-        kernels = csv_text(executed_frame(ev.executed))
+    if ev.streaming_sme_blocks is not None:
+        kernels = csv_text(executed_frame(ev.executed_kernels))
     elif ev.kernels:
         kernels = csv_text(kernels_frame(ev.kernels))
     else:   # the usual case: the header alone, without building an empty frame (~1 ms)

@@ -6,54 +6,12 @@ import os
 import platform
 import re
 import subprocess
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from pytest_sme2.results.device import DeviceFacts
 from pytest_sme2.versions import package_version
 
-
-@dataclass(frozen=True)
-class DeviceFacts:
-    kind: str                       # host | android | macos
-    serial: str
-    model: str                      # board / machine model
-    cpu: str                        # CPU or SoC name
-    abi: str                        # x86_64, arm64-v8a, ...
-    os: str
-    kernel: str
-    cores: int
-    sme: bool | None                # None: could not tell
-    sme2: bool | None
-    executorch: str
-    extra: dict = field(default_factory=dict)
-    # An emulator (QEMU, a fake phone): its timings say nothing about speed.
-    emulated: bool = False
-    # What our runner is built for to run there, when the device names it (a fake phone);
-    # "" : the device kind decides (devices/android/device.py).
-    target: str = ""
-
-    def to_dict(self) -> dict:
-        """As results.json has always held them: ``emulated`` and ``target`` inside ``extra``
-        (only when set)."""
-        d = asdict(self)
-        emulated, target = d.pop("emulated"), d.pop("target")
-        d["extra"] = {**d["extra"], **({"emulated": True} if emulated else {}),
-                      **({"target": target} if target else {})}
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict) -> DeviceFacts:
-        """What :meth:`to_dict` wrote (results.json's ``device``, less its ``spec``)."""
-        extra = dict(d.get("extra") or {})
-        emulated, target = bool(extra.pop("emulated", False)), str(extra.pop("target", ""))
-        known = {k: d[k] for k in ("kind", "serial", "model", "cpu", "abi", "os", "kernel",
-                                   "cores", "sme", "sme2", "executorch") if k in d}
-        return cls(**known, extra=extra, emulated=emulated, target=target)
-
-    @property
-    def fingerprint(self) -> str:
-        """What makes two measurements comparable: same CPU, ABI and SME2 capability."""
-        return f"{self.kind}|{self.cpu}|{self.abi}|sme2={self.sme2}"
+__all__ = ["DeviceFacts", "cpu_features", "cpu_name", "host_facts"]
 
 
 def cpu_features(cpuinfo: str) -> set[str]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_sme2.baseline_key import BaselineKey, UnderTest
-from pytest_sme2.results import BenchmarkResult, ResultsDoc, pool
+from pytest_sme2.results import BlockResult, ResultsDoc, pool
 
 IDENTITY_KEY = "identity"     # results.json session["identity"]: commit, branch, time, ci_run
 
@@ -84,14 +84,14 @@ def session_points(doc: ResultsDoc, source: str | None = None,
     return SessionPoints(session, [point(blocks) for blocks in _by_key(doc).values()], warnings)
 
 
-def _by_key(doc: ResultsDoc) -> dict[str, list[BenchmarkResult]]:
-    groups: dict[str, list[BenchmarkResult]] = {}
+def _by_key(doc: ResultsDoc) -> dict[str, list[BlockResult]]:
+    groups: dict[str, list[BlockResult]] = {}
     for r in doc.benchmarks:
         groups.setdefault(BaselineKey.from_result(r).digest, []).append(r)
     return groups
 
 
-def point(blocks: list[BenchmarkResult]) -> PointRecord:
+def point(blocks: list[BlockResult]) -> PointRecord:
     """One key's blocks of one session, pooled (the gate pools them the same way)."""
     first = blocks[0]
     key = BaselineKey.from_result(first)
@@ -116,4 +116,4 @@ def point(blocks: list[BenchmarkResult]) -> PointRecord:
         categories_ms=categories,
         sme2=str(evidence.sme2) if evidence else "unknown",
         export_key=first.export_key,
-        executorch=str(first.device.get("executorch") or ""))
+        executorch=str(first.device.executorch or ""))

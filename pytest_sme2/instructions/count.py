@@ -41,12 +41,12 @@ import re
 import shutil
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from pytest_sme2 import formats
 from pytest_sme2.instructions.callgrind import Costs, Function
+from pytest_sme2.results.instructions import InstructionCount
 from pytest_sme2.instructions.valgrind import (  # noqa: F401 - names this module always had
     DEFAULT_TIMEOUT_S, METHOD_EXECUTE, METHOD_EXECUTE_MANGLED, MIN_VALGRIND, THREAD_START,
     VALGRIND_PACKAGE, InstructionCountError, _costs, _Process, _run_all, callgrind_argv,
@@ -63,39 +63,6 @@ HOST_ONLY = "instructions are counted on the host only; measuring time only"
 METHOD = "callgrind"
 
 
-
-
-@dataclass(frozen=True)
-class InstructionCount:
-    """Instructions per ``Method::execute`` of one model, dtype and thread count.
-
-    ``per_execute`` leaves out the thread pool's own code (``deterministic_note`` says so, with
-    how much it was); ``per_library`` lists every library, the pool included; ``hottest`` the
-    ten functions with the most instructions of their own; ``per_operator`` what each kernel
-    or delegate call of the method cost (inclusive), where the symbols name them."""
-
-    per_execute: float
-    executions: int                     # executions the slope spans (n_high - n_low)
-    method: str                         # how it was counted
-    threads: int
-    hottest: list[tuple[str, float]]
-    per_library: dict[str, float]
-    deterministic_note: str
-    per_operator: dict[str, float] = field(default_factory=dict)
-    excluded: dict[str, float] = field(default_factory=dict)   # library -> per execute
-    wall_s: float = 0.0                 # what counting cost (both processes, in parallel)
-    valgrind: str = ""                  # "3.19.0"
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["hottest"] = [[name, value] for name, value in self.hottest]
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> InstructionCount:
-        d = dict(d)
-        d["hottest"] = [(str(n), float(v)) for n, v in d.get("hottest", [])]
-        return cls(**d)
 
 
 def host_only_reason(device: Device) -> str | None:

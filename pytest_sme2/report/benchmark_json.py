@@ -108,16 +108,15 @@ def benchmark_entry(side: BenchmarkSide, seen: set[str] | None = None) -> dict[s
     extra: dict[str, Any] = {
         "nodeid": side.nodeid, "median_ms": p.median_ms, "p90_ms": p.p90_ms,
         "cv_pct": p.cv_pct, "blocks": p.blocks, "block_medians_ms": list(p.block_medians_ms),
-        "runner_kind": r.runner.get("kind", ""), "runner_labels": dict(r.runner.get("labels")
-                                                                       or {}),
-        "device": r.device.get("kind", ""), "emulated": r.emulated,
+        "runner_kind": r.runner.kind, "runner_labels": dict(r.runner.labels),
+        "device": r.device.kind, "emulated": r.emulated,
         "sme2": ev.sme2 if ev else "unknown"}
     c = side.comparison
     if c is not None:
         extra.update(role=side.role, base=c.base, candidate=c.candidate, verdict=c.verdict,
                      speedup=c.speedup.to_dict() if side.role == "candidate" else None)
-    if r.baseline and r.baseline.get("status"):
-        extra["baseline"] = r.baseline["status"]
+    if r.judgement and r.judgement.status:
+        extra["baseline"] = r.judgement.status
     startup = pool_startup(side.blocks)
     if startup is not None:   # load and memory beside the samples, for charts that read them
         extra.update(load_ms=startup.load_ms, first_inference_ms=startup.first_inference_ms,
@@ -208,8 +207,8 @@ def benchmark_document(results: Iterable[BenchmarkResult],
     sides = benchmark_sides(results, comparisons)
     devices: list[dict[str, Any]] = []
     for r in results:
-        if r.device not in devices:
-            devices.append(r.device)
+        if (d := r.device.to_dict()) not in devices:
+            devices.append(d)
     seen: set[str] = set()
     return {"machine_info": machine_info(devices), "commit_info": commit_info(cwd),
             "benchmarks": [benchmark_entry(s, seen) for s in sides],

@@ -23,9 +23,10 @@ from pytest_sme2.compare import DEFAULT_MARGIN, verdict
 from pytest_sme2.report import grouping
 from pytest_sme2.report.grouping import (comparison_blocks, point_runners, runner_point_devices,
                                          unclaimed)
-from pytest_sme2.results import (BenchmarkResult, ComparisonRecord, KernelEvidence,
-                                 LoggedKernel, OperatorStats, PooledLatency, ResultsDoc,
-                                 TracedKernel, mean_per_block, pool, pool_categories)
+from pytest_sme2.results import (BenchmarkResult, ComparisonRecord, DeviceFacts,
+                                 KernelEvidence, LoggedKernel, OperatorStats, PooledLatency,
+                                 ResultsDoc, RunnerInfo, TracedKernel, mean_per_block, pool,
+                                 pool_categories)
 from pytest_sme2.stats import Interval
 
 CV_NOISY_PCT = 10.0          # a block whose runs vary more than this is noisy
@@ -45,7 +46,7 @@ class Side:
     """One runner's benchmarks (blocks) in a unit."""
 
     runner: str
-    info: dict[str, Any]                    # name, kind, labels (runner_info)
+    info: RunnerInfo                        # name, kind, labels (runner_info)
     blocks: list[BenchmarkResult]
     latency: PooledLatency | None = None    # None without blocks
     categories_ms: dict[str, float] = field(default_factory=dict)
@@ -55,11 +56,11 @@ class Side:
 
     @property
     def labels(self) -> dict[str, str]:
-        return self.info.get("labels") or {}
+        return self.info.labels
 
     @property
-    def device(self) -> dict[str, Any]:
-        return self.blocks[0].device if self.blocks else {}
+    def device(self) -> DeviceFacts | None:
+        return self.blocks[0].device if self.blocks else None
 
     @property
     def runs(self) -> int | None:
@@ -221,8 +222,8 @@ def _evidence(blocks: list[BenchmarkResult]) -> KernelEvidence | None:
 
 
 def make_side(runner: str, blocks: list[BenchmarkResult],
-              info: dict[str, Any] | None = None) -> Side:
-    info = info or (blocks[0].runner if blocks else None) or {"name": runner}
+              info: RunnerInfo | None = None) -> Side:
+    info = info or (blocks[0].runner if blocks else None) or RunnerInfo(runner)
     if not blocks:
         return Side(runner=runner, info=info, blocks=blocks)
     return Side(runner=runner, info=info, blocks=blocks, latency=pool(blocks),
@@ -292,7 +293,7 @@ def devices(doc: ResultsDoc) -> list[dict[str, Any]]:
     """The distinct devices the benchmarks ran on (the session's device without benchmarks)."""
     seen: dict[str, dict] = {}
     for b in doc.benchmarks:
-        d = b.device or {}
+        d = b.device.to_dict()
         if d:
             key = "|".join(str(d.get(k)) for k in ("spec", "kind", "serial", "cpu", "abi",
                                                    "sme2"))
@@ -310,7 +311,7 @@ def runners(doc: ResultsDoc) -> list[dict[str, Any]]:
     for b in doc.benchmarks:
         name = b.runner_name
         if name not in out:
-            info = dict(b.runner)
+            info = b.runner.to_dict()
             info.setdefault("name", name)
             conf = configured.get(name) or {}
             if conf.get("path") and "path" not in info:

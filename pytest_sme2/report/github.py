@@ -13,7 +13,7 @@ from pytest_sme2 import formats
 from pytest_sme2.formats import COMPACT_RATIO_DIGITS, COUNT_RATIO_DIGITS
 from pytest_sme2.report.grouping import BenchmarkSide, benchmark_sides
 from pytest_sme2.report.terminal import baseline_cell
-from pytest_sme2.results import BenchmarkResult, ComparisonRecord, pool
+from pytest_sme2.results import BlockResult, ComparisonRecord, Judgement, pool
 
 ENV = "GITHUB_STEP_SUMMARY"
 
@@ -22,10 +22,10 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def _baseline(side: BenchmarkSide) -> dict | None:
+def _baseline(side: BenchmarkSide) -> Judgement | None:
     if side.comparison is not None:
         return (side.comparison.baselines or {}).get(side.runner) or None
-    return side.first.baseline
+    return side.first.judgement
 
 
 def _is_sme2(side: BenchmarkSide, other: BenchmarkSide) -> bool:
@@ -33,7 +33,7 @@ def _is_sme2(side: BenchmarkSide, other: BenchmarkSide) -> bool:
     report's digest decides)."""
     if any("sme2" in s.runner.lower() for s in (side, other)):
         return True
-    states = [str((s.first.runner.get("labels") or {}).get("sme2", "unknown")).lower()
+    states = [str(s.first.runner.labels.get("sme2", "unknown")).lower()
               for s in (side, other)]
     return states[0] != states[1]
 
@@ -42,19 +42,19 @@ def _regressions(side: BenchmarkSide) -> list[str]:
     out = []
     j = _baseline(side)
     what = f"`{side.test}` {side.runner}"
-    if j and j.get("status") == "regression":
+    if j and j.status == "regression":
         out.append(f"{what}: end to end {baseline_cell(j)}")
-    for cat, cj in (side.first.baseline_categories or {}).items():
-        if cj.get("status") == "regression":
+    for cat, cj in (side.first.category_judgements or {}).items():
+        if cj.status == "regression":
             out.append(f"{what}: {cat} {baseline_cell(cj)}")
-    ij = side.first.baseline_instructions
-    if ij and ij.get("status") == "regression" and ij.get("ratio"):
+    ij = side.first.instructions_judgement
+    if ij and ij.status == "regression" and ij.ratio:
         out.append(f"{what}: instructions per execute "
-                   f"{formats.ratio(ij['ratio']['point'], COUNT_RATIO_DIGITS)}")
+                   f"{formats.ratio(ij.ratio.point, COUNT_RATIO_DIGITS)}")
     return out
 
 
-def step_summary(results: Iterable[BenchmarkResult],
+def step_summary(results: Iterable[BlockResult],
                  comparisons: Iterable[ComparisonRecord | Mapping[str, Any]] = (),
                  report_dir: Path | None = None, files: Iterable[Path] = ()) -> str:
     """The markdown appended to the step summary."""
@@ -98,7 +98,7 @@ def step_summary(results: Iterable[BenchmarkResult],
     return "\n".join(lines) + "\n"
 
 
-def append_step_summary(results: Iterable[BenchmarkResult],
+def append_step_summary(results: Iterable[BlockResult],
                         comparisons: Iterable[ComparisonRecord | Mapping[str, Any]] = (),
                         report_dir: Path | None = None, files: Iterable[Path] = (),
                         env: Mapping[str, str] | None = None) -> Path | None:

@@ -97,7 +97,8 @@ def detail_context(doc: ResultsDoc, u: Unit, charts: dict[str, str] | None = Non
     figure, one folder up."""
     charts = charts or {}
     chart = charts.get(MODEL_CHART + u.model)
-    emulated = [sec.EMULATED_NOTE.format(what=u.sides[0].device.get("model") or "QEMU")] \
+    device = u.sides[0].device if u.sides else None
+    emulated = [sec.EMULATED_NOTE.format(what=(device.model if device else "") or "QEMU")] \
         if u.emulated and u.sides else []
     return {"schema": doc.schema, "u": sec.unit_context(u, None),
             "chart": f"../{chart}" if chart else None, "notes": emulated,

@@ -19,7 +19,7 @@ from pytest_sme2.report.unit_page import (EMULATED_NOTE, EVIDENCE_INTRO,  # noqa
                                           comparison_line, cooldown_notes,
                                           emulated_notes, etrecord_notes, speedup_rows,
                                           unit_context)
-from pytest_sme2.results import ResultsDoc, device_label, pool_startup
+from pytest_sme2.results import Judgement, ResultsDoc, device_label, pool_startup
 
 DETAIL_DIR = "details"     # one page per unit, linked from report.md
 MODEL_CHART = "model:"     # a model's category figure's key in a ``charts`` mapping
@@ -314,24 +314,23 @@ def regression_rows(doc: ResultsDoc) -> list[dict[str, str]]:
     benchmark; blocks of a comparison side share one judgement)."""
     rows = []
 
-    def add(name: str, runner: str, j: dict[str, Any] | None) -> None:
-        if not j or (j["status"] == "not_compared" and not j.get("foreign")):
+    def add(name: str, runner: str, j: Judgement | None) -> None:
+        if not j or (j.status == "not_compared" and not j.foreign):
             return
-        r = j.get("ratio")
+        r = j.ratio
         rows.append({"benchmark": name, "runner": runner,
-                     "status": "not compared (foreign baseline)" if j.get("foreign")
-                     else j["status"],
-                     "ratio": formats.ratio(r["point"]) if r else "-",
+                     "status": "not compared (foreign baseline)" if j.foreign else j.status,
+                     "ratio": formats.ratio(r.point) if r else "-",
                      "ci": formats.interval(r) if r else "-",
-                     "reason": j["reason"]})
+                     "reason": j.reason})
 
     for b in doc.benchmarks:
         if b.block is None:
-            add(b.name, b.runner_name, b.baseline)
-            for category, j in (b.baseline_categories or {}).items():
+            add(b.name, b.runner_name, b.judgement)
+            for category, j in (b.category_judgements or {}).items():
                 add(f"{b.name} ({category})", b.runner_name, j)
-            add(f"{b.name} (instructions)", b.runner_name, b.baseline_instructions)
-            for what, j in (b.baseline_startup or {}).items():
+            add(f"{b.name} (instructions)", b.runner_name, b.instructions_judgement)
+            for what, j in (b.startup_judgements or {}).items():
                 add(f"{b.name} ({what})", b.runner_name, j)
     for c in doc.comparisons:
         for runner, j in (c.baselines or {}).items():

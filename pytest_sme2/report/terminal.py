@@ -10,7 +10,7 @@ from pytest_sme2.analysis.categories import OTHER
 from pytest_sme2.formats import COMPACT_RATIO_DIGITS, COUNT_RATIO_DIGITS
 from pytest_sme2.report.grouping import BenchmarkSide, comparison_record, sides_per_device
 from pytest_sme2.report.precision_notes import precision_lines
-from pytest_sme2.results import (BenchmarkResult, ComparisonRecord, Startup, pool,
+from pytest_sme2.results import (BenchmarkResult, ComparisonRecord, Judgement, Startup, pool,
                                  pool_categories, pool_startup)
 
 TOP_OPERATORS = 10
@@ -66,9 +66,9 @@ def _instructions(r: BenchmarkResult) -> str:
     """`` | instructions X per execute ...`` where they were counted (--sme2-measure)."""
     if not r.instructions:
         return ""
-    from pytest_sme2.instructions.count import InstructionCount, format_count
+    from pytest_sme2.instructions.count import format_count
 
-    return f" | instructions {format_count(InstructionCount.from_dict(r.instructions))}"
+    return f" | instructions {format_count(r.instructions)}"
 
 
 def cooldown_lines(r: BenchmarkResult, told: bool = False) -> list[str]:
@@ -113,18 +113,18 @@ def top_category(categories_ms: dict[str, float]) -> str:
     return f"{cat} {formats.share(100 * named[cat] / total, 0)}" if total > 0 else cat
 
 
-def baseline_cell(j: dict | None) -> str:
+def baseline_cell(j: Judgement | None) -> str:
     """The gate's judgement in a few characters: status and current/baseline time ratio."""
     if not j:
         return "-"
-    if j["status"] == "not_compared":
-        return "foreign (not compared)" if j.get("foreign") else "-"
-    word = {"regression": "REGRESSION", "improvement": "faster"}.get(j["status"], "ok")
-    return f"{word} {formats.ratio_interval(j['ratio'], COMPACT_RATIO_DIGITS)}"
+    if j.status == "not_compared":
+        return "foreign (not compared)" if j.foreign else "-"
+    word = {"regression": "REGRESSION", "improvement": "faster"}.get(j.status, "ok")
+    return f"{word} {formats.ratio_interval(j.ratio, COMPACT_RATIO_DIGITS)}"
 
 
 def _row(name: str, rs: list[BenchmarkResult], speedup: str,
-         baseline: dict | None = None) -> tuple[str, ...]:
+         baseline: Judgement | dict | None = None) -> tuple[str, ...]:
     """One row for a benchmark, or for one side of a comparison: its blocks pooled."""
     r = rs[0]
     p = pool(rs)
@@ -133,34 +133,35 @@ def _row(name: str, rs: list[BenchmarkResult], speedup: str,
             formats.ms(p.p90_ms), formats.percent(p.cv_pct), str(p.n),
             *startup_cells(pool_startup(rs)),
             speedup, top_category(pool_categories(rs)), ev.sme2 if ev else "-",
-            baseline_cell(baseline if baseline is not None else r.baseline)
-            + _category_regressions(r.baseline_categories)
-            + _instructions_cell(r.baseline_instructions)
-            + startup_regressions(r.baseline_startup))
+            baseline_cell(baseline if baseline is not None else r.judgement)
+            + _category_regressions(r.category_judgements)
+            + _instructions_cell(r.instructions_judgement)
+            + startup_regressions(r.startup_judgements))
 
 
 def _compact(ratio: float) -> str:
     return formats.ratio(ratio, COMPACT_RATIO_DIGITS)
 
 
-def _instructions_cell(j: dict | None) -> str:
+def _instructions_cell(j: Judgement | None) -> str:
     """The verdict on instruction counts, where they were judged."""
-    if not j or not j.get("ratio"):
+    if not j or not j.ratio:
         return ""
-    word = {"regression": "REGRESSION", "improvement": "fewer"}.get(j["status"], "ok")
-    return f"; instructions {word} {formats.ratio(j['ratio']['point'], COUNT_RATIO_DIGITS)}"
+    word = {"regression": "REGRESSION", "improvement": "fewer"}.get(j.status, "ok")
+    return f"; instructions {word} {formats.ratio(j.ratio.point, COUNT_RATIO_DIGITS)}"
 
 
-def startup_regressions(judged: dict | None) -> str:
+def startup_regressions(judged: dict[str, Judgement] | None) -> str:
     """Load time or peak memory that regressed against the baseline, appended to the cell."""
-    return "".join(f"; {j.get('measure', what)} REGRESSION {_compact(j['ratio']['point'])}"
-                   for what, j in (judged or {}).items() if j.get("status") == "regression")
+    return "".join(f"; {what if j.measure == 'time' else j.measure} REGRESSION "
+                   f"{_compact(j.ratio.point)}"
+                   for what, j in (judged or {}).items() if j.status == "regression")
 
 
-def _category_regressions(judged: dict | None) -> str:
+def _category_regressions(judged: dict[str, Judgement] | None) -> str:
     """Gated categories that regressed, appended to the end-to-end verdict."""
-    return "".join(f"; {c} REGRESSION {_compact(j['ratio']['point'])}"
-                   for c, j in (judged or {}).items() if j.get("status") == "regression")
+    return "".join(f"; {c} REGRESSION {_compact(j.ratio.point)}"
+                   for c, j in (judged or {}).items() if j.status == "regression")
 
 
 EMULATED_SUMMARY = ("emulated: measured on an emulated CPU (QEMU); its times and speed-ups say "

@@ -184,7 +184,7 @@ def emulated_notes(doc: ResultsDoc) -> list[str]:
     seen: dict[str, str] = {}
     for b in doc.benchmarks:
         if b.emulated:
-            model = b.device.get("model")
+            model = b.device.model
             seen.setdefault(model or "emulated", model or "QEMU")
     return [EMULATED_NOTE.format(what=w) for w in seen.values()]
 

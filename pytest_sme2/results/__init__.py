@@ -3,31 +3,39 @@ found, the one pooling of a benchmark's blocks, and ``results.json`` (versioned)
 loader.
 
 ``results.json`` (``"schema": "pytest-sme2/results/1"``) holds ``session``, ``benchmarks``
-(:class:`BenchmarkResult`, one per measured block) and ``comparisons``
-(:class:`ComparisonRecord`). Every record writes the keys it reads, in the same order, so a
-document this version wrote loads and writes back byte for byte; older documents load with
-defaults for what they lack. Keys a record does not know are kept in its ``extra``.
+(:class:`BlockResult`, one per measured block; ``BenchmarkResult`` is its deprecated name)
+and ``comparisons`` (:class:`ComparisonRecord`). Every record writes the keys it reads, in
+the same order, so a document this version wrote loads and writes back byte for byte; older
+documents load with defaults for what they lack. Keys a record does not know are kept in its
+``extra``.
 
 Modules: :mod:`.records` (a block's analysis and context), :mod:`.startup` (load and memory),
-:mod:`.block` (one block), :mod:`.pooling` (a benchmark's blocks together), :mod:`.comparison`,
-:mod:`.document` (the file, its loader and writer).
+:mod:`.runner`, :mod:`.device` (where a block ran), :mod:`.judgement` (the gate's verdict),
+:mod:`.instructions` (instruction counts), :mod:`.block` (one block), :mod:`.pooling` (a
+benchmark's blocks together), :mod:`.comparison`, :mod:`.document` (the file, its loader and
+writer).
 """
 
 from pytest_sme2.fsutil import atomic_write_text
-from pytest_sme2.results.block import BenchmarkResult, device_label
+from pytest_sme2.results.block import BenchmarkResult, BlockResult, device_label
 from pytest_sme2.results.comparison import ComparisonRecord, OutputCheck
+from pytest_sme2.results.device import DeviceFacts
 from pytest_sme2.results.document import (RESULTS_SCHEMA, ResultsDoc, ResultsWriter,
                                           load_results, results_document, write_results)
+from pytest_sme2.results.instructions import InstructionCount
+from pytest_sme2.results.judgement import Judgement
 from pytest_sme2.results.pooling import (PooledLatency, mean_per_block, pool,
                                          pool_categories)
 from pytest_sme2.results.records import (KernelEvidence, LoggedKernel, OperatorStats,
-                                         ResultAnalysis, RunContext, SampledKernelRecord,
-                                         TracedKernel)
+                                         ResultAnalysis, RunContext, SampledKernel,
+                                         SampledKernelRecord, TracedKernel)
+from pytest_sme2.results.runner import RunnerInfo
 from pytest_sme2.results.startup import ProcessStartup, Startup, pool_startup
 
-__all__ = ["RESULTS_SCHEMA", "BenchmarkResult", "ComparisonRecord", "KernelEvidence",
-           "LoggedKernel", "OperatorStats", "OutputCheck", "PooledLatency", "ProcessStartup",
-           "ResultAnalysis", "ResultsDoc", "ResultsWriter", "RunContext",
-           "SampledKernelRecord", "Startup", "TracedKernel", "atomic_write_text",
-           "device_label", "load_results", "mean_per_block", "pool", "pool_categories",
-           "pool_startup", "results_document", "write_results"]
+__all__ = ["RESULTS_SCHEMA", "BenchmarkResult", "BlockResult", "ComparisonRecord",
+           "DeviceFacts", "InstructionCount", "Judgement", "KernelEvidence", "LoggedKernel",
+           "OperatorStats", "OutputCheck", "PooledLatency", "ProcessStartup", "ResultAnalysis",
+           "ResultsDoc", "ResultsWriter", "RunContext", "RunnerInfo", "SampledKernel",
+           "SampledKernelRecord", "Startup", "TracedKernel", "atomic_write_text", "device_label",
+           "load_results", "mean_per_block", "pool", "pool_categories", "pool_startup",
+           "results_document", "write_results"]

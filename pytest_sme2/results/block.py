@@ -1,15 +1,26 @@
-"""One measured block (``BenchmarkResult``): what a runner process measured, the analysis of
-its ETDump, where it ran, and the gate's verdicts on it; read and written key for key."""
+"""One measured block (:class:`BlockResult`): what a runner process measured, the analysis of
+its ETDump, where it ran, and the gate's verdicts on it; read and written key for key.
+
+Every part is a typed record: the runner (:class:`RunnerInfo`), the device
+(:class:`DeviceFacts`, with its spec), the gate's verdicts (:class:`Judgement`) and the
+instruction count (:class:`InstructionCount`). results.json keeps its keys: the verdicts are
+written and read as ``baseline``, ``baseline_categories``, ``baseline_instructions`` and
+``baseline_startup``."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from pytest_sme2.analysis.latency import LatencyStats
+from pytest_sme2.results.device import DeviceFacts
+from pytest_sme2.results.instructions import InstructionCount
+from pytest_sme2.results.judgement import Judgement, judgement, judgements
 from pytest_sme2.results.records import (KernelEvidence, OperatorStats, ResultAnalysis,
                                          RunContext, _known)
+from pytest_sme2.results.runner import RunnerInfo
 from pytest_sme2.results.startup import Startup
 
 # -- one block -------------------------------------------------------------------------------
@@ -19,6 +30,7 @@ _CORE = ("nodeid", "model", "dtype", "threads", "runner", "runner_info", "device
          "export_key")
 _ANALYSIS = ("categories_ms", "overheads_ms", "operators", "kernel_evidence")
 _CONTEXT = tuple(f.name for f in fields(RunContext))
+# The gate's verdicts (Judgement.to_dict()): end to end and by category.
 _GATE = ("baseline", "baseline_categories")
 # --sme2-measure instructions: the count (InstructionCount.to_dict()) and the gate's verdict on
 # it; absent from results.json when not measured.
@@ -28,21 +40,36 @@ _INSTRUCTIONS = ("instructions", "baseline_instructions")
 _STARTUP = ("startup", "baseline_startup")
 
 
-def device_label(device: dict[str, Any]) -> str:
+def device_label(device: DeviceFacts | Mapping[str, Any]) -> str:
     """How reports name a device: its --device spec (results before 0.2 have none: serial)."""
+    if isinstance(device, DeviceFacts):
+        return device.label
     return str(device.get("spec") or device.get("serial") or device.get("kind") or "?")
 
 
+def _dict_form(value: Any, old: str, new: str) -> Any:
+    """The dict form of a retyped field, for its deprecated old name."""
+    warnings.warn(f"BlockResult.{old} is deprecated: read .{new} (a Judgement)",
+                  DeprecationWarning, stacklevel=3)
+    if value is None:
+        return None
+    if isinstance(value, Judgement):
+        return value.to_dict()
+    return {k: j.to_dict() for k, j in value.items()}
+
+
 @dataclass
-class BenchmarkResult:
-    """One block: one runner process's timed runs of one setting, and what they showed."""
+class BlockResult:
+    """One block: one runner process's timed runs of one setting, and what they showed. A
+    benchmark is one block, or several (a comparison side, confirmation blocks): pool them with
+    :func:`pytest_sme2.results.pool`."""
 
     nodeid: str
     model: str
     dtype: str
     threads: int
-    runner: dict[str, Any]          # RunnerInfo.to_dict(): name, kind, labels
-    device: dict[str, Any]          # DeviceFacts.to_dict(), and "spec": the --device it ran on
+    runner: RunnerInfo
+    device: DeviceFacts             # with ``spec``: the --device it ran on
     runs: int
     warmup: int
     e2e_ms: list[float]             # timed runs, in order
@@ -52,25 +79,53 @@ class BenchmarkResult:
     export_key: str = ""
     analysis: ResultAnalysis = field(default_factory=ResultAnalysis)
     context: RunContext = field(default_factory=RunContext)
-    # The regression gate's verdicts (``Judgement.to_dict()``), None where it did not judge.
-    baseline: dict[str, Any] | None = None
-    baseline_categories: dict[str, dict[str, Any]] | None = None
-    # Instructions per Method::execute (InstructionCount.to_dict()), with --sme2-measure
-    # instructions on the host; the first block of a benchmark only.
-    instructions: dict[str, Any] | None = None
-    baseline_instructions: dict[str, Any] | None = None     # the gate's verdict on them
+    # The regression gate's verdicts, None where it did not judge: end to end, and by gated
+    # category ({} when none is gated).
+    judgement: Judgement | None = None
+    category_judgements: dict[str, Judgement] | None = None
+    # Instructions per Method::execute, with --sme2-measure instructions on the host; the first
+    # block of a benchmark only. And the gate's verdict on them.
+    instructions: InstructionCount | None = None
+    instructions_judgement: Judgement | None = None
     startup: Startup | None = None
     # The gate's verdicts on load time and peak memory: {"load": ..., "memory": ...}.
-    baseline_startup: dict[str, dict[str, Any]] | None = None
+    startup_judgements: dict[str, Judgement] | None = None
     extra: dict[str, Any] = field(default_factory=dict)     # keys this version does not know
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # A dict given for a record (results.json's form: tests, plugins, older code) becomes
+        # the record, whether passed to the constructor or set later.
+        coerce = _RECORDS.get(name)
+        if coerce is not None and value is not None:
+            value = coerce(value)
+        object.__setattr__(self, name, value)
 
     @property
     def instructions_per_execute(self) -> float | None:
-        return float(self.instructions["per_execute"]) if self.instructions else None
+        return float(self.instructions.per_execute) if self.instructions else None
+
+    # -- the names these fields had when they held dicts (deprecated, read only) --
+    @property
+    def baseline(self) -> dict[str, Any] | None:
+        return _dict_form(self.judgement, "baseline", "judgement")
+
+    @property
+    def baseline_categories(self) -> dict[str, dict[str, Any]] | None:
+        return _dict_form(self.category_judgements, "baseline_categories",
+                          "category_judgements")
+
+    @property
+    def baseline_instructions(self) -> dict[str, Any] | None:
+        return _dict_form(self.instructions_judgement, "baseline_instructions",
+                          "instructions_judgement")
+
+    @property
+    def baseline_startup(self) -> dict[str, dict[str, Any]] | None:
+        return _dict_form(self.startup_judgements, "baseline_startup", "startup_judgements")
 
     @property
     def runner_name(self) -> str:
-        return self.runner["name"]
+        return self.runner.name
 
     @property
     def name(self) -> str:
@@ -87,12 +142,12 @@ class BenchmarkResult:
 
     @property
     def device_label(self) -> str:
-        return device_label(self.device)
+        return self.device.label
 
     @property
     def emulated(self) -> bool:
         """Measured on an emulated CPU: its timings say nothing about speed."""
-        return bool((self.device.get("extra") or {}).get("emulated"))
+        return self.device.emulated
 
     @property
     def categories_ms(self) -> dict[str, float]:
@@ -108,19 +163,18 @@ class BenchmarkResult:
         return self.analysis.kernel_evidence
 
     def to_json(self) -> dict[str, Any]:
-        gate = {k: v for k, v in (("baseline", self.baseline),
-                                  ("baseline_categories", self.baseline_categories))
-                if v is not None}
-        gate.update({k: v for k, v in (("instructions", self.instructions),
-                                       ("baseline_instructions", self.baseline_instructions),
-                                       ("startup", self.startup.to_json() if self.startup
-                                        else None),
-                                       ("baseline_startup", self.baseline_startup))
-                     if v is not None})
+        gate = {k: v for k, v in (
+            ("baseline", self.judgement.to_dict() if self.judgement else None),
+            ("baseline_categories", _dicts(self.category_judgements)),
+            ("instructions", self.instructions.to_dict() if self.instructions else None),
+            ("baseline_instructions", self.instructions_judgement.to_dict()
+             if self.instructions_judgement else None),
+            ("startup", self.startup.to_json() if self.startup else None),
+            ("baseline_startup", _dicts(self.startup_judgements))) if v is not None}
         return {
             "nodeid": self.nodeid, "model": self.model, "dtype": self.dtype,
             "threads": self.threads, "runner": self.runner_name,
-            "runner_info": self.runner, "device": self.device,
+            "runner_info": self.runner.to_dict(), "device": self.device.to_dict(),
             "runs": self.runs, "warmup": self.warmup, "e2e_ms": self.e2e_ms,
             "median_ms": self.e2e.median_ms, "p90_ms": self.e2e.p90_ms,
             "cv_pct": self.e2e.cv_pct, "e2e": self.e2e.to_dict(),
@@ -129,17 +183,41 @@ class BenchmarkResult:
         }
 
     @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> "BenchmarkResult":
+    def from_json(cls, d: Mapping[str, Any]) -> "BlockResult":
         known = set(_CORE + _ANALYSIS + _CONTEXT + _GATE + _INSTRUCTIONS + _STARTUP)
+        info = d.get("runner_info")
+        instructions = d.get("instructions")
         return cls(nodeid=d["nodeid"], model=d["model"], dtype=d["dtype"], threads=d["threads"],
-                   runner=d.get("runner_info") or {"name": d["runner"]}, device=d["device"],
+                   runner=RunnerInfo.from_dict(info) if info else RunnerInfo(d["runner"]),
+                   device=DeviceFacts.from_dict(d["device"]),
                    runs=d["runs"], warmup=d["warmup"], e2e_ms=list(d["e2e_ms"]),
                    e2e=LatencyStats(**d["e2e"]), etdump=d["etdump"], pte=d["pte"],
                    export_key=d.get("export_key", ""), analysis=ResultAnalysis.from_json(d),
                    context=RunContext(**_known(RunContext, d)),
-                   baseline=d.get("baseline"), baseline_categories=d.get("baseline_categories"),
-                   instructions=d.get("instructions"),
-                   baseline_instructions=d.get("baseline_instructions"),
+                   judgement=judgement(d.get("baseline")),
+                   category_judgements=judgements(d.get("baseline_categories")),
+                   instructions=InstructionCount.from_dict(instructions) if instructions
+                   else None,
+                   instructions_judgement=judgement(d.get("baseline_instructions")),
                    startup=Startup.from_json(d.get("startup")),
-                   baseline_startup=d.get("baseline_startup"),
+                   startup_judgements=judgements(d.get("baseline_startup")),
                    extra={k: v for k, v in d.items() if k not in known})
+
+
+# The name the block had before it said what it is: kept, deprecated (it reads as if it were a
+# whole benchmark, which may be several blocks).
+BenchmarkResult = BlockResult
+
+
+def _record(cls: Any) -> Any:
+    return lambda v: cls.from_dict(v) if isinstance(v, Mapping) else v
+
+
+_RECORDS = {"runner": _record(RunnerInfo), "device": _record(DeviceFacts),
+            "instructions": _record(InstructionCount), "judgement": judgement,
+            "category_judgements": judgements, "instructions_judgement": judgement,
+            "startup_judgements": judgements}
+
+
+def _dicts(judged: dict[str, Judgement] | None) -> dict[str, dict[str, Any]] | None:
+    return None if judged is None else {k: j.to_dict() for k, j in judged.items()}

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from pytest_sme2.stats import Interval
+from pytest_sme2.results.judgement import Judgement, judgements
 from pytest_sme2.results.records import _known
 
 # -- comparisons -----------------------------------------------------------------------------
@@ -55,8 +56,11 @@ class ComparisonRecord:
     base_blocks: list[str] = field(default_factory=list)       # benchmark node ids
     candidate_blocks: list[str] = field(default_factory=list)
     nodeid: str = ""                            # the test that compared ("" before 14)
-    baselines: dict[str, dict[str, Any]] | None = None   # the gate's verdict per runner
+    baselines: dict[str, Judgement] | None = None   # the gate's verdict per runner
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.baselines = judgements(self.baselines)     # dicts (results.json's) become records
 
     @property
     def point(self) -> str:
@@ -82,7 +86,8 @@ class ComparisonRecord:
             "base_block_medians_ms": self.base_block_medians_ms,
             "candidate_block_medians_ms": self.candidate_block_medians_ms,
             "base_blocks": self.base_blocks, "candidate_blocks": self.candidate_blocks,
-            **({"baselines": self.baselines} if self.baselines is not None else {}),
+            **({"baselines": {r: j.to_dict() for r, j in self.baselines.items()}}
+               if self.baselines is not None else {}),
             **self.extra,
         }
 

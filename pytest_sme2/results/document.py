@@ -11,7 +11,7 @@ from typing import Any
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.fsutil import atomic_write_text
-from pytest_sme2.results.block import BenchmarkResult
+from pytest_sme2.results.block import BlockResult
 from pytest_sme2.results.comparison import ComparisonRecord
 
 RESULTS_SCHEMA = "pytest-sme2/results/1"
@@ -23,11 +23,11 @@ class ResultsDoc:
     """A whole ``results.json``: what :func:`load_results` gives and the reports read."""
 
     session: dict[str, Any] = field(default_factory=dict)    # versions, configuration, runners
-    benchmarks: list[BenchmarkResult] = field(default_factory=list)
+    benchmarks: list[BlockResult] = field(default_factory=list)
     comparisons: list[ComparisonRecord] = field(default_factory=list)
     schema: str = RESULTS_SCHEMA
 
-    def blocks(self, nodeids: Iterable[str]) -> list[BenchmarkResult]:
+    def blocks(self, nodeids: Iterable[str]) -> list[BlockResult]:
         """The benchmarks with these node ids, in that order (ids not in the document left
         out)."""
         by_id = {b.nodeid: b for b in self.benchmarks}
@@ -59,7 +59,7 @@ def load_results(source: ResultsDoc | Mapping[str, Any] | str | Path) -> Results
             raise _not_results(name, doc)
     try:
         return ResultsDoc(session=dict(doc.get("session") or {}),
-                          benchmarks=[BenchmarkResult.from_json(b)
+                          benchmarks=[BlockResult.from_json(b)
                                       for b in doc.get("benchmarks") or []],
                           comparisons=[ComparisonRecord.from_json(c)
                                        for c in doc.get("comparisons") or []],
@@ -75,7 +75,7 @@ def _not_results(name: str, doc: Any) -> Sme2Error:
                      f"{RESULTS_SCHEMA!r})")
 
 
-def results_document(results: Iterable[BenchmarkResult], comparisons: Iterable[Any] = (),
+def results_document(results: Iterable[BlockResult], comparisons: Iterable[Any] = (),
                      session: dict[str, Any] | None = None,
                      schema: str = RESULTS_SCHEMA) -> dict[str, Any]:
     """The results.json document: ``session`` (configuration, versions), ``benchmarks`` (one
@@ -85,7 +85,7 @@ def results_document(results: Iterable[BenchmarkResult], comparisons: Iterable[A
             "comparisons": [c if isinstance(c, dict) else c.to_json() for c in comparisons]}
 
 
-def write_results(path: Path, results: Iterable[BenchmarkResult], comparisons: Iterable[Any] = (),
+def write_results(path: Path, results: Iterable[BlockResult], comparisons: Iterable[Any] = (),
                   session: dict[str, Any] | None = None) -> None:
     doc = results_document(results, comparisons, session)
     atomic_write_text(path, json.dumps(doc, indent=2) + "\n")
@@ -101,9 +101,9 @@ class ResultsWriter:
     byte-identical to :func:`write_results`'. A result must not change once written."""
 
     def __init__(self) -> None:
-        self._kept: dict[int, tuple[BenchmarkResult, str]] = {}
+        self._kept: dict[int, tuple[BlockResult, str]] = {}
 
-    def _text(self, result: BenchmarkResult) -> str:
+    def _text(self, result: BlockResult) -> str:
         kept = self._kept.get(id(result))
         if kept is None or kept[0] is not result:
             # As json.dumps(document, indent=2) lays out an element of a top-level list.
@@ -111,7 +111,7 @@ class ResultsWriter:
             self._kept[id(result)] = kept
         return kept[1]
 
-    def text(self, results: Iterable[BenchmarkResult], comparisons: Iterable[Any] = (),
+    def text(self, results: Iterable[BlockResult], comparisons: Iterable[Any] = (),
              session: dict[str, Any] | None = None) -> str:
         doc = results_document((), comparisons, session)
         items = [self._text(r) for r in results]
@@ -121,6 +121,6 @@ class ResultsWriter:
             text = text.replace(json.dumps(_SLOT), "[\n    " + ",\n    ".join(items) + "\n  ]", 1)
         return text + "\n"
 
-    def write(self, path: Path, results: Iterable[BenchmarkResult],
+    def write(self, path: Path, results: Iterable[BlockResult],
               comparisons: Iterable[Any] = (), session: dict[str, Any] | None = None) -> None:
         atomic_write_text(path, self.text(results, comparisons, session))

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from pytest_sme2.analysis.latency import LatencyStats
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.results.block import BenchmarkResult
+from pytest_sme2.results.block import BlockResult
 
 # -- pooling blocks --------------------------------------------------------------------------
 
@@ -32,10 +32,10 @@ class PooledLatency:
     block_medians_ms: tuple[float, ...]
 
 
-def pool(blocks: Iterable[BenchmarkResult | LatencyStats]) -> PooledLatency:
+def pool(blocks: Iterable[BlockResult | LatencyStats]) -> PooledLatency:
     """The one pooling of a benchmark's blocks, used by the terminal table, report.md and the
     comparisons' medians."""
-    stats = [b.e2e if isinstance(b, BenchmarkResult) else b for b in blocks]
+    stats = [b.e2e if isinstance(b, BlockResult) else b for b in blocks]
     if not stats:
         raise Sme2Error("no blocks to pool")
     medians = tuple(s.median_ms for s in stats)
@@ -57,6 +57,6 @@ def mean_per_block(values: Sequence[Mapping[str, float]]) -> dict[str, float]:
         if values else {}
 
 
-def pool_categories(blocks: Sequence[BenchmarkResult]) -> dict[str, float]:
+def pool_categories(blocks: Sequence[BlockResult]) -> dict[str, float]:
     """Mean ms per run of each operator category over a benchmark's blocks."""
     return mean_per_block([b.categories_ms for b in blocks])

@@ -1,9 +1,13 @@
 """The records of one block's analysis as results.json stores them: operators, kernel
 evidence (logged, traced, sampled), the analysis, and where and how the block ran. Every record
-writes the keys it reads, in the same order."""
+writes the keys it reads, in the same order.
+
+The analysis (:mod:`pytest_sme2.analysis`) emits these records itself: there is one class per
+concept, whether it was just computed or read back from a document."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
@@ -68,9 +72,14 @@ class OperatorStats(_ItemAccess):
         return cls(**_known(cls, d))
 
 
+def _deprecated(old: str, new: str) -> None:
+    warnings.warn(f"{old} is deprecated: use {new}", DeprecationWarning, stacklevel=3)
+
+
 @dataclass
 class LoggedKernel(_ItemAccess):
-    """A micro-kernel an XNNPACK log (xnntrace) names as selected."""
+    """A micro-kernel an XNNPACK log (xnntrace) names as selected (``kind``: the word before
+    "microkernel" in the log line; ``isa``: the name's suffix after its last ``__``)."""
 
     name: str
     kind: str = ""
@@ -80,17 +89,26 @@ class LoggedKernel(_ItemAccess):
 
 @dataclass
 class TracedKernel(_ItemAccess):
-    """A micro-kernel a kernel trace shows executed; ``blocks``: its translated blocks."""
+    """A micro-kernel a kernel trace shows executed; ``blocks``: its translated blocks, of which
+    ``streaming_blocks`` hold SME instructions. ``kind``: kleidiai, xnnpack or other.
+
+    ``streaming_blocks`` is the kernel trace's (its CSV and ``kernels.csv`` keep it); results.json
+    does not store it, so a record read back from a document has 0 there."""
 
     name: str
     isa_family: str = ""
     kind: str = ""
     library: str = ""
     blocks: int = 0
+    streaming_blocks: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "isa_family": self.isa_family, "kind": self.kind,
+                "library": self.library, "blocks": self.blocks}
 
 
 @dataclass
-class SampledKernelRecord(_ItemAccess):
+class SampledKernel(_ItemAccess):
     """A micro-kernel the sampler caught executing; ``samples``, and their share of all."""
 
     name: str
@@ -115,7 +133,7 @@ class KernelEvidence(_ItemAccess):
     kernel_trace_source: str = ""
     # Sampling (an evidence process): what was caught, out of how many samples (None: none
     # taken), and the CSV. Written to results.json only when a sample was taken.
-    sampled_kernels: list[SampledKernelRecord] = field(default_factory=list)
+    sampled_kernels: list[SampledKernel] = field(default_factory=list)
     samples_total: int | None = None
     kernel_sample_source: str = ""
 
@@ -128,8 +146,20 @@ class KernelEvidence(_ItemAccess):
     def sampled(self) -> bool:
         return self.samples_total is not None
 
+    # -- the names analysis.kernels.Evidence had (deprecated) --
+    @property
+    def executed(self) -> list[TracedKernel]:
+        _deprecated("KernelEvidence.executed", "executed_kernels")
+        return self.executed_kernels
+
+    @property
+    def streaming_blocks(self) -> int | None:
+        _deprecated("KernelEvidence.streaming_blocks", "streaming_sme_blocks")
+        return self.streaming_sme_blocks
+
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
+        d["executed_kernels"] = [k.to_json() for k in self.executed_kernels]
         if self.samples_total is None:      # sessions without sampling read as before
             for key in ("sampled_kernels", "samples_total", "kernel_sample_source"):
                 d.pop(key)
@@ -144,7 +174,7 @@ class KernelEvidence(_ItemAccess):
                             for k in known.get("kernels") or []]
         known["executed_kernels"] = [TracedKernel(**_known(TracedKernel, k))
                                      for k in known.get("executed_kernels") or []]
-        known["sampled_kernels"] = [SampledKernelRecord(**_known(SampledKernelRecord, k))
+        known["sampled_kernels"] = [SampledKernel(**_known(SampledKernel, k))
                                     for k in known.get("sampled_kernels") or []]
         known["kleidiai_ops"] = list(known.get("kleidiai_ops") or [])
         return cls(**known)
@@ -168,11 +198,16 @@ class ResultAnalysis:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "ResultAnalysis":
-        """From a benchmark's entry or ``Analysis.to_json()`` (the same keys)."""
+        """From a benchmark's entry or ``Analysis.to_json()`` (the same keys); the analysis
+        itself gives its record directly (``Analysis.record()``)."""
         return cls(categories_ms=dict(d.get("categories_ms") or {}),
                    overheads_ms=dict(d.get("overheads_ms") or {}),
                    operators=[OperatorStats.from_json(o) for o in d.get("operators") or []],
                    kernel_evidence=KernelEvidence.from_json(d.get("kernel_evidence")))
+
+
+# The name this record had before the kernel records became one family (deprecated).
+SampledKernelRecord = SampledKernel
 
 
 @dataclass

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_sme2.results.records import _ItemAccess, _known
 
 if TYPE_CHECKING:
-    from pytest_sme2.results.block import BenchmarkResult
+    from pytest_sme2.results.block import BlockResult
 
 # -- load, first inference, memory ------------------------------------------------------------
 
@@ -93,7 +93,7 @@ class Startup(_ItemAccess):
                    problem=str(d.get("problem") or ""))
 
 
-def pool_startup(blocks: Iterable["BenchmarkResult"]) -> Startup | None:
+def pool_startup(blocks: Iterable["BlockResult"]) -> Startup | None:
     """The blocks of one side of a comparison as one startup record: every block is a cold
     process, so their processes pool."""
     found = [b.startup for b in blocks if b.startup is not None]

@@ -3,13 +3,14 @@ executes; the device (host, Android) owns processes, files and time limits."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from pytest_sme2.analysis.runner_summary import RunnerSummary, parse_summary  # noqa: F401
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.protocol_defaults import WithDefaults
+from pytest_sme2.results.runner import RunnerInfo  # noqa: F401 - recorded with results
 
 
 class RunnerError(Sme2Error):
@@ -49,18 +50,6 @@ class RunOutcome:
     # What a remote device copied to itself for this run (files, bytes, seconds; files that
     # were there already): pushes happen once per content, so mostly 0.
     pushed: tuple[int, int, float, int] = (0, 0, 0.0, 0)
-
-
-@dataclass(frozen=True)
-class RunnerInfo:
-    """Identity of a runner as recorded with results: name, kind and build labels."""
-
-    name: str
-    kind: str
-    labels: dict[str, str] = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        return {"name": self.name, "kind": self.kind, "labels": dict(self.labels)}
 
 
 class Runner(Protocol):

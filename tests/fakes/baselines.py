@@ -34,7 +34,7 @@ def bench_result(samples=(1.0, 1.1, 0.9), **kw) -> BenchmarkResult:
 
 def result_with_device_extra(**extra) -> BenchmarkResult:
     r = bench_result()
-    r.device["extra"] = {**r.device["extra"], **extra}
+    r.device = {**r.device.to_dict(), "extra": {**r.device.to_dict()["extra"], **extra}}
     return r
 
 

@@ -100,7 +100,7 @@ def test_one_binary_three_views_and_the_kernels_that_ran(qemu, runners, settings
     assert startup.peak_rss_kb > 0 and "QEMU process" in startup.memory_source
 
     for r in results.values():
-        assert r.device["extra"]["emulated"] is True
+        assert r.device.emulated is True
         assert Path(r.context.kernel_trace).is_file()
         assert not list(Path(r.etdump).parent.glob("*.qemu-in_asm.log"))   # big log removed
 

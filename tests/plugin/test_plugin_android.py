@@ -11,7 +11,7 @@ BENCH = """
 def test_lat(sme2_bench, sme2_case):
     r = sme2_bench(sme2_case.model, dtype=sme2_case.dtype, threads=sme2_case.threads,
                    runner="{runner}")
-    assert r.device["kind"] == "android"
+    assert r.device.kind == "android"
 """
 
 

@@ -19,7 +19,7 @@ BENCH = """
 def test_lat(sme2_bench, sme2_case):
     r = sme2_bench(sme2_case.model, dtype=sme2_case.dtype, threads=sme2_case.threads,
                    runner="native")
-    assert r.device["spec"] == sme2_case.device
+    assert r.device.spec == sme2_case.device
 """
 SME2_ONLY = """
 def test_sme2_only(sme2_capable_device, sme2_case):

@@ -46,7 +46,7 @@ TESTS = """
 def test_on_the_lab_board(sme2_bench, sme2_device):
     assert sme2_device.facts().kind == "lab"
     r = sme2_bench("toy_cnn", runner="fast")
-    assert r.runner["labels"]["board"] == "rk3588" and r.runner["labels"]["made_by"] == "lab"
+    assert r.runner.labels["board"] == "rk3588" and r.runner.labels["made_by"] == "lab"
     assert r.extra["lab_build"] == "b42"           # amended before the test gets it
     assert r.categories_ms["Convs"] > 0 and r.categories_ms["Convolution"] == 0
 """

@@ -354,3 +354,24 @@ def test_save_keeps_the_measured_program_once_by_hash(tmp_path):
     sha = base_programs.sha256_of(pte)
     assert [p.name for p in (folder / "programs").iterdir()] == [f"{sha}.pte"]
     assert len(list(folder.glob("*.json"))) == 1
+
+
+# Written by commit dbea006's code (two host sessions of toy_cnn fp32 t1, native runner).
+REAL_BASELINE = Path(__file__).parents[1] / "fakes" / "baseline_host_time.json"
+
+
+def test_a_baseline_file_loads_typed_and_writes_back_byte_for_byte(tmp_path):
+    from pytest_sme2.baseline_store import dumps
+    from pytest_sme2.results import DeviceFacts
+
+    text = REAL_BASELINE.read_text()
+    base = load(REAL_BASELINE)
+    assert all(isinstance(s.device, DeviceFacts) for s in base.sessions)
+    assert base.sessions[-1].device.spec == "host" and base.sessions[-1].device.sme2 is False
+    assert dumps(base) == text
+    # a session an older writer recorded with fewer device facts writes back as it was
+    doc = json.loads(text)
+    doc["sessions"][0]["device"] = {"kind": "host", "cpu": "AMD EPYC", "extra": {"python": "3"}}
+    old = tmp_path / REAL_BASELINE.name
+    old.write_text(json.dumps(doc, indent=2) + "\n")
+    assert json.loads(dumps(load(old)))["sessions"][0]["device"] == doc["sessions"][0]["device"]

@@ -90,7 +90,7 @@ def test_a_benchmark_without_baselines_is_measured_once_recorded_and_not_compare
     assert [b.e2e_ms for b in done.blocks] == [list(STEADY)] and done.error is None
     assert session.asked == [("toy_cnn-fp32-t1", None, True, None)]
     assert session.added == done.blocks                   # the library's default recorder
-    assert done.result.baseline["status"] == "not_compared"
+    assert done.result.judgement.status == "not_compared"
     assert done.report.e2e.reason == "no baseline folder configured"
     assert done.result.extra["under_test"]["export_key"] == "2e9e4915a511dbff"
     assert done.failure is None
@@ -107,7 +107,7 @@ def test_a_suspected_regression_is_confirmed_on_fresh_blocks_and_every_block_car
     assert [a[2] for a in session.asked] == [True, False, False]   # exported once
     assert ticks == [(1, None), (2, None), (3, None)]
     assert "a regression is suspected" in said[0]
-    assert {b.baseline["status"] for b in session.added} == {"ok"}
+    assert {b.judgement.status for b in session.added} == {"ok"}
     assert all(b.nodeid == "t.py::test_x" for b in done.blocks)
 
 
@@ -125,14 +125,14 @@ def test_a_failed_run_is_the_outcome_not_an_exception_and_keeps_what_was_measure
     done = benchmarking.benchmark(session, "toy_cnn")
     assert str(done.error) == "runner killed"
     assert len(session.added) == 1
-    assert session.added[0].baseline["reason"] == "not judged: runner killed"
+    assert session.added[0].judgement.reason == "not judged: runner killed"
 
 
 def test_an_interrupt_still_records_the_blocks_measured_before_it(tmp_path):
     session = _Session(_steady_past(tmp_path), [SLOW, KeyboardInterrupt()])
     with pytest.raises(KeyboardInterrupt):
         benchmarking.benchmark(session, "toy_cnn")
-    assert [b.baseline["reason"] for b in session.added] == [
+    assert [b.judgement.reason for b in session.added] == [
         "not judged: the test stopped first"]
 
 
@@ -186,7 +186,7 @@ def test_a_comparison_judges_each_side_on_all_its_blocks_and_records_the_verdict
     assert ticks == [(1, 4), (2, 4), (3, 4), (4, 4)]
     assert done.policy.categories == () and set(done.reports) == {"off", "on"}
     assert [j.category for j in done.report.judgements] == [None, None]   # two sides, e2e only
-    assert len(session.added) == 4 and session.compared[0].baselines["on"]["status"] == "ok"
+    assert len(session.added) == 4 and session.compared[0].baselines["on"].status == "ok"
     assert done.comparison.baselines == session.compared[0].baselines
 
 
@@ -200,5 +200,5 @@ def test_a_comparison_that_fails_leaves_every_measured_side_not_judged(monkeypat
     monkeypatch.setattr(bench, "run_comparison", run_comparison)
     done = benchmarking.compare(session, "off", "on", "toy_cnn")
     assert str(done.error) == "device gone" and done.comparison is None
-    assert session.added[0].baseline["reason"] == "not judged: device gone"
+    assert session.added[0].judgement.reason == "not judged: device gone"
     assert session.compared == []

@@ -88,7 +88,7 @@ def test_no_counts_no_instruction_judgement(tmp_path):
     assert "measure" not in report.e2e.to_dict()            # time's verdict as before
     block = replace(_result())
     report.record_on(block)
-    assert block.baseline_instructions is None and "baseline_instructions" not in block.to_json()
+    assert block.instructions_judgement is None and "baseline_instructions" not in block.to_json()
 
 
 def test_off_the_host_one_line_per_session_and_time_only():

@@ -21,7 +21,7 @@ REGRESSION = {"status": "regression", "ratio": {"point": 1.3, "low": 1.2, "high"
 def _doc():
     doc = load_results(sme2_doc())
     single = load_results(single_doc())
-    single.benchmarks[0].baseline = REGRESSION
+    single.benchmarks[0].judgement = REGRESSION
     doc.benchmarks += single.benchmarks
     return doc
 

@@ -96,7 +96,7 @@ def test_sampled_sme2_kernels_prove_sme2() -> None:
     ev = sme2_verdict(kernels=None, kleidiai=["Convolution (NHWC, PF32)"], device_sme2=True,
                       sampled=_sample({at(0x11110): 80, at(0x11410): 5}, 120))
     assert ev.sme2 == PROVEN and ev.reason.startswith("sampling: 80 of 120 samples in 1 SME2")
-    assert ev.samples_total == 120 and [k.name for k in ev.sampled][0] == SME2_RUN
+    assert ev.samples_total == 120 and ev.sampled_kernels[0].name == SME2_RUN
 
 
 def test_no_sme2_sampled_is_a_note_not_a_verdict() -> None:

@@ -22,6 +22,7 @@ from pytest_sme2.analysis.kernel_trace import (
 )
 from pytest_sme2.analysis.kernels import sme2_verdict
 from pytest_sme2.errors import Sme2Error
+from pytest_sme2.results import TracedKernel
 from tests.needs import tool
 
 XNN_LIB = "/data/local/tmp/sme2/lib/libexecutorch_backend_xnnpack.so"
@@ -204,8 +205,8 @@ def test_xnnpack_ukernel_is_kept(tmp_path: Path) -> None:
     log.write_text(block(addr(0x11800), "smstart"))
     maps.write_text(MAPS)
     t = executed_kernels(log, maps, symbols=symbols)
-    assert t.executed == (kt.ExecutedKernel(XNN_SME2, "SME2", "xnnpack",
-                                            "libexecutorch_backend_xnnpack.so", 1, 1),)
+    assert t.executed == (TracedKernel(XNN_SME2, "SME2", "xnnpack",
+                                       "libexecutorch_backend_xnnpack.so", 1, 1),)
 
 
 def test_libraries_root_maps_device_paths_to_local_copies(files, tmp_path, monkeypatch) -> None:
@@ -359,7 +360,7 @@ def test_executed_sme2_kernels_prove_sme2() -> None:
     ev = sme2_verdict(kernels=None, kleidiai=PF32, device_sme2=None, executed=t)
     assert (ev.sme2, ev.reason) == (
         "proven", f"kernel trace: 1 SME2 micro-kernel executed ({SME2_MOPA})")
-    assert ev.executed == t.executed and ev.streaming_blocks == 4
+    assert ev.executed_kernels == list(t.executed) and ev.streaming_sme_blocks == 4
     assert ev.kernel_trace_source == "t.csv"
 
 
@@ -401,12 +402,12 @@ def test_executed_sme2_on_a_device_without_sme2_is_a_mismatch() -> None:
 
 
 def test_execution_beats_an_xnntrace_and_packed_names() -> None:
-    from pytest_sme2.analysis.kernels import Kernel
+    from pytest_sme2.results import LoggedKernel
 
-    k = Kernel("xnn_pf32_gemm_minmax_ukernel_32x32__neonsme2", "gemm", "neonsme2", True)
+    k = LoggedKernel("xnn_pf32_gemm_minmax_ukernel_32x32__neonsme2", "gemm", "neonsme2", True)
     ev = sme2_verdict(kernels=[k], kleidiai=PF32, device_sme2=True,
                       executed=_trace([(SME1_MOPA, "SME", 3)], 3))
-    assert ev.sme2 == "absent" and ev.kernels == (k,)
+    assert ev.sme2 == "absent" and ev.kernels == [k]
 
 
 # --- a real aarch64 library -------------------------------------------------------------------

@@ -11,8 +11,6 @@ import pytest
 from pytest_sme2.analysis import kernels as kernels_module
 from pytest_sme2.analysis.kernels import (
     KERNEL_COLUMNS,
-    Evidence,
-    Kernel,
     gemm_datatype,
     is_kleidiai_op,
     kernel_hint,
@@ -23,15 +21,15 @@ from pytest_sme2.analysis.kernels import (
     sme2_verdict,
 )
 from pytest_sme2.analysis.isa import isa_family, kernel_isa
-from pytest_sme2.analysis.kernel_trace import ExecutedKernel
+from pytest_sme2.results import KernelEvidence, LoggedKernel, TracedKernel
 
 SME2_GEMM = "xnn_pf16_gemm_minmax_ukernel_32x32c2__neonsme2"
 SME1_GEMM = "xnn_pf32_gemm_minmax_ukernel_16x64__neonsme"
 NEON_IGEMM = "xnn_f32_igemm_minmax_ukernel_4x8__aarch64_neonfma_ld128"
 
-K_SME2 = Kernel(SME2_GEMM, "gemm", "neonsme2", True)
-K_SME1 = Kernel(SME1_GEMM, "gemm", "neonsme", False)
-K_NEON = Kernel(NEON_IGEMM, "igemm", "aarch64_neonfma_ld128", False)
+K_SME2 = LoggedKernel(SME2_GEMM, "gemm", "neonsme2", True)
+K_SME1 = LoggedKernel(SME1_GEMM, "gemm", "neonsme", False)
+K_NEON = LoggedKernel(NEON_IGEMM, "igemm", "aarch64_neonfma_ld128", False)
 
 PACKED = ["Batch Matrix Multiply (NC, PF16)", "Fully Connected (NC, PF32)"]
 
@@ -51,8 +49,9 @@ def test_parse_logcat_and_bracket_prefixes() -> None:
     )
     assert parse_xnntrace(text) == [
         K_NEON,
-        Kernel("xnn_f32_dwconv_minmax_ukernel_25p8c__neon_acc2", "dwconv", "neon_acc2", False),
-        Kernel("xnn_f32_vclamp_ukernel__neon_u16", "vunary", "neon_u16", False),
+        LoggedKernel("xnn_f32_dwconv_minmax_ukernel_25p8c__neon_acc2", "dwconv", "neon_acc2",
+                     False),
+        LoggedKernel("xnn_f32_vclamp_ukernel__neon_u16", "vunary", "neon_u16", False),
     ]
 
 
@@ -89,14 +88,14 @@ def test_parse_ignores_noise_lines() -> None:
         ]
     )
     assert parse_xnntrace(text) == [
-        Kernel("xnn_x32_transposec_ukernel__4x4_sse", "transposec", "4x4_sse", False)
+        LoggedKernel("xnn_x32_transposec_ukernel__4x4_sse", "transposec", "4x4_sse", False)
     ]
 
 
 def test_parse_name_without_isa_suffix() -> None:
     text = "Using packw microkernel 'xnn_x32_packw_gemm_goi_ukernel'.\n"
     assert parse_xnntrace(text) == [
-        Kernel("xnn_x32_packw_gemm_goi_ukernel", "packw", "unknown", False)
+        LoggedKernel("xnn_x32_packw_gemm_goi_ukernel", "packw", "unknown", False)
     ]
 
 
@@ -214,11 +213,11 @@ def test_kleidiai_ops_of_nothing() -> None:
 
 def test_proven_when_trace_has_sme2_kernel() -> None:
     ev = sme2_verdict(kernels=[K_NEON, K_SME2], kleidiai=PACKED, device_sme2=True)
-    assert ev == Evidence(
+    assert ev == KernelEvidence(
         "proven",
         f"xnntrace shows 1 SME2 micro-kernel ({SME2_GEMM})",
-        tuple(PACKED),
-        (K_NEON, K_SME2),
+        PACKED,
+        [K_NEON, K_SME2],
     )
 
 
@@ -240,7 +239,7 @@ def test_absent_when_device_lacks_sme2_even_if_packed_ops_ran() -> None:
         "device hwcaps report no SME2, so the 2 KleidiAI packed operators that ran "
         "(Batch Matrix Multiply (NC, PF16), Fully Connected (NC, PF32)) used non-SME2 kernels"
     )
-    assert ev.kleidiai_ops == tuple(PACKED)
+    assert ev.kleidiai_ops == PACKED
 
 
 def test_absent_when_device_lacks_sme2_and_nothing_else_known() -> None:
@@ -268,7 +267,7 @@ def test_empty_trace_is_not_evidence_of_absence() -> None:
     ev = sme2_verdict(kernels=[], kleidiai=PACKED, device_sme2=True)
     assert ev.sme2 == "indicated"
     assert ev.reason.endswith("the xnntrace log had no kernel lines (XNNPACK logging off?)")
-    assert ev.kernels == ()
+    assert ev.kernels == []
 
 
 def test_empty_trace_without_packed_ops_is_unknown() -> None:
@@ -280,13 +279,13 @@ def test_empty_trace_without_packed_ops_is_unknown() -> None:
 def test_indicated_on_sme2_device() -> None:
     three = [*PACKED, "Fully Connected (NC, QP8, F32, QC8W)"]
     ev = sme2_verdict(kernels=None, kleidiai=three, device_sme2=True)
-    assert ev == Evidence(
+    assert ev == KernelEvidence(
         "indicated",
         "3 KleidiAI packed operators ran (Batch Matrix Multiply (NC, PF16), "
         "Fully Connected (NC, PF32), Fully Connected (NC, QP8, F32, QC8W)) on a device "
         "reporting SME2; no kernel trace to prove SME2 micro-kernels",
-        tuple(three),
-        (),
+        three,
+        [],
     )
 
 
@@ -310,8 +309,28 @@ def test_empty_xnntrace_and_unknown_device_is_unknown() -> None:
 
 
 def test_evidence_without_a_trace_keeps_its_old_shape() -> None:
-    ev = Evidence("absent", "r", (), ())
-    assert (ev.executed, ev.streaming_blocks, ev.kernel_trace_source) == ((), None, "")
+    ev = sme2_verdict(kernels=None, kleidiai=[], device_sme2=False)
+    assert (ev.executed_kernels, ev.streaming_sme_blocks, ev.kernel_trace_source) == ([], None, "")
+    assert not ev.traced and not ev.sampled
+
+
+def test_the_analysis_emits_the_records_results_json_stores() -> None:
+    ev = sme2_verdict(kernels=[K_SME2], kleidiai=PACKED, device_sme2=True)
+    assert type(ev) is KernelEvidence and type(ev.kernels[0]) is LoggedKernel
+    assert KernelEvidence.from_json(ev.to_json()) == ev
+
+
+def test_the_old_names_of_the_kernel_records_still_import_with_a_warning() -> None:
+    with pytest.deprecated_call():
+        from pytest_sme2.analysis.kernels import Evidence, Kernel
+    assert (Evidence, Kernel) == (KernelEvidence, LoggedKernel)
+    with pytest.deprecated_call():
+        from pytest_sme2.analysis.kernel_trace import ExecutedKernel
+    assert ExecutedKernel is TracedKernel
+    ev = KernelEvidence("proven", "r", executed_kernels=[TracedKernel("k", "SME2")],
+                        streaming_sme_blocks=3)
+    with pytest.deprecated_call():
+        assert (ev.executed, ev.streaming_blocks) == (ev.executed_kernels, 3)
 
 
 def test_long_operator_lists_are_shortened() -> None:
@@ -335,7 +354,7 @@ def test_unknown_without_trace_or_packed_ops(device_sme2: bool | None, tail: str
 
 def test_verdict_deduplicates_operator_names() -> None:
     ev = sme2_verdict(kernels=None, kleidiai=[*PACKED, PACKED[0]], device_sme2=True)
-    assert ev.kleidiai_ops == tuple(PACKED)
+    assert ev.kleidiai_ops == PACKED
 
 
 # --- kernels_frame --------------------------------------------------------------------------
@@ -374,9 +393,11 @@ def test_module_imports_only_stdlib_pandas_and_categories() -> None:
         for alias in node.names
     }
     # kernel_trace and kernel_sample are imported for type annotations only (under
-    # TYPE_CHECKING); the ISA rules live in isa.py, which both evidence sources use too.
+    # TYPE_CHECKING); the ISA rules live in isa.py, which both evidence sources use too; the
+    # records it emits are results.json's.
     allowed = set(sys.stdlib_module_names) | {"pandas", "pytest_sme2.analysis.categories",
                                               "pytest_sme2.analysis.isa",
+                                              "pytest_sme2.results.records",
                                               "pytest_sme2.analysis.kernel_sample",
                                               "pytest_sme2.analysis.kernel_trace"}
     assert {m if m.startswith("pytest_sme2") else m.split(".")[0] for m in modules} <= allowed
@@ -416,8 +437,8 @@ QS8_MOPA = "kai_run_matmul_clamp_qai8_qai8p2vlx4_qsi8cxpsb2vlx4_2vlx2vl_sme2_mop
 F32_IMATMUL = "kai_run_imatmul_clamp_f32_f32p2vlx1_f32p2vlx1b_2vlx2vl_sme2_mopa"
 
 
-def ek(name: str) -> ExecutedKernel:
-    return ExecutedKernel(name, isa_family(kernel_isa(name)), "kleidiai", "lib.so", 3)
+def ek(name: str) -> TracedKernel:
+    return TracedKernel(name, isa_family(kernel_isa(name)), "kleidiai", "lib.so", 3)
 
 
 @pytest.mark.parametrize(

@@ -71,7 +71,7 @@ def test_kleidiai_name_gives_indicated_only_when_device_has_sme2(events):
     assert analyze(events, device_sme2=True).evidence.sme2 == "indicated"
     absent = analyze(events, device_sme2=False).evidence
     assert absent.sme2 == "absent"
-    assert absent.kleidiai_ops == ("Fully Connected (NC, PF32)",)
+    assert absent.kleidiai_ops == ["Fully Connected (NC, PF32)"]
 
 
 def test_sme2_kernel_in_trace_is_proof(events):

@@ -14,12 +14,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_sme2.analysis.kernel_trace import ExecutedKernel, executed_frame
-from pytest_sme2.analysis.kernels import Kernel, kernels_frame
+from pytest_sme2.analysis.kernel_trace import executed_frame
+from pytest_sme2.analysis.kernels import kernels_frame
 from pytest_sme2.analysis.summary import Analysis, analyze
 from pytest_sme2.etdump import parse_etdump
 from pytest_sme2.artifacts import csv as report_csv
 from pytest_sme2.artifacts.csv import csv_text, write_csvs
+from pytest_sme2.results import LoggedKernel, TracedKernel
 from tests.fakes.etdumps import make_etdump, program_run
 
 NASTY = ["", " ", "plain", "a,b", 'say "hi"', '"', ",", "line\nbreak", "cr\rhere", "crlf\r\n",
@@ -35,7 +36,7 @@ def pandas_files(analysis: Analysis) -> list[bytes]:
     for col in ("op_types", "module_paths"):
         ops[col] = ops[col].map(lambda v: ";".join(v))
     ev = analysis.evidence
-    kernels = executed_frame(ev.executed) if ev.streaming_blocks is not None \
+    kernels = executed_frame(ev.executed_kernels) if ev.streaming_sme_blocks is not None \
         else kernels_frame(ev.kernels)
     out = []
     for frame in (timeline, ops, kernels):
@@ -100,11 +101,12 @@ def test_write_csvs_writes_the_bytes_pandas_wrote_for_a_real_analysis(tmp_path, 
 
 
 @pytest.mark.parametrize("evidence", [
-    {"kernels": (Kernel("xnn_f32_gemm_minmax_ukernel_4x8__neon", "gemm", "neon", False),
-                 Kernel('odd,"name"', "igemm", "sme2", True))},
-    {"executed": (ExecutedKernel("kai_matmul_clamp_f32_sme2", "SME2", "kleidiai", "libkai", 12,
-                                 7),), "streaming_blocks": 7},
-    {"executed": (), "streaming_blocks": 0},   # traced, none named: the executed columns
+    {"kernels": [LoggedKernel("xnn_f32_gemm_minmax_ukernel_4x8__neon", "gemm", "neon", False),
+                 LoggedKernel('odd,"name"', "igemm", "sme2", True)]},
+    {"executed_kernels": [TracedKernel("kai_matmul_clamp_f32_sme2", "SME2", "kleidiai",
+                                       "libkai", 12, 7)], "streaming_sme_blocks": 7},
+    # traced, none named: the executed columns
+    {"executed_kernels": [], "streaming_sme_blocks": 0},
 ], ids=["xnntrace", "executed", "traced-none"])
 def test_kernels_csv_matches_pandas_for_every_kind_of_evidence(tmp_path, evidence):
     analysis = crafted_analysis()

@@ -15,9 +15,14 @@ from pytest_sme2.results import (RESULTS_SCHEMA, BenchmarkResult, ComparisonReco
                                  KernelEvidence, OperatorStats, ResultAnalysis, ResultsDoc,
                                  ResultsWriter, RunContext, atomic_write_text, load_results, pool,
                                  pool_categories, write_results)
+from pytest_sme2.results import DeviceFacts, InstructionCount, Judgement, RunnerInfo
 from tests.fakes.results_docs import evidence, single_doc, sme2_doc
 
 REAL_DOC = Path(__file__).parents[1] / "fakes" / "results_qemu_session.json"
+# Written by a real host session (commit dbea006's code, toy_cnn fp32 t1, --sme2-measure
+# instructions, the second of two sessions saving baselines, --fail-on-regression 50 and every
+# category gated): every gate verdict, the instruction count and start-up are in it.
+GATED_DOC = Path(__file__).parents[1] / "fakes" / "results_host_gated.json"
 
 
 def _result(samples=(1.0, 1.2, 1.1), **kw) -> BenchmarkResult:
@@ -53,7 +58,7 @@ def test_round_trip_keeps_every_typed_part_and_unknown_keys():
                                              "XnnpackBackend", 1.0, 0.5, 45.0, True, False)],
                     kernel_evidence=KernelEvidence("absent", "no SME2")),
                 context=RunContext(block=2, thermal_before={"cpu": 40.0}),
-                baseline={"status": "ok"}, extra={"build_id": "ci-7"})
+                judgement={"status": "ok"}, extra={"build_id": "ci-7"})
     back = BenchmarkResult.from_json(json.loads(json.dumps(r.to_json())))
     assert back == r
     assert back.block == 2 and back.operators[0].category == "GEMM"
@@ -61,8 +66,10 @@ def test_round_trip_keeps_every_typed_part_and_unknown_keys():
     assert list(r.to_json())[-1] == "build_id"          # a plugin's key, after ours
 
 
-@pytest.mark.parametrize("make", [lambda: json.loads(REAL_DOC.read_text()), sme2_doc,
-                                  single_doc], ids=["qemu-session", "sme2", "single"])
+@pytest.mark.parametrize("make", [lambda: json.loads(REAL_DOC.read_text()),
+                                  lambda: json.loads(GATED_DOC.read_text()), sme2_doc,
+                                  single_doc], ids=["qemu-session", "gated-host", "sme2",
+                                                    "single"])
 def test_a_document_loads_and_writes_back_byte_for_byte(make, tmp_path):
     text = _text(make())
     path = tmp_path / "results.json"
@@ -71,6 +78,80 @@ def test_a_document_loads_and_writes_back_byte_for_byte(make, tmp_path):
     assert _text(doc.to_json()) == text
     assert ResultsWriter().text(doc.benchmarks, doc.comparisons, doc.session) == text
     assert load_results(json.loads(text)).to_json() == json.loads(text)
+
+
+def test_a_gated_session_reads_as_typed_records_and_keeps_its_keys():
+    text = GATED_DOC.read_text()
+    (b,) = load_results(GATED_DOC).benchmarks
+    assert isinstance(b.runner, RunnerInfo) and b.runner.labels["compiler"] == "gcc 12.2.0"
+    assert isinstance(b.device, DeviceFacts) and b.device.spec == "host"
+    assert (b.device.sme2, b.device.emulated, b.device_label) == (False, False, "host")
+    assert isinstance(b.judgement, Judgement) and b.judgement.status == "ok"
+    assert b.judgement.ratio.point == pytest.approx(1.0089436966064953)
+    assert set(b.category_judgements) >= {"Convolution", "GEMM"}
+    assert all(isinstance(j, Judgement) for j in b.category_judgements.values())
+    assert isinstance(b.instructions, InstructionCount)
+    assert b.instructions_per_execute == b.instructions.per_execute > 2e6
+    assert b.instructions_judgement.measure == "instructions"
+    assert {k: j.measure for k, j in b.startup_judgements.items()} == {
+        "load": "load time", "memory": "peak memory"}
+    # results.json's keys are the old ones, in the old order
+    keys = list(b.to_json())
+    assert keys[keys.index("baseline"):keys.index("baseline_startup") + 1] == [
+        "baseline", "baseline_categories", "instructions", "baseline_instructions", "startup",
+        "baseline_startup"]
+    assert "judgement" not in text and "category_judgements" not in text
+
+
+def test_the_old_dict_fields_read_as_before_with_a_warning():
+    (b,) = load_results(GATED_DOC).benchmarks
+    raw = json.loads(GATED_DOC.read_text())["benchmarks"][0]
+    for old in ("baseline", "baseline_categories", "baseline_instructions",
+                "baseline_startup"):
+        with pytest.deprecated_call():
+            assert getattr(b, old) == raw[old]
+    with pytest.deprecated_call():
+        assert b.device["sme2"] is False
+    with pytest.deprecated_call():
+        assert b.device.get("spec") == "host"
+    with pytest.deprecated_call():
+        assert dict(b.runner) == raw["runner_info"]
+    with pytest.deprecated_call():
+        assert b.judgement["status"] == "ok"
+    with pytest.deprecated_call():
+        assert b.instructions["per_execute"] == raw["instructions"]["per_execute"]
+    with pytest.raises(AttributeError):
+        b.baseline = None          # read only: set .judgement
+    unjudged = _result()
+    with pytest.deprecated_call():
+        assert unjudged.baseline is None and unjudged.baseline_startup is None
+
+
+def test_blocks_built_from_dicts_hold_records():
+    raw = json.loads(GATED_DOC.read_text())["benchmarks"][0]
+    r = _result(judgement=raw["baseline"], category_judgements=raw["baseline_categories"],
+                instructions=raw["instructions"],
+                instructions_judgement=raw["baseline_instructions"],
+                startup_judgements=raw["baseline_startup"],
+                device=raw["device"], runner=raw["runner_info"])
+    assert r == BenchmarkResult.from_json(json.loads(json.dumps(r.to_json())))
+    assert isinstance(r.category_judgements["GEMM"], Judgement)
+    assert r.device == DeviceFacts.from_dict(raw["device"]) and r.device.spec == "host"
+    assert r.to_json()["device"] == raw["device"]
+
+
+def test_an_emulated_device_keeps_its_extra_in_the_order_it_was_written():
+    extra = {"emulated": True, "qemu_version": "11.1.3", "target": "glibc", "host_abi": "x86"}
+    d = {"spec": "qemu", "kind": "qemu", "extra": extra}
+    facts = DeviceFacts.from_dict(d)
+    assert (facts.emulated, facts.target, facts.extra) == (
+        True, "glibc", {"qemu_version": "11.1.3", "host_abi": "x86"})
+    assert list(facts.to_dict()["extra"].items()) == list(extra.items())
+    # facts a device reads of itself: emulated and target last, no spec
+    fresh = DeviceFacts(kind="qemu", extra={"a": 1}, emulated=True)
+    assert list(fresh.to_dict()) == ["kind", "serial", "model", "cpu", "abi", "os", "kernel",
+                                     "cores", "sme", "sme2", "executorch", "extra"]
+    assert list(fresh.to_dict()["extra"]) == ["a", "emulated"]
 
 
 def test_a_real_session_reads_as_typed_records():
@@ -204,3 +285,15 @@ def test_records_that_were_dicts_still_answer_item_access():
     with pytest.raises(KeyError):
         ev["nope"]
     assert OperatorStats("Conv")["name"] == "Conv"
+
+
+def test_the_block_is_a_block_result_and_keeps_its_old_name():
+    import pytest_sme2.results as results
+    from pytest_sme2.results.block import BenchmarkResult as old_name
+
+    assert results.BenchmarkResult is results.BlockResult is old_name
+    assert {"BenchmarkResult", "BlockResult"} <= set(results.__all__)
+    (b,) = load_results(GATED_DOC).benchmarks
+    assert type(b) is results.BlockResult and type(b).__name__ == "BlockResult"
+    with pytest.deprecated_call(match="BlockResult.baseline is deprecated"):
+        assert b.baseline["status"] == "ok"

@@ -238,8 +238,8 @@ def test_more_memory_fails_an_enforced_gate_with_its_own_threshold(tmp_path):
         "regression against the baseline: peak memory 50.0% more")
     r = _measured((10.0,), (39000,))
     report.record_on(r)
-    assert r.baseline_startup["memory"]["status"] == REGRESSION
-    assert r.baseline_startup["memory"]["measure"] == MEMORY
+    assert r.startup_judgements["memory"].status == REGRESSION
+    assert r.startup_judgements["memory"].measure == MEMORY
     assert "peak memory REGRESSION 1.50x" in summary_table([r])[2]
 
 

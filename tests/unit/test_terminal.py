@@ -14,7 +14,7 @@ def _result(samples, nodeid="b.py::test_latency[x]", block=None, baseline=None, 
                            device={"kind": "host"}, runs=len(samples), warmup=1,
                            e2e_ms=list(samples), e2e=latency_stats(samples), etdump="a.etdump",
                            pte="m.pte", analysis=ResultAnalysis(categories_ms={"GEMM": 0.5}),
-                           context=RunContext(block=block), baseline=baseline)
+                           context=RunContext(block=block), judgement=baseline)
 
 
 OK_3_BLOCKS = {"status": "ok", "ratio": {"point": 1.01, "low": 0.98, "high": 1.6}}
@@ -41,7 +41,7 @@ def test_a_single_block_benchmark_shows_its_own_figures():
 
 def test_a_category_regression_shows_beside_the_end_to_end_verdict():
     r = _result([1.0, 1.0], baseline=OK_3_BLOCKS)
-    r.baseline_categories = {
+    r.category_judgements = {
         "Convolution": {"status": "regression", "ratio": {"point": 2.86, "low": 2.8, "high": 3.4}},
         "GEMM": {"status": "ok", "ratio": {"point": 1.0, "low": 0.9, "high": 1.1}}}
     row = summary_table([r])[2]

@@ -9,6 +9,7 @@ from pytest_sme2 import formats
 from pytest_sme2.analysis.categories import CONVOLUTION, GEMM, OTHER
 from pytest_sme2.compare import FASTER, SLOWER
 from pytest_sme2.report.digest import Unit
+from pytest_sme2.results import DeviceFacts
 from pytest_sme2.report.recommend.advice import (COMPUTE_SHARE_PCT, LOW_COMPUTE_SPEEDUP, MAX_PATHS,
                                                  OTHER_OPS_PCT)
 from pytest_sme2.report.recommend.wording import Recommendation, _focus, _where, _yes_no
@@ -33,17 +34,17 @@ def _direction(unit: Unit) -> list[Recommendation]:
     base, cand = unit.base, unit.candidate
     sp = unit.speedup
     fig = f"speed-up {formats.ratio_interval(sp)} ({c.verdict})"
-    device = (cand.device or base.device)
+    device = cand.device or base.device or DeviceFacts()
     labels = ", ".join(f"{k}={v}" for k, v in sorted(cand.labels.items())) or "none recorded"
     if unit.is_sme2() and c.verdict not in (FASTER, SLOWER):
-        if device.get("sme2") is False:
+        if device.sme2 is False:
             text = (f"{cand.runner} vs {base.runner} on {unit.point}: {fig}. The device reports "
-                    f"no SME2 ({device.get('cpu', 'unknown CPU')}, {device.get('abi', '?')}), "
+                    f"no SME2 ({device.cpu or 'unknown CPU'}, {device.abi or '?'}), "
                     "so SME2 kernels cannot run there: run this comparison on an SME2 device.")
         else:
             text = (f"{cand.runner} vs {base.runner} on {unit.point}: {fig} on an SME2 "
                     f"comparison — check {cand.runner}'s build flags (labels: {labels}) and the "
-                    f"device's SME2 capability (hwcaps SME2: {_yes_no(device.get('sme2'))}); "
+                    f"device's SME2 capability (hwcaps SME2: {_yes_no(device.sme2)}); "
                     "the kernel evidence below says what ran.")
         return [Recommendation(text, fig, "sme2-no-difference")]
     if c.verdict == SLOWER:
@@ -112,7 +113,7 @@ def _evidence(unit: Unit) -> list[Recommendation]:
     elif unit.comparison:
         sides = []
     else:
-        sides = [s for s in unit.sides if s.blocks and s.device.get("sme2") is True]
+        sides = [s for s in unit.sides if s.blocks and s.device.sme2 is True]
     out = []
     for side in sides:
         ev = side.verdict

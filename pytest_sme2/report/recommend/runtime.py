@@ -75,7 +75,7 @@ def _noise(us: list[Unit]) -> list[Recommendation]:
                              + (f" ({outliers} outlier run{'' if outliers == 1 else 's'})"
                                 if outliers else ""))
                 figs.append(f"{side.runner}: max CV {formats.percent(worst)}%{blocks}")
-                android = android or side.device.get("kind") == "android"
+                android = android or side.device.kind == "android"
         if parts:
             noisy.append((unit, parts, figs))
             runs |= {s.runs for s in unit.sides if s.runs}

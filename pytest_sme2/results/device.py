@@ -1,0 +1,81 @@
+"""What a block was measured on (:class:`DeviceFacts`): the device's facts as devices read them
+and results.json stores them (a block's ``device``), with the ``--device`` spec it was opened
+with."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_sme2.results.compat import DeprecatedItemReads
+
+_FACTS = ("kind", "serial", "model", "cpu", "abi", "os", "kernel", "cores", "sme", "sme2",
+          "executorch")
+
+
+@dataclass(frozen=True)
+class DeviceFacts(DeprecatedItemReads):
+    kind: str = ""                  # host | android | qemu | macos
+    serial: str = ""
+    model: str = ""                 # board / machine model
+    cpu: str = ""                   # CPU or SoC name
+    abi: str = ""                   # x86_64, arm64-v8a, ...
+    os: str = ""
+    kernel: str = ""
+    cores: int = 0
+    sme: bool | None = None         # None: could not tell
+    sme2: bool | None = None
+    executorch: str = ""
+    extra: dict = field(default_factory=dict)
+    # An emulator (QEMU, a fake phone): its timings say nothing about speed.
+    emulated: bool = False
+    # What our runner is built for to run there, when the device names it (a fake phone);
+    # "" : the device kind decides (devices/android/device.py).
+    target: str = ""
+    # The --device spec a block ran on ("" in facts a device reads of itself): how reports
+    # name the device. Results before 0.2 have none.
+    spec: str = ""
+    # The order of ``extra``'s keys as a document held them (``emulated`` and ``target``
+    # among them), so a document loads and writes back byte for byte.
+    extra_order: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    # The keys, in order, of the dict it was read from (None: not read from one): facts an
+    # older writer left out are not written back, so a file loads and writes back unchanged.
+    stored_keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
+
+    def to_dict(self) -> dict:
+        """As results.json has always held them: the spec first (when there is one),
+        ``emulated`` and ``target`` inside ``extra`` (only when set)."""
+        d: dict[str, Any] = {"spec": self.spec} if self.spec else {}
+        d.update((k, getattr(self, k)) for k in _FACTS)
+        extra = {**self.extra, **({"emulated": True} if self.emulated else {}),
+                 **({"target": self.target} if self.target else {})}
+        if self.extra_order:
+            rank = {k: i for i, k in enumerate(self.extra_order)}
+            extra = dict(sorted(extra.items(), key=lambda kv: rank.get(kv[0], len(rank))))
+        d["extra"] = extra
+        if self.stored_keys is not None:
+            d = {k: d[k] for k in self.stored_keys if k in d}
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> DeviceFacts:
+        """What :meth:`to_dict` wrote (results.json's ``device``); facts an older writer left
+        out take their defaults."""
+        extra = dict(d.get("extra") or {})
+        order = tuple(extra)
+        emulated, target = bool(extra.pop("emulated", False)), str(extra.pop("target", ""))
+        known = {k: d[k] for k in _FACTS if k in d}
+        return cls(**known, extra=extra, emulated=emulated, target=target,
+                   spec=str(d.get("spec") or ""), extra_order=order, stored_keys=tuple(d))
+
+    @property
+    def fingerprint(self) -> str:
+        """What makes two measurements comparable: same CPU, ABI and SME2 capability."""
+        return f"{self.kind}|{self.cpu}|{self.abi}|sme2={self.sme2}"
+
+    @property
+    def label(self) -> str:
+        """How reports name a device: its --device spec (results before 0.2 have none:
+        serial)."""
+        return self.spec or self.serial or self.kind or "?"

@@ -1,0 +1,130 @@
+"""The regression gate's verdict (:class:`Judgement`): what :mod:`pytest_sme2.gate` decides
+and what results.json keeps of it, one record for both. The words it is made of (statuses and
+measures) live here with it; the gate imports them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_sme2 import formats
+from pytest_sme2.results.compat import DeprecatedItemReads
+from pytest_sme2.stats import Interval
+
+__all__ = ["IMPROVEMENT", "INSTRUCTIONS", "LOAD", "MEMORY", "NOT_COMPARED", "OK", "REGRESSION",
+           "TIME", "Judgement", "judgement", "judgements"]
+
+OK, REGRESSION, IMPROVEMENT, NOT_COMPARED = "ok", "regression", "improvement", "not_compared"
+TIME, INSTRUCTIONS = "time", "instructions"     # the measures a judgement can be of
+LOAD, MEMORY = "load time", "peak memory"       # ... and what a benchmark costs to start
+
+
+@dataclass(frozen=True)
+class Judgement(DeprecatedItemReads):
+    """The regression gate's verdict on one measure of one benchmark, as the gate returns it
+    and results.json stores it (a block's ``baseline``, ``baseline_categories``, ...).
+
+    ``ratio`` is current time / baseline time (above 1 = slower), with its interval."""
+
+    status: str
+    ratio: Interval | None
+    threshold_pct: float
+    noise_floor_pct: float | None
+    reason: str
+    baseline_median: float | None = None
+    current_median: float | None = None
+    baseline_sessions: int = 0
+    current_blocks: int = 0
+    category: str | None = None
+    foreign: bool = False             # a baseline exists but was recorded on another device
+    changed_since_baseline: tuple[str, ...] = ()   # under test: model source, versions, ...
+    measure: str = TIME               # or INSTRUCTIONS (--sme2-measure instructions), LOAD, MEMORY
+    # False: judged and reported, never a failure (--sme2-load-threshold off, ...).
+    enforced: bool = True
+    # What the ratio is against: the stored baseline, or (gate_ab) the base program
+    # re-measured in this session.
+    against: str = "baseline"
+    # The keys a document held for it (None: not read from one): an older writer's verdict
+    # writes back without the keys it did not have, byte for byte.
+    stored_keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def regressed(self) -> bool:
+        return self.status == REGRESSION
+
+    @property
+    def limit(self) -> float | None:
+        """The ratio the interval's lower bound must exceed to call a regression."""
+        if self.noise_floor_pct is None:
+            return None
+        if self.against != "baseline":     # gate_ab: halfway to the threshold
+            return 1 + self.threshold_pct / 200
+        return 1 + max(self.threshold_pct, self.noise_floor_pct) / 100
+
+    @property
+    def summary(self) -> str:
+        """One line: ``regression 1.34x [1.28, 1.41] vs baseline; changed since baseline:
+        model source, executorch 1.5.1 -> 1.5.2``, or ``not compared: <why>``."""
+        what = f"{self.category} " if self.category else ""
+        if self.measure != TIME:
+            what = f"{self.measure} {what}"
+        r = self.ratio
+        if self.status == NOT_COMPARED or r is None:
+            reason = self.reason.removeprefix("not compared: ")
+            return f"{what}not compared: {reason}"
+        ratio = formats.ratio_interval(r, formats.COMPACT_RATIO_DIGITS)
+        line = f"{what}{self.status} {ratio} vs {self.against}"
+        if self.changed_since_baseline:
+            line += "; changed since baseline: " + ", ".join(self.changed_since_baseline)
+        return line
+
+    def to_dict(self) -> dict[str, Any]:
+        measure = {} if self.measure == TIME else {"measure": self.measure}
+        if not self.enforced:
+            measure["enforced"] = False
+        if self.against != "baseline":
+            measure["against"] = self.against
+        d = {**measure,
+                "status": self.status, "ratio": self.ratio.to_dict() if self.ratio else None,
+                "threshold_pct": self.threshold_pct, "noise_floor_pct": self.noise_floor_pct,
+                "reason": self.reason, "baseline_median": self.baseline_median,
+                "current_median": self.current_median,
+                "baseline_sessions": self.baseline_sessions,
+                "current_blocks": self.current_blocks, "category": self.category,
+                "foreign": self.foreign,
+                "changed_since_baseline": list(self.changed_since_baseline)}
+        if self.stored_keys is not None:
+            d = {k: v for k, v in d.items() if k in self.stored_keys}
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Judgement:
+        """What :meth:`to_dict` wrote; keys an older writer left out take their defaults."""
+        ratio = d.get("ratio")
+        return cls(status=d["status"], ratio=Interval(**ratio) if ratio else None,
+                   threshold_pct=d.get("threshold_pct", 0.0),
+                   noise_floor_pct=d.get("noise_floor_pct"), reason=d.get("reason", ""),
+                   baseline_median=d.get("baseline_median"),
+                   current_median=d.get("current_median"),
+                   baseline_sessions=d.get("baseline_sessions", 0),
+                   current_blocks=d.get("current_blocks", 0), category=d.get("category"),
+                   foreign=d.get("foreign", False),
+                   changed_since_baseline=tuple(d.get("changed_since_baseline") or ()),
+                   measure=d.get("measure", TIME), enforced=d.get("enforced", True),
+                   against=d.get("against", "baseline"), stored_keys=tuple(d))
+
+
+def judgement(value: Judgement | Mapping[str, Any] | None) -> Judgement | None:
+    """A judgement, from itself or its dict form (results.json's, or a caller's)."""
+    if value is None or isinstance(value, Judgement):
+        return value
+    return Judgement.from_dict(value)
+
+
+def judgements(value: Mapping[str, Judgement | Mapping[str, Any]] | None
+               ) -> dict[str, Judgement] | None:
+    """Judgements by name (category, startup measure, runner), from either form."""
+    if value is None:
+        return None
+    return {k: judgement(j) for k, j in value.items()}
