@@ -327,6 +327,8 @@ def _judge_ab(session: BenchSession, run: BenchmarkRun, runner: str, out: Benchm
     policy = out.policy
     base = _ab_base(session, out.blocks[0], runner)
     if base.missing:
+        if policy.precision_pct is not None:
+            _until_precise(session, run, runner, out, progress, device, block_done)
         report = _judge(session, run, runner, out, progress, device, block_done)
         note = f"A/B gate not run: {base.missing}; judged against the stored sessions"
         if progress:

@@ -55,11 +55,15 @@ def test_a_changed_program_is_judged_against_the_base_re_measured(
     kept = list((pytester.path / "b" / "programs").glob("*.pte"))
     assert [p.read_bytes() for p in kept] == [toy_export.pte.read_bytes()]
 
-    # The same program: nothing to re-measure; the stored rule judges and says why.
-    res = run_pytest(*common, "--sme2-gate-mode=ab")
+    # The same program: nothing to re-measure; the stored rule judges and says why, and
+    # --sme2-precision still takes its blocks (it once did not, in this fallback).
+    res = run_pytest(*common, "--sme2-gate-mode=ab", "--sme2-precision=60")
     res.assert_outcomes(passed=1)
     res.stdout.fnmatch_lines(["*A/B gate not run: the program under test is the baseline's;"
                               " judged against the stored sessions*"])
+    fallback = _blocks(pytester)
+    assert fallback[0]["precision"]["blocks"] == len(fallback) >= 3
+    assert not fallback[0]["precision"]["paired"]
 
     # A heavier program under the same name: the base is measured again, pair by pair.
     shutil.copyfile(heavy_pte, model)
