@@ -291,7 +291,8 @@ def _ab_base(session: BenchSession, first: BenchmarkResult, runner: str) -> _Bas
     base_runner = session.config.gate.base_runner or runner
     folder = session.config.baseline_dir
     if folder is None:
-        return _Base(None, base_runner, "no baseline folder configured")
+        return _Base(None, base_runner, "" if base_runner != runner
+                     else "no baseline folder configured")
     found = baseline_store.find(folder, BaselineKey.from_result(first))
     under_test = found.baseline.under_test if found.baseline is not None else None
     if found.baseline is None:
@@ -339,9 +340,14 @@ def _judge_ab(session: BenchSession, run: BenchmarkRun, runner: str, out: Benchm
     base_values: list[float] = []
 
     def measure_base(i: int) -> None:
-        base_values.append(_block_value(session.measure(
-            replace(base_run, label=f"{run.label}[base#{i}]", block=i + 1), base.runner,
-            progress, export_again=False, device=device)))
+        try:
+            result = session.measure(
+                replace(base_run, label=f"{run.label}[base#{i}]", block=i + 1), base.runner,
+                progress, export_again=False, device=device)
+        except Sme2Error as e:      # say it was the base, not the program under test
+            what = f"base program {base.pte}" if base.pte else "base (the same program)"
+            raise Sme2Error(f"A/B gate: {what} on runner {base.runner}, block {i}: {e}") from e
+        base_values.append(_block_value(result))
 
     def pairs() -> gate_ab.Pairs:
         return gate_ab.Pairs(tuple(base_values),
@@ -370,6 +376,11 @@ def _judge_ab(session: BenchSession, run: BenchmarkRun, runner: str, out: Benchm
             while gate_ab.needs_more(pairs(), pct):
                 one_pair()
     verdict = gate_ab.judge_ab(pairs(), pct)
+    if base.runner != runner:               # say what the pairs compared
+        what = f"{base.pte} on runner {base.runner}" if base.pte else \
+            f"the same program on runner {base.runner}"
+        verdict = replace(verdict, reason=f"{verdict.reason}; base: {what}, "
+                                          f"candidate on runner {runner}")
     if goal is not None:
         _record_precision(goal.outcome(pairs()), out.blocks, run, runner, progress)
     stored = gate.evaluate(out.blocks, session.config.baseline_dir, policy)
