@@ -271,6 +271,9 @@ def _record_precision(outcome, blocks: list[BenchmarkResult], run: BenchmarkRun,
                  f"{outcome.target_pct:g}% not reached: {outcome.why}")
 
 
+AGAINST_RUNNER = "the same program re-measured in this session on runner"
+
+
 @dataclass(frozen=True)
 class _Base:
     """What the A/B gate re-measures: a program (None: the candidate's own) with a runner;
@@ -376,11 +379,13 @@ def _judge_ab(session: BenchSession, run: BenchmarkRun, runner: str, out: Benchm
             while gate_ab.needs_more(pairs(), pct):
                 one_pair()
     verdict = gate_ab.judge_ab(pairs(), pct)
-    if base.runner != runner:               # say what the pairs compared
+    if base.runner != runner:               # say what the pairs compared, in the summary too
         what = f"{base.pte} on runner {base.runner}" if base.pte else \
             f"the same program on runner {base.runner}"
         verdict = replace(verdict, reason=f"{verdict.reason}; base: {what}, "
-                                          f"candidate on runner {runner}")
+                                          f"candidate on runner {runner}",
+                          against=f"{AGAINST_RUNNER} {base.runner}"
+                          if not base.pte else f"{gate_ab.AGAINST} on runner {base.runner}")
     if goal is not None:
         _record_precision(goal.outcome(pairs()), out.blocks, run, runner, progress)
     stored = gate.evaluate(out.blocks, session.config.baseline_dir, policy)

@@ -74,5 +74,6 @@ def test_the_ab_verdict_says_it_compared_two_runners():
     report = _judge_ab(session, run, "native", out, None, None, None)
     assert report.e2e.reason.endswith(
         "; base: the same program on runner python, candidate on runner native")
+    assert report.e2e.against == "the same program re-measured in this session on runner python"
     assert session.calls[:3] == ["t@native", "t[base#0]@python", "t[base#1]@python"]
     assert len(out.blocks) == len([c for c in session.calls if c.endswith("@native")]) == 5
