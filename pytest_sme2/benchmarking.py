@@ -370,7 +370,7 @@ def _judge_ab(session: BenchSession, run: BenchmarkRun, runner: str, out: Benchm
     goal = Goal(policy.precision_pct, policy.precision_budget_s).start() \
         if policy.precision_pct is not None else None
     if goal is not None:
-        while goal.more(pairs()):
+        while len(base_values) < 2 or goal.more(pairs()):   # a verdict needs 2 pairs
             one_pair()
     else:
         while len(base_values) < max(2, session.config.blocks):

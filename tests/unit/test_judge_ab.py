@@ -10,6 +10,7 @@ import pytest
 from pytest_sme2 import benchmarking
 from pytest_sme2.benchmarking import Benchmarked, _ab_base, _Base, _judge_ab, _run
 from pytest_sme2.errors import Sme2Error
+from pytest_sme2.gate import NOT_COMPARED
 from pytest_sme2.gate_policy import GatePolicy
 from tests.fakes.baselines import bench_result
 
@@ -77,3 +78,14 @@ def test_the_ab_verdict_says_it_compared_two_runners():
     assert report.e2e.against == "the same program re-measured in this session on runner python"
     assert session.calls[:3] == ["t@native", "t[base#0]@python", "t[base#1]@python"]
     assert len(out.blocks) == len([c for c in session.calls if c.endswith("@native")]) == 5
+
+
+def test_precision_with_a_spent_budget_still_judges_two_pairs():
+    session = _SteadySession(base_runner="python")
+    out = Benchmarked(GatePolicy(mode="ab", precision_pct=0.0001, precision_budget_s=1e-9))
+    run = _run(session, "toy_cnn", "fp32", 1, "t", None)
+    out.blocks.append(session.measure(run, "native", None))
+    report = _judge_ab(session, run, "native", out, None, None, None)
+    assert report.e2e.status != NOT_COMPARED, report.e2e.reason   # 2 pairs: a verdict
+    assert len(out.blocks) == 2
+    assert out.blocks[0].extra["precision"]["why"].startswith("time budget")
