@@ -271,6 +271,9 @@ def _record_precision(outcome, blocks: list[BenchmarkResult], run: BenchmarkRun,
                  f"{outcome.target_pct:g}% not reached: {outcome.why}")
 
 
+AGAINST_RUNNER = "the same program re-measured in this session on runner"
+
+
 @dataclass(frozen=True)
 class _Base:
     """What the A/B gate re-measures: a program (None: the candidate's own) with a runner;
@@ -291,7 +294,8 @@ def _ab_base(session: BenchSession, first: BenchmarkResult, runner: str) -> _Bas
     base_runner = session.config.gate.base_runner or runner
     folder = session.config.baseline_dir
     if folder is None:
-        return _Base(None, base_runner, "no baseline folder configured")
+        return _Base(None, base_runner, "" if base_runner != runner
+                     else "no baseline folder configured")
     found = baseline_store.find(folder, BaselineKey.from_result(first))
     under_test = found.baseline.under_test if found.baseline is not None else None
     if found.baseline is None:
@@ -341,9 +345,14 @@ def _judge_ab(session: BenchSession, run: BenchmarkRun, runner: str, out: Benchm
     base_values: list[float] = []
 
     def measure_base(i: int) -> None:
-        base_values.append(_block_value(session.measure(
-            replace(base_run, label=f"{run.label}[base#{i}]", block=i + 1), base.runner,
-            progress, export_again=False, device=device)))
+        try:
+            result = session.measure(
+                replace(base_run, label=f"{run.label}[base#{i}]", block=i + 1), base.runner,
+                progress, export_again=False, device=device)
+        except Sme2Error as e:      # say it was the base, not the program under test
+            what = f"base program {base.pte}" if base.pte else "base (the same program)"
+            raise Sme2Error(f"A/B gate: {what} on runner {base.runner}, block {i}: {e}") from e
+        base_values.append(_block_value(result))
 
     def pairs() -> gate_ab.Pairs:
         return gate_ab.Pairs(tuple(base_values),
@@ -363,7 +372,7 @@ def _judge_ab(session: BenchSession, run: BenchmarkRun, runner: str, out: Benchm
     goal = Goal(policy.precision_pct, policy.precision_budget_s).start() \
         if policy.precision_pct is not None else None
     if goal is not None:
-        while goal.more(pairs()):
+        while len(base_values) < 2 or goal.more(pairs()):   # a verdict needs 2 pairs
             one_pair()
     else:
         while len(base_values) < max(2, session.config.blocks):
@@ -372,6 +381,13 @@ def _judge_ab(session: BenchSession, run: BenchmarkRun, runner: str, out: Benchm
             while gate_ab.needs_more(pairs(), pct):
                 one_pair()
     verdict = gate_ab.judge_ab(pairs(), pct)
+    if base.runner != runner:               # say what the pairs compared, in the summary too
+        what = f"{base.pte} on runner {base.runner}" if base.pte else \
+            f"the same program on runner {base.runner}"
+        verdict = replace(verdict, reason=f"{verdict.reason}; base: {what}, "
+                                          f"candidate on runner {runner}",
+                          against=f"{AGAINST_RUNNER} {base.runner}"
+                          if not base.pte else f"{gate_ab.AGAINST} on runner {base.runner}")
     if goal is not None:
         _record_precision(goal.outcome(pairs()), out.blocks, run, runner, progress)
     stored = gate.evaluate(out.blocks, session.config.baseline_dir, policy)

@@ -4,7 +4,7 @@ A block (:class:`~pytest_sme2.results.BenchmarkResult`) is one runner process's 
 questions the reports ask, and the one answer each gets here:
 
 - :func:`comparison_blocks`: which blocks are each side of a comparison (the blocks its record
-  names, in its order).
+  names, in its order, then the side's confirmation blocks the record does not name).
 - :func:`confirmation_blocks` / :func:`benchmarks_by_test`: which blocks are one test's benchmark:
   its first block and the blocks measured to confirm a suspected regression (same test, same
   setting, same device), so its figures are what the gate judged.
@@ -19,6 +19,8 @@ questions the reports ask, and the one answer each gets here:
 """
 
 from __future__ import annotations
+
+import re
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -57,9 +59,28 @@ def comparison_blocks(c: ComparisonRecord, blocks: Iterable[BenchmarkResult]
                       ) -> tuple[list[BenchmarkResult], list[BenchmarkResult]]:
     """The base and the candidate blocks of ``c`` among ``blocks``, in the comparison's order
     (blocks it names that are not there are left out)."""
+    blocks = list(blocks)
     by_id = {b.nodeid: b for b in blocks}
-    return ([by_id[n] for n in c.base_blocks if n in by_id],
-            [by_id[n] for n in c.candidate_blocks if n in by_id])
+    return (_side(c.base_blocks, by_id, blocks), _side(c.candidate_blocks, by_id, blocks))
+
+
+_BLOCK_ID = re.compile(r"^(?P<stem>.*#)\d+\]$")
+
+
+def _side(names: Sequence[str], by_id: Mapping[str, BenchmarkResult],
+          blocks: list[BenchmarkResult]) -> list[BenchmarkResult]:
+    """One side's blocks: those the record names (``…[runner#i]``, i < its blocks), then the
+    blocks the gate measured after the comparison to confirm that side's verdict
+    (``…[runner#i]`` for a later i, same setting and device), which the record does not name."""
+    named = [by_id[n] for n in names if n in by_id]
+    if not named:
+        return named
+    stems = {m.group("stem") for n in names if (m := _BLOCK_ID.match(n))}
+    seen = set(names)
+    first = _setting(named[0])[1:]
+    more = [b for b in blocks if b.nodeid not in seen and _setting(b)[1:] == first
+            and (m := _BLOCK_ID.match(b.nodeid)) and m.group("stem") in stems]
+    return named + more
 
 
 def _setting(b: BenchmarkResult) -> tuple:
@@ -138,7 +159,10 @@ def runner_point_devices(blocks: Iterable[BenchmarkResult]
 
 def unclaimed(blocks: Iterable[BenchmarkResult], comparisons: Iterable[ComparisonRecord]
               ) -> list[BenchmarkResult]:
-    """The blocks no comparison names (a test's benchmarks, and blocks measured to confirm a
-    comparison side's verdict)."""
-    claimed = {n for c in comparisons for n in (*c.base_blocks, *c.candidate_blocks)}
+    """The blocks no comparison claims: a test's benchmarks (a comparison side's confirmation
+    blocks are that side's, see :func:`comparison_blocks`)."""
+    blocks = list(blocks)
+    claimed = {b.nodeid for c in comparisons for side in comparison_blocks(c, blocks)
+               for b in side}
+    claimed |= {n for c in comparisons for n in (*c.base_blocks, *c.candidate_blocks)}
     return [b for b in blocks if b.nodeid not in claimed]

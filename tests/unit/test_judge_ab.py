@@ -1,0 +1,91 @@
+"""The A/B gate's loop with a fake session: a base block failing mid-pair (the candidate's
+blocks kept, the error naming the base program), and a base runner (--sme2-ab-base-runner)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from pytest_sme2 import benchmarking
+from pytest_sme2.benchmarking import Benchmarked, _ab_base, _Base, _judge_ab, _run
+from pytest_sme2.errors import Sme2Error
+from pytest_sme2.gate import NOT_COMPARED
+from pytest_sme2.gate_policy import GatePolicy
+from tests.fakes.baselines import bench_result
+
+
+class _Session:
+    """Measures the candidate; the base fails on its third block (pair 2, after that pair's
+    candidate block)."""
+
+    def __init__(self):
+        self.config = SimpleNamespace(blocks=5, baseline_dir=None, category_rules=None,
+                                      gate=None)
+        self.measuring = None
+        self.calls: list[str] = []
+
+    def measure(self, run, runner, progress, export_again=False, device=None):
+        self.calls.append(run.label)
+        if "[base#" in run.label and run.block == 3:
+            raise Sme2Error("runner exited with status 1")
+        return bench_result(samples=(1.0, 1.1, 0.9))
+
+
+def test_a_failing_base_block_names_the_base_program_and_keeps_the_candidates_blocks(
+        monkeypatch):
+    monkeypatch.setattr(benchmarking, "_ab_base",
+                        lambda session, first, runner: _Base("/b/programs/abc.pte", "native"))
+    session = _Session()
+    out = Benchmarked(GatePolicy(mode="ab"))
+    run = _run(session, "toy_cnn", "fp32", 1, "t", None)
+    out.blocks.append(session.measure(run, "native", None))
+    with pytest.raises(Sme2Error) as err:
+        _judge_ab(session, run, "native", out, None, None, None)
+    assert "base program /b/programs/abc.pte" in str(err.value)
+    assert "runner exited with status 1" in str(err.value)
+    # ABBA: A B | B A | A B(fails): the candidate's three blocks are kept
+    assert session.calls == ["t", "t[base#0]", "t[base#1]", "t", "t", "t[base#2]"]
+    assert len(out.blocks) == 3
+
+
+class _SteadySession(_Session):
+    def __init__(self, base_runner="", baseline_dir=None):
+        super().__init__()
+        self.config.gate = SimpleNamespace(base_runner=base_runner)
+        self.config.baseline_dir = baseline_dir
+
+    def measure(self, run, runner, progress, export_again=False, device=None):
+        self.calls.append(f"{run.label}@{runner}")
+        return bench_result(samples=(1.0, 1.1, 0.9))
+
+
+def test_a_base_runner_needs_no_baseline_folder():
+    session = _SteadySession(base_runner="python")
+    assert _ab_base(session, bench_result(), "native") == _Base(None, "python")
+    assert _ab_base(_SteadySession(), bench_result(), "native").missing == \
+        "no baseline folder configured"
+
+
+def test_the_ab_verdict_says_it_compared_two_runners():
+    session = _SteadySession(base_runner="python")
+    out = Benchmarked(GatePolicy(mode="ab"))
+    run = _run(session, "toy_cnn", "fp32", 1, "t", None)
+    out.blocks.append(session.measure(run, "native", None))
+    report = _judge_ab(session, run, "native", out, None, None, None)
+    assert report.e2e.reason.endswith(
+        "; base: the same program on runner python, candidate on runner native")
+    assert report.e2e.against == "the same program re-measured in this session on runner python"
+    assert session.calls[:3] == ["t@native", "t[base#0]@python", "t[base#1]@python"]
+    assert len(out.blocks) == len([c for c in session.calls if c.endswith("@native")]) == 5
+
+
+def test_precision_with_a_spent_budget_still_judges_two_pairs():
+    session = _SteadySession(base_runner="python")
+    out = Benchmarked(GatePolicy(mode="ab", precision_pct=0.0001, precision_budget_s=1e-9))
+    run = _run(session, "toy_cnn", "fp32", 1, "t", None)
+    out.blocks.append(session.measure(run, "native", None))
+    report = _judge_ab(session, run, "native", out, None, None, None)
+    assert report.e2e.status != NOT_COMPARED, report.e2e.reason   # 2 pairs: a verdict
+    assert len(out.blocks) == 2
+    assert out.blocks[0].extra["precision"]["why"].startswith("time budget")
