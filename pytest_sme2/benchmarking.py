@@ -35,7 +35,9 @@ if TYPE_CHECKING:  # the measuring stack (pandas) is imported when a benchmark r
     from pytest_sme2.bench import BenchmarkRun
     from pytest_sme2.compare import Comparison
     from pytest_sme2.gate import GateReport
+    from pytest_sme2.gate_ab import Pairs
     from pytest_sme2.gate_policy import GatePolicy
+    from pytest_sme2.precision import Precision
     from pytest_sme2.results import BenchmarkResult
     from pytest_sme2.session import BenchSession
 
@@ -318,27 +320,63 @@ def _judge_ab(session: BenchSession, run: BenchmarkRun, runner: str, out: Benchm
               progress: Say | None, device: str | None,
               block_done: BlockDone | None) -> GateReport:
     """--sme2-gate-mode ab: the base re-measured in interleaved pairs with the candidate
-    (pair 0 is the first block and a base block; then ABBA order), judged by the paired rule
-    (:func:`pytest_sme2.gate_ab.judge_ab`); a suspected regression takes pairs one at a time
-    (``gate_ab.needs_more``), --sme2-precision until precise. Categories, load and memory are
-    judged against the stored baseline on all the candidate's blocks. With nothing to
-    re-measure (no stored program, the same program and runner), the stored rule judges, and
-    its verdict says why."""
+    (:func:`_measure_pairs`), judged by the paired rule (:func:`pytest_sme2.gate_ab.judge_ab`).
+    Categories, load and memory are judged against the stored baseline on all the candidate's
+    blocks. With nothing to re-measure (no stored program, the same program and runner), the
+    stored rule judges, and its verdict says why."""
     from pytest_sme2 import gate, gate_ab
-    from pytest_sme2.model_spec import AS_EXPORTED
-    from pytest_sme2.precision import Goal
 
     policy = out.policy
     base = _ab_base(session, out.blocks[0], runner)
     if base.missing:
-        if policy.precision_pct is not None:
-            _until_precise(session, run, runner, out, progress, device, block_done)
-        report = _judge(session, run, runner, out, progress, device, block_done)
-        note = f"A/B gate not run: {base.missing}; judged against the stored sessions"
-        if progress:
-            progress(f"{run.model} {run.dtype} t{run.threads} {runner}: {note}")
-        e2e = replace(report.e2e, reason=f"{report.e2e.reason}; {note}")
-        return replace(report, judgements=(e2e, *report.judgements[1:]))
+        return _stored_instead(session, run, runner, out, progress, device, block_done,
+                               base.missing)
+    pairs, precision = _measure_pairs(session, run, runner, base, out, progress, device,
+                                      block_done)
+    verdict = gate_ab.judge_ab(pairs, policy.threshold_pct)
+    if base.runner != runner:               # say what the pairs compared, in the summary too
+        what = f"{base.pte} on runner {base.runner}" if base.pte else \
+            f"the same program on runner {base.runner}"
+        verdict = replace(verdict, reason=f"{verdict.reason}; base: {what}, "
+                                          f"candidate on runner {runner}",
+                          against=f"{AGAINST_RUNNER} {base.runner}"
+                          if not base.pte else f"{gate_ab.AGAINST} on runner {base.runner}")
+    if precision is not None:
+        _record_precision(precision, out.blocks, run, runner, progress)
+    stored = gate.evaluate(out.blocks, session.config.baseline_dir, policy)
+    verdict = replace(verdict, changed_since_baseline=stored.e2e.changed_since_baseline)
+    if progress:
+        progress(f"{run.model} {run.dtype} t{run.threads} {runner}: {verdict.summary}")
+    return replace(stored, judgements=(verdict, *stored.judgements[1:]))
+
+
+def _stored_instead(session: BenchSession, run: BenchmarkRun, runner: str, out: Benchmarked,
+                    progress: Say | None, device: str | None, block_done: BlockDone | None,
+                    missing: str) -> GateReport:
+    """The stored rule (with --sme2-precision's blocks), its verdict saying why not A/B."""
+    if out.policy.precision_pct is not None:
+        _until_precise(session, run, runner, out, progress, device, block_done)
+    report = _judge(session, run, runner, out, progress, device, block_done)
+    note = f"A/B gate not run: {missing}; judged against the stored sessions"
+    if progress:
+        progress(f"{run.model} {run.dtype} t{run.threads} {runner}: {note}")
+    e2e = replace(report.e2e, reason=f"{report.e2e.reason}; {note}")
+    return replace(report, judgements=(e2e, *report.judgements[1:]))
+
+
+def _measure_pairs(session: BenchSession, run: BenchmarkRun, runner: str, base: _Base,
+                   out: Benchmarked, progress: Say | None, device: str | None,
+                   block_done: BlockDone | None) -> tuple[Pairs, Precision | None]:
+    """The pairs (``gate_ab.Pairs``) and --sme2-precision's outcome (None when not asked).
+    Pair 0 is the benchmark's first block and a base block; then ABBA order, up to
+    ``--sme2-blocks`` pairs; a suspected regression takes pairs one at a time
+    (``gate_ab.needs_more``); --sme2-precision takes them until precise (2 at least). The
+    candidate's blocks go to ``out.blocks``; the base's are values only, never recorded."""
+    from pytest_sme2 import gate_ab
+    from pytest_sme2.model_spec import AS_EXPORTED
+    from pytest_sme2.precision import Goal
+
+    policy = out.policy
     candidate = _more_blocks(session, run, runner, out, progress, device, block_done)
     base_run = replace(run, model=base.pte or run.model,
                        dtype=AS_EXPORTED if base.pte else run.dtype)
@@ -368,33 +406,17 @@ def _judge_ab(session: BenchSession, run: BenchmarkRun, runner: str, out: Benchm
             measure_base(i)
 
     measure_base(0)
-    pct = policy.threshold_pct
-    goal = Goal(policy.precision_pct, policy.precision_budget_s).start() \
-        if policy.precision_pct is not None else None
-    if goal is not None:
+    if policy.precision_pct is not None:
+        goal = Goal(policy.precision_pct, policy.precision_budget_s).start()
         while len(base_values) < 2 or goal.more(pairs()):   # a verdict needs 2 pairs
             one_pair()
-    else:
-        while len(base_values) < max(2, session.config.blocks):
+        return pairs(), goal.outcome(pairs())
+    while len(base_values) < max(2, session.config.blocks):
+        one_pair()
+    if policy.confirm_blocks > 0:
+        while gate_ab.needs_more(pairs(), policy.threshold_pct):
             one_pair()
-        if policy.confirm_blocks > 0:
-            while gate_ab.needs_more(pairs(), pct):
-                one_pair()
-    verdict = gate_ab.judge_ab(pairs(), pct)
-    if base.runner != runner:               # say what the pairs compared, in the summary too
-        what = f"{base.pte} on runner {base.runner}" if base.pte else \
-            f"the same program on runner {base.runner}"
-        verdict = replace(verdict, reason=f"{verdict.reason}; base: {what}, "
-                                          f"candidate on runner {runner}",
-                          against=f"{AGAINST_RUNNER} {base.runner}"
-                          if not base.pte else f"{gate_ab.AGAINST} on runner {base.runner}")
-    if goal is not None:
-        _record_precision(goal.outcome(pairs()), out.blocks, run, runner, progress)
-    stored = gate.evaluate(out.blocks, session.config.baseline_dir, policy)
-    verdict = replace(verdict, changed_since_baseline=stored.e2e.changed_since_baseline)
-    if progress:
-        progress(f"{run.model} {run.dtype} t{run.threads} {runner}: {verdict.summary}")
-    return replace(stored, judgements=(verdict, *stored.judgements[1:]))
+    return pairs(), None
 
 
 def _judge(session: BenchSession, run: BenchmarkRun, runner: str, out: Benchmarked,
