@@ -89,6 +89,18 @@ def not_compared(reason: str, threshold_pct: float = DEFAULT_THRESHOLD_PCT,
     return Judgement(NOT_COMPARED, None, threshold_pct, None, reason, category=category)
 
 
+def classify(ratio: Interval, limit: float, more: str = "slower", fewer: str = "faster"
+             ) -> tuple[str, str]:
+    """The status of a ratio interval against ``limit`` (1 + the margin a change must pass),
+    and its word for people: ``("regression", "21.0% slower")``. One rule for the stored and
+    the A/B gate."""
+    if ratio.low > limit:
+        return REGRESSION, f"{(ratio.point - 1) * 100:.1f}% {more}"
+    if ratio.high < 1 / limit:
+        return IMPROVEMENT, f"{(1 - ratio.point) * 100:.1f}% {fewer}"
+    return OK, "within noise"
+
+
 def judge_levels(base_sessions: Sequence[Sequence[float]], current: Sequence[float],
                  threshold_pct: float = DEFAULT_THRESHOLD_PCT, unit: str = "ms",
                  confidence: float = CONFIDENCE, resamples: int = RESAMPLES, seed: int = 0,
@@ -120,12 +132,7 @@ def judge_levels(base_sessions: Sequence[Sequence[float]], current: Sequence[flo
     floor, source = noise_floor(sessions, _UNMEASURED[measure])
     limit = 1 + max(threshold_pct / 100, floor)
     more, fewer = _WORDS[measure]
-    if ratio.low > limit:
-        status, word = REGRESSION, f"{(point - 1) * 100:.1f}% {more}"
-    elif ratio.high < 1 / limit:
-        status, word = IMPROVEMENT, f"{(1 - point) * 100:.1f}% {fewer}"
-    else:
-        status, word = OK, "within noise"
+    status, word = classify(ratio, limit, more, fewer)
     what = f"{category} " if category else ""
     if measure != TIME:
         what = f"{measure} {what}"

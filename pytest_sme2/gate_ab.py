@@ -38,8 +38,7 @@ from dataclasses import dataclass, replace
 from statistics import median
 
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.gate import (IMPROVEMENT, OK, REGRESSION, Judgement,
-                              not_compared)
+from pytest_sme2.gate import OK, Judgement, classify, not_compared
 from pytest_sme2.gate_policy import DEFAULT_THRESHOLD_PCT
 from pytest_sme2.stats import Interval, paired_ratio
 
@@ -138,12 +137,7 @@ def judge_ab(pairs: Pairs, threshold_pct: float = DEFAULT_THRESHOLD_PCT,
     out = screen(pairs)
     r = slowdown(_kept(pairs, out), confidence)
     limit = line(threshold_pct)
-    if r.low > limit:
-        status, word = REGRESSION, f"{(r.point - 1) * 100:.1f}% slower"
-    elif r.high < 1 / limit:
-        status, word = IMPROVEMENT, f"{(1 - r.point) * 100:.1f}% faster"
-    else:
-        status, word = OK, "within noise"
+    status, word = classify(r, limit)
     left_out = ""
     if out:
         ratios = [pairs.candidate[i] / pairs.base[i] for i in out]
