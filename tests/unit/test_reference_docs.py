@@ -1,0 +1,37 @@
+"""The generated reference (docs/reference/options.md from the plugin's options, cli.md from
+the command line's parser) matches the code: an option or a command changed without
+regenerating fails here, naming the command that brings the files up to date."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _generator():
+    path = ROOT / "docs" / "reference" / "generate.py"
+    spec = importlib.util.spec_from_file_location("docs_reference_generate", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module     # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_generated_reference_is_current():
+    generate = _generator()
+    stale = generate.stale()
+    assert stale == [], (f"docs/reference/{', '.join(stale)} stale: run `{generate.COMMAND}` "
+                         "and commit the result")
+
+
+def test_every_option_and_command_is_documented():
+    generate = _generator()
+    options, cli = generate.options_markdown(), generate.cli_markdown()
+    for flag in ("--device", "--runner", "--save-baseline", "--sme2-gate-mode", "--runs"):
+        assert f"`{flag}" in options
+    for command in ("analyze", "compare", "export", "run", "report", "gate", "setup",
+                    "history import", "history report", "fake-phone"):
+        assert f"## `pytest-sme2 {command}`" in cli
