@@ -6,7 +6,7 @@ run from a lower layer up to a higher one, modules over 450 lines, the longest f
 Imports under ``if TYPE_CHECKING:`` are types only and left out; imports inside functions
 count (they run), except in a module's ``__getattr__`` (the deprecation shim of a moved name).
 ``from pkg import mod`` counts as importing ``pkg.mod`` (as import-linter
-does), not the package's ``__init__``. The layers are STYLE.md's, bottom to top; a module
+does), not the package's ``__init__``. Layers (docs/architecture.md) bottom to top; a module
 imports only from its own layer or below."""
 
 from __future__ import annotations
