@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 
 import numpy as np
 import pytest
@@ -22,7 +23,7 @@ for _package in ("sqlalchemy", "ruptures"):
 import pandas as pd  # noqa: E402
 
 from pytest_sme2.cli import main  # noqa: E402
-from pytest_sme2.history import MIN_CHANGE_PCT, changepoints, report  # noqa: E402
+from pytest_sme2.history import MIN_CHANGE_PCT, changepoints, page, report  # noqa: E402
 from tests.fakes.history_docs import session_doc  # noqa: E402
 
 
@@ -143,6 +144,36 @@ def test_min_change_zero_lists_every_significant_change():
     built = report.build(_two_series(), min_change=0)
     assert {c.series.split()[0] for c in built.change_points} == {"toy_cnn", "grower"}
     assert built.shifts == [] and built.to_json()["min_change_pct"] == 0
+
+
+# -- the page ------------------------------------------------------------------------------
+
+def test_the_page_says_what_the_markdown_says_with_commits_and_unit():
+    built = report.build(_two_series())
+    html = page.render(built)
+    changes = html.split('<table id="changes">')[1].split("</table>")[0]
+    shifts = html.split('<table id="shifts">')[1].split("</table>")[0]
+    # What else changed: the markdown's words, no JSON.
+    expected = changepoints.describe(built.change_points[0].what_changed)
+    assert expected.startswith("most moved: Convolution +") and expected in changes
+    assert "{" not in changes and "&quot;" not in changes
+    # The small shift: in its own table, grey, never red.
+    assert "grower" in changes and "toy_cnn" not in changes
+    assert "toy_cnn" in shifts and 'class="reg"' not in shifts and 'class="shift"' in shifts
+    assert "<h2>Shifts below 5%</h2>" in html
+    graph = html.split('data-model="toy_cnn"', 2)[2]
+    assert 'class="cp"' not in graph and 'class="small"' in graph
+    # Every point carries its commit's short hash, on hover (title) and as data.
+    points = re.findall(r'<circle [^>]*data-commit="([0-9a-f]+)"><title>commit ([0-9a-f]+) ',
+                        html)
+    assert len(points) == 48 and all(a == b for a, b in points)
+    assert {a for a, _ in points} == {sha(c)[:report.SHORT] for c in range(24)}
+    # ... and the x axis names the first, the last and the change's commit.
+    axis = re.findall(r'<text class="commit"[^>]*>([0-9a-f]+)</text>', html)
+    assert {sha(0)[:10], sha(23)[:10], sha(12)[:10]} <= set(axis)
+    # The unit: on every series and its axis.
+    assert html.count('data-unit="ms"') == 2 and html.count("median ms per run") == 2
+    assert re.search(r"<text [^>]*>[0-9.]+ ms</text>", html)
 
 
 # -- the command ---------------------------------------------------------------------------
