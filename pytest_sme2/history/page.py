@@ -12,7 +12,8 @@ import html
 import json
 
 from pytest_sme2.history.changepoints import describe
-from pytest_sme2.history.report import SHORT, HistoryReport, Series
+from pytest_sme2.history.report import HistoryReport, Series
+from pytest_sme2.history.report import short as _short
 
 WIDTH, HEIGHT, PAD = 560, 150, 28
 FILTERS = ("device", "model", "dtype", "threads", "runner")
@@ -110,11 +111,6 @@ def _svg(s: Series, commits: int) -> str:
     parts.append(f'<text x="2" y="{PAD - 14}">{hi:.4g} {unit}</text>'
                  f'<text x="2" y="{HEIGHT - PAD + 12}">{lo:.4g} {unit}</text></svg>')
     return "".join(parts)
-
-
-def _short(commit: str) -> str:
-    """A commit's short hash; a session without one is "unknown" (its time follows in tips)."""
-    return commit.split("@")[0][:SHORT]
 
 
 def _cp_text(c, s: Series | None = None) -> str:

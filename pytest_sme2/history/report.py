@@ -17,6 +17,11 @@ UNIT = "ms"              # every series: the median latency of Method::execute p
 SHORT = 10               # characters of a commit hash shown (markdown and page)
 
 
+def short(commit: str) -> str:
+    """A commit's short hash (markdown and page); a session without one is "unknown"."""
+    return commit.split("@")[0][:SHORT]
+
+
 @dataclass
 class Series:
     key_digest: str
@@ -112,7 +117,7 @@ def _table(found: list[changepoints.ChangePoint]) -> list[str]:
     lines = ["| series | commits | change | 95% interval | what else changed |",
              "|---|---|---|---|---|"]
     for c in found:
-        lines.append(f"| {c.series} | {c.before_commit[:SHORT]}..{c.commit[:SHORT]} | "
+        lines.append(f"| {c.series} | {short(c.before_commit)}..{short(c.commit)} | "
                      f"{c.change_pct:+.1f}% ({c.kind}) | "
                      f"[{c.low_pct:+.1f}%, {c.high_pct:+.1f}%] | "
                      f"{changepoints.describe(c.what_changed)} |")

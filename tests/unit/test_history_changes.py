@@ -111,6 +111,11 @@ def test_describe_is_one_line_of_words():
     assert changepoints.describe({}) == "-"
 
 
+def test_one_short_hash_for_the_markdown_and_the_page():
+    assert report.short(sha(3)) == sha(3)[:10]
+    assert report.short("unknown@2026-11-01T00:00:00+00:00") == "unknown"
+
+
 # -- the report, its JSON and markdown ---------------------------------------------------
 
 def _two_series() -> pd.DataFrame:
