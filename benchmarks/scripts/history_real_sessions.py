@@ -70,7 +70,11 @@ def main() -> None:
     ap.add_argument("--drift", action="store_true", help="input side grows ~0.5%/commit (~1% "
                                                          "work) instead of a step")
     ap.add_argument("--runs", type=int, default=30)
+    ap.add_argument("--warmup", type=int, default=None, help="warm-up runs (default: the "
+                                                             "plugin's)")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--analyse-only", action="store_true", help="run no session: analyse the "
+                                                                "sessions already in --out")
     args = ap.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="sme2-history-real-"))
     plugin_dir = out / "plugin"
@@ -84,7 +88,7 @@ def main() -> None:
            "GITHUB_REF_NAME": "main", "CI": ""}
     paths = []
     t0 = time.time()
-    for i in range(args.sessions):
+    for i in range(0 if args.analyse_only else args.sessions):
         sha = hashlib.sha1(f"commit {i}".encode()).hexdigest()
         report = out / f"session-{i:03d}"
         step = "1" if not args.drift and i >= args.step else "0"
@@ -95,6 +99,8 @@ def main() -> None:
                "--sme2-models", "toy_cnn,grower", "--sme2-dtypes", "fp32",
                "--sme2-threads", "1", "--runs", str(args.runs), "--sme2-loads", "1",
                "--report-dir", str(report)]
+        if args.warmup is not None:
+            cmd += ["--warmup", str(args.warmup)]
         proc = subprocess.run(cmd, env={**env, "GITHUB_SHA": sha, "GROWER_EXTRA": step,
                                         "GROWER_SIZE": size},
                               capture_output=True, text=True, cwd=root)
@@ -104,10 +110,14 @@ def main() -> None:
         if (report / "results.json").exists():
             paths.append(report / "results.json")
 
+    if args.analyse_only:
+        paths = sorted(out.glob("session-*/results.json"))
+
     from pytest_sme2.history import report as history_report
     from pytest_sme2.history.importer import import_files
     from pytest_sme2.history.store import open_store
 
+    (out / "history.sqlite").unlink(missing_ok=True)
     store = open_store(str(out / "history.sqlite"))
     import_files(store, paths)
     built = history_report.build(store.frame())
@@ -115,11 +125,15 @@ def main() -> None:
     for s in built.series:
         meds = ", ".join(f"{v:.3f}" for v in s.rows["median_ms"])
         print(f"{s.name}: medians {meds}")
+        print(f"  noise floor {s.noise_floor_pct:.2f}%, min change {s.min_change_pct:g}%")
         for c in s.change_points:
             print(f"  change point at commit #{c.order} ({c.commit[:10]}): {c.change_pct:+.1f}% "
                   f"[{c.low_pct:+.1f}, {c.high_pct:+.1f}] {c.what_changed}")
         if not s.change_points:
             print("  no change point")
+        for c in s.shifts:
+            print(f"  shift below {s.min_change_pct:g}% at commit #{c.order} ({c.commit[:10]}): "
+                  f"{c.change_pct:+.1f}% [{c.low_pct:+.1f}, {c.high_pct:+.1f}]")
 
 
 if __name__ == "__main__":

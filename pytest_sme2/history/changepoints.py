@@ -2,7 +2,10 @@
 (ruptures: Killick et al. 2012, exact and linear-time) on the log of the per-commit medians,
 scaled by the series' own noise so one penalty fits quiet and noisy series alike. Each change
 gets the commit range, the magnitude with a 95% interval (Welch, over the segments either side)
-and what else changed there. Pure: a DataFrame in, records out."""
+and what else changed there. A change smaller than the minimum change (``--min-change``; by
+default the larger of ``MIN_CHANGE_PCT`` and the series' noise floor) is real but too small to
+matter: it is kept apart as a *shift*, never called a regression or an improvement. Pure: a
+DataFrame in, records out."""
 
 from __future__ import annotations
 
@@ -13,11 +16,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pytest_sme2.history import require
+from pytest_sme2.history import MIN_CHANGE_PCT, require
 
 MIN_SEGMENT = 3          # commits either side: a single slow commit is noise, not a change
 PENALTY_PER_LOG_N = 4.0  # BIC-like penalty in noise units: pen = 4 * log(n)
 MIN_NOISE = 0.003        # 0.3%: the floor of the noise scale (a perfectly quiet series)
+NOISE_FLOOR_Z = 1.96     # the noise floor: 95% of one commit's medians lie within it
+SHIFT = "shift"          # the kind of a change below the minimum change
 
 
 @dataclass(frozen=True)
@@ -30,7 +35,7 @@ class ChangePoint:
     change_pct: float           # new level / old level - 1, in percent
     low_pct: float              # 95% interval of change_pct
     high_pct: float
-    kind: str                   # "regression" (slower) or "improvement"
+    kind: str                   # "regression" (slower), "improvement", or SHIFT (too small)
     what_changed: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -45,6 +50,25 @@ def noise_scale(log_values: np.ndarray) -> float:
     d = np.diff(log_values)
     mad = float(np.median(np.abs(d - np.median(d)))) * 1.4826 / math.sqrt(2)
     return max(mad, MIN_NOISE)
+
+
+def noise_floor_pct(values: np.ndarray) -> float:
+    """The series' own noise floor, in percent: how far one commit's median lands from its level
+    with no change in the code, ``expm1(1.96 * noise_scale(log medians))``. ``noise_scale`` is
+    the session-to-session spread of the medians (the MAD of successive differences of their
+    logs, as the sd of one value): a step moves one difference only, so a real change does not
+    raise the floor that would hide it."""
+    logs = np.log(np.asarray(values, dtype=float))
+    return math.expm1(NOISE_FLOOR_Z * noise_scale(logs)) * 100
+
+
+def min_change_pct(values: np.ndarray, requested: float | None = None) -> float:
+    """The least |change| (percent) called a regression or an improvement in this series:
+    ``requested`` (``--min-change``) when given, else the larger of ``MIN_CHANGE_PCT`` and the
+    series' noise floor."""
+    if requested is not None:
+        return float(requested)
+    return max(MIN_CHANGE_PCT, noise_floor_pct(values))
 
 
 def _cumulative_l2_cost():
@@ -130,6 +154,23 @@ def significant(values: np.ndarray, cuts: list[int]) -> list[int]:
     return cuts
 
 
+def split_by_size(values: np.ndarray, cuts: list[int], min_pct: float
+                  ) -> tuple[list[int], list[int]]:
+    """(cuts whose |change| is at least ``min_pct`` percent, the smaller ones): the smallest
+    change below it is set apart first and the others measured again against their widened
+    neighbours, so a kept change is measured between the levels that remain."""
+    kept, small = list(cuts), []
+    while kept:
+        edges = [0, *kept, len(values)]
+        sizes = [(abs(_interval(values[edges[i]:cut], values[cut:edges[i + 2]])[0]), i)
+                 for i, cut in enumerate(kept)]
+        below = [s for s in sizes if s[0] < min_pct]
+        if not below:
+            break
+        small.append(kept.pop(min(below)[1]))
+    return kept, sorted(small)
+
+
 def what_changed(prev: pd.Series, row: pd.Series) -> dict[str, Any]:
     """Versions, export hash and SME2 verdict that differ across the change, and the category
     that moved most (by its mean ms per run)."""
@@ -150,21 +191,55 @@ def what_changed(prev: pd.Series, row: pd.Series) -> dict[str, Any]:
     return out
 
 
-def find(series: pd.DataFrame, name: str) -> list[ChangePoint]:
-    """Change points of one key's per-commit rows (``series.per_commit``, one key)."""
+def describe(changed: dict[str, Any]) -> str:
+    """``what_changed`` in words, one line: the markdown report and the page both print this."""
+    parts = []
+    for k, v in changed.items():
+        if k == "category":
+            parts.append(f"most moved: {v['name']} {v['delta_ms']:+.3g} ms")
+        elif k == "versions":
+            parts += [f"{name} {a}->{b}" for name, (a, b) in v.items()]
+        else:
+            parts.append(f"{k} {v[0]}->{v[1]}")
+    return "; ".join(parts) or "-"
+
+
+@dataclass(frozen=True)
+class Found:
+    """One series' changes: those of at least ``min_change_pct`` (regressions and improvements)
+    and the smaller shifts, set apart."""
+
+    change_points: list[ChangePoint]
+    shifts: list[ChangePoint]
+    min_change_pct: float
+    noise_floor_pct: float
+
+
+def _record(s: pd.DataFrame, values: np.ndarray, start: int, cut: int, end: int, name: str,
+            kind: str | None = None) -> ChangePoint:
+    """The change at ``cut``, measured between ``values[start:cut]`` and ``values[cut:end]``."""
+    pct, low, high = _interval(values[start:cut], values[cut:end])
+    prev, row = s.iloc[cut - 1], s.iloc[cut]
+    return ChangePoint(
+        key_digest=str(row["key_digest"]), series=name, before_commit=str(prev["commit"]),
+        commit=str(row["commit"]), order=int(row["order"]), change_pct=round(pct, 2),
+        low_pct=round(low, 2), high_pct=round(high, 2),
+        kind=kind or ("regression" if pct > 0 else "improvement"),
+        what_changed=what_changed(prev, row))
+
+
+def find(series: pd.DataFrame, name: str, min_change: float | None = None) -> Found:
+    """Change points of one key's per-commit rows (``series.per_commit``, one key);
+    ``min_change`` (percent, ``--min-change``): None for the default (``min_change_pct``)."""
     s = series.sort_values("order").reset_index(drop=True)
     values = s["median_ms"].to_numpy(dtype=float)
-    cuts = significant(values, breakpoints(values))
-    edges = [0, *cuts, len(values)]
-    found = []
-    for i, cut in enumerate(cuts):
-        before, after = values[edges[i]:cut], values[cut:edges[i + 2]]
-        pct, low, high = _interval(before, after)
-        prev, row = s.iloc[cut - 1], s.iloc[cut]
-        found.append(ChangePoint(
-            key_digest=str(row["key_digest"]), series=name, before_commit=str(prev["commit"]),
-            commit=str(row["commit"]), order=int(row["order"]), change_pct=round(pct, 2),
-            low_pct=round(low, 2), high_pct=round(high, 2),
-            kind="regression" if pct > 0 else "improvement",
-            what_changed=what_changed(prev, row)))
-    return found
+    least = min_change_pct(values, min_change)
+    kept, small = split_by_size(values, significant(values, breakpoints(values)), least)
+    edges = [0, *kept, len(values)]
+    changes = [_record(s, values, edges[i], cut, edges[i + 2], name)
+               for i, cut in enumerate(kept)]
+    # A shift is measured between the kept changes around it.
+    shifts = [_record(s, values, max([0, *[k for k in kept if k < cut]]), cut,
+                      min([len(values), *[k for k in kept if k > cut]]), name, SHIFT)
+              for cut in small]
+    return Found(changes, shifts, round(least, 2), round(noise_floor_pct(values), 2))

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from pathlib import Path
 
+from pytest_sme2.history import MIN_CHANGE_PCT
 from pytest_sme2.history.series import Filters
 
 
@@ -29,7 +31,22 @@ def add_parser(sub) -> None:
         rep.add_argument(f"--{name}")
     rep.add_argument("--threads", type=int)
     rep.add_argument("--since", help="sessions at or after this ISO date/time")
+    rep.add_argument("--min-change", type=_percent, metavar="PCT",
+                     help="the least change (percent, either way) called a regression or an "
+                          "improvement; smaller ones are listed apart as shifts (default: per "
+                          f"series, the larger of {MIN_CHANGE_PCT:g}%% and the series' noise "
+                          "floor, docs/history.md)")
     rep.set_defaults(func=run_report)
+
+
+def _percent(text: str) -> float:
+    try:
+        value = float(text.rstrip("%"))
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"a percentage of 0 or more, got {text!r}")
+    return value
 
 
 def run_import(args: argparse.Namespace) -> int:
@@ -58,7 +75,7 @@ def run_report(args: argparse.Namespace) -> int:
     filters = Filters(device=args.device, model=args.model, dtype=args.dtype,
                       threads=args.threads, runner=args.runner, branch=args.branch,
                       since=args.since)
-    built = report.build(points, filters)
+    built = report.build(points, filters, args.min_change)
     if args.json:
         atomic_write_text(args.json, json.dumps(built.to_json(), indent=2, default=str) + "\n")
     if args.md:
@@ -68,5 +85,6 @@ def run_report(args: argparse.Namespace) -> int:
     if not (args.json or args.md or args.html):
         print(built.to_markdown(), end="")
     print(f"history: {len(built.series)} series, {len(built.commits)} commits, "
-          f"{len(built.change_points)} change point(s)")
+          f"{len(built.change_points)} change point(s) of at least {built.min_change_text()}, "
+          f"{len(built.shifts)} shift(s) below")
     return 0

@@ -26,11 +26,12 @@ def session_doc(i: int, factor_of=lambda model, i: 1.0, noise: float = 0.02, see
     return doc
 
 
-def write_series(folder: Path, n: int, factor_of, seed: int = 0) -> list[Path]:
+def write_series(folder: Path, n: int, factor_of, seed: int = 0,
+                 noise: float = 0.02) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
     for i in range(n):
         path = folder / f"results-{i:03d}.json"
-        path.write_text(json.dumps(session_doc(i, factor_of, seed=seed)))
+        path.write_text(json.dumps(session_doc(i, factor_of, noise=noise, seed=seed)))
         paths.append(path)
     return paths

@@ -1,6 +1,7 @@
 """The history page in a real headless Chromium (`pytest-sme2 setup history` installs Debian's
-chromium): it loads with no console errors, its graphs are in the DOM, and a filter (given in
-the address, as a shared link would) changes what is shown."""
+chromium): it loads with no console errors, its graphs are in the DOM with the commit on every
+point and the unit, "what else changed" in words, and a filter (given in the address, as a
+shared link would) changes what is shown."""
 
 from __future__ import annotations
 
@@ -50,6 +51,12 @@ def test_page_loads_clean_shows_graphs_and_filters(tmp_path):
     series = re.findall(r'<div class="series"[^>]*>', dom)
     assert len(series) == 3 and dom.count("<svg") == 3 and "<polyline" in dom
     assert not any("hidden" in s for s in series)
+    # Every point names its commit on hover; every series its unit; the change in words.
+    tips = re.findall(r'<circle [^>]*data-commit="(\w+)"[^>]*><title>commit (\w+) ', dom)
+    assert len(tips) == 30 and all(a == b for a, b in tips), tips
+    assert all('data-unit="ms"' in s for s in series) and dom.count("median ms per run") == 3
+    changes = dom.split('<table id="changes">')[1].split("</table>")[0]
+    assert "toy_cnn" in changes and "{" not in changes and "&quot;" not in changes
 
     # A filter by runner: only that runner's series stays visible, and the count says so.
     dom, log = _dom(browser, html.as_uri() + "#runner=sme2_on", tmp_path / "profile2")

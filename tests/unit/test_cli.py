@@ -154,6 +154,7 @@ PARSER_BEFORE_SPLIT = {
         "--branch": ("branch", False, "store"), "--device": ("device", False, "store"),
         "--dtype": ("dtype", False, "store"), "--html": ("html", False, "store"),
         "--json": ("json", False, "store"), "--md": ("md", False, "store"),
+        "--min-change": ("min_change", False, "store"),  # issue 32, after the split
         "--model": ("model", False, "store"), "--runner": ("runner", False, "store"),
         "--since": ("since", False, "store"), "--store": ("store", False, "store"),
         "--threads": ("threads", False, "store")},
