@@ -123,7 +123,7 @@ def timeline_frames(analysis: Analysis, model_id: str
     delegated = ev["delegated"].to_numpy()
     columns = {
         "model_id": np.full(len(ev), model_id, dtype=object),
-        "name": ev["name"],
+        "name": ev["name"].array,
         "type": _text_column(ev["name"], base_type),
         "delegate_backend": _delegate_backend(delegated, ev["backend"]),
         "start_us": ev["start"].to_numpy().astype(np.float64) * us_per_tick,
@@ -132,11 +132,12 @@ def timeline_frames(analysis: Analysis, model_id: str
         "pct_total": pct,
         "node_id": node_id.astype(np.int64),
         "run_index": run_index,
-        "block": ev["block_name"],
-        "block_index": ev["block"],
+        "block": ev["block_name"].array,
+        "block_index": ev["block"].array,
     }
     ours = [c for c in ev.columns if c not in ("block", "block_name", "name", "duration_ms")]
-    frame = pd.DataFrame({**columns, **{c: ev[c] for c in ours}, "warmup": warm})
+    # Arrays, not Series: no index to align, column by column.
+    frame = pd.DataFrame({**columns, **{c: ev[c].array for c in ours}, "warmup": warm})
     timed = frame[~warm].reset_index(drop=True)
     return (timed, timed[timed["run_index"].to_numpy() == 0].reset_index(drop=True),
             frame[warm].reset_index(drop=True))
@@ -156,7 +157,7 @@ def ops_stats_frame(analysis: Analysis, model_id: str) -> pd.DataFrame:
         pct = total / summed * 100.0 if summed > 0 else np.zeros(len(ops))
     columns = {
         "model_id": np.full(len(ops), model_id, dtype=object),
-        "name": ops["name"],
+        "name": ops["name"].array,
         "type": _text_column(ops["name"], base_type),
         "delegate_backend": _delegate_backend(ops["delegated"].to_numpy(dtype=bool),
                                               ops["backend"]),
@@ -165,8 +166,8 @@ def ops_stats_frame(analysis: Analysis, model_id: str) -> pd.DataFrame:
         "avg_ms": avg,
         "pct_total": pct,
     }
-    ours = {c: ([";".join(v) for v in ops[c]] if c in ("op_types", "module_paths") else ops[c])
-            for c in ops.columns if c != "name"}
+    ours = {c: ([";".join(v) for v in ops[c]] if c in ("op_types", "module_paths")
+                else ops[c].array) for c in ops.columns if c != "name"}
     return pd.DataFrame({**columns, **ours})
 
 
