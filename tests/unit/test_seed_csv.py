@@ -246,3 +246,29 @@ def test_no_warm_up_writes_the_warm_up_header_alone(tmp_path):
     warm = write_csvs(analysis, tmp_path, "x")[4]
     assert warm.name == "x_warmup_timeline.csv"
     assert pd.read_csv(warm).empty
+
+
+def test_analyze_csv_dir_writes_files_the_kits_reading_agrees_with(tmp_path, capsys):
+    """``pytest-sme2 analyze --warmup 1 --csv-dir``: five files, model_id the ETDump's stem, and
+    the kit's per-run latencies are ``--json``'s ``e2e_ms`` without the warm-up run."""
+    import json
+
+    from pytest_sme2.cli import main
+
+    et = tmp_path / "m.etdump"
+    calls = [("delegate", 0, [("Convolution (NHWC, F32) IGEMM #1", 1000)])]
+    et.write_bytes(make_etdump([program_run(r * 1_000_000, calls, framework_ns=100 + r)
+                                for r in range(4)]))
+    out = tmp_path / "csv"
+    assert main(["analyze", str(et), "--warmup", "1", "--csv-dir", str(out), "--json",
+                 str(tmp_path / "a.json")]) == 0
+    names = ["m_all_runs_timeline.csv", "m_ops_stats.csv", "kernels.csv", "m_run0_timeline.csv",
+             "m_warmup_timeline.csv"]
+    assert [line for line in capsys.readouterr().out.splitlines()
+            if line.startswith("wrote ") and line.endswith(".csv")] == [
+        f"wrote {out / name}" for name in names]
+    doc = json.loads((tmp_path / "a.json").read_text())
+    timeline = pd.read_csv(out / "m_all_runs_timeline.csv")
+    executes = timeline[timeline["name"] == "Method::execute"]
+    assert executes.groupby("run_index")["duration_ms"].sum().tolist() == doc["e2e_ms"][1:]
+    assert set(timeline["model_id"]) == {"m"}
