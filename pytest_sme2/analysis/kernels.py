@@ -25,6 +25,7 @@ results.json stores, and never claims more than the strongest source shows.
 
 ==============  ============================================================================
 ``name``        micro-kernel function name, e.g. ``xnn_pf32_gemm_minmax_ukernel_32x32__neonsme2``
+                (the file calls it ``kernel_name``, the kit's name for it)
 ``kind``        the word before "microkernel" in the log line: gemm, igemm, dwconv, vunary...
 ``isa``         text after the last ``__`` in the name (ISA plus variant, e.g. ``neonsme2``,
                 ``neon_u16``, ``aarch64_neonfma_lane_ld128``); ``unknown`` without ``__``
