@@ -121,7 +121,8 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
                 if run.progress:
                     run.progress(f"{label}: {startup.problem}")
                 break
-    write_csvs(analysis, out, stem)  # seed-compatible CSVs beside the ETDump
+    # seed-compatible CSVs beside the ETDump; model_id as the kit names its files
+    write_csvs(analysis, out, stem, model_id=f"{run.model}_{run.dtype}_t{run.threads}_{stem}")
     # The median timed run as a Chrome/Perfetto trace: one run's events, a few milliseconds.
     trace = write_trace(analysis.events, out / f"{stem}.trace.json", warmup=settings.warmup,
                         source=str(request.etdump), e2e=analysis.e2e_all)

@@ -8,7 +8,7 @@ native-runner process (30 timed + 3 warm-up runs, 1 thread) makes an ETDump, ana
 session analyses it; then ``write_csvs`` is timed against the code it replaced (the same frames
 written with ``DataFrame.to_csv``), alternating the two, ``--repeat`` times each, each time into
 a new folder as a session does (overwriting a file costs this machine's ext4 ~0.2 ms more than
-creating one), and the three files of both are compared byte for byte (a difference stops the
+creating one), and the files of both are compared byte for byte (a difference stops the
 script). Prints the median and minimum milliseconds per block of each, and their ratio.
 """
 
@@ -22,27 +22,24 @@ import tempfile
 import time
 from pathlib import Path
 
-from pytest_sme2.analysis.kernel_trace import executed_frame
-from pytest_sme2.analysis.kernels import kernels_frame
 from pytest_sme2.analysis.summary import Analysis
 
 
 def write_csvs_pandas(analysis: Analysis, out_dir: Path, stem: str) -> list[Path]:
-    """``write_csvs`` as it was before it built the text itself (pandas ``to_csv``)."""
+    """``write_csvs``'s frames written by pandas ``to_csv`` (what it did before it built the
+    text itself), in ``write_csvs``' order."""
+    from pytest_sme2.artifacts.csv import kernels_table, ops_stats_frame, timeline_frames
+
     out_dir.mkdir(parents=True, exist_ok=True)
-    timeline = analysis.events.copy()
-    timeline["warmup"] = (timeline["run"] >= 0) & (timeline["run"] < analysis.warmup)
-    ops = analysis.operators.copy()
-    for col in ("op_types", "module_paths"):
-        ops[col] = ops[col].map(lambda v: ";".join(v))
-    paths = [out_dir / f"{stem}_all_runs_timeline.csv", out_dir / f"{stem}_ops_stats.csv",
-             out_dir / "kernels.csv"]
-    timeline.to_csv(paths[0], index=False)
-    ops.to_csv(paths[1], index=False)
-    ev = analysis.evidence
-    kernels = executed_frame(ev.executed) if ev.streaming_blocks is not None \
-        else kernels_frame(ev.kernels)
-    kernels.to_csv(paths[2], index=False)
+    timed, run0, warm = timeline_frames(analysis, stem)
+    frames = {f"{stem}_all_runs_timeline.csv": timed,
+              f"{stem}_ops_stats.csv": ops_stats_frame(analysis, stem),
+              "kernels.csv": kernels_table(analysis, stem),
+              f"{stem}_run0_timeline.csv": run0, f"{stem}_warmup_timeline.csv": warm}
+    paths = []
+    for name, frame in frames.items():
+        frame.to_csv(out_dir / name, index=False)
+        paths.append(out_dir / name)
     return paths
 
 

@@ -19,10 +19,13 @@ Four sources, of different strength:
 results.json stores, and never claims more than the strongest source shows.
 ``operator_kernel_hints`` pairs GEMM operators with the executed kernels of their datatype.
 
-``kernels_frame`` gives the ``kernels.csv`` table (seed-compatible), one row per distinct kernel:
+``kernels_frame`` gives our columns of the ``kernels.csv`` table, one row per distinct kernel
+(``pytest_sme2.artifacts.csv`` puts the seed kit's columns, from :func:`kernel_name_fields` and
+:func:`xnntrace_counts`, in front of them; docs/reference/csv-files.md):
 
 ==============  ============================================================================
 ``name``        micro-kernel function name, e.g. ``xnn_pf32_gemm_minmax_ukernel_32x32__neonsme2``
+                (the file calls it ``kernel_name``, the kit's name for it)
 ``kind``        the word before "microkernel" in the log line: gemm, igemm, dwconv, vunary...
 ``isa``         text after the last ``__`` in the name (ISA plus variant, e.g. ``neonsme2``,
                 ``neon_u16``, ``aarch64_neonfma_lane_ld128``); ``unknown`` without ``__``
@@ -299,6 +302,44 @@ def kernel_hint(operator: str, hints: Mapping[str, Sequence[str]]) -> str:
     if sharing == 1:
         return ", ".join(mine)
     return f"cannot tell ({sharing} operators share the datatype): {', '.join(mine)}"
+
+
+def xnntrace_counts(text: str) -> dict[tuple[str, str], int]:
+    """How many ``Using <kind> microkernel '<name>'`` lines name each (name, kind): XNNPACK logs
+    one per kernel config it sets up, so a kernel several operators use is named several
+    times."""
+    counts: dict[tuple[str, str], int] = {}
+    for match in _KERNEL_LINE.finditer(text):
+        key = (match.group(2), match.group(1))
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def log_category(kind: str) -> str:
+    """The seed kit's ``category`` of a kernel log line's kind: lower case, ``transposec``
+    written ``transpose``."""
+    kind = kind.lower()
+    return "transpose" if kind == "transposec" else kind
+
+
+def kernel_name_fields(name: str) -> tuple[str, str, str, str, str]:
+    """``(dtype, xnn_op, variant, ukernel_shape, arch_chain)`` of an XNNPACK micro-kernel name,
+    the seed kit's reading of ``xnn_<dtype>_<op>[_<variant>]_ukernel[_<shape>]__<arch...>``:
+    ``xnn_f32_igemm_minmax_ukernel_4x8__aarch64_neonfma`` gives ``f32, igemm, minmax, 4x8,
+    aarch64_neonfma``. ``arch_chain`` is everything after the first ``__``; the other four are
+    read from ``xnn_`` names only (empty for KleidiAI's ``kai_`` names and the rest)."""
+    base, sep, arch = name.partition("__")
+    if not name.startswith("xnn_"):
+        return "", "", "", "", arch if sep else ""
+    parts = base.split("_")
+    dtype = parts[1] if len(parts) > 2 else ""
+    op = parts[2] if len(parts) > 2 else ""
+    variant = shape = ""
+    if "ukernel" in parts:
+        at = parts.index("ukernel")
+        variant = parts[3] if at > 3 else ""
+        shape = parts[at + 1] if at + 1 < len(parts) else ""
+    return dtype, op, variant, shape, arch if sep else ""
 
 
 def kernels_frame(kernels: Iterable[LoggedKernel]) -> pd.DataFrame:

@@ -4,7 +4,7 @@ evidence. The single entry point the CLI, the plugin and reports use."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +15,7 @@ from pytest_sme2.analysis.events import name_codes
 from pytest_sme2.analysis.kernel_sample import KernelSample, read_kernel_sample_csv
 from pytest_sme2.analysis.kernel_trace import KernelTrace, read_kernel_trace_csv
 from pytest_sme2.analysis.kernels import (kernel_hint, kleidiai_ops, operator_kernel_hints,
-                                          parse_xnntrace, sme2_verdict)
+                                          parse_xnntrace, sme2_verdict, xnntrace_counts)
 from pytest_sme2.analysis.latency import LatencyStats, e2e_per_run, latency_stats
 from pytest_sme2.analysis.operators import (annotate, category_breakdown, operator_table,
                                             overheads)
@@ -38,6 +38,8 @@ class Analysis:
     overheads_ms: dict[str, float]
     evidence: KernelEvidence        # the SME2 verdict; results.json's kernel_evidence
     events: pd.DataFrame            # annotated events (category, backend, leaf)
+    # (kernel name, kind) -> the xnntrace log's lines naming it (kernels.csv's ``count``)
+    kernel_log_counts: dict[tuple[str, str], int] = field(default_factory=dict)
 
     @property
     def timed_e2e(self) -> pd.Series:
@@ -114,7 +116,8 @@ def analyze(events: pd.DataFrame, *, warmup: int = 0, source: str = "ETDump",
     return Analysis(source=source, runs=runs, warmup=warmup, e2e_all=per_run, e2e=stats,
                     categories_ms=category_breakdown(ops, stats.mean_ms, rules),
                     operators=ops, overheads_ms=overheads(annotated, timed_runs, stats.mean_ms),
-                    evidence=evidence, events=annotated)
+                    evidence=evidence, events=annotated,
+                    kernel_log_counts=xnntrace_counts(xnntrace) if xnntrace else {})
 
 
 def analyze_file(etdump: str | Path, *, warmup: int = 0, etrecord: str | Path | None = None,

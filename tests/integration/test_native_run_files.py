@@ -68,7 +68,39 @@ def test_a_real_toy_cnn_block_writes_the_csvs_pandas_wrote(tmp_path, dtype):
     etdump = Path(result.etdump)
     analysis = analyze(read_etdump(etdump), warmup=2,
                        etrecord=read_etrecord(export_model("toy_cnn", dtype).etrecord))
-    written = [etdump.with_name(f"native{suffix}") for suffix in
-               ("_all_runs_timeline.csv", "_ops_stats.csv")] + [etdump.with_name("kernels.csv")]
+    written = [etdump.with_name(name) for name in (
+        "native_all_runs_timeline.csv", "native_ops_stats.csv", "kernels.csv",
+        "native_run0_timeline.csv", "native_warmup_timeline.csv")]
     assert analysis.events["op_types"].str.len().gt(0).any()   # the ETRecord columns are there
-    assert [p.read_bytes() for p in written] == pandas_files(analysis)
+    model_id = f"toy_cnn_{dtype}_t1_native"
+    assert [p.read_bytes() for p in written] == pandas_files(analysis, model_id)
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "int8"])
+def test_a_real_etdumps_timeline_csv_gives_our_e2e_per_run(tmp_path, dtype):
+    """The seed kit's tools read a run's latency as Method::execute's duration_ms summed per
+    run_index: on a real toy_cnn ETDump that is our analysis' timed runs, value for value,
+    and the warm-up file holds the warm-up runs."""
+    import pandas as pd
+
+    from pytest_sme2.bench import BenchmarkRun, run_benchmark
+    from pytest_sme2.devices.host import HostDevice
+    from pytest_sme2.runners.native import NativeRunner, build_native_runner
+    from pytest_sme2.settings import BenchSettings
+
+    runner = NativeRunner.from_build(build_native_runner())
+    settings = BenchSettings(runs=4, warmup=2, report_dir=tmp_path, timeout_s=300)
+    result = run_benchmark(BenchmarkRun("toy_cnn", dtype, label="toy"), runner, HostDevice(),
+                           settings)
+    analysis = analyze(read_etdump(result.etdump), warmup=2)
+    folder = Path(result.etdump).parent
+
+    def per_run(name: str) -> list[float]:
+        frame = pd.read_csv(folder / name)
+        executes = frame[frame["name"] == "Method::execute"]
+        return executes.groupby("run_index")["duration_ms"].sum().tolist()
+
+    assert per_run("native_all_runs_timeline.csv") == analysis.timed_e2e.tolist()
+    assert per_run("native_all_runs_timeline.csv") == pytest.approx(result.e2e_ms, abs=1e-9)
+    assert per_run("native_run0_timeline.csv") == analysis.timed_e2e.tolist()[:1]
+    assert per_run("native_warmup_timeline.csv") == analysis.e2e_all.tolist()[:2]

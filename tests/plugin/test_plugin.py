@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 import statistics
 
+import pandas as pd
 import pytest
 
 from pytest_sme2.analysis.latency import e2e_per_run
@@ -50,7 +51,15 @@ def test_runs_benchmark_prints_latency_and_writes_results(bench_dir, export_cach
     assert b["e2e_ms"] == pytest.approx(from_trace[2:], abs=1e-6)
     folder = Path(b["etdump"]).parent
     assert {p.name for p in folder.glob("*.csv")} == {
-        "native_all_runs_timeline.csv", "native_ops_stats.csv", "kernels.csv"}
+        "native_all_runs_timeline.csv", "native_ops_stats.csv", "kernels.csv",
+        "native_run0_timeline.csv", "native_warmup_timeline.csv"}
+    # The seed kit's reading of the timeline (Method::execute summed per run_index) gives the
+    # same timed runs, and its model_id names the block.
+    timeline = pd.read_csv(folder / "native_all_runs_timeline.csv")
+    executes = timeline[timeline["name"] == "Method::execute"]
+    assert executes.groupby("run_index")["duration_ms"].sum().tolist() == pytest.approx(
+        b["e2e_ms"], abs=1e-9)
+    assert set(timeline["model_id"]) == {"toy_cnn_fp32_t1_native"}
 
 
 def test_without_a_native_runner_benchmarks_use_python_and_say_why(bench_dir, export_cache,

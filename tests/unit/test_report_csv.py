@@ -14,12 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_sme2.analysis.kernel_trace import executed_frame
-from pytest_sme2.analysis.kernels import kernels_frame
 from pytest_sme2.analysis.summary import Analysis, analyze
 from pytest_sme2.etdump import parse_etdump
 from pytest_sme2.artifacts import csv as report_csv
-from pytest_sme2.artifacts.csv import csv_text, write_csvs
+from pytest_sme2.artifacts.csv import (csv_text, kernels_table, ops_stats_frame,
+                                       timeline_frames, write_csvs)
 from pytest_sme2.results import LoggedKernel, TracedKernel
 from tests.fakes.etdumps import make_etdump, program_run
 
@@ -28,18 +27,12 @@ NASTY = ["", " ", "plain", "a,b", 'say "hi"', '"', ",", "line\nbreak", "cr\rhere
          ";", "nan", "None", "True", "1e-05", "'single'", "\\back"]
 
 
-def pandas_files(analysis: Analysis) -> list[bytes]:
-    """The three files as ``write_csvs`` wrote them with pandas ``to_csv`` before."""
-    timeline = analysis.events.copy()
-    timeline["warmup"] = (timeline["run"] >= 0) & (timeline["run"] < analysis.warmup)
-    ops = analysis.operators.copy()
-    for col in ("op_types", "module_paths"):
-        ops[col] = ops[col].map(lambda v: ";".join(v))
-    ev = analysis.evidence
-    kernels = executed_frame(ev.executed_kernels) if ev.streaming_sme_blocks is not None \
-        else kernels_frame(ev.kernels)
+def pandas_files(analysis: Analysis, stem: str = "native") -> list[bytes]:
+    """The files ``write_csvs`` writes, in its order, as pandas ``to_csv`` writes its frames."""
+    timed, run0, warm = timeline_frames(analysis, stem)
     out = []
-    for frame in (timeline, ops, kernels):
+    for frame in (timed, ops_stats_frame(analysis, stem), kernels_table(analysis, stem), run0,
+                  warm):
         buffer = io.BytesIO()
         frame.to_csv(buffer, index=False)
         out.append(buffer.getvalue())
@@ -95,7 +88,8 @@ def test_write_csvs_writes_the_bytes_pandas_wrote_for_a_real_analysis(tmp_path, 
     assert analysis.events["module_path"].str.contains('"').any()   # quoting is exercised
     paths = write_csvs(analysis, tmp_path, "native")
     assert [p.name for p in paths] == ["native_all_runs_timeline.csv", "native_ops_stats.csv",
-                                       "kernels.csv"]
+                                       "kernels.csv", "native_run0_timeline.csv",
+                                       "native_warmup_timeline.csv"]
     assert not to_csv_calls   # the frames of an analysis never need the fallback
     assert [p.read_bytes() for p in paths] == pandas_files(analysis)
 
@@ -112,7 +106,7 @@ def test_kernels_csv_matches_pandas_for_every_kind_of_evidence(tmp_path, evidenc
     analysis = crafted_analysis()
     analysis = replace(analysis, evidence=replace(analysis.evidence, **evidence))
     paths = write_csvs(analysis, tmp_path, "s")
-    assert paths[2].read_bytes() == pandas_files(analysis)[2]
+    assert paths[2].read_bytes() == pandas_files(analysis, "s")[2]
 
 
 # -- synthetic frames: every column type handled here, nasty values -------------------------
