@@ -62,7 +62,7 @@ def _analyze(args: argparse.Namespace) -> int:
         Path(args.json).write_text(json.dumps(analysis.to_json(), indent=2) + "\n")
         print(f"wrote {args.json}")
     if args.csv_dir:
-        from pytest_sme2.artifacts.csv import write_csvs
+        from pytest_sme2.measure.artifacts.csv import write_csvs
 
         for p in write_csvs(analysis, Path(args.csv_dir), Path(args.etdump).stem):
             print(f"wrote {p}")
@@ -138,10 +138,10 @@ def _program_and_inputs(args: argparse.Namespace) -> tuple[Path, Path]:
 
 def _run(args: argparse.Namespace) -> int:
     """One runner process, measured and read back as a benchmark's load-only processes are
-    (:func:`pytest_sme2.bench.measure_process`)."""
+    (:func:`pytest_sme2.measure.block.measure_process`)."""
     from pytest_sme2 import formats
     from pytest_sme2.analysis.latency import latency_stats
-    from pytest_sme2.bench import measure_process
+    from pytest_sme2.measure.block import measure_process
     from pytest_sme2.devices import open_device
     from pytest_sme2.runners import RunRequest, parse_runner_spec
 
@@ -304,7 +304,7 @@ def _add_export(sub) -> None:
 
 
 def _add_run(sub) -> None:
-    from pytest_sme2.settings import BenchSettings
+    from pytest_sme2.measure.settings import BenchSettings
 
     run = sub.add_parser("run", help="run one .pte (or a model name: its export) with one runner "
                          "on one device, write the ETDump")

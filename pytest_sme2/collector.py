@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_sme2 import session_cost
+from pytest_sme2.measure import cost as session_cost
 from pytest_sme2.report.outputs import write_reports
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.progress import SessionProgress
 
 if TYPE_CHECKING:
-    from pytest_sme2.session import BenchSession
+    from pytest_sme2.measure.session import BenchSession
 
 COLLECTOR_NAME = "sme2-collector"
 BENCH_FIXTURES = ("sme2_bench", "sme2_compare")   # a test using one is a benchmark case

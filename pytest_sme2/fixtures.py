@@ -1,5 +1,5 @@
 """What a test touches: the fixtures. Each is thin — the benchmark itself (measure, confirm,
-judge, record) is :mod:`pytest_sme2.benchmarking`; a fixture turns its outcome into pytest's
+judge, record) is :mod:`pytest_sme2.measure.benchmark`; a fixture turns its outcome into pytest's
 terms: results onto the test report, a failure, a skip, JUnit properties.
 
 pytest finds them because :mod:`pytest_sme2.plugin` (the ``pytest11`` entry point) imports
@@ -15,13 +15,13 @@ from pytest_sme2.collector import (COMPARISON_PROPERTY, RESULT_PROPERTY, block_d
                                    is_xdist_worker, write_live)
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.export import ExportedModel, export_model
-from pytest_sme2.matrix import Case
-from pytest_sme2.session import BenchSession
-from pytest_sme2.settings import DEFAULT_MARGIN, BenchSettings
+from pytest_sme2.measure.matrix import Case
+from pytest_sme2.measure.session import BenchSession
+from pytest_sme2.measure.settings import DEFAULT_MARGIN, BenchSettings
 
 if TYPE_CHECKING:  # the measuring stack (numpy, pandas) is imported when a benchmark runs
-    from pytest_sme2.benchmarking import Benchmarked
-    from pytest_sme2.compare import Comparison
+    from pytest_sme2.measure.benchmark import Benchmarked
+    from pytest_sme2.measure.comparison import Comparison
     from pytest_sme2.results import BenchmarkResult
 
 SESSION_KEY = pytest.StashKey[BenchSession]()
@@ -176,7 +176,7 @@ def sme2_model(request: pytest.FixtureRequest, sme2_session: BenchSession) -> Ex
 
 
 class _OnTheTestReport:
-    """A :class:`~pytest_sme2.benchmarking.Recorder` for a test: results ride on its report,
+    """A :class:`~pytest_sme2.measure.benchmark.Recorder` for a test: results ride on its report,
     so pytest-xdist carries them to the controller, whose collector adds them to the
     session."""
 
@@ -220,7 +220,7 @@ def sme2_bench(request: pytest.FixtureRequest, sme2_session: BenchSession,
             assert result.e2e.median_ms < 5
     """
     sme2_session.prepare()   # the measuring stack, imported once the way the session wants it
-    from pytest_sme2.benchmarking import benchmark
+    from pytest_sme2.measure.benchmark import benchmark
 
     def bench(model: str, dtype: str = "fp32", threads: int = 1,
               runner: str | None = None) -> BenchmarkResult:
@@ -244,7 +244,7 @@ def sme2_compare(request: pytest.FixtureRequest, sme2_session: BenchSession,
     ``speedup`` is base time / candidate time with a 95% CI over paired blocks. Each side is
     judged against its baseline end to end, on all its blocks."""
     sme2_session.prepare()
-    from pytest_sme2.benchmarking import compare as run_compare
+    from pytest_sme2.measure.benchmark import compare as run_compare
 
     def compare(base: str, candidate: str, model: str, dtype: str = "fp32", threads: int = 1,
                 blocks: int | None = None, margin: float = DEFAULT_MARGIN) -> Comparison:

@@ -1,6 +1,6 @@
 """What the regression gate (:mod:`pytest_sme2.gate`) is asked to do: :class:`GatePolicy`,
 its defaults, and the one function that builds it from option values — for pytest's options
-(:func:`pytest_sme2.config.config_from_options`) and ``pytest-sme2 gate`` alike, so neither
+(:func:`pytest_sme2.measure.config.config_from_options`) and ``pytest-sme2 gate`` alike, so neither
 repeats the other's defaults or checks.
 
 Kept apart from ``gate.py`` because it is light: every pytest run builds a policy, and the gate
@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.matrix import split_list
-from pytest_sme2.settings import DEFAULT_CONFIRM_BLOCKS
+from pytest_sme2.measure.matrix import split_list
+from pytest_sme2.measure.settings import DEFAULT_CONFIRM_BLOCKS
 
 DEFAULT_THRESHOLD_PCT = 10.0      # the gate's threshold when --fail-on-regression is not given
 # Load time drifts like latency; peak memory barely moves between processes.

@@ -1,7 +1,7 @@
 """pytest glue, hooks only: options, the session's lifecycle, collection (the benchmark matrix,
 runners declared ahead), xdist wiring. What a test touches is :mod:`pytest_sme2.fixtures`; the
 process that reports, :mod:`pytest_sme2.collector`; the benchmark itself,
-:mod:`pytest_sme2.benchmarking`; what the session costs, :mod:`pytest_sme2.session_cost`.
+:mod:`pytest_sme2.measure.benchmark`; what the session costs, :mod:`pytest_sme2.measure.cost`.
 This module is the ``pytest11`` entry point: the fixtures are found here because it imports
 them."""
 
@@ -12,19 +12,19 @@ from typing import Any
 
 import pytest
 
-from pytest_sme2 import session_cost
+from pytest_sme2.measure import cost as session_cost
 from pytest_sme2.collector import COLLECTOR_NAME, Collector, is_xdist_worker, write_live
-from pytest_sme2.config import (FLAGS, OPTIONS, REPEATABLE, RUNNERS_DEST, RUNNERS_INI, BaseDirs,
-                                Sme2Config, config_from_options)
+from pytest_sme2.measure.config import (FLAGS, OPTIONS, REPEATABLE, RUNNERS_DEST, RUNNERS_INI,
+                                        BaseDirs, Sme2Config, config_from_options)
 from pytest_sme2.devices.registry import check_only_device, resolve_devices
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.fixtures import (SESSION_KEY, item_device, session_devices,  # noqa: F401
                                   sme2_bench, sme2_capable_device, sme2_compare, sme2_device,
                                   sme2_device_spec, sme2_emulated, sme2_min_speedup, sme2_model,
                                   sme2_off, sme2_on, sme2_runners, sme2_session, sme2_settings)
-from pytest_sme2.matrix import Case, build_matrix, with_devices
+from pytest_sme2.measure.matrix import Case, build_matrix, with_devices
 from pytest_sme2.report.outputs import warm_up
-from pytest_sme2.session import BenchSession
+from pytest_sme2.measure.session import BenchSession
 
 MATRIX_KEY = pytest.StashKey[list[Case]]()
 NOTES_KEY = pytest.StashKey[list[str]]()      # header lines: devices left out, --dist chosen

@@ -62,7 +62,7 @@ def block_analysis(model: str, dtype: str, work: Path) -> Analysis:
 
 
 def main() -> None:
-    from pytest_sme2.artifacts.csv import write_csvs
+    from pytest_sme2.measure.artifacts.csv import write_csvs
 
     p = argparse.ArgumentParser()
     p.add_argument("--models", default="toy_cnn,mobilenet_v3_small,vit_tiny")

@@ -101,7 +101,7 @@ def _trial(bench, progs, change, t, tag) -> dict:
 
 def measure(args) -> dict:
     args.out.mkdir(parents=True, exist_ok=True)
-    from pytest_sme2.precision import until_precise
+    from pytest_sme2.measure.precision import until_precise
 
     bench = ige.Bench(args.out)
     progs = _exports(bench, args.out)

@@ -15,7 +15,7 @@ import pytest
 
 from pytest_sme2.runners.base import RunnerBase
 from pytest_sme2.analysis.kernel_trace import executed_kernels
-from pytest_sme2.compare import check_outputs
+from pytest_sme2.measure.comparison import check_outputs
 from pytest_sme2.devices.android import device as android
 from pytest_sme2.devices.android import open_android
 from pytest_sme2.etdump import read_etdump

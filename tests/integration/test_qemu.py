@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_sme2.bench import BenchmarkRun, run_benchmark, run_comparison
+from pytest_sme2.measure.block import BenchmarkRun, run_benchmark, run_comparison
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.runners import RunnerError
 from pytest_sme2.runners.spec import masked_pair
-from pytest_sme2.settings import BenchSettings
+from pytest_sme2.measure.settings import BenchSettings
 from tests.needs import missing, tool
 
 

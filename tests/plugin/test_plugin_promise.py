@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_sme2.bench import artifact_dir
+from pytest_sme2.measure.block import artifact_dir
 from pytest_sme2.devices.host import HostDevice
 from pytest_sme2.runners import RunnerError, RunRequest
 from pytest_sme2.runners.binary import host_machine

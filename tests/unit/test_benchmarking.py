@@ -1,4 +1,4 @@
-"""pytest_sme2.benchmarking without pytest: measure → suspect → confirm → judge → record with
+"""pytest_sme2.measure.benchmark without pytest: measure → suspect → confirm → judge → record with
 a stand-in session (no runner, no device), and what reaches the recorder on every exit."""
 
 from __future__ import annotations
@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_sme2 import bench, benchmarking
+from pytest_sme2.measure import block as bench
+from pytest_sme2.measure import benchmark as benchmarking
 from pytest_sme2.analysis.latency import latency_stats
 from pytest_sme2.baseline_store import save
-from pytest_sme2.config import Sme2Config
+from pytest_sme2.measure.config import Sme2Config
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate_policy import GatePolicy
 from pytest_sme2.results import BenchmarkResult, ResultAnalysis, RunContext
@@ -174,7 +175,7 @@ def test_a_comparison_judges_each_side_on_all_its_blocks_and_records_the_verdict
             for runner in (base, candidate):
                 sides[runner].append(_block(STEADY, f"{run.label}[{runner}#{i}]", runner, i))
                 on_block(sides[runner][-1])
-        from pytest_sme2.compare import make_comparison
+        from pytest_sme2.measure.comparison import make_comparison
 
         return make_comparison(sides[base], sides[candidate], nodeid=run.label)
 

@@ -201,7 +201,7 @@ def test_option_defaults_come_from_their_one_home():
     from pytest_sme2.cli import build_parser
     from pytest_sme2.gate_policy import (DEFAULT_LOAD_THRESHOLD_PCT,
                                          DEFAULT_MEMORY_THRESHOLD_PCT, DEFAULT_THRESHOLD_PCT)
-    from pytest_sme2.settings import BenchSettings
+    from pytest_sme2.measure.settings import BenchSettings
 
     parser = build_parser()
     run = parser.parse_args(["run", "m.pte", "--etdump", "x"])

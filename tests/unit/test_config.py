@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_sme2.config import (DEFAULT_BASELINE_DIR, EMULATED_DEFAULTS, OPTIONS, BaseDirs,
+from pytest_sme2.measure.config import (DEFAULT_BASELINE_DIR, EMULATED_DEFAULTS, OPTIONS, BaseDirs,
                                 GatePolicy, Sme2Config, config_from_options)
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.settings import BenchSettings
+from pytest_sme2.measure.settings import BenchSettings
 
 DIRS = BaseDirs(invocation=Path("/work/here"), rootdir=Path("/repo"))
 

@@ -129,7 +129,7 @@ def test_page_stays_small_for_many_series(tmp_path):
 
 
 def test_the_option_and_its_ini_twin(tmp_path):
-    from pytest_sme2.config import BaseDirs, config_from_options
+    from pytest_sme2.measure.config import BaseDirs, config_from_options
 
     dirs = BaseDirs(invocation=tmp_path / "cwd", rootdir=tmp_path / "root")
     assert config_from_options({}, {}, dirs).history is None

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_sme2 import benchmarking
-from pytest_sme2.benchmarking import Benchmarked, _ab_base, _Base, _judge_ab, _run
+from pytest_sme2.measure import benchmark as benchmarking
+from pytest_sme2.measure.benchmark import Benchmarked, _ab_base, _Base, _judge_ab, _run
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate import NOT_COMPARED
 from pytest_sme2.gate_policy import GatePolicy

@@ -18,8 +18,8 @@ from pytest_sme2.analysis.kernel_trace import executed_frame
 from pytest_sme2.analysis.kernels import kernels_frame
 from pytest_sme2.analysis.summary import Analysis, analyze
 from pytest_sme2.etdump import parse_etdump
-from pytest_sme2.artifacts import csv as report_csv
-from pytest_sme2.artifacts.csv import csv_text, write_csvs
+from pytest_sme2.measure.artifacts import csv as report_csv
+from pytest_sme2.measure.artifacts.csv import csv_text, write_csvs
 from pytest_sme2.results import LoggedKernel, TracedKernel
 from tests.fakes.etdumps import make_etdump, program_run
 

@@ -1,4 +1,4 @@
-"""pytest_sme2.session_cost alone: each measure that keeps a session's own cost small, without
+"""pytest_sme2.measure.cost alone: each measure that keeps a session's own cost small, without
 a pytest session or a runner (README, "What a session costs")."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import gc
 import sys
 import types
 
-from pytest_sme2 import session_cost
+from pytest_sme2.measure import cost as session_cost
 
 
 class _Plugins:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_sme2.config import BaseDirs, config_from_options
+from pytest_sme2.measure.config import BaseDirs, config_from_options
 from pytest_sme2.devices.android.facts import parse_thermal_state
 from pytest_sme2.devices.base import DeviceBase
 from pytest_sme2.errors import Sme2Error

@@ -1,6 +1,6 @@
 """Session-wide benchmark settings: a module of its own, so the pytest plugin can read its
 options without importing the analysis stack (pandas) into every pytest run. Option values are
-checked where they are read (:func:`pytest_sme2.config.config_from_options`)."""
+checked where they are read (:func:`pytest_sme2.measure.config.config_from_options`)."""
 
 from __future__ import annotations
 

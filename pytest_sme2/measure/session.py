@@ -10,19 +10,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from pytest_sme2 import session_cost
-from pytest_sme2.config import Sme2Config
+from pytest_sme2.measure import cost as session_cost
+from pytest_sme2.measure.config import Sme2Config
 from pytest_sme2.devices.base import Device
 from pytest_sme2.devices.registry import open_device
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.runners.base import Runner, RunnerError
 from pytest_sme2.runners.spec import RunnerSpec, runner_specs
-from pytest_sme2.settings import BenchSettings
+from pytest_sme2.measure.settings import BenchSettings
 from pytest_sme2.versions import versions
 
 if TYPE_CHECKING:  # the measuring stack (pandas) is imported when a benchmark runs
     from pytest_sme2.results import ComparisonRecord
-    from pytest_sme2.bench import BenchmarkRun
+    from pytest_sme2.measure.block import BenchmarkRun
     from pytest_sme2.results import BlockResult, ResultsWriter
 
 RESULTS_FILE = "results.json"
@@ -180,14 +180,14 @@ class BenchSession:
         """Before the first measurement, once: import what the session imports anyway (the
         measuring stack, and with a fork server starting beside us the report's plotting
         library and templates too, and the collected exports), then leave the objects those
-        imports made out of the garbage collector's walks (:mod:`pytest_sme2.session_cost`)."""
+        imports made out of the garbage collector's walks (:mod:`pytest_sme2.measure.cost`)."""
         if self._settled:
             return
         from pytest_sme2.runners.fork_server import shared_server
 
         self._settled = True
         with session_cost.settling() as froze:
-            import pytest_sme2.bench  # noqa: F401 - pandas and the analysis
+            import pytest_sme2.measure.block  # noqa: F401 - pandas and the analysis
             if shared_server().starting:
                 session_cost.warm_imports(self._prefetch, self.settings.cache_dir,
                                           self.warm_ups)
@@ -195,7 +195,7 @@ class BenchSession:
 
     def measuring(self) -> AbstractContextManager[None]:
         """Entered around each measured process: the fork server, if still importing, waits
-        (:func:`pytest_sme2.session_cost.fork_server_paused`)."""
+        (:func:`pytest_sme2.measure.cost.fork_server_paused`)."""
         return session_cost.fork_server_paused()
 
     def measure(self, run: BenchmarkRun, runner: str,
@@ -204,7 +204,7 @@ class BenchSession:
         """One block of ``run`` with the runner configured under ``runner``, on the device.
         ``export_again=False`` for the blocks after the first: --sme2-reexport exports once per
         benchmark, not once per block."""
-        from pytest_sme2.bench import run_benchmark
+        from pytest_sme2.measure.block import run_benchmark
 
         settings = self.settings if export_again else replace(self.settings, reexport=False)
         self.prepare()

@@ -23,11 +23,12 @@ from pytest_sme2.gate_policy import (DEFAULT_LOAD_THRESHOLD_PCT,  # noqa: F401
                                      DEFAULT_THRESHOLD_PCT,
                                      GatePolicy, gate_policy, parse_gate_categories,
                                      parse_measure_threshold, parse_threshold)
-from pytest_sme2.matrix import (DEFAULT_DTYPES, DEFAULT_MODELS, DEFAULT_THREADS, parse_threads,
-                                split_list)
+from pytest_sme2.measure.matrix import (DEFAULT_DTYPES, DEFAULT_MODELS, DEFAULT_THREADS,
+                                        parse_threads, split_list)
 from pytest_sme2.devices.registry import DeviceSpec
 from pytest_sme2.runners.spec import runner_specs
-from pytest_sme2.settings import DEFAULT_CONFIRM_BLOCKS, DEFAULT_LOADS, MIN_BLOCKS, BenchSettings
+from pytest_sme2.measure.settings import (DEFAULT_CONFIRM_BLOCKS, DEFAULT_LOADS, MIN_BLOCKS,
+                                          BenchSettings)
 from pytest_sme2.thermal import DEFAULT_TIMEOUT_S as COOLDOWN_TIMEOUT_S
 from pytest_sme2.thermal import CooldownPolicy
 

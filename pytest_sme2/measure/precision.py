@@ -11,7 +11,7 @@ Two intervals are made precise:
   on the mean log block median, since between-process drift is what one block cannot show.
 
 :class:`Goal` is the stopping rule; :func:`until_precise` drives it over a function that
-measures one pair, and the benchmark loop (:mod:`pytest_sme2.benchmarking`) asks it after
+measures one pair, and the benchmark loop (:mod:`pytest_sme2.measure.benchmark`) asks it after
 each block.
 """
 

@@ -3,10 +3,10 @@ record. The ``sme2_bench`` and ``sme2_compare`` fixtures call :func:`benchmark` 
 :func:`compare` and only turn the outcome into pytest's terms (a failure, JUnit properties);
 without pytest::
 
-    from pytest_sme2.benchmarking import benchmark
-    from pytest_sme2.config import Sme2Config
+    from pytest_sme2.measure.benchmark import benchmark
+    from pytest_sme2.measure.config import Sme2Config
     from pytest_sme2.report.outputs import write_reports
-    from pytest_sme2.session import BenchSession
+    from pytest_sme2.measure.session import BenchSession
 
     session = BenchSession(Sme2Config())
     try:
@@ -29,17 +29,17 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable, Protocol
 
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.settings import DEFAULT_MARGIN
+from pytest_sme2.measure.settings import DEFAULT_MARGIN
 
 if TYPE_CHECKING:  # the measuring stack (pandas) is imported when a benchmark runs
-    from pytest_sme2.bench import BenchmarkRun
-    from pytest_sme2.compare import Comparison
+    from pytest_sme2.measure.block import BenchmarkRun
+    from pytest_sme2.measure.comparison import Comparison
     from pytest_sme2.gate import GateReport
     from pytest_sme2.gate_ab import Pairs
     from pytest_sme2.gate_policy import GatePolicy
-    from pytest_sme2.precision import Precision
+    from pytest_sme2.measure.precision import Precision
     from pytest_sme2.results import BenchmarkResult
-    from pytest_sme2.session import BenchSession
+    from pytest_sme2.measure.session import BenchSession
 
 Say = Callable[[str], None]
 # After each block: blocks measured so far, and the planned total when known (a comparison).
@@ -138,9 +138,9 @@ def compare(session: BenchSession, base: str, candidate: str, model: str, dtype:
             block_done: BlockDone | None = None,
             recorder: Recorder | None = None) -> Benchmarked:
     """Runners ``base`` and ``candidate`` in interleaved blocks on one device
-    (:func:`pytest_sme2.bench.run_comparison`), each side then judged against its baseline end
-    to end on all its blocks (categories are not gated here), and recorded."""
-    from pytest_sme2.bench import run_comparison
+    (:func:`pytest_sme2.measure.block.run_comparison`), each side then judged against its
+    baseline end to end on all its blocks (categories are not gated here), and recorded."""
+    from pytest_sme2.measure.block import run_comparison
 
     run = _run(session, model, dtype, threads, label, progress)
     out = Benchmarked(replace(session.config.gate, categories=()))
@@ -153,7 +153,7 @@ def compare(session: BenchSession, base: str, candidate: str, model: str, dtype:
 
     goal = None
     if out.policy.precision_pct is not None:
-        from pytest_sme2.precision import Goal
+        from pytest_sme2.measure.precision import Goal
 
         goal = Goal(out.policy.precision_pct, out.policy.precision_budget_s).start()
 
@@ -211,8 +211,8 @@ def _run(session: BenchSession, model: str, dtype: str, threads: int, label: str
          progress: Say | None) -> BenchmarkRun:
     """``label`` names the benchmark in results (a pytest node id); None: model-dtype-threads.
     A .pte is benchmarked as exported, whatever dtype was asked (``sme2_bench("m.pte")``)."""
-    from pytest_sme2.bench import BenchmarkRun
-    from pytest_sme2.matrix import Case
+    from pytest_sme2.measure.block import BenchmarkRun
+    from pytest_sme2.measure.matrix import Case
     from pytest_sme2.model_spec import AS_EXPORTED, is_pte
 
     dtype = AS_EXPORTED if is_pte(model) else dtype
@@ -253,7 +253,7 @@ def _until_precise(session: BenchSession, run: BenchmarkRun, runner: str, out: B
     """--sme2-precision without a base: blocks until the benchmark's level (its typical block
     median over processes) is within ±PCT%, or the budget is spent; the outcome on each
     block (``precision`` in results.json) and, when not reached, one progress line."""
-    from pytest_sme2.precision import Goal
+    from pytest_sme2.measure.precision import Goal
 
     policy = out.policy
     goal = Goal(policy.precision_pct, policy.precision_budget_s).start()
@@ -374,7 +374,7 @@ def _measure_pairs(session: BenchSession, run: BenchmarkRun, runner: str, base: 
     candidate's blocks go to ``out.blocks``; the base's are values only, never recorded."""
     from pytest_sme2 import gate_ab
     from pytest_sme2.model_spec import AS_EXPORTED
-    from pytest_sme2.precision import Goal
+    from pytest_sme2.measure.precision import Goal
 
     policy = out.policy
     candidate = _more_blocks(session, run, runner, out, progress, device, block_done)
