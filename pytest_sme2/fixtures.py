@@ -20,7 +20,7 @@ from pytest_sme2.measure.session import BenchSession
 from pytest_sme2.measure.settings import DEFAULT_MARGIN, BenchSettings
 
 if TYPE_CHECKING:  # the measuring stack (numpy, pandas) is imported when a benchmark runs
-    from pytest_sme2.measure.benchmark import Benchmarked
+    from pytest_sme2.measure.benchmark import Benchmarked, BenchmarkLoop
     from pytest_sme2.measure.comparison import Comparison
     from pytest_sme2.results import BenchmarkResult
 
@@ -200,13 +200,15 @@ def _label(request: pytest.FixtureRequest) -> str:
     return nodeid
 
 
-def _how(request: pytest.FixtureRequest, device: str) -> dict:
-    """What a benchmark in this test is told: where, under which name, and where to report."""
+def _loop(request: pytest.FixtureRequest, session: BenchSession, device: str) -> BenchmarkLoop:
+    """The benchmark loop of this test: where, under which name, and where to report."""
+    from pytest_sme2.measure.benchmark import BenchmarkLoop  # pandas: when a benchmark runs
+
     config = request.config
-    return {"device": device, "label": _label(request),
-            "progress": lambda msg: write_live(config, f"sme2: {msg}"),
-            "block_done": lambda done, total: block_done(config, done, total),
-            "recorder": _OnTheTestReport(request)}
+    return BenchmarkLoop(session, device=device, label=_label(request),
+                         progress=lambda msg: write_live(config, f"sme2: {msg}"),
+                         block_done=lambda done, total: block_done(config, done, total),
+                         recorder=_OnTheTestReport(request))
 
 
 @pytest.fixture
@@ -220,12 +222,11 @@ def sme2_bench(request: pytest.FixtureRequest, sme2_session: BenchSession,
             assert result.e2e.median_ms < 5
     """
     sme2_session.prepare()   # the measuring stack, imported once the way the session wants it
-    from pytest_sme2.measure.benchmark import benchmark
 
     def bench(model: str, dtype: str = "fp32", threads: int = 1,
               runner: str | None = None) -> BenchmarkResult:
-        done = benchmark(sme2_session, model, dtype, threads, runner,
-                         **_how(request, sme2_device_spec))
+        loop = _loop(request, sme2_session, sme2_device_spec)
+        done = loop.benchmark(Case(model, dtype, threads), runner)
         _conclude(request, done)
         return done.result
 
@@ -244,12 +245,11 @@ def sme2_compare(request: pytest.FixtureRequest, sme2_session: BenchSession,
     ``speedup`` is base time / candidate time with a 95% CI over paired blocks. Each side is
     judged against its baseline end to end, on all its blocks."""
     sme2_session.prepare()
-    from pytest_sme2.measure.benchmark import compare as run_compare
 
     def compare(base: str, candidate: str, model: str, dtype: str = "fp32", threads: int = 1,
                 blocks: int | None = None, margin: float = DEFAULT_MARGIN) -> Comparison:
-        done = run_compare(sme2_session, base, candidate, model, dtype, threads, blocks=blocks,
-                           margin=margin, **_how(request, sme2_device_spec))
+        loop = _loop(request, sme2_session, sme2_device_spec)
+        done = loop.compare(base, candidate, Case(model, dtype, threads), blocks, margin)
         _conclude(request, done)
         return done.comparison
 

@@ -26,20 +26,25 @@ onto the test report in a pytest session (results travel to the xdist controller
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from statistics import median
 from typing import TYPE_CHECKING, Callable, Protocol
 
+from pytest_sme2 import base_programs, baseline_store, gate, gate_ab
+from pytest_sme2.baseline_key import UNDER_TEST, BaselineKey, UnderTest
 from pytest_sme2.errors import Sme2Error
+from pytest_sme2.gate import GateReport
+from pytest_sme2.gate_ab import Pairs
+from pytest_sme2.measure.block import BenchmarkRun, Interleaving, run_comparison
+from pytest_sme2.measure.matrix import Case
+from pytest_sme2.measure.precision import Goal, Precision
 from pytest_sme2.measure.settings import DEFAULT_MARGIN
+from pytest_sme2.model_spec import AS_EXPORTED, is_pte
 
-if TYPE_CHECKING:  # the measuring stack (pandas) is imported when a benchmark runs
-    from pytest_sme2.measure.block import BenchmarkRun
-    from pytest_sme2.measure.comparison import Comparison
-    from pytest_sme2.gate import GateReport
-    from pytest_sme2.gate_ab import Pairs
+if TYPE_CHECKING:
     from pytest_sme2.gate_policy import GatePolicy
-    from pytest_sme2.measure.precision import Precision
-    from pytest_sme2.results import BenchmarkResult
+    from pytest_sme2.measure.comparison import Comparison
     from pytest_sme2.measure.session import BenchSession
+    from pytest_sme2.results import BenchmarkResult
 
 Say = Callable[[str], None]
 # After each block: blocks measured so far, and the planned total when known (a comparison).
@@ -87,8 +92,6 @@ class Benchmarked:
     @property
     def report(self) -> GateReport:
         """The gate's report on everything judged (both sides of a comparison as one)."""
-        from pytest_sme2.gate import GateReport
-
         reports = list(self.reports.values())
         return reports[0] if len(reports) == 1 else GateReport.of_all(reports)
 
@@ -99,100 +102,26 @@ class Benchmarked:
 
 
 def benchmark(session: BenchSession, model: str, dtype: str = "fp32", threads: int = 1,
-              runner: str | None = None, device: str | None = None, label: str | None = None,
-              progress: Say | None = None, block_done: BlockDone | None = None,
-              recorder: Recorder | None = None) -> Benchmarked:
+              runner: str | None = None, device: str | None = None) -> Benchmarked:
     """One benchmark setting on ``device`` (None: the session's only one) with ``runner``
-    (None: the session's default there): one block, instructions counted when configured,
-    judged against its baseline — a suspected regression measured again in fresh processes
-    first — and recorded. A failed run or an unreadable baseline is ``error``, not raised."""
-    runner = runner or session.default_runner(progress, device)
-    run = _run(session, model, dtype, threads, label, progress)
-    out = Benchmarked(session.config.gate)
-    try:
-        out.blocks.append(session.measure(run, runner, progress, device=device))
-        _tell(block_done, 1)
-        if session.config.measure == "instructions":
-            session.count_instructions(out.blocks[0], progress, device)
-        if out.policy.mode == "ab":
-            out.reports[runner] = _judge_ab(session, run, runner, out, progress, device,
-                                            block_done)
-        else:
-            if out.policy.precision_pct is not None:
-                _until_precise(session, run, runner, out, progress, device, block_done)
-            out.reports[runner] = _judge(session, run, runner, out, progress, device,
-                                         block_done)
-    except Sme2Error as e:  # a failed run, a corrupt baseline file
-        from pytest_sme2.gate import GateReport
-
-        out.reports[runner] = GateReport.unjudged(f"not judged: {e}")
-        out.error = e
-    finally:
-        record(out, session, recorder)
-    return out
+    (None: the session's default there), recorded into the session: a
+    :class:`BenchmarkLoop` with nothing else set. A failed run is ``error``, not raised."""
+    return BenchmarkLoop(session, device).benchmark(Case(model, dtype, threads), runner)
 
 
-def compare(session: BenchSession, base: str, candidate: str, model: str, dtype: str = "fp32",
-            threads: int = 1, blocks: int | None = None, margin: float = DEFAULT_MARGIN,
-            device: str | None = None, label: str | None = None, progress: Say | None = None,
-            block_done: BlockDone | None = None,
-            recorder: Recorder | None = None) -> Benchmarked:
-    """Runners ``base`` and ``candidate`` in interleaved blocks on one device
-    (:func:`pytest_sme2.measure.block.run_comparison`), each side then judged against its
-    baseline end to end on all its blocks (categories are not gated here), and recorded."""
-    from pytest_sme2.measure.block import run_comparison
-
-    run = _run(session, model, dtype, threads, label, progress)
-    out = Benchmarked(replace(session.config.gate, categories=()))
-    per_side = blocks or session.config.blocks
-
-    def on_block(result: BenchmarkResult) -> None:
-        out.blocks.append(result)
-        # --sme2-precision: how many pairs it takes is not known ahead
-        _tell(block_done, len(out.blocks), None if goal else 2 * per_side)
-
-    goal = None
-    if out.policy.precision_pct is not None:
-        from pytest_sme2.measure.precision import Goal
-
-        goal = Goal(out.policy.precision_pct, out.policy.precision_budget_s).start()
-
-    def paired(a: list[BenchmarkResult], b: list[BenchmarkResult]):
-        from pytest_sme2.gate_ab import Pairs
-
-        return Pairs(tuple(map(_block_value, a)), tuple(map(_block_value, b)))
-
-    try:
-        out.comparison = run_comparison(
-            run, session.runner(base, progress, device),
-            session.runner(candidate, progress, device), session.device(device),
-            session.settings, blocks=per_side, margin=margin, on_block=on_block,
-            **({"more": lambda a, b: goal.more(paired(a, b))} if goal else {}))
-        if goal is not None:
-            c = out.comparison
-            _record_precision(goal.outcome(paired(c.base_blocks, c.candidate_blocks)),
-                              out.blocks, run, f"{base} vs {candidate}", progress)
-        for side in (out.comparison.base, out.comparison.candidate):
-            out.reports[side] = _judge(session, run, side, out, progress, device, block_done,
-                                       side_label=True)
-    except Sme2Error as e:  # a failed run, a corrupt baseline file
-        from pytest_sme2.gate import GateReport
-
-        out.reports = dict.fromkeys({r.runner_name for r in out.blocks},
-                                    GateReport.unjudged(f"not judged: {e}"))
-        out.error = e
-    finally:
-        record(out, session, recorder)
-    return out
+def compare(session: BenchSession, base: str, candidate: str, case: Case | str,
+            blocks: int | None = None, margin: float = DEFAULT_MARGIN) -> Benchmarked:
+    """Runners ``base`` and ``candidate`` in interleaved blocks on the session's only device:
+    :meth:`BenchmarkLoop.compare`. ``case``: a :class:`Case`, or a model name (fp32, 1
+    thread)."""
+    case = Case(case, "fp32", 1) if isinstance(case, str) else case
+    return BenchmarkLoop(session).compare(base, candidate, case, blocks, margin)
 
 
 def record(out: Benchmarked, session: BenchSession, recorder: Recorder | None = None) -> None:
     """Put each block's verdicts on it (``not judged`` when the benchmark stopped before its
     runner was judged) and what was under test, let plugins amend it, and hand it to
     ``recorder``; then the comparison, with each side's end-to-end verdict."""
-    from pytest_sme2.baseline_key import UNDER_TEST, UnderTest
-    from pytest_sme2.gate import GateReport
-
     recorder = recorder or SessionRecorder(session)
     for result in out.blocks:
         report = out.reports.get(result.runner_name) or \
@@ -207,77 +136,16 @@ def record(out: Benchmarked, session: BenchSession, recorder: Recorder | None = 
         recorder.comparison(out.comparison)
 
 
-def _run(session: BenchSession, model: str, dtype: str, threads: int, label: str | None,
-         progress: Say | None) -> BenchmarkRun:
-    """``label`` names the benchmark in results (a pytest node id); None: model-dtype-threads.
-    A .pte is benchmarked as exported, whatever dtype was asked (``sme2_bench("m.pte")``)."""
-    from pytest_sme2.measure.block import BenchmarkRun
-    from pytest_sme2.measure.matrix import Case
-    from pytest_sme2.model_spec import AS_EXPORTED, is_pte
-
-    dtype = AS_EXPORTED if is_pte(model) else dtype
-    return BenchmarkRun(model, dtype, threads, label=label or Case(model, dtype, threads).id,
-                        progress=progress, rules=session.config.category_rules,
-                        measuring=session.measuring)
-
-
-def _tell(block_done: BlockDone | None, blocks: int, total: int | None = None) -> None:
-    if block_done is not None:
-        block_done(blocks, total)
-
-
-def _more_blocks(session: BenchSession, run: BenchmarkRun, runner: str, out: Benchmarked,
-                 progress: Say | None, device: str | None, block_done: BlockDone | None,
-                 side_label: bool = False) -> Callable[[int], BenchmarkResult]:
-    """``measure(block)``: one more block of the benchmark under test, fresh process, kept in
-    ``out.blocks`` (confirmation, precision and A/B blocks alike)."""
-    def measure(block: int) -> BenchmarkResult:
-        label = f"{run.label}[{runner}#{block}]" if side_label else run.label
-        out.blocks.append(session.measure(replace(run, label=label, block=block), runner,
-                                          progress, export_again=False, device=device))
-        _tell(block_done, len(out.blocks))
-        return out.blocks[-1]
-
-    return measure
-
-
-def _block_value(result: BenchmarkResult) -> float:
-    from statistics import median
-
+def block_value(result: BenchmarkResult) -> float:
+    """A block's one number for precision and the A/B pairs: its end-to-end median."""
     return float(median(result.e2e_ms))
-
-
-def _until_precise(session: BenchSession, run: BenchmarkRun, runner: str, out: Benchmarked,
-                   progress: Say | None, device: str | None,
-                   block_done: BlockDone | None) -> None:
-    """--sme2-precision without a base: blocks until the benchmark's level (its typical block
-    median over processes) is within ±PCT%, or the budget is spent; the outcome on each
-    block (``precision`` in results.json) and, when not reached, one progress line."""
-    from pytest_sme2.measure.precision import Goal
-
-    policy = out.policy
-    goal = Goal(policy.precision_pct, policy.precision_budget_s).start()
-    measure = _more_blocks(session, run, runner, out, progress, device, block_done)
-    values = lambda: tuple(_block_value(r) for r in out.blocks)  # noqa: E731
-    while goal.more(values()):
-        measure(len(out.blocks))
-    _record_precision(goal.outcome(values()), out.blocks, run, runner, progress)
-
-
-def _record_precision(outcome, blocks: list[BenchmarkResult], run: BenchmarkRun, runner: str,
-                      progress: Say | None) -> None:
-    for r in blocks:
-        r.extra["precision"] = outcome.to_dict()
-    if not outcome.reached and progress:
-        progress(f"{run.model} {run.dtype} t{run.threads} {runner}: --sme2-precision "
-                 f"{outcome.target_pct:g}% not reached: {outcome.why}")
 
 
 AGAINST_RUNNER = "the same program re-measured in this session on runner"
 
 
 @dataclass(frozen=True)
-class _Base:
+class BaseProgram:
     """What the A/B gate re-measures: a program (None: the candidate's own) with a runner;
     ``missing`` says why there is nothing to re-measure."""
 
@@ -286,153 +154,282 @@ class _Base:
     missing: str = ""
 
 
-def _ab_base(session: BenchSession, first: BenchmarkResult, runner: str) -> _Base:
-    """The base program: the one the baseline's newest session measured, kept by hash
-    beside the baseline (pytest_sme2.base_programs); and --sme2-ab-base-runner. Neither
-    differing from what is under test leaves nothing to compare."""
-    from pytest_sme2 import base_programs, baseline_store
-    from pytest_sme2.baseline_key import BaselineKey, UnderTest
+@dataclass
+class BenchmarkLoop:
+    """The measure → suspect → confirm → judge → record loop for one test: the session, the
+    device it runs on (None: the session's only one), the name it is recorded under (a pytest
+    node id; None: model-dtype-threads), where progress lines and finished blocks are told,
+    and where judged blocks go (None: into the session).
 
-    base_runner = session.config.gate.base_runner or runner
-    folder = session.config.baseline_dir
-    if folder is None:
-        return _Base(None, base_runner, "" if base_runner != runner
-                     else "no baseline folder configured")
-    found = baseline_store.find(folder, BaselineKey.from_result(first))
-    under_test = found.baseline.under_test if found.baseline is not None else None
-    if found.baseline is None:
-        why = f"no baseline in {folder} to take the base program from"
-    elif under_test is None or not under_test.program:
-        why = "the baseline's sessions do not record which program they measured"
-    else:
-        program = base_programs.find(folder, under_test.program)
-        why = program.missing
-        if program.path is not None:
-            if UnderTest.of(first).program != under_test.program:
-                return _Base(str(program.path), base_runner)
-            why = "the program under test is the baseline's"
-    if base_runner != runner:
-        return _Base(None, base_runner)     # a runtime change: the same program, two runners
-    return _Base(None, base_runner, why)
+    :meth:`benchmark` and :meth:`compare` are the two ways a test is measured; each keeps its
+    blocks on a :class:`Benchmarked`. Every block is measured by :meth:`measure_block`, the one
+    place a workload of another kind (a token loop instead of a model's forward pass) would
+    measure differently; judging and recording read only the blocks' results."""
 
+    session: BenchSession
+    device: str | None = None
+    label: str | None = None
+    progress: Say | None = None
+    block_done: BlockDone | None = None
+    recorder: Recorder | None = None
 
-def _judge_ab(session: BenchSession, run: BenchmarkRun, runner: str, out: Benchmarked,
-              progress: Say | None, device: str | None,
-              block_done: BlockDone | None) -> GateReport:
-    """--sme2-gate-mode ab: the base re-measured in interleaved pairs with the candidate
-    (:func:`_measure_pairs`), judged by the paired rule (:func:`pytest_sme2.gate_ab.judge_ab`).
-    Categories, load and memory are judged against the stored baseline on all the candidate's
-    blocks. With nothing to re-measure (no stored program, the same program and runner), the
-    stored rule judges, and its verdict says why."""
-    from pytest_sme2 import gate, gate_ab
-
-    policy = out.policy
-    base = _ab_base(session, out.blocks[0], runner)
-    if base.missing:
-        return _stored_instead(session, run, runner, out, progress, device, block_done,
-                               base.missing)
-    pairs, precision = _measure_pairs(session, run, runner, base, out, progress, device,
-                                      block_done)
-    verdict = gate_ab.judge_ab(pairs, policy.threshold_pct)
-    if base.runner != runner:               # say what the pairs compared, in the summary too
-        what = f"{base.pte} on runner {base.runner}" if base.pte else \
-            f"the same program on runner {base.runner}"
-        verdict = replace(verdict, reason=f"{verdict.reason}; base: {what}, "
-                                          f"candidate on runner {runner}",
-                          against=f"{AGAINST_RUNNER} {base.runner}"
-                          if not base.pte else f"{gate_ab.AGAINST} on runner {base.runner}")
-    if precision is not None:
-        _record_precision(precision, out.blocks, run, runner, progress)
-    stored = gate.evaluate(out.blocks, session.config.baseline_dir, policy)
-    verdict = replace(verdict, changed_since_baseline=stored.e2e.changed_since_baseline)
-    if progress:
-        progress(f"{run.model} {run.dtype} t{run.threads} {runner}: {verdict.summary}")
-    return replace(stored, judgements=(verdict, *stored.judgements[1:]))
-
-
-def _stored_instead(session: BenchSession, run: BenchmarkRun, runner: str, out: Benchmarked,
-                    progress: Say | None, device: str | None, block_done: BlockDone | None,
-                    missing: str) -> GateReport:
-    """The stored rule (with --sme2-precision's blocks), its verdict saying why not A/B."""
-    if out.policy.precision_pct is not None:
-        _until_precise(session, run, runner, out, progress, device, block_done)
-    report = _judge(session, run, runner, out, progress, device, block_done)
-    note = f"A/B gate not run: {missing}; judged against the stored sessions"
-    if progress:
-        progress(f"{run.model} {run.dtype} t{run.threads} {runner}: {note}")
-    e2e = replace(report.e2e, reason=f"{report.e2e.reason}; {note}")
-    return replace(report, judgements=(e2e, *report.judgements[1:]))
-
-
-def _measure_pairs(session: BenchSession, run: BenchmarkRun, runner: str, base: _Base,
-                   out: Benchmarked, progress: Say | None, device: str | None,
-                   block_done: BlockDone | None) -> tuple[Pairs, Precision | None]:
-    """The pairs (``gate_ab.Pairs``) and --sme2-precision's outcome (None when not asked).
-    Pair 0 is the benchmark's first block and a base block; then ABBA order, up to
-    ``--sme2-blocks`` pairs; a suspected regression takes pairs one at a time
-    (``gate_ab.needs_more``); --sme2-precision takes them until precise (2 at least). The
-    candidate's blocks go to ``out.blocks``; the base's are values only, never recorded."""
-    from pytest_sme2 import gate_ab
-    from pytest_sme2.model_spec import AS_EXPORTED
-    from pytest_sme2.measure.precision import Goal
-
-    policy = out.policy
-    candidate = _more_blocks(session, run, runner, out, progress, device, block_done)
-    base_run = replace(run, model=base.pte or run.model,
-                       dtype=AS_EXPORTED if base.pte else run.dtype)
-    base_values: list[float] = []
-
-    def measure_base(i: int) -> None:
+    def benchmark(self, case: Case, runner: str | None = None) -> Benchmarked:
+        """One benchmark setting with ``runner`` (None: the session's default on the
+        device): one block, instructions counted when configured, judged against its
+        baseline — a suspected regression measured again in fresh processes first — and
+        recorded. A failed run or an unreadable baseline is ``error``, not raised."""
+        session = self.session
+        runner = runner or session.default_runner(self.progress, self.device)
+        run = self.run_of(case)
+        out = Benchmarked(session.config.gate)
         try:
-            result = session.measure(
-                replace(base_run, label=f"{run.label}[base#{i}]", block=i + 1), base.runner,
-                progress, export_again=False, device=device)
-        except Sme2Error as e:      # say it was the base, not the program under test
-            what = f"base program {base.pte}" if base.pte else "base (the same program)"
-            raise Sme2Error(f"A/B gate: {what} on runner {base.runner}, block {i}: {e}") from e
-        base_values.append(_block_value(result))
+            out.blocks.append(self.measure_block(run, runner))
+            self._tell(1)
+            if session.config.measure == "instructions":
+                session.count_instructions(out.blocks[0], self.progress, self.device)
+            if out.policy.mode == "ab":
+                out.reports[runner] = self._judge_ab(run, runner, out)
+            else:
+                if out.policy.precision_pct is not None:
+                    self._until_precise(run, runner, out)
+                out.reports[runner] = self._judge(run, runner, out)
+        except Sme2Error as e:  # a failed run, a corrupt baseline file
+            out.reports[runner] = GateReport.unjudged(f"not judged: {e}")
+            out.error = e
+        finally:
+            record(out, session, self.recorder)
+        return out
 
-    def pairs() -> gate_ab.Pairs:
-        return gate_ab.Pairs(tuple(base_values),
-                             tuple(_block_value(r) for r in out.blocks))
+    def compare(self, base: str, candidate: str, case: Case, blocks: int | None = None,
+                margin: float = DEFAULT_MARGIN) -> Benchmarked:
+        """Runners ``base`` and ``candidate`` in interleaved blocks on one device
+        (:func:`pytest_sme2.measure.block.run_comparison`), each side then judged against its
+        baseline end to end on all its blocks (categories are not gated here), and
+        recorded."""
+        session, progress, device = self.session, self.progress, self.device
+        run = self.run_of(case)
+        out = Benchmarked(replace(session.config.gate, categories=()))
+        per_side = blocks or session.config.blocks
 
-    def one_pair() -> None:
-        i = len(base_values)
-        if i % 2:                                # ABBA: B A, A B, B A ...
-            measure_base(i)
-            candidate(len(out.blocks))
-        else:
-            candidate(len(out.blocks))
-            measure_base(i)
+        def on_block(result: BenchmarkResult) -> None:
+            out.blocks.append(result)
+            # --sme2-precision: how many pairs it takes is not known ahead
+            self._tell(len(out.blocks), None if goal else 2 * per_side)
 
-    measure_base(0)
-    if policy.precision_pct is not None:
+        goal = None
+        if out.policy.precision_pct is not None:
+            goal = Goal(out.policy.precision_pct, out.policy.precision_budget_s).start()
+
+        def paired(a: list[BenchmarkResult], b: list[BenchmarkResult]):
+            return Pairs(tuple(map(block_value, a)), tuple(map(block_value, b)))
+
+        try:
+            out.comparison = run_comparison(
+                run, session.runner(base, progress, device),
+                session.runner(candidate, progress, device), session.device(device),
+                session.settings,
+                Interleaving(per_side, margin, on_block,
+                             (lambda a, b: goal.more(paired(a, b))) if goal else None))
+            if goal is not None:
+                c = out.comparison
+                self._record_precision(goal.outcome(paired(c.base_blocks, c.candidate_blocks)),
+                                       out.blocks, run, f"{base} vs {candidate}")
+            for side in (out.comparison.base, out.comparison.candidate):
+                out.reports[side] = self._judge(run, side, out, side_label=True)
+        except Sme2Error as e:  # a failed run, a corrupt baseline file
+            out.reports = dict.fromkeys({r.runner_name for r in out.blocks},
+                                        GateReport.unjudged(f"not judged: {e}"))
+            out.error = e
+        finally:
+            record(out, session, self.recorder)
+        return out
+
+    def run_of(self, case: Case) -> BenchmarkRun:
+        """The run of ``case``, named by :attr:`label` (None: model-dtype-threads). A .pte is
+        benchmarked as exported, whatever dtype was asked (``sme2_bench("m.pte")``)."""
+        dtype = AS_EXPORTED if is_pte(case.model) else case.dtype
+        return BenchmarkRun(case.model, dtype, case.threads,
+                            label=self.label or Case(case.model, dtype, case.threads).id,
+                            progress=self.progress, rules=self.session.config.category_rules,
+                            measuring=self.session.measuring)
+
+    def measure_block(self, run: BenchmarkRun, runner: str,
+                      export_again: bool = True) -> BenchmarkResult:
+        """One block of ``run`` on ``runner``: a fresh runner process on the loop's device.
+        ``export_again=False``: the program exported for the first block is reused."""
+        if export_again:
+            return self.session.measure(run, runner, self.progress, device=self.device)
+        return self.session.measure(run, runner, self.progress, export_again=False,
+                                    device=self.device)
+
+    def _tell(self, blocks: int, total: int | None = None) -> None:
+        if self.block_done is not None:
+            self.block_done(blocks, total)
+
+    def _say(self, run: BenchmarkRun, runner: str, text: str) -> None:
+        if self.progress:
+            self.progress(f"{run.model} {run.dtype} t{run.threads} {runner}: {text}")
+
+    def _more_blocks(self, run: BenchmarkRun, runner: str, out: Benchmarked,
+                     side_label: bool = False) -> Callable[[int], BenchmarkResult]:
+        """``measure(block)``: one more block of the benchmark under test, fresh process,
+        kept in ``out.blocks`` (confirmation, precision and A/B blocks alike)."""
+        def measure(block: int) -> BenchmarkResult:
+            label = f"{run.label}[{runner}#{block}]" if side_label else run.label
+            out.blocks.append(self.measure_block(replace(run, label=label, block=block),
+                                                 runner, export_again=False))
+            self._tell(len(out.blocks))
+            return out.blocks[-1]
+
+        return measure
+
+    def _until_precise(self, run: BenchmarkRun, runner: str, out: Benchmarked) -> None:
+        """--sme2-precision without a base: blocks until the benchmark's level (its typical
+        block median over processes) is within ±PCT%, or the budget is spent; the outcome on
+        each block (``precision`` in results.json) and, when not reached, one progress
+        line."""
+        policy = out.policy
         goal = Goal(policy.precision_pct, policy.precision_budget_s).start()
-        while len(base_values) < 2 or goal.more(pairs()):   # a verdict needs 2 pairs
+        measure = self._more_blocks(run, runner, out)
+        values = lambda: tuple(block_value(r) for r in out.blocks)  # noqa: E731
+        while goal.more(values()):
+            measure(len(out.blocks))
+        self._record_precision(goal.outcome(values()), out.blocks, run, runner)
+
+    def _record_precision(self, outcome: Precision, blocks: list[BenchmarkResult],
+                          run: BenchmarkRun, runner: str) -> None:
+        for r in blocks:
+            r.extra["precision"] = outcome.to_dict()
+        if not outcome.reached:
+            self._say(run, runner, f"--sme2-precision {outcome.target_pct:g}% not reached: "
+                                   f"{outcome.why}")
+
+    def _ab_base(self, first: BenchmarkResult, runner: str) -> BaseProgram:
+        """The base program: the one the baseline's newest session measured, kept by hash
+        beside the baseline (pytest_sme2.base_programs); and --sme2-ab-base-runner. Neither
+        differing from what is under test leaves nothing to compare."""
+        config = self.session.config
+        base_runner = config.gate.base_runner or runner
+        folder = config.baseline_dir
+        if folder is None:
+            return BaseProgram(None, base_runner, "" if base_runner != runner
+                               else "no baseline folder configured")
+        found = baseline_store.find(folder, BaselineKey.from_result(first))
+        under_test = found.baseline.under_test if found.baseline is not None else None
+        if found.baseline is None:
+            why = f"no baseline in {folder} to take the base program from"
+        elif under_test is None or not under_test.program:
+            why = "the baseline's sessions do not record which program they measured"
+        else:
+            program = base_programs.find(folder, under_test.program)
+            why = program.missing
+            if program.path is not None:
+                if UnderTest.of(first).program != under_test.program:
+                    return BaseProgram(str(program.path), base_runner)
+                why = "the program under test is the baseline's"
+        if base_runner != runner:
+            return BaseProgram(None, base_runner)  # a runtime change: one program, two runners
+        return BaseProgram(None, base_runner, why)
+
+    def _judge_ab(self, run: BenchmarkRun, runner: str, out: Benchmarked) -> GateReport:
+        """--sme2-gate-mode ab: the base re-measured in interleaved pairs with the candidate
+        (:meth:`_measure_pairs`), judged by the paired rule
+        (:func:`pytest_sme2.gate_ab.judge_ab`). Categories, load and memory are judged
+        against the stored baseline on all the candidate's blocks. With nothing to
+        re-measure (no stored program, the same program and runner), the stored rule judges,
+        and its verdict says why."""
+        policy = out.policy
+        base = self._ab_base(out.blocks[0], runner)
+        if base.missing:
+            return self._stored_instead(run, runner, out, base.missing)
+        pairs, precision = self._measure_pairs(run, runner, base, out)
+        verdict = gate_ab.judge_ab(pairs, policy.threshold_pct)
+        if base.runner != runner:           # say what the pairs compared, in the summary too
+            what = f"{base.pte} on runner {base.runner}" if base.pte else \
+                f"the same program on runner {base.runner}"
+            verdict = replace(verdict, reason=f"{verdict.reason}; base: {what}, "
+                                              f"candidate on runner {runner}",
+                              against=f"{AGAINST_RUNNER} {base.runner}"
+                              if not base.pte else f"{gate_ab.AGAINST} on runner {base.runner}")
+        if precision is not None:
+            self._record_precision(precision, out.blocks, run, runner)
+        stored = gate.evaluate(out.blocks, self.session.config.baseline_dir, policy)
+        verdict = replace(verdict, changed_since_baseline=stored.e2e.changed_since_baseline)
+        self._say(run, runner, verdict.summary)
+        return replace(stored, judgements=(verdict, *stored.judgements[1:]))
+
+    def _stored_instead(self, run: BenchmarkRun, runner: str, out: Benchmarked,
+                        missing: str) -> GateReport:
+        """The stored rule (with --sme2-precision's blocks), its verdict saying why not
+        A/B."""
+        if out.policy.precision_pct is not None:
+            self._until_precise(run, runner, out)
+        report = self._judge(run, runner, out)
+        note = f"A/B gate not run: {missing}; judged against the stored sessions"
+        self._say(run, runner, note)
+        e2e = replace(report.e2e, reason=f"{report.e2e.reason}; {note}")
+        return replace(report, judgements=(e2e, *report.judgements[1:]))
+
+    def _measure_pairs(self, run: BenchmarkRun, runner: str, base: BaseProgram,
+                       out: Benchmarked) -> tuple[Pairs, Precision | None]:
+        """The pairs (``gate_ab.Pairs``) and --sme2-precision's outcome (None when not
+        asked). Pair 0 is the benchmark's first block and a base block; then ABBA order, up
+        to ``--sme2-blocks`` pairs; a suspected regression takes pairs one at a time
+        (``gate_ab.needs_more``); --sme2-precision takes them until precise (2 at least).
+        The candidate's blocks go to ``out.blocks``; the base's are values only, never
+        recorded."""
+        policy = out.policy
+        candidate = self._more_blocks(run, runner, out)
+        base_run = replace(run, model=base.pte or run.model,
+                           dtype=AS_EXPORTED if base.pte else run.dtype)
+        base_values: list[float] = []
+
+        def measure_base(i: int) -> None:
+            try:
+                result = self.measure_block(
+                    replace(base_run, label=f"{run.label}[base#{i}]", block=i + 1),
+                    base.runner, export_again=False)
+            except Sme2Error as e:      # say it was the base, not the program under test
+                what = f"base program {base.pte}" if base.pte else "base (the same program)"
+                raise Sme2Error(f"A/B gate: {what} on runner {base.runner}, block {i}: "
+                                f"{e}") from e
+            base_values.append(block_value(result))
+
+        def pairs() -> Pairs:
+            return Pairs(tuple(base_values), tuple(block_value(r) for r in out.blocks))
+
+        def one_pair() -> None:
+            i = len(base_values)
+            if i % 2:                                # ABBA: B A, A B, B A ...
+                measure_base(i)
+                candidate(len(out.blocks))
+            else:
+                candidate(len(out.blocks))
+                measure_base(i)
+
+        measure_base(0)
+        if policy.precision_pct is not None:
+            goal = Goal(policy.precision_pct, policy.precision_budget_s).start()
+            while len(base_values) < 2 or goal.more(pairs()):   # a verdict needs 2 pairs
+                one_pair()
+            return pairs(), goal.outcome(pairs())
+        while len(base_values) < max(2, self.session.config.blocks):
             one_pair()
-        return pairs(), goal.outcome(pairs())
-    while len(base_values) < max(2, session.config.blocks):
-        one_pair()
-    if policy.confirm_blocks > 0:
-        while gate_ab.needs_more(pairs(), policy.threshold_pct):
-            one_pair()
-    return pairs(), None
+        if policy.confirm_blocks > 0:
+            while gate_ab.needs_more(pairs(), policy.threshold_pct):
+                one_pair()
+        return pairs(), None
 
-
-def _judge(session: BenchSession, run: BenchmarkRun, runner: str, out: Benchmarked,
-           progress: Say | None, device: str | None, block_done: BlockDone | None,
-           side_label: bool = False) -> GateReport:
-    """The gate on ``runner``'s blocks in ``out``; confirmation blocks, measured when a
-    regression is suspected, are added to ``out.blocks``. ``side_label``: name them as
-    comparison blocks (``test[runner#3]``). A progress line says what changed under test
-    since the baseline, with the verdict."""
-    from pytest_sme2 import gate
-
-    measure_more = _more_blocks(session, run, runner, out, progress, device, block_done,
-                                side_label)
-    side = [r for r in out.blocks if r.runner_name == runner]
-    report = gate.run_with_confirmation(side, measure_more, session.config.baseline_dir,
-                                        out.policy, progress)[1]
-    if report.e2e.changed_since_baseline and progress:   # what the test changed, and its cost
-        progress(f"{run.model} {run.dtype} t{run.threads} {runner}: {report.e2e.summary}")
-    return report
+    def _judge(self, run: BenchmarkRun, runner: str, out: Benchmarked,
+               side_label: bool = False) -> GateReport:
+        """The gate on ``runner``'s blocks in ``out``; confirmation blocks, measured when a
+        regression is suspected, are added to ``out.blocks``. ``side_label``: name them as
+        comparison blocks (``test[runner#3]``). A progress line says what changed under test
+        since the baseline, with the verdict."""
+        measure_more = self._more_blocks(run, runner, out, side_label)
+        side = [r for r in out.blocks if r.runner_name == runner]
+        report = gate.run_with_confirmation(side, measure_more, self.session.config.baseline_dir,
+                                            out.policy, self.progress)[1]
+        if report.e2e.changed_since_baseline:       # what the test changed, and its cost
+            self._say(run, runner, report.e2e.summary)
+        return report

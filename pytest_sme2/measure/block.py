@@ -71,7 +71,7 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
         raise Sme2Error(f"threads must be 1 or more, got {run.threads}")
     exported = export_model(run.model, run.dtype, settings.cache_dir, settings.reexport,
                             progress=run.progress)
-    label = run.label or f"{run.model}-{run.dtype}-t{run.threads}-{runner.info.name}"
+    label = _label(run, runner)
     out = artifact_dir(settings.report_dir, label)
     stem = runner.info.name if run.block is None else f"{runner.info.name}-block{run.block}"
     tensor_files = runner.takes_tensor_files
@@ -89,8 +89,7 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
     after = device.thermal()
     _say_pushed(run, device, outcome.pushed)
     facts = device.facts()
-    sample, sample_problem = _evidence(run, runner, device, settings, request, outcome.wall_s,
-                                       out / f"{stem}.sampled.csv", label)
+    sample, sample_problem = _evidence(run, runner, device, settings, request, outcome.wall_s)
     analysis = analyze(read_etdump(request.etdump), warmup=settings.warmup,
                        source=str(request.etdump),
                        etrecord=read_etrecord(exported.etrecord) if exported.has_etrecord
@@ -160,11 +159,16 @@ def wants_sample(mode: str, device: Device, runner: Runner) -> bool:
     return mode == "on" or (facts.abi in _ARM64_ABIS and facts.sme2 is not False)
 
 
+def _label(run: BenchmarkRun, runner: Runner) -> str:
+    return run.label or f"{run.model}-{run.dtype}-t{run.threads}-{runner.info.name}"
+
+
 def _evidence(run: BenchmarkRun, runner: Runner, device: Device, settings: BenchSettings,
-              request: RunRequest, wall_s: float, csv: Path, label: str
-              ) -> tuple[Path | None, str | None]:
+              request: RunRequest, wall_s: float) -> tuple[Path | None, str | None]:
     """The benchmark's sampled kernels (its own evidence process, or the one a comparison side
-    already ran) and, when sampling failed, why: the measured block is kept either way."""
+    already ran; the CSV beside the block's ETDump) and, when sampling failed, why: the
+    measured block is kept either way."""
+    csv = request.etdump.with_suffix(".sampled.csv")
     if run.kernel_sample is not None or run.block not in (None, 0) or not wants_sample(
             settings.sample, device, runner):
         return run.kernel_sample, None
@@ -173,7 +177,7 @@ def _evidence(run: BenchmarkRun, runner: Runner, device: Device, settings: Bench
     except Sme2Error as e:
         problem = f"kernel sampling failed: {e}"
         if run.progress:
-            run.progress(f"{label}: {problem}")
+            run.progress(f"{_label(run, runner)}: {problem}")
         return None, problem
 
 
@@ -241,16 +245,25 @@ def process_sme2(device_sme2: bool | None, hwcap_mask: str | None) -> bool | Non
     return False if hwcap_mask else device_sme2
 
 
+@dataclass(frozen=True)
+class Interleaving:
+    """How a comparison's pairs are taken: ``blocks`` pairs at least, then while
+    ``more(base_blocks, candidate_blocks)`` asks for another (--sme2-precision); ``on_block``
+    receives every block's result as soon as it is measured; ``margin``: the speedup's
+    practical-equivalence margin."""
+
+    blocks: int = MIN_BLOCKS
+    margin: float = DEFAULT_MARGIN
+    on_block: Callable[[BlockResult], None] | None = None
+    more: Callable[[list[BlockResult], list[BlockResult]], bool] | None = None
+
+
 def run_comparison(run: BenchmarkRun, base: Runner, candidate: Runner, device: Device,
-                   settings: BenchSettings, blocks: int = MIN_BLOCKS,
-                   margin: float = DEFAULT_MARGIN,
-                   on_block: Callable[[BlockResult], None] | None = None,
-                   more: Callable[[list[BlockResult], list[BlockResult]], bool]
-                   | None = None) -> Comparison:
+                   settings: BenchSettings, plan: Interleaving = Interleaving()) -> Comparison:
     """Run ``base`` and ``candidate`` in interleaved blocks on one device — pairs in ABBA order
-    (AB, BA, AB, ...) so neither side always runs first — and compare them.
-    ``on_block`` receives every block's result as soon as it is measured; after ``blocks``
-    pairs, ``more(base_blocks, candidate_blocks)`` asks for another pair (--sme2-precision)."""
+    (AB, BA, AB, ...) so neither side always runs first — and compare them (``plan``: how
+    many pairs, and who is told of each block)."""
+    blocks, more, on_block = plan.blocks, plan.more, plan.on_block
     if blocks < 2:
         raise Sme2Error(f"a comparison needs at least 2 blocks per side, got {blocks}")
     if base.info.name == candidate.info.name:
@@ -280,4 +293,4 @@ def run_comparison(run: BenchmarkRun, base: Runner, candidate: Runner, device: D
     if a[0].context.outputs and b[0].context.outputs:
         outputs = check_outputs(read_tensors(Path(a[0].context.outputs)),
                                 read_tensors(Path(b[0].context.outputs)), run.dtype)
-    return make_comparison(a, b, outputs, margin, nodeid=label)
+    return make_comparison(a, b, outputs, plan.margin, nodeid=label)
