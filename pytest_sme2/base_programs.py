@@ -10,7 +10,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_sme2.fsutil import file_sha256
+from pytest_sme2._util.fsutil import file_sha256
 from pytest_sme2.errors import Sme2Error
 
 FOLDER = "programs"

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.model_spec import is_pte
-from pytest_sme2.versions import package_version
+from pytest_sme2._util.versions import package_version
 
 if TYPE_CHECKING:
     from pytest_sme2.results import BlockResult

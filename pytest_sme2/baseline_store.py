@@ -27,9 +27,9 @@ from typing import Any, Iterable, Sequence
 from pytest_sme2 import base_programs
 from pytest_sme2.baseline_key import MEASURE_TIME, BaselineKey, UnderTest
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.locking import folder_lock
+from pytest_sme2._util.locking import folder_lock
 from pytest_sme2.results import BlockResult, DeviceFacts, atomic_write_text
-from pytest_sme2.versions import package_version
+from pytest_sme2._util.versions import package_version
 
 SCHEMA = "pytest-sme2/baseline/2"
 SCHEMA_V1 = "pytest-sme2/baseline/1"

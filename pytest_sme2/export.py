@@ -23,10 +23,10 @@ from typing import Callable
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.exported import (ETRECORD, INPUTS, META, PTE, ExportedModel,  # noqa: F401
                                   ExportError)
-from pytest_sme2.fsutil import file_sha256
-from pytest_sme2.locking import file_lock
+from pytest_sme2._util.fsutil import file_sha256
+from pytest_sme2._util.locking import file_lock
 from pytest_sme2.model_spec import is_pte
-from pytest_sme2.versions import package_version
+from pytest_sme2._util.versions import package_version
 
 DTYPES = ("fp32", "fp16", "int8", "int8_dynamic")
 # Largest accepted |exported - reference| relative to max |reference|. The reference is the

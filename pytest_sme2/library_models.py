@@ -19,7 +19,7 @@ from typing import Any
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.model_spec import LibrarySpec
-from pytest_sme2.versions import package_version
+from pytest_sme2._util.versions import package_version
 
 SEED = 0
 EXTRA = {"transformers": "pip install 'pytest-sme2[transformers]'",

@@ -273,7 +273,7 @@ def _build_helpers() -> str:
 def setup_steps() -> list[Step]:
     """What ``pytest-sme2 setup qemu`` does, in order."""
     from pytest_sme2.emulation.wheel import download_command, entry_dir
-    from pytest_sme2.versions import package_version
+    from pytest_sme2._util.versions import package_version
 
     version = package_version("executorch")
     heredoc = "tee {path} > /dev/null <<'EOF'\n{text}EOF"  # tee: works after sudo, > does not

@@ -29,7 +29,7 @@ from typing import Any, Callable
 import numpy as np
 
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.fsutil import file_sha256
+from pytest_sme2._util.fsutil import file_sha256
 from pytest_sme2.exported import INPUTS, META, ExportedModel, ExportError
 from pytest_sme2.model_spec import AS_EXPORTED
 from pytest_sme2.pte_program import (MethodInput, MethodSignature, PteProgramError,

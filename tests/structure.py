@@ -20,8 +20,7 @@ PACKAGE = "pytest_sme2"
 MAX_LINES = 450
 # Module (or package prefix) -> layer; the longest matching prefix wins.
 LAYERS: dict[str, int] = {
-    "errors": 0, "versions": 0, "locking": 0, "buildcache": 0, "fsutil": 0,
-    "protocol_defaults": 0, "formats": 0,
+    "errors": 0, "_util": 0, "formats": 0,
     "etdump": 1, "etrecord": 1, "tensorfile": 1, "stats": 1, "hwcaps": 1, "thermal": 1,
     "measure.settings": 1, "progress": 1,
     "results": 2, "analysis": 2,

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from pytest_sme2.devices.facts import DeviceFacts
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.protocol_defaults import WithDefaults
+from pytest_sme2._util.protocol_defaults import WithDefaults
 from pytest_sme2.runners.base import Runner, RunOutcome, RunRequest
 
 if TYPE_CHECKING:

@@ -31,7 +31,7 @@ from pytest_sme2.hwcaps import (HWCAP2_CLEAR_ENV, MAPS_OUT_ENV, SAMPLE_OUT_ENV, 
                                 mask_problem, sme_flags)
 from pytest_sme2.runners.base import Runner, RunnerError, RunOutcome, RunRequest
 from pytest_sme2.device_programs import parse_probe
-from pytest_sme2.versions import package_version
+from pytest_sme2._util.versions import package_version
 
 TARGET = "aarch64-linux-gnu"
 DEFAULT_CPU = "max"

@@ -18,7 +18,7 @@ from pytest_sme2.errors import Sme2Error
 from pytest_sme2.runners.base import Runner, RunnerError
 from pytest_sme2.runners.spec import RunnerSpec, runner_specs
 from pytest_sme2.measure.settings import BenchSettings
-from pytest_sme2.versions import versions
+from pytest_sme2._util.versions import versions
 
 if TYPE_CHECKING:  # the measuring stack (pandas) is imported when a benchmark runs
     from pytest_sme2.results import ComparisonRecord

@@ -9,7 +9,7 @@ from typing import Protocol
 
 from pytest_sme2.analysis.runner_summary import RunnerSummary, parse_summary  # noqa: F401
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.protocol_defaults import WithDefaults
+from pytest_sme2._util.protocol_defaults import WithDefaults
 from pytest_sme2.results.runner import RunnerInfo  # noqa: F401 - recorded with results
 
 

@@ -51,7 +51,7 @@ from pytest_sme2.devices.host import stderr_tail
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.hwcaps import (HWCAP2_CLEAR_ENV, MAPS_OUT_ENV, MASKS, SAMPLE_OUT_ENV,
                                 mask_bits, mask_problem)
-from pytest_sme2.locking import file_lock
+from pytest_sme2._util.locking import file_lock
 from pytest_sme2.runners.native.bundle import GlibcBundle, glibc_bundle, is_glibc_program
 from pytest_sme2.runners.base import Runner, RunnerError, RunOutcome, RunRequest
 from pytest_sme2.tensorfile import sidecar

@@ -9,7 +9,7 @@ import re
 from pytest_sme2.devices.base import DeviceError
 from pytest_sme2.devices.facts import DeviceFacts, cpu_features
 from pytest_sme2.thermal import ThermalState, is_cpu_zone, throttling_causes
-from pytest_sme2.versions import package_version
+from pytest_sme2._util.versions import package_version
 
 PROPS = ("ro.product.manufacturer", "ro.product.model", "ro.soc.manufacturer", "ro.soc.model",
          "ro.board.platform", "ro.hardware", "ro.product.cpu.abi", "ro.build.version.release",

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable, TypeVar
 
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.locking import file_lock
+from pytest_sme2._util.locking import file_lock
 
 T = TypeVar("T")
 B = TypeVar("B")
