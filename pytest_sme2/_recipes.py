@@ -30,7 +30,7 @@ def _cast(inputs: tuple, dtype: str) -> tuple:
 
 
 def save_inputs(inputs: tuple, dtype: str, path: Path) -> None:
-    from pytest_sme2.tensorfile import write_tensors
+    from pytest_sme2.readers.tensorfile import write_tensors
 
     write_tensors(path, [t.detach().contiguous().numpy() for t in _cast(inputs, dtype)])
 

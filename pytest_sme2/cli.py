@@ -101,7 +101,7 @@ def _export(args: argparse.Namespace) -> int:
     uses)."""
     from pytest_sme2.export import export_model
     from pytest_sme2.model_spec import model_label
-    from pytest_sme2.tensorfile import sidecar
+    from pytest_sme2.readers.tensorfile import sidecar
 
     exported = export_model(args.model, args.dtype, args.cache_dir, force=args.force,
                             progress=lambda msg: print(msg, file=sys.stderr, flush=True))

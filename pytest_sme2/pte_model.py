@@ -6,9 +6,10 @@ The file is never copied: the cache folder (``<cache>/pte/<sha16>``) holds only 
 ``meta.json``; a changed file is a new key. A user's own inputs, beside the .pte (one of the two):
 
 - ``<stem>.inputs.bin`` with its ``.json`` sidecar (the runners' tensor file,
-  :mod:`pytest_sme2.tensorfile`);
+  :mod:`pytest_sme2.readers.tensorfile`);
 - ``<stem>.inputs.py``, a small Python hook: ``make_inputs(signature)`` gets forward's
-  :class:`~pytest_sme2.pte_program.MethodSignature` (``signature.inputs[i].dtype``, ``.shape``)
+  :class:`~pytest_sme2.readers.pte_program.MethodSignature` (``signature.inputs[i].dtype``,
+  ``.shape``)
   and returns one numpy array or torch tensor per input. It runs once per content of the .pte
   and of the hook file (the result is cached like the generated inputs), in the process that
   first needs the model — under xdist possibly in two workers at once: make it deterministic.
@@ -32,9 +33,9 @@ from pytest_sme2.errors import Sme2Error
 from pytest_sme2._util.fsutil import file_sha256
 from pytest_sme2.exported import INPUTS, META, ExportedModel, ExportError
 from pytest_sme2.model_spec import AS_EXPORTED
-from pytest_sme2.pte_program import (MethodInput, MethodSignature, PteProgramError,
+from pytest_sme2.readers.pte_program import (MethodInput, MethodSignature, PteProgramError,
                                      forward_signature)
-from pytest_sme2.tensorfile import read_tensors, write_tensors
+from pytest_sme2.readers.tensorfile import read_tensors, write_tensors
 
 INPUT_SEED = 0
 HOOK_FUNCTION = "make_inputs"
@@ -69,7 +70,7 @@ def _cannot_make(pte: Path, item: MethodInput, why: str) -> ExportError:
                            "of the exported program)")
     return ExportError(f"{pte}: cannot make forward's {item.describe()}: {why}; pass your "
                        f"inputs as {user_inputs_file(pte).name} (+ .json sidecar) beside it "
-                       "(pytest_sme2.tensorfile.write_tensors), or a "
+                       "(pytest_sme2.readers.tensorfile.write_tensors), or a "
                        f"{HOOK_FUNCTION}(signature) function in {user_inputs_hook(pte).name}")
 
 

@@ -21,10 +21,10 @@ MAX_LINES = 450
 # Module (or package prefix) -> layer; the longest matching prefix wins.
 LAYERS: dict[str, int] = {
     "errors": 0, "_util": 0, "formats": 0,
-    "etdump": 1, "etrecord": 1, "tensorfile": 1, "stats": 1, "hwcaps": 1, "thermal": 1,
+    "readers": 1, "stats": 1, "hwcaps": 1, "thermal": 1,
     "measure.settings": 1, "progress": 1,
     "results": 2, "analysis": 2,
-    "export": 3, "exported": 3, "_recipes": 3, "model_spec": 3, "pte_model": 3, "pte_program": 1,
+    "export": 3, "exported": 3, "_recipes": 3, "model_spec": 3, "pte_model": 3,
     "library_models": 3, "baseline_key": 3, "baseline_store": 3,
     "gate": 3, "gate_policy": 3, "gate_ab": 3, "gate_robust": 3, "base_programs": 3,
     "measure.precision": 3, "measure.comparison": 3, "measure.matrix": 3, "measure.artifacts": 3,

@@ -94,8 +94,8 @@ def _time_one(etdump: Path, etrecord: Path, kernels: Path | None, load_only: boo
     from pytest_sme2.analysis.latency import e2e_per_run
     from pytest_sme2.analysis.startup import process_startup
     from pytest_sme2.analysis.summary import analyze
-    from pytest_sme2.etdump import read_etdump
-    from pytest_sme2.etrecord import read_etrecord
+    from pytest_sme2.readers.etdump import read_etdump
+    from pytest_sme2.readers.etrecord import read_etrecord
     from pytest_sme2.results import ResultAnalysis
     from pytest_sme2.analysis.runner_summary import RunnerSummary
 

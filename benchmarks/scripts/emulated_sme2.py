@@ -24,7 +24,7 @@ from pytest_sme2.devices.qemu import QemuDevice
 from pytest_sme2.results import KernelEvidence, OperatorStats
 from pytest_sme2.runners.spec import masked_pair
 from pytest_sme2.measure.settings import BenchSettings
-from pytest_sme2.tensorfile import read_tensors
+from pytest_sme2.readers.tensorfile import read_tensors
 
 VIEWS = ("sme2_on", "sme2_off", "sme_only")
 

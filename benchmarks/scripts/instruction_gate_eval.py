@@ -131,7 +131,7 @@ class Bench:
     def time_block(self, exported, threads: int, tag: str) -> dict:
         """One runner process: 3 warm-up + 30 timed runs; the block's median ms."""
         from pytest_sme2.analysis.latency import e2e_per_run
-        from pytest_sme2.etdump import read_etdump
+        from pytest_sme2.readers.etdump import read_etdump
         from pytest_sme2.runners.base import RunRequest
 
         request = RunRequest(pte=exported.pte, etdump=self.out / "etdumps" / f"{tag}.etdump",

@@ -20,8 +20,8 @@ from pytest_sme2.analysis.summary import analyze
 from pytest_sme2.measure.comparison import Comparison, check_outputs, make_comparison
 from pytest_sme2.devices.base import Device
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.etdump import read_etdump
-from pytest_sme2.etrecord import read_etrecord
+from pytest_sme2.readers.etdump import read_etdump
+from pytest_sme2.readers.etrecord import read_etrecord
 from pytest_sme2.export import export_model
 from pytest_sme2.measure.artifacts.csv import write_csvs
 from pytest_sme2.measure.artifacts.trace import write_trace
@@ -29,7 +29,7 @@ from pytest_sme2.results import BlockResult, ProcessStartup, RunContext, Startup
 from pytest_sme2.analysis.runner_summary import parse_summary
 from pytest_sme2.runners.base import Runner, RunOutcome, RunRequest
 from pytest_sme2.measure.settings import DEFAULT_MARGIN, MIN_BLOCKS, BenchSettings
-from pytest_sme2.tensorfile import read_tensors
+from pytest_sme2.readers.tensorfile import read_tensors
 from pytest_sme2.thermal import hold
 
 __all__ = ["BenchSettings", "BenchmarkRun", "MeasuredProcess", "artifact_dir", "measure_process",

@@ -24,7 +24,7 @@ class RunRequest:
     threads: int = 1
     runs: int = 30
     warmup: int = 3
-    inputs: Path | None = None      # tensor file (pytest_sme2.tensorfile) of the inputs
+    inputs: Path | None = None      # tensor file (pytest_sme2.readers.tensorfile) of the inputs
     outputs: Path | None = None     # where to save the last run's outputs, if wanted
     timeout_s: float = 600.0
     # Where to write the executed-kernels CSV, on devices that can trace execution (QEMU).

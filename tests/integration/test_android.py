@@ -18,10 +18,10 @@ from pytest_sme2.devices import DeviceError
 from pytest_sme2.devices.android import device as android
 from pytest_sme2.devices.android import CACHE_DIR, AndroidDevice, open_android
 from pytest_sme2.devices.host import HostDevice
-from pytest_sme2.etdump import read_etdump
+from pytest_sme2.readers.etdump import read_etdump
 from pytest_sme2.runners import RunnerError, RunnerInfo, RunRequest
 from pytest_sme2.runners.python import PythonRunner
-from pytest_sme2.tensorfile import read_tensors, write_tensors
+from pytest_sme2.readers.tensorfile import read_tensors, write_tensors
 from tests.fakes.adb_device import FakeAndroidConfig
 from tests.fakes.android import FakePhone, connect_phone, free_port, release_phone
 from tests.fakes.etdumps import execute_run, make_etdump

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from pytest_sme2.tensorfile import read_tensors
+from pytest_sme2.readers.tensorfile import read_tensors
 
 from pytest_sme2_models import register_model
 from pytest_sme2_models.registry import _REGISTRY

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_sme2.analysis.summary import analyze
-from pytest_sme2.etdump import read_etdump
+from pytest_sme2.readers.etdump import read_etdump
 from pytest_sme2.measure.artifacts.trace import median_run
 from tests.unit.test_report_csv import pandas_files
 from tests.unit.test_trace import check_viewer_parse
@@ -55,8 +55,8 @@ def test_a_real_toy_cnn_block_writes_the_csvs_pandas_wrote(tmp_path, dtype):
     three files beside its ETDump are pandas' bytes for the same analysis."""
     from pytest_sme2.measure.block import BenchmarkRun, run_benchmark
     from pytest_sme2.devices.host import HostDevice
-    from pytest_sme2.etdump import read_etdump
-    from pytest_sme2.etrecord import read_etrecord
+    from pytest_sme2.readers.etdump import read_etdump
+    from pytest_sme2.readers.etrecord import read_etrecord
     from pytest_sme2.export import export_model
     from pytest_sme2.runners.native import NativeRunner, build_native_runner
     from pytest_sme2.measure.settings import BenchSettings

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from pytest_sme2.etrecord import read_etrecord
+from pytest_sme2.readers.etrecord import read_etrecord
 
 
 # exports toy_cnn

@@ -84,7 +84,7 @@ def test_portable_ops_surface_in_the_report(traced):
 
 
 def test_outputs_equal_between_runs_of_the_same_program(traced):
-    from pytest_sme2.tensorfile import read_tensors
+    from pytest_sme2.readers.tensorfile import read_tensors
 
     exported, trace = traced("toy_cnn", "fp32")
     (out,) = read_tensors(trace.with_name("outputs.bin"))

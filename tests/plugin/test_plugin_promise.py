@@ -33,7 +33,7 @@ from pytest_sme2.devices.host import HostDevice
 from pytest_sme2.runners import RunnerError, RunRequest
 from pytest_sme2.runners.binary import host_machine
 from pytest_sme2.runners.python import PythonRunner
-from pytest_sme2.tensorfile import write_tensors
+from pytest_sme2.readers.tensorfile import write_tensors
 from tests.fakes.etdumps import Ev, execute_run, make_etdump
 
 

@@ -54,7 +54,7 @@ from pytest_sme2.hwcaps import (HWCAP2_CLEAR_ENV, MAPS_OUT_ENV, MASKS, SAMPLE_OU
 from pytest_sme2._util.locking import file_lock
 from pytest_sme2.runners.native.bundle import GlibcBundle, glibc_bundle, is_glibc_program
 from pytest_sme2.runners.base import Runner, RunnerError, RunOutcome, RunRequest
-from pytest_sme2.tensorfile import sidecar
+from pytest_sme2.readers.tensorfile import sidecar
 from pytest_sme2.thermal import ThermalState
 
 LOCK_DIR: Path | None = None            # None: the system temp folder (tests point it elsewhere)

@@ -24,7 +24,7 @@ import pandas as pd
 from pytest_sme2.analysis.latency import E2E_EVENT, e2e_per_run
 from pytest_sme2.analysis.operators import DELEGATE_CALL, OPERATOR_CALL, annotate
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.etdump import TICKS_PER_MS
+from pytest_sme2.readers.etdump import TICKS_PER_MS
 
 TRACE_SCHEMA = "pytest-sme2/trace/1"
 PID, TID = 1, 1
@@ -59,7 +59,7 @@ def _cat(name: str, leaf: bool) -> str:
 
 def trace_events(events: pd.DataFrame, run: int | None = None, *, warmup: int = 0,
                  source: str = "ETDump", e2e: pd.Series | None = None) -> dict:
-    """The trace of one run of ``events`` (a :func:`pytest_sme2.etdump.read_etdump` frame,
+    """The trace of one run of ``events`` (a :func:`pytest_sme2.readers.etdump.read_etdump` frame,
     annotated by :func:`pytest_sme2.analysis.operators.annotate` or not). ``run`` None: the
     median of the runs after ``warmup`` (``e2e``: their ms per run, when already known)."""
     if run is None:

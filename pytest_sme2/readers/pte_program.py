@@ -16,7 +16,7 @@ import flatbuffers.table
 from flatbuffers import encode, number_types
 
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.tensorfile import SCALAR_TYPES
+from pytest_sme2.readers.tensorfile import SCALAR_TYPES
 
 FILE_IDENTIFIER = b"ET12"
 # program.fbs field positions (vtable slot = 4 + 2 * position; a union takes two positions).
