@@ -139,7 +139,7 @@ def _program_and_inputs(args: argparse.Namespace) -> tuple[Path, Path]:
 def _run(args: argparse.Namespace) -> int:
     """One runner process, measured and read back as a benchmark's load-only processes are
     (:func:`pytest_sme2.measure.block.measure_process`)."""
-    from pytest_sme2 import formats
+    from pytest_sme2 import units
     from pytest_sme2.analysis.latency import latency_stats
     from pytest_sme2.measure.block import measure_process
     from pytest_sme2.devices import open_device
@@ -173,14 +173,14 @@ def _run(args: argparse.Namespace) -> int:
         device.cleanup()
     per_run, start, outcome = measured.e2e_all, measured.startup, measured.outcome
     stats = latency_stats(per_run[per_run.index >= args.warmup])
-    load = "" if start.load_ms is None else f"; load {formats.ms(start.load_ms)} ms"
+    load = "" if start.load_ms is None else f"; load {units.ms(start.load_ms)} ms"
     load += "" if start.first_inference_ms is None else \
-        f", first inference {formats.ms(start.first_inference_ms)} ms"
-    load += "" if start.peak_rss_kb is None else f", peak {formats.mb(start.peak_rss_kb / 1024)} MB"
+        f", first inference {units.ms(start.first_inference_ms)} ms"
+    load += "" if start.peak_rss_kb is None else f", peak {units.mb(start.peak_rss_kb / 1024)} MB"
     print(f"{outcome.etdump}: {len(per_run)} runs ({args.warmup} warm-up) with "
           f"{runner.info.name} on {args.device}; Method::execute median "
-          f"{formats.ms(stats.median_ms)} ms, p90 {formats.ms(stats.p90_ms)} ms, "
-          f"CV {formats.percent(stats.cv_pct)}%{load}"
+          f"{units.ms(stats.median_ms)} ms, p90 {units.ms(stats.p90_ms)} ms, "
+          f"CV {units.percent(stats.cv_pct)}%{load}"
           + (" [emulated CPU: timings say nothing about speed]"
              if device.facts().emulated else ""))
     if outcome.kernel_trace:

@@ -58,7 +58,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from pytest_sme2 import baseline_store, formats
+from pytest_sme2 import baseline_store
+from pytest_sme2 import units
 from pytest_sme2.baseline_key import BaselineKey, UnderTest
 from pytest_sme2.gate_policy import DEFAULT_THRESHOLD_PCT, GatePolicy
 from pytest_sme2.gate_robust import judge_robust
@@ -138,8 +139,8 @@ def judge_levels(base_sessions: Sequence[Sequence[float]], current: Sequence[flo
         what = f"{measure} {what}"
     reason = (f"{what}{word}: median {cur_level:.4g} {unit} ({cur.size} block(s)) vs baseline "
               f"{base_level:.4g} {unit} ({len(sessions)} session(s)); ratio {ratio} "
-              f"{int(confidence * 100)}% CI; limit {formats.fraction(limit - 1)} {more} = "
-              f"max(threshold {threshold_pct:g}%, noise floor {formats.fraction(floor)} from "
+              f"{int(confidence * 100)}% CI; limit {units.fraction(limit - 1)} {more} = "
+              f"max(threshold {threshold_pct:g}%, noise floor {units.fraction(floor)} from "
               f"{source})")
     return Judgement(status, ratio, threshold_pct, floor * 100, reason, base_level, cur_level,
                      len(sessions), int(cur.size), category, measure=measure)
@@ -380,7 +381,7 @@ def run_with_confirmation(first: Sequence[BenchmarkResult],
         return blocks, report
     if progress:
         r = blocks[0]
-        what = ", ".join(f"{j.category or 'end to end'} {formats.ratio(j.ratio.point)}"
+        what = ", ".join(f"{j.category or 'end to end'} {units.ratio(j.ratio.point)}"
                          for j in timed if j.ratio)
         progress(f"{r.model} {r.dtype} t{r.threads} {r.runner_name}: a regression is "
                  f"suspected ({what}); measuring {missing} more block(s) to confirm it")

@@ -15,7 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
-from pytest_sme2 import formats
+from pytest_sme2 import units
 from pytest_sme2.errors import Sme2Error
 
 
@@ -29,7 +29,7 @@ class Interval:
     confidence: float = 0.95
 
     def __str__(self) -> str:
-        return formats.ratio_interval(self)
+        return units.ratio_interval(self)
 
     def to_dict(self) -> dict:
         return {"point": self.point, "low": self.low, "high": self.high,

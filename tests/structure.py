@@ -20,7 +20,7 @@ PACKAGE = "pytest_sme2"
 MAX_LINES = 450
 # Module (or package prefix) -> layer; the longest matching prefix wins.
 LAYERS: dict[str, int] = {
-    "errors": 0, "_util": 0, "formats": 0,
+    "errors": 0, "_util": 0, "units": 0,
     "readers": 1, "stats": 1, "hwcaps": 1, "thermal": 1,
     "measure.settings": 1, "progress": 1,
     "results": 2, "analysis": 2,

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from pytest_sme2 import formats
+from pytest_sme2 import units
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate_ab import Pairs, slowdown
 from pytest_sme2.gate_policy import parse_precision  # noqa: F401  (one parser, re-exported)
@@ -159,7 +159,7 @@ class Goal:
         elif final:
             why = f"stopped after {n}"
         if why:
-            got = formats.plus_minus(width) if interval and math.isfinite(width) \
+            got = units.plus_minus(width) if interval and math.isfinite(width) \
                 else "no interval"
             why = (f"{why}: interval {got}, not ±{self.target_pct:g}% (the blocks vary too "
                    "much between processes on this machine)")
