@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.model_spec import is_pte
+from pytest_sme2.programs.spec import is_pte
 from pytest_sme2._util.versions import package_version
 
 if TYPE_CHECKING:
@@ -209,7 +209,7 @@ def _export_meta(pte: str) -> dict[str, Any]:
 
 
 def _pte_hash(pte: str) -> str | None:
-    from pytest_sme2.pte_model import content_hash
+    from pytest_sme2.programs.pte import content_hash
 
     try:
         return content_hash(Path(pte))
@@ -219,7 +219,7 @@ def _pte_hash(pte: str) -> str | None:
 
 def _model_source(model: str) -> str | None:
     try:
-        from pytest_sme2_models import get_model
+        from pytest_sme2.programs.registry import get_model
 
         return get_model(model).source_digest()[:16]
     except (ImportError, Sme2Error, OSError):
@@ -227,6 +227,6 @@ def _model_source(model: str) -> str | None:
 
 
 def _recipe() -> str:
-    from pytest_sme2.export import recipe_digest
+    from pytest_sme2.programs.export import recipe_digest
 
     return recipe_digest()[:16]

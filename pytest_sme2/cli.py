@@ -99,8 +99,8 @@ def _export(args: argparse.Namespace) -> int:
     """A registered or library model: export it (or reuse the cache). A .pte: take it as it
     is and make its inputs from forward's metadata (the paths printed are the ones a session
     uses)."""
-    from pytest_sme2.export import export_model
-    from pytest_sme2.model_spec import model_label
+    from pytest_sme2.programs.export import export_model
+    from pytest_sme2.programs.spec import model_label
     from pytest_sme2.readers.tensorfile import sidecar
 
     exported = export_model(args.model, args.dtype, args.cache_dir, force=args.force,
@@ -129,7 +129,7 @@ def _export(args: argparse.Namespace) -> int:
 def _program_and_inputs(args: argparse.Namespace) -> tuple[Path, Path]:
     """``run``'s model: a .pte (inputs from forward's metadata unless --inputs), or a
     registered or library model name (exported, or the cached export, in --dtype)."""
-    from pytest_sme2.export import export_model
+    from pytest_sme2.programs.export import export_model
 
     exported = export_model(args.model, args.dtype, progress=lambda msg: print(
         msg, file=sys.stderr, flush=True))

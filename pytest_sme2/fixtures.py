@@ -14,7 +14,7 @@ import pytest
 from pytest_sme2.collector import (COMPARISON_PROPERTY, RESULT_PROPERTY, block_done,
                                    is_xdist_worker, write_live)
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.export import ExportedModel, export_model
+from pytest_sme2.programs.export import ExportedModel, export_model
 from pytest_sme2.measure.matrix import Case
 from pytest_sme2.measure.session import BenchSession
 from pytest_sme2.measure.settings import DEFAULT_MARGIN, BenchSettings

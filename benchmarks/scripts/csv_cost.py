@@ -50,7 +50,7 @@ def block_analysis(model: str, dtype: str, work: Path) -> Analysis:
     from pytest_sme2.analysis.summary import analyze
     from pytest_sme2.readers.etdump import read_etdump
     from pytest_sme2.readers.etrecord import read_etrecord
-    from pytest_sme2.export import export_model
+    from pytest_sme2.programs.export import export_model
     from pytest_sme2.runners.base import RunRequest
     from pytest_sme2.runners.native import native_runner
 

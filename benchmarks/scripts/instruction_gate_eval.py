@@ -118,7 +118,7 @@ class Bench:
         self.variant_cache = out / "exports"
 
     def export(self, model: str, dtype: str, variant_cache: bool = False):
-        from pytest_sme2.export import export_model
+        from pytest_sme2.programs.export import export_model
 
         return export_model(model, dtype, self.variant_cache if variant_cache else None)
 

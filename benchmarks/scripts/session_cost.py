@@ -148,7 +148,7 @@ def _cases(models: list[str], dtypes: list[str], threads: list[int]) -> list[tup
 def hand_loop(cases: list[tuple], compare: bool, runs: int, warmup: int, blocks: int,
               tmp: Path, loads: int = 1) -> tuple[float, int]:
     """Seconds for the session's runner invocations done by hand, and how many there were."""
-    from pytest_sme2.export import export_model
+    from pytest_sme2.programs.export import export_model
     from pytest_sme2.runners.base import RunRequest
     from pytest_sme2.runners.native import native_runner
 

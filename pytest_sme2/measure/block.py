@@ -22,7 +22,7 @@ from pytest_sme2.devices.base import Device
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.readers.etdump import read_etdump
 from pytest_sme2.readers.etrecord import read_etrecord
-from pytest_sme2.export import export_model
+from pytest_sme2.programs.export import export_model
 from pytest_sme2.measure.artifacts.csv import write_csvs
 from pytest_sme2.measure.artifacts.trace import write_trace
 from pytest_sme2.results import BlockResult, ProcessStartup, RunContext, Startup

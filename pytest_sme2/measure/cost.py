@@ -61,7 +61,7 @@ def warm_imports(prefetch: Iterable[tuple[str, str]], cache_dir: Path | None,
     export (``prefetch``: model, dtype) verified and its .etrecord read once, here rather than
     per block."""
     from pytest_sme2.readers.etrecord import read_etrecord
-    from pytest_sme2.export import cached_export
+    from pytest_sme2.programs.export import cached_export
 
     for warm in warm_ups:
         warm()

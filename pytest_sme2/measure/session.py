@@ -220,7 +220,7 @@ class BenchSession:
         and threads, counted once with the native runner under valgrind, onto ``result``. Off
         the host, say once per session that only time is measured. A failed count (a runner
         killed under valgrind) raises: that benchmark fails, the others go on."""
-        from pytest_sme2.export import export_model
+        from pytest_sme2.programs.export import export_model
         from pytest_sme2.instructions.count import count_instructions, host_only_reason
         from pytest_sme2.runners.native import native_runner
 

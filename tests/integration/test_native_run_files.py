@@ -57,7 +57,7 @@ def test_a_real_toy_cnn_block_writes_the_csvs_pandas_wrote(tmp_path, dtype):
     from pytest_sme2.devices.host import HostDevice
     from pytest_sme2.readers.etdump import read_etdump
     from pytest_sme2.readers.etrecord import read_etrecord
-    from pytest_sme2.export import export_model
+    from pytest_sme2.programs.export import export_model
     from pytest_sme2.runners.native import NativeRunner, build_native_runner
     from pytest_sme2.measure.settings import BenchSettings
 

@@ -9,7 +9,7 @@ import pytest
 from pytest_sme2.analysis.categories import is_framework_event
 from pytest_sme2.analysis.summary import analyze_file
 from pytest_sme2.devices.host import HostDevice
-from pytest_sme2.export import DTYPES, TOLERANCE, export_model
+from pytest_sme2.programs.export import DTYPES, TOLERANCE, export_model
 from pytest_sme2.runners.base import RunRequest
 from pytest_sme2.runners.python import PythonRunner
 

@@ -103,7 +103,7 @@ def test_changes_since_the_baseline_are_named(old, new, expected):
 
 
 def test_under_test_is_read_from_the_export_and_the_registry(tmp_path, monkeypatch):
-    from pytest_sme2_models import registry
+    from pytest_sme2.programs import registry
 
     (tmp_path / "net_mod.py").write_text("def build():\n    return None\n")
     monkeypatch.syspath_prepend(str(tmp_path))

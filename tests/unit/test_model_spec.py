@@ -6,7 +6,7 @@ import pytest
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.measure.matrix import Case, build_matrix
-from pytest_sme2.model_spec import LibrarySpec, is_library, is_pte, matrix_models, model_label
+from pytest_sme2.programs.spec import LibrarySpec, is_library, is_pte, matrix_models, model_label
 
 
 def test_kinds_by_shape():

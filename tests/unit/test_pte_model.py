@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_sme2.export import ExportError, export_model
-from pytest_sme2.pte_model import (ETRECORD_MISSING, import_pte, user_inputs_file,
+from pytest_sme2.programs.export import ExportError, export_model
+from pytest_sme2.programs.pte import (ETRECORD_MISSING, import_pte, user_inputs_file,
                                    user_inputs_hook)
 from pytest_sme2.readers.tensorfile import read_tensors, write_tensors
 from tests.fakes.pte_programs import write_program
@@ -167,7 +167,7 @@ def test_an_inputs_file_and_a_hook_together_are_one_line(tmp_path):
 
 
 def test_dynamic_inputs_take_sizes_up_to_their_bounds():
-    from pytest_sme2.pte_model import check_inputs
+    from pytest_sme2.programs.pte import check_inputs
     from pytest_sme2.readers.pte_program import MethodInput, MethodSignature
 
     sig = MethodSignature("forward", (MethodInput(0, "Tensor", "float32", 6, (1, 128), True),))
@@ -178,7 +178,7 @@ def test_dynamic_inputs_take_sizes_up_to_their_bounds():
 
 
 def test_an_input_of_a_dtype_numpy_lacks_is_left_to_the_runtime_but_its_shape_is_checked():
-    from pytest_sme2.pte_model import check_inputs
+    from pytest_sme2.programs.pte import check_inputs
     from pytest_sme2.readers.pte_program import MethodInput, MethodSignature
 
     sig = MethodSignature("forward", (MethodInput(0, "Tensor", None, 15, (4,)),))   # bfloat16

@@ -114,7 +114,7 @@ def test_the_fork_server_waits_around_a_measured_process_even_when_it_fails(monk
 
 
 def test_warm_imports_read_each_collected_export_once_and_never_fail(monkeypatch, tmp_path):
-    from pytest_sme2 import export
+    from pytest_sme2.programs import export
     from pytest_sme2.readers import etrecord
 
     asked: list[tuple] = []

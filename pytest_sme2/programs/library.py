@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.model_spec import LibrarySpec
+from pytest_sme2.programs.spec import LibrarySpec
 from pytest_sme2._util.versions import package_version
 
 SEED = 0
@@ -155,7 +155,7 @@ class LibraryModel:
     def build(self):
         import torch
 
-        from pytest_sme2_models.registry import ModelDef
+        from pytest_sme2.programs.registry import ModelDef
 
         spec = self.spec
         make = _transformers_model if spec.library == "transformers" else _vision_factory_model
@@ -175,10 +175,10 @@ class LibraryModel:
 
 def model_entry(model: str):
     """The registry entry of ``model``, or a :class:`LibraryModel` for a library spec."""
-    from pytest_sme2.model_spec import is_library
+    from pytest_sme2.programs.spec import is_library
 
     if is_library(model):
         return LibraryModel(model)
-    from pytest_sme2_models import get_model
+    from pytest_sme2.programs.registry import get_model
 
     return get_model(model)

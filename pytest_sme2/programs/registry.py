@@ -100,6 +100,19 @@ def register_model(name: str, target: str | Callable[..., ModelDef] | None = Non
     return target
 
 
+# The built-in models (this repository's models/, installed as pytest_sme2_models), by name:
+# the zoo is imported only when one is built, so the core never imports it.
+register_model("toy_cnn", "pytest_sme2_models.toy_cnn:build",
+               description="small conv/bn/relu/linear net with a residual add and a transpose")
+register_model("mobilenet_v3_small", "pytest_sme2_models.mobilenet_v3_small:build",
+               description="MobileNetV3-small, torchvision's architecture, 224x224, 2.54M params")
+register_model("vit_tiny", "pytest_sme2_models.vit_tiny:build",
+               description="small ViT (dim 192, depth 4, 3 heads), 112x112, explicit attention")
+register_model("mobilevit_small", "pytest_sme2_models.mobilevit:build",
+               description="MobileViT-small from transformers (config defaults, 4.9M params), "
+               "128x128; needs pytest-sme2[transformers]")
+
+
 def _load_entry_points() -> None:
     global _entry_points_loaded
     if _entry_points_loaded:

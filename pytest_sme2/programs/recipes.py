@@ -1,5 +1,5 @@
-"""The XNNPACK export recipes (heavy imports: only :mod:`pytest_sme2.export` loads this, and only
-on a cache miss). fp16 is ``.half()`` before export; static int8 is PT2E with per-channel
+"""The XNNPACK export recipes (heavy imports: only :mod:`pytest_sme2.programs.export` loads this,
+and only on a cache miss). fp16 is ``.half()`` before export; static int8 is PT2E with per-channel
 symmetric config and calibration; dynamic int8 needs the dynamically quantized partitioner in
 front of the plain one."""
 
@@ -18,7 +18,7 @@ for _name in ("torchao", "torch.utils._pytree"):
 
 import torch  # after the loggers are set
 
-from pytest_sme2_models.registry import ModelDef
+from pytest_sme2.programs.registry import ModelDef
 
 _NOT_OPERATORS = {"executorch_call_delegate", "getitem"}
 

@@ -1,10 +1,10 @@
 """What a model name means. Three kinds, told apart by their shape alone (no import, no file
 access), so the matrix, ids and caches can branch on them early:
 
-- ``path/to/m.pte``: a program someone else exported (:mod:`pytest_sme2.pte_model`);
+- ``path/to/m.pte``: a program someone else exported (:mod:`pytest_sme2.programs.pte`);
 - ``transformers:MobileViTModel?image_size=128``: a library architecture built from its
-  config's defaults (:mod:`pytest_sme2.library_models`);
-- anything else: a name in the model registry (``pytest_sme2_models``).
+  config's defaults (:mod:`pytest_sme2.programs.library`);
+- anything else: a name in the model registry (:mod:`pytest_sme2.programs.registry`).
 """
 
 from __future__ import annotations

@@ -31,8 +31,8 @@ import numpy as np
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2._util.fsutil import file_sha256
-from pytest_sme2.exported import INPUTS, META, ExportedModel, ExportError
-from pytest_sme2.model_spec import AS_EXPORTED
+from pytest_sme2.programs.exported import INPUTS, META, ExportedModel, ExportError
+from pytest_sme2.programs.spec import AS_EXPORTED
 from pytest_sme2.readers.pte_program import (MethodInput, MethodSignature, PteProgramError,
                                      forward_signature)
 from pytest_sme2.readers.tensorfile import read_tensors, write_tensors

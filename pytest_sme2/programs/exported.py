@@ -23,7 +23,7 @@ class ExportedModel:
     key: str
     folder: Path
     meta: dict
-    # A user's .pte (pytest_sme2.pte_model) stays where it is: only its inputs and metadata
+    # A user's .pte (pytest_sme2.programs.pte) stays where it is: only its inputs and metadata
     # live in the cache folder. None: our own export, whose files are all in the folder.
     program_file: Path | None = None
     etrecord_file: Path | None = None

@@ -2,7 +2,7 @@
 through a content-addressed cache.
 
 Cache key = model source + builder arguments + dtype + export recipe (this file and
-``_recipes.py``: :data:`RECIPE_SOURCES`) + torch / executorch / torchao versions. A hit reads
+``recipes.py``: :data:`RECIPE_SOURCES`) + torch / executorch / torchao versions. A hit reads
 one small JSON file and imports neither torch nor executorch. Concurrent pytest-xdist workers
 take a per-key lock; the export is written into a temporary folder and renamed into place, so
 nobody ever sees a half-written model.
@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Callable
 
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.exported import (ETRECORD, INPUTS, META, PTE, ExportedModel,  # noqa: F401
+from pytest_sme2.programs.exported import (ETRECORD, INPUTS, META, PTE, ExportedModel,  # noqa: F401
                                   ExportError)
 from pytest_sme2._util.fsutil import file_sha256
 from pytest_sme2._util.locking import file_lock
-from pytest_sme2.model_spec import is_pte
+from pytest_sme2.programs.spec import is_pte
 from pytest_sme2._util.versions import package_version
 
 DTYPES = ("fp32", "fp16", "int8", "int8_dynamic")
@@ -44,8 +44,8 @@ TOLERANCE = {"fp32": 1e-3, "fp16": 3e-2, "int8": 0.1, "int8_dynamic": 0.1}
 # passes when max |pte - float| <= INT8_FLOAT_MARGIN x max |quantized eager - float|.
 INT8_FLOAT_MARGIN = 1.25
 # The export recipe is the source of these files (the cache logic here, the torch and executorch
-# steps in _recipes.py): editing any of them makes a new cache key.
-RECIPE_SOURCES = (Path(__file__), Path(__file__).with_name("_recipes.py"))
+# steps in recipes.py): editing any of them makes a new cache key.
+RECIPE_SOURCES = (Path(__file__), Path(__file__).with_name("recipes.py"))
 
 
 def default_cache_dir() -> Path:
@@ -73,7 +73,7 @@ def recipe_digest() -> str:
 
 
 def cache_key(model: str, dtype: str) -> str:
-    from pytest_sme2.library_models import model_entry
+    from pytest_sme2.programs.library import model_entry
 
     h = hashlib.sha256()
     h.update(model_entry(model).source_digest().encode())
@@ -152,7 +152,7 @@ def export_model(model: str, dtype: str = "fp32", cache_dir: Path | None = None,
     """Return the cached export of ``model`` in ``dtype``, exporting it first if needed; a
     ``.pte`` file is taken as it is (its inputs made from its metadata, once per content)."""
     if is_pte(model):
-        from pytest_sme2.pte_model import import_pte
+        from pytest_sme2.programs.pte import import_pte
 
         return import_pte(Path(model), cache_dir or default_cache_dir(), progress)
     if dtype not in DTYPES:
@@ -189,13 +189,13 @@ def _first_line(exc: BaseException) -> str:
 def _export_into(folder: Path, model: str, dtype: str, key: str,
                  progress: Callable[[str], None] | None) -> dict:
     """Run the recipe; every stage failure becomes one ExportError line naming the stage."""
-    from pytest_sme2 import _recipes  # heavy: torch + executorch
+    from pytest_sme2.programs import recipes  # heavy: torch + executorch
 
     say = progress or (lambda msg: None)
     stage = ["build"]
     t0 = time.perf_counter()
     try:
-        from pytest_sme2.library_models import model_entry
+        from pytest_sme2.programs.library import model_entry
 
         say(f"exporting {model} {dtype} ...")
         definition = model_entry(model).build()
@@ -203,7 +203,7 @@ def _export_into(folder: Path, model: str, dtype: str, key: str,
             stage[0] = name
             say(f"  {model} {dtype}: {name} ({time.perf_counter() - t0:.1f} s)")
 
-        program, info = _recipes.export(definition, dtype, at_stage=at_stage)
+        program, info = recipes.export(definition, dtype, at_stage=at_stage)
     except Sme2Error:
         raise
     except Exception as e:  # noqa: BLE001 - turned into one clear line
@@ -215,7 +215,7 @@ def _export_into(folder: Path, model: str, dtype: str, key: str,
     (folder / PTE).write_bytes(program.buffer)
     info["pte_sha256"] = hashlib.sha256(program.buffer).hexdigest()
     program.get_etrecord().save(str(folder / ETRECORD))
-    _recipes.save_inputs(definition.example_inputs, dtype, folder / INPUTS)
+    recipes.save_inputs(definition.example_inputs, dtype, folder / INPUTS)
     meta = {
         "model": model,
         "dtype": dtype,
