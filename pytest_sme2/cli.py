@@ -218,7 +218,7 @@ def _gate(args: argparse.Namespace) -> int:
     exit 1 when the gate fails (a regression, or a baseline from another device that was not
     compared), else 0."""
     from pytest_sme2 import gate
-    from pytest_sme2.baseline_store import group_by_key
+    from pytest_sme2.baselines.store import group_by_key
     from pytest_sme2.gate_policy import CLI_FLAGS, gate_policy
     from pytest_sme2.results import load_results
 

@@ -58,9 +58,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from pytest_sme2 import baseline_store
+from pytest_sme2.baselines import store as baseline_store
 from pytest_sme2 import units
-from pytest_sme2.baseline_key import BaselineKey, UnderTest
+from pytest_sme2.baselines.key import BaselineKey, UnderTest
 from pytest_sme2.gate_policy import DEFAULT_THRESHOLD_PCT, GatePolicy
 from pytest_sme2.gate_robust import judge_robust
 from pytest_sme2.errors import Sme2Error

@@ -29,8 +29,10 @@ from dataclasses import dataclass, field, replace
 from statistics import median
 from typing import TYPE_CHECKING, Callable, Protocol
 
-from pytest_sme2 import base_programs, baseline_store, gate, gate_ab
-from pytest_sme2.baseline_key import UNDER_TEST, BaselineKey, UnderTest
+from pytest_sme2 import gate, gate_ab
+from pytest_sme2.baselines import programs as base_programs
+from pytest_sme2.baselines import store as baseline_store
+from pytest_sme2.baselines.key import UNDER_TEST, BaselineKey, UnderTest
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate import GateReport
 from pytest_sme2.gate_ab import Pairs
@@ -306,7 +308,7 @@ class BenchmarkLoop:
 
     def _ab_base(self, first: BenchmarkResult, runner: str) -> BaseProgram:
         """The base program: the one the baseline's newest session measured, kept by hash
-        beside the baseline (pytest_sme2.base_programs); and --sme2-ab-base-runner. Neither
+        beside the baseline (pytest_sme2.baselines.programs); and --sme2-ab-base-runner. Neither
         differing from what is under test leaves nothing to compare."""
         config = self.session.config
         base_runner = config.gate.base_runner or runner

@@ -240,7 +240,7 @@ class BenchSession:
 
     def save_baselines(self) -> list[Path]:
         """Add this session's results to the baselines, one session per benchmark key."""
-        from pytest_sme2.baseline_store import group_by_key, save
+        from pytest_sme2.baselines.store import group_by_key, save
 
         if self.config.baseline_dir is None:
             return []

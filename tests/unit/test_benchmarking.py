@@ -11,7 +11,7 @@ import pytest
 
 from pytest_sme2.measure import benchmark as benchmarking
 from pytest_sme2.analysis.latency import latency_stats
-from pytest_sme2.baseline_store import save
+from pytest_sme2.baselines.store import save
 from pytest_sme2.measure.config import Sme2Config
 from pytest_sme2.measure.matrix import Case
 from pytest_sme2.errors import Sme2Error

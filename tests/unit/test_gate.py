@@ -13,8 +13,8 @@ from statistics import median
 import numpy as np
 import pytest
 
-from pytest_sme2.baseline_key import BaselineKey
-from pytest_sme2.baseline_store import find, save
+from pytest_sme2.baselines.key import BaselineKey
+from pytest_sme2.baselines.store import find, save
 from pytest_sme2.measure.config import GatePolicy
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate import (IMPROVEMENT, NOT_COMPARED, OK, REGRESSION, evaluate, judge_levels,

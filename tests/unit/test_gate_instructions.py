@@ -7,8 +7,8 @@ from dataclasses import replace
 
 from tests.fakes.baselines import bench_result as _result
 
-from pytest_sme2.baseline_key import BaselineKey
-from pytest_sme2.baseline_store import load, save
+from pytest_sme2.baselines.key import BaselineKey
+from pytest_sme2.baselines.store import load, save
 from pytest_sme2.measure.config import GatePolicy
 from pytest_sme2.gate import INSTRUCTIONS, NOT_COMPARED, OK, REGRESSION, evaluate, judge_levels
 from pytest_sme2.plugin import junit_properties

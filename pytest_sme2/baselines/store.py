@@ -1,4 +1,4 @@
-"""Stored baselines: one JSON file per :class:`~pytest_sme2.baseline_key.BaselineKey` keeping
+"""Stored baselines: one JSON file per :class:`~pytest_sme2.baselines.key.BaselineKey` keeping
 the last N *sessions* of raw per-run samples, grouped by *block* (one runner process), each
 with what was under test when it was recorded.
 
@@ -24,8 +24,8 @@ from pathlib import Path
 from statistics import median
 from typing import Any, Iterable, Sequence
 
-from pytest_sme2 import base_programs
-from pytest_sme2.baseline_key import MEASURE_TIME, BaselineKey, UnderTest
+from pytest_sme2.baselines import programs as base_programs
+from pytest_sme2.baselines.key import MEASURE_TIME, BaselineKey, UnderTest
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2._util.locking import folder_lock
 from pytest_sme2.results import BlockResult, DeviceFacts, atomic_write_text
@@ -295,7 +295,7 @@ def group_by_key(results: Iterable[BlockResult]) -> dict[BaselineKey, list[Block
 
 
 def _keep_program(folder: Path, result: BlockResult) -> None:
-    """The measured .pte, by hash, for the A/B gate (pytest_sme2.base_programs); a result
+    """The measured .pte, by hash, for the A/B gate (pytest_sme2.baselines.programs); a result
     whose program file is gone (a results.json read back elsewhere) keeps none."""
     pte = Path(result.pte) if result.pte else None
     if pte is not None and pte.is_file():
