@@ -217,9 +217,9 @@ def _gate(args: argparse.Namespace) -> int:
     as --save-baseline groups them) against the stored baselines: one line per benchmark;
     exit 1 when the gate fails (a regression, or a baseline from another device that was not
     compared), else 0."""
-    from pytest_sme2 import gate
+    from pytest_sme2.gate import rule as gate
     from pytest_sme2.baselines.store import group_by_key
-    from pytest_sme2.gate_policy import CLI_FLAGS, gate_policy
+    from pytest_sme2.gate.policy import CLI_FLAGS, gate_policy
     from pytest_sme2.results import load_results
 
     # Blocks cannot be measured again here: a suspected regression is judged as it stands.
@@ -343,7 +343,7 @@ def _add_report(sub) -> None:
 
 
 def _add_gate(sub) -> None:
-    from pytest_sme2.gate_policy import (DEFAULT_LOAD_THRESHOLD_PCT, DEFAULT_MEMORY_THRESHOLD_PCT,
+    from pytest_sme2.gate.policy import (DEFAULT_LOAD_THRESHOLD_PCT, DEFAULT_MEMORY_THRESHOLD_PCT,
                                          DEFAULT_THRESHOLD_PCT)
 
     g = sub.add_parser("gate", help="judge a results.json against stored baselines: exit 1 on "

@@ -34,7 +34,7 @@ def __getattr__(name: str) -> Any:
     """Names that moved, still importable from here: ``junit_properties`` lives with the gate
     (importing it here would load numpy in every pytest run)."""
     if name == "junit_properties":
-        from pytest_sme2.gate import junit_properties
+        from pytest_sme2.gate.rule import junit_properties
 
         return junit_properties
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -94,7 +94,8 @@ def bootstrap_ratio_of_medians(base: list[float], candidate: list[float], confid
                     float(np.quantile(ratios, 1 - alpha)), confidence)
 
 
-# -- the regression gate's statistics (pytest_sme2.gate) ---------------------------------------
+# -- the regression gate's statistics (pytest_sme2.gate.rule)
+# ---------------------------------------
 
 MIN_SESSIONS = 3                  # below this, drift between sessions is taken as unmeasured
 PREDICTION = 0.975                # one-sided level of the noise floor (a prediction bound)

@@ -25,7 +25,7 @@ LAYERS: dict[str, int] = {
     "measure.settings": 1, "progress": 1,
     "results": 2, "analysis": 2,
     "programs": 3, "baselines": 3,
-    "gate": 3, "gate_policy": 3, "gate_ab": 3, "gate_robust": 3,
+    "gate": 3,
     "measure.precision": 3, "measure.comparison": 3, "measure.matrix": 3, "measure.artifacts": 3,
     "hooks": 3,
     "runners": 4, "device_programs": 4, "emulation": 4,

@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 
 import pytest_sme2_models as _models
-from pytest_sme2.gate import REGRESSION, judge_levels
+from pytest_sme2.gate.rule import REGRESSION, judge_levels
 
 from pytest_sme2.instructions import count as ins
 from pytest_sme2.instructions.callgrind import Costs, read_profiles

@@ -108,7 +108,7 @@ _DEFERRED = (("pytest_sme2.measure.block", "export_model", "export cache lookup"
              ("pytest_sme2.measure.block", "analyze", "analysis"),
              ("pytest_sme2.measure.block", "write_csvs", "CSVs"),
              ("pytest_sme2.measure.block", "write_trace", "Chrome traces"),
-             ("pytest_sme2.gate", "evaluate", "baseline gate"),
+             ("pytest_sme2.gate.rule", "evaluate", "baseline gate"),
              ("pytest_sme2.report.terminal", "summary_table", "summary table"))
 
 

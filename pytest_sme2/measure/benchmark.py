@@ -29,13 +29,14 @@ from dataclasses import dataclass, field, replace
 from statistics import median
 from typing import TYPE_CHECKING, Callable, Protocol
 
-from pytest_sme2 import gate, gate_ab
+from pytest_sme2.gate import rule as gate
+from pytest_sme2.gate import ab as gate_ab
 from pytest_sme2.baselines import programs as base_programs
 from pytest_sme2.baselines import store as baseline_store
 from pytest_sme2.baselines.key import UNDER_TEST, BaselineKey, UnderTest
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.gate import GateReport
-from pytest_sme2.gate_ab import Pairs
+from pytest_sme2.gate.rule import GateReport
+from pytest_sme2.gate.ab import Pairs
 from pytest_sme2.measure.block import BenchmarkRun, Interleaving, run_comparison
 from pytest_sme2.measure.matrix import Case
 from pytest_sme2.measure.precision import Goal, Precision
@@ -43,7 +44,7 @@ from pytest_sme2.measure.settings import DEFAULT_MARGIN
 from pytest_sme2.programs.spec import AS_EXPORTED, is_pte
 
 if TYPE_CHECKING:
-    from pytest_sme2.gate_policy import GatePolicy
+    from pytest_sme2.gate.policy import GatePolicy
     from pytest_sme2.measure.comparison import Comparison
     from pytest_sme2.measure.session import BenchSession
     from pytest_sme2.results import BenchmarkResult
@@ -336,7 +337,7 @@ class BenchmarkLoop:
     def _judge_ab(self, run: BenchmarkRun, runner: str, out: Benchmarked) -> GateReport:
         """--sme2-gate-mode ab: the base re-measured in interleaved pairs with the candidate
         (:meth:`_measure_pairs`), judged by the paired rule
-        (:func:`pytest_sme2.gate_ab.judge_ab`). Categories, load and memory are judged
+        (:func:`pytest_sme2.gate.ab.judge_ab`). Categories, load and memory are judged
         against the stored baseline on all the candidate's blocks. With nothing to
         re-measure (no stored program, the same program and runner), the stored rule judges,
         and its verdict says why."""

@@ -18,7 +18,7 @@ from pytest_sme2.errors import Sme2Error
 from pytest_sme2.programs.export import DTYPES
 from pytest_sme2.programs.spec import matrix_models
 # The gate's policy and its options live with the gate; imported from here before (shims).
-from pytest_sme2.gate_policy import (DEFAULT_LOAD_THRESHOLD_PCT,  # noqa: F401
+from pytest_sme2.gate.policy import (DEFAULT_LOAD_THRESHOLD_PCT,  # noqa: F401
                                      DEFAULT_MEMORY_THRESHOLD_PCT, DEFAULT_PRECISION_BUDGET_S,
                                      DEFAULT_THRESHOLD_PCT,
                                      GatePolicy, gate_policy, parse_gate_categories,

@@ -6,7 +6,7 @@ calibrates, criterion.rs samples until its measurement time is spent and hyperfi
 Two intervals are made precise:
 
 - **paired** (a comparison, the A/B gate): ``candidate / base`` over interleaved pairs of
-  blocks (:func:`pytest_sme2.gate_ab.slowdown`);
+  blocks (:func:`pytest_sme2.gate.ab.slowdown`);
 - **level** (a benchmark alone): its typical block median over fresh processes — a t-interval
   on the mean log block median, since between-process drift is what one block cannot show.
 
@@ -24,8 +24,8 @@ from typing import Any, Callable, Sequence
 
 from pytest_sme2 import units
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.gate_ab import Pairs, slowdown
-from pytest_sme2.gate_policy import parse_precision  # noqa: F401  (one parser, re-exported)
+from pytest_sme2.gate.ab import Pairs, slowdown
+from pytest_sme2.gate.policy import parse_precision  # noqa: F401  (one parser, re-exported)
 from pytest_sme2.stats import Interval, t_quantile
 
 MIN_PAIRS = 3

@@ -1,4 +1,4 @@
-"""The regression gate's verdict (:class:`Judgement`): what :mod:`pytest_sme2.gate` decides
+"""The regression gate's verdict (:class:`Judgement`): what :mod:`pytest_sme2.gate.rule` decides
 and what results.json keeps of it, one record for both. The words it is made of (statuses and
 measures) live here with it; the gate imports them."""
 

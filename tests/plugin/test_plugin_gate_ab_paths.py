@@ -9,7 +9,7 @@ import json
 import shutil
 
 from pytest_sme2.measure.benchmark import AGAINST_RUNNER
-from pytest_sme2.gate_ab import AGAINST
+from pytest_sme2.gate.ab import AGAINST
 
 TEST = """
 def test_latency(sme2_bench, sme2_case):

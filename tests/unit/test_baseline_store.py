@@ -14,7 +14,7 @@ import pytest
 
 from pytest_sme2.baselines.key import BaselineKey, UnderTest
 from pytest_sme2.baselines.store import SCHEMA, Baseline, BaselineError, find, load, save
-from pytest_sme2.gate import NOT_COMPARED, REGRESSION, evaluate
+from pytest_sme2.gate.rule import NOT_COMPARED, REGRESSION, evaluate
 from pytest_sme2.results import BenchmarkResult
 from tests.needs import tool
 from tests.fakes.baselines import AT_10, T0, UNDER_TEST, bench_result, under_test_result

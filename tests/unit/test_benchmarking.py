@@ -15,7 +15,7 @@ from pytest_sme2.baselines.store import save
 from pytest_sme2.measure.config import Sme2Config
 from pytest_sme2.measure.matrix import Case
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.gate_policy import GatePolicy
+from pytest_sme2.gate.policy import GatePolicy
 from pytest_sme2.results import BenchmarkResult, ResultAnalysis, RunContext
 
 AT_10 = GatePolicy(fail_on_regression=10)

@@ -160,7 +160,7 @@ def test_a_session_end_records_or_says_in_one_line_why_not(tmp_path):
 
 
 def test_the_gate_reads_the_last_sessions_of_a_branch_from_the_store(tmp_path):
-    from pytest_sme2 import gate
+    from pytest_sme2.gate import rule as gate
     from pytest_sme2.baselines.store import load
     from pytest_sme2.history.baselines import baseline_dir_from_store
 

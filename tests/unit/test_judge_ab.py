@@ -10,8 +10,8 @@ import pytest
 from pytest_sme2.measure.benchmark import BaseProgram, Benchmarked, BenchmarkLoop
 from pytest_sme2.measure.matrix import Case
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.gate import NOT_COMPARED
-from pytest_sme2.gate_policy import GatePolicy
+from pytest_sme2.gate.rule import NOT_COMPARED
+from pytest_sme2.gate.policy import GatePolicy
 from tests.fakes.baselines import bench_result
 
 TOY = Case("toy_cnn", "fp32", 1)

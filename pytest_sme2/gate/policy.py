@@ -1,4 +1,4 @@
-"""What the regression gate (:mod:`pytest_sme2.gate`) is asked to do: :class:`GatePolicy`,
+"""What the regression gate (:mod:`pytest_sme2.gate.rule`) is asked to do: :class:`GatePolicy`,
 its defaults, and the one function that builds it from option values — for pytest's options
 (:func:`pytest_sme2.measure.config.config_from_options`) and ``pytest-sme2 gate`` alike, so neither
 repeats the other's defaults or checks.
@@ -26,7 +26,7 @@ DEFAULT_PRECISION_BUDGET_S = 60.0
 
 @dataclass(frozen=True)
 class GatePolicy:
-    """What the regression gate is asked to do (``pytest_sme2.gate``)."""
+    """What the regression gate is asked to do (``pytest_sme2.gate.rule``)."""
 
     fail_on_regression: float | None = None   # percent; None: judge and report only
     allow_foreign: bool = False               # compare with a baseline from another device
@@ -37,7 +37,7 @@ class GatePolicy:
     load_threshold_pct: float | None = DEFAULT_LOAD_THRESHOLD_PCT
     memory_threshold_pct: float | None = DEFAULT_MEMORY_THRESHOLD_PCT
     # "stored": judge against the stored baseline; "ab": re-measure the base program in this
-    # session, interleaved (pytest_sme2.gate_ab).
+    # session, interleaved (pytest_sme2.gate.ab).
     mode: str = "stored"
     precision_pct: float | None = None        # --sme2-precision: None, the fixed design
     precision_budget_s: float = DEFAULT_PRECISION_BUDGET_S   # per benchmark (or comparison)

@@ -10,7 +10,7 @@ Entry points — the pytest fixtures and ``pytest-sme2 gate`` call nothing else:
   the missing blocks (fresh runner processes) and judge all of them;
 - :func:`junit_properties` ``(judgement)``: the verdict as JUnit ``record_property`` pairs.
 
-The policy (:class:`GatePolicy`, built from option values) is in :mod:`pytest_sme2.gate_policy`:
+The policy (:class:`GatePolicy`, built from option values) is in :mod:`pytest_sme2.gate.policy`:
 light enough for every pytest run to build. This module runs past ~450 lines because this
 docstring states the method: the code proper is ~420.
 
@@ -34,7 +34,7 @@ within one process vary (±30% between sessions, 15% between two processes a min
    bound on the log scale (:func:`pytest_sme2.stats.noise_floor`). Below 3 sessions all blocks
    are pooled instead and the floor is at least 25%: drift between sessions has not been
    observed yet. End to end, a session that ran slow or fast while the next one agrees with
-   the rest is left out first and named (:mod:`pytest_sme2.gate_robust`).
+   the rest is left out first and named (:mod:`pytest_sme2.gate.robust`).
 5. Verdict: ``regression`` only when the interval's *lower* bound exceeds
    ``1 + max(threshold, noise floor)``; ``improvement`` when its upper bound is below the
    reciprocal; else ``ok``. A baseline from another device is ``not_compared`` with the
@@ -61,8 +61,8 @@ import numpy as np
 from pytest_sme2.baselines import store as baseline_store
 from pytest_sme2 import units
 from pytest_sme2.baselines.key import BaselineKey, UnderTest
-from pytest_sme2.gate_policy import DEFAULT_THRESHOLD_PCT, GatePolicy
-from pytest_sme2.gate_robust import judge_robust
+from pytest_sme2.gate.policy import DEFAULT_THRESHOLD_PCT, GatePolicy
+from pytest_sme2.gate.robust import judge_robust
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.results import BenchmarkResult
 # The verdict record and its words live with results.json, which stores them.

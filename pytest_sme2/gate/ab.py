@@ -38,8 +38,8 @@ from dataclasses import dataclass, replace
 from statistics import median
 
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.gate import OK, Judgement, classify, not_compared
-from pytest_sme2.gate_policy import DEFAULT_THRESHOLD_PCT
+from pytest_sme2.gate.rule import OK, Judgement, classify, not_compared
+from pytest_sme2.gate.policy import DEFAULT_THRESHOLD_PCT
 from pytest_sme2.stats import Interval, paired_ratio
 
 AGAINST = "the base program, re-measured in this session"
