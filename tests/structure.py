@@ -22,18 +22,17 @@ MAX_LINES = 450
 LAYERS: dict[str, int] = {
     "errors": 0, "_util": 0, "units": 0,
     "readers": 1, "stats": 1, "hwcaps": 1, "thermal": 1,
-    "measure.settings": 1, "progress": 1,
+    "measure.settings": 1,
     "results": 2, "analysis": 2,
     "programs": 3, "baselines": 3,
     "gate": 3,
     "measure.precision": 3, "measure.comparison": 3, "measure.matrix": 3, "measure.artifacts": 3,
-    "hooks": 3,
     "runners": 4, "device_programs": 4, "emulation": 4,
     "devices": 5, "fakephone": 5, "instructions": 5,
     "measure": 6,
-    "scheduling": 6, "hookspec": 6, "history": 6,
+    "hookspec": 6, "history": 6,
     "report": 7,
-    "cli": 8, "plugin": 8, "fixtures": 8, "collector": 8, "provision": 8, "__init__": 8,
+    "cli": 8, "plugin": 8, "provision": 8, "__init__": 8,
 }
 
 

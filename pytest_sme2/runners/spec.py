@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Collection
+from typing import TYPE_CHECKING, Any, Callable, Collection
 
 from pytest_sme2.runners.base import Runner, RunnerError, with_defaults
 
@@ -44,7 +44,7 @@ class RunnerSpec:
              target: str = "host", hook: HookRelay | None = None) -> Runner:
         """The runner, built for ``target`` where we build it (the native runner): ``host``
         or a device's target such as ``aarch64-linux-gnu`` (QEMU). A plugin's
-        ``pytest_sme2_make_runner`` hook, asked first through ``hook`` (:mod:`pytest_sme2.hooks`),
+        ``pytest_sme2_make_runner`` hook, asked first through ``hook`` (:func:`runner_kinds`),
         may make it instead: it must for a kind of its own."""
         if hook is not None:
             runner = hook.pytest_sme2_make_runner(spec=self, target=target)
@@ -82,7 +82,7 @@ class RunnerSpec:
 
 def parse_runner_spec(text: str, kinds: Collection[str] = ()) -> RunnerSpec:
     """Parse one ``[NAME=]SPEC`` string; errors name the spec and show the expected form.
-    ``kinds``: runner kinds plugins make (:func:`pytest_sme2.hooks.runner_kinds`), accepted as
+    ``kinds``: runner kinds plugins make (:func:`runner_kinds`), accepted as
     ``NAME=KIND[,key=value...]``."""
     raw = text.strip()
     usage = ("expected NAME=python, NAME=native or NAME=/path/to/executor_runner"
@@ -177,3 +177,12 @@ def runner_specs(texts: list[str], kinds: Collection[str] = ()) -> dict[str, Run
         seen.add(spec.name)
         specs[spec.name] = spec
     return specs
+
+
+def runner_kinds(hook: Any | None) -> tuple[str, ...]:
+    """The runner kinds plugins make (for ``--runner NAME=KIND``), each once, asked through
+    ``hook`` (a pluggy hook relay; None: none)."""
+    if hook is None:
+        return ()
+    return tuple(dict.fromkeys(kind for kinds in hook.pytest_sme2_runner_kinds()
+                               for kind in kinds or ()))

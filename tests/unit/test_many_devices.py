@@ -19,7 +19,7 @@ from pytest_sme2.report.digest import devices_side_by_side, units
 from pytest_sme2.report.markdown import render_markdown
 from pytest_sme2.report.terminal import summary_table
 from pytest_sme2.results import load_results
-from pytest_sme2.scheduling import read_groups, write_groups
+from pytest_sme2.plugin.scheduling import read_groups, write_groups
 from pytest_sme2.measure.session import BenchSession
 from tests.fakes.results_docs import ANDROID, HOST_NO_SME2, single_doc, sme2_doc, steady
 from tests.unit.test_report import assert_tables_valid, section, table_rows

@@ -12,7 +12,7 @@ import pytest
 from pytest_sme2.measure import cost as session_cost
 from pytest_sme2.report.outputs import write_reports
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.progress import SessionProgress
+from pytest_sme2.plugin.progress import SessionProgress
 
 if TYPE_CHECKING:
     from pytest_sme2.measure.session import BenchSession
@@ -40,8 +40,8 @@ def write_live(config: pytest.Config, line: str) -> None:
 
 
 def block_done(config: pytest.Config, block: int, blocks: int | None = None) -> None:
-    """A progress line after a block, when one is due (pytest_sme2.progress); none on an xdist
-    worker, which has no collector."""
+    """A progress line after a block, when one is due (pytest_sme2.plugin.progress); none on an
+    xdist worker, which has no collector."""
     collector = config.pluginmanager.get_plugin(COLLECTOR_NAME)
     tracker = collector.progress if collector is not None else None
     line = tracker.block_done(block, blocks) if tracker is not None else None
@@ -60,9 +60,9 @@ class Collector:
         self.cooldown_told = False          # "--sme2-cooldown cannot be applied": said once
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        """Count the benchmark cases for the progress lines (pytest_sme2.progress). Under
+        """Count the benchmark cases for the progress lines (pytest_sme2.plugin.progress). Under
         pytest-xdist the controller collects nothing and workers print no live lines: none."""
-        from pytest_sme2 import progress
+        from pytest_sme2.plugin import progress
 
         self.cases = {item.nodeid for item in session.items
                       if any(f in getattr(item, "fixturenames", ()) for f in BENCH_FIXTURES)}

@@ -1,6 +1,6 @@
 """pytest glue, hooks only: options, the session's lifecycle, collection (the benchmark matrix,
-runners declared ahead), xdist wiring. What a test touches is :mod:`pytest_sme2.fixtures`; the
-process that reports, :mod:`pytest_sme2.collector`; the benchmark itself,
+runners declared ahead), xdist wiring. What a test touches is :mod:`pytest_sme2.plugin.fixtures`;
+the process that reports, :mod:`pytest_sme2.plugin.collector`; the benchmark itself,
 :mod:`pytest_sme2.measure.benchmark`; what the session costs, :mod:`pytest_sme2.measure.cost`.
 This module is the ``pytest11`` entry point: the fixtures are found here because it imports
 them."""
@@ -13,15 +13,17 @@ from typing import Any
 import pytest
 
 from pytest_sme2.measure import cost as session_cost
-from pytest_sme2.collector import COLLECTOR_NAME, Collector, is_xdist_worker, write_live
+from pytest_sme2.runners.spec import runner_kinds
+from pytest_sme2.plugin.collector import COLLECTOR_NAME, Collector, is_xdist_worker, write_live
 from pytest_sme2.measure.config import (FLAGS, OPTIONS, REPEATABLE, RUNNERS_DEST, RUNNERS_INI,
                                         BaseDirs, Sme2Config, config_from_options)
 from pytest_sme2.devices.registry import check_only_device, resolve_devices
+from pytest_sme2.analysis.categories import category_rules
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.fixtures import (SESSION_KEY, item_device, session_devices,  # noqa: F401
-                                  sme2_bench, sme2_capable_device, sme2_compare, sme2_device,
-                                  sme2_device_spec, sme2_emulated, sme2_min_speedup, sme2_model,
-                                  sme2_off, sme2_on, sme2_runners, sme2_session, sme2_settings)
+from pytest_sme2.plugin.fixtures import (  # noqa: F401 - pytest finds the fixtures here
+    SESSION_KEY, item_device, session_devices, sme2_bench, sme2_capable_device, sme2_compare,
+    sme2_device, sme2_device_spec, sme2_emulated, sme2_min_speedup, sme2_model, sme2_off, sme2_on,
+    sme2_runners, sme2_session, sme2_settings)
 from pytest_sme2.measure.matrix import Case, build_matrix, with_devices
 from pytest_sme2.report.outputs import warm_up
 from pytest_sme2.measure.session import BenchSession
@@ -70,8 +72,6 @@ def _config(config: pytest.Config) -> Sme2Config:
     values = {dest: config.getoption(dest) for dest in (*OPTIONS, *FLAGS, RUNNERS_DEST)}
     ini = {name: config.getini(name) for name in (*(o.ini for o in OPTIONS.values()),
                                                    RUNNERS_INI)}
-    from pytest_sme2.hooks import category_rules, runner_kinds
-
     try:
         cfg = config_from_options(values, ini,
                                   BaseDirs(config.invocation_params.dir, config.rootpath),
@@ -106,7 +106,7 @@ def pytest_configure(config: pytest.Config) -> None:
     cfg = _config(config)
     config.stash[NOTES_KEY] = []
     if is_xdist_worker(config):   # the controller's list: every worker collects the same ids
-        from pytest_sme2.scheduling import configure_worker
+        from pytest_sme2.plugin.scheduling import configure_worker
 
         devices = configure_worker(config, item_device) or cfg.devices
     else:
@@ -133,7 +133,7 @@ def _resolve_devices(config: pytest.Config, cfg: Sme2Config) -> tuple[str, ...]:
         raise pytest.UsageError(str(e)) from None
     config.stash[NOTES_KEY].extend(f"sme2: {n}" for n in notes)
     if config.pluginmanager.hasplugin("xdist"):
-        from pytest_sme2.scheduling import configure_controller
+        from pytest_sme2.plugin.scheduling import configure_controller
 
         config.stash[NOTES_KEY].extend(configure_controller(config, devices))
     return devices

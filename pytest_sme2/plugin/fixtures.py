@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Callable
 
 import pytest
 
-from pytest_sme2.collector import (COMPARISON_PROPERTY, RESULT_PROPERTY, block_done,
+from pytest_sme2.plugin.collector import (COMPARISON_PROPERTY, RESULT_PROPERTY, block_done,
                                    is_xdist_worker, write_live)
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.programs.export import ExportedModel, export_model
@@ -79,7 +79,7 @@ def sme2_device(pytestconfig: pytest.Config, sme2_session: BenchSession, sme2_de
     device that cannot be opened, or is gone, fails each test that needs it with one line
     saying what to do."""
     if is_xdist_worker(pytestconfig):
-        from pytest_sme2.scheduling import overlap_problem
+        from pytest_sme2.plugin.scheduling import overlap_problem
 
         problem = overlap_problem(pytestconfig)
         if problem:
