@@ -27,7 +27,7 @@ from pytest_sme2.emulation.tools import (CROSS_PREFIX, QEMU_BINARY, find_cross_c
                                          find_qemu, find_qemu_binary, find_sysroot,
                                          qemu_cache_dir, qemu_version)
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.hwcaps import HWCAP2_CLEAR_ENV, HWCAP2_SME, HWCAP2_SME2, mask_bits
+from pytest_sme2.device_programs.hwcaps import HWCAP2_CLEAR_ENV, HWCAP2_SME, HWCAP2_SME2, mask_bits
 
 TARGET = "aarch64-linux-gnu"
 SUITE = "trixie-backports"

@@ -97,6 +97,9 @@ def bootstrap_ratio_of_medians(base: list[float], candidate: list[float], confid
 # -- the regression gate's statistics (pytest_sme2.gate.rule)
 # ---------------------------------------
 
+# A difference smaller than this is not called a difference, whatever the interval says:
+# drift between processes on a shared machine is a few percent (see NOTES).
+DEFAULT_MARGIN = 0.02
 MIN_SESSIONS = 3                  # below this, drift between sessions is taken as unmeasured
 PREDICTION = 0.975                # one-sided level of the noise floor (a prediction bound)
 UNMEASURED_DRIFT = 0.25           # the least noise floor then (this VM: ±30% between sessions)

@@ -21,8 +21,8 @@ MAX_LINES = 450
 # Module (or package prefix) -> layer; the longest matching prefix wins.
 LAYERS: dict[str, int] = {
     "errors": 0, "_util": 0, "units": 0,
-    "readers": 1, "stats": 1, "hwcaps": 1, "thermal": 1,
-    "measure.settings": 1,
+    "readers": 1, "stats": 1,
+    "measure.settings": 5,
     "results": 2, "analysis": 2,
     "programs": 3, "baselines": 3,
     "gate": 3,

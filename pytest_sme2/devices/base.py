@@ -11,7 +11,7 @@ from pytest_sme2._util.protocol_defaults import WithDefaults
 from pytest_sme2.runners.base import Runner, RunOutcome, RunRequest
 
 if TYPE_CHECKING:
-    from pytest_sme2.thermal import ThermalState
+    from pytest_sme2.results.thermal import ThermalState
 
 
 class DeviceError(Sme2Error):

@@ -40,7 +40,7 @@ from pytest_sme2.gate.ab import Pairs
 from pytest_sme2.measure.block import BenchmarkRun, Interleaving, run_comparison
 from pytest_sme2.measure.matrix import Case
 from pytest_sme2.measure.precision import Goal, Precision
-from pytest_sme2.measure.settings import DEFAULT_MARGIN
+from pytest_sme2.stats import DEFAULT_MARGIN
 from pytest_sme2.programs.spec import AS_EXPORTED, is_pte
 
 if TYPE_CHECKING:

@@ -28,9 +28,10 @@ from pytest_sme2.measure.artifacts.trace import write_trace
 from pytest_sme2.results import BlockResult, ProcessStartup, RunContext, Startup
 from pytest_sme2.analysis.runner_summary import parse_summary
 from pytest_sme2.runners.base import Runner, RunOutcome, RunRequest
-from pytest_sme2.measure.settings import DEFAULT_MARGIN, MIN_BLOCKS, BenchSettings
+from pytest_sme2.measure.settings import MIN_BLOCKS, BenchSettings
+from pytest_sme2.stats import DEFAULT_MARGIN
 from pytest_sme2.readers.tensorfile import read_tensors
-from pytest_sme2.thermal import hold
+from pytest_sme2.devices.thermal import hold
 
 __all__ = ["BenchSettings", "BenchmarkRun", "MeasuredProcess", "artifact_dir", "measure_process",
            "run_benchmark", "run_comparison"]

@@ -27,10 +27,10 @@ from pytest_sme2.measure.matrix import (DEFAULT_DTYPES, DEFAULT_MODELS, DEFAULT_
                                         parse_threads, split_list)
 from pytest_sme2.devices.registry import DeviceSpec
 from pytest_sme2.runners.spec import runner_specs
-from pytest_sme2.measure.settings import (DEFAULT_CONFIRM_BLOCKS, DEFAULT_LOADS, MIN_BLOCKS,
-                                          BenchSettings)
-from pytest_sme2.thermal import DEFAULT_TIMEOUT_S as COOLDOWN_TIMEOUT_S
-from pytest_sme2.thermal import CooldownPolicy
+from pytest_sme2.gate.policy import DEFAULT_CONFIRM_BLOCKS
+from pytest_sme2.measure.settings import DEFAULT_LOADS, MIN_BLOCKS, BenchSettings
+from pytest_sme2.devices.thermal import DEFAULT_TIMEOUT_S as COOLDOWN_TIMEOUT_S
+from pytest_sme2.devices.thermal import CooldownPolicy
 
 # Lower bounds asserted on the SME2 speed-up's confidence interval. The seed kit measured, on
 # one core, 3.9x (fp16) and 1.8x (int8) end to end on a conv-heavy model; a model whose time is

@@ -7,17 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_sme2.thermal import CooldownPolicy
+from pytest_sme2.devices.thermal import CooldownPolicy
 
 MIN_BLOCKS = 5                # interleaved blocks per side in a comparison
-# A difference smaller than this is not called a difference, whatever the interval says:
-# drift between processes on a shared machine is a few percent (see NOTES).
-DEFAULT_MARGIN = 0.02
-# Blocks measured again when the baseline gate suspects a regression (0: judge the first alone).
-# On a 2-core VM one 2-thread process in ~15 starts (or stays) in a state where its threads do
-# not run in parallel, ~1.6x slower for tens of ms to seconds: the median of three blocks
-# outvotes that process; a real regression is in every block.
-DEFAULT_CONFIRM_BLOCKS = 2
 # Cold loads per benchmark (--sme2-loads): the block's own process and load-only processes
 # (load + one execute each), so load time and first inference are medians, not one process.
 DEFAULT_LOADS = 3

@@ -17,7 +17,8 @@ from pytest_sme2.errors import Sme2Error
 from pytest_sme2.programs.export import ExportedModel, export_model
 from pytest_sme2.measure.matrix import Case
 from pytest_sme2.measure.session import BenchSession
-from pytest_sme2.measure.settings import DEFAULT_MARGIN, BenchSettings
+from pytest_sme2.measure.settings import BenchSettings
+from pytest_sme2.stats import DEFAULT_MARGIN
 
 if TYPE_CHECKING:  # the measuring stack (numpy, pandas) is imported when a benchmark runs
     from pytest_sme2.measure.benchmark import Benchmarked, BenchmarkLoop

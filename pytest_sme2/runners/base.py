@@ -57,8 +57,8 @@ class Runner(Protocol):
     of the optional ones, so callers never probe a runner with ``getattr``."""
 
     info: RunnerInfo
-    # A name from pytest_sme2.hwcaps.MASKS: the device hides those CPU features from this
-    # runner's process (same binary, SME2 off). None: the process sees the CPU as it is.
+    # A name from pytest_sme2.device_programs.hwcaps.MASKS: the device hides those CPU features
+    # from this runner's process (same binary, SME2 off). None: the process sees the CPU as it is.
     hwcap_mask: str | None
     # Whether it reads inputs from, and writes outputs to, tensor files (RunRequest.inputs and
     # .outputs); a user's executor_runner does not.

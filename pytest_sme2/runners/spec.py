@@ -10,7 +10,8 @@
 After the kind or path, comma-separated ``key=value`` pairs are labels recorded with every
 result, except ``libs=DIR`` (shared libraries pushed beside a binary on a remote device) and
 ``mask=sme|sme2`` (the device hides those CPU features from the runner's process: SME2 off in
-one binary, :mod:`pytest_sme2.hwcaps`; it implies the label ``sme2=off`` and records how). The
+one binary, :mod:`pytest_sme2.device_programs.hwcaps`; it implies the label ``sme2=off`` and
+records how). The
 native runner is one build with SME2 kernels, so ``native,sme2=off`` means ``mask=sme``.
 The runner itself is made on first use, so a native build only happens when one is needed.
 """
@@ -38,7 +39,7 @@ class RunnerSpec:
     path: Path | None = None
     lib_dir: Path | None = None
     labels: dict[str, str] = field(default_factory=dict)
-    hwcap_mask: str | None = None      # a pytest_sme2.hwcaps.MASKS name
+    hwcap_mask: str | None = None      # a pytest_sme2.device_programs.hwcaps.MASKS name
 
     def make(self, progress: Callable[[str], None] | None = None,
              target: str = "host", hook: HookRelay | None = None) -> Runner:
@@ -153,7 +154,7 @@ def masked_pair() -> list[RunnerSpec]:
 
 def mask_labels(mask: str, labels: dict[str, str], text: str = "") -> dict[str, str]:
     """The labels a hwcap mask implies: SME2 is off, and how (recorded with every result)."""
-    from pytest_sme2.hwcaps import MASKS, describe_mask
+    from pytest_sme2.device_programs.hwcaps import MASKS, describe_mask
 
     if mask not in MASKS:
         raise RunnerError(f"--runner {text!r}: unknown mask {mask!r}; use mask=sme (no SME, no "

@@ -185,7 +185,7 @@ def test_thermal_state_reads_zones_cooling_devices_and_the_thermal_status(adb_se
 
 
 def test_the_hold_waits_for_a_hot_phone_to_cool(adb_server, tmp_path):
-    from pytest_sme2.thermal import CooldownPolicy, hold
+    from pytest_sme2.devices.thermal import CooldownPolicy, hold
 
     config = FakeAndroidConfig(thermal_steps={"cpu-1-0": (52000, 47000, 44000, 39000, 30000)})
     phone = connect_phone(adb_server, tmp_path / "p", config)

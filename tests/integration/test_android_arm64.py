@@ -19,7 +19,7 @@ from pytest_sme2.measure.comparison import check_outputs
 from pytest_sme2.devices.android import device as android
 from pytest_sme2.devices.android import open_android
 from pytest_sme2.readers.etdump import read_etdump
-from pytest_sme2.hwcaps import HWCAP2_CLEAR_ENV, mask_bits
+from pytest_sme2.device_programs.hwcaps import HWCAP2_CLEAR_ENV, mask_bits
 from pytest_sme2.runners import RunnerError, RunnerInfo, RunRequest
 from pytest_sme2.runners.spec import parse_runner_spec
 from pytest_sme2.device_programs.build import PRELOAD_LIB

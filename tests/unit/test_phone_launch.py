@@ -15,7 +15,7 @@ from pytest_sme2.devices.android import loader_failed
 from pytest_sme2.devices.android.staging import (CACHE_DIR, KEEP_RUNNERS, check_inside,
                                                  prune_command, runner_folder)
 from pytest_sme2.devices.base import DeviceBase, DeviceError
-from pytest_sme2.hwcaps import mask_bits, mask_problem
+from pytest_sme2.device_programs.hwcaps import mask_bits, mask_problem
 from pytest_sme2.runners.base import RunnerBase
 from pytest_sme2.runners.native.bundle import GlibcBundle, is_glibc_program
 

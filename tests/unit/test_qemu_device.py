@@ -12,8 +12,8 @@ from pytest_sme2.devices.registry import open_device
 from pytest_sme2.devices.qemu import QemuDevice, parse_spec
 from pytest_sme2.device_programs import parse_probe
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.hwcaps import (HWCAP2_SME, HWCAP2_SME2, SME2_FAMILY, SME_FAMILY, describe_mask,
-                                mask_bits, sme_flags)
+from pytest_sme2.device_programs.hwcaps import (HWCAP2_SME, HWCAP2_SME2, SME2_FAMILY, SME_FAMILY,
+                                                describe_mask, mask_bits, sme_flags)
 from pytest_sme2.runners import RunnerError, parse_runner_spec
 from pytest_sme2.runners.spec import masked_pair
 from pytest_sme2.measure.session import BenchSession
