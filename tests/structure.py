@@ -32,7 +32,7 @@ LAYERS: dict[str, int] = {
     "measure": 6,
     "hookspec": 6, "history": 6,
     "report": 7,
-    "cli": 8, "plugin": 8, "provision": 8, "__init__": 8,
+    "cli": 8, "plugin": 8, "__init__": 8,
 }
 
 

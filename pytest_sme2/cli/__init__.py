@@ -243,7 +243,7 @@ def _gate(args: argparse.Namespace) -> int:
 
 
 def _setup(args: argparse.Namespace) -> int:
-    from pytest_sme2.provision import run_setup
+    from pytest_sme2.cli.setup import run_setup
 
     if args.what == "history":
         from pytest_sme2.history.setup import run_setup as run_history_setup
@@ -430,7 +430,3 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("pytest-sme2: interrupted", file=sys.stderr)
         return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())
