@@ -28,7 +28,7 @@ from typing import Callable, NamedTuple
 import torch
 from torch import nn
 
-from pytest_sme2_models.registry import ModelDef
+from pytest_sme2.programs.registry import ModelDef
 
 
 def _make_divisible(value: float, divisor: int = 8) -> int:

@@ -9,6 +9,6 @@ SPEC = "transformers:MobileViTModel?image_size=128"
 
 
 def build():
-    from pytest_sme2.library_models import LibraryModel
+    from pytest_sme2.programs.library import LibraryModel
 
     return LibraryModel(SPEC).build()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from pytest_sme2_models.registry import ModelDef
+from pytest_sme2.programs.registry import ModelDef
 
 
 class ToyCNN(nn.Module):

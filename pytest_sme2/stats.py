@@ -15,7 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
-from pytest_sme2 import formats
+from pytest_sme2 import units
 from pytest_sme2.errors import Sme2Error
 
 
@@ -29,7 +29,7 @@ class Interval:
     confidence: float = 0.95
 
     def __str__(self) -> str:
-        return formats.ratio_interval(self)
+        return units.ratio_interval(self)
 
     def to_dict(self) -> dict:
         return {"point": self.point, "low": self.low, "high": self.high,
@@ -94,8 +94,12 @@ def bootstrap_ratio_of_medians(base: list[float], candidate: list[float], confid
                     float(np.quantile(ratios, 1 - alpha)), confidence)
 
 
-# -- the regression gate's statistics (pytest_sme2.gate) ---------------------------------------
+# -- the regression gate's statistics (pytest_sme2.gate.rule)
+# ---------------------------------------
 
+# A difference smaller than this is not called a difference, whatever the interval says:
+# drift between processes on a shared machine is a few percent (see NOTES).
+DEFAULT_MARGIN = 0.02
 MIN_SESSIONS = 3                  # below this, drift between sessions is taken as unmeasured
 PREDICTION = 0.975                # one-sided level of the noise floor (a prediction bound)
 UNMEASURED_DRIFT = 0.25           # the least noise floor then (this VM: ±30% between sessions)

@@ -44,7 +44,7 @@ def export_cache(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def toy_export(export_cache):
-    from pytest_sme2.export import export_model
+    from pytest_sme2.programs.export import export_model
 
     return export_model("toy_cnn", "fp32", export_cache)
 

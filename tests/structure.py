@@ -20,21 +20,19 @@ PACKAGE = "pytest_sme2"
 MAX_LINES = 450
 # Module (or package prefix) -> layer; the longest matching prefix wins.
 LAYERS: dict[str, int] = {
-    "errors": 0, "versions": 0, "locking": 0, "buildcache": 0, "fsutil": 0,
-    "protocol_defaults": 0, "formats": 0,
-    "etdump": 1, "etrecord": 1, "tensorfile": 1, "stats": 1, "hwcaps": 1, "thermal": 1,
-    "settings": 1, "progress": 1,
+    "errors": 0, "_util": 0, "units": 0,
+    "readers": 1, "stats": 1,
+    "measure.settings": 5,
     "results": 2, "analysis": 2,
-    "export": 3, "exported": 3, "_recipes": 3, "model_spec": 3, "pte_model": 3, "pte_program": 1,
-    "library_models": 3, "baseline_key": 3, "baseline_store": 3,
-    "gate": 3, "gate_policy": 3, "gate_ab": 3, "gate_robust": 3, "base_programs": 3,
-    "precision": 3, "compare": 3, "matrix": 3, "artifacts": 3, "hooks": 3,
+    "programs": 3, "baselines": 3,
+    "gate": 3,
+    "measure.precision": 3, "measure.comparison": 3, "measure.matrix": 3, "measure.artifacts": 3,
     "runners": 4, "device_programs": 4, "emulation": 4,
-    "devices": 5, "fakephone": 5, "measure": 5, "instructions": 5,
-    "config": 6, "session": 6, "session_cost": 6, "bench": 6, "benchmarking": 6,
-    "scheduling": 6, "hookspec": 6, "history": 6,
+    "devices": 5, "fakephone": 5, "instructions": 5,
+    "measure": 6,
+    "hookspec": 6, "history": 6,
     "report": 7,
-    "cli": 8, "plugin": 8, "fixtures": 8, "collector": 8, "provision": 8, "__init__": 8,
+    "cli": 8, "plugin": 8, "__init__": 8,
 }
 
 

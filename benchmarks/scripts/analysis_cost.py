@@ -40,7 +40,7 @@ from pathlib import Path
 def _make_traces(models: list[str], dtypes: list[str], runs: int, warmup: int,
                  work: Path) -> list[tuple[str, Path, Path, Path | None, bool]]:
     """(label, etdump, etrecord, kernel trace, load-only) for every trace to time."""
-    from pytest_sme2.export import export_model
+    from pytest_sme2.programs.export import export_model
     from pytest_sme2.runners.base import RunRequest
     from pytest_sme2.runners.native import native_runner
 
@@ -61,7 +61,7 @@ def _make_traces(models: list[str], dtypes: list[str], runs: int, warmup: int,
 
 
 def _extra_traces(folder: Path) -> list[tuple[str, Path, Path, Path | None, bool]]:
-    from pytest_sme2.export import export_model
+    from pytest_sme2.programs.export import export_model
 
     out = []
     for etdump in sorted(folder.glob("*.etdump")):
@@ -94,8 +94,8 @@ def _time_one(etdump: Path, etrecord: Path, kernels: Path | None, load_only: boo
     from pytest_sme2.analysis.latency import e2e_per_run
     from pytest_sme2.analysis.startup import process_startup
     from pytest_sme2.analysis.summary import analyze
-    from pytest_sme2.etdump import read_etdump
-    from pytest_sme2.etrecord import read_etrecord
+    from pytest_sme2.readers.etdump import read_etdump
+    from pytest_sme2.readers.etrecord import read_etrecord
     from pytest_sme2.results import ResultAnalysis
     from pytest_sme2.analysis.runner_summary import RunnerSummary
 

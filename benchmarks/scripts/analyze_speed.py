@@ -36,7 +36,7 @@ def main() -> None:
     a = p.parse_args()
 
     from pytest_sme2.devices.host import HostDevice
-    from pytest_sme2.export import export_model
+    from pytest_sme2.programs.export import export_model
     from pytest_sme2.runners.base import RunRequest
     from pytest_sme2.runners.python import PythonRunner
 

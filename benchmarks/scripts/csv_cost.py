@@ -28,7 +28,7 @@ from pytest_sme2.analysis.summary import Analysis
 def write_csvs_pandas(analysis: Analysis, out_dir: Path, stem: str) -> list[Path]:
     """``write_csvs``'s frames written by pandas ``to_csv`` (what it did before it built the
     text itself), in ``write_csvs``' order."""
-    from pytest_sme2.artifacts.csv import kernels_table, ops_stats_frame, timeline_frames
+    from pytest_sme2.measure.artifacts.csv import kernels_table, ops_stats_frame, timeline_frames
 
     out_dir.mkdir(parents=True, exist_ok=True)
     timed, run0, warm = timeline_frames(analysis, stem)
@@ -45,9 +45,9 @@ def write_csvs_pandas(analysis: Analysis, out_dir: Path, stem: str) -> list[Path
 
 def block_analysis(model: str, dtype: str, work: Path) -> Analysis:
     from pytest_sme2.analysis.summary import analyze
-    from pytest_sme2.etdump import read_etdump
-    from pytest_sme2.etrecord import read_etrecord
-    from pytest_sme2.export import export_model
+    from pytest_sme2.readers.etdump import read_etdump
+    from pytest_sme2.readers.etrecord import read_etrecord
+    from pytest_sme2.programs.export import export_model
     from pytest_sme2.runners.base import RunRequest
     from pytest_sme2.runners.native import native_runner
 
@@ -59,7 +59,7 @@ def block_analysis(model: str, dtype: str, work: Path) -> Analysis:
 
 
 def main() -> None:
-    from pytest_sme2.artifacts.csv import write_csvs
+    from pytest_sme2.measure.artifacts.csv import write_csvs
 
     p = argparse.ArgumentParser()
     p.add_argument("--models", default="toy_cnn,mobilenet_v3_small,vit_tiny")

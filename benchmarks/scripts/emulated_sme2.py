@@ -18,13 +18,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from pytest_sme2.bench import BenchmarkRun, run_benchmark
-from pytest_sme2.compare import check_outputs
+from pytest_sme2.measure.block import BenchmarkRun, run_benchmark
+from pytest_sme2.measure.comparison import check_outputs
 from pytest_sme2.devices.qemu import QemuDevice
 from pytest_sme2.results import KernelEvidence, OperatorStats
 from pytest_sme2.runners.spec import masked_pair
-from pytest_sme2.settings import BenchSettings
-from pytest_sme2.tensorfile import read_tensors
+from pytest_sme2.measure.settings import BenchSettings
+from pytest_sme2.readers.tensorfile import read_tensors
 
 VIEWS = ("sme2_on", "sme2_off", "sme_only")
 

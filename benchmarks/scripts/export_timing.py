@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def export_in_child(model: str, dtype: str, cache: Path) -> tuple[float, dict]:
     """Cold and warm in a fresh process each, as a user's session would meet them."""
     code = ("import json, sys, time; t = time.perf_counter(); "
-            "from pytest_sme2.export import export_model; "
+            "from pytest_sme2.programs.export import export_model; "
             "e = export_model(sys.argv[1], sys.argv[2], sys.argv[3]); "
             "print(json.dumps({'seconds': time.perf_counter() - t, 'meta': e.meta}))")
     out = subprocess.run([sys.executable, "-c", code, model, dtype, str(cache)],
@@ -55,7 +55,7 @@ def main() -> None:
             cold, meta = export_in_child(model, dtype, cache)
             warm, _ = export_in_child(model, dtype, cache)
             # In-process hit, without interpreter startup: what a session pays per benchmark.
-            from pytest_sme2.export import export_model
+            from pytest_sme2.programs.export import export_model
             t0 = time.perf_counter()
             export_model(model, dtype, cache)
             hit = time.perf_counter() - t0

@@ -43,8 +43,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pytest_sme2.config import DEFAULT_THRESHOLD_PCT
-from pytest_sme2.gate import REGRESSION, Judgement, judge_levels
+from pytest_sme2.measure.config import DEFAULT_THRESHOLD_PCT
+from pytest_sme2.gate.rule import REGRESSION, Judgement, judge_levels
 from pytest_sme2.stats import Interval, paired_ratio
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -157,7 +157,7 @@ def measure(args: argparse.Namespace) -> dict:
 
 
 def judge(history: list[list[list[float]]], blocks: list[list[float]], pct: float) -> Judgement:
-    """The gate's rule (pytest_sme2.gate.judge_levels) on sessions of blocks of samples and
+    """The gate's rule (pytest_sme2.gate.rule.judge_levels) on sessions of blocks of samples and
     this session's blocks: a block's value is its median, as the plugin judges it."""
     return judge_levels([[float(np.median(b)) for b in s] for s in history],
                         [float(np.median(b)) for b in blocks], pct)

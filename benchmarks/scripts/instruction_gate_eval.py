@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 
 import pytest_sme2_models as _models
-from pytest_sme2.gate import REGRESSION, judge_levels
+from pytest_sme2.gate.rule import REGRESSION, judge_levels
 
 from pytest_sme2.instructions import count as ins
 from pytest_sme2.instructions.callgrind import Costs, read_profiles
@@ -118,7 +118,7 @@ class Bench:
         self.variant_cache = out / "exports"
 
     def export(self, model: str, dtype: str, variant_cache: bool = False):
-        from pytest_sme2.export import export_model
+        from pytest_sme2.programs.export import export_model
 
         return export_model(model, dtype, self.variant_cache if variant_cache else None)
 
@@ -131,7 +131,7 @@ class Bench:
     def time_block(self, exported, threads: int, tag: str) -> dict:
         """One runner process: 3 warm-up + 30 timed runs; the block's median ms."""
         from pytest_sme2.analysis.latency import e2e_per_run
-        from pytest_sme2.etdump import read_etdump
+        from pytest_sme2.readers.etdump import read_etdump
         from pytest_sme2.runners.base import RunRequest
 
         request = RunRequest(pte=exported.pte, etdump=self.out / "etdumps" / f"{tag}.etdump",

@@ -17,7 +17,8 @@ static int8, this 2-core VM (2026-11-27; rms ratio: rms |pte - qeager| / rms |qe
 More calibration changes nothing; unit-scale activations (BatchNorm re-estimated) make the
 divergence larger, not smaller. In every variant the program is as far from the float model
 as PyTorch's own quantized simulation is: the gap to the simulation is rounding divergence
-between two int8 implementations, not a wrong lowering (pytest_sme2.export.INT8_FLOAT_MARGIN).
+between two int8 implementations, not a wrong lowering
+(pytest_sme2.programs.export.INT8_FLOAT_MARGIN).
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
-from pytest_sme2 import _recipes  # noqa: E402
-from pytest_sme2.library_models import model_entry  # noqa: E402
+from pytest_sme2.programs import recipes  # noqa: E402
+from pytest_sme2.programs.library import model_entry  # noqa: E402
 
 
 def stats(outputs, reference) -> list[dict]:
@@ -68,14 +69,14 @@ def main() -> None:
     example = tuple(d.example_inputs)
     with torch.no_grad():
         reference = module(*example)
-    quantized = _recipes._quantize(module, example, calibration, dynamic=False)
+    quantized = recipes._quantize(module, example, calibration, dynamic=False)
     with torch.no_grad():
         quantized_reference = quantized(*example)
     from executorch.exir import to_edge_transform_and_lower
 
     edge = to_edge_transform_and_lower(torch.export.export(quantized, example),
-                                       partitioner=_recipes._partitioners("int8"))
-    outputs = _recipes._run_pte(edge.to_executorch().buffer, example)
+                                       partitioner=recipes._partitioners("int8"))
+    outputs = recipes._run_pte(edge.to_executorch().buffer, example)
     print(json.dumps({"spec": spec, "calibration_batches": len(calibration),
                       "bn_re_estimated": re_estimate_bn,
                       "seconds": round(time.perf_counter() - t0, 1),

@@ -20,7 +20,7 @@ from pytest_sme2.analysis.addresses import kernel_key
 from pytest_sme2.analysis.kernel_sample import read_kernel_sample_csv
 from pytest_sme2.analysis.kernel_trace import read_kernel_trace_csv
 from pytest_sme2.devices.qemu import QemuDevice
-from pytest_sme2.export import export_model
+from pytest_sme2.programs.export import export_model
 from pytest_sme2.runners import RunRequest, parse_runner_spec
 
 SIDES = (("sme2_on", "native"), ("sme2_off", "native,sme2=off"))

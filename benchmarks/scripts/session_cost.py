@@ -78,12 +78,12 @@ def pytest_configure(config) -> None:
     # before the fork server starts, and the probe would change what it measures.
     for module, attr, phase in (
             ("pytest_sme2.devices.host", "HostDevice.run", "runner processes"),
-            ("pytest_sme2.session", "BenchSession.write", "results.json writes"),
-            ("pytest_sme2.session", "BenchSession.finish", "report (results.json, report.md, "
-                                                            "charts)"),
-            ("pytest_sme2.session", "BenchSession.close", "session close (fork server)")):
+            ("pytest_sme2.measure.session", "BenchSession.write", "results.json writes"),
+            ("pytest_sme2.measure.session", "BenchSession.finish",
+             "report (results.json, report.md, charts)"),
+            ("pytest_sme2.measure.session", "BenchSession.close", "session close (fork server)")):
         _patch(module, attr, phase)
-    from pytest_sme2.session import BenchSession
+    from pytest_sme2.measure.session import BenchSession
 
     prepare = _timed("preparing (imports, exports, templates)", BenchSession.prepare)
 
@@ -102,13 +102,13 @@ def pytest_configure(config) -> None:
 
 
 _deferred_done: list[bool] = []
-_DEFERRED = (("pytest_sme2.bench", "export_model", "export cache lookup"),
-             ("pytest_sme2.bench", "read_etdump", "analysis"),
-             ("pytest_sme2.bench", "read_etrecord", "analysis"),
-             ("pytest_sme2.bench", "analyze", "analysis"),
-             ("pytest_sme2.bench", "write_csvs", "CSVs"),
-             ("pytest_sme2.bench", "write_trace", "Chrome traces"),
-             ("pytest_sme2.gate", "evaluate", "baseline gate"),
+_DEFERRED = (("pytest_sme2.measure.block", "export_model", "export cache lookup"),
+             ("pytest_sme2.measure.block", "read_etdump", "analysis"),
+             ("pytest_sme2.measure.block", "read_etrecord", "analysis"),
+             ("pytest_sme2.measure.block", "analyze", "analysis"),
+             ("pytest_sme2.measure.block", "write_csvs", "CSVs"),
+             ("pytest_sme2.measure.block", "write_trace", "Chrome traces"),
+             ("pytest_sme2.gate.rule", "evaluate", "baseline gate"),
              ("pytest_sme2.report.terminal", "summary_table", "summary table"))
 
 
@@ -148,7 +148,7 @@ def _cases(models: list[str], dtypes: list[str], threads: list[int]) -> list[tup
 def hand_loop(cases: list[tuple], compare: bool, runs: int, warmup: int, blocks: int,
               tmp: Path, loads: int = 1) -> tuple[float, int]:
     """Seconds for the session's runner invocations done by hand, and how many there were."""
-    from pytest_sme2.export import export_model
+    from pytest_sme2.programs.export import export_model
     from pytest_sme2.runners.base import RunRequest
     from pytest_sme2.runners.native import native_runner
 
@@ -221,8 +221,8 @@ def breakdown(probe: Path, launch: float, wall: float) -> list[tuple[str, float,
 
 
 def main(argv: list[str] | None = None) -> int:
-    from pytest_sme2.matrix import DEFAULT_DTYPES, DEFAULT_MODELS, DEFAULT_THREADS
-    from pytest_sme2.settings import MIN_BLOCKS, BenchSettings
+    from pytest_sme2.measure.matrix import DEFAULT_DTYPES, DEFAULT_MODELS, DEFAULT_THREADS
+    from pytest_sme2.measure.settings import MIN_BLOCKS, BenchSettings
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", default=",".join(DEFAULT_MODELS))

@@ -101,7 +101,7 @@ def _trial(bench, progs, change, t, tag) -> dict:
 
 def measure(args) -> dict:
     args.out.mkdir(parents=True, exist_ok=True)
-    from pytest_sme2.precision import until_precise
+    from pytest_sme2.measure.precision import until_precise
 
     bench = ige.Bench(args.out)
     progs = _exports(bench, args.out)
@@ -151,9 +151,9 @@ def measure(args) -> dict:
 
 
 def _verdicts(cell: dict, trial: dict) -> dict:
-    from pytest_sme2.gate import REGRESSION, judge_levels
-    from pytest_sme2.gate_ab import Pairs, judge_ab, line, needs_more, slowdown
-    from pytest_sme2.gate_robust import judge_robust
+    from pytest_sme2.gate.rule import REGRESSION, judge_levels
+    from pytest_sme2.gate.ab import Pairs, judge_ab, line, needs_more, slowdown
+    from pytest_sme2.gate.robust import judge_robust
 
     out, cost = {}, {}
     def new_rule(sessions, current, pct):
@@ -185,8 +185,8 @@ def _verdicts(cell: dict, trial: dict) -> dict:
 def analyze(raw: dict) -> None:
     import numpy as np
 
-    from pytest_sme2.gate import judge_levels
-    from pytest_sme2.gate_robust import judge_robust
+    from pytest_sme2.gate.rule import judge_levels
+    from pytest_sme2.gate.robust import judge_robust
     from pytest_sme2.stats import noise_floor
 
     gates = ["stored, today's rule", "stored, new rule", "A/B, 3+2 fixed pairs", "same-job A/B"]

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from typing import Any
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -430,3 +431,14 @@ def _classify_uncached(name: str, rules: tuple[CategoryRule, ...]) -> str:
         if rule.regex.search(key):
             return rule.category
     return OTHER
+
+
+def category_rules(hook: Any | None) -> tuple[CategoryRule, ...] | None:
+    """Asked through ``hook`` (a pluggy hook relay: pytest's ``config.hook``, or
+    :func:`pytest_sme2.hookspec.plugin_manager` ``(...).hook``; None: built-in rules only),
+    the category rule table: every plugin's rules in front of the built-in ones; None (the
+    built-in table, on its fast path) when no plugin adds a rule."""
+    if hook is None:
+        return None
+    extra = [rule for rules in hook.pytest_sme2_category_rules() for rule in rules or ()]
+    return with_rules(extra) if extra else None

@@ -251,7 +251,7 @@ def compare_analyses(base: Analysis, candidate: Analysis, *, base_name: str = "b
                      margin: float | None = None) -> EtdumpDiff:
     """The diff of two analyses; its ``recommendations`` are the report's to add
     (:func:`pytest_sme2.report.diff_recommend.with_recommendations`)."""
-    from pytest_sme2.settings import DEFAULT_MARGIN
+    from pytest_sme2.stats import DEFAULT_MARGIN
     from pytest_sme2.stats import verdict
 
     margin = DEFAULT_MARGIN if margin is None else margin

@@ -1,7 +1,7 @@
 """The events frame's ``name`` column as numpy arrays, for the analysis's vectorised passes.
 
-:func:`pytest_sme2.etdump.read_etdump` makes ``name`` categorical: a few hundred distinct names
-repeat in every run. Comparing and classifying through its integer codes costs one pass over
+:func:`pytest_sme2.readers.etdump.read_etdump` makes ``name`` categorical: a few hundred distinct
+names repeat in every run. Comparing and classifying through its integer codes costs one pass over
 small arrays instead of one string comparison per event; any other column type is factorized.
 """
 

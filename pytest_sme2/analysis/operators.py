@@ -19,7 +19,7 @@ import pandas as pd
 from pytest_sme2.analysis.categories import (OTHER, CategoryRule, classify, is_framework_event,
                                              named_categories, op_name)
 from pytest_sme2.analysis.events import name_codes, name_is
-from pytest_sme2.etrecord import ETRecordInfo
+from pytest_sme2.readers.etrecord import ETRecordInfo
 
 BOTTLENECK_PCT = 5.0
 DELEGATE_CALL, OPERATOR_CALL = "DELEGATE_CALL", "OPERATOR_CALL"

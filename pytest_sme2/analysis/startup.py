@@ -1,5 +1,5 @@
 """Load time, first inference and memory of one runner process, from its ETDump and the summary
-line its runner printed. Pure functions; the runs happen in :mod:`pytest_sme2.bench`.
+line its runner printed. Pure functions; the runs happen in :mod:`pytest_sme2.measure.block`.
 
 Where each figure comes from, in order of preference:
 

@@ -20,7 +20,7 @@ from pytest_sme2.analysis.latency import LatencyStats, e2e_per_run, latency_stat
 from pytest_sme2.analysis.operators import (annotate, category_breakdown, operator_table,
                                             overheads)
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.etrecord import ETRecordInfo
+from pytest_sme2.readers.etrecord import ETRecordInfo
 from pytest_sme2.results.records import KernelEvidence, OperatorStats, ResultAnalysis
 
 ANALYSIS_SCHEMA = "pytest-sme2/analysis/1"
@@ -87,8 +87,8 @@ def analyze(events: pd.DataFrame, *, warmup: int = 0, source: str = "ETDump",
             rules: Sequence[CategoryRule] | None = None,
             kernel_trace: KernelTrace | str | Path | None = None,
             kernel_sample: KernelSample | str | Path | None = None) -> Analysis:
-    """Analyse a frame from :func:`pytest_sme2.etdump.read_etdump`. ``warmup`` leading runs are
-    dropped from every statistic; ``xnntrace`` is the text of an XNNPACK kernel log;
+    """Analyse a frame from :func:`pytest_sme2.readers.etdump.read_etdump`. ``warmup`` leading runs
+    are dropped from every statistic; ``xnntrace`` is the text of an XNNPACK kernel log;
     ``kernel_trace`` the executed kernels (a :class:`KernelTrace` or its CSV's path);
     ``kernel_sample`` the sampled ones (a :class:`KernelSample` or its CSV's path)."""
     if warmup < 0:
@@ -125,8 +125,8 @@ def analyze_file(etdump: str | Path, *, warmup: int = 0, etrecord: str | Path | 
                  rules: Sequence[CategoryRule] | None = None,
                  kernel_trace: KernelTrace | str | Path | None = None,
                  kernel_sample: KernelSample | str | Path | None = None) -> Analysis:
-    from pytest_sme2.etdump import read_etdump
-    from pytest_sme2.etrecord import read_etrecord
+    from pytest_sme2.readers.etdump import read_etdump
+    from pytest_sme2.readers.etrecord import read_etrecord
 
     text = None
     if xnntrace is not None:

@@ -2,7 +2,8 @@
 bundled glibc loader, Android with an NDK, or the host) and run there beside the runner:
 
 * ``preload.c`` -> ``libpytest_sme2_preload.so``: preloaded into a runner process, it clears
-  AT_HWCAP2 bits (pytest_sme2.hwcaps) so one binary runs with SME2 on or off, copies the
+  AT_HWCAP2 bits (pytest_sme2.device_programs.hwcaps) so one binary runs with SME2 on or off,
+  copies the
   process's address map at exit, and samples its program counter on a CPU-time timer (which
   code ran, :mod:`pytest_sme2.analysis.kernel_sample`);
 * ``sme2_probe.c`` -> ``sme2_probe``: prints what a process on the target sees (``key value``

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from pytest_sme2.buildcache import cached_build, sources_hash
+from pytest_sme2._util.buildcache import cached_build, sources_hash
 from pytest_sme2.emulation import EmulationError, cache_root
 from pytest_sme2.device_programs import SOURCE_DIR
 

@@ -3,7 +3,7 @@
  * libraries lay. Each job is off unless its environment variable is set.
  *
  * PYTEST_SME2_HWCAP2_CLEAR=0x...  AT_HWCAP2 bits cleared from what getauxval() returns, so the
- *                                 same binary runs with SME2 off (pytest_sme2/hwcaps.py). With
+ *                                 same binary runs with SME2 off (pytest_sme2/device_programs/hwcaps.py). With
  *                                 bits to clear, the exit line below says whether it applied.
  * PYTEST_SME2_MAPS_OUT=PATH       at exit, copy /proc/self/maps to PATH (the address map that
  *                                 turns program counters into library offsets).

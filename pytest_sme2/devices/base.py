@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, Protocol
 
 from pytest_sme2.devices.facts import DeviceFacts
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.protocol_defaults import WithDefaults
+from pytest_sme2._util.protocol_defaults import WithDefaults
 from pytest_sme2.runners.base import Runner, RunOutcome, RunRequest
 
 if TYPE_CHECKING:
-    from pytest_sme2.thermal import ThermalState
+    from pytest_sme2.results.thermal import ThermalState
 
 
 class DeviceError(Sme2Error):

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 from pytest_sme2.results.device import DeviceFacts
-from pytest_sme2.versions import package_version
+from pytest_sme2._util.versions import package_version
 
 __all__ = ["DeviceFacts", "cpu_features", "cpu_name", "host_facts"]
 

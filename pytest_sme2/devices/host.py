@@ -14,7 +14,7 @@ from pathlib import Path
 from pytest_sme2.devices.base import DeviceBase
 from pytest_sme2.devices.facts import DeviceFacts, host_facts
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.hwcaps import MAPS_OUT_ENV, SAMPLE_OUT_ENV
+from pytest_sme2.device_programs.hwcaps import MAPS_OUT_ENV, SAMPLE_OUT_ENV
 from pytest_sme2.runners.base import Runner, RunnerError, RunOutcome, RunRequest
 
 STDERR_TAIL_LINES = 8

@@ -8,7 +8,8 @@ runner is cross-built for the target against the aarch64 ExecuTorch wheel
 What it gives that no other device here can: SME2 code really runs, so which micro-kernels
 executed is *proven* — every run is traced (QEMU's translated-code log, the guest's address map,
 the libraries' symbol tables; :mod:`pytest_sme2.analysis.kernel_trace`) — and SME2 can be hidden
-from one process of the same binary (:mod:`pytest_sme2.hwcaps`). What it cannot give: speed.
+from one process of the same binary (:mod:`pytest_sme2.device_programs.hwcaps`). What it cannot
+give: speed.
 Emulated times say nothing about SME2's speed-up (SME2-on fp32 often runs *slower* than off), so
 every result is marked ``emulated`` and speed-up thresholds are not asserted on it.
 
@@ -27,11 +28,11 @@ from pathlib import Path
 from pytest_sme2.devices.base import DeviceBase, DeviceError
 from pytest_sme2.devices.facts import DeviceFacts, host_facts
 from pytest_sme2.devices.host import run_local, sample_kernels
-from pytest_sme2.hwcaps import (HWCAP2_CLEAR_ENV, MAPS_OUT_ENV, SAMPLE_OUT_ENV, mask_bits,
-                                mask_problem, sme_flags)
+from pytest_sme2.device_programs.hwcaps import (HWCAP2_CLEAR_ENV, MAPS_OUT_ENV, SAMPLE_OUT_ENV,
+                                                mask_bits, mask_problem, sme_flags)
 from pytest_sme2.runners.base import Runner, RunnerError, RunOutcome, RunRequest
 from pytest_sme2.device_programs import parse_probe
-from pytest_sme2.versions import package_version
+from pytest_sme2._util.versions import package_version
 
 TARGET = "aarch64-linux-gnu"
 DEFAULT_CPU = "max"

@@ -82,7 +82,7 @@ def open_device(spec: str, *, taskset: str | None = "auto",
                 session_id: str | None = None, hook: HookRelay | None = None) -> Device:
     """The device a ``--device`` spec names: ``host``, ``android``, ``android:SERIAL``,
     ``android:SERIAL@HOST:PORT``, ``qemu`` or ``qemu:CPU``, or a kind a plugin opens (its
-    ``pytest_sme2_open_device`` hook, asked first through ``hook``: :mod:`pytest_sme2.hooks`).
+    ``pytest_sme2_open_device`` hook, asked first through ``hook``, a pluggy hook relay).
     ``taskset`` (auto | none | hex mask) pins Android runs."""
     if hook is not None:
         device = hook.pytest_sme2_open_device(spec=spec)

@@ -19,9 +19,9 @@ import zipfile
 from pathlib import Path
 from typing import Callable
 
-from pytest_sme2.buildcache import cached_build
+from pytest_sme2._util.buildcache import cached_build
 from pytest_sme2.emulation import SETUP_HINT, EmulationError, cache_root
-from pytest_sme2.versions import package_version
+from pytest_sme2._util.versions import package_version
 
 PLATFORM = "manylinux_2_28_aarch64"
 KEEP = ("executorch/include/", "executorch/lib/", "executorch/share/")

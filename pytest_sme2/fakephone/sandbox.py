@@ -56,7 +56,8 @@ class FakeAndroidConfig:
     governor: str = "schedutil"
     thermal: tuple[tuple[str, int], ...] = (("cpu-0-0", 41200), ("cpu-1-0", 43500),
                                             ("battery", 30100))
-    # Cooling devices (type, cur_state): a CPU one above 0 is throttling (pytest_sme2.thermal).
+    # Cooling devices (type, cur_state): a CPU one above 0 is throttling
+    # (pytest_sme2.devices.thermal).
     cooling: tuple[tuple[str, int], ...] = (("thermal-cpufreq-0", 0), ("thermal-cpufreq-4", 0))
     # `dumpsys thermalservice`'s "Thermal Status" (None: the phone has no dumpsys).
     thermal_status: int | None = None

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from pytest_sme2.baseline_key import BaselineKey, UnderTest
-from pytest_sme2.baseline_store import Baseline, Session, dumps
+from pytest_sme2.baselines.key import BaselineKey, UnderTest
+from pytest_sme2.baselines.store import Baseline, Session, dumps
 from pytest_sme2.results import atomic_write_text
 
 DEFAULT_SESSIONS = 10      # as many as a baseline file keeps (baseline_store.DEFAULT_KEEP)

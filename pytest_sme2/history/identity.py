@@ -9,7 +9,7 @@ import socket
 import subprocess
 from datetime import datetime, timezone
 
-from pytest_sme2.baseline_store import git_commit
+from pytest_sme2.baselines.store import git_commit
 
 
 def git_branch(timeout_s: float = 5.0) -> str | None:

@@ -9,7 +9,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_sme2.baseline_key import BaselineKey, UnderTest
+from pytest_sme2.baselines.key import BaselineKey, UnderTest
 from pytest_sme2.results import BlockResult, ResultsDoc, pool
 
 IDENTITY_KEY = "identity"     # results.json session["identity"]: commit, branch, time, ci_run

@@ -44,7 +44,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from pytest_sme2 import formats
+from pytest_sme2 import units
 from pytest_sme2.instructions.callgrind import Costs, Function
 from pytest_sme2.results.instructions import InstructionCount
 from pytest_sme2.instructions.valgrind import (  # noqa: F401 - names this module always had
@@ -268,7 +268,7 @@ def format_count(count: InstructionCount, top: int = 3) -> str:
     """One line for the terminal: ``2,570,512 instructions per execute (1 thread; slope of 2
     executions); top: 0x...ffcc0 [libexecutorch_backend_xnnpack.so] 73%, ...``."""
     hot = ", ".join(f"{n} {v / count.per_execute:.0%}" for n, v in count.hottest[:top])
-    return (f"{formats.count(count.per_execute)} instructions per execute "
+    return (f"{units.count(count.per_execute)} instructions per execute "
             f"({count.threads} thread(s), slope over {count.executions} execution(s), "
             f"{count.wall_s:.1f} s under valgrind "
             f"{count.valgrind}); hottest: {hot}")

@@ -28,7 +28,7 @@ from typing import Any
 from pytest_sme2.report.grouping import BenchmarkSide, benchmark_sides
 from pytest_sme2.results import (BenchmarkResult, ComparisonRecord, atomic_write_text, pool,
                                  pool_startup)
-from pytest_sme2.versions import package_version
+from pytest_sme2._util.versions import package_version
 
 # The pytest-benchmark JSON layout this module writes (its "version" field names the writer's
 # version; the layout has been the same since 3.1, when "ops" was added).

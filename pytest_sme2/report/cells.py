@@ -1,4 +1,4 @@
-"""Markdown table cells: the report's numbers (:mod:`pytest_sme2.formats`, one formatter per unit)
+"""Markdown table cells: the report's numbers (:mod:`pytest_sme2.units`, one formatter per unit)
 with "—" where a value is missing, as the filters and globals of the report templates and the
 cells the section rows are made of."""
 
@@ -6,39 +6,39 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_sme2 import formats
+from pytest_sme2 import units
 from pytest_sme2.report.digest import finite
 
 MISSING = "—"
 
 def fmt_ms(v: Any) -> str:
-    return formats.ms(v) if finite(v) else MISSING
+    return units.ms(v) if finite(v) else MISSING
 
 
 def fmt_mb(v: Any) -> str:
-    return formats.mb(v) if finite(v) else MISSING
+    return units.mb(v) if finite(v) else MISSING
 
 
 def fmt_percent(v: Any) -> str:
     """A percentage's value (a share of E2E, a CV) in a column headed %."""
-    return formats.percent(v) if finite(v) else MISSING
+    return units.percent(v) if finite(v) else MISSING
 
 
 def fmt_ratio(iv: Any) -> str:
-    return formats.ratio(iv.point) if iv is not None else MISSING
+    return units.ratio(iv.point) if iv is not None else MISSING
 
 
 def fmt_interval(iv: Any) -> str:
-    return formats.interval(iv) if iv is not None else MISSING
+    return units.interval(iv) if iv is not None else MISSING
 
 
 def fmt_ratio_interval(iv: Any) -> str:
-    return formats.ratio_interval(iv) if iv is not None else MISSING
+    return units.ratio_interval(iv) if iv is not None else MISSING
 
 
 def fmt_points(v: Any) -> str:
     """A share's change, in percentage points."""
-    return formats.points(v) if finite(v) else MISSING
+    return units.points(v) if finite(v) else MISSING
 
 
 def cell(v: Any) -> str:
@@ -56,7 +56,7 @@ def code(v: Any) -> str:
 
 
 def fmt_calls(v: Any) -> str:
-    return formats.calls(v) if finite(v) else MISSING
+    return units.calls(v) if finite(v) else MISSING
 
 
 def th(*columns: Any) -> str:

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from pytest_sme2 import formats
+from pytest_sme2 import units
 from pytest_sme2.analysis.categories import (CONVOLUTION, DATA_MOVEMENT, ELEMENTWISE, GEMM,
                                              NORMALIZATION, OTHER, POOLING)
-from pytest_sme2.compare import FASTER, SLOWER
-from pytest_sme2.formats import COMPACT_RATIO_DIGITS
+from pytest_sme2.measure.comparison import FASTER, SLOWER
+from pytest_sme2.units import COMPACT_RATIO_DIGITS
 from pytest_sme2.report.digest import Side, Unit, by_model, category_order
 
 if TYPE_CHECKING:
@@ -138,7 +138,7 @@ def overview_figure(us: list[Unit]) -> Figure:
                     text, tone = "emulated: not a speed", "#666666"
                 else:
                     sp = c.speedup
-                    text = f"{formats.ratio_interval(sp, COMPACT_RATIO_DIGITS)} {c.verdict}"
+                    text = f"{units.ratio_interval(sp, COMPACT_RATIO_DIGITS)} {c.verdict}"
                     tone = VERDICT_COLOURS.get(c.verdict, "#666666")
                 # right after the value's own text, however wide that came out
                 ax.annotate(text, xy=(1.0, 0.5), xycoords=value, xytext=(6, 0),
@@ -199,7 +199,7 @@ def model_figure(model: str, us: list[Unit]) -> Figure:
                edgecolor="white", linewidth=0.6)
         for i, share in enumerate(shares):
             if share >= LABEL_MIN_SHARE:
-                ax.text(xs[i], bottoms[i] + share / 2, formats.share(share, 0), ha="center",
+                ax.text(xs[i], bottoms[i] + share / 2, units.share(share, 0), ha="center",
                         va="center", fontsize=7, color="white" if c != OTHER else "black")
         bottoms = [b + h for b, h in zip(bottoms, shares)]
     for i, s in enumerate(sides):

@@ -3,9 +3,9 @@ markdown file (``pytest-sme2 compare``)."""
 
 from __future__ import annotations
 
-from pytest_sme2 import formats
+from pytest_sme2 import units
 from pytest_sme2.analysis.diff import ADDED, REMOVED, EtdumpDiff, OperatorDelta
-from pytest_sme2.formats import COMPACT_RATIO_DIGITS
+from pytest_sme2.units import COMPACT_RATIO_DIGITS
 
 TOP_CHANGES = 5
 MAX_MD_OPERATORS = 40
@@ -13,21 +13,21 @@ MAX_MD_OPERATORS = 40
 
 def _change(v: float | None) -> str:
     """A percent change, candidate against base."""
-    return "n/a" if v is None else formats.change(v)
+    return "n/a" if v is None else units.change(v)
 
 
 def _speedup(iv) -> str:
-    return "n/a" if iv is None else formats.ratio_interval(iv, COMPACT_RATIO_DIGITS)
+    return "n/a" if iv is None else units.ratio_interval(iv, COMPACT_RATIO_DIGITS)
 
 
 def compare_lines(d: EtdumpDiff) -> list[str]:
     """A few readable lines for the terminal."""
     lines = [
         f"{d.base_name}: {d.base_source}, {d.base_runs} timed runs, median "
-        f"{formats.ms(d.base_median_ms)} ms (CV {formats.percent(d.base_cv_pct)}%)",
+        f"{units.ms(d.base_median_ms)} ms (CV {units.percent(d.base_cv_pct)}%)",
         f"{d.candidate_name}: {d.candidate_source}, {d.candidate_runs} timed runs, median "
-        f"{formats.ms(d.candidate_median_ms)} ms (CV {formats.percent(d.candidate_cv_pct)}%)",
-        f"speed-up {d.candidate_name} vs {d.base_name}: {formats.ratio_interval(d.speedup)} "
+        f"{units.ms(d.candidate_median_ms)} ms (CV {units.percent(d.candidate_cv_pct)}%)",
+        f"speed-up {d.candidate_name} vs {d.base_name}: {units.ratio_interval(d.speedup)} "
         f"95% over runs — {d.verdict}",
         f"  note: {d.note}",
         "categories (ms per run, candidate - base): " + ", ".join(
@@ -49,7 +49,7 @@ def compare_lines(d: EtdumpDiff) -> list[str]:
                      f"{d.candidate_name} {len(d.kleidiai_candidate)}")
     if d.bottlenecks:
         lines.append("bottlenecks (>5% of E2E): " + ", ".join(
-            f"{o.name} ({formats.share(o.base_pct_e2e)} -> {formats.share(o.candidate_pct_e2e)})"
+            f"{o.name} ({units.share(o.base_pct_e2e)} -> {units.share(o.candidate_pct_e2e)})"
             for o in d.bottlenecks[:TOP_CHANGES]))
     for r in d.recommendations:
         lines.append(f"recommendation: {r['text']}")
@@ -70,13 +70,13 @@ def render_markdown(d: EtdumpDiff) -> str:
     b, c = d.base_name, d.candidate_name
     out = [f"# ETDump comparison: {b} → {c}", "",
            f"- {b}: `{d.base_source}` — {d.base_runs} timed runs ({d.warmup} warm-up "
-           f"dropped), median {formats.ms(d.base_median_ms)} ms, "
-           f"CV {formats.percent(d.base_cv_pct)}%",
+           f"dropped), median {units.ms(d.base_median_ms)} ms, "
+           f"CV {units.percent(d.base_cv_pct)}%",
            f"- {c}: `{d.candidate_source}` — {d.candidate_runs} timed runs, median "
-           f"{formats.ms(d.candidate_median_ms)} ms, CV {formats.percent(d.candidate_cv_pct)}%", "",
+           f"{units.ms(d.candidate_median_ms)} ms, CV {units.percent(d.candidate_cv_pct)}%", "",
            "## Speed-up", "",
-           f"**{formats.ratio(d.speedup.point)}** ({b} median / {c} median of Method::execute "
-           f"per run), 95% bootstrap interval over runs {formats.interval(d.speedup)}: "
+           f"**{units.ratio(d.speedup.point)}** ({b} median / {c} median of Method::execute "
+           f"per run), 95% bootstrap interval over runs {units.interval(d.speedup)}: "
            f"{d.verdict}.", "", f"> {d.note}", "",
            "## Operator Category Breakdown", "",
            "Mean ms per timed run (Other = E2E − named categories); speed-up: ratio of "
@@ -88,8 +88,8 @@ def render_markdown(d: EtdumpDiff) -> str:
             continue                      # a category neither trace has
         out.append(f"| {x.category} | {x.base_ms:.4f} | {x.candidate_ms:.4f} | "
                    f"{x.delta_ms:+.4f} | {_change(x.delta_pct)} | "
-                   f"{formats.percent(x.base_share_pct)} | "
-                   f"{formats.percent(x.candidate_share_pct)} | {_speedup(x.speedup)} |")
+                   f"{units.percent(x.base_share_pct)} | "
+                   f"{units.percent(x.candidate_share_pct)} | {_speedup(x.speedup)} |")
     out += ["", "## Operators", "",
             "Matched by delegate instruction, operator name without `#n`, and occurrence; "
             "ms per run.", "",
@@ -113,7 +113,7 @@ def render_markdown(d: EtdumpDiff) -> str:
                 "|---|--:|---|---|--:|--:|"]
         out += [f"| {_cell(o.name)} | {o.instruction_id} | {o.category} | "
                 f"{'delegated' if o.delegated else 'portable'} | "
-                f"{formats.percent(o.base_pct_e2e)} | {formats.percent(o.candidate_pct_e2e)} |"
+                f"{units.percent(o.base_pct_e2e)} | {units.percent(o.candidate_pct_e2e)} |"
                 for o in d.bottlenecks]
     else:
         out += ["", "No operator above 5% of E2E."]

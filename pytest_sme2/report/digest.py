@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pytest_sme2.analysis.categories import NAMED_CATEGORIES, OTHER
-from pytest_sme2.compare import DEFAULT_MARGIN, verdict
+from pytest_sme2.measure.comparison import DEFAULT_MARGIN, verdict
 from pytest_sme2.report import grouping
 from pytest_sme2.report.grouping import (comparison_blocks, point_runners, runner_point_devices,
                                          unclaimed)

@@ -9,8 +9,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pytest_sme2 import formats
-from pytest_sme2.formats import COMPACT_RATIO_DIGITS, COUNT_RATIO_DIGITS
+from pytest_sme2 import units
+from pytest_sme2.units import COMPACT_RATIO_DIGITS, COUNT_RATIO_DIGITS
 from pytest_sme2.report.grouping import BenchmarkSide, benchmark_sides
 from pytest_sme2.report.terminal import baseline_cell
 from pytest_sme2.results import BlockResult, ComparisonRecord, Judgement, pool
@@ -50,7 +50,7 @@ def _regressions(side: BenchmarkSide) -> list[str]:
     ij = side.first.instructions_judgement
     if ij and ij.status == "regression" and ij.ratio:
         out.append(f"{what}: instructions per execute "
-                   f"{formats.ratio(ij.ratio.point, COUNT_RATIO_DIGITS)}")
+                   f"{units.ratio(ij.ratio.point, COUNT_RATIO_DIGITS)}")
     return out
 
 
@@ -67,8 +67,8 @@ def step_summary(results: Iterable[BlockResult],
     for s in sides:
         p = pool(s.blocks)
         ev = s.first.kernel_evidence
-        lines.append(f"| {_cell(s.test)} | {_cell(s.runner)} | {formats.ms(p.median_ms)} | "
-                     f"{formats.percent(p.cv_pct)} | {ev.sme2 if ev else '-'} | "
+        lines.append(f"| {_cell(s.test)} | {_cell(s.runner)} | {units.ms(p.median_ms)} | "
+                     f"{units.percent(p.cv_pct)} | {ev.sme2 if ev else '-'} | "
                      f"{_cell(baseline_cell(_baseline(s)))} |")
         regressions += _regressions(s)
     if any(r.emulated for r in results):
@@ -84,7 +84,7 @@ def step_summary(results: Iterable[BlockResult],
         s = c.speedup
         mark = " *(emulated: says nothing about speed)*" if c.emulated else ""
         speedups.append(f"- `{c.name}` {c.point}: {c.candidate} vs {c.base} "
-                        f"{formats.ratio_interval(s, COMPACT_RATIO_DIGITS)} (95% CI), "
+                        f"{units.ratio_interval(s, COMPACT_RATIO_DIGITS)} (95% CI), "
                         f"{c.verdict}{mark}")
     lines += ["", "**SME2 speed-ups:** " + ("none measured" if not speedups else "")]
     lines += speedups

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from pytest_sme2.errors import Sme2Error
 
 if TYPE_CHECKING:
-    from pytest_sme2.session import BenchSession
+    from pytest_sme2.measure.session import BenchSession
 
 
 def write_reports(session: BenchSession) -> list[Path]:

@@ -1,6 +1,7 @@
 """``--sme2-precision`` in the summaries: how many benchmarks (and comparisons) got within the
 asked interval, and, by name, those that did not with what stopped them — from the ``precision``
-record every block of such a benchmark carries (:meth:`pytest_sme2.precision.Precision.to_dict`)."""
+record every block of such a benchmark carries
+(:meth:`pytest_sme2.measure.precision.Precision.to_dict`)."""
 
 from __future__ import annotations
 

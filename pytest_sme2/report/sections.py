@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_sme2 import formats
-from pytest_sme2.formats import COMPACT_RATIO_DIGITS
+from pytest_sme2 import units
+from pytest_sme2.units import COMPACT_RATIO_DIGITS
 from pytest_sme2.report.cells import (cell, code, fmt_ms, fmt_percent, fmt_points,
                                       fmt_ratio_interval, value_text)
 from pytest_sme2.report.digest import (Unit, by_model, category_order,
@@ -125,7 +125,7 @@ def startup_rows(us: list[Unit]) -> list[dict[str, Any]]:
                 base, rel = st, "base"
             elif u.comparison and base is not None:
                 rel = ", ".join(
-                    f"{what} {formats.ratio(new / old, COMPACT_RATIO_DIGITS)}"
+                    f"{what} {units.ratio(new / old, COMPACT_RATIO_DIGITS)}"
                     for what, new, old in (("load", st.load_ms, base.load_ms),
                                            ("peak", st.peak_rss_kb, base.peak_rss_kb))
                     if new is not None and old)
@@ -289,7 +289,7 @@ def where_time_goes(us: list[Unit]) -> list[str]:
         if not tops:
             continue
         n = sum(len(v) for v in tops.values())
-        parts = [f"**{c}** in {len(v)} of {n} ({formats.share_range(v)} of E2E)"
+        parts = [f"**{c}** in {len(v)} of {n} ({units.share_range(v)} of E2E)"
                  for c, v in sorted(tops.items(), key=lambda kv: -len(kv[1]))]
         lines.append(f"Where the time goes in {model}: the largest category is "
                      + ", ".join(parts) + ".")
@@ -320,8 +320,8 @@ def regression_rows(doc: ResultsDoc) -> list[dict[str, str]]:
         r = j.ratio
         rows.append({"benchmark": name, "runner": runner,
                      "status": "not compared (foreign baseline)" if j.foreign else j.status,
-                     "ratio": formats.ratio(r.point) if r else "-",
-                     "ci": formats.interval(r) if r else "-",
+                     "ratio": units.ratio(r.point) if r else "-",
+                     "ci": units.interval(r) if r else "-",
                      "reason": j.reason})
 
     for b in doc.benchmarks:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pytest_sme2 import formats
+from pytest_sme2 import units
 from pytest_sme2.analysis.categories import OTHER
-from pytest_sme2.formats import COMPACT_RATIO_DIGITS, COUNT_RATIO_DIGITS
+from pytest_sme2.units import COMPACT_RATIO_DIGITS, COUNT_RATIO_DIGITS
 from pytest_sme2.report.grouping import BenchmarkSide, comparison_record, sides_per_device
 from pytest_sme2.report.precision_notes import precision_lines
 from pytest_sme2.results import (BenchmarkResult, ComparisonRecord, Judgement, Startup, pool,
@@ -29,15 +29,15 @@ def benchmark_line(r: BenchmarkResult, device: bool = False) -> str:
     where = f" on {r.device_label}" if device else ""
     return (f"sme2: {r.model} {r.dtype} t{r.threads} {r.runner_name}{where}: Method::execute "
             "median "
-            f"{formats.ms(e.median_ms)} ms, p90 {formats.ms(e.p90_ms)} ms, "
-            f"CV {formats.percent(e.cv_pct)}%, "
+            f"{units.ms(e.median_ms)} ms, p90 {units.ms(e.p90_ms)} ms, "
+            f"CV {units.percent(e.cv_pct)}%, "
             f"n={e.n} (+{r.warmup} warm-up discarded){sme2}"
             + _instructions(r) + _startup(r.startup) + (EMULATED if r.emulated else ""))
 
 
 def _sig(v: float | None) -> str:
     """Three significant digits (narrow cells), "-" when not measured."""
-    return "-" if v is None else formats.significant(v)
+    return "-" if v is None else units.significant(v)
 
 
 def _mb(kb: float | int | None) -> str:
@@ -98,8 +98,8 @@ def comparison_line(c: ComparisonRecord | Mapping[str, Any], device: str | None 
         f"{out.max_rel_diff:.3g}, tolerance {out.tolerance:.3g})")
     where = f" on {device}" if device else ""
     return (f"sme2: {c.candidate} vs {c.base} on {c.point}{where}: "
-            f"speed-up {formats.ratio_interval(s)}, medians "
-            f"{formats.ms(c.base_median_ms)} -> {formats.ms(c.candidate_median_ms)} ms over "
+            f"speed-up {units.ratio_interval(s)}, medians "
+            f"{units.ms(c.base_median_ms)} -> {units.ms(c.candidate_median_ms)} ms over "
             f"{len(c.base_blocks)} blocks each: {c.verdict}{outputs}"
             + (EMULATED if c.emulated else ""))
 
@@ -110,7 +110,7 @@ def top_category(categories_ms: dict[str, float]) -> str:
         return "-"
     cat = max(named, key=named.get)
     total = sum(categories_ms.values())
-    return f"{cat} {formats.share(100 * named[cat] / total, 0)}" if total > 0 else cat
+    return f"{cat} {units.share(100 * named[cat] / total, 0)}" if total > 0 else cat
 
 
 def baseline_cell(j: Judgement | None) -> str:
@@ -120,7 +120,7 @@ def baseline_cell(j: Judgement | None) -> str:
     if j.status == "not_compared":
         return "foreign (not compared)" if j.foreign else "-"
     word = {"regression": "REGRESSION", "improvement": "faster"}.get(j.status, "ok")
-    return f"{word} {formats.ratio_interval(j.ratio, COMPACT_RATIO_DIGITS)}"
+    return f"{word} {units.ratio_interval(j.ratio, COMPACT_RATIO_DIGITS)}"
 
 
 def _row(name: str, rs: list[BenchmarkResult], speedup: str,
@@ -129,8 +129,8 @@ def _row(name: str, rs: list[BenchmarkResult], speedup: str,
     r = rs[0]
     p = pool(rs)
     ev = r.kernel_evidence
-    return (name, r.model, r.dtype, str(r.threads), r.runner_name, formats.ms(p.median_ms),
-            formats.ms(p.p90_ms), formats.percent(p.cv_pct), str(p.n),
+    return (name, r.model, r.dtype, str(r.threads), r.runner_name, units.ms(p.median_ms),
+            units.ms(p.p90_ms), units.percent(p.cv_pct), str(p.n),
             *startup_cells(pool_startup(rs)),
             speedup, top_category(pool_categories(rs)), ev.sme2 if ev else "-",
             baseline_cell(baseline if baseline is not None else r.judgement)
@@ -140,7 +140,7 @@ def _row(name: str, rs: list[BenchmarkResult], speedup: str,
 
 
 def _compact(ratio: float) -> str:
-    return formats.ratio(ratio, COMPACT_RATIO_DIGITS)
+    return units.ratio(ratio, COMPACT_RATIO_DIGITS)
 
 
 def _instructions_cell(j: Judgement | None) -> str:
@@ -148,7 +148,7 @@ def _instructions_cell(j: Judgement | None) -> str:
     if not j or not j.ratio:
         return ""
     word = {"regression": "REGRESSION", "improvement": "fewer"}.get(j.status, "ok")
-    return f"; instructions {word} {formats.ratio(j.ratio.point, COUNT_RATIO_DIGITS)}"
+    return f"; instructions {word} {units.ratio(j.ratio.point, COUNT_RATIO_DIGITS)}"
 
 
 def startup_regressions(judged: dict[str, Judgement] | None) -> str:
@@ -179,7 +179,7 @@ def _rows(sides: Iterable[BenchmarkSide]) -> list[tuple[str, ...]]:
             continue
         runner = c.base if side.role == "base" else c.candidate
         speedup = "(base)" if side.role == "base" else \
-            formats.ratio_interval(c.speedup, COMPACT_RATIO_DIGITS) + (" emulated" if c.emulated
+            units.ratio_interval(c.speedup, COMPACT_RATIO_DIGITS) + (" emulated" if c.emulated
                                                                       else "")
         rows.append(_row(side.test, side.blocks, speedup, (c.baselines or {}).get(runner, {})))
     return rows
@@ -221,10 +221,10 @@ def analysis_summary(a) -> list[str]:
     """Readable summary of a :class:`pytest_sme2.analysis.summary.Analysis`."""
     e = a.e2e
     lines = [f"{a.source}: {a.runs} runs, {a.warmup} warm-up discarded, {e.n} timed",
-             f"Method::execute: median {formats.ms(e.median_ms)} ms, "
-             f"mean {formats.ms(e.mean_ms)}, p10 {formats.ms(e.p10_ms)}, "
-             f"p90 {formats.ms(e.p90_ms)}, min {formats.ms(e.min_ms)}, max {formats.ms(e.max_ms)}, "
-             f"CV {formats.percent(e.cv_pct)}%, MAD {formats.ms(e.mad_ms)}, "
+             f"Method::execute: median {units.ms(e.median_ms)} ms, "
+             f"mean {units.ms(e.mean_ms)}, p10 {units.ms(e.p10_ms)}, "
+             f"p90 {units.ms(e.p90_ms)}, min {units.ms(e.min_ms)}, max {units.ms(e.max_ms)}, "
+             f"CV {units.percent(e.cv_pct)}%, MAD {units.ms(e.mad_ms)}, "
              f"outliers {e.outliers} (IQR rule, kept)",
              "", "Categories (mean ms per run; Other = E2E - named):"]
     for cat, ms in a.categories_ms.items():

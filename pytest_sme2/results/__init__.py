@@ -16,7 +16,7 @@ benchmark's blocks together), :mod:`.comparison`, :mod:`.document` (the file, it
 writer).
 """
 
-from pytest_sme2.fsutil import atomic_write_text
+from pytest_sme2._util.fsutil import atomic_write_text
 from pytest_sme2.results.block import BenchmarkResult, BlockResult, device_label
 from pytest_sme2.results.comparison import ComparisonRecord, OutputCheck
 from pytest_sme2.results.device import DeviceFacts

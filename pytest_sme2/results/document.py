@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.fsutil import atomic_write_text
+from pytest_sme2._util.fsutil import atomic_write_text
 from pytest_sme2.results.block import BlockResult
 from pytest_sme2.results.comparison import ComparisonRecord
 

@@ -1,4 +1,4 @@
-"""The regression gate's verdict (:class:`Judgement`): what :mod:`pytest_sme2.gate` decides
+"""The regression gate's verdict (:class:`Judgement`): what :mod:`pytest_sme2.gate.rule` decides
 and what results.json keeps of it, one record for both. The words it is made of (statuses and
 measures) live here with it; the gate imports them."""
 
@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_sme2 import formats
+from pytest_sme2 import units
 from pytest_sme2.results.compat import DeprecatedItemReads
 from pytest_sme2.stats import Interval
 
@@ -73,7 +73,7 @@ class Judgement(DeprecatedItemReads):
         if self.status == NOT_COMPARED or r is None:
             reason = self.reason.removeprefix("not compared: ")
             return f"{what}not compared: {reason}"
-        ratio = formats.ratio_interval(r, formats.COMPACT_RATIO_DIGITS)
+        ratio = units.ratio_interval(r, units.COMPACT_RATIO_DIGITS)
         line = f"{what}{self.status} {ratio} vs {self.against}"
         if self.changed_since_baseline:
             line += "; changed since baseline: " + ", ".join(self.changed_since_baseline)

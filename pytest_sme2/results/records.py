@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from pytest_sme2.thermal import CooldownRecord
+from pytest_sme2.results.thermal import CooldownRecord
 
 def _field_names(cls: type) -> frozenset[str]:
     return frozenset(f.name for f in fields(cls))

@@ -5,16 +5,14 @@
 from __future__ import annotations
 
 from pytest_sme2.runners.base import Runner, RunnerError, RunnerInfo, RunOutcome, RunRequest
-from pytest_sme2.runners.spec import RunnerSpec, parse_runner_spec, runner_specs
+from pytest_sme2.runners.spec import RunnerSpec, parse_runner_spec, runner_kinds, runner_specs
 
 
 def runner_from_spec(text: str, progress=None, hook=None) -> Runner:
     """Make the runner a ``[NAME=]SPEC`` string describes (see runners.spec); ``hook``: the
-    plugins' hooks, for kinds they make (:mod:`pytest_sme2.hooks`)."""
-    from pytest_sme2.hooks import runner_kinds
-
+    plugins' hooks, for kinds they make (:func:`runner_kinds`)."""
     return parse_runner_spec(text, runner_kinds(hook)).make(progress, hook=hook)
 
 
 __all__ = ["Runner", "RunnerError", "RunnerInfo", "RunOutcome", "RunRequest", "RunnerSpec",
-           "parse_runner_spec", "runner_from_spec", "runner_specs"]
+           "parse_runner_spec", "runner_from_spec", "runner_kinds", "runner_specs"]

@@ -9,7 +9,7 @@ from typing import Protocol
 
 from pytest_sme2.analysis.runner_summary import RunnerSummary, parse_summary  # noqa: F401
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.protocol_defaults import WithDefaults
+from pytest_sme2._util.protocol_defaults import WithDefaults
 from pytest_sme2.results.runner import RunnerInfo  # noqa: F401 - recorded with results
 
 
@@ -24,7 +24,7 @@ class RunRequest:
     threads: int = 1
     runs: int = 30
     warmup: int = 3
-    inputs: Path | None = None      # tensor file (pytest_sme2.tensorfile) of the inputs
+    inputs: Path | None = None      # tensor file (pytest_sme2.readers.tensorfile) of the inputs
     outputs: Path | None = None     # where to save the last run's outputs, if wanted
     timeout_s: float = 600.0
     # Where to write the executed-kernels CSV, on devices that can trace execution (QEMU).
@@ -57,8 +57,8 @@ class Runner(Protocol):
     of the optional ones, so callers never probe a runner with ``getattr``."""
 
     info: RunnerInfo
-    # A name from pytest_sme2.hwcaps.MASKS: the device hides those CPU features from this
-    # runner's process (same binary, SME2 off). None: the process sees the CPU as it is.
+    # A name from pytest_sme2.device_programs.hwcaps.MASKS: the device hides those CPU features
+    # from this runner's process (same binary, SME2 off). None: the process sees the CPU as it is.
     hwcap_mask: str | None
     # Whether it reads inputs from, and writes outputs to, tensor files (RunRequest.inputs and
     # .outputs); a user's executor_runner does not.

@@ -15,7 +15,7 @@ from typing import Callable
 
 from pytest_sme2.runners.base import RunnerBase, RunnerError, RunnerInfo, RunRequest
 from pytest_sme2.runners.fork_server import CLIENT, ForkServer, shared_server
-from pytest_sme2.versions import package_version
+from pytest_sme2._util.versions import package_version
 
 
 @dataclass(frozen=True)

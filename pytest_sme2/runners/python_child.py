@@ -12,7 +12,7 @@ from types import ModuleType
 
 import numpy as np
 
-from pytest_sme2.tensorfile import SCALAR_TYPES, read_tensors, write_tensors
+from pytest_sme2.readers.tensorfile import SCALAR_TYPES, read_tensors, write_tensors
 
 
 def _inputs_from_meta(meta) -> list[np.ndarray]:

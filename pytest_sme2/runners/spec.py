@@ -10,7 +10,8 @@
 After the kind or path, comma-separated ``key=value`` pairs are labels recorded with every
 result, except ``libs=DIR`` (shared libraries pushed beside a binary on a remote device) and
 ``mask=sme|sme2`` (the device hides those CPU features from the runner's process: SME2 off in
-one binary, :mod:`pytest_sme2.hwcaps`; it implies the label ``sme2=off`` and records how). The
+one binary, :mod:`pytest_sme2.device_programs.hwcaps`; it implies the label ``sme2=off`` and
+records how). The
 native runner is one build with SME2 kernels, so ``native,sme2=off`` means ``mask=sme``.
 The runner itself is made on first use, so a native build only happens when one is needed.
 """
@@ -20,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Collection
+from typing import TYPE_CHECKING, Any, Callable, Collection
 
 from pytest_sme2.runners.base import Runner, RunnerError, with_defaults
 
@@ -38,13 +39,13 @@ class RunnerSpec:
     path: Path | None = None
     lib_dir: Path | None = None
     labels: dict[str, str] = field(default_factory=dict)
-    hwcap_mask: str | None = None      # a pytest_sme2.hwcaps.MASKS name
+    hwcap_mask: str | None = None      # a pytest_sme2.device_programs.hwcaps.MASKS name
 
     def make(self, progress: Callable[[str], None] | None = None,
              target: str = "host", hook: HookRelay | None = None) -> Runner:
         """The runner, built for ``target`` where we build it (the native runner): ``host``
         or a device's target such as ``aarch64-linux-gnu`` (QEMU). A plugin's
-        ``pytest_sme2_make_runner`` hook, asked first through ``hook`` (:mod:`pytest_sme2.hooks`),
+        ``pytest_sme2_make_runner`` hook, asked first through ``hook`` (:func:`runner_kinds`),
         may make it instead: it must for a kind of its own."""
         if hook is not None:
             runner = hook.pytest_sme2_make_runner(spec=self, target=target)
@@ -82,7 +83,7 @@ class RunnerSpec:
 
 def parse_runner_spec(text: str, kinds: Collection[str] = ()) -> RunnerSpec:
     """Parse one ``[NAME=]SPEC`` string; errors name the spec and show the expected form.
-    ``kinds``: runner kinds plugins make (:func:`pytest_sme2.hooks.runner_kinds`), accepted as
+    ``kinds``: runner kinds plugins make (:func:`runner_kinds`), accepted as
     ``NAME=KIND[,key=value...]``."""
     raw = text.strip()
     usage = ("expected NAME=python, NAME=native or NAME=/path/to/executor_runner"
@@ -153,7 +154,7 @@ def masked_pair() -> list[RunnerSpec]:
 
 def mask_labels(mask: str, labels: dict[str, str], text: str = "") -> dict[str, str]:
     """The labels a hwcap mask implies: SME2 is off, and how (recorded with every result)."""
-    from pytest_sme2.hwcaps import MASKS, describe_mask
+    from pytest_sme2.device_programs.hwcaps import MASKS, describe_mask
 
     if mask not in MASKS:
         raise RunnerError(f"--runner {text!r}: unknown mask {mask!r}; use mask=sme (no SME, no "
@@ -177,3 +178,12 @@ def runner_specs(texts: list[str], kinds: Collection[str] = ()) -> dict[str, Run
         seen.add(spec.name)
         specs[spec.name] = spec
     return specs
+
+
+def runner_kinds(hook: Any | None) -> tuple[str, ...]:
+    """The runner kinds plugins make (for ``--runner NAME=KIND``), each once, asked through
+    ``hook`` (a pluggy hook relay; None: none)."""
+    if hook is None:
+        return ()
+    return tuple(dict.fromkeys(kind for kinds in hook.pytest_sme2_runner_kinds()
+                               for kind in kinds or ()))

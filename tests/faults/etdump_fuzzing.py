@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from pytest_sme2.analysis.summary import analyze
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.etdump import EVENT_COLUMNS, ETDumpError, parse_etdump
+from pytest_sme2.readers.etdump import EVENT_COLUMNS, ETDumpError, parse_etdump
 from tests.fakes.etdumps import Ev, execute_run, make_etdump, program_run
 
 SOURCE = "fuzz.etdump"

@@ -18,8 +18,8 @@ import tracemalloc
 import pytest
 from hypothesis import strategies as st
 
-from pytest_sme2 import etdump
-from pytest_sme2.etdump import ETDumpError, parse_etdump
+from pytest_sme2.readers import etdump
+from pytest_sme2.readers.etdump import ETDumpError, parse_etdump
 from tests.faults.etdump_fuzzing import (HEADERS, PLANNED, SOURCE, UNIFORM_FILLS, UNIFORM_SIZES,
                                          base_index, check, fuzz, make_bases, position,
                                          truncation_lengths)

@@ -18,10 +18,10 @@ from pytest_sme2.devices import DeviceError
 from pytest_sme2.devices.android import device as android
 from pytest_sme2.devices.android import CACHE_DIR, AndroidDevice, open_android
 from pytest_sme2.devices.host import HostDevice
-from pytest_sme2.etdump import read_etdump
+from pytest_sme2.readers.etdump import read_etdump
 from pytest_sme2.runners import RunnerError, RunnerInfo, RunRequest
 from pytest_sme2.runners.python import PythonRunner
-from pytest_sme2.tensorfile import read_tensors, write_tensors
+from pytest_sme2.readers.tensorfile import read_tensors, write_tensors
 from tests.fakes.adb_device import FakeAndroidConfig
 from tests.fakes.android import FakePhone, connect_phone, free_port, release_phone
 from tests.fakes.etdumps import execute_run, make_etdump
@@ -185,7 +185,7 @@ def test_thermal_state_reads_zones_cooling_devices_and_the_thermal_status(adb_se
 
 
 def test_the_hold_waits_for_a_hot_phone_to_cool(adb_server, tmp_path):
-    from pytest_sme2.thermal import CooldownPolicy, hold
+    from pytest_sme2.devices.thermal import CooldownPolicy, hold
 
     config = FakeAndroidConfig(thermal_steps={"cpu-1-0": (52000, 47000, 44000, 39000, 30000)})
     phone = connect_phone(adb_server, tmp_path / "p", config)

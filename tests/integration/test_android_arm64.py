@@ -15,15 +15,15 @@ import pytest
 
 from pytest_sme2.runners.base import RunnerBase
 from pytest_sme2.analysis.kernel_trace import executed_kernels
-from pytest_sme2.compare import check_outputs
+from pytest_sme2.measure.comparison import check_outputs
 from pytest_sme2.devices.android import device as android
 from pytest_sme2.devices.android import open_android
-from pytest_sme2.etdump import read_etdump
-from pytest_sme2.hwcaps import HWCAP2_CLEAR_ENV, mask_bits
+from pytest_sme2.readers.etdump import read_etdump
+from pytest_sme2.device_programs.hwcaps import HWCAP2_CLEAR_ENV, mask_bits
 from pytest_sme2.runners import RunnerError, RunnerInfo, RunRequest
 from pytest_sme2.runners.spec import parse_runner_spec
 from pytest_sme2.device_programs.build import PRELOAD_LIB
-from pytest_sme2.tensorfile import read_tensors
+from pytest_sme2.readers.tensorfile import read_tensors
 from tests.fakes.adb_device import FakeAndroidConfig
 from tests.fakes.android import connect_phone, release_phone
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pytest_sme2.emulation.tools import QemuTools, find_qemu
-from pytest_sme2.hwcaps import HWCAP2_CLEAR_ENV, HWCAP2_SME, HWCAP2_SME2, mask_bits
+from pytest_sme2.device_programs.hwcaps import HWCAP2_CLEAR_ENV, HWCAP2_SME, HWCAP2_SME2, mask_bits
 from pytest_sme2.runners.native import NativeRunner, build_native_runner
 from pytest_sme2.device_programs import parse_probe
 from pytest_sme2.device_programs.build import TargetHelpers, build_target_helpers

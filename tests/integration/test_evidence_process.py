@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_sme2.bench import BenchmarkRun, run_benchmark
+from pytest_sme2.measure.block import BenchmarkRun, run_benchmark
 from pytest_sme2.devices.host import HostDevice
 from pytest_sme2.runners.base import RunnerError, RunOutcome, RunRequest
 from pytest_sme2.runners.native import NativeRunner, build_native_runner
-from pytest_sme2.settings import BenchSettings
+from pytest_sme2.measure.settings import BenchSettings
 
 
 def _settings(tmp_path: Path, sample: str, cache: Path) -> BenchSettings:

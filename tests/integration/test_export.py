@@ -8,12 +8,12 @@ import time
 
 import pytest
 
-from pytest_sme2.tensorfile import read_tensors
+from pytest_sme2.readers.tensorfile import read_tensors
 
 from pytest_sme2_models import register_model
-from pytest_sme2_models.registry import _REGISTRY
-from pytest_sme2 import _recipes
-from pytest_sme2.export import ExportError, export_model
+from pytest_sme2.programs.registry import _REGISTRY
+from pytest_sme2.programs import recipes
+from pytest_sme2.programs.export import ExportError, export_model
 
 
 def test_export_writes_pte_etrecord_inputs_and_meta(toy_export):
@@ -32,7 +32,7 @@ def test_cache_hit_is_fast_and_exports_nothing(toy_export, export_cache, monkeyp
     def no_export(*a, **k):
         raise AssertionError("a cache hit must not export")
 
-    monkeypatch.setattr(_recipes, "export", no_export)
+    monkeypatch.setattr(recipes, "export", no_export)
     t0 = time.perf_counter()
     again = export_model("toy_cnn", "fp32", export_cache)
     assert time.perf_counter() - t0 < 0.5
@@ -83,7 +83,7 @@ def test_two_processes_export_once(tmp_path):
     script = textwrap.dedent(f"""
         import sys; sys.path.insert(0, {str(tmp_path)!r})
         from pytest_sme2_models import register_model
-        from pytest_sme2.export import export_model
+        from pytest_sme2.programs.export import export_model
         register_model("tiny", "tinymodel:build")
         e = export_model("tiny", "fp32", {str(tmp_path / 'cache')!r},
                          progress=lambda m: print("PROGRESS", m, flush=True))
@@ -102,7 +102,7 @@ def test_two_processes_export_once(tmp_path):
 def test_cli_export_copies_and_reuses(toy_export, export_cache, tmp_path, capsys, monkeypatch):
     from pytest_sme2.cli import main
 
-    monkeypatch.setattr(_recipes, "export", lambda *a, **k: pytest.fail("re-exported"))
+    monkeypatch.setattr(recipes, "export", lambda *a, **k: pytest.fail("re-exported"))
     out = tmp_path / "exported"
     assert main(["export", "toy_cnn", "--dtype", "fp32", "--cache-dir", str(export_cache),
                  "--out", str(out)]) == 0

@@ -13,7 +13,7 @@ import pytest
 
 from pytest_sme2.analysis.latency import e2e_per_run
 from pytest_sme2.devices.host import HostDevice
-from pytest_sme2.etdump import read_etdump
+from pytest_sme2.readers.etdump import read_etdump
 from pytest_sme2.runners.base import RunnerError, RunRequest
 from pytest_sme2.runners.python import PythonRunner
 

@@ -62,7 +62,7 @@ def test_two_threads_repeat_too(toy_export):
 
 
 def test_a_wider_model_counts_more(export_cache, toy_count):
-    from pytest_sme2.export import export_model
+    from pytest_sme2.programs.export import export_model
     from pytest_sme2_models import register_model
 
     register_model(WIDE, "pytest_sme2_models.toy_cnn:build", channels=24)

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from pytest_sme2.analysis.summary import analyze
-from pytest_sme2.etdump import read_etdump
-from pytest_sme2.artifacts.trace import median_run
+from pytest_sme2.readers.etdump import read_etdump
+from pytest_sme2.measure.artifacts.trace import median_run
 from tests.unit.test_report_csv import pandas_files
 from tests.unit.test_trace import check_viewer_parse
 
@@ -18,10 +18,10 @@ from tests.unit.test_trace import check_viewer_parse
 def test_a_real_toy_cnn_benchmark_writes_its_trace(tmp_path):
     """toy_cnn exported and run by the native runner: the trace beside the ETDump parses as a
     viewer parses it, and its outer slice is the median run's Method::execute."""
-    from pytest_sme2.bench import BenchmarkRun, run_benchmark
+    from pytest_sme2.measure.block import BenchmarkRun, run_benchmark
     from pytest_sme2.devices.host import HostDevice
     from pytest_sme2.runners.native import NativeRunner, build_native_runner
-    from pytest_sme2.settings import BenchSettings
+    from pytest_sme2.measure.settings import BenchSettings
 
     runner = NativeRunner.from_build(build_native_runner())
     settings = BenchSettings(runs=5, warmup=1, report_dir=tmp_path, timeout_s=300)
@@ -53,13 +53,13 @@ def test_a_real_toy_cnn_benchmark_writes_its_trace(tmp_path):
 def test_a_real_toy_cnn_block_writes_the_csvs_pandas_wrote(tmp_path, dtype):
     """toy_cnn from the (cached) export, run by the native runner as a session runs it: the
     three files beside its ETDump are pandas' bytes for the same analysis."""
-    from pytest_sme2.bench import BenchmarkRun, run_benchmark
+    from pytest_sme2.measure.block import BenchmarkRun, run_benchmark
     from pytest_sme2.devices.host import HostDevice
-    from pytest_sme2.etdump import read_etdump
-    from pytest_sme2.etrecord import read_etrecord
-    from pytest_sme2.export import export_model
+    from pytest_sme2.readers.etdump import read_etdump
+    from pytest_sme2.readers.etrecord import read_etrecord
+    from pytest_sme2.programs.export import export_model
     from pytest_sme2.runners.native import NativeRunner, build_native_runner
-    from pytest_sme2.settings import BenchSettings
+    from pytest_sme2.measure.settings import BenchSettings
 
     runner = NativeRunner.from_build(build_native_runner())
     settings = BenchSettings(runs=5, warmup=2, report_dir=tmp_path, timeout_s=300)
@@ -83,10 +83,10 @@ def test_a_real_etdumps_timeline_csv_gives_our_e2e_per_run(tmp_path, dtype):
     and the warm-up file holds the warm-up runs."""
     import pandas as pd
 
-    from pytest_sme2.bench import BenchmarkRun, run_benchmark
+    from pytest_sme2.measure.block import BenchmarkRun, run_benchmark
     from pytest_sme2.devices.host import HostDevice
     from pytest_sme2.runners.native import NativeRunner, build_native_runner
-    from pytest_sme2.settings import BenchSettings
+    from pytest_sme2.measure.settings import BenchSettings
 
     runner = NativeRunner.from_build(build_native_runner())
     settings = BenchSettings(runs=4, warmup=2, report_dir=tmp_path, timeout_s=300)

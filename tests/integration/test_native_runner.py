@@ -13,13 +13,13 @@ import pytest
 
 from pytest_sme2.analysis.latency import e2e_per_run
 from pytest_sme2.devices.host import HostDevice
-from pytest_sme2.etdump import read_etdump
+from pytest_sme2.readers.etdump import read_etdump
 from pytest_sme2.runners import RunnerError, RunRequest
 from pytest_sme2.runners.native import cmake as native_cmake
 from pytest_sme2.runners.binary import BinaryRunner
 from pytest_sme2.runners.native import NativeRunner, build_native_runner
 from pytest_sme2.runners.python import PythonRunner
-from pytest_sme2.tensorfile import read_tensors
+from pytest_sme2.readers.tensorfile import read_tensors
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from pytest_sme2.etrecord import read_etrecord
+from pytest_sme2.readers.etrecord import read_etrecord
 
 
 # exports toy_cnn
@@ -35,7 +35,7 @@ def test_the_runtime_import_leaves_exir_and_torchao_out():
 
 
 def test_the_export_recipes_silence_torchao_import_noise():
-    code = ("import pytest_sme2._recipes; "
+    code = ("import pytest_sme2.programs.recipes; "
             "from torchao.quantization.pt2e.quantize_pt2e import prepare_pt2e")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=300)

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from pytest_sme2.analysis.latency import e2e_per_run
-from pytest_sme2.bench import BenchmarkRun, run_benchmark
+from pytest_sme2.measure.block import BenchmarkRun, run_benchmark
 from pytest_sme2.devices.host import HostDevice
-from pytest_sme2.etdump import read_etdump
+from pytest_sme2.readers.etdump import read_etdump
 from pytest_sme2.runners.base import RunnerError
 from pytest_sme2.runners.native import NativeRunner, build_native_runner
 from pytest_sme2.runners.python import PythonRunner
-from pytest_sme2.settings import BenchSettings
+from pytest_sme2.measure.settings import BenchSettings
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import pytest
 from pytest_sme2.analysis.categories import is_framework_event
 from pytest_sme2.analysis.summary import analyze_file
 from pytest_sme2.devices.host import HostDevice
-from pytest_sme2.export import DTYPES, TOLERANCE, export_model
+from pytest_sme2.programs.export import DTYPES, TOLERANCE, export_model
 from pytest_sme2.runners.base import RunRequest
 from pytest_sme2.runners.python import PythonRunner
 
@@ -84,7 +84,7 @@ def test_portable_ops_surface_in_the_report(traced):
 
 
 def test_outputs_equal_between_runs_of_the_same_program(traced):
-    from pytest_sme2.tensorfile import read_tensors
+    from pytest_sme2.readers.tensorfile import read_tensors
 
     exported, trace = traced("toy_cnn", "fp32")
     (out,) = read_tensors(trace.with_name("outputs.bin"))

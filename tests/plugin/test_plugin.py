@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from pytest_sme2.analysis.latency import e2e_per_run
-from pytest_sme2.etdump import read_etdump
+from pytest_sme2.readers.etdump import read_etdump
 
 pytestmark = pytest.mark.usefixtures("inner_session_env")
 

@@ -27,7 +27,7 @@ SPEC = ("transformers:MobileViTModel?image_size=32&hidden_sizes=[16,16,16]"
 @pytest.fixture(scope="module")
 def small_library_export(export_cache):
     """Exported once for this module's sessions (~40 s of CPU): they find it in the cache."""
-    from pytest_sme2.export import export_model
+    from pytest_sme2.programs.export import export_model
 
     return export_model(SPEC, "fp32", export_cache)
 

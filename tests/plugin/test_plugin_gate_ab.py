@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_sme2.gate_ab import AGAINST
+from pytest_sme2.gate.ab import AGAINST
 
 TEST = """
 def test_latency(sme2_bench, sme2_case):

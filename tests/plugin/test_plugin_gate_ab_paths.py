@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 import shutil
 
-from pytest_sme2.benchmarking import AGAINST_RUNNER
-from pytest_sme2.gate_ab import AGAINST
+from pytest_sme2.measure.benchmark import AGAINST_RUNNER
+from pytest_sme2.gate.ab import AGAINST
 
 TEST = """
 def test_latency(sme2_bench, sme2_case):

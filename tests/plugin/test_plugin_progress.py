@@ -22,10 +22,10 @@ def test_plain():
 FAKE_CLOCK = """
 import itertools
 
-import pytest_sme2.progress
+import pytest_sme2.plugin.progress
 
 _now = itertools.count(0, 100)
-pytest_sme2.progress.clock = lambda: float(next(_now))
+pytest_sme2.plugin.progress.clock = lambda: float(next(_now))
 """
 
 COMPARE = """

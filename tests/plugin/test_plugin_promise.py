@@ -28,12 +28,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_sme2.bench import artifact_dir
+from pytest_sme2.measure.block import artifact_dir
 from pytest_sme2.devices.host import HostDevice
 from pytest_sme2.runners import RunnerError, RunRequest
 from pytest_sme2.runners.binary import host_machine
 from pytest_sme2.runners.python import PythonRunner
-from pytest_sme2.tensorfile import write_tensors
+from pytest_sme2.readers.tensorfile import write_tensors
 from tests.fakes.etdumps import Ev, execute_run, make_etdump
 
 

@@ -64,9 +64,9 @@ import pytest
 import torch
 from executorch.extension.pybindings.portable_lib import _load_for_executorch
 
-from pytest_sme2.pte_model import make_input
-from pytest_sme2.pte_program import forward_signature
-from pytest_sme2.tensorfile import read_tensors
+from pytest_sme2.programs.pte import make_input
+from pytest_sme2.readers.pte_program import forward_signature
+from pytest_sme2.readers.tensorfile import read_tensors
 
 PTE = "exported/theirs.pte"
 

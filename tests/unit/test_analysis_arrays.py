@@ -17,8 +17,8 @@ from pytest_sme2.analysis.latency import e2e_per_run
 from pytest_sme2.analysis.operators import (OPERATOR_COLUMNS, _group_sums, annotate,
                                             category_breakdown, operator_table, overheads)
 from pytest_sme2.analysis.summary import analyze
-from pytest_sme2.etdump import parse_etdump
-from pytest_sme2.etrecord import ETRecordInfo, InstructionInfo
+from pytest_sme2.readers.etdump import parse_etdump
+from pytest_sme2.readers.etrecord import ETRecordInfo, InstructionInfo
 from tests.fakes.etdumps import Ev, make_etdump, program_run
 
 # -- the reference: the pandas code the array version replaced ------------------------------

@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_sme2.analysis.summary import analyze
-from pytest_sme2.etdump import parse_etdump
+from pytest_sme2.readers.etdump import parse_etdump
 from tests.fakes.etdumps import make_etdump, program_run
 
 OP_NAMES = ["Convolution (NHWC, F32) IGEMM", "Fully Connected (NC, PF16)", "Transpose (ND, X32)",

@@ -1,4 +1,4 @@
-"""Base programs kept by hash beside the baselines (pytest_sme2.base_programs)."""
+"""Base programs kept by hash beside the baselines (pytest_sme2.baselines.programs)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from pytest_sme2 import base_programs
+from pytest_sme2.baselines import programs as base_programs
 from pytest_sme2.errors import Sme2Error
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_sme2.baseline_key import BaselineKey, UnderTest
-from pytest_sme2.baseline_store import group_by_key
+from pytest_sme2.baselines.key import BaselineKey, UnderTest
+from pytest_sme2.baselines.store import group_by_key
 from tests.fakes.baselines import UNDER_TEST, bench_result, result_with_device_extra
 
 REPO = Path(__file__).resolve().parents[2]
@@ -32,7 +32,7 @@ def test_filename_is_readable_and_hash_is_stable():
                          export_key="0000000000000000")
     assert BaselineKey.from_result(other).digest == key.digest
     # ... nor another process (no hash randomisation, no dict-order dependence).
-    code = ("import json, sys; from pytest_sme2.baseline_key import BaselineKey; "
+    code = ("import json, sys; from pytest_sme2.baselines.key import BaselineKey; "
             "print(BaselineKey.from_dict(json.loads(sys.argv[1])).digest)")
     out = subprocess.run([sys.executable, "-c", code, json.dumps(key.to_dict())], cwd=REPO,
                          capture_output=True, text=True, check=True).stdout.strip()
@@ -103,7 +103,7 @@ def test_changes_since_the_baseline_are_named(old, new, expected):
 
 
 def test_under_test_is_read_from_the_export_and_the_registry(tmp_path, monkeypatch):
-    from pytest_sme2_models import registry
+    from pytest_sme2.programs import registry
 
     (tmp_path / "net_mod.py").write_text("def build():\n    return None\n")
     monkeypatch.syspath_prepend(str(tmp_path))

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_sme2.baseline_key import BaselineKey, UnderTest
-from pytest_sme2.baseline_store import SCHEMA, Baseline, BaselineError, find, load, save
-from pytest_sme2.gate import NOT_COMPARED, REGRESSION, evaluate
+from pytest_sme2.baselines.key import BaselineKey, UnderTest
+from pytest_sme2.baselines.store import SCHEMA, Baseline, BaselineError, find, load, save
+from pytest_sme2.gate.rule import NOT_COMPARED, REGRESSION, evaluate
 from pytest_sme2.results import BenchmarkResult
 from tests.needs import tool
 from tests.fakes.baselines import AT_10, T0, UNDER_TEST, bench_result, under_test_result
@@ -188,7 +188,7 @@ import sys, time
 from pathlib import Path
 sys.path[:0] = [{repo!r}]   # tests.fakes
 from tests.fakes.baselines import bench_result
-from pytest_sme2.baseline_store import save
+from pytest_sme2.baselines.store import save
 folder, tag, go = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
 while not go.exists():
     time.sleep(0.005)
@@ -343,7 +343,7 @@ def test_each_environment_difference_is_a_reason(tmp_path, now, expected):
 def test_save_keeps_the_measured_program_once_by_hash(tmp_path):
     from dataclasses import replace
 
-    from pytest_sme2 import base_programs
+    from pytest_sme2.baselines import programs as base_programs
 
     pte = tmp_path / "model.pte"
     pte.write_bytes(b"the program")
@@ -361,7 +361,7 @@ REAL_BASELINE = Path(__file__).parents[1] / "fakes" / "baseline_host_time.json"
 
 
 def test_a_baseline_file_loads_typed_and_writes_back_byte_for_byte(tmp_path):
-    from pytest_sme2.baseline_store import dumps
+    from pytest_sme2.baselines.store import dumps
     from pytest_sme2.results import DeviceFacts
 
     text = REAL_BASELINE.read_text()

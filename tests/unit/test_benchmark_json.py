@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from pytest_sme2.report.outputs import write_reports
-from pytest_sme2.config import BaseDirs, Sme2Config, config_from_options
+from pytest_sme2.measure.config import BaseDirs, Sme2Config, config_from_options
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.report.benchmark_json import benchmark_stats, write_benchmark_json
 from pytest_sme2.results import load_results
-from pytest_sme2.session import BenchSession
+from pytest_sme2.measure.session import BenchSession
 from tests.fakes.results_docs import single_doc, sme2_doc
 from tests.needs import missing
 

@@ -1,4 +1,4 @@
-"""pytest_sme2.benchmarking without pytest: measure → suspect → confirm → judge → record with
+"""pytest_sme2.measure.benchmark without pytest: measure → suspect → confirm → judge → record with
 a stand-in session (no runner, no device), and what reaches the recorder on every exit."""
 
 from __future__ import annotations
@@ -9,18 +9,21 @@ from pathlib import Path
 
 import pytest
 
-from pytest_sme2 import bench, benchmarking
+from pytest_sme2.measure import benchmark as benchmarking
 from pytest_sme2.analysis.latency import latency_stats
-from pytest_sme2.baseline_store import save
-from pytest_sme2.config import Sme2Config
+from pytest_sme2.baselines.store import save
+from pytest_sme2.measure.config import Sme2Config
+from pytest_sme2.measure.matrix import Case
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.gate_policy import GatePolicy
+from pytest_sme2.gate.policy import GatePolicy
 from pytest_sme2.results import BenchmarkResult, ResultAnalysis, RunContext
 
 AT_10 = GatePolicy(fail_on_regression=10)
 STEADY = (1.0, 1.01, 0.99)
 SLOW = (1.6, 1.61, 1.59)
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+TOY = Case("toy_cnn", "fp32", 1)
 
 
 def _block(samples, nodeid="toy_cnn-fp32-t1", runner="python", block=None) -> BenchmarkResult:
@@ -100,8 +103,9 @@ def test_a_suspected_regression_is_confirmed_on_fresh_blocks_and_every_block_car
         tmp_path):
     session = _Session(_steady_past(tmp_path), [SLOW, STEADY, STEADY])
     said, ticks = [], []
-    done = benchmarking.benchmark(session, "toy_cnn", label="t.py::test_x", progress=said.append,
-                                  block_done=lambda n, total: ticks.append((n, total)))
+    loop = benchmarking.BenchmarkLoop(session, label="t.py::test_x", progress=said.append,
+                                      block_done=lambda n, total: ticks.append((n, total)))
+    done = loop.benchmark(TOY)
     assert done.report.e2e.status == "ok" and done.report.confirmed
     assert [b.block for b in done.blocks] == [None, 1, 2]
     assert [a[2] for a in session.asked] == [True, False, False]   # exported once
@@ -157,7 +161,7 @@ def test_plugins_amend_each_block_before_the_recorder_gets_it():
     session = _Session(None, [STEADY])
     session.hook = plugin_manager(Plugin).hook
     recorder = Recorder()
-    benchmarking.benchmark(session, "toy_cnn", recorder=recorder)
+    benchmarking.BenchmarkLoop(session, recorder=recorder).benchmark(TOY)
     assert recorder.blocks[0]["build_id"] == "ci-7" and session.added == []
 
 
@@ -167,21 +171,23 @@ def test_a_comparison_judges_each_side_on_all_its_blocks_and_records_the_verdict
     session = _Session(folder, [], policy=GatePolicy(categories=("GEMM",)), blocks=2)
     asked = {}
 
-    def run_comparison(run, base, candidate, device, settings, blocks, margin, on_block):
+    def run_comparison(run, base, candidate, device, settings, plan):
+        blocks, on_block = plan.blocks, plan.on_block
         asked.update(base=base, candidate=candidate, device=device, blocks=blocks)
         sides = {base: [], candidate: []}
         for i in range(blocks):
             for runner in (base, candidate):
                 sides[runner].append(_block(STEADY, f"{run.label}[{runner}#{i}]", runner, i))
                 on_block(sides[runner][-1])
-        from pytest_sme2.compare import make_comparison
+        from pytest_sme2.measure.comparison import make_comparison
 
         return make_comparison(sides[base], sides[candidate], nodeid=run.label)
 
-    monkeypatch.setattr(bench, "run_comparison", run_comparison)
+    monkeypatch.setattr(benchmarking, "run_comparison", run_comparison)
     ticks = []
-    done = benchmarking.compare(session, "off", "on", "toy_cnn", device="host",
-                                block_done=lambda n, total: ticks.append((n, total)))
+    loop = benchmarking.BenchmarkLoop(session, device="host",
+                                      block_done=lambda n, total: ticks.append((n, total)))
+    done = loop.compare("off", "on", TOY)
     assert asked == {"base": "off", "candidate": "on", "device": "device host", "blocks": 2}
     assert ticks == [(1, 4), (2, 4), (3, 4), (4, 4)]
     assert done.policy.categories == () and set(done.reports) == {"off", "on"}
@@ -193,11 +199,11 @@ def test_a_comparison_judges_each_side_on_all_its_blocks_and_records_the_verdict
 def test_a_comparison_that_fails_leaves_every_measured_side_not_judged(monkeypatch):
     session = _Session(None, [], blocks=2)
 
-    def run_comparison(run, base, candidate, device, settings, blocks, margin, on_block):
-        on_block(_block(STEADY, "x[off#0]", "off", 0))
+    def run_comparison(run, base, candidate, device, settings, plan):
+        plan.on_block(_block(STEADY, "x[off#0]", "off", 0))
         raise Sme2Error("device gone")
 
-    monkeypatch.setattr(bench, "run_comparison", run_comparison)
+    monkeypatch.setattr(benchmarking, "run_comparison", run_comparison)
     done = benchmarking.compare(session, "off", "on", "toy_cnn")
     assert str(done.error) == "device gone" and done.comparison is None
     assert session.added[0].judgement.reason == "not judged: device gone"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_sme2.buildcache import cached_build
+from pytest_sme2._util.buildcache import cached_build
 from pytest_sme2.errors import Sme2Error
 
 

@@ -200,9 +200,9 @@ def test_every_subcommand_keeps_its_options():
 def test_option_defaults_come_from_their_one_home():
     """The defaults a user sees in --help are the library's own, not copies."""
     from pytest_sme2.cli import build_parser
-    from pytest_sme2.gate_policy import (DEFAULT_LOAD_THRESHOLD_PCT,
+    from pytest_sme2.gate.policy import (DEFAULT_LOAD_THRESHOLD_PCT,
                                          DEFAULT_MEMORY_THRESHOLD_PCT, DEFAULT_THRESHOLD_PCT)
-    from pytest_sme2.settings import BenchSettings
+    from pytest_sme2.measure.settings import BenchSettings
 
     parser = build_parser()
     run = parser.parse_args(["run", "m.pte", "--etdump", "x"])

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_sme2.baseline_key import BaselineKey
-from pytest_sme2.baseline_store import save
+from pytest_sme2.baselines.key import BaselineKey
+from pytest_sme2.baselines.store import save
 from pytest_sme2.results import BenchmarkResult
 from tests.unit.test_gate import _history, _steady_past
 from tests.fakes.baselines import bench_result, under_test_result

@@ -1,12 +1,12 @@
-"""pytest_sme2.collector without a pytest session: where progress lines after a block come
+"""pytest_sme2.plugin.collector without a pytest session: where progress lines after a block come
 from (the reporting process's collector, none on an xdist worker) and where live lines go."""
 
 from __future__ import annotations
 
 import types
 
-from pytest_sme2 import collector
-from pytest_sme2.progress import SessionProgress
+from pytest_sme2.plugin import collector
+from pytest_sme2.plugin.progress import SessionProgress
 
 
 class _Writer:

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_sme2.config import (DEFAULT_BASELINE_DIR, EMULATED_DEFAULTS, OPTIONS, BaseDirs,
+from pytest_sme2.measure.config import (DEFAULT_BASELINE_DIR, EMULATED_DEFAULTS, OPTIONS, BaseDirs,
                                 GatePolicy, Sme2Config, config_from_options)
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.settings import BenchSettings
+from pytest_sme2.measure.settings import BenchSettings
 
 DIRS = BaseDirs(invocation=Path("/work/here"), rootdir=Path("/repo"))
 
@@ -139,7 +139,7 @@ def test_an_unknown_measure_is_a_usage_error_listing_both(bad):
 
 
 def test_gate_mode_and_precision_parse_into_the_policy():
-    from pytest_sme2.gate_policy import gate_policy
+    from pytest_sme2.gate.policy import gate_policy
 
     assert (_config().gate.mode, _config().gate.precision_pct) == ("stored", None)
     assert _config({"sme2_gate_mode": "stored"}).gate.mode == "stored"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pytest_sme2.report.markdown import render_markdown
 from pytest_sme2.report.terminal import cooldown_lines, summary_table
 from pytest_sme2.results import load_results
-from pytest_sme2.thermal import CooldownRecord
+from pytest_sme2.results.thermal import CooldownRecord
 from tests.fakes.results_docs import sme2_doc
 
 HOT = CooldownRecord(37.0, 60.0, hot=True, waited_s=60.0, polls=31, first_zone="cpu-1-0",

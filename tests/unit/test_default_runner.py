@@ -6,8 +6,8 @@ from __future__ import annotations
 from pytest_sme2.runners.base import with_defaults
 from pytest_sme2.runners.base import RunnerError
 from pytest_sme2.runners.spec import RunnerSpec
-from pytest_sme2.session import BenchSession
-from pytest_sme2.config import Sme2Config
+from pytest_sme2.measure.session import BenchSession
+from pytest_sme2.measure.config import Sme2Config
 
 
 def test_the_host_default_is_the_native_runner_when_it_can_be_made(monkeypatch):

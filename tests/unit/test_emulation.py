@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pytest_sme2.cli import main
-from pytest_sme2 import provision
+from pytest_sme2.cli import setup as provision
 from pytest_sme2.emulation import EmulationError, tools, wheel
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.runners.native import CrossBuild, Toolchain, cache_key, cross_cache_key

@@ -3,7 +3,7 @@ import struct
 
 import pytest
 
-from pytest_sme2.etdump import EVENT_COLUMNS, ETDumpError, parse_etdump, read_etdump
+from pytest_sme2.readers.etdump import EVENT_COLUMNS, ETDumpError, parse_etdump, read_etdump
 from tests.fakes.etdumps import Ev, execute_run, make_etdump
 
 OPS = [("Convolution (NHWC, F32) IGEMM #1", 5000), ("Transpose (ND, X32) #1", 2000)]

@@ -4,7 +4,7 @@ of the quantized eager model, or no further from the float model than quantizati
 
 from __future__ import annotations
 
-from pytest_sme2.export import INT8_FLOAT_MARGIN, accuracy_problem
+from pytest_sme2.programs.export import INT8_FLOAT_MARGIN, accuracy_problem
 
 
 def _info(err, scale, vs_float, quant, reference="quantized eager"):

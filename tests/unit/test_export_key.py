@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from pytest_sme2 import export
+from pytest_sme2.programs import export
 
 
 @pytest.fixture
@@ -22,7 +22,7 @@ def recipe_copies(tmp_path, monkeypatch):
 
 
 def test_the_recipe_is_export_py_and_recipes_py():
-    assert {p.name for p in export.RECIPE_SOURCES} == {"export.py", "_recipes.py"}
+    assert {p.name for p in export.RECIPE_SOURCES} == {"export.py", "recipes.py"}
     assert all(p.is_file() for p in export.RECIPE_SOURCES)
 
 
@@ -32,7 +32,7 @@ def test_the_key_depends_on_the_model_and_the_dtype():
     assert export.cache_key("toy_cnn", "fp32") == export.cache_key("toy_cnn", "fp32")
 
 
-@pytest.mark.parametrize("name", ["_recipes.py", "export.py"])
+@pytest.mark.parametrize("name", ["recipes.py", "export.py"])
 def test_editing_a_recipe_file_changes_the_key(recipe_copies, name):
     before = export.cache_key("toy_cnn", "fp32")
     assert before == export.cache_key("toy_cnn", "fp32")
@@ -42,7 +42,7 @@ def test_editing_a_recipe_file_changes_the_key(recipe_copies, name):
 
 
 def test_a_cache_hit_does_not_import_the_recipe(recipe_copies, monkeypatch):
-    """The key is read from the sources' bytes: importing _recipes would import torch."""
-    monkeypatch.delitem(sys.modules, "pytest_sme2._recipes", raising=False)
+    """The key is read from the sources' bytes: importing recipes would import torch."""
+    monkeypatch.delitem(sys.modules, "pytest_sme2.programs.recipes", raising=False)
     export.cache_key("toy_cnn", "fp32")
-    assert "pytest_sme2._recipes" not in sys.modules
+    assert "pytest_sme2.programs.recipes" not in sys.modules

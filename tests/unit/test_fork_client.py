@@ -172,8 +172,8 @@ def test_python_runners_share_one_server_per_interpreter():
 
 
 def test_the_session_starts_the_server_only_for_declared_python_runners(monkeypatch):
-    from pytest_sme2.config import Sme2Config
-    from pytest_sme2.session import BenchSession
+    from pytest_sme2.measure.config import Sme2Config
+    from pytest_sme2.measure.session import BenchSession
 
     started: list[str] = []
     monkeypatch.setattr(ForkServer, "start", lambda self: started.append(self.python))
@@ -290,9 +290,9 @@ def test_a_stopped_server_dies_with_the_session_that_stopped_it(tmp_path):
 
 
 def test_the_session_stops_a_starting_server_only_while_it_measures(tmp_path, monkeypatch):
-    from pytest_sme2.config import Sme2Config
+    from pytest_sme2.measure.config import Sme2Config
     from pytest_sme2.runners import fork_server
-    from pytest_sme2.session import BenchSession
+    from pytest_sme2.measure.session import BenchSession
 
     server = ForkServer(str(_arming_python(tmp_path, 30)))
     monkeypatch.setitem(fork_server._SHARED, sys.executable, server)

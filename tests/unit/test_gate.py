@@ -13,12 +13,12 @@ from statistics import median
 import numpy as np
 import pytest
 
-from pytest_sme2.baseline_key import BaselineKey
-from pytest_sme2.baseline_store import find, save
-from pytest_sme2.config import GatePolicy
+from pytest_sme2.baselines.key import BaselineKey
+from pytest_sme2.baselines.store import find, save
+from pytest_sme2.measure.config import GatePolicy
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.gate import (IMPROVEMENT, NOT_COMPARED, OK, REGRESSION, evaluate, judge_levels,
-                              run_with_confirmation)
+from pytest_sme2.gate.rule import (IMPROVEMENT, NOT_COMPARED, OK, REGRESSION, evaluate,
+                                   judge_levels, run_with_confirmation)
 from pytest_sme2.results import BenchmarkResult
 from tests.fakes.baselines import AT_10, T0, bench_result, under_test_result
 

@@ -1,12 +1,12 @@
-"""The same-job A/B gate's rule (pytest_sme2.gate_ab): pure numbers, no timing."""
+"""The same-job A/B gate's rule (pytest_sme2.gate.ab): pure numbers, no timing."""
 
 from __future__ import annotations
 
 import pytest
 
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.gate import IMPROVEMENT, NOT_COMPARED, OK, REGRESSION
-from pytest_sme2.gate_ab import AGAINST, Pairs, judge_ab, line, missing_base, suspected
+from pytest_sme2.gate.rule import IMPROVEMENT, NOT_COMPARED, OK, REGRESSION
+from pytest_sme2.gate.ab import AGAINST, Pairs, judge_ab, line, missing_base, suspected
 
 BASE = (1.00, 1.02, 0.98, 1.01, 0.99)
 
@@ -70,7 +70,7 @@ def test_a_missing_base_program_is_one_clear_line():
 
 
 def test_confirmation_pairs_come_one_at_a_time_until_the_interval_clears_the_line():
-    from pytest_sme2.gate_ab import needs_more
+    from pytest_sme2.gate.ab import needs_more
 
     # one disturbed pair (the base block ran 8% slow) hides a 10% change in three pairs
     disturbed = Pairs((1.0, 1.08, 1.0), (1.10, 1.10, 1.11))
@@ -86,7 +86,7 @@ def test_confirmation_pairs_come_one_at_a_time_until_the_interval_clears_the_lin
 
 
 def test_a_disturbed_pair_is_left_out_and_named_but_ordinary_spread_stays():
-    from pytest_sme2.gate_ab import screen
+    from pytest_sme2.gate.ab import screen
 
     # measured shape: a +10% change, one pair whose base block ran while the core was taken
     ratios = (1.103, 1.365, 1.106, 0.944, 1.131, 1.104, 1.108, 1.114)

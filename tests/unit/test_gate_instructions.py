@@ -7,10 +7,10 @@ from dataclasses import replace
 
 from tests.fakes.baselines import bench_result as _result
 
-from pytest_sme2.baseline_key import BaselineKey
-from pytest_sme2.baseline_store import load, save
-from pytest_sme2.config import GatePolicy
-from pytest_sme2.gate import INSTRUCTIONS, NOT_COMPARED, OK, REGRESSION, evaluate, judge_levels
+from pytest_sme2.baselines.key import BaselineKey
+from pytest_sme2.baselines.store import load, save
+from pytest_sme2.measure.config import GatePolicy
+from pytest_sme2.gate.rule import INSTRUCTIONS, NOT_COMPARED, OK, REGRESSION, evaluate, judge_levels
 from pytest_sme2.plugin import junit_properties
 from pytest_sme2.stats import UNMEASURED_DRIFT, noise_floor
 
@@ -94,7 +94,7 @@ def test_no_counts_no_instruction_judgement(tmp_path):
 def test_off_the_host_one_line_per_session_and_time_only():
     from types import SimpleNamespace
 
-    from pytest_sme2.session import BenchSession
+    from pytest_sme2.measure.session import BenchSession
 
     session, lines = BenchSession(devices=("android:R5",)), []
     session._devices["android:R5"] = SimpleNamespace(spec="android:R5",

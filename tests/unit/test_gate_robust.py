@@ -1,10 +1,10 @@
-"""The stored-baseline rule one bad session cannot blind (pytest_sme2.gate_robust)."""
+"""The stored-baseline rule one bad session cannot blind (pytest_sme2.gate.robust)."""
 
 from __future__ import annotations
 
-from pytest_sme2.gate import OK, REGRESSION, judge_levels
-from pytest_sme2.gate_robust import AB_HINT, screen
-from pytest_sme2.gate_robust import judge_robust as _judge_robust
+from pytest_sme2.gate.rule import OK, REGRESSION, judge_levels
+from pytest_sme2.gate.robust import AB_HINT, screen
+from pytest_sme2.gate.robust import judge_robust as _judge_robust
 
 
 def judge_robust(sessions, current, threshold_pct=10.0):

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from pytest_sme2.report.outputs import write_reports
-from pytest_sme2.config import Sme2Config
+from pytest_sme2.measure.config import Sme2Config
 from pytest_sme2.report.github import append_step_summary, step_summary
 from pytest_sme2.results import load_results
-from pytest_sme2.session import BenchSession
-from pytest_sme2.settings import BenchSettings
+from pytest_sme2.measure.session import BenchSession
+from pytest_sme2.measure.settings import BenchSettings
 from tests.fakes.results_docs import single_doc, sme2_doc
 
 REGRESSION = {"status": "regression", "ratio": {"point": 1.3, "low": 1.2, "high": 1.4}}

@@ -129,7 +129,7 @@ def test_page_stays_small_for_many_series(tmp_path):
 
 
 def test_the_option_and_its_ini_twin(tmp_path):
-    from pytest_sme2.config import BaseDirs, config_from_options
+    from pytest_sme2.measure.config import BaseDirs, config_from_options
 
     dirs = BaseDirs(invocation=tmp_path / "cwd", rootdir=tmp_path / "root")
     assert config_from_options({}, {}, dirs).history is None
@@ -160,8 +160,8 @@ def test_a_session_end_records_or_says_in_one_line_why_not(tmp_path):
 
 
 def test_the_gate_reads_the_last_sessions_of_a_branch_from_the_store(tmp_path):
-    from pytest_sme2 import gate
-    from pytest_sme2.baseline_store import load
+    from pytest_sme2.gate import rule as gate
+    from pytest_sme2.baselines.store import load
     from pytest_sme2.history.baselines import baseline_dir_from_store
 
     store_path = str(tmp_path / "h.sqlite")

@@ -11,7 +11,8 @@ from pytest_sme2 import hookspec
 from pytest_sme2.analysis.categories import CONVOLUTION, DEFAULT_RULES, CategoryRule, classify
 from pytest_sme2.devices import DeviceError, open_device
 from pytest_sme2.devices.host import HostDevice
-from pytest_sme2.hooks import category_rules, runner_kinds
+from pytest_sme2.analysis.categories import category_rules
+from pytest_sme2.runners.spec import runner_kinds
 from pytest_sme2.hookspec import plugin_manager
 from pytest_sme2.runners import RunnerError, runner_from_spec
 from pytest_sme2.runners.base import RunnerInfo
@@ -142,23 +143,22 @@ def test_a_rule_that_is_not_a_category_rule_is_refused():
         category_rules(plugin_manager(Rules(("Convs", "^Conv"))).hook)
 
 
-def test_plugin_manager_still_imports_from_hooks_with_a_deprecation_warning():
-    from pytest_sme2 import hooks
-
-    with pytest.warns(DeprecationWarning, match="import it from pytest_sme2.hookspec"):
-        from pytest_sme2.hooks import plugin_manager as moved
-    assert moved is plugin_manager
-    with pytest.raises(AttributeError):
-        hooks.no_such_name  # noqa: B018
+def test_the_hooks_helpers_module_is_gone():
+    """Its helpers live where they are used (runners.spec, analysis.categories): no shim."""
+    with pytest.raises(ImportError):
+        from pytest_sme2 import hooks  # noqa: F401
 
 
 def test_the_helpers_import_no_hook_specification():
-    """hooks.py sits below the records the specs name (runners import it); hookspec above."""
+    """The helpers sit below the records the specs name (runners import them); hookspec
+    above."""
     import ast
     import inspect
 
-    from pytest_sme2 import hooks
+    from pytest_sme2.analysis import categories
+    from pytest_sme2.runners import spec
 
-    tree = ast.parse(inspect.getsource(hooks))
-    top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
-    assert not any("hookspec" in ast.unparse(n) for n in top)
+    for module in (categories, spec):
+        tree = ast.parse(inspect.getsource(module))
+        top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+        assert not any("hookspec" in ast.unparse(n) for n in top)

@@ -7,12 +7,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_sme2 import benchmarking
-from pytest_sme2.benchmarking import Benchmarked, _ab_base, _Base, _judge_ab, _run
+from pytest_sme2.measure.benchmark import BaseProgram, Benchmarked, BenchmarkLoop
+from pytest_sme2.measure.matrix import Case
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.gate import NOT_COMPARED
-from pytest_sme2.gate_policy import GatePolicy
+from pytest_sme2.gate.rule import NOT_COMPARED
+from pytest_sme2.gate.policy import GatePolicy
 from tests.fakes.baselines import bench_result
+
+TOY = Case("toy_cnn", "fp32", 1)
 
 
 class _Session:
@@ -34,14 +36,15 @@ class _Session:
 
 def test_a_failing_base_block_names_the_base_program_and_keeps_the_candidates_blocks(
         monkeypatch):
-    monkeypatch.setattr(benchmarking, "_ab_base",
-                        lambda session, first, runner: _Base("/b/programs/abc.pte", "native"))
+    monkeypatch.setattr(BenchmarkLoop, "_ab_base",
+                        lambda self, first, runner: BaseProgram("/b/programs/abc.pte", "native"))
     session = _Session()
     out = Benchmarked(GatePolicy(mode="ab"))
-    run = _run(session, "toy_cnn", "fp32", 1, "t", None)
+    loop = BenchmarkLoop(session, label="t")
+    run = loop.run_of(TOY)
     out.blocks.append(session.measure(run, "native", None))
     with pytest.raises(Sme2Error) as err:
-        _judge_ab(session, run, "native", out, None, None, None)
+        loop._judge_ab(run, "native", out)
     assert "base program /b/programs/abc.pte" in str(err.value)
     assert "runner exited with status 1" in str(err.value)
     # ABBA: A B | B A | A B(fails): the candidate's three blocks are kept
@@ -62,17 +65,19 @@ class _SteadySession(_Session):
 
 def test_a_base_runner_needs_no_baseline_folder():
     session = _SteadySession(base_runner="python")
-    assert _ab_base(session, bench_result(), "native") == _Base(None, "python")
-    assert _ab_base(_SteadySession(), bench_result(), "native").missing == \
+    assert BenchmarkLoop(session)._ab_base(bench_result(), "native") == \
+        BaseProgram(None, "python")
+    assert BenchmarkLoop(_SteadySession())._ab_base(bench_result(), "native").missing == \
         "no baseline folder configured"
 
 
 def test_the_ab_verdict_says_it_compared_two_runners():
     session = _SteadySession(base_runner="python")
     out = Benchmarked(GatePolicy(mode="ab"))
-    run = _run(session, "toy_cnn", "fp32", 1, "t", None)
+    loop = BenchmarkLoop(session, label="t")
+    run = loop.run_of(TOY)
     out.blocks.append(session.measure(run, "native", None))
-    report = _judge_ab(session, run, "native", out, None, None, None)
+    report = loop._judge_ab(run, "native", out)
     assert report.e2e.reason.endswith(
         "; base: the same program on runner python, candidate on runner native")
     assert report.e2e.against == "the same program re-measured in this session on runner python"
@@ -83,9 +88,10 @@ def test_the_ab_verdict_says_it_compared_two_runners():
 def test_precision_with_a_spent_budget_still_judges_two_pairs():
     session = _SteadySession(base_runner="python")
     out = Benchmarked(GatePolicy(mode="ab", precision_pct=0.0001, precision_budget_s=1e-9))
-    run = _run(session, "toy_cnn", "fp32", 1, "t", None)
+    loop = BenchmarkLoop(session, label="t")
+    run = loop.run_of(TOY)
     out.blocks.append(session.measure(run, "native", None))
-    report = _judge_ab(session, run, "native", out, None, None, None)
+    report = loop._judge_ab(run, "native", out)
     assert report.e2e.status != NOT_COMPARED, report.e2e.reason   # 2 pairs: a verdict
     assert len(out.blocks) == 2
     assert out.blocks[0].extra["precision"]["why"].startswith("time budget")

@@ -3,7 +3,7 @@ import pytest
 
 from pytest_sme2.analysis.latency import (NoRunsError, e2e_per_run, latency_stats,
                                           timed_runs)
-from pytest_sme2.etdump import parse_etdump
+from pytest_sme2.readers.etdump import parse_etdump
 from tests.fakes.etdumps import Ev, execute_run, make_etdump
 
 

@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-from pytest_sme2.library_models import LibraryModel, LibraryModelError, import_library
+from pytest_sme2.programs.library import LibraryModel, LibraryModelError, import_library
 
 
 def test_missing_library_names_what_to_install(monkeypatch):

@@ -10,17 +10,17 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_sme2.bench import artifact_dir
-from pytest_sme2.config import BaseDirs, Sme2Config, config_from_options, parse_devices
+from pytest_sme2.measure.block import artifact_dir
+from pytest_sme2.measure.config import BaseDirs, Sme2Config, config_from_options, parse_devices
 from pytest_sme2.devices.registry import resolve_devices, schedule_group
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.matrix import Case, with_devices
+from pytest_sme2.measure.matrix import Case, with_devices
 from pytest_sme2.report.digest import devices_side_by_side, units
 from pytest_sme2.report.markdown import render_markdown
 from pytest_sme2.report.terminal import summary_table
 from pytest_sme2.results import load_results
-from pytest_sme2.scheduling import read_groups, write_groups
-from pytest_sme2.session import BenchSession
+from pytest_sme2.plugin.scheduling import read_groups, write_groups
+from pytest_sme2.measure.session import BenchSession
 from tests.fakes.results_docs import ANDROID, HOST_NO_SME2, single_doc, sme2_doc, steady
 from tests.unit.test_report import assert_tables_valid, section, table_rows
 

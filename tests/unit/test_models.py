@@ -9,7 +9,7 @@ from torch import nn
 import pytest_sme2_models as models
 from pytest_sme2_models import (ModelDef, UnknownModelError, get_model, register_model,
                                 registered_models)
-from pytest_sme2_models import registry
+from pytest_sme2.programs import registry
 
 BUILTINS = ("toy_cnn", "mobilenet_v3_small", "vit_tiny")
 

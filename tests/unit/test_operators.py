@@ -1,7 +1,7 @@
 import pytest
 
 from pytest_sme2.analysis.summary import analyze
-from pytest_sme2.etdump import parse_etdump
+from pytest_sme2.readers.etdump import parse_etdump
 from tests.fakes.etdumps import Ev, make_etdump, program_run
 
 # Two delegates whose XNNPACK names restart at #1, and a portable op between them.
@@ -139,7 +139,7 @@ def test_unnamed_delegate_events_count_in_other():
 
 
 def test_etrecord_annotates_portable_events_and_delegate_calls(events):
-    from pytest_sme2.etrecord import ETRecordInfo, InstructionInfo
+    from pytest_sme2.readers.etrecord import ETRecordInfo, InstructionInfo
 
     rec = ETRecordInfo({0: InstructionInfo("XnnpackBackend", ("aten.convolution.default",),
                                            ("features.0",)),

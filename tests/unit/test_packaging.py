@@ -36,8 +36,9 @@ def test_the_zoo_installs_as_pytest_sme2_models_from_models():
 def test_the_library_never_imports_a_top_level_models(tmp_path):
     """A user's own `models` package must stay theirs: the plugin, the export cache key and the
     matrix use pytest_sme2_models (run where no `models` folder is in reach)."""
-    code = ("import sys; import pytest_sme2.plugin; from pytest_sme2.export import cache_key; "
-            "from pytest_sme2.matrix import build_matrix; cache_key('toy_cnn', 'fp32'); "
+    code = ("import sys; import pytest_sme2.plugin; "
+            "from pytest_sme2.programs.export import cache_key; "
+            "from pytest_sme2.measure.matrix import build_matrix; cache_key('toy_cnn', 'fp32'); "
             "build_matrix(['toy_cnn'], ['fp32'], (1,)); print('models' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
                          text=True, timeout=120)

@@ -10,12 +10,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_sme2.bench import wants_sample
+from pytest_sme2.measure.block import wants_sample
 from pytest_sme2.devices.android import loader_failed
 from pytest_sme2.devices.android.staging import (CACHE_DIR, KEEP_RUNNERS, check_inside,
                                                  prune_command, runner_folder)
 from pytest_sme2.devices.base import DeviceBase, DeviceError
-from pytest_sme2.hwcaps import mask_bits, mask_problem
+from pytest_sme2.device_programs.hwcaps import mask_bits, mask_problem
 from pytest_sme2.runners.base import RunnerBase
 from pytest_sme2.runners.native.bundle import GlibcBundle, is_glibc_program
 

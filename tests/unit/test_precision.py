@@ -1,4 +1,4 @@
-"""Precision on demand (pytest_sme2.precision): a fake clock and fake blocks, no timing."""
+"""Precision on demand (pytest_sme2.measure.precision): a fake clock and fake blocks, no timing."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.precision import until_precise
+from pytest_sme2.measure.precision import until_precise
 
 
 class Clock:
@@ -48,7 +48,7 @@ def test_a_target_of_zero_is_refused():
 
 
 def test_a_benchmark_alone_is_made_precise_on_its_level_over_processes():
-    from pytest_sme2.precision import Goal, level
+    from pytest_sme2.measure.precision import Goal, level
 
     goal = Goal(5.0, budget_s=100.0, clock=Clock(0.1)).start()
     values: tuple[float, ...] = ()
@@ -65,7 +65,7 @@ def test_a_benchmark_alone_is_made_precise_on_its_level_over_processes():
 
 
 def test_a_level_that_cannot_get_there_names_its_blocks():
-    from pytest_sme2.precision import Goal
+    from pytest_sme2.measure.precision import Goal
 
     goal = Goal(1.0, budget_s=1.0, clock=Clock(0.3)).start()
     values: tuple[float, ...] = (1.0,)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_sme2.config import BaseDirs, config_from_options
+from pytest_sme2.measure.config import BaseDirs, config_from_options
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.progress import SessionProgress, elapsed_text, interval
+from pytest_sme2.plugin.progress import SessionProgress, elapsed_text, interval
 
 
 class Clock:

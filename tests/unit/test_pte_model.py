@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_sme2.export import ExportError, export_model
-from pytest_sme2.pte_model import (ETRECORD_MISSING, import_pte, user_inputs_file,
+from pytest_sme2.programs.export import ExportError, export_model
+from pytest_sme2.programs.pte import (ETRECORD_MISSING, import_pte, user_inputs_file,
                                    user_inputs_hook)
-from pytest_sme2.tensorfile import read_tensors, write_tensors
+from pytest_sme2.readers.tensorfile import read_tensors, write_tensors
 from tests.fakes.pte_programs import write_program
 
 IMAGE = ("tensor", 6, [1, 3, 8, 8])
@@ -167,8 +167,8 @@ def test_an_inputs_file_and_a_hook_together_are_one_line(tmp_path):
 
 
 def test_dynamic_inputs_take_sizes_up_to_their_bounds():
-    from pytest_sme2.pte_model import check_inputs
-    from pytest_sme2.pte_program import MethodInput, MethodSignature
+    from pytest_sme2.programs.pte import check_inputs
+    from pytest_sme2.readers.pte_program import MethodInput, MethodSignature
 
     sig = MethodSignature("forward", (MethodInput(0, "Tensor", "float32", 6, (1, 128), True),))
     check_inputs([np.zeros((1, 64), np.float32)], sig, "hook")     # within the bound: fine
@@ -178,8 +178,8 @@ def test_dynamic_inputs_take_sizes_up_to_their_bounds():
 
 
 def test_an_input_of_a_dtype_numpy_lacks_is_left_to_the_runtime_but_its_shape_is_checked():
-    from pytest_sme2.pte_model import check_inputs
-    from pytest_sme2.pte_program import MethodInput, MethodSignature
+    from pytest_sme2.programs.pte import check_inputs
+    from pytest_sme2.readers.pte_program import MethodInput, MethodSignature
 
     sig = MethodSignature("forward", (MethodInput(0, "Tensor", None, 15, (4,)),))   # bfloat16
     check_inputs([np.zeros(4, np.uint16)], sig, "m.inputs.bin")

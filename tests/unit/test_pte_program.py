@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_sme2.pte_program import PteProgramError, forward_signature, read_signatures
+from pytest_sme2.readers.pte_program import PteProgramError, forward_signature, read_signatures
 from tests.fakes.pte_programs import write_program
 
 

@@ -6,18 +6,18 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_sme2.bench import process_sme2
+from pytest_sme2.measure.block import process_sme2
 from pytest_sme2.devices.base import DeviceError
 from pytest_sme2.devices.registry import open_device
 from pytest_sme2.devices.qemu import QemuDevice, parse_spec
 from pytest_sme2.device_programs import parse_probe
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.hwcaps import (HWCAP2_SME, HWCAP2_SME2, SME2_FAMILY, SME_FAMILY, describe_mask,
-                                mask_bits, sme_flags)
+from pytest_sme2.device_programs.hwcaps import (HWCAP2_SME, HWCAP2_SME2, SME2_FAMILY, SME_FAMILY,
+                                                describe_mask, mask_bits, sme_flags)
 from pytest_sme2.runners import RunnerError, parse_runner_spec
 from pytest_sme2.runners.spec import masked_pair
-from pytest_sme2.session import BenchSession
-from pytest_sme2.config import Sme2Config
+from pytest_sme2.measure.session import BenchSession
+from pytest_sme2.measure.config import Sme2Config
 
 
 def test_spec_names_the_cpu_model():

@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_sme2.analysis.summary import Analysis, analyze
-from pytest_sme2.etdump import parse_etdump
-from pytest_sme2.artifacts import csv as report_csv
-from pytest_sme2.artifacts.csv import (csv_text, kernels_table, ops_stats_frame,
-                                       timeline_frames, write_csvs)
+from pytest_sme2.readers.etdump import parse_etdump
+from pytest_sme2.measure.artifacts import csv as report_csv
+from pytest_sme2.measure.artifacts.csv import (csv_text, kernels_table, ops_stats_frame,
+                                               timeline_frames, write_csvs)
 from pytest_sme2.results import LoggedKernel, TracedKernel
 from tests.fakes.etdumps import make_etdump, program_run
 
@@ -68,7 +68,7 @@ def built_as_pandas_builds_it(frame: pd.DataFrame, to_csv_calls: list[int]) -> N
 def crafted_analysis() -> Analysis:
     """A real analysis of a crafted ETDump (delegated and portable operators, 2 warm-up runs),
     with ETRecord op types and module paths holding commas and quotes."""
-    from pytest_sme2.etrecord import ETRecordInfo, InstructionInfo
+    from pytest_sme2.readers.etrecord import ETRecordInfo, InstructionInfo
 
     calls = [("delegate", 0, [("Convolution (NHWC, F32) IGEMM #1", 1234),
                               ("Fully Connected (NC, F32) GEMM #1", 777)]),

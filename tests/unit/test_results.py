@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_sme2.analysis.latency import latency_stats
-from pytest_sme2.compare import make_comparison
+from pytest_sme2.measure.comparison import make_comparison
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.results import (RESULTS_SCHEMA, BenchmarkResult, ComparisonRecord,
                                  KernelEvidence, OperatorStats, ResultAnalysis, ResultsDoc,

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_sme2.matrix import build_matrix, parse_threads
+from pytest_sme2.measure.matrix import build_matrix, parse_threads
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.runners import RunnerError, parse_runner_spec, runner_specs
 

@@ -13,9 +13,9 @@ import pytest
 
 from pytest_sme2.analysis.kernels import kernel_name_fields, log_category, xnntrace_counts
 from pytest_sme2.analysis.summary import analyze
-from pytest_sme2.artifacts.csv import (KIT_KERNEL_COLUMNS, OPS_STATS_COLUMNS, TIMELINE_COLUMNS,
-                                       base_type, write_csvs)
-from pytest_sme2.etdump import parse_etdump
+from pytest_sme2.measure.artifacts.csv import (KIT_KERNEL_COLUMNS, OPS_STATS_COLUMNS,
+                                               TIMELINE_COLUMNS, base_type, write_csvs)
+from pytest_sme2.readers.etdump import parse_etdump
 from pytest_sme2.results import LoggedKernel, TracedKernel
 from tests.fakes.etdumps import make_etdump, program_run
 from tests.unit.test_report_csv import crafted_analysis

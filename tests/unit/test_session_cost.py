@@ -1,4 +1,4 @@
-"""pytest_sme2.session_cost alone: each measure that keeps a session's own cost small, without
+"""pytest_sme2.measure.cost alone: each measure that keeps a session's own cost small, without
 a pytest session or a runner (README, "What a session costs")."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import gc
 import sys
 import types
 
-from pytest_sme2 import session_cost
+from pytest_sme2.measure import cost as session_cost
 
 
 class _Plugins:
@@ -114,7 +114,8 @@ def test_the_fork_server_waits_around_a_measured_process_even_when_it_fails(monk
 
 
 def test_warm_imports_read_each_collected_export_once_and_never_fail(monkeypatch, tmp_path):
-    from pytest_sme2 import etrecord, export
+    from pytest_sme2.programs import export
+    from pytest_sme2.readers import etrecord
 
     asked: list[tuple] = []
     read: list = []

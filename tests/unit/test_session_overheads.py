@@ -9,8 +9,8 @@ import gc
 
 
 def test_a_session_freezes_what_its_imports_made_once_and_gives_it_back():
-    from pytest_sme2.config import Sme2Config
-    from pytest_sme2.session import BenchSession
+    from pytest_sme2.measure.config import Sme2Config
+    from pytest_sme2.measure.session import BenchSession
 
     assert gc.get_freeze_count() == 0 and gc.isenabled()
     session = BenchSession(Sme2Config(devices=("host",)))
@@ -27,8 +27,8 @@ def test_a_session_freezes_what_its_imports_made_once_and_gives_it_back():
 
 
 def test_a_session_leaves_objects_someone_else_froze_alone():
-    from pytest_sme2.config import Sme2Config
-    from pytest_sme2.session import BenchSession
+    from pytest_sme2.measure.config import Sme2Config
+    from pytest_sme2.measure.session import BenchSession
 
     gc.freeze()
     try:

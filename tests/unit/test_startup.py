@@ -14,10 +14,10 @@ from tests.fakes.baselines import bench_result as _result
 
 from pytest_sme2.analysis.startup import (load_source, memory_source, process_startup,
                                           traced_method_load_ms)
-from pytest_sme2.baseline_store import load, save
-from pytest_sme2.config import BaseDirs, GatePolicy, config_from_options
+from pytest_sme2.baselines.store import load, save
+from pytest_sme2.measure.config import BaseDirs, GatePolicy, config_from_options
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.gate import LOAD, MEMORY, NOT_COMPARED, OK, REGRESSION, evaluate
+from pytest_sme2.gate.rule import LOAD, MEMORY, NOT_COMPARED, OK, REGRESSION, evaluate
 from pytest_sme2.report.markdown import render_markdown
 from pytest_sme2.report.terminal import benchmark_line, startup_cells, summary_table
 from pytest_sme2.results import (BenchmarkResult, ProcessStartup, Startup, load_results,

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from pytest_sme2.analysis.latency import latency_stats
-from pytest_sme2.compare import (FASTER, SAME, SLOWER, check_outputs, make_comparison,
+from pytest_sme2.measure.comparison import (FASTER, SAME, SLOWER, check_outputs, make_comparison,
                                  verdict)
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.results import BenchmarkResult, ResultAnalysis, RunContext

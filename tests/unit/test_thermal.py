@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_sme2.config import BaseDirs, config_from_options
+from pytest_sme2.measure.config import BaseDirs, config_from_options
 from pytest_sme2.devices.android.facts import parse_thermal_state
 from pytest_sme2.devices.base import DeviceBase
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.results import RunContext
-from pytest_sme2.thermal import (CooldownPolicy, CooldownRecord, ThermalState, hold,
-                                 is_cpu_zone, throttling_causes, wait_until_cool)
+from pytest_sme2.devices.thermal import (CooldownPolicy, hold, is_cpu_zone, throttling_causes,
+                                         wait_until_cool)
+from pytest_sme2.results.thermal import CooldownRecord, ThermalState
 
 
 @pytest.mark.parametrize("zone", ["cpu-0-0-usr", "cpu-1-0", "cpuss-0-usr", "mtktscpu",

@@ -9,8 +9,8 @@ import pytest
 
 from pytest_sme2.analysis.summary import analyze
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.etdump import parse_etdump
-from pytest_sme2.artifacts.trace import TRACE_SCHEMA, median_run, trace_events, write_trace
+from pytest_sme2.readers.etdump import parse_etdump
+from pytest_sme2.measure.artifacts.trace import TRACE_SCHEMA, median_run, trace_events, write_trace
 from pytest_sme2.results import BenchmarkResult, RunContext
 from tests.fakes.etdumps import Ev, make_etdump, program_run
 

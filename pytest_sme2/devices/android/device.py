@@ -49,13 +49,13 @@ from pytest_sme2.devices.base import DeviceBase
 from pytest_sme2.devices.facts import DeviceFacts
 from pytest_sme2.devices.host import stderr_tail
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.hwcaps import (HWCAP2_CLEAR_ENV, MAPS_OUT_ENV, MASKS, SAMPLE_OUT_ENV,
-                                mask_bits, mask_problem)
-from pytest_sme2.locking import file_lock
+from pytest_sme2.device_programs.hwcaps import (HWCAP2_CLEAR_ENV, MAPS_OUT_ENV, MASKS,
+                                                SAMPLE_OUT_ENV, mask_bits, mask_problem)
+from pytest_sme2._util.locking import file_lock
 from pytest_sme2.runners.native.bundle import GlibcBundle, glibc_bundle, is_glibc_program
 from pytest_sme2.runners.base import Runner, RunnerError, RunOutcome, RunRequest
-from pytest_sme2.tensorfile import sidecar
-from pytest_sme2.thermal import ThermalState
+from pytest_sme2.readers.tensorfile import sidecar
+from pytest_sme2.results.thermal import ThermalState
 
 LOCK_DIR: Path | None = None            # None: the system temp folder (tests point it elsewhere)
 KILL_GRACE_S = 2                        # `timeout -k`: SIGKILL this long after SIGTERM
@@ -156,7 +156,7 @@ class AndroidDevice(DeviceBase):
 
     def thermal_state(self) -> ThermalState:
         """CPU temperatures and throttling, as --sme2-cooldown judges them
-        (:mod:`pytest_sme2.thermal`)."""
+        (:mod:`pytest_sme2.devices.thermal`)."""
         return parse_thermal_state(self.adb.query(THERMAL_STATE_SCRIPT, "thermal state"))
 
     def cpu_mask(self, threads: int) -> str | None:

@@ -8,8 +8,9 @@ import re
 
 from pytest_sme2.devices.base import DeviceError
 from pytest_sme2.devices.facts import DeviceFacts, cpu_features
-from pytest_sme2.thermal import ThermalState, is_cpu_zone, throttling_causes
-from pytest_sme2.versions import package_version
+from pytest_sme2.devices.thermal import is_cpu_zone, throttling_causes
+from pytest_sme2.results.thermal import ThermalState
+from pytest_sme2._util.versions import package_version
 
 PROPS = ("ro.product.manufacturer", "ro.product.model", "ro.soc.manufacturer", "ro.soc.model",
          "ro.board.platform", "ro.hardware", "ro.product.cpu.abi", "ro.build.version.release",
@@ -28,7 +29,7 @@ THERMAL_SCRIPT = ('for z in /sys/class/thermal/thermal_zone*; do '
                   'echo "thermal ${z##*/} $(cat $z/type 2>/dev/null) $(cat $z/temp 2>/dev/null)"; '
                   'done')
 
-# What --sme2-cooldown looks at (pytest_sme2.thermal), in one round trip: the zones, the
+# What --sme2-cooldown looks at (pytest_sme2.devices.thermal), in one round trip: the zones, the
 # cooling devices ("cooling <device> <type...> <cur_state>") and the thermal service's dump
 # between markers (no dumpsys, or no permission: nothing between them).
 THERMAL_STATE_SCRIPT = "; ".join([
@@ -93,7 +94,7 @@ def parse_thermal(text: str) -> dict[str, float]:
 
 
 def parse_thermal_state(text: str) -> ThermalState:
-    """What :data:`THERMAL_STATE_SCRIPT` printed, as :mod:`pytest_sme2.thermal` judges it:
+    """What :data:`THERMAL_STATE_SCRIPT` printed, as :mod:`pytest_sme2.devices.thermal` judges it:
     CPU zones, the thermal HAL's CPU temperatures ("Current temperatures from HAL", not the
     service's cache), cooling device states and the thermal status."""
     zones = parse_thermal(text)

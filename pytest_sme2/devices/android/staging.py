@@ -24,7 +24,7 @@ from adbutils.errors import AdbTimeout
 from pytest_sme2.devices.android.adb import QUERY_TIMEOUT_S, AdbLink
 from pytest_sme2.devices.base import DeviceError
 from pytest_sme2.devices.host import stderr_tail
-from pytest_sme2.fsutil import file_sha256
+from pytest_sme2._util.fsutil import file_sha256
 
 DEVICE_TMP = "/data/local/tmp"
 CACHE_DIR = f"{DEVICE_TMP}/pytest-sme2-cache"

@@ -5,9 +5,9 @@ evidence."""
 from __future__ import annotations
 
 
-from pytest_sme2 import formats
+from pytest_sme2 import units
 from pytest_sme2.analysis.categories import CONVOLUTION, GEMM, OTHER
-from pytest_sme2.compare import FASTER, SLOWER
+from pytest_sme2.measure.comparison import FASTER, SLOWER
 from pytest_sme2.report.digest import Unit
 from pytest_sme2.results import DeviceFacts
 from pytest_sme2.report.recommend.advice import (COMPUTE_SHARE_PCT, LOW_COMPUTE_SPEEDUP, MAX_PATHS,
@@ -33,7 +33,7 @@ def _direction(unit: Unit) -> list[Recommendation]:
         return []
     base, cand = unit.base, unit.candidate
     sp = unit.speedup
-    fig = f"speed-up {formats.ratio_interval(sp)} ({c.verdict})"
+    fig = f"speed-up {units.ratio_interval(sp)} ({c.verdict})"
     device = cand.device or base.device or DeviceFacts()
     labels = ", ".join(f"{k}={v}" for k, v in sorted(cand.labels.items())) or "none recorded"
     if unit.is_sme2() and c.verdict not in (FASTER, SLOWER):
@@ -73,12 +73,12 @@ def _low_compute_speedup(unit: Unit) -> list[Recommendation]:
         share = unit.base.share(cat)
         if iv is None or share < COMPUTE_SHARE_PCT or iv.point >= LOW_COMPUTE_SPEEDUP:
             continue
-        fig = (f"{cat} speed-up {formats.ratio_interval(iv)}, {formats.share(share)} of E2E "
+        fig = (f"{cat} speed-up {units.ratio_interval(iv)}, {units.share(share)} of E2E "
                f"on {unit.base.runner}")
         ev = unit.candidate.verdict or "unknown"
         out.append(Recommendation(
-            f"{cat} is {formats.share(share)} of E2E on {unit.point} {unit.base.runner} but only "
-            f"{formats.ratio_interval(iv)} faster on {unit.candidate.runner} (GEMM and "
+            f"{cat} is {units.share(share)} of E2E on {unit.point} {unit.base.runner} but only "
+            f"{units.ratio_interval(iv)} faster on {unit.candidate.runner} (GEMM and "
             "convolution typically gain "
             f"3-15x from SME2): check that these operators are delegated, that the dtype takes "
             f"KleidiAI packed paths, and the kernel evidence (here '{ev}').", fig,
@@ -97,10 +97,10 @@ def _other_ops(unit: Unit) -> list[Recommendation]:
             continue
         names = ", ".join(f"`{o.name}`" for o in ops[:MAX_PATHS])
         out.append(Recommendation(
-            f"Operators outside the category taxonomy take {formats.share(pct)} of E2E on "
+            f"Operators outside the category taxonomy take {units.share(pct)} of E2E on "
             f"{_where(unit, side)} ({names}): add a category rule for them so the breakdown "
             "and speed-ups account for them.",
-            f"uncategorised operators {formats.share(pct)} of E2E",
+            f"uncategorised operators {units.share(pct)} of E2E",
             "other-ops"))
     return out
 

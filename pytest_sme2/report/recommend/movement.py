@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pytest_sme2 import formats
+from pytest_sme2 import units
 from pytest_sme2.analysis.categories import CONVOLUTION, DATA_MOVEMENT, GEMM
-from pytest_sme2.compare import FASTER
+from pytest_sme2.measure.comparison import FASTER
 from pytest_sme2.report.digest import SHARE_GROWTH_PP, Side, Unit
 from pytest_sme2.report.recommend.advice import (DATA_FAMILY_PCT, DATA_MOVEMENT_PCT, MAX_PATHS,
                                                  _DATA_FAMILIES)
@@ -39,8 +39,8 @@ class _Movement:
     @property
     def figure(self) -> str:
         moved = self.side.categories_ms.get(DATA_MOVEMENT, 0)
-        return (f"Data Movement {formats.share(self.share)} of E2E ({formats.ms(moved)} of "
-                f"{formats.ms(self.side.e2e_mean_ms)} ms)")
+        return (f"Data Movement {units.share(self.share)} of E2E ({units.ms(moved)} of "
+                f"{units.ms(self.side.e2e_mean_ms)} ms)")
 
 
 def _movement(unit: Unit, side: Side) -> _Movement:
@@ -63,10 +63,10 @@ def _family_clause(family: str, pct: float, ops: list[tuple[str, float, int]],
     # Operators named alike (XNNPACK numbers them per delegate) are one entry with a count;
     # those that round to 0.0% say nothing.
     named = [o for o in ops if o[1] >= 0.05] or ops[:1]
-    where = "; ".join(f"`{n}` ({formats.share(p)}{f' over {k} operators' if k > 1 else ''})"
+    where = "; ".join(f"`{n}` ({units.share(p)}{f' over {k} operators' if k > 1 else ''})"
                       for n, p, k in named[:MAX_PATHS])
     advice = {f: a for f, _, a in _DATA_FAMILIES}.get(family)
-    return (f"{family} operators take {up_to}{formats.share(pct)} of E2E"
+    return (f"{family} operators take {up_to}{units.share(pct)} of E2E"
             f"{f' (on {at})' if at else ''} — "
             + (advice.format(where=where) if advice else f"see {where}"))
 
@@ -102,14 +102,14 @@ def _worth_a_look(m: _Movement) -> bool:
 
 def _movement_recommendation(m: _Movement) -> Recommendation:
     unit = m.unit
-    head = f"Data Movement takes {formats.share(m.share)} of E2E on {m.where}"
+    head = f"Data Movement takes {units.share(m.share)} of E2E on {m.where}"
     fig = m.figure
     if unit.comparison and unit.base and unit.base.blocks:
         before = unit.base.share(DATA_MOVEMENT)
         if m.share - before >= SHARE_GROWTH_PP:
             faster = [c for c in (CONVOLUTION, GEMM) if unit.category_change(c) == FASTER]
-            head += f", up from {formats.share(before)} on {unit.base.runner}"
-            fig += f", {formats.share(before)} on {unit.base.runner}"
+            head += f", up from {units.share(before)} on {unit.base.runner}"
+            fig += f", {units.share(before)} on {unit.base.runner}"
             if faster:
                 head += (f": with {' and '.join(faster)} faster, moving data is what is left — "
                          "the next bottleneck")
@@ -123,9 +123,9 @@ def _movements_recommendation(found: list[_Movement]) -> Recommendation:
     """One model's data movement over several cases: the range, and each family where it is
     largest."""
     top = max(found, key=lambda m: m.share)
-    head = (f"Data Movement takes {formats.share_range([m.share for m in found])} of E2E in "
+    head = (f"Data Movement takes {units.share_range([m.share for m in found])} of E2E in "
             f"{_cases(m.where for m in found)} of {top.unit.model} "
-            f"(most: {formats.share(top.share)} on "
+            f"(most: {units.share(top.share)} on "
             f"{top.where})")
     largest: dict[str, tuple[float, list[tuple[str, float, int]], _Movement]] = {}
     for m in found:

@@ -4,7 +4,7 @@ every case it is in."""
 from __future__ import annotations
 
 
-from pytest_sme2 import formats
+from pytest_sme2 import units
 from pytest_sme2.report.digest import Side, Unit
 from pytest_sme2.results import OperatorStats
 from pytest_sme2.report.recommend.advice import _portable_advice
@@ -47,19 +47,19 @@ def _portable_recommendation(name: str, advice: str,
     top = max(figures)
 
     def fig(pct, ms, n, at):
-        return (f"{formats.share(pct)} of E2E, {formats.ms(ms)} ms and {n:g} "
+        return (f"{units.share(pct)} of E2E, {units.ms(ms)} ms and {n:g} "
                 f"call{'' if n == 1 else 's'} per "
                 f"run, portable ({at})")
 
     if len(figures) == 1:
         text = (f"`{name}` runs {calls_text} per inference outside the delegate{where} and "
-                f"takes {formats.share(top[0])} of E2E on {top[3]} — {advice}.")
+                f"takes {units.share(top[0])} of E2E on {top[3]} — {advice}.")
         return top[0], Recommendation(text, f"{name}: {fig(*top)}", "portable-op")
     model = cases[0][0].model
     text = (f"`{name}` runs {calls_text} per inference outside the delegate{where} in "
             f"{_cases(at for *_, at in figures)} of {model} and takes "
-            f"{formats.share_range([f[0] for f in figures])} of "
-            f"E2E (most: {formats.share(top[0])} on {top[3]}) — {advice}.")
+            f"{units.share_range([f[0] for f in figures])} of "
+            f"E2E (most: {units.share(top[0])} on {top[3]}) — {advice}.")
     evidence = f"{name}: " + "; ".join(fig(*f) for f in sorted(figures, reverse=True))
     return top[0], Recommendation(text, evidence, "portable-op")
 

@@ -4,7 +4,7 @@ vary, a device that heats up)."""
 from __future__ import annotations
 
 
-from pytest_sme2 import formats
+from pytest_sme2 import units
 from pytest_sme2.report.digest import CV_NOISY_PCT, Side, Unit, finite
 from pytest_sme2.report.recommend.advice import OVERHEAD_PCT, SMALL_MODEL_MS, THERMAL_RISE_C
 from pytest_sme2.report.recommend.wording import (Recommendation, _by_model, _cases, _focus,
@@ -30,27 +30,27 @@ def _overhead(us: list[Unit]) -> list[Recommendation]:
 def _overhead_recommendation(found: list[tuple[float, float, Unit, Side]]) -> Recommendation:
     def fig(pct, total, unit, side):
         o = side.overheads_ms
-        return (f"overhead {formats.ms(total)} ms = {formats.share(pct)} of "
-                f"{formats.ms(side.e2e_mean_ms)} ms E2E "
-                f"(delegate {formats.ms(o.get('delegate_ms', 0))}, operator calls "
-                f"{formats.ms(o.get('operator_call_ms', 0))}, "
-                f"runtime {formats.ms(o.get('runtime_ms', 0))})")
+        return (f"overhead {units.ms(total)} ms = {units.share(pct)} of "
+                f"{units.ms(side.e2e_mean_ms)} ms E2E "
+                f"(delegate {units.ms(o.get('delegate_ms', 0))}, operator calls "
+                f"{units.ms(o.get('operator_call_ms', 0))}, "
+                f"runtime {units.ms(o.get('runtime_ms', 0))})")
 
     fastest = min(side.e2e_mean_ms for _, _, _, side in found)
-    small = (f"; at {formats.ms(fastest)} ms per inference it also bounds any speed-up"
+    small = (f"; at {units.ms(fastest)} ms per inference it also bounds any speed-up"
              if fastest < SMALL_MODEL_MS else "")
     advice = ("every delegate and portable operator call costs a fixed time, so fewer "
               "partitions (no portable operators between delegated ones) pay it fewer times"
               f"{small}.")
     if len(found) == 1:
         pct, _, unit, side = found[0]
-        return Recommendation(f"Framework overhead is {formats.share(pct)} of E2E on "
+        return Recommendation(f"Framework overhead is {units.share(pct)} of E2E on "
                               f"{_where(unit, side)}: {advice}", fig(*found[0]), "overhead")
     found = sorted(found, key=lambda f: -f[0])
     pct, _, unit, side = found[0]
-    text = (f"Framework overhead is {formats.share_range([f[0] for f in found])} of E2E in "
+    text = (f"Framework overhead is {units.share_range([f[0] for f in found])} of E2E in "
             f"{_cases(_where(f[2], f[3]) for f in found)} of {unit.model} "
-            f"(most: {formats.share(pct)} on "
+            f"(most: {units.share(pct)} on "
             f"{_where(unit, side)}): {advice}")
     return Recommendation(text, "; ".join(f"{fig(*f)} on {_where(f[2], f[3])}" for f in found),
                           "overhead")
@@ -71,10 +71,10 @@ def _noise(us: list[Unit]) -> list[Recommendation]:
                 worst = max(c[0] for c in high)
                 outliers = sum(c[1] for c in high)
                 blocks = f" in {len(high)} of {len(cvs)} blocks" if len(cvs) > 1 else ""
-                parts.append(f"{side.runner} CV {formats.percent(worst)}%{blocks}"
+                parts.append(f"{side.runner} CV {units.percent(worst)}%{blocks}"
                              + (f" ({outliers} outlier run{'' if outliers == 1 else 's'})"
                                 if outliers else ""))
-                figs.append(f"{side.runner}: max CV {formats.percent(worst)}%{blocks}")
+                figs.append(f"{side.runner}: max CV {units.percent(worst)}%{blocks}")
                 android = android or side.device.kind == "android"
         if parts:
             noisy.append((unit, parts, figs))

@@ -11,7 +11,7 @@ from pytest_sme2.runners.native.cmake import (BINARY, HOST, cached_runner_build,
                                               find_toolchain, is_built)
 from pytest_sme2.runners.native.cross import build_cross_into, cross_cache_key, find_cross_build
 from pytest_sme2.runners.native.host import build_host_into, cache_key
-from pytest_sme2.versions import package_version
+from pytest_sme2._util.versions import package_version
 
 
 def build_native_runner(cache_dir: Path | None = None, force: bool = False,

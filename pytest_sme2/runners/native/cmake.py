@@ -4,7 +4,7 @@ the build cache both the host and the cross builds fill.
 A cache entry is one folder named by its key: the binary and ``build.json`` (labels, the shared
 libraries it links, build time); the build tree is not kept. Concurrent pytest-xdist workers
 take a per-key file lock; the build happens in a temporary folder that is renamed into place, so
-nobody ever runs a half-linked binary (:mod:`pytest_sme2.buildcache`)."""
+nobody ever runs a half-linked binary (:mod:`pytest_sme2._util.buildcache`)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from pytest_sme2.buildcache import cached_build
+from pytest_sme2._util.buildcache import cached_build
 from pytest_sme2.runners.base import RunnerError
 
 SOURCE_DIR = Path(__file__).parent

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from pytest_sme2.buildcache import sources_hash
+from pytest_sme2._util.buildcache import sources_hash
 from pytest_sme2.runners.base import RunnerError
 from pytest_sme2.runners.native.cmake import (BUILD_TYPE, HOST, SOURCE_DIR, SOURCES,
                                               Toolchain, cmake_build, find_cmake, write_manifest)
-from pytest_sme2.versions import package_version
+from pytest_sme2._util.versions import package_version
 
 CROSS_TARGETS = ("aarch64-linux-gnu",)
 TOOLCHAIN_FILE = "toolchain.cmake"

@@ -8,11 +8,11 @@ from __future__ import annotations
 import platform
 from pathlib import Path
 
-from pytest_sme2.buildcache import sources_hash
+from pytest_sme2._util.buildcache import sources_hash
 from pytest_sme2.runners.base import RunnerError
 from pytest_sme2.runners.native.cmake import (BUILD_TYPE, SOURCE_DIR, SOURCES, Toolchain,
                                               cmake_build, executorch_cmake_dir, write_manifest)
-from pytest_sme2.versions import package_version
+from pytest_sme2._util.versions import package_version
 
 
 def cache_key(tc: Toolchain) -> str:

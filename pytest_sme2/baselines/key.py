@@ -1,0 +1,232 @@
+"""What makes two measurements comparable, and what changed between them.
+
+A measurement is described in three parts:
+
+- **where it ran** — device kind, CPU/SoC, ABI, SME and SME2 capability, CPU set, emulated or
+  not — and **what was asked** — model name, dtype, threads, runner name, measure. Together
+  they are the :class:`BaselineKey`: one baseline file per key, and a baseline whose key
+  differs is never compared silently (another CPU's times say nothing about this one).
+- **what is under test** — the model's source, the export recipe, the exported program, the
+  torch/executorch/torchao versions and the runner's build labels: :class:`UnderTest`,
+  recorded with every baseline session. A change there is what a performance gate exists to
+  judge, so it never makes a baseline foreign: it is compared and shown
+  ("changed since baseline: model source, executorch 1.5.1 -> 1.5.2").
+
+Serial numbers and host names are in neither: another phone with the same SoC, or another CI
+runner with the same CPU, shares the baseline. Nothing here imports numpy or torch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable
+
+from pytest_sme2.errors import Sme2Error
+from pytest_sme2.programs.spec import is_pte
+from pytest_sme2._util.versions import package_version
+
+if TYPE_CHECKING:
+    from pytest_sme2.results import BlockResult
+
+MEASURE_TIME = "time"                       # Method::execute wall time (issue 13 adds more)
+UNDER_TEST = "under_test"                   # the results.json key of a block's UnderTest
+VERSIONED = ("torch", "executorch", "torchao")
+
+_WHERE = {"device_kind": "device kind", "cpu": "CPU/SoC", "abi": "ABI", "sme": "SME capability",
+          "sme2": "SME2 capability", "cpu_set": "CPU set", "emulated": "emulated"}
+_ASKED = {"model": "model", "dtype": "dtype", "threads": "threads", "runner": "runner",
+          "measure": "measure"}
+
+
+def cpu_ranges(cpus: Iterable[int]) -> str:
+    """[0, 1, 2, 5] -> "0-2,5": short and stable across processes."""
+    out: list[str] = []
+    ordered = sorted(set(int(c) for c in cpus))
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        out.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        i = j + 1
+    return ",".join(out)
+
+
+def _cpu_set(result: BlockResult) -> str:
+    """The CPUs a benchmark could run on: the taskset mask it was pinned to, if recorded, else
+    the process's allowed CPUs (a container limited to 2 of 8 cores is another machine)."""
+    extra = result.device.extra
+    mask = result.extra.get("cpu_mask") or extra.get("cpu_mask")
+    if mask:
+        return f"mask={mask}"
+    allowed = extra.get("cpus_allowed")
+    return cpu_ranges(allowed) if allowed else ""
+
+
+@dataclass(frozen=True)
+class BaselineKey:
+    """Where it ran and what was asked: two measurements with one key are comparable."""
+
+    device_kind: str
+    cpu: str
+    abi: str
+    sme: bool | None
+    sme2: bool | None
+    cpu_set: str
+    emulated: bool
+    model: str
+    dtype: str
+    threads: int
+    runner: str
+    measure: str = MEASURE_TIME
+
+    @classmethod
+    def from_result(cls, result: BlockResult, measure: str = MEASURE_TIME) -> BaselineKey:
+        dev = result.device
+        return cls(device_kind=dev.kind, cpu=dev.cpu, abi=dev.abi, sme=dev.sme, sme2=dev.sme2,
+                   cpu_set=_cpu_set(result), emulated=dev.emulated,
+                   model=result.model, dtype=result.dtype, threads=int(result.threads),
+                   runner=result.runner_name, measure=measure)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> BaselineKey:
+        return cls(**{f: d[f] for f in cls.__dataclass_fields__})
+
+    @property
+    def digest(self) -> str:
+        """A stable hash: canonical JSON (sorted keys), so dict order never changes it."""
+        canon = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canon.encode()).hexdigest()[:16]
+
+    @property
+    def stem(self) -> str:
+        """The readable part of the file name, shared by every environment of one benchmark."""
+        raw = f"{self.model}-{self.dtype}-t{self.threads}-{self.runner}"
+        return re.sub(r"[^A-Za-z0-9._-]+", "_", raw)
+
+    @property
+    def filename(self) -> str:
+        return f"{self.stem}-{self.digest[:10]}.json"
+
+    def differences(self, now: BaselineKey) -> list[str]:
+        """Why a baseline of key ``self`` cannot judge a measurement of key ``now``: one
+        ``what baseline -> now`` per differing field, empty when the keys are equal."""
+        return [f"{label} {getattr(self, name)!r} -> {getattr(now, name)!r}"
+                for name, label in {**_WHERE, **_ASKED}.items()
+                if getattr(self, name) != getattr(now, name)]
+
+
+@dataclass(frozen=True)
+class UnderTest:
+    """What is under test in a measurement. None: not known (a baseline recorded before this
+    was recorded knows only ``export_key``, which hashes the first three and the versions)."""
+
+    export_key: str = ""
+    model_source: str | None = None       # the model builder's source and arguments
+    recipe: str | None = None             # the export recipe
+    program: str | None = None            # sha256 of the .pte: the exported graph
+    versions: dict[str, str] = field(default_factory=dict)        # torch, executorch, torchao
+    runner_labels: dict[str, str] = field(default_factory=dict)   # the runner's build labels
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> UnderTest:
+        return cls(export_key=str(d.get("export_key") or ""),
+                   model_source=d.get("model_source"), recipe=d.get("recipe"),
+                   program=d.get("program"),
+                   versions={str(k): str(v) for k, v in (d.get("versions") or {}).items()},
+                   runner_labels={str(k): str(v)
+                                  for k, v in (d.get("runner_labels") or {}).items()})
+
+    @classmethod
+    def of(cls, result: BlockResult) -> UnderTest:
+        """The result's record (``extra["under_test"]``, set when it was measured), else
+        worked out now: right in the process that measured it, where the export cache key
+        guarantees that the current model source, recipe and versions made its program."""
+        recorded = result.extra.get(UNDER_TEST)
+        if isinstance(recorded, dict):
+            return cls.from_dict(recorded)
+        meta = _export_meta(result.pte)
+        versions = meta.get("versions") if isinstance(meta.get("versions"), dict) else {}
+        taken_as_is = is_pte(result.model)    # a user's .pte: no source or recipe of ours
+        return cls(export_key=result.export_key,
+                   model_source=None if taken_as_is else _model_source(result.model),
+                   recipe=None if taken_as_is else _recipe(),
+                   program=_pte_hash(result.pte) if taken_as_is else meta.get("pte_sha256"),
+                   versions={p: str(versions.get(p) or package_version(p)) for p in VERSIONED},
+                   runner_labels={str(k): str(v) for k, v in
+                                  result.runner.labels.items()})
+
+    def changes_since(self, old: UnderTest) -> list[str]:
+        """What changed from ``old`` (a baseline's newest session) to this, for people:
+        ``["model source", "executorch 1.5.1 -> 1.5.2"]``. Parts one side does not know are
+        not compared; an export key that changed for no known reason is named as such."""
+        out: list[str] = []
+        if _known_differ(old.model_source, self.model_source):
+            out.append("model source")
+        if _known_differ(old.recipe, self.recipe):
+            out.append("export recipe")
+        versions = [p for p in VERSIONED
+                    if _known_differ(old.versions.get(p), self.versions.get(p))]
+        out += [f"{p} {old.versions[p]} -> {self.versions[p]}" for p in versions]
+        if old.program and self.program:
+            if old.program != self.program and not out:
+                out.append("exported program")
+            elif old.program == self.program and out:
+                out.append("exported program unchanged")
+        elif old.export_key != self.export_key and not out:
+            out.append("export (model source, recipe or torch/executorch/torchao versions)")
+        labels = sorted(k for k in set(old.runner_labels) | set(self.runner_labels)
+                        if old.runner_labels.get(k) != self.runner_labels.get(k)
+                        and k not in versions)   # executorch=... said once, as a version
+        if labels:
+            out.append("runner build labels " + ", ".join(
+                f"{k}={old.runner_labels.get(k, '(none)')} -> "
+                f"{self.runner_labels.get(k, '(none)')}" for k in labels))
+        return out
+
+
+def _known_differ(a: str | None, b: str | None) -> bool:
+    return bool(a) and bool(b) and a != b and "missing" not in (a, b)
+
+
+def _export_meta(pte: str) -> dict[str, Any]:
+    """The export's meta.json beside its .pte (versions, pte_sha256), or nothing."""
+    try:
+        doc = json.loads((Path(pte).parent / "meta.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _pte_hash(pte: str) -> str | None:
+    from pytest_sme2.programs.pte import content_hash
+
+    try:
+        return content_hash(Path(pte))
+    except OSError:
+        return None
+
+
+def _model_source(model: str) -> str | None:
+    try:
+        from pytest_sme2.programs.registry import get_model
+
+        return get_model(model).source_digest()[:16]
+    except (ImportError, Sme2Error, OSError):
+        return None
+
+
+def _recipe() -> str:
+    from pytest_sme2.programs.export import recipe_digest
+
+    return recipe_digest()[:16]

@@ -1,0 +1,163 @@
+"""The same-job A/B gate (``--sme2-gate-mode ab``): the base program re-measured in this
+session, in interleaved blocks with the candidate, judged by the paired rule ``sme2_compare``
+uses (:func:`pytest_sme2.stats.paired_ratio`).
+
+Why: timings on a shared machine drift ±30% between sessions (docs/regression-gate.md), so a
+stored baseline's noise floor is wide, and one slow baseline session blinds it. Two programs
+measured minutes apart, block by block, share the machine's state: the drift cancels within a
+pair (Chromium's Pinpoint, duet benchmarking).
+
+The rule. ``ratio = candidate / base`` per pair (above 1 = slower), its t-interval on the mean
+log ratio. In this mode the threshold is the change to detect: ``regression`` when the
+interval's lower bound exceeds ``1 + threshold / 2`` — halfway between no change and the
+threshold — so a change of the threshold's size is caught once the interval's half-width is
+below half the threshold, and an unchanged program is called only if its interval misses 1 by
+half the threshold. ``improvement`` symmetrically.
+
+Disturbed pairs. On a shared machine one block in a few runs while something else takes the
+core, and its pair's ratio lands 20-40% off (measured: ``1.10 1.37 1.11 0.94 1.13 …`` for a
++10% change). Two things keep such a pair from hiding a change:
+
+- **screening** (:func:`screen`): a pair whose log ratio lies more than ``SCREEN_SCALES``
+  robust scales (1.4826 x MAD) *and* more than 5% from the median of the others is left out
+  of the interval, at most one pair in four, and the verdict names it;
+- **sequential confirmation** (:func:`needs_more`): a regression is *suspected* when the
+  median pair ratio passes the line (a median, so one wild pair neither raises nor hides the
+  suspicion); the caller then measures pairs one at a time, judging all after each, until the
+  interval clears the line or :data:`MAX_PAIRS` are taken.
+
+Chosen on two runs of ``benchmarks/scripts/timegate_eval.py`` (docs/regression-gate.md): at 1
+thread +10% was caught in 78 of 80 trials (3 + 2 fixed pairs without screening: 69/80), with no
+false alarm in 400 unchanged trials.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from statistics import median
+
+from pytest_sme2.errors import Sme2Error
+from pytest_sme2.gate.rule import OK, Judgement, classify, not_compared
+from pytest_sme2.gate.policy import DEFAULT_THRESHOLD_PCT
+from pytest_sme2.stats import Interval, paired_ratio
+
+AGAINST = "the base program, re-measured in this session"
+CONFIDENCE = 0.95
+MAX_PAIRS = 10          # confirmation pairs stop here
+SCREEN_SCALES = 4.0     # robust scales from the others' median that make a pair disturbed ...
+SCREEN_LEAST = math.log(1.05)   # ... and at least 5% away: ordinary spread stays in
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """Block values (median ms) of base and candidate, ``base[i]`` next to ``candidate[i]``."""
+
+    base: tuple[float, ...]
+    candidate: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        if len(self.base) != len(self.candidate):
+            raise Sme2Error(f"A/B gate: {len(self.base)} base block(s) but "
+                            f"{len(self.candidate)} candidate block(s); they must pair up")
+
+    def __add__(self, other: Pairs) -> Pairs:
+        return Pairs(self.base + other.base, self.candidate + other.candidate)
+
+
+def line(threshold_pct: float) -> float:
+    """The ratio a lower bound must pass to call a regression (see the module docstring)."""
+    return 1 + threshold_pct / 200
+
+
+def slowdown(pairs: Pairs, confidence: float = CONFIDENCE) -> Interval:
+    """candidate / base from paired blocks (paired_ratio gives base / candidate)."""
+    s = paired_ratio(list(pairs.base), list(pairs.candidate), confidence)
+    inf = float("inf")
+    return Interval(1 / s.point, 1 / s.high if s.high else 0.0,
+                    1 / s.low if s.low else inf, confidence)
+
+
+def _logs(pairs: Pairs) -> list[float]:
+    return [math.log(c / b) for b, c in zip(pairs.base, pairs.candidate)]
+
+
+def screen(pairs: Pairs) -> list[int]:
+    """The disturbed pairs to leave out (0-based, worst first): each lies more than
+    ``SCREEN_SCALES`` robust scales and ``SCREEN_LEAST`` from the median of the pairs still
+    kept besides it; at most one pair in four."""
+    if min(pairs.base + pairs.candidate, default=0) <= 0:
+        return []
+    logs = _logs(pairs)
+    out: list[int] = []
+    while len(out) < len(logs) // 4:
+        kept = [i for i in range(len(logs)) if i not in out]
+        centre = median(logs[i] for i in kept)
+        worst = max(kept, key=lambda i: abs(logs[i] - centre))
+        others = [logs[i] for i in kept if i != worst]
+        middle = median(others)
+        scale = 1.4826 * median(abs(x - middle) for x in others)
+        if abs(logs[worst] - middle) <= max(SCREEN_SCALES * scale, SCREEN_LEAST):
+            break
+        out.append(worst)
+    return out
+
+
+def _kept(pairs: Pairs, out: list[int]) -> Pairs:
+    keep = [i for i in range(len(pairs.base)) if i not in out]
+    return Pairs(tuple(pairs.base[i] for i in keep), tuple(pairs.candidate[i] for i in keep))
+
+
+def suspected(pairs: Pairs, threshold_pct: float = DEFAULT_THRESHOLD_PCT) -> bool:
+    """Worth confirmation pairs: the median pair ratio passes the line."""
+    if not pairs.base or min(pairs.base + pairs.candidate) <= 0:
+        return False
+    return math.exp(median(_logs(pairs))) > line(threshold_pct)
+
+
+def needs_more(pairs: Pairs, threshold_pct: float = DEFAULT_THRESHOLD_PCT,
+               max_pairs: int = MAX_PAIRS) -> bool:
+    """Another confirmation pair is due: a regression is suspected, not yet called, and
+    fewer than ``max_pairs`` are measured."""
+    return (len(pairs.base) < max_pairs and suspected(pairs, threshold_pct)
+            and judge_ab(pairs, threshold_pct).status == OK)
+
+
+def judge_ab(pairs: Pairs, threshold_pct: float = DEFAULT_THRESHOLD_PCT,
+             confidence: float = CONFIDENCE, category: str | None = None) -> Judgement:
+    """The verdict on paired blocks (disturbed pairs screened out and named); ``summary``
+    reads ``regression 1.21x [1.15, 1.27] vs the base program, re-measured in this session``."""
+    if threshold_pct < 0:
+        raise Sme2Error(f"the regression threshold must be 0% or more, got {threshold_pct:g}%")
+    n = len(pairs.base)
+    if n < 2:
+        return _unjudged(f"A/B gate needs 2 or more pairs of blocks, got {n}", threshold_pct)
+    if min(pairs.base + pairs.candidate) <= 0:
+        return _unjudged("a zero time cannot form a ratio", threshold_pct)
+    out = screen(pairs)
+    r = slowdown(_kept(pairs, out), confidence)
+    limit = line(threshold_pct)
+    status, word = classify(r, limit)
+    left_out = ""
+    if out:
+        ratios = [pairs.candidate[i] / pairs.base[i] for i in out]
+        left_out = " (" + ", ".join(f"pair {i + 1} left out: ratio {x:.2f}x, disturbed"
+                                    for i, x in zip(out, ratios)) + ")"
+    reason = (f"{word}: {n} interleaved pair(s) of blocks against {AGAINST}{left_out}; "
+              f"ratio {r} {int(confidence * 100)}% CI; limit {(limit - 1) * 100:.1f}% = half "
+              f"the threshold {threshold_pct:g}% (the change to detect)")
+    base_level = sorted(pairs.base)[n // 2]
+    cur_level = sorted(pairs.candidate)[n // 2]
+    return Judgement(status, r, threshold_pct, 0.0, reason, base_level, cur_level, 1, n,
+                     category, against=AGAINST)
+
+
+def missing_base(why: str, threshold_pct: float = DEFAULT_THRESHOLD_PCT) -> Judgement:
+    """The one line when there is no base to re-measure."""
+    return _unjudged(f"the base program is missing: {why}; record a baseline with "
+                     "--save-baseline (it keeps the program) or name a base runner",
+                     threshold_pct)
+
+
+def _unjudged(reason: str, threshold_pct: float) -> Judgement:
+    return replace(not_compared(reason, threshold_pct), against=AGAINST)

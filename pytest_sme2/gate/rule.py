@@ -1,0 +1,414 @@
+"""The regression gate: judge a benchmark's blocks against its stored baseline.
+
+Entry points — the pytest fixtures and ``pytest-sme2 gate`` call nothing else:
+
+- :func:`evaluate` ``(results, baseline_dir, policy) -> GateReport``: find the baseline,
+  refuse (or, with ``policy.allow_foreign``, annotate) one from another device, judge end to end
+  and each gated category, and say what changed under test since the baseline;
+- :func:`run_with_confirmation` ``(first, measure_more, baseline_dir, policy)``: the same, and
+  when a regression is suspected on fewer than ``1 + policy.confirm_blocks`` blocks, measure
+  the missing blocks (fresh runner processes) and judge all of them;
+- :func:`junit_properties` ``(judgement)``: the verdict as JUnit ``record_property`` pairs.
+
+The policy (:class:`GatePolicy`, built from option values) is in :mod:`pytest_sme2.gate.policy`:
+light enough for every pytest run to build. This module runs past ~450 lines because this
+docstring states the method: the code proper is ~420.
+
+The rule (:func:`judge_levels`) and why it looks like this
+----------------------------------------------------------
+Timings on a shared machine drift between processes and between sessions far more than runs
+within one process vary (±30% between sessions, 15% between two processes a minute apart,
+1-3% within one: docs/regression-gate.md). So:
+
+1. The unit of replication is a block (its median), never a run. Pooling runs would make a
+   30-run block look like 30 independent observations and shrink every interval to nothing.
+2. Levels are medians of medians: a session's level is the median of its block medians, the
+   baseline's level the median of its session levels (every session weighs the same, however
+   many blocks it had); the candidate's level is the median of its block medians.
+   ``ratio = candidate / baseline`` (above 1 = slower).
+3. Interval: a two-level (cluster) percentile bootstrap — resample baseline sessions, then
+   blocks within each drawn session; resample candidate blocks — of the ratio of levels
+   (:func:`pytest_sme2.stats.two_level_bootstrap`).
+4. Noise floor: how far one fresh session may land from the baseline level with no change in
+   the code — the baseline's own spread between sessions, as a one-sided 97.5% prediction
+   bound on the log scale (:func:`pytest_sme2.stats.noise_floor`). Below 3 sessions all blocks
+   are pooled instead and the floor is at least 25%: drift between sessions has not been
+   observed yet. End to end, a session that ran slow or fast while the next one agrees with
+   the rest is left out first and named (:mod:`pytest_sme2.gate.robust`).
+5. Verdict: ``regression`` only when the interval's *lower* bound exceeds
+   ``1 + max(threshold, noise floor)``; ``improvement`` when its upper bound is below the
+   reciprocal; else ``ok``. A baseline from another device is ``not_compared`` with the
+   reason, never compared silently; a change under test (model, recipe, versions, runner
+   build) is judged, and named.
+6. Confirmation: a regression suspected on one block is measured again in fresh processes and
+   judged on all blocks, so one process in a bad state cannot fail CI.
+
+This trades sensitivity for the absence of false alarms: a CI gate that cries wolf gets
+disabled. On a quiet, pinned device the floor is small and the threshold decides; on a noisy VM
+the floor grows until recording more sessions (or a quieter runner) narrows it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+from statistics import median
+from typing import Callable, Sequence
+
+import numpy as np
+
+from pytest_sme2.baselines import store as baseline_store
+from pytest_sme2 import units
+from pytest_sme2.baselines.key import BaselineKey, UnderTest
+from pytest_sme2.gate.policy import DEFAULT_THRESHOLD_PCT, GatePolicy
+from pytest_sme2.gate.robust import judge_robust
+from pytest_sme2.errors import Sme2Error
+from pytest_sme2.results import BenchmarkResult
+# The verdict record and its words live with results.json, which stores them.
+from pytest_sme2.results.judgement import (IMPROVEMENT, INSTRUCTIONS, LOAD, MEMORY,  # noqa: F401
+                                           NOT_COMPARED, OK, REGRESSION, TIME, Judgement)
+from pytest_sme2.stats import (UNMEASURED_DRIFT, UNMEASURED_DRIFT_INSTRUCTIONS,
+                               UNMEASURED_DRIFT_MEMORY, Interval, noise_floor,
+                               two_level_bootstrap)
+
+__all__ = ["GatePolicy", "GateReport", "Judgement", "evaluate", "judge_levels",
+           "junit_properties", "run_with_confirmation"]
+
+CONFIDENCE = 0.95
+RESAMPLES = 4000
+DEFAULT_POLICY = GatePolicy()
+# Per measure: the words for up and down, and the least noise floor below MIN_SESSIONS.
+_WORDS = {TIME: ("slower", "faster"), INSTRUCTIONS: ("more", "fewer"),
+          LOAD: ("slower", "faster"), MEMORY: ("more", "less")}
+_UNMEASURED = {TIME: UNMEASURED_DRIFT, INSTRUCTIONS: UNMEASURED_DRIFT_INSTRUCTIONS,
+               LOAD: UNMEASURED_DRIFT, MEMORY: UNMEASURED_DRIFT_MEMORY}
+
+
+def not_compared(reason: str, threshold_pct: float = DEFAULT_THRESHOLD_PCT,
+                 category: str | None = None) -> Judgement:
+    return Judgement(NOT_COMPARED, None, threshold_pct, None, reason, category=category)
+
+
+def classify(ratio: Interval, limit: float, more: str = "slower", fewer: str = "faster"
+             ) -> tuple[str, str]:
+    """The status of a ratio interval against ``limit`` (1 + the margin a change must pass),
+    and its word for people: ``("regression", "21.0% slower")``. One rule for the stored and
+    the A/B gate."""
+    if ratio.low > limit:
+        return REGRESSION, f"{(ratio.point - 1) * 100:.1f}% {more}"
+    if ratio.high < 1 / limit:
+        return IMPROVEMENT, f"{(1 - ratio.point) * 100:.1f}% {fewer}"
+    return OK, "within noise"
+
+
+def judge_levels(base_sessions: Sequence[Sequence[float]], current: Sequence[float],
+                 threshold_pct: float = DEFAULT_THRESHOLD_PCT, unit: str = "ms",
+                 confidence: float = CONFIDENCE, resamples: int = RESAMPLES, seed: int = 0,
+                 category: str | None = None, measure: str | None = None) -> Judgement:
+    """The rule on block-level values: ``base_sessions`` holds one value per block for each
+    baseline session, ``current`` one value per block of this session. ``unit="instructions"``:
+    instruction counts (--sme2-measure instructions), judged by the same rule; below 3
+    baseline sessions their noise floor is at least ``UNMEASURED_DRIFT_INSTRUCTIONS`` (0.1%)
+    instead of time's 25%, and the judgement says it is of instructions. ``measure`` LOAD or
+    MEMORY: one value per cold process (load ms, peak kB), with their own least floor."""
+    if measure is None:
+        measure = INSTRUCTIONS if unit == INSTRUCTIONS else TIME
+    if threshold_pct < 0:
+        raise Sme2Error(f"the regression threshold must be 0% or more, got {threshold_pct:g}%")
+    sessions = [np.asarray(s, dtype=float) for s in base_sessions if len(s)]
+    cur = np.asarray(current, dtype=float)
+    if not sessions:
+        return not_compared("the baseline holds no sessions; record one with --save-baseline",
+                            threshold_pct, category)
+    if cur.size == 0:
+        return not_compared("nothing measured to compare", threshold_pct, category)
+    if (cur <= 0).any() or any((s <= 0).any() for s in sessions):
+        return not_compared("a zero time cannot form a ratio", threshold_pct, category)
+    base_level = float(np.median([np.median(s) for s in sessions]))
+    cur_level = float(np.median(cur))
+    point = cur_level / base_level
+    low, high = two_level_bootstrap(sessions, cur, confidence, resamples, seed)
+    ratio = Interval(point, min(low, point), max(high, point), confidence)
+    floor, source = noise_floor(sessions, _UNMEASURED[measure])
+    limit = 1 + max(threshold_pct / 100, floor)
+    more, fewer = _WORDS[measure]
+    status, word = classify(ratio, limit, more, fewer)
+    what = f"{category} " if category else ""
+    if measure != TIME:
+        what = f"{measure} {what}"
+    reason = (f"{what}{word}: median {cur_level:.4g} {unit} ({cur.size} block(s)) vs baseline "
+              f"{base_level:.4g} {unit} ({len(sessions)} session(s)); ratio {ratio} "
+              f"{int(confidence * 100)}% CI; limit {units.fraction(limit - 1)} {more} = "
+              f"max(threshold {threshold_pct:g}%, noise floor {units.fraction(floor)} from "
+              f"{source})")
+    return Judgement(status, ratio, threshold_pct, floor * 100, reason, base_level, cur_level,
+                     len(sessions), int(cur.size), category, measure=measure)
+
+
+def _judge_category(base: baseline_store.Baseline, results: Sequence[BenchmarkResult],
+                    category: str, threshold_pct: float) -> Judgement:
+    """The same rule on one operator category's mean ms per run, one value per block. A
+    category that is not a bottleneck is not gated: a 50% change of 1% of the time is noise in
+    a small number, not a regression anyone would act on."""
+    # Imported here: the gate reads and writes baseline files without pandas.
+    from pytest_sme2.analysis.operators import BOTTLENECK_PCT
+
+    shares = [b.get(category, 0.0) / float(np.mean(blk)) for s in base.sessions
+              for b, blk in zip(s.categories_ms, s.blocks) if blk]
+    if shares and 100 * float(np.median(shares)) < BOTTLENECK_PCT:
+        return not_compared(f"{category} is {float(np.median(shares)):.1%} of the baseline's "
+                            f"end-to-end time, below the {BOTTLENECK_PCT:g}% a category "
+                            "needs to be gated", threshold_pct, category)
+    sessions = [[b.get(category, 0.0) for b in s.categories_ms]
+                for s in base.sessions if s.categories_ms]
+    if not any(sessions):
+        return not_compared(f"the baseline records no time for category {category!r}",
+                            threshold_pct, category)
+    return judge_levels(sessions, [r.categories_ms.get(category, 0.0) for r in results],
+                        threshold_pct, category=category)
+
+
+@dataclass(frozen=True)
+class GateReport:
+    """Everything the gate said about one benchmark: end to end first, then each gated
+    category; ``blocks`` judged, and whether confirmation blocks were measured."""
+
+    judgements: tuple[Judgement, ...]
+    blocks: int = 1
+    confirmed: bool = False
+
+    @property
+    def e2e(self) -> Judgement:
+        return self.judgements[0]
+
+    @property
+    def categories(self) -> dict[str, Judgement]:
+        return {j.category: j for j in self.judgements[1:] if j.category}
+
+    @property
+    def instructions(self) -> Judgement | None:
+        """The verdict on instruction counts (--sme2-measure instructions), if any."""
+        return next((j for j in self.judgements if j.measure == INSTRUCTIONS), None)
+
+    @property
+    def startup(self) -> dict[str, Judgement]:
+        """The verdicts on load time and peak memory, by measure (LOAD, MEMORY)."""
+        return {j.measure: j for j in self.judgements if j.measure in (LOAD, MEMORY)}
+
+    @property
+    def regressions(self) -> list[Judgement]:
+        return [j for j in self.judgements if j.regressed]
+
+    def failure(self, policy: GatePolicy) -> str | None:
+        """Why this fails under ``policy`` — every regression, or (never a silent pass) a
+        baseline from another device that was not compared — or None. Only an enforced
+        policy (``--fail-on-regression``) fails."""
+        if not policy.enforced:
+            return None
+        regressions = [j.reason for j in self.regressions if j.enforced]
+        if regressions:
+            return "regression against the baseline: " + "; and ".join(regressions)
+        foreign = list(dict.fromkeys(j.reason for j in self.judgements if j.foreign))
+        return "; ".join(foreign) or None
+
+    def record_on(self, block: BenchmarkResult) -> None:
+        """Put the verdicts on a block of the benchmark. Every block of a judged benchmark —
+        its first block, the one its test got, its confirmation blocks, a comparison side's
+        blocks — carries them, so every block has the same keys in results.json:
+        ``baseline`` (end to end) and ``baseline_categories`` (by category, ``{}`` when none
+        is gated). Reports read them from the first block (``block`` None) or the comparison's
+        ``baselines``: one row per benchmark, not per block."""
+        block.judgement = self.e2e
+        block.category_judgements = dict(self.categories)
+        if self.instructions is not None:
+            block.instructions_judgement = self.instructions
+        if self.startup:
+            block.startup_judgements = {STARTUP_KEYS[m]: j for m, j in self.startup.items()}
+
+    @classmethod
+    def unjudged(cls, reason: str) -> GateReport:
+        """The report of a benchmark the gate could not judge (a corrupt baseline file, a
+        confirmation run that failed), saying why."""
+        return cls((not_compared(reason),), 0)
+
+    @classmethod
+    def of_all(cls, reports: Sequence[GateReport]) -> GateReport:
+        """Several benchmarks judged in one test (the two sides of a comparison), as one."""
+        return cls(tuple(j for r in reports for j in r.judgements),
+                   sum(r.blocks for r in reports), any(r.confirmed for r in reports))
+
+
+def _category_names(policy: GatePolicy, results: Sequence[BenchmarkResult]) -> list[str]:
+    if "all" in policy.categories:
+        return sorted({c for r in results for c in r.categories_ms})
+    return list(policy.categories)
+
+
+def evaluate(results: Sequence[BenchmarkResult], baseline_dir: Path | None,
+             policy: GatePolicy = DEFAULT_POLICY, exclude_session: str | None = None
+             ) -> GateReport:
+    """Judge one benchmark's blocks (``results``: one per runner process, one key) against
+    the baseline in ``baseline_dir``. A corrupt baseline file raises BaselineError: the caller
+    fails with its message, never passes."""
+    names = _category_names(policy, results)
+    pct = policy.threshold_pct
+    counted = _judge_instructions(results, baseline_dir, policy, exclude_session)
+    extra = (counted,) if counted is not None else ()
+
+    def every(reason: str, foreign: bool = False) -> GateReport:
+        return GateReport(tuple(replace(not_compared(reason, pct, c), foreign=foreign)
+                                for c in [None, *names]) + extra, len(results))
+
+    if not results:
+        return every("nothing measured to compare")
+    if baseline_dir is None:
+        return every("no baseline folder configured")
+    key = BaselineKey.from_result(results[0])
+    found = baseline_store.find(baseline_dir, key)
+    if found.baseline is None:
+        return every(f"no baseline {key.filename} in {baseline_dir}; record one with "
+                     "--save-baseline")
+    base = found.baseline.excluding(exclude_session)
+    if found.foreign_reason and not policy.allow_foreign:
+        return every(f"not compared: {found.foreign_reason} (compare anyway with "
+                     "--allow-foreign-baseline, or re-record with --save-baseline)", True)
+    # End to end: today's rule on the sessions left after screening out one that disagrees
+    # with the rest (gate_robust: one slow session must not blind the gate).
+    verdicts = [judge_robust(judge_levels, [s.block_medians for s in base.sessions],
+                             [float(median(r.e2e_ms)) for r in results if r.e2e_ms], pct)]
+    verdicts += [_judge_category(base, results, c, pct) for c in names]
+    verdicts += _judge_startup(base, results, policy)
+    changed = tuple(UnderTest.of(results[0]).changes_since(base.under_test)) \
+        if base.under_test is not None else ()
+    return GateReport(tuple(_annotated(v, changed, found.foreign_reason) for v in verdicts)
+                      + extra, len(results))
+
+
+STARTUP_KEYS = {LOAD: "load", MEMORY: "memory"}   # results.json's baseline_startup keys
+
+
+def _judge_startup(base: baseline_store.Baseline, results: Sequence[BenchmarkResult],
+                   policy: GatePolicy) -> list[Judgement]:
+    """Cold load time and peak memory, one value per cold process, by the same rule; nothing
+    when this benchmark measured neither (a runner that reports no memory, a document from
+    before them). ``policy``'s threshold "off" (None) judges without ever failing."""
+    out = []
+    for measure, attr, unit, threshold in (
+            (LOAD, "load_ms", "ms", policy.load_threshold_pct),
+            (MEMORY, "peak_rss_kb", "kB", policy.memory_threshold_pct)):
+        current = [float(v) for r in results if r.startup
+                   for p in r.startup.processes if (v := getattr(p, attr)) is not None]
+        if not current:
+            continue
+        pct = DEFAULT_THRESHOLD_PCT if threshold is None else threshold
+        sessions = [getattr(s, attr) for s in base.sessions if getattr(s, attr)]
+        if not sessions:
+            j = replace(not_compared(f"the baseline records no {measure}; record it again "
+                                     "with --save-baseline", pct), measure=measure)
+        else:
+            j = judge_levels(sessions, current, pct, unit=unit, measure=measure)
+        out.append(replace(j, enforced=threshold is not None))
+    return out
+
+
+def _judge_instructions(results: Sequence[BenchmarkResult], baseline_dir: Path | None,
+                        policy: GatePolicy, exclude_session: str | None) -> Judgement | None:
+    """The rule on instructions per execute (--sme2-measure instructions), when this benchmark
+    has them: against the baseline file keyed ``measure="instructions"`` (one value per
+    session), else ``not_compared`` saying why. None when nothing was counted."""
+    counts = [c for r in results if (c := r.instructions_per_execute) is not None]
+    if not counts:
+        return None
+    pct = policy.threshold_pct
+
+    def unjudged(reason: str, foreign: bool = False) -> Judgement:
+        return replace(not_compared(reason, pct), measure=INSTRUCTIONS, foreign=foreign)
+
+    if baseline_dir is None:
+        return unjudged("no baseline folder configured")
+    key = BaselineKey.from_result(results[0], measure=INSTRUCTIONS)
+    found = baseline_store.find(baseline_dir, key)
+    if found.baseline is None:
+        return unjudged(f"no instruction baseline {key.filename} in {baseline_dir}; record one "
+                        "with --sme2-measure instructions --save-baseline")
+    if found.baseline.key.measure != INSTRUCTIONS:
+        name = found.baseline.path.name if found.baseline.path else "the baseline"
+        return unjudged(f"{name} was measured in {found.baseline.key.measure} only, not in "
+                        "instructions; record instruction counts with --sme2-measure "
+                        "instructions --save-baseline")
+    if found.foreign_reason and not policy.allow_foreign:
+        return unjudged(f"not compared: {found.foreign_reason} (compare anyway with "
+                        "--allow-foreign-baseline, or re-record with --save-baseline)", True)
+    base = found.baseline.excluding(exclude_session)
+    verdict = judge_levels([s.block_medians for s in base.sessions], counts, pct,
+                           unit=INSTRUCTIONS)
+    changed = tuple(UnderTest.of(results[0]).changes_since(base.under_test)) \
+        if base.under_test is not None else ()
+    return _annotated(verdict, changed, found.foreign_reason)
+
+
+def _annotated(j: Judgement, changed: tuple[str, ...], foreign: str | None) -> Judgement:
+    if j.status == NOT_COMPARED:
+        return j
+    reason = j.reason
+    if changed:
+        reason += "; changed since baseline: " + ", ".join(changed)
+    if foreign:
+        reason += f" [foreign baseline allowed: {foreign}]"
+    return replace(j, reason=reason, changed_since_baseline=changed)
+
+
+def run_with_confirmation(first: Sequence[BenchmarkResult],
+                          measure_more: Callable[[int], BenchmarkResult] | None,
+                          baseline_dir: Path | None, policy: GatePolicy = DEFAULT_POLICY,
+                          progress: Callable[[str], None] | None = None,
+                          exclude_session: str | None = None
+                          ) -> tuple[list[BenchmarkResult], GateReport]:
+    """:func:`evaluate` ``first``; when it calls a regression (end to end or a gated category)
+    on fewer than ``1 + policy.confirm_blocks`` blocks, measure the missing blocks right away
+    with ``measure_more(index)`` — ``index`` counts the blocks so far — and judge all blocks
+    together. One process in a bad state (on a shared VM, a 2-thread run that starts without
+    its parallelism) is outvoted by the median of the blocks; a real regression is in every
+    block. ``measure_more`` reports each block itself as it comes (an exception leaves the
+    blocks measured before with the caller); None measures nothing."""
+    blocks = list(first)
+    report = evaluate(blocks, baseline_dir, policy, exclude_session)
+    missing = 1 + policy.confirm_blocks - len(blocks)
+    # Instruction counts do not drift between processes: more time blocks cannot confirm them.
+    timed = [j for j in report.regressions if j.measure == TIME]
+    if not timed or measure_more is None or missing <= 0:
+        return blocks, report
+    if progress:
+        r = blocks[0]
+        what = ", ".join(f"{j.category or 'end to end'} {units.ratio(j.ratio.point)}"
+                         for j in timed if j.ratio)
+        progress(f"{r.model} {r.dtype} t{r.threads} {r.runner_name}: a regression is "
+                 f"suspected ({what}); measuring {missing} more block(s) to confirm it")
+    for _ in range(missing):
+        blocks.append(measure_more(len(blocks)))
+    report = evaluate(blocks, baseline_dir, policy, exclude_session)
+    return blocks, replace(report, confirmed=True)
+
+
+def junit_properties(judgement: Judgement) -> list[tuple[str, object]]:
+    """``record_property`` pairs, so CI systems show medians and ratios beside the test."""
+    pre = "sme2_gate" + (f"_{judgement.measure}" if judgement.measure != TIME else "") \
+        + (f"_{re.sub(r'[^A-Za-z0-9]+', '_', judgement.category)}"
+           if judgement.category else "")
+    props: list[tuple[str, object]] = [(f"{pre}_status", judgement.status)]
+    r = judgement.ratio
+    if r is not None:
+        props += [(f"{pre}_baseline_median", round(judgement.baseline_median or 0.0, 6)),
+                  (f"{pre}_current_median", round(judgement.current_median or 0.0, 6)),
+                  (f"{pre}_ratio", round(r.point, 4)), (f"{pre}_ratio_ci_low", round(r.low, 4)),
+                  (f"{pre}_ratio_ci_high", round(r.high, 4)),
+                  (f"{pre}_noise_floor_pct", round(judgement.noise_floor_pct or 0.0, 2)),
+                  (f"{pre}_baseline_sessions", judgement.baseline_sessions),
+                  (f"{pre}_current_blocks", judgement.current_blocks)]
+    if judgement.changed_since_baseline:
+        props.append((f"{pre}_changed_since_baseline",
+                      ", ".join(judgement.changed_since_baseline)))
+    props += [(f"{pre}_threshold_pct", judgement.threshold_pct),
+              (f"{pre}_reason", judgement.reason)]
+    return props

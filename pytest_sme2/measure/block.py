@@ -1,0 +1,299 @@
+"""One benchmark setting, end to end, usable without pytest:
+export (cached) -> device runs runner -> read ETDump -> latency statistics -> BlockResult."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable, Sequence
+
+import pandas as pd
+
+from pytest_sme2.analysis.categories import CategoryRule
+from pytest_sme2.analysis.latency import e2e_per_run
+from pytest_sme2.analysis.startup import load_source, memory_source, process_startup
+from pytest_sme2.analysis.summary import analyze
+from pytest_sme2.measure.comparison import Comparison, check_outputs, make_comparison
+from pytest_sme2.devices.base import Device
+from pytest_sme2.errors import Sme2Error
+from pytest_sme2.readers.etdump import read_etdump
+from pytest_sme2.readers.etrecord import read_etrecord
+from pytest_sme2.programs.export import export_model
+from pytest_sme2.measure.artifacts.csv import write_csvs
+from pytest_sme2.measure.artifacts.trace import write_trace
+from pytest_sme2.results import BlockResult, ProcessStartup, RunContext, Startup
+from pytest_sme2.analysis.runner_summary import parse_summary
+from pytest_sme2.runners.base import Runner, RunOutcome, RunRequest
+from pytest_sme2.measure.settings import MIN_BLOCKS, BenchSettings
+from pytest_sme2.stats import DEFAULT_MARGIN
+from pytest_sme2.readers.tensorfile import read_tensors
+from pytest_sme2.devices.thermal import hold
+
+__all__ = ["BenchSettings", "BenchmarkRun", "MeasuredProcess", "artifact_dir", "measure_process",
+           "run_benchmark", "run_comparison"]
+
+
+def artifact_dir(report_dir: Path, label: str) -> Path:
+    """A folder name any filesystem and shell accepts, derived from a test id."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", label).strip("_") or "benchmark"
+    if len(safe) > 120:  # cut, but kept apart from ids that differ only at the end (devices)
+        safe = f"{safe[:111]}-{hashlib.sha256(label.encode()).hexdigest()[:8]}"
+    return report_dir / "artifacts" / safe
+
+
+@dataclass
+class BenchmarkRun:
+    model: str
+    dtype: str = "fp32"
+    threads: int = 1
+    label: str = ""                 # pytest node id, or anything naming the benchmark
+    progress: Callable[[str], None] | None = field(default=None, repr=False)
+    block: int | None = None        # position in an interleaved comparison
+    save_outputs: bool = False      # keep the last run's outputs (runners that can)
+    # The operator category table (None: the built-in one);
+    # pytest_sme2.analysis.categories.category_rules
+    # gives the plugins' rules in front of the built-in ones.
+    rules: Sequence[CategoryRule] | None = field(default=None, repr=False)
+    # Entered around each measured process: the caller holds its own background work still
+    # there (a session stops the python runner's fork server while it is still importing).
+    measuring: Callable[[], AbstractContextManager[None]] | None = field(default=None,
+                                                                          repr=False)
+    # The sampled-kernels CSV of this benchmark's evidence process when one already ran (the
+    # later blocks of a comparison side share the first block's); None: sample if asked to.
+    kernel_sample: Path | None = None
+
+
+def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
+                  settings: BenchSettings) -> BlockResult:
+    if run.threads < 1:
+        raise Sme2Error(f"threads must be 1 or more, got {run.threads}")
+    exported = export_model(run.model, run.dtype, settings.cache_dir, settings.reexport,
+                            progress=run.progress)
+    label = _label(run, runner)
+    out = artifact_dir(settings.report_dir, label)
+    stem = runner.info.name if run.block is None else f"{runner.info.name}-block{run.block}"
+    tensor_files = runner.takes_tensor_files
+    request = RunRequest(pte=exported.pte, etdump=out / f"{stem}.etdump",
+                         threads=run.threads, runs=settings.runs, warmup=settings.warmup,
+                         inputs=exported.inputs if tensor_files else None,
+                         outputs=out / f"{stem}.outputs.bin"
+                         if run.save_outputs and tensor_files else None,
+                         timeout_s=settings.timeout_s)
+    # --sme2-cooldown: the block starts once the device is cool (or the hold gives up).
+    held = hold(device, settings.cooldown, run.progress) if settings.cooldown else None
+    before = device.thermal()    # Android zones; the host and QEMU have none (None)
+    with _measuring(run):
+        outcome = device.run(runner, request)
+    after = device.thermal()
+    _say_pushed(run, device, outcome.pushed)
+    facts = device.facts()
+    sample, sample_problem = _evidence(run, runner, device, settings, request, outcome.wall_s)
+    analysis = analyze(read_etdump(request.etdump), warmup=settings.warmup,
+                       source=str(request.etdump),
+                       etrecord=read_etrecord(exported.etrecord) if exported.has_etrecord
+                       else None,
+                       device_sme2=process_sme2(facts.sme2, runner.hwcap_mask),
+                       rules=run.rules, kernel_trace=outcome.kernel_trace,
+                       kernel_sample=sample)
+    if len(analysis.e2e_all) != request.executions:
+        raise Sme2Error(f"{request.etdump}: {len(analysis.e2e_all)} runs with Method::execute, "
+                        f"expected {request.executions} ({settings.warmup} warm-up + "
+                        f"{settings.runs} timed)")
+    summary = parse_summary(outcome.stdout)
+    emulated = facts.emulated
+    startup = Startup(
+        pte_bytes=exported.pte.stat().st_size,
+        processes=[process_startup(analysis.events, analysis.e2e_all, summary)],
+        load_source=load_source(analysis.events, summary),
+        memory_source=memory_source(summary, emulated))
+    # More cold loads for a benchmark's first block; a comparison's or confirmation's blocks
+    # are cold processes already. Emulated load times say nothing: one is enough there.
+    if run.block is None and not emulated:
+        for i in range(1, settings.loads):
+            try:
+                startup.processes.append(
+                    _cold_load(run, runner, device, request, out / f"{stem}.load{i}.etdump"))
+            except Sme2Error as e:   # the block is measured: keep it, say what is missing
+                startup.problem = f"load-only process {i} of {settings.loads - 1} failed: {e}"
+                if run.progress:
+                    run.progress(f"{label}: {startup.problem}")
+                break
+    # seed-compatible CSVs beside the ETDump; model_id as the kit names its files
+    write_csvs(analysis, out, stem, model_id=f"{run.model}_{run.dtype}_t{run.threads}_{stem}")
+    # The median timed run as a Chrome/Perfetto trace: one run's events, a few milliseconds.
+    trace = write_trace(analysis.events, out / f"{stem}.trace.json", warmup=settings.warmup,
+                        source=str(request.etdump), e2e=analysis.e2e_all)
+    return BlockResult(
+        nodeid=run.label, model=run.model, dtype=run.dtype, threads=run.threads,
+        runner=runner.info, device=replace(facts, spec=device.spec),
+        runs=settings.runs,
+        warmup=settings.warmup, e2e_ms=[round(float(v), 6) for v in analysis.timed_e2e],
+        e2e=analysis.e2e, etdump=str(request.etdump), pte=str(exported.pte),
+        export_key=exported.key, analysis=analysis.record(),
+        context=RunContext(thermal_before=before, thermal_after=after, block=run.block,
+                           outputs=str(request.outputs) if request.outputs else None,
+                           kernel_trace=str(outcome.kernel_trace) if outcome.kernel_trace
+                           else None, trace=str(trace), cooldown=held,
+                           kernel_sample=str(sample) if sample else None,
+                           sample_problem=sample_problem),
+        startup=startup,
+        # A user's .pte without an .etrecord: what the report cannot show, said with the result.
+        extra={"etrecord_missing": exported.meta["etrecord_missing"]}
+        if exported.meta.get("etrecord_missing") else {})
+
+
+# CPU time an evidence process aims to sample: at a 250 Hz kernel tick, ~125 samples.
+SAMPLE_CPU_S = 0.5
+MAX_SAMPLE_EXECUTIONS = 5000
+_ARM64_ABIS = ("arm64-v8a", "aarch64", "arm64")
+
+
+def wants_sample(mode: str, device: Device, runner: Runner) -> bool:
+    """Whether a benchmark gets an evidence process: ``on``, everywhere our preload library
+    runs in the runner's process; ``auto``, where SME2 can run (an Arm64 device that does not
+    report SME2 absent: sampling cannot change a verdict the hwcaps already settle)."""
+    if mode == "off" or not runner.preloads or not device.samples_kernels:
+        return False
+    facts = device.facts()
+    return mode == "on" or (facts.abi in _ARM64_ABIS and facts.sme2 is not False)
+
+
+def _label(run: BenchmarkRun, runner: Runner) -> str:
+    return run.label or f"{run.model}-{run.dtype}-t{run.threads}-{runner.info.name}"
+
+
+def _evidence(run: BenchmarkRun, runner: Runner, device: Device, settings: BenchSettings,
+              request: RunRequest, wall_s: float) -> tuple[Path | None, str | None]:
+    """The benchmark's sampled kernels (its own evidence process, or the one a comparison side
+    already ran; the CSV beside the block's ETDump) and, when sampling failed, why: the
+    measured block is kept either way."""
+    csv = request.etdump.with_suffix(".sampled.csv")
+    if run.kernel_sample is not None or run.block not in (None, 0) or not wants_sample(
+            settings.sample, device, runner):
+        return run.kernel_sample, None
+    try:
+        return _sample_kernels(run, runner, device, request, wall_s, csv), None
+    except Sme2Error as e:
+        problem = f"kernel sampling failed: {e}"
+        if run.progress:
+            run.progress(f"{_label(run, runner)}: {problem}")
+        return None, problem
+
+
+def _sample_kernels(run: BenchmarkRun, runner: Runner, device: Device, request: RunRequest,
+                    wall_s: float, csv: Path) -> Path:
+    """One evidence process (never a timed block: the timer signal perturbs what it
+    samples): as many executions as make about ``SAMPLE_CPU_S`` seconds, judged by the block
+    just measured (its wall time per execution, load included, so never too many)."""
+    per_execution = max(wall_s / max(request.executions, 1), 1e-6)
+    executions = min(MAX_SAMPLE_EXECUTIONS, max(1, math.ceil(SAMPLE_CPU_S / per_execution)))
+    one = replace(request, etdump=csv.with_name(csv.name.replace(".sampled.csv",
+                                                                ".sample.etdump")),
+                  runs=executions, warmup=0, outputs=None, kernel_sample=csv,
+                  timeout_s=max(request.timeout_s, 10 * wall_s))
+    outcome = device.run(runner, one)
+    if outcome.kernel_sample is None:
+        raise Sme2Error(f"device {device.spec} returned no kernel samples")
+    return outcome.kernel_sample
+
+
+def _say_pushed(run: BenchmarkRun, device: Device, pushed: tuple[int, int, float, int]) -> None:
+    files, size, seconds, present = pushed
+    if files and run.progress:
+        run.progress(f"{device.spec}: pushed {files} files ({size / 1e6:.1f} MB) in "
+                     f"{seconds:.1f} s; {present} already there")
+
+
+def _measuring(run: BenchmarkRun) -> AbstractContextManager[None]:
+    return run.measuring() if run.measuring else nullcontext()
+
+
+def _cold_load(run: BenchmarkRun, runner: Runner, device: Device, request: RunRequest,
+               etdump: Path) -> ProcessStartup:
+    """One load-only process (load, one execute): a cold load time and first inference."""
+    one = replace(request, etdump=etdump, runs=1, warmup=0, outputs=None)
+    return measure_process(runner, device, one, run.measuring).startup
+
+
+@dataclass(frozen=True)
+class MeasuredProcess:
+    """One runner process read back: its outcome, its ETDump's events, Method::execute ms per
+    run (warm-up runs included) and its start-up (load, first inference, memory)."""
+
+    outcome: RunOutcome
+    events: pd.DataFrame
+    e2e_all: pd.Series
+    startup: ProcessStartup
+
+
+def measure_process(runner: Runner, device: Device, request: RunRequest,
+                    measuring: Callable[[], AbstractContextManager[None]] | None = None
+                    ) -> MeasuredProcess:
+    """Run ``request`` once on ``device`` (inside ``measuring``, see :class:`BenchmarkRun`)
+    and read its ETDump: a load-only process here, ``pytest-sme2 run`` on the command line."""
+    with measuring() if measuring else nullcontext():
+        outcome = device.run(runner, request)
+    events = read_etdump(request.etdump)
+    e2e_all = e2e_per_run(events, source=str(request.etdump))
+    return MeasuredProcess(outcome, events, e2e_all,
+                           process_startup(events, e2e_all, parse_summary(outcome.stdout)))
+
+
+def process_sme2(device_sme2: bool | None, hwcap_mask: str | None) -> bool | None:
+    """SME2 as the runner's process saw it: every mask hides SME2, whatever the device has."""
+    return False if hwcap_mask else device_sme2
+
+
+@dataclass(frozen=True)
+class Interleaving:
+    """How a comparison's pairs are taken: ``blocks`` pairs at least, then while
+    ``more(base_blocks, candidate_blocks)`` asks for another (--sme2-precision); ``on_block``
+    receives every block's result as soon as it is measured; ``margin``: the speedup's
+    practical-equivalence margin."""
+
+    blocks: int = MIN_BLOCKS
+    margin: float = DEFAULT_MARGIN
+    on_block: Callable[[BlockResult], None] | None = None
+    more: Callable[[list[BlockResult], list[BlockResult]], bool] | None = None
+
+
+def run_comparison(run: BenchmarkRun, base: Runner, candidate: Runner, device: Device,
+                   settings: BenchSettings, plan: Interleaving = Interleaving()) -> Comparison:
+    """Run ``base`` and ``candidate`` in interleaved blocks on one device — pairs in ABBA order
+    (AB, BA, AB, ...) so neither side always runs first — and compare them (``plan``: how
+    many pairs, and who is told of each block)."""
+    blocks, more, on_block = plan.blocks, plan.more, plan.on_block
+    if blocks < 2:
+        raise Sme2Error(f"a comparison needs at least 2 blocks per side, got {blocks}")
+    if base.info.name == candidate.info.name:
+        raise Sme2Error(f"compare needs two different runners, got {base.info.name!r} twice")
+    results: dict[str, list[BlockResult]] = {base.info.name: [], candidate.info.name: []}
+    label = run.label or f"{run.model}-{run.dtype}-t{run.threads}"
+    samples: dict[str, Path | None] = {}     # each side's evidence process, run once
+    i = 0
+    while i < blocks or (more is not None and more(results[base.info.name],
+                                                   results[candidate.info.name])):
+        order = (base, candidate) if i % 2 == 0 else (candidate, base)
+        for runner in order:
+            block_run = replace(run, label=f"{label}[{runner.info.name}#{i}]", block=i,
+                                save_outputs=(i == 0),
+                                kernel_sample=samples.get(runner.info.name))
+            result = run_benchmark(block_run, runner, device, settings)
+            sampled = result.context.kernel_sample
+            samples.setdefault(runner.info.name, Path(sampled) if sampled else None)
+            # --sme2-reexport means one fresh export per comparison, not one per block.
+            settings = replace(settings, reexport=False)
+            results[runner.info.name].append(result)
+            if on_block:
+                on_block(result)
+        i += 1
+    a, b = results[base.info.name], results[candidate.info.name]
+    outputs = None
+    if a[0].context.outputs and b[0].context.outputs:
+        outputs = check_outputs(read_tensors(Path(a[0].context.outputs)),
+                                read_tensors(Path(b[0].context.outputs)), run.dtype)
+    return make_comparison(a, b, outputs, plan.margin, nodeid=label)

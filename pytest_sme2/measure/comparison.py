@@ -1,0 +1,131 @@
+"""Comparing two settings (SME2-off vs SME2-on, python vs native, ...) measured in interleaved
+blocks on the same device: speed-up with a confidence interval, per-category speed-ups, output
+equivalence and a verdict. Pure functions over results; running the blocks is bench.py's job."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pytest_sme2.errors import Sme2Error
+from pytest_sme2.results import BlockResult, ComparisonRecord, Judgement, OutputCheck, pool
+from pytest_sme2.stats import DEFAULT_MARGIN
+from pytest_sme2.stats import FASTER, SAME, SLOWER, Interval, paired_ratio  # noqa: F401
+from pytest_sme2.stats import verdict as speedup_verdict
+
+EMULATED_NOTE = " (emulated CPU: timings say nothing about speed)"
+# Largest |a - b| between two runners' outputs of one program, relative to max |a|. fp16: two
+# kernel families accumulate differently (KleidiAI SME2 fp16 kernels vs XNNPACK's NEON fp16
+# ones), and over MobileNetV3's ~50 layers they drifted 1.3% apart while each was 2.0-2.2% from
+# the fp32 eager result (QEMU, benchmarks/scripts/emulated_sme2.py): a difference within fp16's
+# own error is not a wrong result.
+# "pte": a user's program, whose precision we do not know: the loosest of the others.
+OUTPUT_TOLERANCE = {"fp32": 1e-4, "fp16": 3e-2, "int8": 0.05, "int8_dynamic": 0.05, "pte": 0.05}
+
+
+@dataclass(repr=False)
+class Comparison:
+    """``speedup`` is base time / candidate time: above 1 means the candidate is faster.
+
+    Typical use: ``cmp = compare("sme2_off", "sme2_on"); assert cmp.speedup.low >= 1.5``."""
+
+    model: str
+    dtype: str
+    threads: int
+    base: str                               # runner names
+    candidate: str
+    base_blocks: list[BlockResult]
+    candidate_blocks: list[BlockResult]
+    speedup: Interval
+    category_speedups: dict[str, Interval | None]
+    outputs: OutputCheck | None
+    verdict: str
+    margin: float = DEFAULT_MARGIN
+    nodeid: str = ""                        # the test that compared
+    baselines: dict[str, Judgement] | None = None   # the gate's verdict per runner
+
+    @property
+    def emulated(self) -> bool:
+        """Measured on an emulated CPU: its timings say nothing about speed."""
+        return self.base_blocks[0].emulated
+
+    @property
+    def base_median_ms(self) -> float:
+        return pool(self.base_blocks).median_ms
+
+    @property
+    def candidate_median_ms(self) -> float:
+        return pool(self.candidate_blocks).median_ms
+
+    def __str__(self) -> str:
+        return (f"{self.candidate} vs {self.base} on {self.model} {self.dtype} t{self.threads}: "
+                f"speed-up {self.speedup} ({len(self.base_blocks)} interleaved blocks each; "
+                f"medians {self.base_median_ms:.3f} -> {self.candidate_median_ms:.3f} ms): "
+                f"{self.verdict}" + (EMULATED_NOTE if self.emulated else ""))
+
+    def __repr__(self) -> str:  # assertion messages show this: numbers, not block objects
+        return f"Comparison({self})"
+
+    def record(self) -> ComparisonRecord:
+        """What results.json keeps of it: the figures and the blocks' node ids."""
+        return ComparisonRecord(
+            model=self.model, dtype=self.dtype, threads=self.threads, base=self.base,
+            candidate=self.candidate, base_median_ms=self.base_median_ms,
+            candidate_median_ms=self.candidate_median_ms, speedup=self.speedup,
+            category_speedups=dict(self.category_speedups), outputs=self.outputs,
+            verdict=self.verdict, margin=self.margin, emulated=self.emulated,
+            base_block_medians_ms=[r.e2e.median_ms for r in self.base_blocks],
+            candidate_block_medians_ms=[r.e2e.median_ms for r in self.candidate_blocks],
+            base_blocks=[r.nodeid for r in self.base_blocks],
+            candidate_blocks=[r.nodeid for r in self.candidate_blocks],
+            nodeid=self.nodeid, baselines=self.baselines)
+
+    def to_json(self) -> dict:
+        return self.record().to_json()
+
+
+def verdict(speedup: Interval, margin: float = DEFAULT_MARGIN) -> str:
+    """Faster or slower only when the whole interval clears the noise margin (the rule lives
+    in :func:`pytest_sme2.stats.verdict`; this gives the session's default margin)."""
+    return speedup_verdict(speedup, margin)
+
+
+def category_speedups(base: list[BlockResult], candidate: list[BlockResult]
+                      ) -> dict[str, Interval | None]:
+    """Per category, the paired-block speed-up of its mean ms per run; None where a category
+    took no time on either side in some block (no ratio to form)."""
+    cats = list(dict.fromkeys(c for r in base + candidate for c in r.categories_ms))
+    out: dict[str, Interval | None] = {}
+    for cat in cats:
+        a = [r.categories_ms.get(cat, 0.0) for r in base]
+        b = [r.categories_ms.get(cat, 0.0) for r in candidate]
+        out[cat] = paired_ratio(a, b) if min(a + b) > 0 else None
+    return out
+
+
+def check_outputs(a: list[np.ndarray], b: list[np.ndarray], dtype: str) -> OutputCheck:
+    if len(a) != len(b) or any(x.shape != y.shape for x, y in zip(a, b)):
+        return OutputCheck(float("inf"), OUTPUT_TOLERANCE.get(dtype, 1e-4), False, float("inf"))
+    diff = max((float(np.max(np.abs(x.astype(np.float64) - y.astype(np.float64))))
+                for x, y in zip(a, b) if x.size), default=0.0)
+    scale = max((float(np.max(np.abs(x.astype(np.float64)))) for x in a if x.size), default=0.0)
+    tol = OUTPUT_TOLERANCE.get(dtype, 1e-4) * max(scale, 1e-12)
+    return OutputCheck(diff, tol, diff <= tol, diff / max(scale, 1e-12))
+
+
+def make_comparison(base_blocks: list[BlockResult], candidate_blocks: list[BlockResult],
+                    outputs: OutputCheck | None = None, margin: float = DEFAULT_MARGIN,
+                    nodeid: str = "") -> Comparison:
+    if len(base_blocks) != len(candidate_blocks) or len(base_blocks) < 2:
+        raise Sme2Error(f"a comparison needs the same number (>= 2) of blocks on each side, got "
+                        f"{len(base_blocks)} and {len(candidate_blocks)}")
+    first = base_blocks[0]
+    speedup = paired_ratio([r.e2e.median_ms for r in base_blocks],
+                           [r.e2e.median_ms for r in candidate_blocks])
+    return Comparison(
+        model=first.model, dtype=first.dtype, threads=first.threads,
+        base=first.runner_name, candidate=candidate_blocks[0].runner_name,
+        base_blocks=base_blocks, candidate_blocks=candidate_blocks, speedup=speedup,
+        category_speedups=category_speedups(base_blocks, candidate_blocks),
+        outputs=outputs, verdict=verdict(speedup, margin), margin=margin, nodeid=nodeid)

@@ -1,0 +1,92 @@
+"""The benchmark matrix: models x dtypes x threads (x devices, when a session has several),
+with readable ids (``mobilenet_v3_small-fp16-t1``, ``...-t1-android:R5CX``) that ``-k`` can
+filter. Configured by --sme2-models, --sme2-dtypes, --sme2-threads, --device or their ini
+keys."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Sequence
+
+from pytest_sme2.errors import Sme2Error
+from pytest_sme2.programs.export import DTYPES
+from pytest_sme2.programs.spec import AS_EXPORTED, LibrarySpec, is_library, is_pte, model_label
+
+DEFAULT_MODELS = ("toy_cnn", "mobilenet_v3_small", "vit_tiny")
+DEFAULT_DTYPES = ("fp32", "fp16", "int8")
+DEFAULT_THREADS = (1, 2)
+
+
+@dataclass(frozen=True)
+class Case:
+    model: str
+    dtype: str
+    threads: int
+    device: str | None = None       # the --device spec it runs on (set by with_devices)
+
+    @property
+    def id(self) -> str:
+        """The id without the device: a session on one device keeps the ids it always had. A
+        .pte has no dtype axis: ``m.pte-t1``."""
+        if self.dtype == AS_EXPORTED:
+            return f"{model_label(self.model)}-t{self.threads}"
+        return f"{model_label(self.model)}-{self.dtype}-t{self.threads}"
+
+    @property
+    def device_id(self) -> str:
+        return f"{self.id}-{self.device}" if self.device else self.id
+
+
+def with_devices(cases: list[Case], devices: Sequence[str]) -> list[Case]:
+    """Every case on every device, device by device (without xdist they run in this order:
+    one device after another)."""
+    return [replace(c, device=d) for d in devices for c in cases]
+
+
+def split_list(text: str) -> list[str]:
+    """Comma- or line-separated items; a comma inside brackets belongs to its item (a library
+    model's list override: ``transformers:MobileViTModel?hidden_sizes=[32,48,64]``)."""
+    items, depth, current = [], 0, []
+    for ch in text.replace("\n", ","):
+        depth += (ch in "[(") - (ch in "])" and depth > 0)
+        if ch == "," and depth == 0:
+            items.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+    items.append("".join(current))
+    return [p.strip() for p in items if p.strip()]
+
+
+def parse_threads(text: str) -> tuple[int, ...]:
+    out = []
+    for item in split_list(text):
+        try:
+            n = int(item)
+        except ValueError:
+            raise Sme2Error(f"--sme2-threads: {item!r} is not a whole number") from None
+        if n < 1:
+            raise Sme2Error(f"--sme2-threads: {n} threads; give 1 or more")
+        out.append(n)
+    return tuple(dict.fromkeys(out))
+
+
+def build_matrix(models: list[str], dtypes: list[str], threads: tuple[int, ...]) -> list[Case]:
+    """Validate names up front: a typo should stop the session with one line, not fail every
+    benchmark. A .pte is not opened here: a missing or bad file fails its own benchmarks (one
+    line each) and the others go on."""
+    from pytest_sme2.programs.registry import get_model
+
+    for m in models:
+        if is_library(m):
+            LibrarySpec.parse(m)
+        elif not is_pte(m):
+            get_model(m)  # raises UnknownModelError listing registered names
+    for d in dtypes:
+        if d not in DTYPES:
+            raise Sme2Error(f"--sme2-dtypes: unknown dtype {d!r}; choose from {', '.join(DTYPES)}")
+    if not models or not dtypes or not threads:
+        raise Sme2Error("the benchmark matrix is empty: give at least one model, dtype and "
+                        "thread count")
+    return [Case(m, d, t) for m in dict.fromkeys(models)
+            for d in ((AS_EXPORTED,) if is_pte(m) else dict.fromkeys(dtypes)) for t in threads]

@@ -1,0 +1,31 @@
+"""Session-wide benchmark settings: a module of its own, so the pytest plugin can read its
+options without importing the analysis stack (pandas) into every pytest run. Option values are
+checked where they are read (:func:`pytest_sme2.measure.config.config_from_options`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_sme2.devices.thermal import CooldownPolicy
+
+MIN_BLOCKS = 5                # interleaved blocks per side in a comparison
+# Cold loads per benchmark (--sme2-loads): the block's own process and load-only processes
+# (load + one execute each), so load time and first inference are medians, not one process.
+DEFAULT_LOADS = 3
+
+
+@dataclass(frozen=True)
+class BenchSettings:
+    """How each benchmark is measured (from pytest options, or given directly by library
+    users)."""
+
+    runs: int = 30
+    warmup: int = 3
+    report_dir: Path = Path("sme2-report")
+    cache_dir: Path | None = None
+    reexport: bool = False
+    timeout_s: float = 600.0
+    loads: int = DEFAULT_LOADS
+    cooldown: CooldownPolicy | None = None   # --sme2-cooldown: hold each block until cool
+    sample: str = "auto"      # --sme2-sample: an evidence process sampling kernels (auto|on|off)

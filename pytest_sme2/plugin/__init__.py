@@ -1,0 +1,211 @@
+"""pytest glue, hooks only: options, the session's lifecycle, collection (the benchmark matrix,
+runners declared ahead), xdist wiring. What a test touches is :mod:`pytest_sme2.plugin.fixtures`;
+the process that reports, :mod:`pytest_sme2.plugin.collector`; the benchmark itself,
+:mod:`pytest_sme2.measure.benchmark`; what the session costs, :mod:`pytest_sme2.measure.cost`.
+This module is the ``pytest11`` entry point: the fixtures are found here because it imports
+them."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from pytest_sme2.measure import cost as session_cost
+from pytest_sme2.runners.spec import runner_kinds
+from pytest_sme2.plugin.collector import COLLECTOR_NAME, Collector, is_xdist_worker, write_live
+from pytest_sme2.measure.config import (FLAGS, OPTIONS, REPEATABLE, RUNNERS_DEST, RUNNERS_INI,
+                                        BaseDirs, Sme2Config, config_from_options)
+from pytest_sme2.devices.registry import check_only_device, resolve_devices
+from pytest_sme2.analysis.categories import category_rules
+from pytest_sme2.errors import Sme2Error
+from pytest_sme2.plugin.fixtures import (  # noqa: F401 - pytest finds the fixtures here
+    SESSION_KEY, item_device, session_devices, sme2_bench, sme2_capable_device, sme2_compare,
+    sme2_device, sme2_device_spec, sme2_emulated, sme2_min_speedup, sme2_model, sme2_off, sme2_on,
+    sme2_runners, sme2_session, sme2_settings)
+from pytest_sme2.measure.matrix import Case, build_matrix, with_devices
+from pytest_sme2.report.outputs import warm_up
+from pytest_sme2.measure.session import BenchSession
+
+MATRIX_KEY = pytest.StashKey[list[Case]]()
+NOTES_KEY = pytest.StashKey[list[str]]()      # header lines: devices left out, --dist chosen
+
+
+def __getattr__(name: str) -> Any:
+    """Names that moved, still importable from here: ``junit_properties`` lives with the gate
+    (importing it here would load numpy in every pytest run)."""
+    if name == "junit_properties":
+        from pytest_sme2.gate.rule import junit_properties
+
+        return junit_properties
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """The hooks plugins and conftest.py files implement: :mod:`pytest_sme2.hookspec`."""
+    from pytest_sme2 import hookspec
+
+    pluginmanager.add_hookspecs(hookspec)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("sme2", "pytest-sme2 benchmarking")
+    for dest, option in OPTIONS.items():
+        flag = "--" + dest.replace("_", "-")
+        group.addoption(flag, dest=dest, default=None, help=f"{option.help} [ini: {option.ini}]",
+                        **({"action": "append"} if dest in REPEATABLE else {}))
+        parser.addini(option.ini, option.help, default=option.default)
+    for dest, help_text in FLAGS.items():
+        group.addoption("--" + dest.replace("_", "-"), dest=dest, action="store_true",
+                        default=False, help=help_text)
+    group.addoption("--runner", dest=RUNNERS_DEST, action="append", default=[],
+                    metavar="NAME=SPEC",
+                    help="add a runner: NAME=python, NAME=native or NAME=/path/to/executor_runner"
+                         f"[,libs=DIR][,label=value...] (repeatable) [ini: {RUNNERS_INI}]")
+    parser.addini(RUNNERS_INI, "runner specs, one per line (see --runner)", type="linelist",
+                  default=[])
+
+
+def _config(config: pytest.Config) -> Sme2Config:
+    """The session's configuration from pytest's option and ini values (one usage error)."""
+    values = {dest: config.getoption(dest) for dest in (*OPTIONS, *FLAGS, RUNNERS_DEST)}
+    ini = {name: config.getini(name) for name in (*(o.ini for o in OPTIONS.values()),
+                                                   RUNNERS_INI)}
+    try:
+        cfg = config_from_options(values, ini,
+                                  BaseDirs(config.invocation_params.dir, config.rootpath),
+                                  runner_kinds(config.hook), category_rules(config.hook))
+        if cfg.measure == "instructions" and "host" in cfg.devices:
+            from pytest_sme2.instructions.count import find_valgrind
+
+            find_valgrind()   # missing or too old: one line naming the package, up front
+        return cfg
+    except Sme2Error as e:
+        raise pytest.UsageError(str(e)) from None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    # A config's cleanups run last in, first out: one added before any plugin's configure runs
+    # after pytest's own end-of-session garbage collections, which the session's frozen
+    # objects (BenchSession.prepare) spared a walk of the whole heap.
+    config.add_cleanup(lambda: _release_session(config))
+
+
+def _release_session(config: pytest.Config) -> None:
+    session = config.stash.get(SESSION_KEY, None)
+    if session is not None:
+        session.release()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "sme2(threads=[...], runners=[...]): a pytest-sme2 "
+                            "benchmark; threads= filters its matrix cases, runners= names the "
+                            "runners it uses so the session prepares them before measuring")
+    cfg = _config(config)
+    config.stash[NOTES_KEY] = []
+    if is_xdist_worker(config):   # the controller's list: every worker collects the same ids
+        from pytest_sme2.plugin.scheduling import configure_worker
+
+        devices = configure_worker(config, item_device) or cfg.devices
+    else:
+        devices = _resolve_devices(config, cfg)
+    if cfg.history and cfg.history_baseline:   # the gate reads the store's last sessions
+        from pytest_sme2.history.baselines import baseline_dir_from_store
+
+        folder, note = baseline_dir_from_store(cfg.history, cfg.history_baseline,
+                                               cfg.settings.report_dir)
+        config.stash[NOTES_KEY].append(note)
+        cfg = replace(cfg, baseline_dir=folder or cfg.baseline_dir)
+    session = config.stash[SESSION_KEY] = BenchSession(cfg, hook=config.hook, devices=devices,
+                                                       warm_ups=(warm_up,))
+    if not is_xdist_worker(config):
+        config.pluginmanager.register(Collector(config, session), COLLECTOR_NAME)
+
+
+def _resolve_devices(config: pytest.Config, cfg: Sme2Config) -> tuple[str, ...]:
+    """``android:*`` expanded, once, on the process that schedules (one usage error)."""
+    try:
+        devices, notes = resolve_devices(cfg.devices)
+        check_only_device(devices)
+    except Sme2Error as e:
+        raise pytest.UsageError(str(e)) from None
+    config.stash[NOTES_KEY].extend(f"sme2: {n}" for n in notes)
+    if config.pluginmanager.hasplugin("xdist"):
+        from pytest_sme2.plugin.scheduling import configure_controller
+
+        config.stash[NOTES_KEY].extend(configure_controller(config, devices))
+    return devices
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    session = config.stash.get(SESSION_KEY, None)
+    lines = list(config.stash.get(NOTES_KEY, []))
+    if session is not None and session.devices and len(session.devices) > 1:
+        lines.insert(0, f"sme2: {len(session.devices)} devices: {', '.join(session.devices)}")
+    return lines
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # After conftest files had their say (they may register models), check the matrix: a typo
+    # in --sme2-models stops the session with one line instead of failing every benchmark.
+    _matrix(session.config)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Runners the collected benchmarks declare (``@pytest.mark.sme2(runners=[...])``) are
+    prepared before the first measurement instead of in the middle of the session (the python
+    runner's fork server imports torch: seconds). Not on pytest-xdist workers: each collects
+    every test, and a worker measuring on the host must not share the CPU with the import."""
+    if is_xdist_worker(session.config):
+        return
+    declared = {name for item in session.items
+                for marker in item.iter_markers("sme2")
+                for name in marker.kwargs.get("runners", ())}
+    if declared:
+        cases = [case for item in session.items
+                 if isinstance(case := getattr(getattr(item, "callspec", None), "params",
+                                               {}).get("sme2_case"), Case)]
+        session.config.stash[SESSION_KEY].start_ahead(
+            declared, [(c.model, c.dtype) for c in cases])
+
+
+def _matrix(config: pytest.Config) -> list[Case]:
+    if MATRIX_KEY not in config.stash:
+        try:
+            cfg = config.stash[SESSION_KEY].config
+            config.stash[MATRIX_KEY] = build_matrix(list(cfg.models), list(cfg.dtypes),
+                                                    cfg.threads)
+        except Sme2Error as e:
+            raise pytest.UsageError(str(e)) from None
+    return config.stash[MATRIX_KEY]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Any test asking for ``sme2_case`` runs once per matrix case — on each device, when the
+    session has several (ids gain ``-<device>``); any other test that uses a device runs once
+    per device then."""
+    devices = session_devices(metafunc.config)
+    if "sme2_case" in metafunc.fixturenames:
+        cases = _matrix(metafunc.config)
+        marker = metafunc.definition.get_closest_marker("sme2")
+        if marker and "threads" in marker.kwargs:  # e.g. @pytest.mark.sme2(threads=[1])
+            keep = set(marker.kwargs["threads"])
+            cases = [c for c in cases if c.threads in keep]
+        cases = with_devices(cases, devices)
+        metafunc.parametrize("sme2_case", cases,
+                             ids=[c.device_id if len(devices) > 1 else c.id for c in cases])
+    elif len(devices) > 1 and "sme2_device_spec" in metafunc.fixturenames:
+        metafunc.parametrize("sme2_device_spec", devices, ids=list(devices))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    # Every process (each xdist worker included) removes what it left on its device.
+    bench_session = session.config.stash.get(SESSION_KEY, None)
+    if bench_session is not None:
+        try:
+            bench_session.close()
+        except Sme2Error as e:
+            write_live(session.config, f"sme2: cleanup: {e}")
+    session_cost.skip_idle_hypothesis_summary(session.config)

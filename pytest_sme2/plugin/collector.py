@@ -1,0 +1,159 @@
+"""The process that reports (the xdist controller, or the only one): results arrive on test
+reports — from every worker alike — and go into the session; live lines, the progress lines,
+the saved baselines and the summary table at the end go to the terminal."""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from typing import TYPE_CHECKING
+
+import pytest
+
+from pytest_sme2.measure import cost as session_cost
+from pytest_sme2.report.outputs import write_reports
+from pytest_sme2.errors import Sme2Error
+from pytest_sme2.plugin.progress import SessionProgress
+
+if TYPE_CHECKING:
+    from pytest_sme2.measure.session import BenchSession
+
+COLLECTOR_NAME = "sme2-collector"
+BENCH_FIXTURES = ("sme2_bench", "sme2_compare")   # a test using one is a benchmark case
+RESULT_PROPERTY = "sme2_result"                   # a block, on its test's report
+COMPARISON_PROPERTY = "sme2_comparison"           # a comparison, on its test's report
+
+
+def is_xdist_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def write_live(config: pytest.Config, line: str) -> None:
+    """Write to the terminal now, even while output capture is on."""
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    if tr is None or is_xdist_worker(config):
+        return
+    capman = config.pluginmanager.get_plugin("capturemanager")
+    with capman.global_and_fixture_disabled() if capman else nullcontext():
+        if tr._tw.width_of_current_line:  # after progress dots: start a fresh line
+            tr._tw.line()
+        tr.write_line(line)
+
+
+def block_done(config: pytest.Config, block: int, blocks: int | None = None) -> None:
+    """A progress line after a block, when one is due (pytest_sme2.plugin.progress); none on an
+    xdist worker, which has no collector."""
+    collector = config.pluginmanager.get_plugin(COLLECTOR_NAME)
+    tracker = collector.progress if collector is not None else None
+    line = tracker.block_done(block, blocks) if tracker is not None else None
+    if line:
+        write_live(config, f"sme2: {line}")
+
+
+class Collector:
+    """Registered as :data:`COLLECTOR_NAME` on the process that reports, only there."""
+
+    def __init__(self, config: pytest.Config, session: BenchSession):
+        self.config = config
+        self.session = session
+        self.cases: set[str] = set()        # node ids of the benchmark cases
+        self.progress: SessionProgress | None = None
+        self.cooldown_told = False          # "--sme2-cooldown cannot be applied": said once
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Count the benchmark cases for the progress lines (pytest_sme2.plugin.progress). Under
+        pytest-xdist the controller collects nothing and workers print no live lines: none."""
+        from pytest_sme2.plugin import progress
+
+        self.cases = {item.nodeid for item in session.items
+                      if any(f in getattr(item, "fixturenames", ()) for f in BENCH_FIXTURES)}
+        every = progress.interval(self.session.config.progress, self.config.option.verbose)
+        if self.cases and every is not None:
+            self.progress = SessionProgress(len(self.cases), every, clock=progress.clock)
+
+    def pytest_runtest_logstart(self, nodeid: str) -> None:
+        if self.progress is not None and nodeid in self.cases:
+            line = self.progress.case_started(nodeid.split("::")[-1])
+            if line:
+                write_live(self.config, f"sme2: {line}")
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        ours = [(name, value) for name, value in report.user_properties
+                if name in (RESULT_PROPERTY, COMPARISON_PROPERTY)]
+        if report.when != "call" or not ours:
+            return  # a test that measured nothing costs no import of the measuring stack
+        for name, value in ours:
+            if name == RESULT_PROPERTY:
+                self._add_block(value)
+            else:
+                self._add_comparison(value)
+        self.session.write()        # once per test, however many blocks it measured
+
+    def _add_block(self, value: dict) -> None:
+        from pytest_sme2.report.terminal import benchmark_line, cooldown_lines
+        from pytest_sme2.results import BlockResult
+
+        result = BlockResult.from_json(value)
+        self.session.add(result, write=False)
+        if result.block is None:
+            several = len(self.session.devices or ()) > 1
+            write_live(self.config, benchmark_line(result, device=several))
+        for line in cooldown_lines(result, told=self.cooldown_told):
+            write_live(self.config, line)
+        held = result.context.cooldown
+        self.cooldown_told |= held is not None and not held.applied
+
+    def _add_comparison(self, value: dict) -> None:
+        from pytest_sme2.report.terminal import comparison_line
+        from pytest_sme2.results import ComparisonRecord
+
+        record = ComparisonRecord.from_json(value)
+        self.session.add_comparison(record, write=False)
+        write_live(self.config, comparison_line(record, self._device_of(record)))
+
+    def _device_of(self, record) -> str | None:
+        """The device a comparison ran on, in a session on several (its blocks say)."""
+        if len(self.session.devices or ()) < 2:
+            return None
+        blocks = set(record.base_blocks)
+        return next((r.device_label for r in self.session.results if r.nodeid in blocks), None)
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if not self.session.config.save_baseline or not self.session.results:
+            return
+        if exitstatus == pytest.ExitCode.INTERRUPTED:
+            write_live(self.config, "sme2: interrupted: no baseline saved from a partial session")
+            return
+        try:
+            saved = self.session.save_baselines()
+        except Sme2Error as e:
+            write_live(self.config, f"sme2: {e}")
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            return
+        write_live(self.config, f"sme2: saved {len(saved)} baseline(s) in "
+                                f"{self.session.config.baseline_dir}")
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if not self.session.results:
+            return
+        from pytest_sme2.report.terminal import summary_table
+
+        terminalreporter.section("pytest-sme2 summary")
+        for line in summary_table(self.session.results, self.session.comparisons):
+            terminalreporter.write_line(line)
+        try:
+            written = write_reports(self.session)
+        except Sme2Error as e:
+            terminalreporter.write_line(f"sme2: {e}", red=True)
+            written = [self.session.results_path]
+        except KeyboardInterrupt:
+            terminalreporter.write_line(f"sme2: interrupted while writing report.md; "
+                                        f"{self.session.results_path} is complete", red=True)
+            return
+        for path in written:
+            terminalreporter.write_line(f"wrote {path}")
+        if self.session.config.history:
+            from pytest_sme2.history.recording import record_session
+
+            line, ok = record_session(self.session.config.history, self.session.results_path)
+            terminalreporter.write_line(line, red=not ok)
+        session_cost.skip_exit_collection()

@@ -1,0 +1,45 @@
+"""What an export leaves, as the benchmark loop sees it: the folder's file names and the
+:class:`ExportedModel` record, for our own exports (:mod:`.export`) and a user's ``.pte``
+(:mod:`.pte_model`) alike."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_sme2.errors import Sme2Error
+
+PTE, ETRECORD, INPUTS, META = "model.pte", "model.etrecord", "inputs.bin", "meta.json"
+
+
+class ExportError(Sme2Error):
+    pass
+
+
+@dataclass(frozen=True)
+class ExportedModel:
+    model: str
+    dtype: str
+    key: str
+    folder: Path
+    meta: dict
+    # A user's .pte (pytest_sme2.programs.pte) stays where it is: only its inputs and metadata
+    # live in the cache folder. None: our own export, whose files are all in the folder.
+    program_file: Path | None = None
+    etrecord_file: Path | None = None
+
+    @property
+    def pte(self) -> Path:
+        return self.program_file or self.folder / PTE
+
+    @property
+    def etrecord(self) -> Path:
+        return self.etrecord_file or self.folder / ETRECORD
+
+    @property
+    def has_etrecord(self) -> bool:
+        return self.etrecord.is_file()
+
+    @property
+    def inputs(self) -> Path:
+        return self.folder / INPUTS
