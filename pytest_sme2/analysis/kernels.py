@@ -20,8 +20,9 @@ results.json stores, and never claims more than the strongest source shows.
 ``operator_kernel_hints`` pairs GEMM operators with the executed kernels of their datatype.
 
 ``kernels_frame`` gives our columns of the ``kernels.csv`` table, one row per distinct kernel
-(``pytest_sme2.measure.artifacts.csv`` puts the seed kit's columns, from :func:`kernel_name_fields` and
-:func:`xnntrace_counts`, in front of them; docs/reference/csv-files.md):
+(``pytest_sme2.measure.artifacts.csv`` puts the seed kit's columns, from
+:func:`kernel_name_fields` and :func:`xnntrace_counts`, in front of them;
+docs/reference/csv-files.md):
 
 ==============  ============================================================================
 ``name``        micro-kernel function name, e.g. ``xnn_pf32_gemm_minmax_ukernel_32x32__neonsme2``
