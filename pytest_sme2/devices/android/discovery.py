@@ -44,6 +44,33 @@ def _server_address(parsed: AndroidSpec) -> tuple[str, int]:
     return host, port
 
 
+def _unreachable(host: str, port: int) -> str | None:
+    """Why the adb server at ``host:port`` does not accept a connection; None when it does
+    (the probe's socket is closed either way)."""
+    try:
+        socket.create_connection((host, port), timeout=3).close()
+    except OSError as e:
+        return e.strerror or str(e)
+    return None
+
+
+def _start_local_server(host: str, port: int) -> None:
+    """``adb start-server`` on ``port``, quietly (its "daemon started" lines are noise);
+    DeviceError with adb's own last line when it cannot."""
+    try:
+        res = subprocess.run([adbutils.adb_path(), "-P", str(port), "start-server"],
+                             capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                             timeout=20)
+    except (OSError, subprocess.SubprocessError) as e:
+        raise DeviceError(f"cannot start the adb server on port {port} ({e}); is adb installed "
+                          "and working (`adb devices`)?") from None
+    if res.returncode != 0 or _unreachable(host, port) is not None:
+        said = (res.stderr.strip() or res.stdout.strip()).splitlines()
+        raise DeviceError(f"cannot start the adb server at {host}:{port}"
+                          + (f" ({said[-1]})" if said else "")
+                          + "; is adb installed and working (`adb devices`)?")
+
+
 ALL = "*"                               # android:* — every authorised device of a server
 
 
@@ -51,14 +78,16 @@ def _list_server(parsed: AndroidSpec
                  ) -> tuple[adbutils.AdbClient, dict[str, str]]:
     """The adb server ``parsed`` names and its devices (serial -> state)."""
     host, port = _server_address(parsed)
-    if parsed.host is not None:
-        # adbutils starts a LOCAL server when it cannot connect: probe a remote one first.
-        try:
-            socket.create_connection((host, port), timeout=3).close()
-        except OSError as e:
-            raise DeviceError(f"cannot reach the adb server at {host}:{port} "
-                              f"({e.strerror or e}); start it there with `adb -a -P {port} "
-                              "nodaemon server` or fix --device") from None
+    # adbutils starts a LOCAL server when it cannot connect, and leaks the socket of that
+    # failed connect (a ResourceWarning, a traceback under -W error): never let it try. Probe
+    # the server ourselves; start a local one ourselves; a named one must be running.
+    refused = _unreachable(host, port)
+    if refused is not None:
+        if parsed.host is not None:
+            raise DeviceError(f"cannot reach the adb server at {host}:{port} ({refused}); "
+                              f"start it there with `adb -P {port} start-server` (on loopback "
+                              "behind an SSH tunnel: docs/android.md) or fix --device")
+        _start_local_server(host, port)
     client = adbutils.AdbClient(host=host, port=port)
     try:
         listed = {info.serial: info.state for info in client.list()}
