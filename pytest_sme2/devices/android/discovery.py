@@ -3,9 +3,11 @@ server (local, or on another machine); ``android:*`` expands to every ready devi
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import socket
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import adbutils
@@ -69,6 +71,50 @@ def _start_local_server(host: str, port: int) -> None:
         raise DeviceError(f"cannot start the adb server at {host}:{port}"
                           + (f" ({said[-1]})" if said else "")
                           + "; is adb installed and working (`adb devices`)?")
+
+
+def is_loopback(host: str) -> bool:
+    """``host`` is this machine's loopback (127.x, ::1, localhost), judged from the name alone:
+    no DNS lookup. Any other name counts as another machine."""
+    name = host.strip("[]").lower().rstrip(".")
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        addr = ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    mapped = getattr(addr, "ipv4_mapped", None)
+    return addr.is_loopback or (mapped is not None and mapped.is_loopback)
+
+
+def remote_server_warning(specs: Sequence[str]) -> str | None:
+    """One line when any Android spec (or ANDROID_ADB_SERVER_HOST) names an adb server that is
+    not on loopback: its protocol has no authentication and no encryption, so say how to
+    tunnel it. None when every server is local. Parses only: connects to nothing."""
+    servers: dict[str, str] = {}            # "host:port" -> the first spec naming it
+    for spec in specs:
+        if spec.partition(":")[0] != "android":
+            continue
+        try:
+            parsed = parse_spec(spec)
+        except DeviceError:
+            continue                        # refused elsewhere, with its own line
+        host, port = _server_address(parsed)
+        if not is_loopback(host):
+            servers.setdefault(f"{host}:{port}", spec)
+    if not servers:
+        return None
+    (first, spec), *_ = servers.items()
+    host, _, port = first.rpartition(":")
+    host = host.strip("[]")
+    local = 5038 if port != "5038" else 5039
+    serial = parse_spec(spec).serial or ""     # android:@HOST:PORT: that server's only device
+    named = ", ".join(servers)
+    return (f"sme2: the adb server{'s' if len(servers) > 1 else ''} at {named} "
+            f"{'are' if len(servers) > 1 else 'is'} reached over the network; the adb server "
+            "protocol is unauthenticated and unencrypted (whoever reaches the port runs commands "
+            f"on its phones): tunnel it, `ssh -N -L {local}:localhost:{port} {host}`, then "
+            f"--device 'android:{serial}@localhost:{local}' (docs/android.md)")
 
 
 ALL = "*"                               # android:* — every authorised device of a server
