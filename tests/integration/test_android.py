@@ -294,6 +294,29 @@ def test_no_phone_and_no_adb_server_is_one_line_without_a_traceback(tmp_path):
     assert proc.returncode == 4
 
 
+def test_an_adb_server_that_cannot_start_is_one_line(tmp_path, monkeypatch):
+    """Starting the local server is ours now: adb's own reason, or the missing binary, in one
+    line (and no socket left open: warnings are errors here)."""
+    fake = tmp_path / "adb"
+    fake.write_text("#!/bin/sh\necho 'adb: cannot bind to 127.0.0.1: Address in use' >&2\n"
+                    "exit 1\n")
+    fake.chmod(0o755)
+    port = free_port()
+    monkeypatch.setenv("ANDROID_ADB_SERVER_PORT", str(port))
+    monkeypatch.delenv("ANDROID_ADB_SERVER_HOST", raising=False)
+    monkeypatch.setenv("ADBUTILS_ADB_PATH", str(fake))
+    with pytest.raises(DeviceError) as ei:
+        open_android("android")
+    assert _msg(ei) == (f"cannot start the adb server at 127.0.0.1:{port} (adb: cannot bind to "
+                        "127.0.0.1: Address in use); is adb installed and working "
+                        "(`adb devices`)?")
+    monkeypatch.setenv("ADBUTILS_ADB_PATH", str(tmp_path / "no-adb"))
+    with pytest.raises(DeviceError) as ei:
+        open_android("android")
+    assert _msg(ei).startswith(f"cannot start the adb server on port {port} ([Errno 2] No such "
+                               "file or directory")
+
+
 def test_unreachable_adb_server(adb_server):
     port = free_port()
     with pytest.raises(DeviceError) as ei:
