@@ -143,12 +143,16 @@ def _run(args: argparse.Namespace) -> int:
     from pytest_sme2.analysis.latency import latency_stats
     from pytest_sme2.measure.block import measure_process
     from pytest_sme2.devices import open_device
+    from pytest_sme2.devices.registry import remote_adb_warning
     from pytest_sme2.runners import RunRequest, parse_runner_spec
 
     for flag in ("threads", "runs"):
         if getattr(args, flag) < 1:
             raise Sme2Error(f"--{flag} must be 1 or more, got {getattr(args, flag)}")
     spec = parse_runner_spec(args.runner)
+    remote = remote_adb_warning([args.device])
+    if remote:
+        print(remote, file=sys.stderr)
     device = open_device(args.device, taskset=None if args.taskset == "none" else args.taskset)
     if args.kernel_trace and not device.trace_kernels:
         raise Sme2Error(f"--kernel-trace needs a device that traces execution (--device qemu); "

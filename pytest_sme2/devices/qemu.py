@@ -30,6 +30,7 @@ from pytest_sme2.devices.facts import DeviceFacts, host_facts
 from pytest_sme2.devices.host import run_local, sample_kernels
 from pytest_sme2.device_programs.hwcaps import (HWCAP2_CLEAR_ENV, MAPS_OUT_ENV, SAMPLE_OUT_ENV,
                                                 mask_bits, mask_problem, sme_flags)
+from pytest_sme2.errors import Sme2Error
 from pytest_sme2.runners.base import Runner, RunnerError, RunOutcome, RunRequest
 from pytest_sme2.device_programs import parse_probe
 from pytest_sme2._util.versions import package_version
@@ -138,14 +139,29 @@ class QemuDevice(DeviceBase):
             env[MAPS_OUT_ENV] = str(maps)
         if self.trace_kernels:
             log = Path(f"{stem}.qemu-in_asm.log")
+            if "%" in str(log):
+                # QEMU's -D reads the name as a format ("%d" becomes its pid, any other "%"
+                # is refused): write the log under a name of our own beside it.
+                log = log.with_name(f"qemu-in_asm-{os.getpid()}-{id(request):x}.log")
+                if "%" in str(log):     # in the folder's own name: the temporary folder
+                    import tempfile
+
+                    log = Path(tempfile.gettempdir(), log.name)
             log.unlink(missing_ok=True)
         if request.kernel_sample is not None:
             samples = Path(f"{stem}.samples.txt")
             samples.unlink(missing_ok=True)
             env[SAMPLE_OUT_ENV] = str(samples)
-        argv = self._qemu_argv(runner.command(request), env, log)
+        from pytest_sme2.emulation.tools import guest_env
+
         try:
-            outcome = run_local(name, request, argv, where=f" under QEMU -cpu {self.cpu}")
+            via_e, inherited = guest_env(env)
+        except Sme2Error as e:
+            raise RunnerError(f"runner {name!r} under QEMU -cpu {self.cpu}: {e}") from None
+        argv = self._qemu_argv(runner.command(request), via_e, log)
+        try:
+            outcome = run_local(name, request, argv, where=f" under QEMU -cpu {self.cpu}",
+                                env={**os.environ, **inherited} if inherited else None)
         except RunnerError as e:
             if "killed by SIGILL" in str(e):
                 raise RunnerError(

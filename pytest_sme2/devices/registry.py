@@ -60,6 +60,17 @@ def resolve_devices(specs: Sequence[str]) -> tuple[tuple[str, ...], list[str]]:
     return tuple(dict.fromkeys(out)), notes
 
 
+def remote_adb_warning(specs: Sequence[str]) -> str | None:
+    """The one line a session says when an Android spec names an adb server on another machine
+    (:func:`pytest_sme2.devices.android.remote_server_warning`); None otherwise. Connects to
+    nothing; adbutils is imported only when a spec is an Android one."""
+    if not any(DeviceSpec.parse(s).kind == "android" for s in specs):
+        return None
+    from pytest_sme2.devices.android import remote_server_warning
+
+    return remote_server_warning(specs)
+
+
 def check_only_device(devices: Sequence[str]) -> None:
     """A session whose only device is a phone that adb does not list stops before its tests,
     with one line (several devices: the missing one's tests fail, the others go on)."""

@@ -37,11 +37,40 @@ class QemuTools:
     def command(self, argv: list[str], cpu: str = "max",
                 env: dict[str, str] | None = None) -> list[str]:
         """argv run in the guest: ``qemu-aarch64 -L SYSROOT -cpu CPU [-E K=V ...] argv``.
-        ``-E`` sets the guest's environment only (LD_PRELOAD must not reach QEMU itself)."""
+        ``-E`` sets the guest's environment only (LD_PRELOAD must not reach QEMU itself).
+        QEMU splits each ``-E`` at its commas, with no escape: a value holding one would
+        arrive cut in pieces, so it is refused here (EmulationError); pass such a value in
+        QEMU's own environment, which QEMU hands to the guest (:func:`guest_env`)."""
         cmd = [str(self.qemu), "-L", str(self.sysroot), "-cpu", cpu]
         for key, value in (env or {}).items():
+            if "," in value:
+                raise EmulationError(f"{key}={value}: QEMU's -E splits at commas and cannot "
+                                     "carry this value; pass it in QEMU's environment")
             cmd += ["-E", f"{key}={value}"]
         return cmd + [str(a) for a in argv]
+
+
+# Set for the guest with -E, never in QEMU's own environment: QEMU (a dynamic build) would
+# load the guest's aarch64 library itself.
+QEMU_MUST_NOT_SEE = ("LD_PRELOAD", "LD_LIBRARY_PATH")
+
+
+def guest_env(env: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """``env`` for a guest split in two: what goes through ``-E`` (QEMU splits those at
+    commas) and what goes through QEMU's own environment, which it hands to the guest: values
+    holding a comma (output paths such as ``out/q.native,sme2=off.maps.txt``). A loader
+    variable holding a comma can go neither way: EmulationError naming it."""
+    via_e, inherited = {}, {}
+    for key, value in env.items():
+        if "," not in value:
+            via_e[key] = value
+        elif key in QEMU_MUST_NOT_SEE:
+            raise EmulationError(f"{value}: {key} for the emulated runner cannot hold a comma "
+                                 "(QEMU's -E splits at commas); move it to a folder whose path "
+                                 "has none (for the preload library: set XDG_CACHE_HOME)")
+        else:
+            inherited[key] = value
+    return via_e, inherited
 
 
 def qemu_cache_dir() -> Path:

@@ -17,7 +17,8 @@ from pytest_sme2.runners.spec import runner_kinds
 from pytest_sme2.plugin.collector import COLLECTOR_NAME, Collector, is_xdist_worker, write_live
 from pytest_sme2.measure.config import (FLAGS, OPTIONS, REPEATABLE, RUNNERS_DEST, RUNNERS_INI,
                                         BaseDirs, Sme2Config, config_from_options)
-from pytest_sme2.devices.registry import check_only_device, resolve_devices
+from pytest_sme2.devices.registry import (check_only_device, remote_adb_warning,
+                                          resolve_devices)
 from pytest_sme2.analysis.categories import category_rules
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.plugin.fixtures import (  # noqa: F401 - pytest finds the fixtures here
@@ -30,6 +31,7 @@ from pytest_sme2.measure.session import BenchSession
 
 MATRIX_KEY = pytest.StashKey[list[Case]]()
 NOTES_KEY = pytest.StashKey[list[str]]()      # header lines: devices left out, --dist chosen
+REMOTE_ADB_KEY = pytest.StashKey[str]()       # the line saying an adb server is on the network
 
 
 def __getattr__(name: str) -> Any:
@@ -126,6 +128,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _resolve_devices(config: pytest.Config, cfg: Sme2Config) -> tuple[str, ...]:
     """``android:*`` expanded, once, on the process that schedules (one usage error)."""
+    remote = remote_adb_warning(cfg.devices)    # said once, at the session's start
+    if remote:
+        config.stash[REMOTE_ADB_KEY] = remote
     try:
         devices, notes = resolve_devices(cfg.devices)
         check_only_device(devices)
@@ -148,6 +153,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
+    remote = session.config.stash.get(REMOTE_ADB_KEY, None)
+    if remote:                  # the controller only: workers never resolve the devices
+        write_live(session.config, remote)
     # After conftest files had their say (they may register models), check the matrix: a typo
     # in --sme2-models stops the session with one line instead of failing every benchmark.
     _matrix(session.config)

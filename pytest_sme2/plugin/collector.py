@@ -58,6 +58,10 @@ class Collector:
         self.cases: set[str] = set()        # node ids of the benchmark cases
         self.progress: SessionProgress | None = None
         self.cooldown_told = False          # "--sme2-cooldown cannot be applied": said once
+        self.pytest_session: pytest.Session | None = None
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.pytest_session = session
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Count the benchmark cases for the progress lines (pytest_sme2.plugin.progress). Under
@@ -148,6 +152,10 @@ class Collector:
         except KeyboardInterrupt:
             terminalreporter.write_line(f"sme2: interrupted while writing report.md; "
                                         f"{self.session.results_path} is complete", red=True)
+            # A Ctrl-C is status 2 wherever it lands, here too (the status is read after this
+            # hook: pytest returns session.exitstatus).
+            if self.pytest_session is not None:
+                self.pytest_session.exitstatus = pytest.ExitCode.INTERRUPTED
             return
         for path in written:
             terminalreporter.write_line(f"wrote {path}")

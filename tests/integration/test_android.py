@@ -266,12 +266,64 @@ def test_device_on_an_explicit_adb_server(fake_android, adb_server, monkeypatch)
     assert dev.facts().model == "Fake SME2 Phone"
 
 
+def test_no_phone_and_no_adb_server_is_one_line_without_a_traceback(tmp_path):
+    """Issue 32, item 3: the README's command with no phone and no adb server running. adbutils
+    leaks the socket of its first, failed connect (a ResourceWarning that the repository's
+    filterwarnings = error turns into a printed traceback): we start the server ourselves."""
+    import subprocess
+    import sys
+
+    from tests.fakes.android import AdbServer
+
+    server = AdbServer(tmp_path / "adb")          # a private port, not started
+    server.home.mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANDROID_", "ADBUTILS_"))}
+    env.update(server.env, PYTHONDEVMODE="1")     # -X dev: every ResourceWarning shows
+    try:
+        proc = subprocess.run([sys.executable, "-m", "pytest", "benchmarks", "-q", "-k",
+                               "toy_cnn", "--device", "android", "-p", "no:cacheprovider"],
+                              cwd=Path(__file__).parents[2], env=env, capture_output=True,
+                              text=True, timeout=120, stdin=subprocess.DEVNULL)
+    finally:
+        server.stop()                             # the server our code started
+    out = proc.stdout + proc.stderr
+    assert "Traceback" not in out and "ResourceWarning" not in out, out
+    assert "Exception ignored" not in out and "daemon" not in out, out
+    assert out.strip() == ("ERROR: no Android device is attached (adb lists none); connect one "
+                           "or use --device host"), out
+    assert proc.returncode == 4
+
+
+def test_an_adb_server_that_cannot_start_is_one_line(tmp_path, monkeypatch):
+    """Starting the local server is ours now: adb's own reason, or the missing binary, in one
+    line (and no socket left open: warnings are errors here)."""
+    fake = tmp_path / "adb"
+    fake.write_text("#!/bin/sh\necho 'adb: cannot bind to 127.0.0.1: Address in use' >&2\n"
+                    "exit 1\n")
+    fake.chmod(0o755)
+    port = free_port()
+    monkeypatch.setenv("ANDROID_ADB_SERVER_PORT", str(port))
+    monkeypatch.delenv("ANDROID_ADB_SERVER_HOST", raising=False)
+    monkeypatch.setenv("ADBUTILS_ADB_PATH", str(fake))
+    with pytest.raises(DeviceError) as ei:
+        open_android("android")
+    assert _msg(ei) == (f"cannot start the adb server at 127.0.0.1:{port} (adb: cannot bind to "
+                        "127.0.0.1: Address in use); is adb installed and working "
+                        "(`adb devices`)?")
+    monkeypatch.setenv("ADBUTILS_ADB_PATH", str(tmp_path / "no-adb"))
+    with pytest.raises(DeviceError) as ei:
+        open_android("android")
+    assert _msg(ei).startswith(f"cannot start the adb server on port {port} ([Errno 2] No such "
+                               "file or directory")
+
+
 def test_unreachable_adb_server(adb_server):
     port = free_port()
     with pytest.raises(DeviceError) as ei:
         open_android(f"android:X@127.0.0.1:{port}")
     assert _msg(ei) == (f"cannot reach the adb server at 127.0.0.1:{port} (Connection refused); "
-                        f"start it there with `adb -a -P {port} nodaemon server` or fix --device")
+                        f"start it there with `adb -P {port} start-server` (on loopback behind "
+                        "an SSH tunnel: docs/android.md) or fix --device")
 
 
 # -- running -----------------------------------------------------------------------------------

@@ -148,6 +148,23 @@ def test_one_binary_sme2_on_and_masked_through_adb(fake_arm64_android, tmp_path,
     assert check.equal, check
 
 
+def test_output_paths_with_commas_spaces_quotes_work_on_the_phone(fake_arm64_android, tmp_path,
+                                                                   toy_export, capsys):
+    """Issue 32, item 4, on the (fake, emulated) phone: the names stay on this side, the phone's
+    session folder holds its own; the runner's command is quoted for the phone's shell."""
+    from pytest_sme2.cli import main
+
+    folder = tmp_path / "out,a b=c'd\"e%d"
+    stem = folder / "q.native,sme2=off 'x'=\"%s\""
+    assert main(["run", str(toy_export.pte), "--device", f"android:{fake_arm64_android.serial}",
+                 "--runner", "native,sme2=off", "--runs", "1", "--warmup", "0",
+                 "--etdump", f"{stem}.etdump", "--kernel-sample", f"{stem}.csv"]) == 0
+    said = capsys.readouterr().out
+    assert f"{stem}.etdump: 1 runs (0 warm-up) with native" in said, said
+    assert read_etdump(Path(f"{stem}.etdump")) is not None
+    assert Path(f"{stem}.csv").is_file() and Path(f"{stem}.maps.txt").is_file()
+
+
 def test_mask_and_native_runner_on_phones_that_cannot_have_them(adb_server, tmp_path,
                                                                 monkeypatch):
     """A phone without ro.pytest_sme2.target is a real one: an arm64 phone gets our runner

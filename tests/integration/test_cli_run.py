@@ -27,3 +27,20 @@ def test_run_writes_an_etdump_that_analyze_reads(toy_export, tmp_path, runner, c
     parsed = json.loads(doc.read_text())
     assert parsed["runs"] == 7 and parsed["e2e"]["n"] == 5
     assert {op["backend"] for op in parsed["operators"] if op["delegated"]} == {"XnnpackBackend"}
+
+
+def test_output_paths_with_commas_spaces_quotes_work_on_the_host(toy_export, tmp_path, capsys):
+    """Issue 32, item 4, on the host: both runners, and the preload library's sampling, whose
+    address map and samples are named after the output."""
+    folder = tmp_path / "out,a b=c'd\"e%d"
+    for runner in ("python", "native"):
+        out = folder / f"q.{runner},sme2=off '%s'.etdump"
+        assert main(["run", str(toy_export.pte), "--runner", runner, "--runs", "2",
+                     "--warmup", "0", "--etdump", str(out)]) == 0
+        assert f"{out}: 2 runs (0 warm-up) with {runner} on host" in capsys.readouterr().out
+    sampled = folder / "s,x=y 'z'.csv"
+    # Enough CPU time for the sampler's timer (the toy model runs ~0.1 ms).
+    assert main(["run", str(toy_export.pte), "--runner", "native", "--runs", "3000",
+                 "--warmup", "0", "--etdump", str(folder / "s,x=y 'z'.etdump"),
+                 "--kernel-sample", str(sampled)]) == 0
+    assert sampled.is_file() and (folder / "s,x=y 'z'.maps.txt").is_file()

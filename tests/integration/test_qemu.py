@@ -138,6 +138,34 @@ def test_cli_run_writes_the_executed_kernels(qemu, toy_export, tmp_path):
     assert doc["kernel_evidence"]["sme2"] == "proven"
 
 
+# A folder and file names with what broke or could break a path on its way to the guest: a
+# comma (QEMU splits -E at commas), a space, '=', both quotes and '%' (QEMU's -D is a format).
+ODD_DIR = "out,a b=c'd\"e%d"
+
+
+def test_output_paths_with_commas_spaces_quotes_work_under_qemu(qemu, toy_export, tmp_path):
+    """Issue 32, item 4: `--etdump 'out/q.native,sme2=off.etdump'` failed with "maps.txt:
+    cannot read the guest address map"; every odd character, both SME2 states."""
+    from pytest_sme2.analysis.kernel_trace import read_kernel_trace_csv
+    from pytest_sme2.cli import main
+
+    folder = tmp_path / ODD_DIR
+    for state in ("off", "on"):
+        stem = folder / f"q.native,sme2={state} 'x'=\"%s\""
+        rc = main(["run", str(toy_export.pte), "--device", "qemu", "--runner",
+                   f"native,sme2={state}", "--runs", "1", "--warmup", "0",
+                   "--etdump", f"{stem}.etdump", "--kernel-trace", f"{stem}.csv"])
+        assert rc == 0
+        assert Path(f"{stem}.maps.txt").is_file()
+        sme2 = {k.isa_family for k in read_kernel_trace_csv(Path(f"{stem}.csv")).executed}
+        assert ("SME2" in sme2) == (state == "on"), sme2
+    # Nothing written under a name cut at a comma or formatted by QEMU.
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        f"q.native,sme2={state} 'x'=\"%s\"{ext}" for state in ("off", "on")
+        for ext in (".etdump", ".csv", ".maps.txt"))
+    assert not list(tmp_path.glob("out,a b=c'd\"e[0-9]*"))
+
+
 SMSTART = r"""
 int main(void) {
     __asm__ volatile(".inst 0xd503477f");   /* smstart: SME, absent from a Cortex-A53 */

@@ -569,10 +569,19 @@ def test_ctrl_c_in_the_middle_keeps_every_completed_result(pytester, export_cach
     and report.md is written for them."""
     _script(pytester.path / "slow.sh", "exec sleep 60\n")
     pytester.makepyfile(test_i=INTERRUPTED)
-    proc = pytester.popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-                           f"--sme2-cache-dir={export_cache}", *FAST, "--runner=slow=./slow.sh"],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          start_new_session=True)
+    # The session as a terminal starts a foreground job: SIGINT not ignored. A process started
+    # with SIGINT ignored (a background job of a non-interactive shell, nohup, some CI agents)
+    # passes that on, and Python then installs no KeyboardInterrupt handler: the "Ctrl-C" below
+    # did nothing, the slow runner ran on, test_3 failed, test_4 ran: status 1 (issue 32).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)   # reset at exec
+    try:
+        proc = pytester.popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                               f"--sme2-cache-dir={export_cache}", *FAST,
+                               "--runner=slow=./slow.sh"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              start_new_session=True)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     lines: queue.Queue[str | None] = queue.Queue()
 
     def pump() -> None:
@@ -580,7 +589,8 @@ def test_ctrl_c_in_the_middle_keeps_every_completed_result(pytester, export_cach
             lines.put(line)
         lines.put(None)
 
-    threading.Thread(target=pump, daemon=True).start()
+    pumping = threading.Thread(target=pump, daemon=True)
+    pumping.start()
     seen: list[str] = []
     deadline = time.monotonic() + 120
     try:
@@ -595,9 +605,13 @@ def test_ctrl_c_in_the_middle_keeps_every_completed_result(pytester, export_cach
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+        # Closed here, pass or fail: a pipe left to the garbage collector raises its
+        # ResourceWarning in whichever later test a collection happens to run (issue 32).
+        pumping.join(timeout=30)
+        if not pumping.is_alive():
+            proc.stdout.close()
     while (line := lines.get(timeout=10)) is not None:
         seen.append(line)
-    proc.stdout.close()
     text = "".join(seen)
     assert "KeyboardInterrupt" in text and "Traceback" not in text
     assert "2 passed" in text and "test_4" not in text

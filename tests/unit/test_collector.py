@@ -14,7 +14,7 @@ class _Writer:
         self.lines: list[str] = []
         self._tw = types.SimpleNamespace(width_of_current_line=0, line=lambda: None)
 
-    def write_line(self, line):
+    def write_line(self, line, **markup):
         self.lines.append(line)
 
 
@@ -64,3 +64,30 @@ def test_a_test_with_many_blocks_writes_results_json_once():
         (collector.RESULT_PROPERTY, b) for b in blocks])
     c.pytest_runtest_logreport(report)
     assert len(session.results) == 5 and writes == [5]
+
+
+def test_ctrl_c_while_writing_report_md_is_still_status_2(monkeypatch, tmp_path):
+    """Issue 32, item 5: a Ctrl-C that lands while report.md is written (after pytest settled
+    the session's status) was swallowed, and the session ended 0 or 1. results.json is complete
+    at that point (written after every benchmark): the line says so, the status is 2."""
+    import pytest
+
+    from pytest_sme2.report import terminal
+
+    def interrupted(session):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(collector, "write_reports", interrupted)
+    monkeypatch.setattr(terminal, "summary_table", lambda results, comparisons: [])
+    bench = types.SimpleNamespace(results=[{"nodeid": "t"}], comparisons=[],
+                                  results_path=tmp_path / "results.json",
+                                  config=types.SimpleNamespace(history=None))
+    c = collector.Collector(_config({}), bench)
+    session = types.SimpleNamespace(exitstatus=pytest.ExitCode.OK)
+    c.pytest_sessionstart(session)
+    writer = _Writer()
+    writer.section = lambda title: writer.lines.append(title)
+    c.pytest_terminal_summary(writer)
+    assert session.exitstatus == pytest.ExitCode.INTERRUPTED
+    assert writer.lines[-1] == (f"sme2: interrupted while writing report.md; {tmp_path}/"
+                                "results.json is complete")

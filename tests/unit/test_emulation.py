@@ -135,6 +135,29 @@ def test_guest_command_keeps_the_environment_in_the_guest(sysroot):
     assert q.command(["/b/probe"], cpu="max,sme=off")[4] == "max,sme=off"
 
 
+def test_a_value_with_a_comma_goes_through_qemus_environment_not_e(sysroot):
+    """QEMU splits each -E at its commas (no escape): ``-E MAPS=out/q.native,sme2=off.maps.txt``
+    reached the guest as MAPS=out/q.native and a variable named sme2 (issue 32, item 4)."""
+    q = tools.QemuTools(Path("/q/qemu-aarch64"), "11.1.3", sysroot)
+    odd = "/o/q.native,sme2=off.maps.txt"
+    with pytest.raises(EmulationError, match="splits at commas"):
+        q.command(["/b/r"], env={"PYTEST_SME2_MAPS_OUT": odd})
+    via_e, inherited = tools.guest_env({"LD_PRELOAD": "/c/p.so", "PYTEST_SME2_MAPS_OUT": odd,
+                                        "PYTEST_SME2_SAMPLE_OUT": "/o/a b=c'd\"%d.txt"})
+    assert via_e == {"LD_PRELOAD": "/c/p.so", "PYTEST_SME2_SAMPLE_OUT": "/o/a b=c'd\"%d.txt"}
+    assert inherited == {"PYTEST_SME2_MAPS_OUT": odd}
+    # Spaces, '=', quotes and '%' travel through -E unchanged (argv, no shell).
+    assert q.command(["/b/r"], env=via_e)[5:] == [
+        "-E", "LD_PRELOAD=/c/p.so", "-E", "PYTEST_SME2_SAMPLE_OUT=/o/a b=c'd\"%d.txt", "/b/r"]
+    # The loader's own variables must never reach QEMU itself: refused, naming the path.
+    with pytest.raises(EmulationError) as err:
+        tools.guest_env({"LD_PRELOAD": "/home/a,b/.cache/p.so"})
+    assert _one_line(err) == ("/home/a,b/.cache/p.so: LD_PRELOAD for the emulated runner cannot "
+                              "hold a comma (QEMU's -E splits at commas); move it to a folder "
+                              "whose path has none (for the preload library: set "
+                              "XDG_CACHE_HOME)")
+
+
 def test_no_cross_compiler(bare_host):
     with pytest.raises(EmulationError) as err:
         tools.find_cross_compiler()

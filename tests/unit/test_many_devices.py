@@ -177,3 +177,73 @@ def test_one_devices_failed_cleanup_costs_the_others_nothing():
     with pytest.raises(Sme2Error, match="device R5 disconnected"):
         session.close()
     assert cleaned == ["android:R6"]
+
+
+# -- adb servers on other machines (issue 32, item 7): parsed, never connected to ----------------
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.3.2.1", "::1", "[::1]", "localhost",
+                                  "LOCALHOST", "localhost.", "lab.localhost", "::ffff:127.0.0.1"])
+def test_loopback_adb_servers(host):
+    from pytest_sme2.devices.android import is_loopback
+
+    assert is_loopback(host)
+
+
+@pytest.mark.parametrize("host", ["labhost", "10.0.0.5", "192.168.1.2", "0.0.0.0", "::",
+                                  "fe80::1", "localhost.example.com", "127.0.0.1.nip.io"])
+def test_adb_servers_on_the_network(host):
+    from pytest_sme2.devices.android import is_loopback
+
+    assert not is_loopback(host)
+
+
+def test_no_word_about_local_adb_servers(monkeypatch):
+    from pytest_sme2.devices.registry import remote_adb_warning
+
+    monkeypatch.delenv("ANDROID_ADB_SERVER_HOST", raising=False)
+    assert remote_adb_warning(["host", "qemu", "android", "android:R5", "android:*",
+                               "android:R5@127.0.0.1:5037", "android:*@localhost:5038",
+                               "android:X@::1:5037", "android:@127.0.0.2:6000"]) is None
+
+
+def test_a_remote_adb_server_is_named_once_with_the_tunnel_to_use(monkeypatch):
+    from pytest_sme2.devices.registry import remote_adb_warning
+
+    monkeypatch.delenv("ANDROID_ADB_SERVER_HOST", raising=False)
+    tail = ("the adb server protocol is unauthenticated and unencrypted (whoever reaches the "
+            "port runs commands on its phones): tunnel it, ")
+    assert remote_adb_warning(["host", "android:*@labhost:5037"]) == (
+        "sme2: the adb server at labhost:5037 is reached over the network; " + tail
+        + "`ssh -N -L 5038:localhost:5037 labhost`, then --device 'android:*@localhost:5038' "
+        "(docs/android.md)")
+    # Several specs, two servers: one line naming both, the tunnel of the first.
+    line = remote_adb_warning(["android:R5@10.0.0.5:5037", "android:R6@10.0.0.5:5037",
+                               "android:*@labhost:5038", "android:L@localhost:5037"])
+    assert line == ("sme2: the adb servers at 10.0.0.5:5037, labhost:5038 are reached over the "
+                    "network; " + tail + "`ssh -N -L 5038:localhost:5037 10.0.0.5`, then "
+                    "--device 'android:R5@localhost:5038' (docs/android.md)")
+    assert "\n" not in line
+    # The server a bare spec finds through the environment counts too.
+    monkeypatch.setenv("ANDROID_ADB_SERVER_HOST", "labhost")
+    assert remote_adb_warning(["android"]).startswith("sme2: the adb server at labhost:5037 is")
+
+
+def test_a_session_says_it_once_before_connecting(pytester, monkeypatch):
+    """The line is written once per session, even with -q, and nothing connects here: device
+    resolution is replaced (no traffic to a non-loopback address in tests)."""
+    from pytest_sme2 import plugin
+
+    monkeypatch.delenv("ANDROID_ADB_SERVER_HOST", raising=False)
+    monkeypatch.setattr(plugin, "resolve_devices", lambda specs: (tuple(specs), []))
+    monkeypatch.setattr(plugin, "check_only_device", lambda devices: None)
+    pytester.makepyfile(test_x="def test_x():\n    pass\n")
+    result = pytester.runpytest_inprocess("-q", "-p", "no:cacheprovider",
+                                          "--device", "android:A@labhost:5037",
+                                          "--device", "android:B@labhost:5037")
+    out = result.stdout.str()
+    assert result.ret == 0, out
+    assert out.count("unauthenticated and unencrypted") == 1, out
+    assert "sme2: the adb server at labhost:5037 is reached over the network" in out
+    local = pytester.runpytest_inprocess("-q", "-p", "no:cacheprovider",
+                                         "--device", "android:A@127.0.0.1:5037")
+    assert "unauthenticated" not in local.stdout.str()

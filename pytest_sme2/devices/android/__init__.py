@@ -11,9 +11,11 @@ from pytest_sme2.devices.android.adb import QUERY_TIMEOUT_S, state_problem
 from pytest_sme2.devices.android.device import (ANDROID_TARGET, GLIBC_TARGET, AndroidDevice,
                                                 device_lock, loader_failed)
 from pytest_sme2.devices.android.discovery import (ALL, AndroidSpec, attached, expand_all,
-                                                   open_android, parse_spec)
+                                                   is_loopback, open_android, parse_spec,
+                                                   remote_server_warning)
 from pytest_sme2.devices.android.staging import CACHE_DIR, DEVICE_TMP, file_sha256
 
 __all__ = ["ALL", "ANDROID_TARGET", "AndroidDevice", "AndroidSpec", "CACHE_DIR", "DEVICE_TMP",
            "GLIBC_TARGET", "QUERY_TIMEOUT_S", "attached", "device_lock", "expand_all",
-           "file_sha256", "loader_failed", "open_android", "parse_spec", "state_problem"]
+           "file_sha256", "is_loopback", "loader_failed", "open_android", "parse_spec",
+           "remote_server_warning", "state_problem"]

@@ -3,9 +3,11 @@ server (local, or on another machine); ``android:*`` expands to every ready devi
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import socket
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import adbutils
@@ -44,6 +46,77 @@ def _server_address(parsed: AndroidSpec) -> tuple[str, int]:
     return host, port
 
 
+def _unreachable(host: str, port: int) -> str | None:
+    """Why the adb server at ``host:port`` does not accept a connection; None when it does
+    (the probe's socket is closed either way)."""
+    try:
+        socket.create_connection((host, port), timeout=3).close()
+    except OSError as e:
+        return e.strerror or str(e)
+    return None
+
+
+def _start_local_server(host: str, port: int) -> None:
+    """``adb start-server`` on ``port``, quietly (its "daemon started" lines are noise);
+    DeviceError with adb's own last line when it cannot."""
+    try:
+        res = subprocess.run([adbutils.adb_path(), "-P", str(port), "start-server"],
+                             capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                             timeout=20)
+    except (OSError, subprocess.SubprocessError) as e:
+        raise DeviceError(f"cannot start the adb server on port {port} ({e}); is adb installed "
+                          "and working (`adb devices`)?") from None
+    if res.returncode != 0 or _unreachable(host, port) is not None:
+        said = (res.stderr.strip() or res.stdout.strip()).splitlines()
+        raise DeviceError(f"cannot start the adb server at {host}:{port}"
+                          + (f" ({said[-1]})" if said else "")
+                          + "; is adb installed and working (`adb devices`)?")
+
+
+def is_loopback(host: str) -> bool:
+    """``host`` is this machine's loopback (127.x, ::1, localhost), judged from the name alone:
+    no DNS lookup. Any other name counts as another machine."""
+    name = host.strip("[]").lower().rstrip(".")
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        addr = ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    mapped = getattr(addr, "ipv4_mapped", None)
+    return addr.is_loopback or (mapped is not None and mapped.is_loopback)
+
+
+def remote_server_warning(specs: Sequence[str]) -> str | None:
+    """One line when any Android spec (or ANDROID_ADB_SERVER_HOST) names an adb server that is
+    not on loopback: its protocol has no authentication and no encryption, so say how to
+    tunnel it. None when every server is local. Parses only: connects to nothing."""
+    servers: dict[str, str] = {}            # "host:port" -> the first spec naming it
+    for spec in specs:
+        if spec.partition(":")[0] != "android":
+            continue
+        try:
+            parsed = parse_spec(spec)
+        except DeviceError:
+            continue                        # refused elsewhere, with its own line
+        host, port = _server_address(parsed)
+        if not is_loopback(host):
+            servers.setdefault(f"{host}:{port}", spec)
+    if not servers:
+        return None
+    (first, spec), *_ = servers.items()
+    host, _, port = first.rpartition(":")
+    host = host.strip("[]")
+    local = 5038 if port != "5038" else 5039
+    serial = parse_spec(spec).serial or ""     # android:@HOST:PORT: that server's only device
+    named = ", ".join(servers)
+    return (f"sme2: the adb server{'s' if len(servers) > 1 else ''} at {named} "
+            f"{'are' if len(servers) > 1 else 'is'} reached over the network; the adb server "
+            "protocol is unauthenticated and unencrypted (whoever reaches the port runs commands "
+            f"on its phones): tunnel it, `ssh -N -L {local}:localhost:{port} {host}`, then "
+            f"--device 'android:{serial}@localhost:{local}' (docs/android.md)")
+
+
 ALL = "*"                               # android:* — every authorised device of a server
 
 
@@ -51,14 +124,16 @@ def _list_server(parsed: AndroidSpec
                  ) -> tuple[adbutils.AdbClient, dict[str, str]]:
     """The adb server ``parsed`` names and its devices (serial -> state)."""
     host, port = _server_address(parsed)
-    if parsed.host is not None:
-        # adbutils starts a LOCAL server when it cannot connect: probe a remote one first.
-        try:
-            socket.create_connection((host, port), timeout=3).close()
-        except OSError as e:
-            raise DeviceError(f"cannot reach the adb server at {host}:{port} "
-                              f"({e.strerror or e}); start it there with `adb -a -P {port} "
-                              "nodaemon server` or fix --device") from None
+    # adbutils starts a LOCAL server when it cannot connect, and leaks the socket of that
+    # failed connect (a ResourceWarning, a traceback under -W error): never let it try. Probe
+    # the server ourselves; start a local one ourselves; a named one must be running.
+    refused = _unreachable(host, port)
+    if refused is not None:
+        if parsed.host is not None:
+            raise DeviceError(f"cannot reach the adb server at {host}:{port} ({refused}); "
+                              f"start it there with `adb -P {port} start-server` (on loopback "
+                              "behind an SSH tunnel: docs/android.md) or fix --device")
+        _start_local_server(host, port)
     client = adbutils.AdbClient(host=host, port=port)
     try:
         listed = {info.serial: info.state for info in client.list()}
