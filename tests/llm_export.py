@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 PARAMS = {"dim": 64, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2, "vocab_size": 512,
@@ -83,3 +84,29 @@ def export_tiny_llama(scheme: str = "8da4w", extra: list[str] | None = None,
 if __name__ == "__main__":
     for s in sys.argv[1:] or ["8da4w"]:
         print(export_tiny_llama(s))
+
+
+def export_leaky_program(path: Path, vocab: int = 16) -> Path:
+    """A (tokens[1, 1], input_pos[1]) -> logits[1, vocab] program whose state survives between
+    generations: a mutable buffer counts every execute and the logits follow it, not
+    ``input_pos``. The same prompt then samples other tokens in the second generation: what
+    the runners must refuse (the program does not reset its KV cache)."""
+    import torch
+    from executorch.exir import to_edge
+
+    class Leaky(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("steps", torch.zeros(1, dtype=torch.long))
+
+        def forward(self, tokens: torch.Tensor, input_pos: torch.Tensor) -> torch.Tensor:
+            self.steps.add_(1)
+            target = (tokens[:, -1] + self.steps) % vocab
+            return -(torch.arange(vocab).unsqueeze(0) - target.unsqueeze(1)).abs().float()
+
+    args = (torch.tensor([[3]], dtype=torch.long), torch.tensor([0], dtype=torch.long))
+    with warnings.catch_warnings():  # "Mutation on a buffer ... meaningless initial state":
+        warnings.simplefilter("ignore")  # the point of this program
+        program = to_edge(torch.export.export(Leaky(), args)).to_executorch()
+    path.write_bytes(program.buffer)
+    return path

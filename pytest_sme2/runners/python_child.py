@@ -94,6 +94,7 @@ _MISSING_OP = re.compile(r"Missing operator: (?:\[\d+\] )?(\S+)")
 def missing_operator_line(pte: str, method: str, ops: list[str]) -> str:
     """The one line for a program that needs operators this runtime does not register (the
     native runner words it the same way)."""
+    ops = list(dict.fromkeys(ops))  # each once, in the order the runtime named them
     names = ", ".join(ops[:4])
     line = (f"{pte}: method '{method}' needs operator{'s' if len(ops) > 1 else ''} {names}, "
             "which this runner (built against the ExecuTorch wheel) does not register")
@@ -213,7 +214,11 @@ def _generate(a, runtime, torch, rss_before_load) -> int:
         try:
             t0 = clock()
             for chunk_t in prompt_steps:
-                out = module.forward((chunk_t, torch.tensor([pos], dtype=torch.long)))
+                if g == 0 and pos == 0:  # this runtime loads the method here: watch its log
+                    with _watched_stderr(seen):
+                        out = module.forward((chunk_t, torch.tensor([pos], dtype=torch.long)))
+                else:
+                    out = module.forward((chunk_t, torch.tensor([pos], dtype=torch.long)))
                 pos += chunk_t.shape[1]
             prefill_ms = (clock() - t0) * 1e3
             s0 = clock()
@@ -230,7 +235,9 @@ def _generate(a, runtime, torch, rss_before_load) -> int:
             decode_ms = (clock() - d0) * 1e3
             whole_ms = (clock() - t0) * 1e3
         except Exception as e:  # noqa: BLE001 - reported in one line
-            print(f"{a.pte}: generation {g + 1} of {total} failed at position {pos} "
+            ops = _MISSING_OP.findall("".join(seen))
+            print(missing_operator_line(a.pte, "forward", ops) if ops else
+                  f"{a.pte}: generation {g + 1} of {total} failed at position {pos} "
                   f"({_first_line(e)})", file=sys.stderr)
             return 1
         if g == 0:

@@ -428,7 +428,8 @@ void capture_log(et_timestamp_t timestamp, et_pal_log_level_t level, const char*
     while (!rest.empty() && (rest.back() == '\n' || rest.back() == ' ')) {
       rest.pop_back();
     }
-    if (!rest.empty()) {
+    if (!rest.empty() && std::find(g_missing_operators.begin(), g_missing_operators.end(),
+                                   rest) == g_missing_operators.end()) {
       g_missing_operators.push_back(rest);
     }
   }
