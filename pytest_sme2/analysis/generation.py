@@ -1,7 +1,8 @@
 """A generation's ETDump -> :class:`~pytest_sme2.results.generation.GenerationResult`: every
 ``Method::execute`` tagged by phase from the ETDump itself, warm-up generations dropped, then
 per phase latency, tokens/s, per-token stats and operator categories (the one taxonomy of
-:mod:`.categories`, through :mod:`.operators`), and the time to first token.
+:mod:`.categories`: leaves as :func:`.operators.annotate` defines them, summed per category the
+way :func:`.operators.category_breakdown` sums them), and the time to first token.
 
 The ETDump holds one Execute block per ``Method::execute``, in order. A runner's generation loop
 (``--generate P,D``) runs ``generations`` generations of ``prefill_executes`` (1 where forward's
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from pytest_sme2.analysis.categories import OTHER
 from pytest_sme2.analysis.latency import e2e_per_run, latency_stats
 from pytest_sme2.analysis.runner_summary import GenerationSummary
 from pytest_sme2.errors import Sme2Error
@@ -73,35 +75,69 @@ def _phase_stats(phase: str, tokens: int, executes: int, per_gen_ms: np.ndarray,
     return stats
 
 
-def _phase_categories(annotated: pd.DataFrame, runs: Sequence[int], per_run_ms: np.ndarray,
-                      executes: int, rules: Sequence[CategoryRule] | None) -> dict[str, float]:
-    """Mean ms per generation by category for one phase's timed runs (per-run means from the
-    operator table, times the phase's executes per generation)."""
-    from pytest_sme2.analysis.operators import category_breakdown, operator_table
+class _Leaves:
+    """Operator (leaf) events by name code, categorised once per distinct name: the part of
+    :func:`pytest_sme2.analysis.operators.annotate` the phases need, without copying the frame
+    (the generation analysis must cost no more per event than today's)."""
 
-    if not len(runs):
-        return {}
-    mean_run = float(per_run_ms.mean())
-    ops = operator_table(annotated, runs, mean_run)
-    return {k: v * executes for k, v in category_breakdown(ops, mean_run, rules).items()}
+    def __init__(self, events: pd.DataFrame, rules: Sequence[CategoryRule] | None) -> None:
+        from pytest_sme2.analysis.categories import classify, is_framework_event, named_categories
+        from pytest_sme2.analysis.events import name_codes
+
+        self.codes, self.uniques = name_codes(events["name"])
+        self.categories = named_categories(rules)
+        names = self.uniques.tolist()
+        framework = np.array([isinstance(u, str) and is_framework_event(u) for u in names],
+                             dtype=bool)
+        where = {c: i for i, c in enumerate(self.categories)}
+        other = len(self.categories)
+        self.category_of = np.array(
+            [where.get(classify(u, rules), other) if isinstance(u, str) else other
+             for u in names], dtype=np.int64)
+        self.run = events["run"].to_numpy()
+        self.leaf = (self.run >= 0) & ~framework[self.codes] if len(names) else self.run >= 0
+        self.duration = events["duration_ms"].to_numpy()
+
+    def rows(self, run_mask: np.ndarray) -> np.ndarray:
+        """Leaf rows whose run is selected by ``run_mask`` (indexed by run id)."""
+        run = self.run
+        inside = np.zeros(run.size, dtype=bool)
+        ok = run >= 0
+        inside[ok] = run_mask[run[ok]]
+        return self.leaf & inside
+
+    def categories_ms(self, rows: np.ndarray, generations: int,
+                      phase_ms_per_generation: float) -> dict[str, float]:
+        """Mean ms per generation by named category, Other the rest of the phase's time (as
+        :func:`pytest_sme2.analysis.operators.category_breakdown` makes them add up)."""
+        if generations <= 0:
+            return {}
+        d = self.duration[rows]
+        sums = np.bincount(self.category_of[self.codes[rows]],
+                           weights=np.where(np.isnan(d), 0.0, d),
+                           minlength=len(self.categories) + 1)
+        out = {c: float(sums[i]) / generations for i, c in enumerate(self.categories)}
+        out[OTHER] = phase_ms_per_generation - sum(out.values())
+        return out
+
+    def names(self, rows: np.ndarray) -> list[str]:
+        return [u for u in self.uniques[np.unique(self.codes[rows])].tolist()
+                if isinstance(u, str)]
 
 
-def phase_evidence(annotated: pd.DataFrame, runs: Sequence[int],
+def phase_evidence(operator_names: Sequence[str],
                    kernel_trace: KernelTrace | str | Path | None = None,
                    device_sme2: bool | None = None) -> KernelEvidence:
-    """The SME2 verdict of one phase: the KleidiAI (packed) operators its executes ran, from
-    the main ETDump, and the kernels a phase-only process executed (its QEMU trace), if given."""
-    from pytest_sme2.analysis.events import name_codes
+    """The SME2 verdict of one phase: the KleidiAI (packed) operators among the operators its
+    executes ran (main ETDump), and the kernels a phase-only process executed (its QEMU trace,
+    ``RunRequest.phase_only``), if given."""
     from pytest_sme2.analysis.kernel_trace import KernelTrace, read_kernel_trace_csv
     from pytest_sme2.analysis.kernels import kleidiai_ops, sme2_verdict
 
-    rows = annotated["leaf"].to_numpy() & np.isin(annotated["run"].to_numpy(), np.asarray(runs))
-    codes, uniques = name_codes(annotated["name"])
-    names = uniques[np.unique(codes[rows])]
     if kernel_trace is not None and not isinstance(kernel_trace, KernelTrace):
         kernel_trace = read_kernel_trace_csv(kernel_trace)
-    return sme2_verdict(kernels=None, kleidiai=kleidiai_ops(names), device_sme2=device_sme2,
-                        executed=kernel_trace)
+    return sme2_verdict(kernels=None, kleidiai=kleidiai_ops(operator_names),
+                        device_sme2=device_sme2, executed=kernel_trace)
 
 
 def analyze_generation(events: pd.DataFrame, summary: GenerationSummary, *,
@@ -113,8 +149,6 @@ def analyze_generation(events: pd.DataFrame, summary: GenerationSummary, *,
     :func:`pytest_sme2.etdump.read_etdump`) with the runner's ``summary.generation``.
     ``prefill_trace``/``decode_trace``: the executed-kernels CSVs of the phase-only evidence
     processes (``RunRequest.phase_only``), for each phase's kernel evidence."""
-    from pytest_sme2.analysis.operators import annotate
-
     per_run = e2e_per_run(events, source=source)
     run_ids = per_run.index.to_numpy()
     if run_ids.size and not np.array_equal(run_ids, np.arange(run_ids.size)):
@@ -137,23 +171,25 @@ def analyze_generation(events: pd.DataFrame, summary: GenerationSummary, *,
         return np.bincount(tgen[mask], weights=ms[mask], minlength=n_timed)[:n_timed]
 
     pre, dec = timed & is_prefill, timed & ~is_prefill
-    annotated = annotate(events, None, rules)
-    pre_runs, dec_runs = run_ids[pre].tolist(), run_ids[dec].tolist()
+    leaves = _Leaves(events, rules)
+    pre_rows, dec_rows = leaves.rows(pre), leaves.rows(dec)
     prefill_ms = per_generation(pre)
     decode_ms = per_generation(dec)
     one_token_prefill = summary.prefill_executes == summary.prompt_tokens
     prefill = _phase_stats(
         PREFILL, summary.prompt_tokens, summary.prefill_executes, prefill_ms,
         ms[pre] if one_token_prefill else None,
-        _phase_categories(annotated, pre_runs, ms[pre], summary.prefill_executes, rules))
+        leaves.categories_ms(pre_rows, n_timed, float(prefill_ms.mean())))
     decode = _phase_stats(
-        DECODE, summary.new_tokens, summary.decode_executes, decode_ms if dec.any()
-        else np.zeros(0), ms[dec],
-        _phase_categories(annotated, dec_runs, ms[dec], summary.decode_executes, rules))
+        DECODE, summary.new_tokens, summary.decode_executes,
+        decode_ms if dec.any() else np.zeros(0), ms[dec],
+        leaves.categories_ms(dec_rows, n_timed, float(decode_ms.mean()))
+        if dec.any() else {})
     if prefill_trace is not None or device_sme2 is not None:
-        prefill.kernel_evidence = phase_evidence(annotated, pre_runs, prefill_trace, device_sme2)
-        if dec_runs:
-            decode.kernel_evidence = phase_evidence(annotated, dec_runs, decode_trace,
+        prefill.kernel_evidence = phase_evidence(leaves.names(pre_rows), prefill_trace,
+                                                 device_sme2)
+        if dec.any():
+            decode.kernel_evidence = phase_evidence(leaves.names(dec_rows), decode_trace,
                                                     device_sme2)
 
     def runner_median(values: Sequence[float]) -> float | None:
