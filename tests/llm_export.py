@@ -86,6 +86,23 @@ if __name__ == "__main__":
         print(export_tiny_llama(s))
 
 
+def export_static_program(path: Path, vocab: int = 32) -> Path:
+    """A (tokens[1, 1], input_pos[1]) -> logits[1, vocab] program without a dynamic length and
+    without state: the prompt goes token by token, and the next token is a function of the
+    token and its position alone, so every generation samples the same tokens."""
+    import torch
+    from executorch.exir import to_edge
+
+    class Static(torch.nn.Module):
+        def forward(self, tokens: torch.Tensor, input_pos: torch.Tensor) -> torch.Tensor:
+            target = (tokens[:, -1] * 5 + input_pos * 3 + 1) % vocab
+            return -(torch.arange(vocab).unsqueeze(0) - target.unsqueeze(1)).abs().float()
+
+    args = (torch.tensor([[3]], dtype=torch.long), torch.tensor([0], dtype=torch.long))
+    path.write_bytes(to_edge(torch.export.export(Static(), args)).to_executorch().buffer)
+    return path
+
+
 def export_leaky_program(path: Path, vocab: int = 16) -> Path:
     """A (tokens[1, 1], input_pos[1]) -> logits[1, vocab] program whose state survives between
     generations: a mutable buffer counts every execute and the logits follow it, not

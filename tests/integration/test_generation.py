@@ -90,6 +90,31 @@ def test_a_forward_without_tokens_and_positions_is_one_line(native, toy_export, 
         assert "export_llama -kv" in last
 
 
+def test_a_static_length_program_prefills_token_by_token(native, tmp_path):
+    from tests.llm_export import export_static_program
+
+    pte = export_static_program(tmp_path / "static.pte")
+    g = Generation(5, 3)
+    req = RunRequest(pte, tmp_path / "x.etdump", runs=2, warmup=1, generation=g)
+    tokens = {}
+    for name, argv in (("native", native.command(req)), ("python", _python_argv(req))):
+        done = _run(argv)
+        assert done.returncode == 0, done.stderr[-2000:]
+        summary = parse_summary(done.stdout)
+        assert summary.executions == 3 * (5 + 3)
+        assert summary.generation.prefill_executes == 5 and not summary.generation.dynamic_shape
+        r = analyze_generation_file(req.etdump, done.stdout)
+        assert r.prefill.executes == 5 and r.prefill.token_median_ms > 0
+        assert r.generations == 2
+        tokens[name] = r.tokens
+    # next = (5 token + 3 position + 1) mod 32, from the last prompt token at position 4
+    prompt = [1 + (7919 * i + 13) % 31 for i in range(5)]
+    expected = [(prompt[-1] * 5 + 4 * 3 + 1) % 32]
+    for pos in range(5, 8):
+        expected.append((expected[-1] * 5 + pos * 3 + 1) % 32)
+    assert tokens["native"] == tokens["python"] == expected
+
+
 def test_state_leaking_between_generations_is_refused(native, tmp_path):
     from tests.llm_export import export_leaky_program
 
