@@ -20,6 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from pytest_sme2.analysis.generation import analyze_generation_file  # noqa: E402
 from pytest_sme2.analysis.kernel_trace import read_kernel_trace_csv  # noqa: E402
 from pytest_sme2.analysis.runner_summary import parse_summary  # noqa: E402
 from pytest_sme2.devices.qemu import QemuDevice  # noqa: E402
@@ -45,8 +46,16 @@ def phase_kernels(pte: Path, generation: Generation = DEFAULT_GENERATION) -> dic
                 outcome = device.run(runner, req)
                 trace = read_kernel_trace_csv(outcome.kernel_trace)
                 summary = parse_summary(outcome.stdout).generation
+                # The phase's verdict as the analysis gives it: this process's ETDump (its
+                # packed operators) with its own trace as that phase's evidence.
+                result = analyze_generation_file(
+                    req.etdump, outcome.stdout, device_sme2=side == "sme2_on",
+                    **{f"{phase}_trace": outcome.kernel_trace})
+                evidence = result.phase(phase).kernel_evidence
                 out[(side, phase)] = {
                     "generation": req.generation,
+                    "sme2": evidence.sme2 if evidence else None,
+                    "reason": evidence.reason if evidence else "",
                     "kernels": [(k.name, k.isa_family, k.blocks) for k in trace.executed
                                 if k.kind == "kleidiai" or "gemm" in k.name or "igemm" in k.name],
                     "streaming_blocks": trace.streaming_blocks,
@@ -68,7 +77,7 @@ def main(argv: list[str]) -> int:
         for (side, phase), r in result.items():
             g = r["generation"]
             print(f"-- {side} {phase} (generate {g.arg}): {r['streaming_blocks']} streaming-SME "
-                  "blocks")
+                  f"blocks; SME2 {r['sme2']}: {r['reason']}")
             for name, isa, blocks in r["kernels"]:
                 print(f"   {name}  [{isa}]  {blocks} blocks")
         for phase in ("prefill", "decode"):

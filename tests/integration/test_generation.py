@@ -159,6 +159,7 @@ def test_phase_kernels_on_emulated_sme2(tiny_llama_8da4w):
     for (side, phase), r in result.items():
         names = [k[0] for k in r["kernels"]]
         assert r["streaming_blocks"] == 0, (side, phase)
+        assert r["sme2"] == "absent", (side, phase, r["reason"])
         assert any("qsi4c32p4x8_1x4x32_neon_dotprod" in n for n in names), (side, phase, names)
         assert not any("sme" in n for n in names), (side, phase, names)
         if phase == "prefill":
