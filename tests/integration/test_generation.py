@@ -58,6 +58,15 @@ def test_native_and_python_generate_the_same_tokens(native, tiny_llama_8da4w, tm
         assert r.prefill.categories_ms["GEMM"] > 0 and r.decode.categories_ms["GEMM"] > 0
 
 
+def test_llm_programs_are_told_by_their_methods(tiny_llama_8da4w, toy_export, tmp_path):
+    from pytest_sme2.analysis.generation import is_llm_program
+    from tests.llm_export import export_static_program
+
+    assert is_llm_program(tiny_llama_8da4w)
+    assert not is_llm_program(toy_export.pte)
+    assert not is_llm_program(export_static_program(tmp_path / "s.pte"))  # no constant methods
+
+
 def test_phase_only_processes(native, tiny_llama_8da4w, tmp_path):
     base = RunRequest(tiny_llama_8da4w, tmp_path / "x.etdump", generation=Generation(16, 8))
     for phase, executes in (("prefill", 1), ("decode", 8)):

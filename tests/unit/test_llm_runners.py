@@ -116,3 +116,10 @@ def test_phase_only_requests():
     assert dec.generation == Generation(1, 31)
     with pytest.raises(RunnerError):
         RunRequest(Path("m.pte"), Path("o.etdump")).phase_only("prefill")
+
+
+def test_an_executor_runner_refuses_a_generation(tmp_path):
+    runner = parse_runner_spec(str(_exe(tmp_path, "executor_runner"))).make()
+    req = RunRequest(Path("m.pte"), Path("o.etdump"), generation=Generation(4, 2))
+    with pytest.raises(RunnerError, match="has no token loop"):
+        runner.command(req)
