@@ -739,6 +739,10 @@ std::string run_generations(Module& module, const std::string& method, const Opt
 }
 
 int run(const Options& o) {
+  if (o.generate && (!o.input_file.empty() || !o.output_file.empty())) {
+    throw Failure("--generate makes its own tokens: --input_file and --output_file do not "
+                  "apply (the sampled token ids are in the summary line)");
+  }
   if (!is_file(o.model_path)) {
     throw Failure(o.model_path + ": model file not found");
   }
@@ -789,10 +793,6 @@ int run(const Options& o) {
   std::vector<EValue> outputs;
   uint32_t executions = 0;
   if (o.generate) {
-    if (!o.input_file.empty() || !o.output_file.empty()) {
-      throw Failure("--generate makes its own tokens: --input_file and --output_file do not "
-                    "apply (the sampled token ids are in the summary line)");
-    }
     generation = run_generations(module, method, o, executions);
   } else {
     auto meta = module.method_meta(method);
