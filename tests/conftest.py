@@ -50,6 +50,15 @@ def toy_export(export_cache):
 
 
 @pytest.fixture(scope="session")
+def tiny_llama_8da4w() -> Path:
+    """ExecuTorch's own export_llama .pte of a tiny seeded Llama (8da4w, plain attention),
+    cached on disk across sessions (tests/llm_export.py): minutes cold on 2 cores, then free."""
+    from tests.llm_export import export_tiny_llama
+
+    return export_tiny_llama("8da4w")
+
+
+@pytest.fixture(scope="session")
 def user_caches(tmp_path_factory) -> dict[str, str]:
     """Cache folders shared by every inner pytest session of this run. pytester points HOME at
     each test's own folder, which would otherwise build the native runner (and matplotlib's

@@ -9,6 +9,61 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
+class GenerationSummary:
+    """The ``generation`` object of a runner's summary line (``--generate P,D``): the program's
+    limits, how the loop ran it, the sampled token ids (those of every generation: the runner
+    refuses a program whose generations differ) and the runner's own timers per generation,
+    warm-up ones included, in ms."""
+
+    prompt_tokens: int
+    new_tokens: int
+    warmup: int
+    generations: int                # warm-up included
+    prefill_executes: int           # per generation: 1 (dynamic length) or prompt_tokens
+    decode_executes: int            # per generation: new_tokens
+    dynamic_shape: bool
+    use_kv_cache: bool | None = None
+    max_seq_len: int | None = None
+    max_context_len: int | None = None
+    vocab_size: int | None = None
+    prompt: tuple[int, ...] = ()
+    tokens: tuple[int, ...] = ()
+    prefill_ms: tuple[float, ...] = ()
+    first_sampling_ms: tuple[float, ...] = ()
+    sampling_ms: tuple[float, ...] = ()      # all argmax of a generation
+    decode_ms: tuple[float, ...] = ()
+    generation_ms: tuple[float, ...] = ()
+
+    @property
+    def executes_per_generation(self) -> int:
+        return self.prefill_executes + self.decode_executes
+
+    @classmethod
+    def from_json(cls, d: dict) -> GenerationSummary:
+        def limit(key: str) -> int | None:
+            n = _count(d.get(key))
+            return n if n is not None and n >= 0 else None
+
+        def floats(key: str) -> tuple[float, ...]:
+            return tuple(float(v) for v in d.get(key) or ())
+
+        kv = d.get("use_kv_cache")
+        return cls(prompt_tokens=int(d["prompt_tokens"]), new_tokens=int(d["new_tokens"]),
+                   warmup=int(d.get("warmup", 0)), generations=int(d["generations"]),
+                   prefill_executes=int(d["prefill_executes"]),
+                   decode_executes=int(d.get("decode_executes", d["new_tokens"])),
+                   dynamic_shape=bool(d.get("dynamic_shape", True)),
+                   use_kv_cache=kv if isinstance(kv, bool) else None,
+                   max_seq_len=limit("max_seq_len"), max_context_len=limit("max_context_len"),
+                   vocab_size=limit("vocab_size"),
+                   prompt=tuple(int(t) for t in d.get("prompt") or ()),
+                   tokens=tuple(int(t) for t in d.get("tokens") or ()),
+                   prefill_ms=floats("prefill_ms"), first_sampling_ms=floats("first_sampling_ms"),
+                   sampling_ms=floats("sampling_ms"), decode_ms=floats("decode_ms"),
+                   generation_ms=floats("generation_ms"))
+
+
+@dataclass(frozen=True)
 class RunnerSummary:
     """The JSON line our runners (native, python) print last: what the ETDump cannot hold. A
     user's executor_runner prints none: every field is None then."""
@@ -24,6 +79,7 @@ class RunnerSummary:
     # the method inside the first forward()), "" when nothing.
     rss_after_load_includes: str = ""
     peak_includes: str = ""     # what the process holds beyond the runtime, if much
+    generation: GenerationSummary | None = None  # with --generate: the loop's own record
 
     @property
     def load_rss_kb(self) -> int | None:
@@ -40,6 +96,15 @@ def _number(v: object) -> float | None:
 def _count(v: object) -> int | None:
     n = _number(v)
     return int(n) if n is not None else None
+
+
+def _generation(d: object) -> GenerationSummary | None:
+    if not isinstance(d, dict):
+        return None
+    try:
+        return GenerationSummary.from_json(d)
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def parse_summary(stdout: str) -> RunnerSummary:
@@ -63,5 +128,6 @@ def parse_summary(stdout: str) -> RunnerSummary:
             rss_after_load_kb=_count(d.get("rss_after_load_kb")),
             peak_rss_kb=_count(d.get("peak_rss_kb")),
             rss_after_load_includes=str(d.get("rss_after_load_includes") or ""),
-            peak_includes=str(d.get("peak_includes") or ""))
+            peak_includes=str(d.get("peak_includes") or ""),
+            generation=_generation(d.get("generation")))
     return RunnerSummary()

@@ -10,6 +10,7 @@ from typing import Protocol
 from pytest_sme2.analysis.runner_summary import RunnerSummary, parse_summary  # noqa: F401
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2._util.protocol_defaults import WithDefaults
+from pytest_sme2.results.generation import Generation
 from pytest_sme2.results.runner import RunnerInfo  # noqa: F401 - recorded with results
 
 
@@ -32,11 +33,29 @@ class RunRequest:
     # Where to write the sampled-kernels CSV: set, the device samples the runner's program
     # counter (Device.samples_kernels) and maps the samples to kernels.
     kernel_sample: Path | None = None
+    # An LLM generation per run (pytest_sme2.results.generation): ``warmup`` and ``runs`` then
+    # count generations, each of several executes. None: one execute per run on fixed inputs.
+    generation: Generation | None = None
 
     @property
     def executions(self) -> int:
-        """Warm-up runs are traced too; analysis drops the first ``warmup`` runs."""
+        """Warm-up runs are traced too; analysis drops the first ``warmup`` runs. With a
+        generation: generations, not executes (see Generation.executes)."""
         return self.warmup + self.runs
+
+    def phase_only(self, phase: str) -> RunRequest:
+        """This generation request as a phase-only evidence process (``"prefill"`` or
+        ``"decode"``): one generation, no warm-up, the phase's executes alone in the process
+        (:meth:`Generation.prefill_only`, :meth:`Generation.decode_only`)."""
+        import dataclasses
+
+        if self.generation is None:
+            raise RunnerError("a phase-only process needs a request with a generation")
+        if phase not in ("prefill", "decode"):
+            raise RunnerError(f"no phase {phase!r}; phases are prefill and decode")
+        g = (self.generation.prefill_only() if phase == "prefill"
+             else self.generation.decode_only())
+        return dataclasses.replace(self, generation=g, runs=1, warmup=0)
 
 
 @dataclass(frozen=True)

@@ -139,6 +139,10 @@ class BinaryRunner(RunnerBase):
                               f"and the device is {want}")
 
     def command(self, request: RunRequest) -> list[str]:
+        if request.generation is not None:
+            raise RunnerError(f"runner {self.name!r} is an executor_runner: it has no token loop "
+                              "for an LLM generation; use the native or python runner, or a "
+                              "llama_main (NAME=/path/llama_main,tokenizer=PATH)")
         return [str(self.path), "--model_path", str(request.pte),
                 "--etdump_path", str(request.etdump),
                 "--num_executions", str(request.executions),  # warm-up included, see module doc

@@ -37,6 +37,8 @@ class PythonRunner(RunnerBase):
         argv = ["--pte", str(request.pte), "--etdump", str(request.etdump),
                 "--threads", str(request.threads), "--runs", str(request.runs),
                 "--warmup", str(request.warmup)]
+        if request.generation is not None:  # tokens come from the loop, not a tensor file
+            return argv + ["--generate", request.generation.arg]
         if request.inputs:
             argv += ["--inputs", str(request.inputs)]
         if request.outputs:

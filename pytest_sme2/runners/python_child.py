@@ -5,9 +5,14 @@ Success ends with the same JSON summary line as the native runner (pytest_sme2.r
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
+import os
+import re
 import sys
+import tempfile
+import time
 from types import ModuleType
 
 import numpy as np
@@ -83,6 +88,188 @@ def _first_line(e: BaseException) -> str:
     return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
 
 
+_MISSING_OP = re.compile(r"Missing operator: (?:\[\d+\] )?(\S+)")
+
+
+def missing_operator_line(pte: str, method: str, ops: list[str]) -> str:
+    """The one line for a program that needs operators this runtime does not register (the
+    native runner words it the same way)."""
+    ops = list(dict.fromkeys(ops))  # each once, in the order the runtime named them
+    names = ", ".join(ops[:4])
+    line = (f"{pte}: method '{method}' needs operator{'s' if len(ops) > 1 else ''} {names}, "
+            "which this runner (built against the ExecuTorch wheel) does not register")
+    if "llama::" in names:
+        return line + ("; export with plain attention (export_llama -kv without "
+                       "--use_sdpa_with_kv_cache) to run it here, or run it with a llama_main "
+                       "built with ExecuTorch's custom LLM ops")
+    return line + "; export without it, or use a runner built with the library that registers it"
+
+
+@contextlib.contextmanager
+def _watched_stderr(seen: list[str]):
+    """The runtime's log (C stdio on fd 2) copied into ``seen`` and still written to stderr:
+    it names a missing operator only there."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            text = tmp.read().decode(errors="replace")
+            seen.append(text)
+            sys.stderr.write(text)
+            sys.stderr.flush()
+
+
+def _argmax_last(logits) -> int:
+    flat = logits.reshape(-1, logits.shape[-1])
+    return int(flat[-1].argmax())
+
+
+def _generate(a, runtime, torch, rss_before_load) -> int:
+    """The generation loop through the runtime (see pytest_sme2.results.generation): W + N
+    generations, each a prefill then greedy one-token steps; the same summary line as the
+    native runner's --generate."""
+    from pytest_sme2.results.generation import Generation, prompt_token_ids
+
+    p_tokens, _, d_tokens = a.generate.partition(",")
+    try:
+        gen = Generation(int(p_tokens), int(d_tokens))
+    except ValueError:
+        print(f"--generate: {a.generate!r} is not PROMPT_TOKENS,NEW_TOKENS (e.g. 64,32)",
+              file=sys.stderr)
+        return 1
+    seen: list[str] = []
+    try:
+        with _watched_stderr(seen):
+            t0 = time.perf_counter()
+            module = runtime._load_for_executorch(a.pte, enable_etdump=True, debug_buffer_size=0)
+            meta = module.method_meta("forward")
+            program_load_ms = (time.perf_counter() - t0) * 1e3
+            # Constants through an untraced second load: traced, they would add Execute blocks.
+            constants = runtime._load_for_executorch(a.pte, enable_etdump=False)
+            have = set(constants.method_names())
+            values = {}
+            for name in ("get_max_seq_len", "get_max_context_len", "get_vocab_size",
+                         "use_kv_cache", "enable_dynamic_shape"):
+                if name in have:
+                    out = constants.run_method(name, ())
+                    values[name] = int(out[0]) if out else -1
+    except Exception as e:  # noqa: BLE001 - the runtime's refusal, reported in one line
+        ops = _MISSING_OP.findall("".join(seen))
+        print(missing_operator_line(a.pte, "forward", ops) if ops else
+              f"{a.pte}: the ExecuTorch runtime refused the program ({_first_line(e)})",
+              file=sys.stderr)
+        return 1
+    shapes = []
+    fits = meta.num_inputs() == 2
+    for i in range(meta.num_inputs()):
+        info = meta.input_tensor_meta(i)
+        sizes = tuple(info.sizes())
+        dtype = SCALAR_TYPES.get(int(info.dtype()), "?")
+        shapes.append(f"{dtype}{list(sizes)}")
+        fits = fits and dtype == "int64" and len(sizes) == (2 if i == 0 else 1) and sizes[0] == 1
+    if not fits:
+        print(f"{a.pte}: method 'forward' takes ({', '.join(shapes)}), not (tokens int64[1, n], "
+              "input_pos int64[1]); --generate needs an LLM exported with a KV cache "
+              "(export_llama -kv)", file=sys.stderr)
+        return 1
+    upper = int(tuple(meta.input_tensor_meta(0).sizes())[1])
+    flag = values.get("enable_dynamic_shape", -1)
+    dynamic = flag == 1 or (flag == -1 and upper > 1)
+    if not dynamic and upper != 1:
+        print(f"{a.pte}: forward takes a fixed tokens[1, {upper}] without a dynamic sequence "
+              "length; --generate needs tokens[1, 1] or a dynamic length", file=sys.stderr)
+        return 1
+    max_seq = values.get("get_max_seq_len", -1)
+    max_ctx = values.get("get_max_context_len", -1)
+    vocab = values.get("get_vocab_size", -1)
+    if vocab <= 0:
+        vocab = int(tuple(meta.output_tensor_meta(0).sizes())[-1])
+    context = max_ctx if max_ctx > 0 else max_seq
+    if (context > 0 and gen.positions > context) or (dynamic and gen.prompt_tokens > upper):
+        chunk = f"; one prefill takes at most {upper} tokens" if dynamic else ""
+        print(f"{a.pte}: prompt {gen.prompt_tokens} + new {gen.new_tokens} tokens is over the "
+              f"program's limits (max_seq_len {max_seq}, max_context_len {max_ctx}: prompt + "
+              f"new tokens <= {context}{chunk})", file=sys.stderr)
+        return 1
+    prompt = prompt_token_ids(gen.prompt_tokens, vocab)
+    prompt_t = torch.tensor([prompt], dtype=torch.long)
+    prompt_steps = ([prompt_t] if dynamic else
+                    [prompt_t[:, i:i + 1] for i in range(gen.prompt_tokens)])
+    total = a.warmup + a.runs
+    timers: dict[str, list[float]] = {k: [] for k in (
+        "prefill_ms", "first_sampling_ms", "sampling_ms", "decode_ms", "generation_ms")}
+    first_tokens: list[int] | None = None
+    rss_after_load = None
+    clock = time.perf_counter
+    for g in range(total):
+        tokens: list[int] = []
+        pos = 0
+        try:
+            t0 = clock()
+            for chunk_t in prompt_steps:
+                if g == 0 and pos == 0:  # this runtime loads the method here: watch its log
+                    with _watched_stderr(seen):
+                        out = module.forward((chunk_t, torch.tensor([pos], dtype=torch.long)))
+                else:
+                    out = module.forward((chunk_t, torch.tensor([pos], dtype=torch.long)))
+                pos += chunk_t.shape[1]
+            prefill_ms = (clock() - t0) * 1e3
+            s0 = clock()
+            tokens.append(_argmax_last(out[0]))
+            first_ms = sampling = (clock() - s0) * 1e3
+            d0 = clock()
+            for _ in range(gen.new_tokens):
+                out = module.forward((torch.tensor([[tokens[-1]]], dtype=torch.long),
+                                      torch.tensor([pos], dtype=torch.long)))
+                pos += 1
+                s0 = clock()
+                tokens.append(_argmax_last(out[0]))
+                sampling += (clock() - s0) * 1e3
+            decode_ms = (clock() - d0) * 1e3
+            whole_ms = (clock() - t0) * 1e3
+        except Exception as e:  # noqa: BLE001 - reported in one line
+            ops = _MISSING_OP.findall("".join(seen))
+            print(missing_operator_line(a.pte, "forward", ops) if ops else
+                  f"{a.pte}: generation {g + 1} of {total} failed at position {pos} "
+                  f"({_first_line(e)})", file=sys.stderr)
+            return 1
+        if g == 0:
+            rss_after_load = status_kb("VmRSS:")
+            first_tokens = tokens
+        elif tokens != first_tokens:
+            k = next(i for i, (x, y) in enumerate(zip(tokens, first_tokens)) if x != y)
+            print(f"{a.pte}: generation {g + 1} sampled other tokens than generation 1 from the "
+                  f"same prompt (token {k + 1}: {tokens[k]} vs {first_tokens[k]}): the program "
+                  "does not reset its KV cache between generations, so its timings would not "
+                  "measure one generation; nothing was measured", file=sys.stderr)
+            return 1
+        for key, v in zip(timers, (prefill_ms, first_ms, sampling, decode_ms, whole_ms)):
+            timers[key].append(v)
+    module.write_etdump_result_to_file(a.etdump)
+    prefill_executes = 1 if dynamic else gen.prompt_tokens
+    print(json.dumps({
+        "threads": int(runtime._threadpool_get_thread_count()),
+        "executions": total * (prefill_executes + gen.new_tokens),
+        "program_load_ms": program_load_ms, "rss_before_load_kb": rss_before_load,
+        "rss_after_load_kb": rss_after_load, "rss_after_load_includes": "first run",
+        "peak_includes": "the Python interpreter, torch and the runtime extension",
+        "peak_rss_kb": status_kb("VmHWM:"),
+        "generation": {"prompt_tokens": gen.prompt_tokens, "new_tokens": gen.new_tokens,
+                       "warmup": a.warmup, "generations": total,
+                       "prefill_executes": prefill_executes, "decode_executes": gen.new_tokens,
+                       "dynamic_shape": dynamic, "use_kv_cache": values.get("use_kv_cache") == 1,
+                       "max_seq_len": max_seq, "max_context_len": max_ctx, "vocab_size": vocab,
+                       "prompt": prompt, "tokens": first_tokens, **timers}}))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="pytest_sme2.runners.python_child")
     p.add_argument("--pte", required=True)
@@ -92,19 +279,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--inputs")
     p.add_argument("--outputs")
+    p.add_argument("--generate", help="PROMPT_TOKENS,NEW_TOKENS: an LLM generation per run")
     a = p.parse_args(argv)
     problem = program_problem(a.pte)
     if problem:
         print(problem, file=sys.stderr)
         return 1
 
-    import time
-
     import torch
 
     runtime = import_runtime()
     runtime._unsafe_reset_threadpool(a.threads)  # before the load, never after
     rss_before_load = status_kb("VmRSS:")
+    if a.generate:
+        return _generate(a, runtime, torch, rss_before_load)
     try:
         t0 = time.perf_counter()
         module = runtime._load_for_executorch(a.pte, enable_etdump=True, debug_buffer_size=0)

@@ -6,6 +6,9 @@
     sme2_on=/path/executor_runner,sme2=on   a user binary with build labels
     sme2_off=/path/runner,libs=/path/lib,sme2=off,flags=-DXNNPACK_ENABLE_ARM_SME2=OFF
     sme2_off=native,mask=sme                the same binary as sme2_on, SME/SME2 hidden from it
+    llm=/path/llama_main,tokenizer=/path/tokenizer.model
+                                            ExecuTorch's LLM runner (kind "llama_main"; a
+                                            binary named llama_main* or given tokenizer=)
 
 After the kind or path, comma-separated ``key=value`` pairs are labels recorded with every
 result, except ``libs=DIR`` (shared libraries pushed beside a binary on a remote device) and
@@ -40,6 +43,7 @@ class RunnerSpec:
     lib_dir: Path | None = None
     labels: dict[str, str] = field(default_factory=dict)
     hwcap_mask: str | None = None      # a pytest_sme2.device_programs.hwcaps.MASKS name
+    tokenizer: Path | None = None      # a llama_main's tokenizer
 
     def make(self, progress: Callable[[str], None] | None = None,
              target: str = "host", hook: HookRelay | None = None) -> Runner:
@@ -51,7 +55,7 @@ class RunnerSpec:
             runner = hook.pytest_sme2_make_runner(spec=self, target=target)
             if runner is not None:
                 return with_defaults(runner)
-        if self.kind not in ("python", "native", "binary"):
+        if self.kind not in ("python", "native", "binary", "llama_main"):
             raise RunnerError(f"runner {self.name!r}: no plugin made a runner of kind "
                               f"{self.kind!r} (their pytest_sme2_make_runner returned None)")
         if self.kind == "python":
@@ -75,6 +79,11 @@ class RunnerSpec:
                                 RunnerInfo(self.name, "native", {**runner.info.labels,
                                                                  **self.labels}),
                                 runner.libs, self.hwcap_mask)
+        if self.kind == "llama_main":
+            from pytest_sme2.runners.llama_main import LlamaMainRunner
+
+            return LlamaMainRunner(self.name, self.path, self.lib_dir, dict(self.labels),
+                                   self.hwcap_mask, tokenizer=self.tokenizer)
         from pytest_sme2.runners.binary import BinaryRunner
 
         return BinaryRunner(self.name, self.path, self.lib_dir, dict(self.labels),
@@ -107,6 +116,7 @@ def parse_runner_spec(text: str, kinds: Collection[str] = ()) -> RunnerSpec:
     labels: dict[str, str] = {}
     lib_dir = None
     mask = None
+    tokenizer = None
     for item in rest:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
@@ -115,6 +125,8 @@ def parse_runner_spec(text: str, kinds: Collection[str] = ()) -> RunnerSpec:
             lib_dir = Path(value.strip()).expanduser()
         elif key.strip() == "mask":
             mask = value.strip()
+        elif key.strip() == "tokenizer":
+            tokenizer = Path(value.strip()).expanduser()
         else:
             labels[key.strip()] = value.strip()
     if target == "native" and labels.get("sme2") == "off" and mask is None:
@@ -135,6 +147,14 @@ def parse_runner_spec(text: str, kinds: Collection[str] = ()) -> RunnerSpec:
         plugins = f", a kind a plugin makes ({', '.join(sorted(kinds))})" if kinds else ""
         raise RunnerError(f"--runner {text!r}: {target!r} is neither a built-in runner "
                           f"({', '.join(BUILTIN)}){plugins} nor a path; {usage}")
+    from pytest_sme2.runners.llama_main import is_llama_main
+
+    if tokenizer is not None or is_llama_main(target):
+        if tokenizer is None:
+            raise RunnerError(f"--runner {text!r}: a llama_main needs its tokenizer; add "
+                              ",tokenizer=/path/to/tokenizer.model")
+        return RunnerSpec(name, "llama_main", Path(target).expanduser(), lib_dir, labels, mask,
+                          tokenizer)
     return RunnerSpec(name, "binary", Path(target).expanduser(), lib_dir, labels, mask)
 
 

@@ -14,7 +14,22 @@
 // program load's time (the runtime traces the method load, not Module::load) and resident
 // memory (kB, from /proc/self/status on Linux and Android; null where there is none): before
 // loading, after the method load, and the peak (VmHWM) at the end.
+//
+// --generate P,D runs an LLM generation instead of fixed inputs (a program whose forward takes
+// (tokens[1, n] int64, input_pos[1] int64) and keeps its KV cache inside): --warmup W and
+// --num_executions N count generations then. Each generation prefills P prompt tokens (one
+// execute where forward's sequence length is dynamic, else one execute per token), then decodes
+// D steps of one token each, greedy (argmax over the last position's logits), EOS ignored. The
+// prompt is the fixed sequence 1 + (7919 i + 13) mod (vocab - 1), i = 0..P-1 (the same in the
+// Python runner: pytest_sme2.results.generation.prompt_token_ids). Every generation must give
+// the same tokens from the same prompt: a program that does not reset its cache between
+// generations is refused in one line. The summary line then has a "generation" object: the
+// program's limits, the executes per generation, the sampled token ids and per-generation wall
+// times (prefill, first sampling, all sampling, decode, whole generation), in ms.
+// P,0 (prefill only) and 1,D (only one-token executes at positions 0..D) are the phase-only
+// processes whose kernel traces tell the phases apart.
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
@@ -83,11 +98,15 @@ struct Options {
   uint32_t warmup = 0;
   std::string input_file;
   std::string output_file;
+  bool generate = false;
+  int64_t prompt_tokens = 0;  // P
+  int64_t new_tokens = 0;     // D
 };
 
 const char* kUsage =
     "usage: sme2_runner --model_path M.pte [--etdump_path OUT.etdump] [--num_executions N]\n"
-    "                   [--warmup W] [--cpu_threads T] [--input_file IN] [--output_file OUT]\n";
+    "                   [--warmup W] [--cpu_threads T] [--input_file IN] [--output_file OUT]\n"
+    "                   [--generate PROMPT_TOKENS,NEW_TOKENS]\n";
 
 long long parse_int(const std::string& flag, const std::string& text, long long lo, long long hi) {
   errno = 0;
@@ -138,6 +157,14 @@ Options parse_flags(int argc, char** argv) {
       o.input_file = value;
     } else if (name == "output_file") {
       o.output_file = value;
+    } else if (name == "generate") {
+      const size_t comma = value.find(',');
+      if (comma == std::string::npos) {
+        throw Failure("--generate: '" + value + "' is not PROMPT_TOKENS,NEW_TOKENS (e.g. 64,32)");
+      }
+      o.generate = true;
+      o.prompt_tokens = parse_int("generate (prompt tokens)", value.substr(0, comma), 1, 1 << 20);
+      o.new_tokens = parse_int("generate (new tokens)", value.substr(comma + 1), 0, 1 << 20);
     } else {
       throw Failure("ERROR: unknown command line flag '" + name + "'");
     }
@@ -377,7 +404,345 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
+
+// ---- the runtime's log: operators a program needs and this runner lacks ---------------------
+//
+// The runtime names a missing operator only in its log ("Missing operator: [3]
+// llama::custom_sdpa.out"), then fails the method load with OperatorMissing. We wrap the
+// platform's log function (executorch::runtime::register_pal): the messages still go where they
+// went, and the names are kept for the one-line error.
+pal_emit_log_message_method g_previous_log = nullptr;
+std::vector<std::string> g_missing_operators;
+
+void capture_log(et_timestamp_t timestamp, et_pal_log_level_t level, const char* filename,
+                 const char* function, size_t line, const char* message, size_t length) {
+  static const char kMissing[] = "Missing operator: ";
+  const std::string text(message, length);
+  const size_t at = text.find(kMissing);
+  if (at != std::string::npos) {
+    std::string rest = text.substr(at + sizeof kMissing - 1);
+    if (!rest.empty() && rest[0] == '[') { // "[3] llama::custom_sdpa.out"
+      const size_t close = rest.find("] ");
+      rest = close == std::string::npos ? rest : rest.substr(close + 2);
+    }
+    while (!rest.empty() && (rest.back() == '\n' || rest.back() == ' ')) {
+      rest.pop_back();
+    }
+    if (!rest.empty() && std::find(g_missing_operators.begin(), g_missing_operators.end(),
+                                   rest) == g_missing_operators.end()) {
+      g_missing_operators.push_back(rest);
+    }
+  }
+  if (g_previous_log != nullptr) {
+    g_previous_log(timestamp, level, filename, function, line, message, length);
+  }
+}
+
+void watch_log() {
+  const auto* pal = executorch::runtime::get_pal_impl();
+  g_previous_log = pal != nullptr ? pal->emit_log_message : nullptr;
+  executorch::runtime::register_pal(
+      executorch::runtime::PalImpl::create(capture_log, __FILE__));
+}
+
+// The line for a method that failed to load: a missing operator is named, with the way out.
+std::string load_failure(const std::string& model_path, const std::string& method, Error e) {
+  if (e == Error::OperatorMissing && !g_missing_operators.empty()) {
+    std::string ops;
+    for (size_t i = 0; i < g_missing_operators.size() && i < 4; ++i) {
+      ops += (i ? ", " : "") + g_missing_operators[i];
+    }
+    std::string line = model_path + ": method '" + method + "' needs operator" +
+        (g_missing_operators.size() > 1 ? "s " : " ") + ops + ", which this runner (built " +
+        "against the ExecuTorch wheel) does not register";
+    if (ops.find("llama::") != std::string::npos) {
+      line += "; export with plain attention (export_llama -kv without "
+              "--use_sdpa_with_kv_cache) to run it here, or run it with a llama_main built with "
+              "ExecuTorch's custom LLM ops";
+    } else {
+      line += "; export without it, or use a runner built with the library that registers it";
+    }
+    return line;
+  }
+  return model_path + ": cannot load method '" + method + "' (" + describe(e) +
+         "; a delegate or operator may be missing from this build)";
+}
+
+// ---- generation ------------------------------------------------------------------------------
+
+// The fixed prompt: token i is 1 + (7919 i + 13) mod (vocab - 1), in [1, vocab); the same
+// in Python (pytest_sme2.results.generation.prompt_token_ids).
+std::vector<int64_t> prompt_ids(int64_t n, int64_t vocab) {
+  std::vector<int64_t> ids(static_cast<size_t>(n));
+  const int64_t span = vocab > 1 ? vocab - 1 : 1;
+  for (int64_t i = 0; i < n; ++i) {
+    ids[static_cast<size_t>(i)] = 1 + (7919 * i + 13) % span;
+  }
+  return ids;
+}
+
+// A constant method of an export_llama program (get_max_seq_len, use_kv_cache...): its one
+// output as an integer, or -1 where the program has no such method.
+int64_t constant_method(Module& constants, const std::vector<std::string>& names,
+                        const std::string& name) {
+  if (std::find(names.begin(), names.end(), name) == names.end()) {
+    return -1;
+  }
+  auto out = constants.execute(name);
+  if (!out.ok() || out->empty()) {
+    return -1;
+  }
+  const EValue& v = out->at(0);
+  if (v.isInt()) {
+    return v.toInt();
+  }
+  if (v.isBool()) {
+    return v.toBool() ? 1 : 0;
+  }
+  return -1;
+}
+
+std::string json_list(const std::vector<double>& v) {
+  std::string s = "[";
+  char buf[32];
+  for (size_t i = 0; i < v.size(); ++i) {
+    std::snprintf(buf, sizeof buf, "%.6f", v[i]);
+    s += (i ? ", " : "") + std::string(buf);
+  }
+  return s + "]";
+}
+
+std::string json_ints(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) {
+    s += (i ? ", " : "") + std::to_string(v[i]);
+  }
+  return s + "]";
+}
+
+// Greedy sampling: the index of the largest logit of the last position.
+int64_t argmax_last(const Tensor& logits, const std::string& model_path) {
+  if (logits.scalar_type() != ScalarType::Float) {
+    throw Failure(model_path + ": forward's logits are ExecuTorch scalar type " +
+                  std::to_string(static_cast<int>(logits.scalar_type())) +
+                  "; the generation loop samples float32 logits only");
+  }
+  const int64_t vocab = logits.size(logits.dim() - 1);
+  const float* row = logits.const_data_ptr<float>() + (logits.numel() - vocab);
+  int64_t best = 0;
+  for (int64_t k = 1; k < vocab; ++k) {
+    if (row[k] > row[best]) {
+      best = k;
+    }
+  }
+  return best;
+}
+
+struct GenerationPlan {
+  int64_t max_seq_len = -1;
+  int64_t max_context_len = -1;
+  int64_t vocab = -1;
+  int64_t prefill_chunk = 1; // tokens one execute takes: forward's upper bound if dynamic
+  bool dynamic = false;
+  bool kv_cache = false;
+  int64_t prefill_executes = 0;
+};
+
+GenerationPlan plan_generation(Module& module, const std::string& method, const Options& o) {
+  auto meta = module.method_meta(method);
+  if (!meta.ok()) {
+    throw Failure(o.model_path + ": no metadata for method '" + method + "'");
+  }
+  // forward(tokens[1, n] int64, input_pos[1] int64) -> logits[..., vocab] float32
+  auto shape_of = [&](size_t i) -> std::string {
+    auto t = meta->input_tensor_meta(i);
+    if (!t.ok()) {
+      return "?";
+    }
+    const char* dt = numpy_dtype(t->scalar_type());
+    return std::string(dt ? dt : "?") +
+        shape_text(std::vector<int32_t>(t->sizes().begin(), t->sizes().end()));
+  };
+  bool fits = meta->num_inputs() == 2;
+  for (size_t i = 0; fits && i < 2; ++i) {
+    auto tag = meta->input_tag(i);
+    auto t = meta->input_tensor_meta(i);
+    fits = tag.ok() && tag.get() == Tag::Tensor && t.ok() &&
+        t->scalar_type() == ScalarType::Long && t->sizes().size() == (i == 0 ? 2u : 1u) &&
+        t->sizes()[0] == 1;
+  }
+  if (!fits) {
+    std::string took;
+    for (size_t i = 0; i < meta->num_inputs(); ++i) {
+      took += (i ? ", " : "") + shape_of(i);
+    }
+    throw Failure(o.model_path + ": method '" + method + "' takes (" + took + "), not " +
+                  "(tokens int64[1, n], input_pos int64[1]); --generate needs an LLM exported " +
+                  "with a KV cache (export_llama -kv)");
+  }
+  GenerationPlan plan;
+  // The constant methods, read through a second, untraced Module over the same file: executed
+  // through the traced one they would add Execute blocks to the ETDump.
+  Module constants(o.model_path, Module::LoadMode::Mmap);
+  auto names = constants.method_names();
+  std::vector<std::string> have;
+  if (names.ok()) {
+    have.assign(names->begin(), names->end());
+  }
+  plan.max_seq_len = constant_method(constants, have, "get_max_seq_len");
+  plan.max_context_len = constant_method(constants, have, "get_max_context_len");
+  plan.vocab = constant_method(constants, have, "get_vocab_size");
+  plan.kv_cache = constant_method(constants, have, "use_kv_cache") == 1;
+  const int64_t dynamic_flag = constant_method(constants, have, "enable_dynamic_shape");
+  const int64_t upper = meta->input_tensor_meta(0)->sizes()[1];
+  plan.dynamic = dynamic_flag == 1 || (dynamic_flag == -1 && upper > 1);
+  if (!plan.dynamic && upper != 1) {
+    throw Failure(o.model_path + ": forward takes a fixed tokens[1, " + std::to_string(upper) +
+                  "] without a dynamic sequence length; --generate needs tokens[1, 1] or a " +
+                  "dynamic length");
+  }
+  plan.prefill_chunk = plan.dynamic ? upper : 1;
+  if (plan.vocab <= 0 && meta->num_outputs() > 0) {
+    auto out = meta->output_tensor_meta(0);
+    if (out.ok() && !out->sizes().empty()) {
+      plan.vocab = out->sizes()[out->sizes().size() - 1];
+    }
+  }
+  const int64_t context = plan.max_context_len > 0 ? plan.max_context_len : plan.max_seq_len;
+  const int64_t needed = o.prompt_tokens + o.new_tokens; // positions 0 .. P+D-1
+  const bool over_context = context > 0 && needed > context;
+  const bool over_prefill = plan.dynamic && o.prompt_tokens > plan.prefill_chunk;
+  if (over_context || over_prefill) {
+    throw Failure(o.model_path + ": prompt " + std::to_string(o.prompt_tokens) + " + new " +
+                  std::to_string(o.new_tokens) + " tokens is over the program's limits " +
+                  "(max_seq_len " + std::to_string(plan.max_seq_len) + ", max_context_len " +
+                  std::to_string(plan.max_context_len) + ": prompt + new tokens <= " +
+                  std::to_string(context) + (plan.dynamic ? "; one prefill takes at most " +
+                  std::to_string(plan.prefill_chunk) + " tokens" : std::string()) + ")");
+  }
+  plan.prefill_executes = plan.dynamic ? 1 : o.prompt_tokens;
+  return plan;
+}
+
+struct GenerationRun {
+  std::vector<int64_t> tokens;   // sampled: the first from the prefill, then one per decode step
+  double prefill_ms = 0, first_sampling_ms = 0, sampling_ms = 0, decode_ms = 0, total_ms = 0;
+};
+
+// One generation: P prompt tokens, then D greedy steps. All inputs live on this stack frame's
+// vectors for the duration of each execute.
+GenerationRun generate_once(Module& module, const std::string& method, const Options& o,
+                            const GenerationPlan& plan, const std::vector<int64_t>& prompt,
+                            uint32_t index, uint32_t total) {
+  using executorch::extension::make_tensor_ptr;
+  GenerationRun g;
+  g.tokens.reserve(static_cast<size_t>(o.new_tokens) + 1);
+  int64_t pos = 0;
+  std::vector<int64_t> pos_buf(1, 0);
+  std::vector<int64_t> token_buf(1, 0);
+  auto step = [&](const int64_t* ids, int64_t n) -> EValue {
+    pos_buf[0] = pos;
+    auto tokens = make_tensor_ptr({1, static_cast<executorch::aten::SizesType>(n)},
+                                  const_cast<int64_t*>(ids), ScalarType::Long);
+    auto input_pos = make_tensor_ptr({1}, pos_buf.data(), ScalarType::Long);
+    auto result = module.execute(method, {EValue(*tokens), EValue(*input_pos)});
+    if (!result.ok()) {
+      throw Failure(o.model_path + ": generation " + std::to_string(index + 1) + " of " +
+                    std::to_string(total) + " failed at position " + std::to_string(pos) +
+                    " (" + describe(result.error()) + ")");
+    }
+    pos += n;
+    if (result->empty() || !result->at(0).isTensor()) {
+      throw Failure(o.model_path + ": forward returned no logits tensor");
+    }
+    return result->at(0);
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  EValue logits;
+  if (plan.dynamic) {
+    logits = step(prompt.data(), static_cast<int64_t>(prompt.size()));
+  } else {
+    for (size_t i = 0; i < prompt.size(); ++i) {
+      logits = step(&prompt[i], 1);
+    }
+  }
+  g.prefill_ms = ms_since(t0);
+  auto s0 = std::chrono::steady_clock::now();
+  g.tokens.push_back(argmax_last(logits.toTensor(), o.model_path));
+  g.first_sampling_ms = ms_since(s0);
+  g.sampling_ms = g.first_sampling_ms;
+  const auto d0 = std::chrono::steady_clock::now();
+  for (int64_t k = 0; k < o.new_tokens; ++k) {
+    token_buf[0] = g.tokens.back();
+    logits = step(token_buf.data(), 1);
+    s0 = std::chrono::steady_clock::now();
+    g.tokens.push_back(argmax_last(logits.toTensor(), o.model_path));
+    g.sampling_ms += ms_since(s0);
+  }
+  g.decode_ms = ms_since(d0);
+  g.total_ms = ms_since(t0);
+  return g;
+}
+
+// Runs W + N generations; returns the summary's "generation" object. Every generation's
+// tokens must equal the first's: the same prompt from position 0 gives the same tokens unless
+// state leaks between generations (a KV cache the program does not reset or mask).
+std::string run_generations(Module& module, const std::string& method, const Options& o,
+                            uint32_t& executions) {
+  const GenerationPlan plan = plan_generation(module, method, o);
+  const std::vector<int64_t> prompt = prompt_ids(o.prompt_tokens, plan.vocab);
+  const uint32_t total = o.warmup + o.num_executions;
+  std::vector<double> prefill, first_sampling, sampling, decode, whole;
+  std::vector<int64_t> first_tokens;
+  for (uint32_t i = 0; i < total; ++i) {
+    GenerationRun g = generate_once(module, method, o, plan, prompt, i, total);
+    if (i == 0) {
+      first_tokens = g.tokens;
+    } else if (g.tokens != first_tokens) {
+      size_t k = 0;
+      while (k < g.tokens.size() && g.tokens[k] == first_tokens[k]) {
+        ++k;
+      }
+      throw Failure(o.model_path + ": generation " + std::to_string(i + 1) + " sampled other " +
+                    "tokens than generation 1 from the same prompt (token " +
+                    std::to_string(k + 1) + ": " + std::to_string(g.tokens[k]) + " vs " +
+                    std::to_string(first_tokens[k]) + "): the program does not reset its KV " +
+                    "cache between generations, so its timings would not measure one " +
+                    "generation; nothing was measured");
+    }
+    std::printf("%s %u of %u: prefill %f ms, decode %f ms\n",
+                i < o.warmup ? "Warm-up generation" : "Generation",
+                i < o.warmup ? i + 1 : i - o.warmup + 1,
+                i < o.warmup ? o.warmup : o.num_executions, g.prefill_ms, g.decode_ms);
+    prefill.push_back(g.prefill_ms);
+    first_sampling.push_back(g.first_sampling_ms);
+    sampling.push_back(g.sampling_ms);
+    decode.push_back(g.decode_ms);
+    whole.push_back(g.total_ms);
+    executions += static_cast<uint32_t>(plan.prefill_executes + o.new_tokens);
+  }
+  std::ostringstream js;
+  js << "{\"prompt_tokens\": " << o.prompt_tokens << ", \"new_tokens\": " << o.new_tokens
+     << ", \"warmup\": " << o.warmup << ", \"generations\": " << total
+     << ", \"prefill_executes\": " << plan.prefill_executes
+     << ", \"decode_executes\": " << o.new_tokens
+     << ", \"dynamic_shape\": " << (plan.dynamic ? "true" : "false")
+     << ", \"use_kv_cache\": " << (plan.kv_cache ? "true" : "false")
+     << ", \"max_seq_len\": " << plan.max_seq_len
+     << ", \"max_context_len\": " << plan.max_context_len << ", \"vocab_size\": " << plan.vocab
+     << ", \"prompt\": " << json_ints(prompt) << ", \"tokens\": " << json_ints(first_tokens)
+     << ", \"prefill_ms\": " << json_list(prefill)
+     << ", \"first_sampling_ms\": " << json_list(first_sampling)
+     << ", \"sampling_ms\": " << json_list(sampling) << ", \"decode_ms\": " << json_list(decode)
+     << ", \"generation_ms\": " << json_list(whole) << "}";
+  return js.str();
+}
+
 int run(const Options& o) {
+  if (o.generate && (!o.input_file.empty() || !o.output_file.empty())) {
+    throw Failure("--generate makes its own tokens: --input_file and --output_file do not "
+                  "apply (the sampled token ids are in the summary line)");
+  }
   if (!is_file(o.model_path)) {
     throw Failure(o.model_path + ": model file not found");
   }
@@ -420,43 +785,49 @@ int run(const Options& o) {
   const double program_load_ms = ms_since(load_t0); // method_names() above loads nothing more
   const auto method_t0 = std::chrono::steady_clock::now();
   if (const Error e = module.load_method(method); e != Error::Ok) {
-    throw Failure(o.model_path + ": cannot load method '" + method + "' (" + describe(e) +
-                  "; a delegate or operator may be missing from this build)");
+    throw Failure(load_failure(o.model_path, method, e));
   }
   const double method_load_ms = ms_since(method_t0);
   const long rss_after_load = status_kb("VmRSS:");
-  auto meta = module.method_meta(method);
-  if (!meta.ok()) {
-    throw Failure(o.model_path + ": no metadata for method '" + method + "'");
-  }
-  std::vector<Input> inputs = make_inputs(meta.get(), o);
-  const uint32_t total = o.warmup + o.num_executions;
-  double timed_ms = 0.0;
+  std::string generation;  // the summary's "generation" object, with --generate
   std::vector<EValue> outputs;
-  for (uint32_t i = 0; i < total; ++i) {
-    // Inputs are set before every execution, untimed, as upstream's loop and the Python
-    // runtime's forward() do: memory planning may reuse a planned input's buffer for
-    // activations, so after one run it no longer holds the input (measured: toy_cnn's second
-    // run computed a different output when inputs were set only once).
-    set_inputs(module, method, inputs, o.model_path);
-    const auto t0 = std::chrono::steady_clock::now();
-    auto result = module.execute(method); // one Execute block in the ETDump per call
-    const double ms = ms_since(t0);
-    if (!result.ok()) {
-      throw Failure(o.model_path + ": execution " + std::to_string(i + 1) + " of " +
-                    std::to_string(total) + " failed (" + describe(result.error()) + ")");
+  uint32_t executions = 0;
+  if (o.generate) {
+    generation = run_generations(module, method, o, executions);
+  } else {
+    auto meta = module.method_meta(method);
+    if (!meta.ok()) {
+      throw Failure(o.model_path + ": no metadata for method '" + method + "'");
     }
-    if (i < o.warmup) {
-      std::printf("Warm-up %u of %u: %f ms\n", i + 1, o.warmup, ms);
-    } else {
-      timed_ms += ms;
-      std::printf("Iteration %u of %u: %f ms\n", i - o.warmup + 1, o.num_executions, ms);
+    std::vector<Input> inputs = make_inputs(meta.get(), o);
+    const uint32_t total = o.warmup + o.num_executions;
+    double timed_ms = 0.0;
+    for (uint32_t i = 0; i < total; ++i) {
+      // Inputs are set before every execution, untimed, as upstream's loop and the Python
+      // runtime's forward() do: memory planning may reuse a planned input's buffer for
+      // activations, so after one run it no longer holds the input (measured: toy_cnn's second
+      // run computed a different output when inputs were set only once).
+      set_inputs(module, method, inputs, o.model_path);
+      const auto t0 = std::chrono::steady_clock::now();
+      auto result = module.execute(method); // one Execute block in the ETDump per call
+      const double ms = ms_since(t0);
+      if (!result.ok()) {
+        throw Failure(o.model_path + ": execution " + std::to_string(i + 1) + " of " +
+                      std::to_string(total) + " failed (" + describe(result.error()) + ")");
+      }
+      if (i < o.warmup) {
+        std::printf("Warm-up %u of %u: %f ms\n", i + 1, o.warmup, ms);
+      } else {
+        timed_ms += ms;
+        std::printf("Iteration %u of %u: %f ms\n", i - o.warmup + 1, o.num_executions, ms);
+      }
+      if (i + 1 == total) {
+        outputs = std::move(result.get()); // valid until the next execute: there is none
+      }
     }
-    if (i + 1 == total) {
-      outputs = std::move(result.get()); // valid until the next execute: there is none
-    }
+    std::printf("Model executed successfully %u time(s) in %f ms.\n", o.num_executions, timed_ms);
+    executions = total;
   }
-  std::printf("Model executed successfully %u time(s) in %f ms.\n", o.num_executions, timed_ms);
 
   auto* etdump = static_cast<ETDumpGen*>(module.event_tracer());
   executorch::etdump::ETDumpResult dump = etdump->get_etdump_data();
@@ -470,12 +841,14 @@ int run(const Options& o) {
     write_outputs(outputs, o.output_file);
   }
   // Same summary line as the Python runner's child process (pytest_sme2.runners.base).
+  // "executions" counts Method::execute calls (Execute blocks in the ETDump).
   std::printf("{\"threads\": %zu, \"executions\": %u, \"program_load_ms\": %.6f, "
               "\"method_load_ms\": %.6f, \"rss_before_load_kb\": %s, \"rss_after_load_kb\": %s, "
-              "\"peak_rss_kb\": %s}\n",
-              pool->get_thread_count(), total, program_load_ms, method_load_ms,
+              "\"peak_rss_kb\": %s%s%s}\n",
+              pool->get_thread_count(), executions, program_load_ms, method_load_ms,
               json_kb(rss_before_load).c_str(), json_kb(rss_after_load).c_str(),
-              json_kb(status_kb("VmHWM:")).c_str());
+              json_kb(status_kb("VmHWM:")).c_str(), generation.empty() ? "" : ", \"generation\": ",
+              generation.c_str());
   return 0;
 }
 
@@ -483,6 +856,7 @@ int run(const Options& o) {
 
 int main(int argc, char** argv) {
   executorch::runtime::runtime_init();
+  watch_log();
   try {
     return run(parse_flags(argc, argv));
   } catch (const Failure& f) {

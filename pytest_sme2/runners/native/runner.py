@@ -44,6 +44,8 @@ class NativeRunner(RunnerBase):
         argv = [str(self.binary), "--model_path", str(request.pte),
                 "--etdump_path", str(request.etdump), "--num_executions", str(request.runs),
                 "--warmup", str(request.warmup), "--cpu_threads", str(request.threads)]
+        if request.generation is not None:  # tokens come from the loop, not a tensor file
+            return argv + ["--generate", request.generation.arg]
         if request.inputs:
             argv += ["--input_file", str(request.inputs)]
         if request.outputs:

@@ -1,0 +1,145 @@
+"""An LLM measured as a generation: what one run generates (:class:`Generation`, carried on
+``RunRequest.generation``) and what the analysis found per phase (:class:`PhaseStats`,
+:class:`GenerationResult`, with ``to_json``/``from_json`` for results.json).
+
+One generation = prefill (P prompt tokens: one ``Method::execute`` where forward's sequence
+length is dynamic, P one-token executes where it is not) + decode (D executes of one token,
+greedy argmax, EOS ignored). The runner samples one token from the prefill's logits and one
+after each decode step: D + 1 token ids per generation, the positions 0 .. P + D - 1 used.
+
+The prompt is fixed and the same in every runner (:func:`prompt_token_ids`), so token ids are
+comparable across runners and SME2 on/off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from pytest_sme2.results.records import KernelEvidence, _ItemAccess, _known
+
+PREFILL = "prefill"
+DECODE = "decode"
+PHASES = (PREFILL, DECODE)
+
+
+@dataclass(frozen=True)
+class Generation:
+    """What one run generates: ``prompt_tokens`` (P) then ``new_tokens`` (D) decode steps.
+    ``RunRequest.warmup`` and ``.runs`` count generations when a request carries one."""
+
+    prompt_tokens: int = 64
+    new_tokens: int = 32
+
+    def __post_init__(self) -> None:
+        if self.prompt_tokens < 1 or self.new_tokens < 0:
+            raise ValueError(f"a generation needs prompt_tokens >= 1 and new_tokens >= 0, got "
+                             f"{self.prompt_tokens},{self.new_tokens}")
+
+    @property
+    def arg(self) -> str:
+        """The runners' ``--generate`` value."""
+        return f"{self.prompt_tokens},{self.new_tokens}"
+
+    @property
+    def positions(self) -> int:
+        """KV-cache positions one generation uses (must fit max_context_len)."""
+        return self.prompt_tokens + self.new_tokens
+
+    def executes(self, dynamic_shape: bool) -> int:
+        """``Method::execute`` calls per generation."""
+        return (1 if dynamic_shape else self.prompt_tokens) + self.new_tokens
+
+    def prefill_only(self) -> Generation:
+        """The prefill-only evidence process: P tokens, no decode step. Under QEMU the trace
+        logs each translated block once per process, so only a process that runs one phase
+        tells which kernels that phase ran."""
+        return Generation(self.prompt_tokens, 0)
+
+    def decode_only(self) -> Generation:
+        """The decode-only evidence process: only one-token executes, at positions
+        0 .. D - 1 (a one-token "prompt", then D - 1 decode steps): the decode kernels."""
+        return Generation(1, max(self.new_tokens - 1, 0))
+
+
+def prompt_token_ids(n: int, vocab: int) -> list[int]:
+    """The fixed prompt: token i is ``1 + (7919 i + 13) mod (vocab - 1)``, in [1, vocab). The
+    native runner (runner.cpp ``prompt_ids``) computes the same."""
+    span = vocab - 1 if vocab > 1 else 1
+    return [1 + (7919 * i + 13) % span for i in range(n)]
+
+
+@dataclass
+class PhaseStats(_ItemAccess):
+    """One phase of the timed generations. Latencies are per generation (the phase's
+    ``Method::execute`` times summed within a generation), per-token ones per execute of one
+    token (decode; prefill token by token), all in ms from the ETDump."""
+
+    phase: str = ""
+    tokens: int = 0                 # tokens the phase processes per generation (P or D)
+    executes: int = 0               # Method::execute calls per generation in this phase
+    generations: int = 0            # timed generations
+    median_ms: float | None = None  # the phase's time per generation
+    p90_ms: float | None = None
+    cv_pct: float | None = None
+    tokens_per_s: float | None = None   # tokens / median_ms
+    token_median_ms: float | None = None  # per one-token execute (None: no such execute)
+    token_p90_ms: float | None = None
+    token_cv_pct: float | None = None
+    categories_ms: dict[str, float] = field(default_factory=dict)  # mean ms per generation
+    kernel_evidence: KernelEvidence | None = None  # from this phase's own evidence process
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["kernel_evidence"] = (self.kernel_evidence.to_json()
+                                if self.kernel_evidence is not None else None)
+        return d
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> PhaseStats:
+        known = _known(cls, d)
+        known["kernel_evidence"] = KernelEvidence.from_json(d.get("kernel_evidence"))
+        known["categories_ms"] = {str(k): float(v)
+                                  for k, v in (d.get("categories_ms") or {}).items()}
+        return cls(**known)
+
+
+@dataclass
+class GenerationResult(_ItemAccess):
+    """A measured generation: per phase stats, time to first token, the sampled tokens."""
+
+    prompt_tokens: int = 0
+    new_tokens: int = 0
+    dynamic_shape: bool = True      # prefill in one execute
+    generations: int = 0            # timed generations (warm-up ones dropped)
+    warmup: int = 0
+    prefill: PhaseStats = field(default_factory=lambda: PhaseStats(PREFILL))
+    decode: PhaseStats = field(default_factory=lambda: PhaseStats(DECODE))
+    ttft_ms: float | None = None    # median over generations of prefill + first sampling
+    sampling_ms: float | None = None  # median per generation, the runner's timer (argmax)
+    generation_ms: float | None = None  # median wall time of a whole generation, runner's timer
+    tokens: list[int] = field(default_factory=list)  # sampled ids: D + 1 per generation
+    max_seq_len: int | None = None
+    max_context_len: int | None = None
+    vocab_size: int | None = None
+    source: str = ""
+
+    def phase(self, name: str) -> PhaseStats:
+        if name not in PHASES:
+            raise KeyError(f"no phase {name!r}; phases are {', '.join(PHASES)}")
+        return self.prefill if name == PREFILL else self.decode
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["prefill"] = self.prefill.to_json()
+        d["decode"] = self.decode.to_json()
+        return d
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> GenerationResult:
+        known = _known(cls, d)
+        known["prefill"] = PhaseStats.from_json(d.get("prefill") or {"phase": PREFILL})
+        known["decode"] = PhaseStats.from_json(d.get("decode") or {"phase": DECODE})
+        known["tokens"] = [int(t) for t in d.get("tokens") or []]
+        return cls(**known)

@@ -1,0 +1,179 @@
+"""LLM generations on the host, end to end: ExecuTorch's export_llama .pte (a user's .pte, tiny
+and seeded: tests/llm_export.py) run by the native runner's C++ token loop and by the Python
+runtime's loop, analysed per phase; and the one-line refusals (prompt over the limits, a forward
+that is not (tokens, input_pos), a program whose state leaks between generations, a missing
+custom operator)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_sme2.analysis.generation import analyze_generation_file
+from pytest_sme2.analysis.runner_summary import parse_summary
+from pytest_sme2.results.generation import Generation
+from pytest_sme2.runners.base import RunRequest
+
+
+@pytest.fixture(scope="module")
+def native():
+    from pytest_sme2.runners.native import native_runner
+
+    return native_runner()
+
+
+def _run(argv: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, capture_output=True, text=True, timeout=600)
+
+
+def _python_argv(request: RunRequest) -> list[str]:
+    from pytest_sme2.runners.python import PythonRunner
+
+    return [sys.executable, "-m", "pytest_sme2.runners.python_child",
+            *PythonRunner(fork=False).child_args(request)]
+
+
+def test_native_and_python_generate_the_same_tokens(native, tiny_llama_8da4w, tmp_path):
+    g = Generation(16, 8)
+    results = {}
+    for name in ("native", "python"):
+        req = RunRequest(tiny_llama_8da4w, tmp_path / f"{name}.etdump", runs=3, warmup=1,
+                         generation=g)
+        done = _run(native.command(req) if name == "native" else _python_argv(req))
+        assert done.returncode == 0, done.stderr[-2000:]
+        summary = parse_summary(done.stdout)
+        assert summary.executions == 4 * (1 + 8)      # dynamic length: one prefill execute
+        results[name] = analyze_generation_file(req.etdump, done.stdout)
+    n, p = results["native"], results["python"]
+    assert n.tokens == p.tokens and len(n.tokens) == 9
+    assert len(set(n.tokens)) > 1                     # seeded weights: not one token repeated
+    for r in (n, p):
+        assert r.generations == 3 and r.dynamic_shape
+        assert r.max_seq_len == 128 and r.vocab_size == 512
+        assert r.prefill.tokens_per_s > 0 and r.decode.tokens_per_s > 0
+        assert r.decode.token_median_ms > 0 and r.ttft_ms >= r.prefill.median_ms
+        assert r.prefill.categories_ms["GEMM"] > 0 and r.decode.categories_ms["GEMM"] > 0
+
+
+def test_llm_programs_are_told_by_their_methods(tiny_llama_8da4w, toy_export, tmp_path):
+    from pytest_sme2.analysis.generation import is_llm_program
+    from tests.llm_export import export_static_program
+
+    assert is_llm_program(tiny_llama_8da4w)
+    assert not is_llm_program(toy_export.pte)
+    assert not is_llm_program(export_static_program(tmp_path / "s.pte"))  # no constant methods
+
+
+def test_phase_only_processes(native, tiny_llama_8da4w, tmp_path):
+    base = RunRequest(tiny_llama_8da4w, tmp_path / "x.etdump", generation=Generation(16, 8))
+    for phase, executes in (("prefill", 1), ("decode", 8)):
+        req = base.phase_only(phase)
+        done = _run(native.command(req))
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert parse_summary(done.stdout).executions == executes
+        r = analyze_generation_file(req.etdump, done.stdout)
+        assert r.phase(phase).median_ms > 0
+
+
+def test_prompt_over_the_limits_is_one_line(native, tiny_llama_8da4w, tmp_path):
+    req = RunRequest(tiny_llama_8da4w, tmp_path / "x.etdump", generation=Generation(120, 16))
+    for argv in (native.command(req), _python_argv(req)):
+        done = _run(argv)
+        assert done.returncode == 1
+        assert done.stderr.strip().splitlines()[-1].endswith(
+            "prompt 120 + new 16 tokens is over the program's limits (max_seq_len 128, "
+            "max_context_len 128: prompt + new tokens <= 128; one prefill takes at most 127 "
+            "tokens)")
+
+
+def test_a_forward_without_tokens_and_positions_is_one_line(native, toy_export, tmp_path):
+    req = RunRequest(toy_export.pte, tmp_path / "x.etdump", generation=Generation(4, 2))
+    for argv in (native.command(req), _python_argv(req)):
+        done = _run(argv)
+        assert done.returncode == 1
+        last = done.stderr.strip().splitlines()[-1]
+        assert "not (tokens int64[1, n], input_pos int64[1])" in last
+        assert "export_llama -kv" in last
+
+
+def test_a_static_length_program_prefills_token_by_token(native, tmp_path):
+    from tests.llm_export import export_static_program
+
+    pte = export_static_program(tmp_path / "static.pte")
+    g = Generation(5, 3)
+    req = RunRequest(pte, tmp_path / "x.etdump", runs=2, warmup=1, generation=g)
+    tokens = {}
+    for name, argv in (("native", native.command(req)), ("python", _python_argv(req))):
+        done = _run(argv)
+        assert done.returncode == 0, done.stderr[-2000:]
+        summary = parse_summary(done.stdout)
+        assert summary.executions == 3 * (5 + 3)
+        assert summary.generation.prefill_executes == 5 and not summary.generation.dynamic_shape
+        r = analyze_generation_file(req.etdump, done.stdout)
+        assert r.prefill.executes == 5 and r.prefill.token_median_ms > 0
+        assert r.generations == 2
+        tokens[name] = r.tokens
+    # next = (5 token + 3 position + 1) mod 32, from the last prompt token at position 4
+    prompt = [1 + (7919 * i + 13) % 31 for i in range(5)]
+    expected = [(prompt[-1] * 5 + 4 * 3 + 1) % 32]
+    for pos in range(5, 8):
+        expected.append((expected[-1] * 5 + pos * 3 + 1) % 32)
+    assert tokens["native"] == tokens["python"] == expected
+
+
+def test_state_leaking_between_generations_is_refused(native, tmp_path):
+    from tests.llm_export import export_leaky_program
+
+    pte = export_leaky_program(tmp_path / "leaky.pte")
+    req = RunRequest(pte, tmp_path / "x.etdump", runs=2, warmup=0, generation=Generation(3, 4))
+    for argv in (native.command(req), _python_argv(req)):
+        done = _run(argv)
+        assert done.returncode == 1
+        last = done.stderr.strip().splitlines()[-1]
+        assert "generation 2 sampled other tokens than generation 1" in last
+        assert "does not reset its KV cache between generations" in last
+
+
+def test_missing_custom_operator_is_one_line(native, tmp_path):
+    from tests.llm_export import export_tiny_llama
+
+    pte = export_tiny_llama("fp32", ["--use_sdpa_with_kv_cache"])
+    req = RunRequest(pte, tmp_path / "x.etdump", generation=Generation(8, 2))
+    for argv in (native.command(req), _python_argv(req)):
+        done = _run(argv)
+        assert done.returncode == 1
+        last = done.stderr.strip().splitlines()[-1]
+        assert "needs operator" in last and "llama::custom_sdpa.out" in last
+        assert "export_llama -kv without --use_sdpa_with_kv_cache" in last
+        assert "llama_main" in last
+
+
+def test_phase_kernels_on_emulated_sme2(tiny_llama_8da4w):
+    """The phase-only processes under QEMU -cpu max, traced: int4 (8da4w) ran KleidiAI NEON
+    kernels (i8mm for the prompt's rows, dotprod for one row) and no SME code in either phase,
+    with SME2 present or masked; the token ids agree."""
+    from pytest_sme2.errors import Sme2Error
+    from tests.needs import missing
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks" / "scripts"))
+    from llm_phase_kernels import phase_kernels
+
+    try:
+        result = phase_kernels(tiny_llama_8da4w, Generation(16, 4))
+    except Sme2Error as e:
+        missing("the emulated SME2 device", f"run `pytest-sme2 setup qemu` ({e})")
+    for (side, phase), r in result.items():
+        names = [k[0] for k in r["kernels"]]
+        assert r["streaming_blocks"] == 0, (side, phase)
+        assert r["sme2"] == "absent", (side, phase, r["reason"])
+        assert any("qsi4c32p4x8_1x4x32_neon_dotprod" in n for n in names), (side, phase, names)
+        assert not any("sme" in n for n in names), (side, phase, names)
+        if phase == "prefill":
+            assert any("neon_i8mm" in n for n in names), (side, names)
+        else:
+            assert not any("neon_i8mm" in n for n in names), (side, names)
+    for phase in ("prefill", "decode"):
+        assert result[("sme2_on", phase)]["tokens"] == result[("sme2_off", phase)]["tokens"]

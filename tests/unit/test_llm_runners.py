@@ -1,0 +1,125 @@
+"""The runners' generation argv, and a user's llama_main: its spec, its argv, and the parser of
+its ``PyTorchObserver {json}`` line.
+
+No llama_main can be built here (the wheel ships neither its sources nor the tokenizer and
+custom-op libraries), so the parser is tested on lines shaped exactly as ExecuTorch's runner
+prints them: ``extension/llm/runner/stats.h`` ``print_report`` writes
+``printf("PyTorchObserver %s\\n", stats_to_json_string(stats))``, whose keys and order are
+copied below from that source (pytorch/executorch at cff6f4d, 2026-08), and the older
+``examples/models/llama2/runner`` form without the rate and model-execution keys.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from pytest_sme2.analysis.llm_observer import parse_observer, parse_observer_line
+from pytest_sme2.results.generation import Generation
+from pytest_sme2.runners.base import RunnerError, RunRequest
+from pytest_sme2.runners.native.runner import NativeRunner
+from pytest_sme2.runners.python import PythonRunner
+from pytest_sme2.runners.spec import parse_runner_spec
+
+# stats_to_json_string at upstream main: rates first (only when their span > 0), then counts
+# and timestamps, SCALING_FACTOR_UNITS_PER_SECOND last. Values of a 1B-class run.
+CURRENT = ('PyTorchObserver {"prefill_token_per_sec":266.667,"decode_token_per_sec":39.2157,'
+           '"prompt_tokens":32,"generated_tokens":40,"model_load_start_ms":1717000000000,'
+           '"model_load_end_ms":1717000001250,"inference_start_ms":1717000001251,'
+           '"inference_end_ms":1717000002391,"model_execution_start_ms":1717000002360,'
+           '"model_execution_end_ms":1717000002385,"prompt_eval_end_ms":1717000001371,'
+           '"first_token_ms":1717000001371,"aggregate_sampling_time_ms":12,'
+           '"aggregate_model_execution_time_ms":1100,"SCALING_FACTOR_UNITS_PER_SECOND":1000}')
+# The llama2 runner's Stats (2024): no rates, no model_execution keys.
+OLDER = ('PyTorchObserver {"prompt_tokens":6,"generated_tokens":122,"model_load_start_ms":'
+         '1710000000000,"model_load_end_ms":1710000000500,"inference_start_ms":1710000000500,'
+         '"inference_end_ms":1710000002940,"prompt_eval_end_ms":1710000000560,'
+         '"first_token_ms":1710000000560,"aggregate_sampling_time_ms":30,'
+         '"SCALING_FACTOR_UNITS_PER_SECOND":1000}')
+
+
+def test_current_observer_line():
+    s = parse_observer_line(CURRENT)
+    assert (s.prompt_tokens, s.generated_tokens) == (32, 40)
+    assert s.load_ms == 1250 and s.prefill_ms == 120 and s.decode_ms == 1020
+    assert s.ttft_ms == 120 and s.sampling_ms == 12
+    assert s.prefill_tokens_per_s == pytest.approx(266.667)   # the runner's own figure
+    assert s.decode_tokens_per_s == pytest.approx(39.2157)
+
+
+def test_older_observer_line_derives_the_rates():
+    s = parse_observer_line("I 00:00:02.940 executorch:stats.h:97] " + OLDER)
+    assert s.load_ms == 500 and s.ttft_ms == 60
+    assert s.prefill_tokens_per_s == pytest.approx(6 / 60 * 1e3)
+    assert s.decode_tokens_per_s == pytest.approx(122 / 2380 * 1e3)
+
+
+def test_observer_lines_in_output_in_order():
+    out = "\n".join(["Resetting threadpool", OLDER, "some text", CURRENT, "PyTorchObserver {bad"])
+    assert [s.prompt_tokens for s in parse_observer(out)] == [6, 32]
+    with pytest.raises(ValueError):
+        parse_observer_line("no marker")
+
+
+def _exe(tmp_path: Path, name: str) -> Path:
+    p = tmp_path / name
+    p.write_text("#!/bin/sh\n")
+    os.chmod(p, 0o755)
+    return p
+
+
+def test_llama_main_without_tokenizer_is_one_line(tmp_path):
+    exe = _exe(tmp_path, "llama_main")
+    with pytest.raises(RunnerError, match="a llama_main needs its tokenizer"):
+        parse_runner_spec(str(exe))
+    spec = parse_runner_spec(f"llm={exe},tokenizer={tmp_path / 'missing.model'}")
+    with pytest.raises(RunnerError, match="tokenizer .* does not exist"):
+        spec.make()
+
+
+def test_llama_main_argv(tmp_path):
+    exe = _exe(tmp_path, "llama_main")
+    tok = tmp_path / "tokenizer.model"
+    tok.write_bytes(b"x")
+    runner = parse_runner_spec(f"llm={exe},tokenizer={tok}").make()
+    req = RunRequest(Path("m.pte"), Path("o.etdump"), threads=2, runs=1, warmup=1,
+                     generation=Generation(4, 8))
+    argv = runner.command(req)
+    assert argv[0] == str(exe)
+    flags = dict(zip(argv[1::2], argv[2::2]))
+    assert flags["--model_path"] == "m.pte" and flags["--tokenizer_path"] == str(tok)
+    assert flags["--prompt"] == "hello hello hello hello" and flags["--seq_len"] == "13"
+    assert flags["--cpu_threads"] == "2" and flags["--etdump_path"] == "o.etdump"
+    assert "--warmup" in argv and "--ignore_eos" in argv
+    assert runner.info.labels["runner"] == "llama_main"
+    with pytest.raises(RunnerError, match="runs LLM generations only"):
+        runner.command(RunRequest(Path("m.pte"), Path("o.etdump")))
+
+
+def test_native_and_python_generation_argv(tmp_path):
+    req = RunRequest(Path("m.pte"), Path("o.etdump"), runs=5, warmup=2,
+                     inputs=Path("ignored.bin"), generation=Generation(64, 32))
+    native = NativeRunner(_exe(tmp_path, "sme2_runner")).command(req)
+    assert native[-2:] == ["--generate", "64,32"] and "--input_file" not in native
+    assert native[native.index("--num_executions") + 1] == "5"
+    child = PythonRunner(fork=False).child_args(req)
+    assert child[-2:] == ["--generate", "64,32"] and "--inputs" not in child
+
+
+def test_phase_only_requests():
+    req = RunRequest(Path("m.pte"), Path("o.etdump"), runs=5, warmup=2,
+                     generation=Generation(64, 32))
+    pre, dec = req.phase_only("prefill"), req.phase_only("decode")
+    assert (pre.generation, pre.runs, pre.warmup) == (Generation(64, 0), 1, 0)
+    assert dec.generation == Generation(1, 31)
+    with pytest.raises(RunnerError):
+        RunRequest(Path("m.pte"), Path("o.etdump")).phase_only("prefill")
+
+
+def test_an_executor_runner_refuses_a_generation(tmp_path):
+    runner = parse_runner_spec(str(_exe(tmp_path, "executor_runner"))).make()
+    req = RunRequest(Path("m.pte"), Path("o.etdump"), generation=Generation(4, 2))
+    with pytest.raises(RunnerError, match="has no token loop"):
+        runner.command(req)
