@@ -20,6 +20,7 @@ from pytest_sme2._util.fsutil import atomic_write_text
 from pytest_sme2.results.block import BenchmarkResult, BlockResult, device_label
 from pytest_sme2.results.comparison import ComparisonRecord, OutputCheck
 from pytest_sme2.results.device import DeviceFacts
+from pytest_sme2.results.generation import Generation, GenerationResult, PhaseStats
 from pytest_sme2.results.document import (RESULTS_SCHEMA, ResultsDoc, ResultsWriter,
                                           load_results, results_document, write_results)
 from pytest_sme2.results.instructions import InstructionCount
@@ -33,8 +34,8 @@ from pytest_sme2.results.runner import RunnerInfo
 from pytest_sme2.results.startup import ProcessStartup, Startup, pool_startup
 
 __all__ = ["RESULTS_SCHEMA", "BenchmarkResult", "BlockResult", "ComparisonRecord",
-           "DeviceFacts", "InstructionCount", "Judgement", "KernelEvidence", "LoggedKernel",
-           "OperatorStats", "OutputCheck", "PooledLatency", "ProcessStartup", "ResultAnalysis",
+           "DeviceFacts", "Generation", "GenerationResult", "InstructionCount", "Judgement", "KernelEvidence", "LoggedKernel",
+           "OperatorStats", "OutputCheck", "PhaseStats", "PooledLatency", "ProcessStartup", "ResultAnalysis",
            "ResultsDoc", "ResultsWriter", "RunContext", "RunnerInfo", "SampledKernel",
            "SampledKernelRecord", "Startup", "TracedKernel", "atomic_write_text", "device_label",
            "load_results", "mean_per_block", "pool", "pool_categories", "pool_startup",

@@ -16,6 +16,7 @@ from typing import Any
 
 from pytest_sme2.analysis.latency import LatencyStats
 from pytest_sme2.results.device import DeviceFacts
+from pytest_sme2.results.generation import GenerationResult
 from pytest_sme2.results.instructions import InstructionCount
 from pytest_sme2.results.judgement import Judgement, judgement, judgements
 from pytest_sme2.results.records import (KernelEvidence, OperatorStats, ResultAnalysis,
@@ -38,6 +39,9 @@ _INSTRUCTIONS = ("instructions", "baseline_instructions")
 # Load time, first inference, memory and .pte size (Startup.to_json()), and the gate's verdicts
 # on load time and peak memory; absent from documents written before them.
 _STARTUP = ("startup", "baseline_startup")
+# An LLM measured as a generation (GenerationResult.to_json()): per-phase figures, and the
+# gate's verdicts on prefill time and time to first token; absent for a model's forward pass.
+_GENERATION = ("generation", "baseline_phases")
 
 
 def device_label(device: DeviceFacts | Mapping[str, Any]) -> str:
@@ -90,6 +94,11 @@ class BlockResult:
     startup: Startup | None = None
     # The gate's verdicts on load time and peak memory: {"load": ..., "memory": ...}.
     startup_judgements: dict[str, Judgement] | None = None
+    # An LLM's generation (None: a forward pass). Then ``e2e_ms`` holds each timed
+    # generation's decode time per token, and the analysis is of the decode executes; the
+    # prefill and time to first token are here, judged as {"prefill": ..., "ttft": ...}.
+    generation: GenerationResult | None = None
+    phase_judgements: dict[str, Judgement] | None = None
     extra: dict[str, Any] = field(default_factory=dict)     # keys this version does not know
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -170,7 +179,9 @@ class BlockResult:
             ("baseline_instructions", self.instructions_judgement.to_dict()
              if self.instructions_judgement else None),
             ("startup", self.startup.to_json() if self.startup else None),
-            ("baseline_startup", _dicts(self.startup_judgements))) if v is not None}
+            ("baseline_startup", _dicts(self.startup_judgements)),
+            ("generation", self.generation.to_json() if self.generation else None),
+            ("baseline_phases", _dicts(self.phase_judgements))) if v is not None}
         return {
             "nodeid": self.nodeid, "model": self.model, "dtype": self.dtype,
             "threads": self.threads, "runner": self.runner_name,
@@ -184,7 +195,9 @@ class BlockResult:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "BlockResult":
-        known = set(_CORE + _ANALYSIS + _CONTEXT + _GATE + _INSTRUCTIONS + _STARTUP)
+        known = set(_CORE + _ANALYSIS + _CONTEXT + _GATE + _INSTRUCTIONS + _STARTUP
+                    + _GENERATION)
+        generation = d.get("generation")
         info = d.get("runner_info")
         instructions = d.get("instructions")
         return cls(nodeid=d["nodeid"], model=d["model"], dtype=d["dtype"], threads=d["threads"],
@@ -201,6 +214,8 @@ class BlockResult:
                    instructions_judgement=judgement(d.get("baseline_instructions")),
                    startup=Startup.from_json(d.get("startup")),
                    startup_judgements=judgements(d.get("baseline_startup")),
+                   generation=GenerationResult.from_json(generation) if generation else None,
+                   phase_judgements=judgements(d.get("baseline_phases")),
                    extra={k: v for k, v in d.items() if k not in known})
 
 
@@ -216,7 +231,7 @@ def _record(cls: Any) -> Any:
 _RECORDS = {"runner": _record(RunnerInfo), "device": _record(DeviceFacts),
             "instructions": _record(InstructionCount), "judgement": judgement,
             "category_judgements": judgements, "instructions_judgement": judgement,
-            "startup_judgements": judgements}
+            "startup_judgements": judgements, "phase_judgements": judgements}
 
 
 def _dicts(judged: dict[str, Judgement] | None) -> dict[str, dict[str, Any]] | None:
