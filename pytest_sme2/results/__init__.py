@@ -34,8 +34,9 @@ from pytest_sme2.results.runner import RunnerInfo
 from pytest_sme2.results.startup import ProcessStartup, Startup, pool_startup
 
 __all__ = ["RESULTS_SCHEMA", "BenchmarkResult", "BlockResult", "ComparisonRecord",
-           "DeviceFacts", "Generation", "GenerationResult", "InstructionCount", "Judgement", "KernelEvidence", "LoggedKernel",
-           "OperatorStats", "OutputCheck", "PhaseStats", "PooledLatency", "ProcessStartup", "ResultAnalysis",
+           "DeviceFacts", "Generation", "GenerationResult", "InstructionCount", "Judgement",
+           "KernelEvidence", "LoggedKernel", "OperatorStats", "OutputCheck", "PhaseStats",
+           "PooledLatency", "ProcessStartup", "ResultAnalysis",
            "ResultsDoc", "ResultsWriter", "RunContext", "RunnerInfo", "SampledKernel",
            "SampledKernelRecord", "Startup", "TracedKernel", "atomic_write_text", "device_label",
            "load_results", "mean_per_block", "pool", "pool_categories", "pool_startup",
