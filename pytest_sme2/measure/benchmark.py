@@ -42,6 +42,7 @@ from pytest_sme2.measure.matrix import Case
 from pytest_sme2.measure.precision import Goal, Precision
 from pytest_sme2.stats import DEFAULT_MARGIN
 from pytest_sme2.programs.spec import AS_EXPORTED, is_pte
+from pytest_sme2.results.generation import Generation
 
 if TYPE_CHECKING:
     from pytest_sme2.gate.policy import GatePolicy
@@ -176,14 +177,17 @@ class BenchmarkLoop:
     block_done: BlockDone | None = None
     recorder: Recorder | None = None
 
-    def benchmark(self, case: Case, runner: str | None = None) -> Benchmarked:
+    def benchmark(self, case: Case, runner: str | None = None,
+                  generation: Generation | None = None) -> Benchmarked:
         """One benchmark setting with ``runner`` (None: the session's default on the
         device): one block, instructions counted when configured, judged against its
         baseline — a suspected regression measured again in fresh processes first — and
-        recorded. A failed run or an unreadable baseline is ``error``, not raised."""
+        recorded. A failed run or an unreadable baseline is ``error``, not raised.
+        ``generation``: run the model (an LLM) as this generation; None: a generation only
+        when the program is an LLM (pytest_sme2.measure.generation)."""
         session = self.session
         runner = runner or session.default_runner(self.progress, self.device)
-        run = self.run_of(case)
+        run = replace(self.run_of(case), generation=generation)
         out = Benchmarked(session.config.gate)
         try:
             out.blocks.append(self.measure_block(run, runner))
@@ -204,13 +208,14 @@ class BenchmarkLoop:
         return out
 
     def compare(self, base: str, candidate: str, case: Case, blocks: int | None = None,
-                margin: float = DEFAULT_MARGIN) -> Benchmarked:
+                margin: float = DEFAULT_MARGIN, generation: Generation | None = None
+                ) -> Benchmarked:
         """Runners ``base`` and ``candidate`` in interleaved blocks on one device
         (:func:`pytest_sme2.measure.block.run_comparison`), each side then judged against its
         baseline end to end on all its blocks (categories are not gated here), and
         recorded."""
         session, progress, device = self.session, self.progress, self.device
-        run = self.run_of(case)
+        run = replace(self.run_of(case), generation=generation)
         out = Benchmarked(replace(session.config.gate, categories=()))
         per_side = blocks or session.config.blocks
 
