@@ -40,7 +40,7 @@ def write_csvs_pandas(analysis: Analysis, out_dir: Path, stem: str) -> list[Path
     timeline.to_csv(paths[0], index=False)
     ops.to_csv(paths[1], index=False)
     ev = analysis.evidence
-    kernels = executed_frame(ev.executed) if ev.streaming_blocks is not None \
+    kernels = executed_frame(ev.executed_kernels) if ev.streaming_sme_blocks is not None \
         else kernels_frame(ev.kernels)
     kernels.to_csv(paths[2], index=False)
     return paths

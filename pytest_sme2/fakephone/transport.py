@@ -12,10 +12,18 @@ import struct
 import subprocess
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Callable, Mapping, Protocol
 
-if TYPE_CHECKING:   # types only: the device imports this module
-    from pytest_sme2.fakephone.adbd import FakeAdbDevice
+
+class FakeAdbDevice(Protocol):
+    """What a connection reads of the device it serves (:class:`pytest_sme2.fakephone.adbd.
+    FakeAdbDevice`; the device imports this module, so it is named here by shape)."""
+
+    _stop: threading.Event
+    config: Any
+    props: Mapping[str, str]
+
+    def service(self, name: str) -> Callable[..., Any] | None: ...
 
 A_SYNC, A_CNXN, A_OPEN, A_OKAY = 0x434E5953, 0x4E584E43, 0x4E45504F, 0x59414B4F
 A_CLSE, A_WRTE, A_AUTH, A_STLS = 0x45534C43, 0x45545257, 0x48545541, 0x534C5453

@@ -24,9 +24,10 @@ from pytest_sme2.gate.policy import (DEFAULT_LOAD_THRESHOLD_PCT,  # noqa: F401
                                      GatePolicy, gate_policy, parse_gate_categories,
                                      parse_measure_threshold, parse_threshold)
 from pytest_sme2.measure.matrix import (DEFAULT_DTYPES, DEFAULT_MODELS, DEFAULT_THREADS,
-                                        parse_threads, split_list)
+                                        parse_threads)
 from pytest_sme2.devices.registry import DeviceSpec
 from pytest_sme2.runners.spec import runner_specs
+from pytest_sme2._util.text import split_list
 from pytest_sme2.gate.policy import DEFAULT_CONFIRM_BLOCKS
 from pytest_sme2.measure.settings import DEFAULT_LOADS, MIN_BLOCKS, BenchSettings
 from pytest_sme2.devices.thermal import DEFAULT_TIMEOUT_S as COOLDOWN_TIMEOUT_S

@@ -9,12 +9,11 @@ written and read as ``baseline``, ``baseline_categories``, ``baseline_instructio
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from pytest_sme2.analysis.latency import LatencyStats
+from pytest_sme2.results.latency import LatencyStats
 from pytest_sme2.results.device import DeviceFacts
 from pytest_sme2.results.instructions import InstructionCount
 from pytest_sme2.results.judgement import Judgement, judgement, judgements
@@ -47,15 +46,7 @@ def device_label(device: DeviceFacts | Mapping[str, Any]) -> str:
     return str(device.get("spec") or device.get("serial") or device.get("kind") or "?")
 
 
-def _dict_form(value: Any, old: str, new: str) -> Any:
-    """The dict form of a retyped field, for its deprecated old name."""
-    warnings.warn(f"BlockResult.{old} is deprecated: read .{new} (a Judgement)",
-                  DeprecationWarning, stacklevel=3)
-    if value is None:
-        return None
-    if isinstance(value, Judgement):
-        return value.to_dict()
-    return {k: j.to_dict() for k, j in value.items()}
+
 
 
 @dataclass
@@ -103,25 +94,6 @@ class BlockResult:
     @property
     def instructions_per_execute(self) -> float | None:
         return float(self.instructions.per_execute) if self.instructions else None
-
-    # -- the names these fields had when they held dicts (deprecated, read only) --
-    @property
-    def baseline(self) -> dict[str, Any] | None:
-        return _dict_form(self.judgement, "baseline", "judgement")
-
-    @property
-    def baseline_categories(self) -> dict[str, dict[str, Any]] | None:
-        return _dict_form(self.category_judgements, "baseline_categories",
-                          "category_judgements")
-
-    @property
-    def baseline_instructions(self) -> dict[str, Any] | None:
-        return _dict_form(self.instructions_judgement, "baseline_instructions",
-                          "instructions_judgement")
-
-    @property
-    def baseline_startup(self) -> dict[str, dict[str, Any]] | None:
-        return _dict_form(self.startup_judgements, "baseline_startup", "startup_judgements")
 
     @property
     def runner_name(self) -> str:
@@ -202,11 +174,6 @@ class BlockResult:
                    startup=Startup.from_json(d.get("startup")),
                    startup_judgements=judgements(d.get("baseline_startup")),
                    extra={k: v for k, v in d.items() if k not in known})
-
-
-# The name the block had before it said what it is: kept, deprecated (it reads as if it were a
-# whole benchmark, which may be several blocks).
-BenchmarkResult = BlockResult
 
 
 def _record(cls: Any) -> Any:

@@ -7,7 +7,6 @@ concept, whether it was just computed or read back from a document."""
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
@@ -70,10 +69,6 @@ class OperatorStats(_ItemAccess):
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "OperatorStats":
         return cls(**_known(cls, d))
-
-
-def _deprecated(old: str, new: str) -> None:
-    warnings.warn(f"{old} is deprecated: use {new}", DeprecationWarning, stacklevel=3)
 
 
 @dataclass
@@ -146,17 +141,6 @@ class KernelEvidence(_ItemAccess):
     def sampled(self) -> bool:
         return self.samples_total is not None
 
-    # -- the names analysis.kernels.Evidence had (deprecated) --
-    @property
-    def executed(self) -> list[TracedKernel]:
-        _deprecated("KernelEvidence.executed", "executed_kernels")
-        return self.executed_kernels
-
-    @property
-    def streaming_blocks(self) -> int | None:
-        _deprecated("KernelEvidence.streaming_blocks", "streaming_sme_blocks")
-        return self.streaming_sme_blocks
-
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["executed_kernels"] = [k.to_json() for k in self.executed_kernels]
@@ -204,10 +188,6 @@ class ResultAnalysis:
                    overheads_ms=dict(d.get("overheads_ms") or {}),
                    operators=[OperatorStats.from_json(o) for o in d.get("operators") or []],
                    kernel_evidence=KernelEvidence.from_json(d.get("kernel_evidence")))
-
-
-# The name this record had before the kernel records became one family (deprecated).
-SampledKernelRecord = SampledKernel
 
 
 @dataclass

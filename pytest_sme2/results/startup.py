@@ -6,12 +6,9 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pytest_sme2.results.records import _ItemAccess, _known
-
-if TYPE_CHECKING:
-    from pytest_sme2.results.block import BlockResult
 
 # -- load, first inference, memory ------------------------------------------------------------
 
@@ -91,15 +88,3 @@ class Startup(_ItemAccess):
                    load_source=str(d.get("load_source") or ""),
                    memory_source=str(d.get("memory_source") or ""),
                    problem=str(d.get("problem") or ""))
-
-
-def pool_startup(blocks: Iterable["BlockResult"]) -> Startup | None:
-    """The blocks of one side of a comparison as one startup record: every block is a cold
-    process, so their processes pool."""
-    found = [b.startup for b in blocks if b.startup is not None]
-    if not found:
-        return None
-    return Startup(pte_bytes=found[0].pte_bytes,
-                   processes=[p for s in found for p in s.processes],
-                   load_source=found[0].load_source, memory_source=found[0].memory_source,
-                   problem="; ".join(dict.fromkeys(s.problem for s in found if s.problem)))

@@ -15,7 +15,7 @@ import pytest
 from pytest_sme2.baselines.key import BaselineKey, UnderTest
 from pytest_sme2.baselines.store import SCHEMA, Baseline, BaselineError, find, load, save
 from pytest_sme2.gate.rule import NOT_COMPARED, REGRESSION, evaluate
-from pytest_sme2.results import BenchmarkResult
+from pytest_sme2.results import BlockResult
 from tests.needs import tool
 from tests.fakes.baselines import AT_10, T0, UNDER_TEST, bench_result, under_test_result
 
@@ -308,11 +308,11 @@ def test_a_schema_1_file_without_its_key_is_malformed(tmp_path):
 # -- environment -----------------------------------------------------------------------------
 
 
-def _stored(tmp_path: Path, result: BenchmarkResult) -> Baseline:
+def _stored(tmp_path: Path, result: BlockResult) -> Baseline:
     return load(save([result], tmp_path, commit=None))
 
 
-def _reason(tmp_path: Path, now: BenchmarkResult) -> str | None:
+def _reason(tmp_path: Path, now: BlockResult) -> str | None:
     return find(tmp_path, BaselineKey.from_result(now)).foreign_reason
 
 

@@ -20,7 +20,7 @@ from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate.rule import LOAD, MEMORY, NOT_COMPARED, OK, REGRESSION, evaluate
 from pytest_sme2.report.markdown import render_markdown
 from pytest_sme2.report.terminal import benchmark_line, startup_cells, summary_table
-from pytest_sme2.results import (BenchmarkResult, ProcessStartup, Startup, load_results,
+from pytest_sme2.results import (BlockResult, ProcessStartup, Startup, load_results,
                                  pool_startup, results_document)
 from pytest_sme2.analysis.runner_summary import RunnerSummary, parse_summary
 
@@ -136,7 +136,7 @@ def test_results_json_round_trips_byte_for_byte_and_old_documents_have_none():
     again = load_results(json.loads(text))
     assert again.benchmarks[0].startup == r.startup
     assert json.dumps(results_document(again.benchmarks, (), doc["session"])) == text
-    old = BenchmarkResult.from_json({k: v for k, v in r.to_json().items() if k != "startup"})
+    old = BlockResult.from_json({k: v for k, v in r.to_json().items() if k != "startup"})
     assert old.startup is None and "startup" not in old.to_json() and old.extra == {}
 
 
