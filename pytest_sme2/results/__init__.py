@@ -3,7 +3,7 @@ found, the one pooling of a benchmark's blocks, and ``results.json`` (versioned)
 loader.
 
 ``results.json`` (``"schema": "pytest-sme2/results/1"``) holds ``session``, ``benchmarks``
-(:class:`BlockResult`, one per measured block; ``BlockResult`` is its deprecated name)
+(:class:`BlockResult`, one per measured block)
 and ``comparisons`` (:class:`ComparisonRecord`). Every record writes the keys it reads, in
 the same order, so a document this version wrote loads and writes back byte for byte; older
 documents load with defaults for what they lack. Keys a record does not know are kept in its
@@ -32,7 +32,7 @@ from pytest_sme2.results.records import (KernelEvidence, LoggedKernel, OperatorS
 from pytest_sme2.results.runner import RunnerInfo
 from pytest_sme2.results.startup import ProcessStartup, Startup
 
-__all__ = ["RESULTS_SCHEMA", "BlockResult", "BlockResult", "ComparisonRecord",
+__all__ = ["RESULTS_SCHEMA", "BlockResult", "ComparisonRecord",
            "DeviceFacts", "InstructionCount", "Judgement", "KernelEvidence", "LoggedKernel",
            "OperatorStats", "OutputCheck", "PooledLatency", "ProcessStartup", "ResultAnalysis",
            "ResultsDoc", "ResultsWriter", "RunContext", "RunnerInfo", "SampledKernel",
