@@ -47,9 +47,9 @@ from typing import TYPE_CHECKING, Any, Callable
 from pytest_sme2 import units
 from pytest_sme2.instructions.callgrind import Costs, Function
 from pytest_sme2.results.instructions import InstructionCount
-from pytest_sme2.instructions.valgrind import (  # noqa: F401 - names this module always had
-    DEFAULT_TIMEOUT_S, METHOD_EXECUTE, METHOD_EXECUTE_MANGLED, MIN_VALGRIND, THREAD_START,
-    VALGRIND_PACKAGE, InstructionCountError, _costs, _Process, _run_all, callgrind_argv,
+from pytest_sme2.instructions.valgrind import (
+    DEFAULT_TIMEOUT_S, METHOD_EXECUTE, THREAD_START,
+    InstructionCountError, _costs, _Process, _run_all, callgrind_argv,
     execute_symbol, find_valgrind)
 
 if TYPE_CHECKING:   # types only

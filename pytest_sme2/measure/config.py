@@ -17,12 +17,10 @@ from typing import Any, Collection, Mapping, NamedTuple
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.programs.export import DTYPES
 from pytest_sme2.programs.spec import matrix_models
-# The gate's policy and its options live with the gate; imported from here before (shims).
-from pytest_sme2.gate.policy import (DEFAULT_LOAD_THRESHOLD_PCT,  # noqa: F401
+# The gate's policy and its options live with the gate.
+from pytest_sme2.gate.policy import (DEFAULT_LOAD_THRESHOLD_PCT,
                                      DEFAULT_MEMORY_THRESHOLD_PCT, DEFAULT_PRECISION_BUDGET_S,
-                                     DEFAULT_THRESHOLD_PCT,
-                                     GatePolicy, gate_policy, parse_gate_categories,
-                                     parse_measure_threshold, parse_threshold)
+                                     GatePolicy, gate_policy)
 from pytest_sme2.measure.matrix import (DEFAULT_DTYPES, DEFAULT_MODELS, DEFAULT_THREADS,
                                         parse_threads)
 from pytest_sme2.devices.registry import DeviceSpec

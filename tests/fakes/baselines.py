@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from pytest_sme2.analysis.latency import latency_stats
-from pytest_sme2.measure.config import GatePolicy
+from pytest_sme2.gate.policy import GatePolicy
 from pytest_sme2.results import BlockResult, ResultAnalysis, RunContext
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)

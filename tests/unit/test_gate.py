@@ -15,7 +15,7 @@ import pytest
 
 from pytest_sme2.baselines.key import BaselineKey
 from pytest_sme2.baselines.store import find, save
-from pytest_sme2.measure.config import GatePolicy
+from pytest_sme2.gate.policy import GatePolicy
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate.rule import (IMPROVEMENT, NOT_COMPARED, OK, REGRESSION, evaluate,
                                    judge_levels, run_with_confirmation)

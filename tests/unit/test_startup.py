@@ -15,7 +15,8 @@ from tests.fakes.baselines import bench_result as _result
 from pytest_sme2.analysis.startup import (load_source, memory_source, process_startup,
                                           traced_method_load_ms)
 from pytest_sme2.baselines.store import load, save
-from pytest_sme2.measure.config import BaseDirs, GatePolicy, config_from_options
+from pytest_sme2.measure.config import BaseDirs, config_from_options
+from pytest_sme2.gate.policy import GatePolicy
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate.rule import LOAD, MEMORY, NOT_COMPARED, OK, REGRESSION, evaluate
 from pytest_sme2.report.markdown import render_markdown

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pytest_sme2 import units
 from pytest_sme2.analysis.categories import CONVOLUTION, GEMM, OTHER
-from pytest_sme2.measure.comparison import FASTER, SLOWER
+from pytest_sme2.stats import FASTER, SLOWER
 from pytest_sme2.report.digest import Unit
 from pytest_sme2.results import DeviceFacts
 from pytest_sme2.report.recommend.advice import (COMPUTE_SHARE_PCT, LOW_COMPUTE_SPEEDUP, MAX_PATHS,
