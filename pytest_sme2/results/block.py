@@ -18,7 +18,7 @@ from pytest_sme2.results.device import DeviceFacts
 from pytest_sme2.results.instructions import InstructionCount
 from pytest_sme2.results.judgement import Judgement, judgement, judgements
 from pytest_sme2.results.records import (KernelEvidence, OperatorStats, ResultAnalysis,
-                                         RunContext, _known)
+                                         RunContext, known_fields)
 from pytest_sme2.results.runner import RunnerInfo
 from pytest_sme2.results.startup import Startup
 
@@ -165,7 +165,7 @@ class BlockResult:
                    runs=d["runs"], warmup=d["warmup"], e2e_ms=list(d["e2e_ms"]),
                    e2e=LatencyStats(**d["e2e"]), etdump=d["etdump"], pte=d["pte"],
                    export_key=d.get("export_key", ""), analysis=ResultAnalysis.from_json(d),
-                   context=RunContext(**_known(RunContext, d)),
+                   context=RunContext(**known_fields(RunContext, d)),
                    judgement=judgement(d.get("baseline")),
                    category_judgements=judgements(d.get("baseline_categories")),
                    instructions=InstructionCount.from_dict(instructions) if instructions
