@@ -11,7 +11,7 @@ import pytest
 from pytest_sme2.baselines.key import BaselineKey
 from pytest_sme2.baselines.store import save
 from pytest_sme2.results import BlockResult
-from tests.unit.test_gate import _history, _steady_past
+from tests.unit.gate.test_gate import _history, _steady_past
 from tests.fakes.baselines import bench_result, under_test_result
 
 

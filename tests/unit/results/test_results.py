@@ -18,11 +18,11 @@ from pytest_sme2.results import (RESULTS_SCHEMA, BlockResult, ComparisonRecord,
 from pytest_sme2.results import DeviceFacts, InstructionCount, Judgement, RunnerInfo
 from tests.fakes.results_docs import evidence, single_doc, sme2_doc
 
-REAL_DOC = Path(__file__).parents[1] / "fakes" / "results_qemu_session.json"
+REAL_DOC = Path(__file__).parents[2] / "fakes" / "results_qemu_session.json"
 # Written by a real host session (commit dbea006's code, toy_cnn fp32 t1, --sme2-measure
 # instructions, the second of two sessions saving baselines, --fail-on-regression 50 and every
 # category gated): every gate verdict, the instruction count and start-up are in it.
-GATED_DOC = Path(__file__).parents[1] / "fakes" / "results_host_gated.json"
+GATED_DOC = Path(__file__).parents[2] / "fakes" / "results_host_gated.json"
 
 
 def _result(samples=(1.0, 1.2, 1.1), **kw) -> BlockResult:
