@@ -11,7 +11,7 @@ import numpy as np
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.results import BlockResult, ComparisonRecord, Judgement, OutputCheck, pool
 from pytest_sme2.stats import DEFAULT_MARGIN
-from pytest_sme2.stats import FASTER, SAME, SLOWER, Interval, paired_ratio  # noqa: F401
+from pytest_sme2.stats import Interval, paired_ratio
 from pytest_sme2.stats import verdict as speedup_verdict
 
 EMULATED_NOTE = " (emulated CPU: timings say nothing about speed)"

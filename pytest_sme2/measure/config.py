@@ -17,15 +17,14 @@ from typing import Any, Collection, Mapping, NamedTuple
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.programs.export import DTYPES
 from pytest_sme2.programs.spec import matrix_models
-from pytest_sme2.gate.policy import (DEFAULT_CONFIRM_BLOCKS, DEFAULT_LOAD_THRESHOLD_PCT,  # noqa: F401
+from pytest_sme2.gate.policy import (DEFAULT_CONFIRM_BLOCKS, DEFAULT_LOAD_THRESHOLD_PCT,
                                      DEFAULT_MEMORY_THRESHOLD_PCT, DEFAULT_PRECISION_BUDGET_S,
-                                     DEFAULT_THRESHOLD_PCT,
-                                     GatePolicy, gate_policy, parse_gate_categories,
-                                     parse_measure_threshold, parse_threshold)
+                                     GatePolicy, gate_policy)
 from pytest_sme2.measure.matrix import (DEFAULT_DTYPES, DEFAULT_MODELS, DEFAULT_THREADS,
-                                        parse_threads, split_list)
+                                        parse_threads)
 from pytest_sme2.devices.registry import DeviceSpec
 from pytest_sme2.runners.spec import runner_specs
+from pytest_sme2._util.text import split_list
 from pytest_sme2.measure.settings import DEFAULT_LOADS, MIN_BLOCKS, BenchSettings
 from pytest_sme2.devices.thermal import DEFAULT_TIMEOUT_S as COOLDOWN_TIMEOUT_S
 from pytest_sme2.devices.thermal import CooldownPolicy

@@ -8,7 +8,6 @@ them."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 import pytest
 
@@ -32,16 +31,6 @@ from pytest_sme2.measure.session import BenchSession
 MATRIX_KEY = pytest.StashKey[list[Case]]()
 NOTES_KEY = pytest.StashKey[list[str]]()      # header lines: devices left out, --dist chosen
 REMOTE_ADB_KEY = pytest.StashKey[str]()       # the line saying an adb server is on the network
-
-
-def __getattr__(name: str) -> Any:
-    """Names that moved, still importable from here: ``junit_properties`` lives with the gate
-    (importing it here would load numpy in every pytest run)."""
-    if name == "junit_properties":
-        from pytest_sme2.gate.rule import junit_properties
-
-        return junit_properties
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:

@@ -24,7 +24,7 @@ from pytest_sme2.stats import DEFAULT_MARGIN
 if TYPE_CHECKING:  # the measuring stack (numpy, pandas) is imported when a benchmark runs
     from pytest_sme2.measure.benchmark import Benchmarked, BenchmarkLoop
     from pytest_sme2.measure.comparison import Comparison
-    from pytest_sme2.results import BenchmarkResult
+    from pytest_sme2.results import BlockResult
 
 SESSION_KEY = pytest.StashKey[BenchSession]()
 
@@ -185,7 +185,7 @@ class _OnTheTestReport:
     def __init__(self, request: pytest.FixtureRequest):
         self.properties = request.node.user_properties
 
-    def block(self, result: BenchmarkResult) -> None:
+    def block(self, result: BlockResult) -> None:
         self.properties.append((RESULT_PROPERTY, result.to_json()))
 
     def comparison(self, comparison: Comparison) -> None:
@@ -215,8 +215,8 @@ def _loop(request: pytest.FixtureRequest, session: BenchSession, device: str) ->
 
 @pytest.fixture
 def sme2_bench(request: pytest.FixtureRequest, sme2_session: BenchSession,
-               sme2_device, sme2_device_spec: str) -> Callable[..., BenchmarkResult]:
-    """Run one benchmark setting and return its :class:`BenchmarkResult`, judged against its
+               sme2_device, sme2_device_spec: str) -> Callable[..., BlockResult]:
+    """Run one benchmark setting and return its :class:`BlockResult`, judged against its
     baseline (a suspected regression measured again first)::
 
         def test_latency(sme2_bench):
@@ -226,7 +226,7 @@ def sme2_bench(request: pytest.FixtureRequest, sme2_session: BenchSession,
     sme2_session.prepare()   # the measuring stack, imported once the way the session wants it
 
     def bench(model: str, dtype: str = "fp32", threads: int = 1,
-              runner: str | None = None) -> BenchmarkResult:
+              runner: str | None = None) -> BlockResult:
         loop = _loop(request, sme2_session, sme2_device_spec)
         done = loop.benchmark(Case(model, dtype, threads), runner)
         _conclude(request, done)

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from pytest_sme2.results.device import DeviceFacts
-from pytest_sme2.results.records import KernelEvidence, _known
+from pytest_sme2.results.records import KernelEvidence, known_fields
 from pytest_sme2.results.runner import RunnerInfo
 from pytest_sme2.results.startup import Startup
 
@@ -103,7 +103,7 @@ class PhaseStats:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> PhaseStats:
-        known = _known(cls, d)
+        known = known_fields(cls, d)
         known["kernel_evidence"] = KernelEvidence.from_json(d.get("kernel_evidence"))
         known["categories_ms"] = {str(k): float(v)
                                   for k, v in (d.get("categories_ms") or {}).items()}
@@ -149,7 +149,7 @@ class GenerationResult:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> GenerationResult:
-        known = _known(cls, d)
+        known = known_fields(cls, d)
         known["prefill"] = PhaseStats.from_json(d.get("prefill") or {"phase": PREFILL})
         known["decode"] = PhaseStats.from_json(d.get("decode") or {"phase": DECODE})
         known["tokens"] = [int(t) for t in d.get("tokens") or []]

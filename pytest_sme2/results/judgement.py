@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_sme2 import units
-from pytest_sme2.results.compat import DeprecatedItemReads
 from pytest_sme2.stats import Interval
 
 __all__ = ["IMPROVEMENT", "INSTRUCTIONS", "LOAD", "MEMORY", "NOT_COMPARED", "OK", "PREFILL",
@@ -22,7 +21,7 @@ PREFILL, TTFT = "prefill time", "time to first token"   # an LLM's phases beside
 
 
 @dataclass(frozen=True)
-class Judgement(DeprecatedItemReads):
+class Judgement:
     """The regression gate's verdict on one measure of one benchmark, as the gate returns it
     and results.json stores it (a block's ``baseline``, ``baseline_categories``, ...).
 

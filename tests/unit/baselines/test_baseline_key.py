@@ -15,7 +15,7 @@ from pytest_sme2.baselines.key import BaselineKey, UnderTest
 from pytest_sme2.baselines.store import group_by_key
 from tests.fakes.baselines import UNDER_TEST, bench_result, result_with_device_extra
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 # -- keys ------------------------------------------------------------------------------------
 

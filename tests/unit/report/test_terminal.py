@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pytest_sme2.analysis.latency import latency_stats
 from pytest_sme2.report.terminal import benchmark_line, comparison_line, summary_table
-from pytest_sme2.results import BenchmarkResult, ResultAnalysis, RunContext, load_results
+from pytest_sme2.results import BlockResult, ResultAnalysis, RunContext, load_results
 from tests.fakes.results_docs import evidence, sme2_doc
 
 
 def _result(samples, nodeid="b.py::test_latency[x]", block=None, baseline=None, threads=1):
-    return BenchmarkResult(nodeid=nodeid, model="toy_cnn", dtype="fp32", threads=threads,
+    return BlockResult(nodeid=nodeid, model="toy_cnn", dtype="fp32", threads=threads,
                            runner={"name": "python", "kind": "python", "labels": {}},
                            device={"kind": "host"}, runs=len(samples), warmup=1,
                            e2e_ms=list(samples), e2e=latency_stats(samples), etdump="a.etdump",

@@ -16,7 +16,7 @@ from pytest_sme2.measure.config import Sme2Config
 from pytest_sme2.measure.matrix import Case
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate.policy import GatePolicy
-from pytest_sme2.results import BenchmarkResult, ResultAnalysis, RunContext
+from pytest_sme2.results import BlockResult, ResultAnalysis, RunContext
 
 AT_10 = GatePolicy(fail_on_regression=10)
 STEADY = (1.0, 1.01, 0.99)
@@ -26,11 +26,11 @@ T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 TOY = Case("toy_cnn", "fp32", 1)
 
 
-def _block(samples, nodeid="toy_cnn-fp32-t1", runner="python", block=None) -> BenchmarkResult:
+def _block(samples, nodeid="toy_cnn-fp32-t1", runner="python", block=None) -> BlockResult:
     device = {"kind": "host", "serial": "vm", "model": "x86_64", "cpu": "AMD EPYC",
               "abi": "x86_64", "os": "Linux", "kernel": "6.1", "cores": 2, "sme": False,
               "sme2": False, "executorch": "1.5.1", "extra": {}}
-    return BenchmarkResult(
+    return BlockResult(
         nodeid=nodeid, model="toy_cnn", dtype="fp32", threads=1,
         runner={"name": runner, "kind": "python", "labels": {}}, device=device,
         runs=len(samples), warmup=1, e2e_ms=list(samples), e2e=latency_stats(samples),
@@ -58,7 +58,7 @@ class _Session:
         self.hook = None
         self.times = list(times)
         self.asked: list[tuple] = []        # (label, block, export_again, device)
-        self.added: list[BenchmarkResult] = []
+        self.added: list[BlockResult] = []
         self.compared: list = []
 
     def default_runner(self, progress=None, device=None) -> str:

@@ -56,7 +56,7 @@ def test_a_glob_matching_nothing_is_one_line(tmp_path):
 
 
 def test_a_list_override_keeps_its_commas_in_a_model_list():
-    from pytest_sme2.measure.matrix import split_list
+    from pytest_sme2._util.text import split_list
 
     spec = "transformers:MobileViTModel?image_size=64&hidden_sizes=[32,32,32]"
     assert split_list(f"toy_cnn, {spec},\nm.pte") == ["toy_cnn", spec, "m.pte"]

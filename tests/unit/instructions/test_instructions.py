@@ -23,7 +23,8 @@ from pytest_sme2.instructions.count import (HOST_ONLY, METHOD_EXECUTE, Instructi
                                               InstructionCountError, count_instructions,
                                               find_valgrind, host_only_reason, short_name,
                                               summarize)
-from pytest_sme2.runners.base import RunnerInfo, RunRequest
+from pytest_sme2.runners.base import RunRequest
+from pytest_sme2.results.runner import RunnerInfo
 from tests.needs import tool
 
 FIXTURES = Path(__file__).parent / "callgrind"

@@ -15,12 +15,13 @@ from tests.fakes.baselines import bench_result as _result
 from pytest_sme2.analysis.startup import (load_source, memory_source, process_startup,
                                           traced_method_load_ms)
 from pytest_sme2.baselines.store import load, save
-from pytest_sme2.measure.config import BaseDirs, GatePolicy, config_from_options
+from pytest_sme2.measure.config import BaseDirs, config_from_options
+from pytest_sme2.gate.policy import GatePolicy
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate.rule import LOAD, MEMORY, NOT_COMPARED, OK, REGRESSION, evaluate
 from pytest_sme2.report.markdown import render_markdown
 from pytest_sme2.report.terminal import benchmark_line, startup_cells, summary_table
-from pytest_sme2.results import (BenchmarkResult, ProcessStartup, Startup, load_results,
+from pytest_sme2.results import (BlockResult, ProcessStartup, Startup, load_results,
                                  pool_startup, results_document)
 from pytest_sme2.analysis.runner_summary import RunnerSummary, parse_summary
 
@@ -136,7 +137,7 @@ def test_results_json_round_trips_byte_for_byte_and_old_documents_have_none():
     again = load_results(json.loads(text))
     assert again.benchmarks[0].startup == r.startup
     assert json.dumps(results_document(again.benchmarks, (), doc["session"])) == text
-    old = BenchmarkResult.from_json({k: v for k, v in r.to_json().items() if k != "startup"})
+    old = BlockResult.from_json({k: v for k, v in r.to_json().items() if k != "startup"})
     assert old.startup is None and "startup" not in old.to_json() and old.extra == {}
 
 

@@ -15,11 +15,11 @@ import pytest
 
 from pytest_sme2.baselines.key import BaselineKey
 from pytest_sme2.baselines.store import find, save
-from pytest_sme2.measure.config import GatePolicy
+from pytest_sme2.gate.policy import GatePolicy
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate.rule import (IMPROVEMENT, NOT_COMPARED, OK, REGRESSION, evaluate,
                                    judge_levels, run_with_confirmation)
-from pytest_sme2.results import BenchmarkResult
+from pytest_sme2.results import BlockResult
 from tests.fakes.baselines import AT_10, T0, bench_result, under_test_result
 
 
@@ -154,7 +154,7 @@ def test_bad_threshold_and_empty_input():
 
 
 def test_category_gate(tmp_path):
-    def res(gemm: float) -> BenchmarkResult:
+    def res(gemm: float) -> BlockResult:
         return bench_result(extra={"categories_ms": {"GEMM": gemm, "Convolution": 0.2}})
     for i in range(4):
         save([res(0.5 + i / 1000) for _ in range(3)], tmp_path, commit=None,
@@ -181,13 +181,13 @@ def _steady_past(tmp_path: Path) -> Path:
     return folder
 
 
-def _confirming(folder: Path, first: BenchmarkResult, later: list[tuple[float, ...]],
+def _confirming(folder: Path, first: BlockResult, later: list[tuple[float, ...]],
                 policy: GatePolicy = AT_10):
     """run_with_confirmation with a stand-in for the runner: the blocks it 'measures' are
     ``later``, in order; returns the report and what was measured and said."""
     measured, progress = [], []
 
-    def measure_more(block: int) -> BenchmarkResult:
+    def measure_more(block: int) -> BlockResult:
         measured.append(block)
         return bench_result(later[len(measured) - 1], extra={"block": block})
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-import pytest
 
 from pytest_sme2.report.outputs import write_reports
 from pytest_sme2.measure.config import Sme2Config
@@ -82,9 +81,10 @@ def test_the_session_appends_it_at_the_end(tmp_path, monkeypatch):
         BenchSession(cfg, results=load_results(single_doc()).benchmarks))
 
 
-def test_session_finish_still_writes_the_reports_with_a_warning(tmp_path):
+def test_session_finish_is_gone_write_reports_writes_them(tmp_path):
+    from pytest_sme2.report.outputs import write_reports
+
     cfg = Sme2Config(settings=BenchSettings(report_dir=tmp_path))
     session = BenchSession(cfg, results=load_results(single_doc()).benchmarks)
-    with pytest.warns(DeprecationWarning, match="write_reports"):
-        written = session.finish()
-    assert (tmp_path / "report.md") in written
+    assert not hasattr(session, "finish")
+    assert (tmp_path / "report.md") in write_reports(session)

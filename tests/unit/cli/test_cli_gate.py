@@ -10,15 +10,15 @@ import pytest
 
 from pytest_sme2.baselines.key import BaselineKey
 from pytest_sme2.baselines.store import save
-from pytest_sme2.results import BenchmarkResult
-from tests.unit.test_gate import _history, _steady_past
+from pytest_sme2.results import BlockResult
+from tests.unit.gate.test_gate import _history, _steady_past
 from tests.fakes.baselines import bench_result, under_test_result
 
 
 # -- pytest-sme2 gate RESULTS.json (the same entry point, outside pytest) ---------------------
 
 
-def _results_json(tmp_path: Path, blocks: list[BenchmarkResult], session_id: str = "") -> Path:
+def _results_json(tmp_path: Path, blocks: list[BlockResult], session_id: str = "") -> Path:
     from pytest_sme2.results import results_document
 
     path = tmp_path / "results.json"

@@ -11,28 +11,28 @@ import pytest
 from pytest_sme2.analysis.latency import latency_stats
 from pytest_sme2.measure.comparison import make_comparison
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.results import (RESULTS_SCHEMA, BenchmarkResult, ComparisonRecord,
+from pytest_sme2.results import (RESULTS_SCHEMA, BlockResult, ComparisonRecord,
                                  KernelEvidence, OperatorStats, ResultAnalysis, ResultsDoc,
                                  ResultsWriter, RunContext, atomic_write_text, load_results, pool,
                                  pool_categories, write_results)
 from pytest_sme2.results import DeviceFacts, InstructionCount, Judgement, RunnerInfo
 from tests.fakes.results_docs import evidence, single_doc, sme2_doc
 
-REAL_DOC = Path(__file__).parents[1] / "fakes" / "results_qemu_session.json"
+REAL_DOC = Path(__file__).parents[2] / "fakes" / "results_qemu_session.json"
 # Written by a real host session (commit dbea006's code, toy_cnn fp32 t1, --sme2-measure
 # instructions, the second of two sessions saving baselines, --fail-on-regression 50 and every
 # category gated): every gate verdict, the instruction count and start-up are in it.
-GATED_DOC = Path(__file__).parents[1] / "fakes" / "results_host_gated.json"
+GATED_DOC = Path(__file__).parents[2] / "fakes" / "results_host_gated.json"
 
 
-def _result(samples=(1.0, 1.2, 1.1), **kw) -> BenchmarkResult:
+def _result(samples=(1.0, 1.2, 1.1), **kw) -> BlockResult:
     base = dict(nodeid="b.py::t[x]", model="toy_cnn", dtype="fp32", threads=1,
                 runner={"name": "python", "kind": "python", "labels": {"sme2": "off"}},
                 device={"kind": "host", "cpu": "x"}, runs=len(samples), warmup=1,
                 e2e_ms=list(samples), e2e=latency_stats(samples), etdump="a.etdump", pte="m.pte",
                 export_key="k")
     base.update(kw)
-    return BenchmarkResult(**base)
+    return BlockResult(**base)
 
 
 def _text(doc: dict) -> str:
@@ -59,7 +59,7 @@ def test_round_trip_keeps_every_typed_part_and_unknown_keys():
                     kernel_evidence=KernelEvidence("absent", "no SME2")),
                 context=RunContext(block=2, thermal_before={"cpu": 40.0}),
                 judgement={"status": "ok"}, extra={"build_id": "ci-7"})
-    back = BenchmarkResult.from_json(json.loads(json.dumps(r.to_json())))
+    back = BlockResult.from_json(json.loads(json.dumps(r.to_json())))
     assert back == r
     assert back.block == 2 and back.operators[0].category == "GEMM"
     assert back.kernel_evidence.sme2 == "absent" and not back.kernel_evidence.traced
@@ -103,28 +103,17 @@ def test_a_gated_session_reads_as_typed_records_and_keeps_its_keys():
     assert "judgement" not in text and "category_judgements" not in text
 
 
-def test_the_old_dict_fields_read_as_before_with_a_warning():
+def test_the_old_dict_fields_and_item_reads_are_gone():
+    """Before 1.0 nothing is kept for compatibility: the retyped fields' old names and dict
+    reads of the records are gone (results.json keeps its keys)."""
     (b,) = load_results(GATED_DOC).benchmarks
-    raw = json.loads(GATED_DOC.read_text())["benchmarks"][0]
     for old in ("baseline", "baseline_categories", "baseline_instructions",
                 "baseline_startup"):
-        with pytest.deprecated_call():
-            assert getattr(b, old) == raw[old]
-    with pytest.deprecated_call():
-        assert b.device["sme2"] is False
-    with pytest.deprecated_call():
-        assert b.device.get("spec") == "host"
-    with pytest.deprecated_call():
-        assert dict(b.runner) == raw["runner_info"]
-    with pytest.deprecated_call():
-        assert b.judgement["status"] == "ok"
-    with pytest.deprecated_call():
-        assert b.instructions["per_execute"] == raw["instructions"]["per_execute"]
-    with pytest.raises(AttributeError):
-        b.baseline = None          # read only: set .judgement
-    unjudged = _result()
-    with pytest.deprecated_call():
-        assert unjudged.baseline is None and unjudged.baseline_startup is None
+        assert not hasattr(b, old)
+    for record in (b.device, b.runner, b.judgement, b.instructions):
+        with pytest.raises(TypeError):
+            record["x"]  # noqa: B018
+        assert not hasattr(record, "get")
 
 
 def test_blocks_built_from_dicts_hold_records():
@@ -134,7 +123,7 @@ def test_blocks_built_from_dicts_hold_records():
                 instructions_judgement=raw["baseline_instructions"],
                 startup_judgements=raw["baseline_startup"],
                 device=raw["device"], runner=raw["runner_info"])
-    assert r == BenchmarkResult.from_json(json.loads(json.dumps(r.to_json())))
+    assert r == BlockResult.from_json(json.loads(json.dumps(r.to_json())))
     assert isinstance(r.category_judgements["GEMM"], Judgement)
     assert r.device == DeviceFacts.from_dict(raw["device"]) and r.device.spec == "host"
     assert r.to_json()["device"] == raw["device"]
@@ -287,13 +276,10 @@ def test_records_that_were_dicts_still_answer_item_access():
     assert OperatorStats("Conv")["name"] == "Conv"
 
 
-def test_the_block_is_a_block_result_and_keeps_its_old_name():
+def test_the_block_is_a_block_result_and_its_old_name_is_gone():
     import pytest_sme2.results as results
-    from pytest_sme2.results.block import BenchmarkResult as old_name
 
-    assert results.BenchmarkResult is results.BlockResult is old_name
-    assert {"BenchmarkResult", "BlockResult"} <= set(results.__all__)
+    assert "BlockResult" in results.__all__ and "BenchmarkResult" not in results.__all__
+    assert not hasattr(results, "BenchmarkResult")
     (b,) = load_results(GATED_DOC).benchmarks
-    assert type(b) is results.BlockResult and type(b).__name__ == "BlockResult"
-    with pytest.deprecated_call(match="BlockResult.baseline is deprecated"):
-        assert b.baseline["status"] == "ok"
+    assert type(b) is results.BlockResult

@@ -11,7 +11,7 @@ from pytest_sme2.analysis.summary import analyze
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.readers.etdump import parse_etdump
 from pytest_sme2.measure.artifacts.trace import TRACE_SCHEMA, median_run, trace_events, write_trace
-from pytest_sme2.results import BenchmarkResult, RunContext
+from pytest_sme2.results import BlockResult, RunContext
 from tests.fakes.etdumps import Ev, make_etdump, program_run
 
 EPS_US = 1e-6  # float rounding of ns -> us; the viewers read ts back to whole ns
@@ -141,7 +141,7 @@ def test_write_trace_and_the_results_key(tmp_path):
          "e2e": {"n": 1, "median_ms": 1.0, "mean_ms": 1.0, "p10_ms": 1.0, "p90_ms": 1.0,
                  "min_ms": 1.0, "max_ms": 1.0, "std_ms": 0.0, "cv_pct": 0.0, "mad_ms": 0.0,
                  "outliers": 0}, "trace": str(path)}
-    r = BenchmarkResult.from_json(d)
+    r = BlockResult.from_json(d)
     assert r.context.trace == str(path) and "trace" not in r.extra
     assert r.to_json()["trace"] == str(path)
 

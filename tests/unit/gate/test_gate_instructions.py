@@ -9,9 +9,9 @@ from tests.fakes.baselines import bench_result as _result
 
 from pytest_sme2.baselines.key import BaselineKey
 from pytest_sme2.baselines.store import load, save
-from pytest_sme2.measure.config import GatePolicy
+from pytest_sme2.gate.policy import GatePolicy
 from pytest_sme2.gate.rule import INSTRUCTIONS, NOT_COMPARED, OK, REGRESSION, evaluate, judge_levels
-from pytest_sme2.plugin import junit_properties
+from pytest_sme2.gate.rule import junit_properties
 from pytest_sme2.stats import UNMEASURED_DRIFT, noise_floor
 
 AT_2 = GatePolicy(fail_on_regression=2)

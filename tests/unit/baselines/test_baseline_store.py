@@ -15,11 +15,11 @@ import pytest
 from pytest_sme2.baselines.key import BaselineKey, UnderTest
 from pytest_sme2.baselines.store import SCHEMA, Baseline, BaselineError, find, load, save
 from pytest_sme2.gate.rule import NOT_COMPARED, REGRESSION, evaluate
-from pytest_sme2.results import BenchmarkResult
+from pytest_sme2.results import BlockResult
 from tests.needs import tool
 from tests.fakes.baselines import AT_10, T0, UNDER_TEST, bench_result, under_test_result
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 FIX = "delete it or re-record it with --save-baseline"
 
 # -- the file --------------------------------------------------------------------------------
@@ -308,11 +308,11 @@ def test_a_schema_1_file_without_its_key_is_malformed(tmp_path):
 # -- environment -----------------------------------------------------------------------------
 
 
-def _stored(tmp_path: Path, result: BenchmarkResult) -> Baseline:
+def _stored(tmp_path: Path, result: BlockResult) -> Baseline:
     return load(save([result], tmp_path, commit=None))
 
 
-def _reason(tmp_path: Path, now: BenchmarkResult) -> str | None:
+def _reason(tmp_path: Path, now: BlockResult) -> str | None:
     return find(tmp_path, BaselineKey.from_result(now)).foreign_reason
 
 
@@ -357,7 +357,7 @@ def test_save_keeps_the_measured_program_once_by_hash(tmp_path):
 
 
 # Written by commit dbea006's code (two host sessions of toy_cnn fp32 t1, native runner).
-REAL_BASELINE = Path(__file__).parents[1] / "fakes" / "baseline_host_time.json"
+REAL_BASELINE = Path(__file__).parents[2] / "fakes" / "baseline_host_time.json"
 
 
 def test_a_baseline_file_loads_typed_and_writes_back_byte_for_byte(tmp_path):

@@ -22,7 +22,7 @@ from pytest_sme2.results import load_results
 from pytest_sme2.plugin.scheduling import read_groups, write_groups
 from pytest_sme2.measure.session import BenchSession
 from tests.fakes.results_docs import ANDROID, HOST_NO_SME2, single_doc, sme2_doc, steady
-from tests.unit.test_report import assert_tables_valid, section, table_rows
+from tests.unit.report.test_report import assert_tables_valid, section, table_rows
 
 DIRS = BaseDirs(invocation=Path("/here"), rootdir=Path("/repo"))
 PHONE = "android:R5CX1234@buildbox:5037"

@@ -20,7 +20,7 @@ from pytest_sme2.report import charts
 from pytest_sme2.report.digest import by_model, units
 from pytest_sme2.report.cells import code
 from pytest_sme2.report.markdown import render_details, render_markdown, render_report
-from pytest_sme2.report.sections import VERDICT_WORDING
+from pytest_sme2.report.unit_page import VERDICT_WORDING
 from pytest_sme2.results import load_results
 from tests.fakes.results_docs import (HOST_NO_SME2, evidence, interval, matrix_doc, noisy, op,
                                       single_doc, sme2_doc)

@@ -320,17 +320,14 @@ def test_the_analysis_emits_the_records_results_json_stores() -> None:
     assert KernelEvidence.from_json(ev.to_json()) == ev
 
 
-def test_the_old_names_of_the_kernel_records_still_import_with_a_warning() -> None:
-    with pytest.deprecated_call():
-        from pytest_sme2.analysis.kernels import Evidence, Kernel
-    assert (Evidence, Kernel) == (KernelEvidence, LoggedKernel)
-    with pytest.deprecated_call():
-        from pytest_sme2.analysis.kernel_trace import ExecutedKernel
-    assert ExecutedKernel is TracedKernel
+def test_the_old_names_of_the_kernel_records_are_gone() -> None:
+    from pytest_sme2.analysis import kernel_trace, kernels
+
+    assert not any(hasattr(kernels, n) for n in ("Evidence", "Kernel"))
+    assert not hasattr(kernel_trace, "ExecutedKernel")
     ev = KernelEvidence("proven", "r", executed_kernels=[TracedKernel("k", "SME2")],
                         streaming_sme_blocks=3)
-    with pytest.deprecated_call():
-        assert (ev.executed, ev.streaming_blocks) == (ev.executed_kernels, 3)
+    assert not hasattr(ev, "executed") and not hasattr(ev, "streaming_blocks")
 
 
 def test_long_operator_lists_are_shortened() -> None:
