@@ -113,7 +113,7 @@ def test_result_round_trips_through_json():
     back = GenerationResult.from_json(d)
     assert back.to_json() == d
     assert back.decode.kernel_evidence is not None
-    assert back["ttft_ms"] == r.ttft_ms
+    assert back.ttft_ms == r.ttft_ms
 
 
 def test_summary_line_with_generation_parses():

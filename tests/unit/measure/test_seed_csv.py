@@ -18,7 +18,7 @@ from pytest_sme2.measure.artifacts.csv import (KIT_KERNEL_COLUMNS, OPS_STATS_COL
 from pytest_sme2.readers.etdump import parse_etdump
 from pytest_sme2.results import LoggedKernel, TracedKernel
 from tests.fakes.etdumps import make_etdump, program_run
-from tests.unit.test_report_csv import crafted_analysis
+from tests.unit.measure.test_report_csv import crafted_analysis
 
 OUR_TIMELINE = ["block_index", "run", "seq", "instruction_id", "delegate_debug_id", "delegated",
                 "start", "end", "leaf", "category", "backend", "op_types", "module_path",
