@@ -31,9 +31,10 @@ from typing import Any
 import jinja2
 
 from pytest_sme2.report import sections as sec
+from pytest_sme2.report import generation as gen
 from pytest_sme2.report.cells import (cell, code, e2e_cells, fmt_calls, fmt_interval, fmt_mb,
-                                      fmt_ms, fmt_percent, fmt_points, fmt_ratio, ms_pct_cells,
-                                      op_cells, th, tr)
+                                      fmt_ms, fmt_percent, fmt_points, fmt_ratio,
+                                      fmt_tokens_per_s, ms_pct_cells, op_cells, th, tr)
 from pytest_sme2.report.digest import SHARE_GROWTH_PP, Unit, by_model, units
 from pytest_sme2.report.precision_notes import precision_lines
 from pytest_sme2.report.recommend import recommendations
@@ -77,6 +78,7 @@ def context(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = No
         "speedups": sec.speedup_rows(us),
         "startup": (startup := sec.startup_rows(us)),
         "startup_notes": sec.startup_notes(startup),
+        "generation": gen.report_rows(us),
         "models": sec.model_rows(us, paths, charts),
         "acceleration": sec.acceleration_rows(us, unit_ctx, paths),
         "operators": operators,
@@ -105,6 +107,7 @@ def detail_context(doc: ResultsDoc, u: Unit, charts: dict[str, str] | None = Non
             "latency": sec.latency_rows([u]), "speedups": sec.speedup_rows([u]),
             "startup": (startup := sec.startup_rows([u])),
             "startup_notes": sec.startup_notes(startup),
+            "generation": gen.report_rows([u]),
             "evidence_intro": sec.EVIDENCE_INTRO, "recommendations": recommendations(doc, [u])}
 
 
@@ -117,7 +120,7 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True, keep_trailing_newline=True)
     env.filters.update(ms=fmt_ms, mb=fmt_mb, percent=fmt_percent, ratio=fmt_ratio,
                        interval=fmt_interval, points=fmt_points, cell=cell, code=code,
-                       calls=fmt_calls, flatfmt=ms_pct_cells, opfmt=op_cells,
+                       calls=fmt_calls, toks=fmt_tokens_per_s, flatfmt=ms_pct_cells, opfmt=op_cells,
                        e2efmt=e2e_cells, faster=sec.speedup_list, grew=sec.grew_list,
                        pctcol=lambda c: f">{c} %")
     env.globals.update(tr=tr, th=th)
