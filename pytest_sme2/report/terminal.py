@@ -268,7 +268,8 @@ def _phase_verdicts(r: BenchmarkResult, baseline: Judgement | None = None) -> st
     return "; ".join(cells) or "-"
 
 
-def _generation_row(name: str, side: BenchmarkSide) -> tuple[str, ...] | None:
+def generation_row(name: str, side: BenchmarkSide) -> tuple[str, ...] | None:
+    """A side's generation as :data:`GENERATION_COLUMNS` cells; None for a forward pass."""
     g = gen.figures(side.blocks)
     if g is None:
         return None
@@ -287,7 +288,7 @@ def generation_table(per_device: Mapping[str, list[BenchmarkSide]]) -> list[str]
     the summary table; nothing when there are none."""
     several = len(per_device) > 1
     rows = [((dev,) if several else ()) + row for dev, sides in per_device.items()
-            for side in sides if (row := _generation_row(side.test, side)) is not None]
+            for side in sides if (row := generation_row(side.test, side)) is not None]
     if not rows:
         return []
     columns = (("device",) if several else ()) + GENERATION_COLUMNS
