@@ -320,3 +320,24 @@ def report_rows(us) -> list[dict]:
                             for p in g.phases],
             })
     return out
+
+
+def summary_lines(us) -> list[str]:
+    """report.md's Summary: one line per LLM benchmark and runner."""
+    from pytest_sme2.report.cells import fmt_ms, fmt_tokens_per_s
+
+    out = []
+    for u in us:
+        for side in u.sides:
+            g = figures(side.blocks)
+            if g is None:
+                continue
+            emulated = " (emulated CPU: says nothing about speed)" if any(
+                b.emulated for b in side.blocks) else ""
+            out.append(f"{u.point} {side.runner} (LLM, {g.prompt_tokens} + {g.new_tokens} "
+                       f"tokens): prefill {fmt_tokens_per_s(g.prefill.tokens_per_s)} tok/s, "
+                       f"decode {fmt_tokens_per_s(g.decode.tokens_per_s)} tok/s (per token "
+                       f"median {fmt_ms(g.decode.token_median_ms)} ms, p90 "
+                       f"{fmt_ms(g.decode.token_p90_ms)} ms), TTFT {fmt_ms(g.ttft_ms)} ms"
+                       f"{emulated}.")
+    return out

@@ -68,7 +68,7 @@ def context(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = No
         "any_units": bool(us),
         "overview_chart": charts.get(OVERVIEW),
         "summary": [sec.comparison_line(u) for u in us if u.comparison] + sec.gate_line(regressions)
-        + sec.where_time_goes(us),
+        + gen.summary_lines(us) + sec.where_time_goes(us),
         "device": sec.device_table(doc),
         "runners": sec.runner_rows(doc),
         "versions": sec.version_rows(doc),

@@ -142,6 +142,14 @@ def test_report_has_a_generation_section():
         "executed) |" in s
 
 
+def test_report_summary_has_a_line_per_llm():
+    s = _section(render_markdown(llm_doc()), "## Summary")
+    assert ("- tiny_llama 8da8w t1 native (LLM, 64 + 32 tokens): prefill 8,000 tok/s, decode "
+            "2,000 tok/s (per token median 0.500 ms, p90 0.600 ms), TTFT 8.050 ms.") in s
+    e = _section(render_markdown(llm_doc(device=QEMU_SME2)), "## Summary")
+    assert "TTFT 16.050 ms (emulated CPU: says nothing about speed)." in e
+
+
 def test_report_generation_section_without_evidence_says_so():
     d = single_doc()
     d["benchmarks"].append(generation_block("fp32", prefill_kernels=None, decode_kernels=None))
