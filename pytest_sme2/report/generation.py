@@ -25,8 +25,9 @@ from pytest_sme2.results.records import KernelEvidence
 
 TOKENS_SHOWN = 8      # the first generated token ids a report shows
 # Weight types a KleidiAI kernel's name carries (``qsi4c32``: signed int4 weights, ...).
+# XNNPACK's: ``qc4w``/``qb4w`` (per channel / blockwise int4), ``qc8w`` (per channel int8).
 _WEIGHT_TYPES = (("qsi4", "int4"), ("qai4", "int4"), ("qsu4", "int4"), ("qsi8", "int8"),
-                 ("qai8cx", "int8"))
+                 ("qai8cx", "int8"), ("qc4w", "int4"), ("qb4w", "int4"), ("qc8w", "int8"))
 
 
 def is_generation(r: BlockResult) -> bool:
@@ -185,6 +186,15 @@ def _compute(kernels: Iterable[PhaseKernel]) -> list[PhaseKernel]:
     return runs or ks
 
 
+def _variants(isa: str, family: str) -> list[str]:
+    """The ISA part's tokens from the family's on, the bare family word dropped:
+    ``neon_i8mm`` -> ``i8mm``, ``sme2_mopa`` -> ``mopa``, ``aarch64_neondot`` -> ``neondot``,
+    ``neonsme2`` -> nothing."""
+    tokens = isa.split("_")
+    start = next((i for i, t in enumerate(tokens) if isa_family(t) == family), 0)
+    return [t for t in tokens[start:] if t and not t.lower().endswith(family.lower())]
+
+
 def kernel_phrase(ev: KernelEvidence | None) -> str | None:
     """What a phase ran, in a few words, from its evidence: ``NEON i8mm/dotprod int4
     kernels``, ``SME2 mopa int8 kernels``; None without kernels named."""
@@ -194,8 +204,7 @@ def kernel_phrase(ev: KernelEvidence | None) -> str | None:
     families: dict[str, tuple[list[str], list[str]]] = {}
     for k in ks:
         variants, weights = families.setdefault(k.family, ([], []))
-        tokens = k.isa.split("_")
-        for t in tokens[1:] if len(tokens) > 1 else []:
+        for t in _variants(k.isa, k.family):
             if t not in variants:
                 variants.append(t)
         w = _weights(k.name)

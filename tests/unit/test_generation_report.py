@@ -30,6 +30,20 @@ def test_kernel_phrase_names_family_variants_and_weights():
     assert gen.kernel_phrase(None) is None
 
 
+def test_kernel_phrase_of_sampled_xnnpack_kernels():
+    from pytest_sme2.results.records import KernelEvidence, SampledKernel
+
+    ev = KernelEvidence(sme2="indicated", samples_total=100, sampled_kernels=[
+        SampledKernel("xnn_qp8_f32_qc4w_gemm_minmax_ukernel_16x64c4__neonsme2", "SME2",
+                      "xnnpack", "xnnpack", 60, 0.6),
+        SampledKernel("xnn_qd8_f32_qc8w_gemm_minmax_ukernel_1x16c4__aarch64_neondot_ld128",
+                      "NEON", "xnnpack", "xnnpack", 30, 0.3),
+        SampledKernel("xnn_x32_packw_gemm_goi_ukernel_x16__neon_ld4lane_u4", "NEON",
+                      "xnnpack", "xnnpack", 10, 0.1)])
+    assert gen.kernel_phrase(ev) == "SME2 int4 and NEON neondot/ld128 int8 kernels"
+    assert [k.how for k in gen.phase_kernels(ev)] == ["sampled"] * 3
+
+
 def test_kernel_sentences_one_per_scheme_from_the_evidence():
     assert gen.kernel_sentences(_blocks()) == [
         "8da4w ran NEON i8mm/dotprod int4 kernels in prefill and NEON dotprod int4 kernels in "
