@@ -1,13 +1,13 @@
-"""The package's import graph and size, read from the source (no import): circles, imports that
-run from a lower layer up to a higher one, modules over 450 lines, the longest functions.
+"""The package's import graph and size, read from the source (no import): circles, imports
+that run from a lower layer up to a higher one, modules over 450 lines, the longest functions.
 
     python -m tests.structure [PACKAGE_DIR]      # a report; default: this checkout's pytest_sme2
 
-Imports under ``if TYPE_CHECKING:`` are types only and left out; imports inside functions
-count (they run), except in a module's ``__getattr__`` (the deprecation shim of a moved name).
-``from pkg import mod`` counts as importing ``pkg.mod`` (as import-linter
-does), not the package's ``__init__``. Layers (docs/architecture.md) bottom to top; a module
-imports only from its own layer or below."""
+Every import statement counts, as a reader counts them: those under ``if TYPE_CHECKING:``,
+those inside functions and those in a module's ``__getattr__``. ``from pkg import mod`` counts
+as importing ``pkg.mod`` (as import-linter does), not the package's ``__init__``. The layers
+(:data:`LAYERS`, keyed by the top level's packages and modules, bottom to top; see
+docs/architecture.md) are the rule: a module imports only from its own layer or below."""
 
 from __future__ import annotations
 
@@ -18,21 +18,21 @@ from pathlib import Path
 
 PACKAGE = "pytest_sme2"
 MAX_LINES = 450
-# Module (or package prefix) -> layer; the longest matching prefix wins.
+# A top-level package or module -> its layer, bottom to top. A module imports from its own
+# layer or below; inside a package, from anywhere in it (no circles still holds).
 LAYERS: dict[str, int] = {
-    "errors": 0, "_util": 0, "units": 0,
-    "readers": 1, "stats": 1,
-    "measure.settings": 5,
-    "results": 2, "analysis": 2,
-    "programs": 3, "baselines": 3,
-    "gate": 3,
-    "measure.precision": 3, "measure.comparison": 3, "measure.matrix": 3, "measure.artifacts": 3,
-    "runners": 4, "device_programs": 4, "emulation": 4,
-    "devices": 5, "fakephone": 5, "instructions": 5,
-    "measure": 6,
-    "hookspec": 6, "history": 6,
-    "report": 7,
-    "cli": 8, "plugin": 8, "__init__": 8,
+    "errors": 0, "_util": 0, "units": 0,              # leaves
+    "stats": 1, "readers": 1,                         # statistics; ETDump, ETRecord, .pte readers
+    "results": 2,                                     # the records results.json stores
+    "analysis": 3,                                    # an ETDump read into those records
+    "programs": 4, "baselines": 4,                    # what is under test; what it is judged by
+    "gate": 5,                                        # judging
+    "emulation": 6, "device_programs": 6, "runners": 6,
+    "devices": 7, "fakephone": 7, "instructions": 7,
+    "history": 8, "hookspec": 8,
+    "measure": 9,                                     # the benchmark loop
+    "report": 10,
+    "plugin": 11, "cli": 11, "api": 11, "__init__": 11,
 }
 
 
@@ -58,26 +58,14 @@ def layer(module: str) -> int:
         key = ".".join(parts[:i])
         if key in LAYERS:
             return LAYERS[key]
-    return LAYERS.get(parts[0], 8)
-
-
-def _is_type_checking(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+    return LAYERS.get(parts[0], max(LAYERS.values()))
 
 
 def imports(tree: ast.AST, module: str, is_package: bool) -> set[str]:
-    """The project modules ``module`` imports at run time."""
+    """The project modules ``module`` imports: every import statement (type-only ones too)."""
     found: set[str] = set()
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.FunctionDef) and node.name == "__getattr__":
-            return          # a module's shim for moved names, run only when a user asks
-        if isinstance(node, ast.If) and _is_type_checking(node):
-            for child in node.orelse:
-                visit(child)
-            return
         if isinstance(node, ast.Import):
             found.update(a.name for a in node.names if a.name.startswith(PACKAGE + "."))
         elif isinstance(node, ast.ImportFrom):
@@ -98,11 +86,30 @@ def imports(tree: ast.AST, module: str, is_package: bool) -> set[str]:
     return found
 
 
+def inner_imports(tree: ast.AST) -> list[ast.stmt]:
+    """The project imports made inside a function body."""
+    found: list[ast.stmt] = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        if in_function and (
+                (isinstance(node, ast.Import) and
+                 any(a.name.startswith(PACKAGE) for a in node.names)) or
+                (isinstance(node, ast.ImportFrom) and (node.module or "").startswith(PACKAGE))):
+            found.append(node)
+        inside = in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for child in ast.iter_child_nodes(node):
+            visit(child, inside)
+
+    visit(tree, False)
+    return found
+
+
 @dataclass
 class Structure:
     modules: dict[str, set[str]]        # module -> the project modules it imports
     lines: dict[str, int]
     functions: list[Function]
+    inner_imports: int = 0              # project imports inside functions
 
     def circles(self) -> list[list[str]]:
         """Strongly connected groups of more than one module (Tarjan)."""
@@ -156,17 +163,20 @@ def read_structure(root: Path) -> Structure:
     modules: dict[str, set[str]] = {}
     lines: dict[str, int] = {}
     functions: list[Function] = []
+    inner = 0
     for path in sorted(root.rglob("*.py")):
         name = module_name(path, root)
         text = path.read_text()
         tree = ast.parse(text)
         known = imports(tree, name, path.name == "__init__.py")
         modules[name] = known
+        inner += len(inner_imports(tree))
         lines[name] = len(text.splitlines())
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 functions.append(Function(name, node.name,
                                           (node.end_lineno or node.lineno) - node.lineno + 1))
+
     existing = set(modules)
     for name, targets in modules.items():   # "pkg.mod.name" imports: keep the modules only
         bases = {t[1:] for t in targets if t.startswith("?")}
@@ -175,7 +185,7 @@ def read_structure(root: Path) -> Structure:
         kept |= {b for b in bases if any(t.rsplit(".", 1)[0] == b and t not in existing
                                          for t in names)}
         modules[name] = {t for t in kept if t != name}
-    return Structure(modules, lines, functions)
+    return Structure(modules, lines, functions, inner)
 
 
 def report(root: Path) -> str:
@@ -194,6 +204,7 @@ def report(root: Path) -> str:
     out.append("longest functions: " + ", ".join(f"{f.module}.{f.name} {f.lines}" for f in top))
     over = sum(f.lines > 60 for f in s.functions)
     out.append(f"functions over 60 lines: {over} of {len(s.functions)}")
+    out.append(f"project imports inside functions: {s.inner_imports}")
     return "\n".join(out)
 
 

@@ -43,7 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pytest_sme2.measure.config import DEFAULT_THRESHOLD_PCT
+from pytest_sme2.gate.policy import DEFAULT_THRESHOLD_PCT
 from pytest_sme2.gate.rule import REGRESSION, Judgement, judge_levels
 from pytest_sme2.stats import Interval, paired_ratio
 

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from pytest_sme2.analysis.categories import CategoryRule
+    from pytest_sme2.analysis.kernel_sample import KernelSample
     from pytest_sme2.analysis.kernel_trace import KernelTrace
     from pytest_sme2.results.records import KernelEvidence
 
@@ -127,24 +128,31 @@ class _Leaves:
 
 def phase_evidence(operator_names: Sequence[str],
                    kernel_trace: KernelTrace | str | Path | None = None,
-                   device_sme2: bool | None = None) -> KernelEvidence:
+                   device_sme2: bool | None = None,
+                   kernel_sample: KernelSample | str | Path | None = None) -> KernelEvidence:
     """The SME2 verdict of one phase: the KleidiAI (packed) operators among the operators its
     executes ran (main ETDump), and the kernels a phase-only process executed (its QEMU trace,
-    ``RunRequest.phase_only``), if given."""
+    ``RunRequest.phase_only``) or was sampled running (a phone), if given."""
+    from pytest_sme2.analysis.kernel_sample import KernelSample, read_kernel_sample_csv
     from pytest_sme2.analysis.kernel_trace import KernelTrace, read_kernel_trace_csv
     from pytest_sme2.analysis.kernels import kleidiai_ops, sme2_verdict
 
     if kernel_trace is not None and not isinstance(kernel_trace, KernelTrace):
         kernel_trace = read_kernel_trace_csv(kernel_trace)
+    if kernel_sample is not None and not isinstance(kernel_sample, KernelSample):
+        kernel_sample = read_kernel_sample_csv(kernel_sample)
     return sme2_verdict(kernels=None, kleidiai=kleidiai_ops(operator_names),
-                        device_sme2=device_sme2, executed=kernel_trace)
+                        device_sme2=device_sme2, executed=kernel_trace, sampled=kernel_sample)
 
 
 def analyze_generation(events: pd.DataFrame, summary: GenerationSummary, *,
                        source: str = "ETDump", rules: Sequence[CategoryRule] | None = None,
                        prefill_trace: KernelTrace | str | Path | None = None,
                        decode_trace: KernelTrace | str | Path | None = None,
-                       device_sme2: bool | None = None) -> GenerationResult:
+                       device_sme2: bool | None = None,
+                       prefill_sample: KernelSample | str | Path | None = None,
+                       decode_sample: KernelSample | str | Path | None = None
+                       ) -> GenerationResult:
     """Analyse the ETDump of one generation run (``events`` from
     :func:`pytest_sme2.readers.etdump.read_etdump`) with the runner's ``summary.generation``.
     ``prefill_trace``/``decode_trace``: the executed-kernels CSVs of the phase-only evidence
@@ -185,12 +193,13 @@ def analyze_generation(events: pd.DataFrame, summary: GenerationSummary, *,
         decode_ms if dec.any() else np.zeros(0), ms[dec],
         leaves.categories_ms(dec_rows, n_timed, float(decode_ms.mean()))
         if dec.any() else {})
-    if prefill_trace is not None or device_sme2 is not None:
+    if (prefill_trace is not None or prefill_sample is not None
+            or device_sme2 is not None):
         prefill.kernel_evidence = phase_evidence(leaves.names(pre_rows), prefill_trace,
-                                                 device_sme2)
+                                                 device_sme2, prefill_sample)
         if dec.any():
             decode.kernel_evidence = phase_evidence(leaves.names(dec_rows), decode_trace,
-                                                    device_sme2)
+                                                    device_sme2, decode_sample)
 
     def runner_median(values: Sequence[float]) -> float | None:
         kept = list(values)[warmup:]

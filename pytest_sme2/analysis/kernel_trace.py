@@ -29,12 +29,10 @@ blocks count as unattributed, per library.
 from __future__ import annotations
 
 import re
-import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -243,11 +241,3 @@ def executed_frame(executed: Iterable[TracedKernel]) -> pd.DataFrame:
              k.library, k.blocks, k.streaming_blocks) for k in executed]
     return pd.DataFrame(rows, columns=["name", "kind", "isa", "isa_family", "sme2", "library",
                                        "blocks", "streaming_blocks"]).astype({"sme2": bool})
-
-
-def __getattr__(name: str) -> Any:
-    if name == "ExecutedKernel":     # its name before it became results.json's record
-        warnings.warn("pytest_sme2.analysis.kernel_trace.ExecutedKernel is deprecated: use "
-                      "pytest_sme2.results.TracedKernel", DeprecationWarning, stacklevel=2)
-        return TracedKernel
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

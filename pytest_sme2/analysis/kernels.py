@@ -38,9 +38,8 @@ docs/reference/csv-files.md):
 from __future__ import annotations
 
 import re
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -357,16 +356,3 @@ def _few(items: Sequence[str], limit: int = 3) -> str:
     """``a, b, c and 2 more``: enough to check, short enough for one sentence."""
     shown = ", ".join(items[:limit])
     return shown if len(items) <= limit else f"{shown} and {len(items) - limit} more"
-
-
-# The names these records had before the analysis emitted results.json's records (deprecated).
-_MOVED = {"Kernel": LoggedKernel, "Evidence": KernelEvidence}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED:
-        new = _MOVED[name]
-        warnings.warn(f"pytest_sme2.analysis.kernels.{name} is deprecated: use "
-                      f"pytest_sme2.results.{new.__name__}", DeprecationWarning, stacklevel=2)
-        return new
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

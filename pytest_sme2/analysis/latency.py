@@ -6,7 +6,6 @@ events double counts. We never sum: one value per run, straight from that event.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -15,6 +14,7 @@ if TYPE_CHECKING:  # only annotations: results.json readers need no pandas
     import pandas as pd
 
 from pytest_sme2.errors import Sme2Error
+from pytest_sme2.results.latency import LatencyStats
 
 E2E_EVENT = "Method::execute"
 
@@ -47,27 +47,6 @@ def e2e_per_run(events: pd.DataFrame, source: str = "ETDump") -> pd.Series:
     per_run = np.full(runs.size, np.nan)
     np.fmax.at(per_run, which, events["duration_ms"].to_numpy()[execute])
     return pd.Series(per_run, index=pd.Index(runs, name="run"), name="e2e_ms")
-
-
-@dataclass(frozen=True)
-class LatencyStats:
-    """Statistics of timed runs in milliseconds. Outliers (Tukey's 1.5 IQR rule) are counted
-    and reported, never dropped: a bimodal device is a finding, not noise to hide."""
-
-    n: int
-    median_ms: float
-    mean_ms: float
-    p10_ms: float
-    p90_ms: float
-    min_ms: float
-    max_ms: float
-    std_ms: float
-    cv_pct: float
-    mad_ms: float
-    outliers: int
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def latency_stats(samples_ms) -> LatencyStats:

@@ -58,6 +58,10 @@ class Session:
     # resident memory, judged by the gate like the blocks; empty in files from before them.
     load_ms: list[float] = field(default_factory=list)
     peak_rss_kb: list[float] = field(default_factory=list)
+    # An LLM's blocks (generations): each block's prefill time and time to first token (ms,
+    # medians over its generations), judged like the blocks (its decode steps); else empty.
+    prefill_ms: list[float] = field(default_factory=list)
+    ttft_ms: list[float] = field(default_factory=list)
 
     @property
     def block_medians(self) -> list[float]:
@@ -75,7 +79,9 @@ class Session:
                 "median_ms": round(self.median_ms, 6), "categories_ms": self.categories_ms,
                 "session_id": self.session_id, "under_test": self.under_test.to_dict(),
                 **{k: v for k, v in (("load_ms", self.load_ms),
-                                     ("peak_rss_kb", self.peak_rss_kb)) if v}}
+                                     ("peak_rss_kb", self.peak_rss_kb),
+                                     ("prefill_ms", self.prefill_ms),
+                                     ("ttft_ms", self.ttft_ms)) if v}}
 
 
 @dataclass
@@ -141,7 +147,7 @@ def _parse_session(path: Path, i: int, d: Any, v1_key: dict[str, Any] | None) ->
     if not isinstance(d.get("timestamp"), str):
         raise _malformed(path, f"session {i} has no 'timestamp'")
     versions = {str(k): str(v) for k, v in (d.get("versions") or {}).items()}
-    for name in ("load_ms", "peak_rss_kb"):
+    for name in ("load_ms", "peak_rss_kb", "prefill_ms", "ttft_ms"):
         if d.get(name) is not None and not _positive_times(d[name]):
             raise _malformed(path, f"session {i} '{name}' is not a list of positive numbers")
     if v1_key is not None:   # schema 1: what was under test lived in the file's key
@@ -158,7 +164,9 @@ def _parse_session(path: Path, i: int, d: Any, v1_key: dict[str, Any] | None) ->
                    categories_ms=list(d.get("categories_ms") or []),
                    session_id=d.get("session_id"), under_test=under_test,
                    load_ms=[float(v) for v in d.get("load_ms") or []],
-                   peak_rss_kb=[float(v) for v in d.get("peak_rss_kb") or []])
+                   peak_rss_kb=[float(v) for v in d.get("peak_rss_kb") or []],
+                   prefill_ms=[float(v) for v in d.get("prefill_ms") or []],
+                   ttft_ms=[float(v) for v in d.get("ttft_ms") or []])
 
 
 def _v1_key(old: dict[str, Any], sessions: list[Session]) -> BaselineKey:
@@ -332,12 +340,17 @@ def save(results: Sequence[BlockResult], baseline_dir: Path, keep: int = DEFAULT
     stamp = (now or datetime.now(timezone.utc)).isoformat(timespec="seconds")
     loads: list[float] = []
     peaks: list[float] = []
+    prefill: list[float] = []
+    ttft: list[float] = []
     if measure == MEASURE_TIME:
         blocks = [[round(float(v), 6) for v in r.e2e_ms] for r in results]
         cats = [{k: round(float(v), 6) for k, v in r.categories_ms.items()} for r in results]
         processes = [p for r in results if r.startup for p in r.startup.processes]
         loads = [round(float(p.load_ms), 6) for p in processes if p.load_ms]
         peaks = [float(p.peak_rss_kb) for p in processes if p.peak_rss_kb]
+        gens = [r.generation for r in results if r.generation is not None]
+        prefill = [round(float(g.prefill.median_ms), 6) for g in gens if g.prefill.median_ms]
+        ttft = [round(float(g.ttft_ms), 6) for g in gens if g.ttft_ms]
     else:
         counts = [r.instructions_per_execute for r in results]
         if any(c is None or not c > 0 for c in counts):
@@ -363,11 +376,14 @@ def save(results: Sequence[BlockResult], baseline_dir: Path, keep: int = DEFAULT
             same[0].categories_ms.extend(cats)
             same[0].load_ms.extend(loads)
             same[0].peak_rss_kb.extend(peaks)
+            same[0].prefill_ms.extend(prefill)
+            same[0].ttft_ms.extend(ttft)
         else:
             baseline.sessions.append(Session(
                 timestamp=stamp, blocks=blocks, git_commit=sha, versions=_versions(results[0]),
                 device=results[0].device, categories_ms=cats, session_id=session_id,
-                under_test=UnderTest.of(results[0]), load_ms=loads, peak_rss_kb=peaks))
+                under_test=UnderTest.of(results[0]), load_ms=loads, peak_rss_kb=peaks,
+                prefill_ms=prefill, ttft_ms=ttft))
         baseline.sessions = baseline.sessions[-keep:]
         atomic_write_text(path, dumps(replace(baseline, path=path)))
         _keep_program(folder, results[0])

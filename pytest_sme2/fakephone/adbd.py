@@ -47,7 +47,7 @@ from pathlib import Path
 from pytest_sme2.fakephone import services
 from pytest_sme2.fakephone.sandbox import (GUEST_PRELOAD, FakeAndroidConfig, build_sandbox,
                                           set_thermal)
-from pytest_sme2.fakephone.transport import CommandSpan, _Conn, _kill_group
+from pytest_sme2.fakephone.transport import CommandSpan, Connection, kill_group
 
 # Device paths that live in the sandbox. Matched only at the start of a word so a sandbox path
 # (which itself contains /tmp) or a file name is never rewritten twice.
@@ -72,7 +72,7 @@ class FakeAdbDevice:
         self.connections = 0
         self.thermal_reads = 0              # shell commands that read /sys/class/thermal
         self._lock = threading.Lock()
-        self._conns: list[_Conn] = []
+        self._conns: list[Connection] = []
         self._procs: list[subprocess.Popen] = []
         self._stop = threading.Event()
         self._dropped = False
@@ -105,7 +105,7 @@ class FakeAdbDevice:
         for c in conns:
             c.abort()
         for p in procs:
-            _kill_group(p)
+            kill_group(p)
         self._thread.join(5)
 
     def __enter__(self) -> "FakeAdbDevice":
@@ -155,7 +155,7 @@ class FakeAdbDevice:
                 sock, _ = self._sock.accept()
             except OSError:
                 return
-            conn = _Conn(self, sock)
+            conn = Connection(self, sock)
             with self._lock:
                 self.connections += 1
                 self._conns.append(conn)

@@ -274,7 +274,7 @@ def set_thermal(root: Path, cfg: FakeAndroidConfig, key: str, value: int) -> Non
     """Set one thermal reading of a built phone (``FakeAndroidConfig.thermal_steps`` keys)."""
     if key == "status":
         # The shape of `dumpsys thermalservice` (Android 14); the temperatures are the
-        # zones' (tests/unit/test_thermal.py parses a dump with HAL temperatures).
+        # zones' (tests/unit/devices/test_thermal.py parses a dump with HAL temperatures).
         _write(root / "dumpsys/thermalservice",
                f"IsStatusOverride: false\nThermal Status: {value}\nCached temperatures:\n"
                "HAL Ready: true\nCurrent temperatures from HAL:\n"

@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from pytest_sme2.fakephone.transport import CommandSpan, _Gone, _kill_group, _Stream
+from pytest_sme2.fakephone.transport import CommandSpan, Gone, kill_group, Stream
 
 SYNC_CHUNK = 64 * 1024          # adbd's SYNC_DATA_MAX
 WRITABLE = "/data/local/tmp"
@@ -38,7 +38,7 @@ def _close_pipes(proc: subprocess.Popen) -> None:
             pipe.close()
 
 
-def _shell(stream: _Stream, cmd: str, v2: bool) -> None:
+def _shell(stream: Stream, cmd: str, v2: bool) -> None:
     dev = stream.dev
     with dev._lock:
         dev.commands.append(cmd)
@@ -61,7 +61,7 @@ def _shell(stream: _Stream, cmd: str, v2: bool) -> None:
     dev._track(proc)
     if dev._should_drop(cmd):
         time.sleep(dev.config.drop_after_s)
-        _kill_group(proc)
+        kill_group(proc)
         stream.conn.abort()
         proc.wait()
         _close_pipes(proc)
@@ -73,12 +73,12 @@ def _shell(stream: _Stream, cmd: str, v2: bool) -> None:
                 chunk = dev.unrewrite(chunk)
                 stream.write(bytes([packet_id]) + struct.pack("<I", len(chunk)) + chunk
                              if v2 else chunk)
-        except (_Gone, OSError):
-            _kill_group(proc)
+        except (Gone, OSError):
+            kill_group(proc)
 
     def watch() -> None:                # the server closed the stream: kill like adbd's SIGHUP
         stream.done.wait()
-        _kill_group(proc)
+        kill_group(proc)
 
     threading.Thread(target=watch, daemon=True).start()
     pumps = [threading.Thread(target=pump, args=(proc.stdout, 1), daemon=True)]
@@ -118,12 +118,12 @@ def _stat_v2(path: Path | None, follow: bool) -> bytes:
                        s.st_gid, s.st_size, int(s.st_atime), int(s.st_mtime), int(s.st_ctime))
 
 
-def _fail(stream: _Stream, message: str) -> None:
+def _fail(stream: Stream, message: str) -> None:
     msg = message.encode()
     stream.write(b"FAIL" + struct.pack("<I", len(msg)) + msg)
 
 
-def _sync(stream: _Stream) -> None:
+def _sync(stream: Stream) -> None:
     dev = stream.dev
     while True:
         header = stream.read_exact(8)
@@ -146,7 +146,7 @@ def _sync(stream: _Stream) -> None:
             return
 
 
-def _list(stream: _Stream, path: Path | None, v2: bool) -> None:
+def _list(stream: Stream, path: Path | None, v2: bool) -> None:
     try:
         names = sorted(os.listdir(path)) if path is not None else []
     except OSError:
@@ -162,7 +162,7 @@ def _list(stream: _Stream, path: Path | None, v2: bool) -> None:
     stream.write(b"DONE" + bytes(72 if v2 else 16))   # a zeroed dirent after DONE
 
 
-def _send(stream: _Stream, arg: str) -> None:
+def _send(stream: Stream, arg: str) -> None:
     dev = stream.dev
     device_path, _, mode_text = arg.rpartition(",")
     if not device_path:                 # no ",mode": the whole argument is the path
@@ -205,7 +205,7 @@ def _send(stream: _Stream, arg: str) -> None:
         stream.write(b"OKAY" + struct.pack("<I", 0))
 
 
-def _recv(stream: _Stream, device_path: str) -> None:
+def _recv(stream: Stream, device_path: str) -> None:
     dev = stream.dev
     with dev._lock:
         dev.recvs.append(device_path)

@@ -12,10 +12,18 @@ import struct
 import subprocess
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Callable, Mapping, Protocol
 
-if TYPE_CHECKING:   # types only: the device imports this module
-    from pytest_sme2.fakephone.adbd import FakeAdbDevice
+
+class FakeAdbDevice(Protocol):
+    """What a connection reads of the device it serves (:class:`pytest_sme2.fakephone.adbd.
+    FakeAdbDevice`; the device imports this module, so it is named here by shape)."""
+
+    _stop: threading.Event
+    config: Any
+    props: Mapping[str, str]
+
+    def service(self, name: str) -> Callable[..., Any] | None: ...
 
 A_SYNC, A_CNXN, A_OPEN, A_OKAY = 0x434E5953, 0x4E584E43, 0x4E45504F, 0x59414B4F
 A_CLSE, A_WRTE, A_AUTH, A_STLS = 0x45534C43, 0x45545257, 0x48545541, 0x534C5453
@@ -33,11 +41,11 @@ class CommandSpan:
     end: float                      # ... and when it exited
 
 
-class _Gone(Exception):
+class Gone(Exception):
     """The TCP connection or the stream ended."""
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def kill_group(proc: subprocess.Popen) -> None:
     if proc.poll() is None:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -50,13 +58,13 @@ def _pack(cmd: int, arg0: int, arg1: int, data: bytes = b"") -> bytes:
                        cmd ^ 0xFFFFFFFF) + data
 
 
-class _Conn:
+class Connection:
     """One TCP connection from the adb server: a reader loop and a thread per open stream."""
 
     def __init__(self, dev: FakeAdbDevice, sock: socket.socket):
         self.dev, self.sock = dev, sock
         self.wlock = threading.Lock()
-        self.streams: dict[int, _Stream] = {}
+        self.streams: dict[int, Stream] = {}
         self.next_id = 1
         self.max_payload = 4096
         self.online = False
@@ -65,11 +73,11 @@ class _Conn:
     def send(self, cmd: int, arg0: int, arg1: int, data: bytes = b"") -> None:
         with self.wlock:
             if self.closed:
-                raise _Gone()
+                raise Gone()
             try:
                 self.sock.sendall(_pack(cmd, arg0, arg1, data))
             except OSError:
-                raise _Gone() from None
+                raise Gone() from None
 
     def abort(self) -> None:
         """Drop the TCP connection as a pulled cable would."""
@@ -87,7 +95,7 @@ class _Conn:
         while len(buf) < n:
             chunk = self.sock.recv(n - len(buf))
             if not chunk:
-                raise _Gone()
+                raise Gone()
             buf += chunk
         return bytes(buf)
 
@@ -99,7 +107,7 @@ class _Conn:
                     return                      # garbage: a real adbd drops the connection
                 data = self._recv_exact(length) if length else b""
                 self._handle(cmd, arg0, arg1, data)
-        except (_Gone, OSError):
+        except (Gone, OSError):
             pass
         finally:
             self.abort()
@@ -150,16 +158,16 @@ class _Conn:
             self.send(A_CLSE, 0, remote_id)     # refused
             return
         local_id, self.next_id = self.next_id, self.next_id + 1
-        stream = _Stream(self, local_id, remote_id)
+        stream = Stream(self, local_id, remote_id)
         self.streams[local_id] = stream
         self.send(A_OKAY, local_id, remote_id)
         threading.Thread(target=stream.run, args=(handler,), daemon=True).start()
 
 
-class _Stream:
+class Stream:
     """One adb stream: a byte pipe in (WRTE from the server) and flow-controlled WRTE out."""
 
-    def __init__(self, conn: _Conn, local_id: int, remote_id: int):
+    def __init__(self, conn: Connection, local_id: int, remote_id: int):
         self.conn, self.local_id, self.remote_id = conn, local_id, remote_id
         self.dev = conn.dev
         self._cv = threading.Condition()
@@ -189,7 +197,7 @@ class _Stream:
         with self._cv:
             while len(self._inbox) < n:
                 if self.closed:
-                    raise _Gone()
+                    raise Gone()
                 self._cv.wait(1)
             out = bytes(self._inbox[:n])
             del self._inbox[:n]
@@ -201,10 +209,10 @@ class _Stream:
                 with self._cv:
                     while not self._ready:
                         if self.closed:
-                            raise _Gone()
+                            raise Gone()
                         self._cv.wait(1)
                     if self.closed:
-                        raise _Gone()
+                        raise Gone()
                     self._ready = False
                 self.conn.send(A_WRTE, self.local_id, self.remote_id,
                                data[i:i + self.conn.max_payload])
@@ -215,14 +223,14 @@ class _Stream:
             self.conn.streams.pop(self.local_id, None)
             try:
                 self.conn.send(A_CLSE, self.local_id, self.remote_id)
-            except _Gone:
+            except Gone:
                 pass
         self.done.set()
 
     def run(self, handler) -> None:
         try:
             handler(self)
-        except (_Gone, OSError):
+        except (Gone, OSError):
             pass
         finally:
             self.close()

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.measure.matrix import split_list
+from pytest_sme2._util.text import split_list
 
 # Blocks measured again when the baseline gate suspects a regression (0: judge the first alone).
 # On a 2-core VM one 2-thread process in ~15 starts (or stays) in a state where its threads do

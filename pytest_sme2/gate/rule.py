@@ -64,10 +64,11 @@ from pytest_sme2.baselines.key import BaselineKey, UnderTest
 from pytest_sme2.gate.policy import DEFAULT_THRESHOLD_PCT, GatePolicy
 from pytest_sme2.gate.robust import judge_robust
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.results import BenchmarkResult
+from pytest_sme2.results import BlockResult
 # The verdict record and its words live with results.json, which stores them.
 from pytest_sme2.results.judgement import (IMPROVEMENT, INSTRUCTIONS, LOAD, MEMORY,  # noqa: F401
-                                           NOT_COMPARED, OK, REGRESSION, TIME, Judgement)
+                                           NOT_COMPARED, OK, PREFILL, REGRESSION, TIME, TTFT,
+                                           Judgement)
 from pytest_sme2.stats import (UNMEASURED_DRIFT, UNMEASURED_DRIFT_INSTRUCTIONS,
                                UNMEASURED_DRIFT_MEMORY, Interval, noise_floor,
                                two_level_bootstrap)
@@ -80,9 +81,11 @@ RESAMPLES = 4000
 DEFAULT_POLICY = GatePolicy()
 # Per measure: the words for up and down, and the least noise floor below MIN_SESSIONS.
 _WORDS = {TIME: ("slower", "faster"), INSTRUCTIONS: ("more", "fewer"),
-          LOAD: ("slower", "faster"), MEMORY: ("more", "less")}
+          LOAD: ("slower", "faster"), MEMORY: ("more", "less"),
+          PREFILL: ("slower", "faster"), TTFT: ("slower", "faster")}
 _UNMEASURED = {TIME: UNMEASURED_DRIFT, INSTRUCTIONS: UNMEASURED_DRIFT_INSTRUCTIONS,
-               LOAD: UNMEASURED_DRIFT, MEMORY: UNMEASURED_DRIFT_MEMORY}
+               LOAD: UNMEASURED_DRIFT, MEMORY: UNMEASURED_DRIFT_MEMORY,
+               PREFILL: UNMEASURED_DRIFT, TTFT: UNMEASURED_DRIFT}
 
 
 def not_compared(reason: str, threshold_pct: float = DEFAULT_THRESHOLD_PCT,
@@ -146,7 +149,7 @@ def judge_levels(base_sessions: Sequence[Sequence[float]], current: Sequence[flo
                      len(sessions), int(cur.size), category, measure=measure)
 
 
-def _judge_category(base: baseline_store.Baseline, results: Sequence[BenchmarkResult],
+def _judge_category(base: baseline_store.Baseline, results: Sequence[BlockResult],
                     category: str, threshold_pct: float) -> Judgement:
     """The same rule on one operator category's mean ms per run, one value per block. A
     category that is not a bottleneck is not gated: a 50% change of 1% of the time is noise in
@@ -197,6 +200,11 @@ class GateReport:
         return {j.measure: j for j in self.judgements if j.measure in (LOAD, MEMORY)}
 
     @property
+    def phases(self) -> dict[str, Judgement]:
+        """An LLM's verdicts on prefill time and time to first token, by measure."""
+        return {j.measure: j for j in self.judgements if j.measure in (PREFILL, TTFT)}
+
+    @property
     def regressions(self) -> list[Judgement]:
         return [j for j in self.judgements if j.regressed]
 
@@ -212,7 +220,7 @@ class GateReport:
         foreign = list(dict.fromkeys(j.reason for j in self.judgements if j.foreign))
         return "; ".join(foreign) or None
 
-    def record_on(self, block: BenchmarkResult) -> None:
+    def record_on(self, block: BlockResult) -> None:
         """Put the verdicts on a block of the benchmark. Every block of a judged benchmark —
         its first block, the one its test got, its confirmation blocks, a comparison side's
         blocks — carries them, so every block has the same keys in results.json:
@@ -225,6 +233,8 @@ class GateReport:
             block.instructions_judgement = self.instructions
         if self.startup:
             block.startup_judgements = {STARTUP_KEYS[m]: j for m, j in self.startup.items()}
+        if self.phases:
+            block.phase_judgements = {PHASE_KEYS[m]: j for m, j in self.phases.items()}
 
     @classmethod
     def unjudged(cls, reason: str) -> GateReport:
@@ -239,13 +249,13 @@ class GateReport:
                    sum(r.blocks for r in reports), any(r.confirmed for r in reports))
 
 
-def _category_names(policy: GatePolicy, results: Sequence[BenchmarkResult]) -> list[str]:
+def _category_names(policy: GatePolicy, results: Sequence[BlockResult]) -> list[str]:
     if "all" in policy.categories:
         return sorted({c for r in results for c in r.categories_ms})
     return list(policy.categories)
 
 
-def evaluate(results: Sequence[BenchmarkResult], baseline_dir: Path | None,
+def evaluate(results: Sequence[BlockResult], baseline_dir: Path | None,
              policy: GatePolicy = DEFAULT_POLICY, exclude_session: str | None = None
              ) -> GateReport:
     """Judge one benchmark's blocks (``results``: one per runner process, one key) against
@@ -279,6 +289,7 @@ def evaluate(results: Sequence[BenchmarkResult], baseline_dir: Path | None,
                              [float(median(r.e2e_ms)) for r in results if r.e2e_ms], pct)]
     verdicts += [_judge_category(base, results, c, pct) for c in names]
     verdicts += _judge_startup(base, results, policy)
+    verdicts += _judge_phases(base, results, pct)
     changed = tuple(UnderTest.of(results[0]).changes_since(base.under_test)) \
         if base.under_test is not None else ()
     return GateReport(tuple(_annotated(v, changed, found.foreign_reason) for v in verdicts)
@@ -286,9 +297,31 @@ def evaluate(results: Sequence[BenchmarkResult], baseline_dir: Path | None,
 
 
 STARTUP_KEYS = {LOAD: "load", MEMORY: "memory"}   # results.json's baseline_startup keys
+PHASE_KEYS = {PREFILL: "prefill", TTFT: "ttft"}   # results.json's baseline_phases keys
 
 
-def _judge_startup(base: baseline_store.Baseline, results: Sequence[BenchmarkResult],
+def _judge_phases(base: baseline_store.Baseline, results: Sequence[BlockResult],
+                  threshold_pct: float) -> list[Judgement]:
+    """An LLM's prefill time and time to first token, one value per block (its median over
+    its generations), by the same rule as end to end (its decode steps); nothing for blocks
+    that are not generations."""
+    out = []
+    gens = [r.generation for r in results if r.generation is not None]
+    for measure, attr, values in ((PREFILL, "prefill_ms", [g.prefill.median_ms for g in gens]),
+                                  (TTFT, "ttft_ms", [g.ttft_ms for g in gens])):
+        current = [float(v) for v in values if v is not None]
+        sessions = [getattr(s, attr) for s in base.sessions if getattr(s, attr)]
+        if current and not sessions:
+            out.append(replace(not_compared(f"the baseline records no {measure}; record it "
+                                            "again with --save-baseline", threshold_pct),
+                               measure=measure))
+        elif current:
+            out.append(judge_levels(sessions, current, threshold_pct, unit="ms",
+                                    measure=measure))
+    return out
+
+
+def _judge_startup(base: baseline_store.Baseline, results: Sequence[BlockResult],
                    policy: GatePolicy) -> list[Judgement]:
     """Cold load time and peak memory, one value per cold process, by the same rule; nothing
     when this benchmark measured neither (a runner that reports no memory, a document from
@@ -312,7 +345,7 @@ def _judge_startup(base: baseline_store.Baseline, results: Sequence[BenchmarkRes
     return out
 
 
-def _judge_instructions(results: Sequence[BenchmarkResult], baseline_dir: Path | None,
+def _judge_instructions(results: Sequence[BlockResult], baseline_dir: Path | None,
                         policy: GatePolicy, exclude_session: str | None) -> Judgement | None:
     """The rule on instructions per execute (--sme2-measure instructions), when this benchmark
     has them: against the baseline file keyed ``measure="instructions"`` (one value per
@@ -359,12 +392,12 @@ def _annotated(j: Judgement, changed: tuple[str, ...], foreign: str | None) -> J
     return replace(j, reason=reason, changed_since_baseline=changed)
 
 
-def run_with_confirmation(first: Sequence[BenchmarkResult],
-                          measure_more: Callable[[int], BenchmarkResult] | None,
+def run_with_confirmation(first: Sequence[BlockResult],
+                          measure_more: Callable[[int], BlockResult] | None,
                           baseline_dir: Path | None, policy: GatePolicy = DEFAULT_POLICY,
                           progress: Callable[[str], None] | None = None,
                           exclude_session: str | None = None
-                          ) -> tuple[list[BenchmarkResult], GateReport]:
+                          ) -> tuple[list[BlockResult], GateReport]:
     """:func:`evaluate` ``first``; when it calls a regression (end to end or a gated category)
     on fewer than ``1 + policy.confirm_blocks`` blocks, measure the missing blocks right away
     with ``measure_more(index)`` — ``index`` counts the blocks so far — and judge all blocks

@@ -47,9 +47,9 @@ from typing import TYPE_CHECKING, Any, Callable
 from pytest_sme2 import units
 from pytest_sme2.instructions.callgrind import Costs, Function
 from pytest_sme2.results.instructions import InstructionCount
-from pytest_sme2.instructions.valgrind import (  # noqa: F401 - names this module always had
-    DEFAULT_TIMEOUT_S, METHOD_EXECUTE, METHOD_EXECUTE_MANGLED, MIN_VALGRIND, THREAD_START,
-    VALGRIND_PACKAGE, InstructionCountError, _costs, _Process, _run_all, callgrind_argv,
+from pytest_sme2.instructions.valgrind import (
+    DEFAULT_TIMEOUT_S, METHOD_EXECUTE, THREAD_START,
+    InstructionCountError, process_costs, ValgrindProcess, run_all, callgrind_argv,
     execute_symbol, find_valgrind)
 
 if TYPE_CHECKING:   # types only
@@ -249,16 +249,17 @@ def count_instructions(pte: Path, *, threads: int = 1, inputs: Path | None = Non
             sub.mkdir(parents=True)
             request = RunRequest(pte=pte, etdump=sub / "run.etdump", threads=threads, runs=n,
                                  warmup=0, inputs=inputs)
-            processes.append(_Process(n, sub))
+            processes.append(ValgrindProcess(n, sub))
             argvs.append(callgrind_argv(valgrind, symbol, sub / "callgrind.out",
                                         sub / "valgrind.log") + runner.command(request))
         if progress:
             progress(f"counting instructions of {pte.parent.name}/{pte.name} at {threads} "
                      f"thread(s) under valgrind ({n_low} and {n_high} executions) ...")
-        _run_all(processes, argvs, timeout_s, name, pte)
+        run_all(processes, argvs, timeout_s, name, pte)
         wall = time.perf_counter() - t0
-        return summarize(_costs(processes[0].folder), _costs(processes[1].folder), n_low,
-                         n_high, threads, wall, version)
+        return summarize(process_costs(processes[0].folder),
+                         process_costs(processes[1].folder), n_low, n_high, threads, wall,
+                         version)
     finally:
         if keep_dir is None:
             shutil.rmtree(folder, ignore_errors=True)

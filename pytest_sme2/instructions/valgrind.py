@@ -127,7 +127,7 @@ _VEX = re.compile(r"(vex \S+: unhandled instruction bytes[^\n]*|valgrind: Unreco
 
 
 @dataclass
-class _Process:
+class ValgrindProcess:
     executions: int
     folder: Path
     proc: subprocess.Popen | None = None
@@ -140,7 +140,7 @@ def _last_line(text: str) -> str:
     return lines[-1][:300] if lines else "(no stderr)"
 
 
-def _failure(name: str, model: Path, p: _Process) -> InstructionCountError:
+def _failure(name: str, model: Path, p: ValgrindProcess) -> InstructionCountError:
     log = ""
     try:
         log = (p.folder / "valgrind.log").read_text(errors="replace")
@@ -160,7 +160,7 @@ def _failure(name: str, model: Path, p: _Process) -> InstructionCountError:
         f"{_last_line(p.stderr or log)}")
 
 
-def _run_all(processes: list[_Process], argvs: list[list[str]], timeout_s: float, name: str,
+def run_all(processes: list[ValgrindProcess], argvs: list[list[str]], timeout_s: float, name: str,
              model: Path) -> None:
     """Start every process, then wait for all (they run in parallel: each is one host thread
     under valgrind, and the counts do not depend on timing)."""
@@ -193,7 +193,7 @@ def _run_all(processes: list[_Process], argvs: list[list[str]], timeout_s: float
             raise _failure(name, model, p)
 
 
-def _costs(folder: Path) -> tuple[Costs, Costs]:
+def process_costs(folder: Path) -> tuple[Costs, Costs]:
     """(calling thread, every other thread) of one process."""
     profiles = read_profiles(folder.glob("callgrind.out*"))
     return (Costs.of(p for p in profiles if p.thread == 1),

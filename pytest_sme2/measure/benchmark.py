@@ -42,12 +42,13 @@ from pytest_sme2.measure.matrix import Case
 from pytest_sme2.measure.precision import Goal, Precision
 from pytest_sme2.stats import DEFAULT_MARGIN
 from pytest_sme2.programs.spec import AS_EXPORTED, is_pte
+from pytest_sme2.results.generation import Generation
 
 if TYPE_CHECKING:
     from pytest_sme2.gate.policy import GatePolicy
     from pytest_sme2.measure.comparison import Comparison
     from pytest_sme2.measure.session import BenchSession
-    from pytest_sme2.results import BenchmarkResult
+    from pytest_sme2.results import BlockResult
 
 Say = Callable[[str], None]
 # After each block: blocks measured so far, and the planned total when known (a comparison).
@@ -57,7 +58,7 @@ BlockDone = Callable[[int, "int | None"], None]
 class Recorder(Protocol):
     """Where a benchmark's judged blocks, and a comparison, are kept."""
 
-    def block(self, result: BenchmarkResult) -> None: ...
+    def block(self, result: BlockResult) -> None: ...
 
     def comparison(self, comparison: Comparison) -> None: ...
 
@@ -68,7 +69,7 @@ class SessionRecorder:
 
     session: BenchSession
 
-    def block(self, result: BenchmarkResult) -> None:
+    def block(self, result: BlockResult) -> None:
         self.session.add(result)
 
     def comparison(self, comparison: Comparison) -> None:
@@ -82,13 +83,13 @@ class Benchmarked:
     error that stopped it (then every report says ``not judged``)."""
 
     policy: GatePolicy
-    blocks: list[BenchmarkResult] = field(default_factory=list)
+    blocks: list[BlockResult] = field(default_factory=list)
     reports: dict[str, GateReport] = field(default_factory=dict)   # by runner name
     comparison: Comparison | None = None
     error: Sme2Error | None = None
 
     @property
-    def result(self) -> BenchmarkResult:
+    def result(self) -> BlockResult:
         """The benchmark's first block: what ``sme2_bench`` returns."""
         return self.blocks[0]
 
@@ -139,7 +140,7 @@ def record(out: Benchmarked, session: BenchSession, recorder: Recorder | None = 
         recorder.comparison(out.comparison)
 
 
-def block_value(result: BenchmarkResult) -> float:
+def block_value(result: BlockResult) -> float:
     """A block's one number for precision and the A/B pairs: its end-to-end median."""
     return float(median(result.e2e_ms))
 
@@ -176,14 +177,17 @@ class BenchmarkLoop:
     block_done: BlockDone | None = None
     recorder: Recorder | None = None
 
-    def benchmark(self, case: Case, runner: str | None = None) -> Benchmarked:
+    def benchmark(self, case: Case, runner: str | None = None,
+                  generation: Generation | None = None) -> Benchmarked:
         """One benchmark setting with ``runner`` (None: the session's default on the
         device): one block, instructions counted when configured, judged against its
         baseline — a suspected regression measured again in fresh processes first — and
-        recorded. A failed run or an unreadable baseline is ``error``, not raised."""
+        recorded. A failed run or an unreadable baseline is ``error``, not raised.
+        ``generation``: run the model (an LLM) as this generation; None: a generation only
+        when the program is an LLM (pytest_sme2.measure.generation)."""
         session = self.session
         runner = runner or session.default_runner(self.progress, self.device)
-        run = self.run_of(case)
+        run = replace(self.run_of(case), generation=generation)
         out = Benchmarked(session.config.gate)
         try:
             out.blocks.append(self.measure_block(run, runner))
@@ -204,17 +208,18 @@ class BenchmarkLoop:
         return out
 
     def compare(self, base: str, candidate: str, case: Case, blocks: int | None = None,
-                margin: float = DEFAULT_MARGIN) -> Benchmarked:
+                margin: float = DEFAULT_MARGIN, generation: Generation | None = None
+                ) -> Benchmarked:
         """Runners ``base`` and ``candidate`` in interleaved blocks on one device
         (:func:`pytest_sme2.measure.block.run_comparison`), each side then judged against its
         baseline end to end on all its blocks (categories are not gated here), and
         recorded."""
         session, progress, device = self.session, self.progress, self.device
-        run = self.run_of(case)
+        run = replace(self.run_of(case), generation=generation)
         out = Benchmarked(replace(session.config.gate, categories=()))
         per_side = blocks or session.config.blocks
 
-        def on_block(result: BenchmarkResult) -> None:
+        def on_block(result: BlockResult) -> None:
             out.blocks.append(result)
             # --sme2-precision: how many pairs it takes is not known ahead
             self._tell(len(out.blocks), None if goal else 2 * per_side)
@@ -223,7 +228,7 @@ class BenchmarkLoop:
         if out.policy.precision_pct is not None:
             goal = Goal(out.policy.precision_pct, out.policy.precision_budget_s).start()
 
-        def paired(a: list[BenchmarkResult], b: list[BenchmarkResult]):
+        def paired(a: list[BlockResult], b: list[BlockResult]):
             return Pairs(tuple(map(block_value, a)), tuple(map(block_value, b)))
 
         try:
@@ -257,7 +262,7 @@ class BenchmarkLoop:
                             measuring=self.session.measuring)
 
     def measure_block(self, run: BenchmarkRun, runner: str,
-                      export_again: bool = True) -> BenchmarkResult:
+                      export_again: bool = True) -> BlockResult:
         """One block of ``run`` on ``runner``: a fresh runner process on the loop's device.
         ``export_again=False``: the program exported for the first block is reused."""
         if export_again:
@@ -274,10 +279,10 @@ class BenchmarkLoop:
             self.progress(f"{run.model} {run.dtype} t{run.threads} {runner}: {text}")
 
     def _more_blocks(self, run: BenchmarkRun, runner: str, out: Benchmarked,
-                     side_label: bool = False) -> Callable[[int], BenchmarkResult]:
+                     side_label: bool = False) -> Callable[[int], BlockResult]:
         """``measure(block)``: one more block of the benchmark under test, fresh process,
         kept in ``out.blocks`` (confirmation, precision and A/B blocks alike)."""
-        def measure(block: int) -> BenchmarkResult:
+        def measure(block: int) -> BlockResult:
             label = f"{run.label}[{runner}#{block}]" if side_label else run.label
             out.blocks.append(self.measure_block(replace(run, label=label, block=block),
                                                  runner, export_again=False))
@@ -299,7 +304,7 @@ class BenchmarkLoop:
             measure(len(out.blocks))
         self._record_precision(goal.outcome(values()), out.blocks, run, runner)
 
-    def _record_precision(self, outcome: Precision, blocks: list[BenchmarkResult],
+    def _record_precision(self, outcome: Precision, blocks: list[BlockResult],
                           run: BenchmarkRun, runner: str) -> None:
         for r in blocks:
             r.extra["precision"] = outcome.to_dict()
@@ -307,7 +312,7 @@ class BenchmarkLoop:
             self._say(run, runner, f"--sme2-precision {outcome.target_pct:g}% not reached: "
                                    f"{outcome.why}")
 
-    def _ab_base(self, first: BenchmarkResult, runner: str) -> BaseProgram:
+    def _ab_base(self, first: BlockResult, runner: str) -> BaseProgram:
         """The base program: the one the baseline's newest session measured, kept by hash
         beside the baseline (pytest_sme2.baselines.programs); and --sme2-ab-base-runner. Neither
         differing from what is under test leaves nothing to compare."""

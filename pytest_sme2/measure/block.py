@@ -18,6 +18,8 @@ from pytest_sme2.analysis.latency import e2e_per_run
 from pytest_sme2.analysis.startup import load_source, memory_source, process_startup
 from pytest_sme2.analysis.summary import analyze
 from pytest_sme2.measure.comparison import Comparison, check_outputs, make_comparison
+from pytest_sme2.measure.generation import (PhaseEvidence, analyze_block, check_tokens,
+                                            generation_for, phase_evidence)
 from pytest_sme2.devices.base import Device
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.readers.etdump import read_etdump
@@ -25,7 +27,7 @@ from pytest_sme2.readers.etrecord import read_etrecord
 from pytest_sme2.programs.export import export_model
 from pytest_sme2.measure.artifacts.csv import write_csvs
 from pytest_sme2.measure.artifacts.trace import write_trace
-from pytest_sme2.results import BlockResult, ProcessStartup, RunContext, Startup
+from pytest_sme2.results import BlockResult, Generation, ProcessStartup, RunContext, Startup
 from pytest_sme2.analysis.runner_summary import parse_summary
 from pytest_sme2.runners.base import Runner, RunOutcome, RunRequest
 from pytest_sme2.measure.settings import MIN_BLOCKS, BenchSettings
@@ -65,6 +67,9 @@ class BenchmarkRun:
     # The sampled-kernels CSV of this benchmark's evidence process when one already ran (the
     # later blocks of a comparison side share the first block's); None: sample if asked to.
     kernel_sample: Path | None = None
+    # An LLM's generation to run (prompt and new tokens); None: a generation when the program
+    # is an LLM (the session's --sme2-prompt-tokens/--sme2-new-tokens), else a forward pass.
+    generation: Generation | None = None
 
 
 def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
@@ -76,13 +81,16 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
     label = _label(run, runner)
     out = artifact_dir(settings.report_dir, label)
     stem = runner.info.name if run.block is None else f"{runner.info.name}-block{run.block}"
-    tensor_files = runner.takes_tensor_files
+    generation = generation_for(run.generation, exported.pte, settings.prompt_tokens,
+                                settings.new_tokens)
+    # A generation makes its own inputs (the prompt) and keeps its tokens, not output tensors.
+    tensor_files = runner.takes_tensor_files and generation is None
     request = RunRequest(pte=exported.pte, etdump=out / f"{stem}.etdump",
                          threads=run.threads, runs=settings.runs, warmup=settings.warmup,
                          inputs=exported.inputs if tensor_files else None,
                          outputs=out / f"{stem}.outputs.bin"
                          if run.save_outputs and tensor_files else None,
-                         timeout_s=settings.timeout_s)
+                         timeout_s=settings.timeout_s, generation=generation)
     # --sme2-cooldown: the block starts once the device is cool (or the hold gives up).
     held = hold(device, settings.cooldown, run.progress) if settings.cooldown else None
     before = device.thermal()    # Android zones; the host and QEMU have none (None)
@@ -91,24 +99,42 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
     after = device.thermal()
     _say_pushed(run, device, outcome.pushed)
     facts = device.facts()
-    sample, sample_problem = _evidence(run, runner, device, settings, request, outcome.wall_s)
-    analysis = analyze(read_etdump(request.etdump), warmup=settings.warmup,
-                       source=str(request.etdump),
-                       etrecord=read_etrecord(exported.etrecord) if exported.has_etrecord
-                       else None,
-                       device_sme2=process_sme2(facts.sme2, runner.hwcap_mask),
-                       rules=run.rules, kernel_trace=outcome.kernel_trace,
-                       kernel_sample=sample)
-    if len(analysis.e2e_all) != request.executions:
-        raise Sme2Error(f"{request.etdump}: {len(analysis.e2e_all)} runs with Method::execute, "
-                        f"expected {request.executions} ({settings.warmup} warm-up + "
-                        f"{settings.runs} timed)")
+    events = read_etdump(request.etdump)
+    etrecord = read_etrecord(exported.etrecord) if exported.has_etrecord else None
+    device_sme2 = process_sme2(facts.sme2, runner.hwcap_mask)
+    generated = None
+    if generation is None:
+        sample, sample_problem = _evidence(run, runner, device, settings, request,
+                                           outcome.wall_s)
+        analysis = analyze(events, warmup=settings.warmup, source=str(request.etdump),
+                           etrecord=etrecord, device_sme2=device_sme2, rules=run.rules,
+                           kernel_trace=outcome.kernel_trace, kernel_sample=sample)
+        if len(analysis.e2e_all) != request.executions:
+            raise Sme2Error(f"{request.etdump}: {len(analysis.e2e_all)} runs with "
+                            f"Method::execute, expected {request.executions} "
+                            f"({settings.warmup} warm-up + {settings.runs} timed)")
+    else:
+        # The phase-only evidence processes: the benchmark's first block only, as sampling.
+        first = run.block in (None, 0)
+        phases = phase_evidence(runner, device, request, outcome,
+                                sample=first and wants_sample(settings.sample, device, runner)
+                                ) if first else PhaseEvidence()
+        sample, sample_problem = phases.decode_sample, phases.problem
+        if sample_problem and run.progress:
+            run.progress(f"{label}: {sample_problem}")
+        block = analyze_block(events, outcome.stdout, source=str(request.etdump),
+                              etrecord=etrecord, device_sme2=device_sme2, rules=run.rules,
+                              kernel_trace=outcome.kernel_trace, kernel_sample=sample,
+                              phases=phases)
+        analysis, generated = block.decode, block.generation
     summary = parse_summary(outcome.stdout)
     emulated = facts.emulated
     startup = Startup(
         pte_bytes=exported.pte.stat().st_size,
-        processes=[process_startup(analysis.events, analysis.e2e_all, summary)],
-        load_source=load_source(analysis.events, summary),
+        # The whole process: its first execute is the first one run (a generation's prefill).
+        processes=[process_startup(events, e2e_per_run(events, str(request.etdump)),
+                                   summary)],
+        load_source=load_source(events, summary),
         memory_source=memory_source(summary, emulated))
     # More cold loads for a benchmark's first block; a comparison's or confirmation's blocks
     # are cold processes already. Emulated load times say nothing: one is enough there.
@@ -125,8 +151,12 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
     # seed-compatible CSVs beside the ETDump; model_id as the kit names its files
     write_csvs(analysis, out, stem, model_id=f"{run.model}_{run.dtype}_t{run.threads}_{stem}")
     # The median timed run as a Chrome/Perfetto trace: one run's events, a few milliseconds.
-    trace = write_trace(analysis.events, out / f"{stem}.trace.json", warmup=settings.warmup,
-                        source=str(request.etdump), e2e=analysis.e2e_all)
+    trace = write_trace(analysis.events, out / f"{stem}.trace.json",
+                        warmup=analysis.warmup, source=str(request.etdump),
+                        e2e=analysis.e2e_all)
+    if generated is not None:
+        generated.startup, generated.device, generated.runner = (
+            startup, replace(facts, spec=device.spec), runner.info)
     return BlockResult(
         nodeid=run.label, model=run.model, dtype=run.dtype, threads=run.threads,
         runner=runner.info, device=replace(facts, spec=device.spec),
@@ -140,7 +170,7 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
                            else None, trace=str(trace), cooldown=held,
                            kernel_sample=str(sample) if sample else None,
                            sample_problem=sample_problem),
-        startup=startup,
+        startup=startup, generation=generated,
         # A user's .pte without an .etrecord: what the report cannot show, said with the result.
         extra={"etrecord_missing": exported.meta["etrecord_missing"]}
         if exported.meta.get("etrecord_missing") else {})
@@ -296,4 +326,6 @@ def run_comparison(run: BenchmarkRun, base: Runner, candidate: Runner, device: D
     if a[0].context.outputs and b[0].context.outputs:
         outputs = check_outputs(read_tensors(Path(a[0].context.outputs)),
                                 read_tensors(Path(b[0].context.outputs)), run.dtype)
+    elif a[0].generation is not None and b[0].generation is not None:
+        outputs = check_tokens(a[0].generation, b[0].generation)   # the same token ids
     return make_comparison(a, b, outputs, plan.margin, nodeid=label)

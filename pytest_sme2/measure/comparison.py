@@ -4,14 +4,14 @@ equivalence and a verdict. Pure functions over results; running the blocks is be
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.results import BlockResult, ComparisonRecord, Judgement, OutputCheck, pool
 from pytest_sme2.stats import DEFAULT_MARGIN
-from pytest_sme2.stats import FASTER, SAME, SLOWER, Interval, paired_ratio  # noqa: F401
+from pytest_sme2.stats import Interval, paired_ratio
 from pytest_sme2.stats import verdict as speedup_verdict
 
 EMULATED_NOTE = " (emulated CPU: timings say nothing about speed)"
@@ -22,6 +22,15 @@ EMULATED_NOTE = " (emulated CPU: timings say nothing about speed)"
 # own error is not a wrong result.
 # "pte": a user's program, whose precision we do not know: the loosest of the others.
 OUTPUT_TOLERANCE = {"fp32": 1e-4, "fp16": 3e-2, "int8": 0.05, "int8_dynamic": 0.05, "pte": 0.05}
+
+
+@dataclass(frozen=True)
+class PhaseSpeedup:
+    """One phase of an LLM comparison: base time / candidate time, and its verdict."""
+
+    phase: str
+    speedup: Interval
+    verdict: str
 
 
 @dataclass(repr=False)
@@ -44,6 +53,30 @@ class Comparison:
     margin: float = DEFAULT_MARGIN
     nodeid: str = ""                        # the test that compared
     baselines: dict[str, Judgement] | None = None   # the gate's verdict per runner
+    # An LLM's generations: the speed-up of each phase's time (``prefill``, ``decode`` per
+    # token, ``ttft``); empty for a forward pass. ``speedup`` is the decode one there.
+    phase_speedups: dict[str, Interval] = field(default_factory=dict)
+
+    @property
+    def prefill(self) -> PhaseSpeedup:
+        """``cmp.prefill.speedup.low >= 1.3``: the prefill's speed-up (an LLM's)."""
+        return self._phase("prefill")
+
+    @property
+    def decode(self) -> PhaseSpeedup:
+        """``cmp.decode.speedup.low >= 1.3``: the decode steps' speed-up (an LLM's)."""
+        return self._phase("decode")
+
+    @property
+    def ttft(self) -> PhaseSpeedup:
+        return self._phase("ttft")
+
+    def _phase(self, name: str) -> PhaseSpeedup:
+        if name not in self.phase_speedups:
+            raise Sme2Error(f"{self.model} {self.dtype}: no {name} speed-up: the comparison "
+                            "was not of generations (an LLM program)")
+        speedup = self.phase_speedups[name]
+        return PhaseSpeedup(name, speedup, verdict(speedup, self.margin))
 
     @property
     def emulated(self) -> bool:
@@ -79,7 +112,9 @@ class Comparison:
             candidate_block_medians_ms=[r.e2e.median_ms for r in self.candidate_blocks],
             base_blocks=[r.nodeid for r in self.base_blocks],
             candidate_blocks=[r.nodeid for r in self.candidate_blocks],
-            nodeid=self.nodeid, baselines=self.baselines)
+            nodeid=self.nodeid, baselines=self.baselines,
+            extra={"phase_speedups": {k: v.to_dict() for k, v in self.phase_speedups.items()}}
+            if self.phase_speedups else {})
 
     def to_json(self) -> dict:
         return self.record().to_json()
@@ -123,9 +158,29 @@ def make_comparison(base_blocks: list[BlockResult], candidate_blocks: list[Block
     first = base_blocks[0]
     speedup = paired_ratio([r.e2e.median_ms for r in base_blocks],
                            [r.e2e.median_ms for r in candidate_blocks])
+    phases = phase_speedups(base_blocks, candidate_blocks)
+    if phases:
+        phases["decode"] = speedup
     return Comparison(
         model=first.model, dtype=first.dtype, threads=first.threads,
         base=first.runner_name, candidate=candidate_blocks[0].runner_name,
         base_blocks=base_blocks, candidate_blocks=candidate_blocks, speedup=speedup,
         category_speedups=category_speedups(base_blocks, candidate_blocks),
-        outputs=outputs, verdict=verdict(speedup, margin), margin=margin, nodeid=nodeid)
+        outputs=outputs, verdict=verdict(speedup, margin), margin=margin, nodeid=nodeid,
+        phase_speedups=phases)
+
+
+def phase_speedups(base: list[BlockResult], candidate: list[BlockResult]
+                   ) -> dict[str, Interval]:
+    """For blocks of generations, the paired speed-up of each block's prefill time and time
+    to first token (decode is the blocks' own e2e); {} otherwise."""
+    out: dict[str, Interval] = {}
+    if not all(r.generation is not None for r in base + candidate):
+        return out
+    for name, value in (("prefill", lambda g: g.prefill.median_ms),
+                        ("ttft", lambda g: g.ttft_ms)):
+        a = [value(r.generation) for r in base]
+        b = [value(r.generation) for r in candidate]
+        if all(v is not None and v > 0 for v in a + b):
+            out[name] = paired_ratio(a, b)
+    return out

@@ -17,17 +17,14 @@ from typing import Any, Collection, Mapping, NamedTuple
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.programs.export import DTYPES
 from pytest_sme2.programs.spec import matrix_models
-# The gate's policy and its options live with the gate; imported from here before (shims).
-from pytest_sme2.gate.policy import (DEFAULT_LOAD_THRESHOLD_PCT,  # noqa: F401
+from pytest_sme2.gate.policy import (DEFAULT_CONFIRM_BLOCKS, DEFAULT_LOAD_THRESHOLD_PCT,
                                      DEFAULT_MEMORY_THRESHOLD_PCT, DEFAULT_PRECISION_BUDGET_S,
-                                     DEFAULT_THRESHOLD_PCT,
-                                     GatePolicy, gate_policy, parse_gate_categories,
-                                     parse_measure_threshold, parse_threshold)
+                                     GatePolicy, gate_policy)
 from pytest_sme2.measure.matrix import (DEFAULT_DTYPES, DEFAULT_MODELS, DEFAULT_THREADS,
-                                        parse_threads, split_list)
+                                        parse_threads)
 from pytest_sme2.devices.registry import DeviceSpec
 from pytest_sme2.runners.spec import runner_specs
-from pytest_sme2.gate.policy import DEFAULT_CONFIRM_BLOCKS
+from pytest_sme2._util.text import split_list
 from pytest_sme2.measure.settings import DEFAULT_LOADS, MIN_BLOCKS, BenchSettings
 from pytest_sme2.devices.thermal import DEFAULT_TIMEOUT_S as COOLDOWN_TIMEOUT_S
 from pytest_sme2.devices.thermal import CooldownPolicy
@@ -156,6 +153,10 @@ OPTIONS: dict[str, Option] = {
                           "kernels ran: auto (an Arm64 device that reports SME2 or cannot "
                           "tell), on (every device our runner runs on; the host needs a C "
                           "compiler), off"),
+    "sme2_prompt_tokens": Option("sme2_prompt_tokens", "64", "an LLM runs generations: "
+                                 "prompt tokens prefilled per generation (default 64)"),
+    "sme2_new_tokens": Option("sme2_new_tokens", "32", "an LLM's greedy decode steps per "
+                              "generation (default 32)"),
     "sme2_history": Option("sme2_history", "",
                            "record every session into this history store (a SQLite path, "
                            "sqlite:///... or postgresql://...) after results.json and "
@@ -293,7 +294,9 @@ def config_from_options(values: Mapping[str, Any], ini: Mapping[str, Any],
                              loads=whole("sme2_loads", 1, "1 or more"),
                              cooldown=parse_cooldown(text("sme2_cooldown")[0],
                                                      text("sme2_cooldown_timeout")[0]),
-                             sample=parse_sampling(text("sme2_sample")[0]))
+                             sample=parse_sampling(text("sme2_sample")[0]),
+                             prompt_tokens=whole("sme2_prompt_tokens", 1, "1 or more"),
+                             new_tokens=whole("sme2_new_tokens", 1, "1 or more"))
     dtypes = tuple(split_list(text("sme2_dtypes")[0]))
     for d in dtypes:
         if d not in DTYPES:

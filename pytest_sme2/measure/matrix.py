@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Sequence
 
+from pytest_sme2._util.text import split_list
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.programs.export import DTYPES
 from pytest_sme2.programs.spec import AS_EXPORTED, LibrarySpec, is_library, is_pte, model_label
@@ -41,21 +42,6 @@ def with_devices(cases: list[Case], devices: Sequence[str]) -> list[Case]:
     """Every case on every device, device by device (without xdist they run in this order:
     one device after another)."""
     return [replace(c, device=d) for d in devices for c in cases]
-
-
-def split_list(text: str) -> list[str]:
-    """Comma- or line-separated items; a comma inside brackets belongs to its item (a library
-    model's list override: ``transformers:MobileViTModel?hidden_sizes=[32,48,64]``)."""
-    items, depth, current = [], 0, []
-    for ch in text.replace("\n", ","):
-        depth += (ch in "[(") - (ch in "])" and depth > 0)
-        if ch == "," and depth == 0:
-            items.append("".join(current))
-            current = []
-        else:
-            current.append(ch)
-    items.append("".join(current))
-    return [p.strip() for p in items if p.strip()]
 
 
 def parse_threads(text: str) -> tuple[int, ...]:

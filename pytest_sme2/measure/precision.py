@@ -25,7 +25,6 @@ from typing import Any, Callable, Sequence
 from pytest_sme2 import units
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate.ab import Pairs, slowdown
-from pytest_sme2.gate.policy import parse_precision  # noqa: F401  (one parser, re-exported)
 from pytest_sme2.stats import Interval, t_quantile
 
 MIN_PAIRS = 3

@@ -281,19 +281,6 @@ class BenchSession:
             self._writer.write(self.results_path, self.results, self.comparisons,
                                self.document_session())
 
-    def __getattr__(self, name: str) -> Any:
-        """``finish`` moved to :func:`pytest_sme2.report.outputs.write_reports` (the report is
-        rendered above the session); ``session.finish()`` still works, with a warning."""
-        if name == "finish":
-            import warnings
-
-            from pytest_sme2.report.outputs import write_reports
-
-            warnings.warn("BenchSession.finish() moved: call pytest_sme2.report.outputs."
-                          "write_reports(session)", DeprecationWarning, stacklevel=2)
-            return lambda: write_reports(self)
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
     def release(self) -> None:
         """Give the objects :meth:`prepare` froze back to the garbage collector: called once
         nothing of the session runs any more, so a process that goes on after it (pytest run

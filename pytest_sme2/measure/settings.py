@@ -29,3 +29,7 @@ class BenchSettings:
     loads: int = DEFAULT_LOADS
     cooldown: CooldownPolicy | None = None   # --sme2-cooldown: hold each block until cool
     sample: str = "auto"      # --sme2-sample: an evidence process sampling kernels (auto|on|off)
+    # An LLM's generation (pytest_sme2.measure.generation): prompt tokens prefilled, then
+    # greedy decode steps, per run (--sme2-prompt-tokens, --sme2-new-tokens).
+    prompt_tokens: int = 64
+    new_tokens: int = 32

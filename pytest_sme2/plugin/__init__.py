@@ -8,7 +8,6 @@ them."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 import pytest
 
@@ -23,8 +22,8 @@ from pytest_sme2.analysis.categories import category_rules
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.plugin.fixtures import (  # noqa: F401 - pytest finds the fixtures here
     SESSION_KEY, item_device, session_devices, sme2_bench, sme2_capable_device, sme2_compare,
-    sme2_device, sme2_device_spec, sme2_emulated, sme2_min_speedup, sme2_model, sme2_off, sme2_on,
-    sme2_runners, sme2_session, sme2_settings)
+    sme2_device, sme2_device_spec, sme2_emulated, sme2_generate, sme2_min_speedup, sme2_model,
+    sme2_off, sme2_on, sme2_runners, sme2_session, sme2_settings)
 from pytest_sme2.measure.matrix import Case, build_matrix, with_devices
 from pytest_sme2.report.outputs import warm_up
 from pytest_sme2.measure.session import BenchSession
@@ -32,16 +31,6 @@ from pytest_sme2.measure.session import BenchSession
 MATRIX_KEY = pytest.StashKey[list[Case]]()
 NOTES_KEY = pytest.StashKey[list[str]]()      # header lines: devices left out, --dist chosen
 REMOTE_ADB_KEY = pytest.StashKey[str]()       # the line saying an adb server is on the network
-
-
-def __getattr__(name: str) -> Any:
-    """Names that moved, still importable from here: ``junit_properties`` lives with the gate
-    (importing it here would load numpy in every pytest run)."""
-    if name == "junit_properties":
-        from pytest_sme2.gate.rule import junit_properties
-
-        return junit_properties
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:

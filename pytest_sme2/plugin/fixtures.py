@@ -18,12 +18,13 @@ from pytest_sme2.programs.export import ExportedModel, export_model
 from pytest_sme2.measure.matrix import Case
 from pytest_sme2.measure.session import BenchSession
 from pytest_sme2.measure.settings import BenchSettings
+from pytest_sme2.results.generation import Generation, GenerationResult
 from pytest_sme2.stats import DEFAULT_MARGIN
 
 if TYPE_CHECKING:  # the measuring stack (numpy, pandas) is imported when a benchmark runs
     from pytest_sme2.measure.benchmark import Benchmarked, BenchmarkLoop
     from pytest_sme2.measure.comparison import Comparison
-    from pytest_sme2.results import BenchmarkResult
+    from pytest_sme2.results import BlockResult
 
 SESSION_KEY = pytest.StashKey[BenchSession]()
 
@@ -184,7 +185,7 @@ class _OnTheTestReport:
     def __init__(self, request: pytest.FixtureRequest):
         self.properties = request.node.user_properties
 
-    def block(self, result: BenchmarkResult) -> None:
+    def block(self, result: BlockResult) -> None:
         self.properties.append((RESULT_PROPERTY, result.to_json()))
 
     def comparison(self, comparison: Comparison) -> None:
@@ -214,8 +215,8 @@ def _loop(request: pytest.FixtureRequest, session: BenchSession, device: str) ->
 
 @pytest.fixture
 def sme2_bench(request: pytest.FixtureRequest, sme2_session: BenchSession,
-               sme2_device, sme2_device_spec: str) -> Callable[..., BenchmarkResult]:
-    """Run one benchmark setting and return its :class:`BenchmarkResult`, judged against its
+               sme2_device, sme2_device_spec: str) -> Callable[..., BlockResult]:
+    """Run one benchmark setting and return its :class:`BlockResult`, judged against its
     baseline (a suspected regression measured again first)::
 
         def test_latency(sme2_bench):
@@ -225,13 +226,47 @@ def sme2_bench(request: pytest.FixtureRequest, sme2_session: BenchSession,
     sme2_session.prepare()   # the measuring stack, imported once the way the session wants it
 
     def bench(model: str, dtype: str = "fp32", threads: int = 1,
-              runner: str | None = None) -> BenchmarkResult:
+              runner: str | None = None) -> BlockResult:
         loop = _loop(request, sme2_session, sme2_device_spec)
         done = loop.benchmark(Case(model, dtype, threads), runner)
         _conclude(request, done)
         return done.result
 
     return bench
+
+
+@pytest.fixture
+def sme2_generate(request: pytest.FixtureRequest, sme2_session: BenchSession,
+                  sme2_device, sme2_device_spec: str) -> Callable[..., GenerationResult]:
+    """Measure an LLM as a generation — ``prompt_tokens`` prefilled, then ``new_tokens``
+    greedy decode steps, per run — and return its :class:`GenerationResult` (prefill and
+    decode: tokens/s, per-token statistics, categories, kernel evidence; ``ttft_ms``;
+    ``tokens``; ``startup``, ``device``, ``runner``), judged against its baseline per phase::
+
+        def test_llm(sme2_generate):
+            gen = sme2_generate("tiny_llama", scheme="8da8w", threads=1)
+            assert gen.decode.tokens_per_s > 100
+
+    ``scheme`` is the LLM's quantization (``fp32``, ``8da4w``, ``8da4w-pc``, ``8da8w``; a
+    ``.pte`` is taken as exported). None for a token count: the session's
+    ``--sme2-prompt-tokens`` / ``--sme2-new-tokens``."""
+    sme2_session.prepare()
+    settings = sme2_session.settings
+
+    def generate(model: str, scheme: str = "8da8w", threads: int = 1,
+                 prompt_tokens: int | None = None, new_tokens: int | None = None,
+                 runner: str | None = None) -> GenerationResult:
+        try:
+            asked = Generation(prompt_tokens or settings.prompt_tokens,
+                               settings.new_tokens if new_tokens is None else new_tokens)
+        except ValueError as e:
+            fail(Sme2Error(str(e)), request.config)
+        loop = _loop(request, sme2_session, sme2_device_spec)
+        done = loop.benchmark(Case(model, scheme, threads), runner, generation=asked)
+        _conclude(request, done)
+        return done.result.generation
+
+    return generate
 
 
 @pytest.fixture
@@ -248,9 +283,17 @@ def sme2_compare(request: pytest.FixtureRequest, sme2_session: BenchSession,
     sme2_session.prepare()
 
     def compare(base: str, candidate: str, model: str, dtype: str = "fp32", threads: int = 1,
-                blocks: int | None = None, margin: float = DEFAULT_MARGIN) -> Comparison:
+                blocks: int | None = None, margin: float = DEFAULT_MARGIN,
+                prompt_tokens: int | None = None, new_tokens: int | None = None
+                ) -> Comparison:
         loop = _loop(request, sme2_session, sme2_device_spec)
-        done = loop.compare(base, candidate, Case(model, dtype, threads), blocks, margin)
+        asked = None
+        if prompt_tokens is not None or new_tokens is not None:   # an LLM, these tokens
+            settings = sme2_session.settings
+            asked = Generation(prompt_tokens or settings.prompt_tokens,
+                               settings.new_tokens if new_tokens is None else new_tokens)
+        done = loop.compare(base, candidate, Case(model, dtype, threads), blocks, margin,
+                            generation=asked)
         _conclude(request, done)
         return done.comparison
 

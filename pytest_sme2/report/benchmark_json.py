@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_sme2.report.grouping import BenchmarkSide, benchmark_sides
-from pytest_sme2.results import (BenchmarkResult, ComparisonRecord, atomic_write_text, pool,
+from pytest_sme2.results import (BlockResult, ComparisonRecord, atomic_write_text, pool,
                                  pool_startup)
 from pytest_sme2._util.versions import package_version
 
@@ -252,7 +252,7 @@ def commit_info(cwd: Path | None = None) -> dict[str, Any]:
 
 # -- the document ----------------------------------------------------------------------------
 
-def benchmark_document(results: Iterable[BenchmarkResult],
+def benchmark_document(results: Iterable[BlockResult],
                        comparisons: Iterable[ComparisonRecord | Mapping[str, Any]] = (),
                        cwd: Path | None = None) -> dict[str, Any]:
     results = list(results)
@@ -270,7 +270,7 @@ def benchmark_document(results: Iterable[BenchmarkResult],
             "generator": f"pytest-sme2 {package_version('pytest-sme2')}"}
 
 
-def write_benchmark_json(path: Path, results: Iterable[BenchmarkResult],
+def write_benchmark_json(path: Path, results: Iterable[BlockResult],
                          comparisons: Iterable[ComparisonRecord | Mapping[str, Any]] = (),
                          cwd: Path | None = None) -> Path:
     doc = benchmark_document(results, comparisons, cwd)

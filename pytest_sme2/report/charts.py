@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from pytest_sme2 import units
 from pytest_sme2.analysis.categories import (CONVOLUTION, DATA_MOVEMENT, ELEMENTWISE, GEMM,
                                              NORMALIZATION, OTHER, POOLING)
-from pytest_sme2.measure.comparison import FASTER, SLOWER
+from pytest_sme2.stats import FASTER, SLOWER
 from pytest_sme2.units import COMPACT_RATIO_DIGITS
 from pytest_sme2.report.digest import Side, Unit, by_model, category_order
 

@@ -23,7 +23,7 @@ from pytest_sme2.measure.comparison import DEFAULT_MARGIN, verdict
 from pytest_sme2.report import grouping
 from pytest_sme2.report.grouping import (comparison_blocks, point_runners, runner_point_devices,
                                          unclaimed)
-from pytest_sme2.results import (BenchmarkResult, ComparisonRecord, DeviceFacts,
+from pytest_sme2.results import (BlockResult, ComparisonRecord, DeviceFacts,
                                  KernelEvidence, LoggedKernel, OperatorStats, PooledLatency,
                                  ResultsDoc, RunnerInfo, TracedKernel, mean_per_block, pool,
                                  pool_categories)
@@ -47,7 +47,7 @@ class Side:
 
     runner: str
     info: RunnerInfo                        # name, kind, labels (runner_info)
-    blocks: list[BenchmarkResult]
+    blocks: list[BlockResult]
     latency: PooledLatency | None = None    # None without blocks
     categories_ms: dict[str, float] = field(default_factory=dict)
     overheads_ms: dict[str, float] = field(default_factory=dict)
@@ -163,7 +163,7 @@ class Unit:
         return states[0] != states[1]
 
 
-def _operators(blocks: list[BenchmarkResult]) -> list[OperatorStats]:
+def _operators(blocks: list[BlockResult]) -> list[OperatorStats]:
     """Operators by (name, instruction) over blocks: the analysis' per-run figures averaged
     (a block without the operator counts 0) and its flags where it set them in at least half
     of the blocks; largest first."""
@@ -187,7 +187,7 @@ def _operators(blocks: list[BenchmarkResult]) -> list[OperatorStats]:
     return out
 
 
-def _evidence(blocks: list[BenchmarkResult]) -> KernelEvidence | None:
+def _evidence(blocks: list[BlockResult]) -> KernelEvidence | None:
     evs = [b.kernel_evidence for b in blocks if b.kernel_evidence]
     if not evs:
         return None
@@ -221,7 +221,7 @@ def _evidence(blocks: list[BenchmarkResult]) -> KernelEvidence | None:
                    reason=f"blocks disagree: {counts} of {len(verdicts)} blocks")
 
 
-def make_side(runner: str, blocks: list[BenchmarkResult],
+def make_side(runner: str, blocks: list[BlockResult],
               info: RunnerInfo | None = None) -> Side:
     info = info or (blocks[0].runner if blocks else None) or RunnerInfo(runner)
     if not blocks:

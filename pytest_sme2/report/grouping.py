@@ -1,6 +1,6 @@
 """Which blocks go together: one function per question, for every report.
 
-A block (:class:`~pytest_sme2.results.BenchmarkResult`) is one runner process's timed runs. The
+A block (:class:`~pytest_sme2.results.BlockResult`) is one runner process's timed runs. The
 questions the reports ask, and the one answer each gets here:
 
 - :func:`comparison_blocks`: which blocks are each side of a comparison (the blocks its record
@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_sme2.results import BenchmarkResult, ComparisonRecord
+from pytest_sme2.results import BlockResult, ComparisonRecord
 
 
 def comparison_record(c: ComparisonRecord | Mapping[str, Any]) -> ComparisonRecord:
@@ -42,12 +42,12 @@ class BenchmarkSide:
 
     test: str                       # the test's name without its file
     nodeid: str
-    blocks: list[BenchmarkResult]
+    blocks: list[BlockResult]
     role: str = ""                  # "base" / "candidate" for the sides of a comparison
     comparison: ComparisonRecord | None = None
 
     @property
-    def first(self) -> BenchmarkResult:
+    def first(self) -> BlockResult:
         return self.blocks[0]
 
     @property
@@ -55,8 +55,8 @@ class BenchmarkSide:
         return self.first.runner_name
 
 
-def comparison_blocks(c: ComparisonRecord, blocks: Iterable[BenchmarkResult]
-                      ) -> tuple[list[BenchmarkResult], list[BenchmarkResult]]:
+def comparison_blocks(c: ComparisonRecord, blocks: Iterable[BlockResult]
+                      ) -> tuple[list[BlockResult], list[BlockResult]]:
     """The base and the candidate blocks of ``c`` among ``blocks``, in the comparison's order
     (blocks it names that are not there are left out)."""
     blocks = list(blocks)
@@ -67,8 +67,8 @@ def comparison_blocks(c: ComparisonRecord, blocks: Iterable[BenchmarkResult]
 _BLOCK_ID = re.compile(r"^(?P<stem>.*#)\d+\]$")
 
 
-def _side(names: Sequence[str], by_id: Mapping[str, BenchmarkResult],
-          blocks: list[BenchmarkResult]) -> list[BenchmarkResult]:
+def _side(names: Sequence[str], by_id: Mapping[str, BlockResult],
+          blocks: list[BlockResult]) -> list[BlockResult]:
     """One side's blocks: those the record names (``…[runner#i]``, i < its blocks), then the
     blocks the gate measured after the comparison to confirm that side's verdict
     (``…[runner#i]`` for a later i, same setting and device), which the record does not name."""
@@ -83,24 +83,24 @@ def _side(names: Sequence[str], by_id: Mapping[str, BenchmarkResult],
     return named + more
 
 
-def _setting(b: BenchmarkResult) -> tuple:
+def _setting(b: BlockResult) -> tuple:
     return b.nodeid, b.model, b.dtype, b.threads, b.runner_name, b.device_label
 
 
-def confirmation_blocks(first: BenchmarkResult, blocks: Iterable[BenchmarkResult]
-                        ) -> list[BenchmarkResult]:
+def confirmation_blocks(first: BlockResult, blocks: Iterable[BlockResult]
+                        ) -> list[BlockResult]:
     """The blocks measured to confirm ``first``'s verdict: same test, setting and device."""
     same = _setting(first)
     return [b for b in blocks if b.block is not None and _setting(b) == same]
 
 
-def benchmarks_by_test(blocks: Sequence[BenchmarkResult]) -> list[list[BenchmarkResult]]:
+def benchmarks_by_test(blocks: Sequence[BlockResult]) -> list[list[BlockResult]]:
     """Each test's benchmark: a first block, then its confirmation blocks; in the order the
     first blocks were recorded (the blocks of comparisons are no test's first block)."""
     return [[b] + confirmation_blocks(b, blocks) for b in blocks if b.block is None]
 
 
-def benchmark_sides(results: Iterable[BenchmarkResult],
+def benchmark_sides(results: Iterable[BlockResult],
                     comparisons: Iterable[ComparisonRecord | Mapping[str, Any]] = ()
                     ) -> list[BenchmarkSide]:
     """The session's benchmarks: each test's benchmark, then each comparison's two sides
@@ -116,12 +116,12 @@ def benchmark_sides(results: Iterable[BenchmarkResult],
     return out
 
 
-def device_labels(blocks: Iterable[BenchmarkResult]) -> list[str]:
+def device_labels(blocks: Iterable[BlockResult]) -> list[str]:
     """The devices the blocks ran on, as reports name them, in the order they appear."""
     return list(dict.fromkeys(b.device_label for b in blocks))
 
 
-def sides_per_device(results: Iterable[BenchmarkResult],
+def sides_per_device(results: Iterable[BlockResult],
                      comparisons: Iterable[ComparisonRecord | Mapping[str, Any]] = ()
                      ) -> dict[str, list[BenchmarkSide]]:
     """:func:`benchmark_sides` per device (devices in the order they first measured); a
@@ -136,29 +136,29 @@ def sides_per_device(results: Iterable[BenchmarkResult],
     return out
 
 
-def point_runners(blocks: Iterable[BenchmarkResult], per_device: bool
-                  ) -> dict[tuple[str, str, int, str], dict[str, list[BenchmarkResult]]]:
+def point_runners(blocks: Iterable[BlockResult], per_device: bool
+                  ) -> dict[tuple[str, str, int, str], dict[str, list[BlockResult]]]:
     """Blocks by the point they measured — (model, dtype, threads, device label, or "" unless
     ``per_device``) — then by runner; points, runners and blocks in document order."""
-    out: dict[tuple[str, str, int, str], dict[str, list[BenchmarkResult]]] = {}
+    out: dict[tuple[str, str, int, str], dict[str, list[BlockResult]]] = {}
     for b in blocks:
         key = (b.model, b.dtype, int(b.threads), b.device_label if per_device else "")
         out.setdefault(key, {}).setdefault(b.runner_name, []).append(b)
     return out
 
 
-def runner_point_devices(blocks: Iterable[BenchmarkResult]
-                         ) -> dict[tuple[str, str, int, str], dict[str, list[BenchmarkResult]]]:
+def runner_point_devices(blocks: Iterable[BlockResult]
+                         ) -> dict[tuple[str, str, int, str], dict[str, list[BlockResult]]]:
     """Blocks by (model, dtype, threads, runner), then by device label; in document order."""
-    out: dict[tuple[str, str, int, str], dict[str, list[BenchmarkResult]]] = {}
+    out: dict[tuple[str, str, int, str], dict[str, list[BlockResult]]] = {}
     for b in blocks:
         key = (b.model, b.dtype, int(b.threads), b.runner_name)
         out.setdefault(key, {}).setdefault(b.device_label, []).append(b)
     return out
 
 
-def unclaimed(blocks: Iterable[BenchmarkResult], comparisons: Iterable[ComparisonRecord]
-              ) -> list[BenchmarkResult]:
+def unclaimed(blocks: Iterable[BlockResult], comparisons: Iterable[ComparisonRecord]
+              ) -> list[BlockResult]:
     """The blocks no comparison claims: a test's benchmarks (a comparison side's confirmation
     blocks are that side's, see :func:`comparison_blocks`)."""
     blocks = list(blocks)

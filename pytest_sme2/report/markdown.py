@@ -32,6 +32,7 @@ import jinja2
 
 from pytest_sme2.report import sections as sec
 from pytest_sme2.report import generation as gen
+from pytest_sme2.report import unit_page as up
 from pytest_sme2.report.cells import (cell, code, e2e_cells, fmt_calls, fmt_interval, fmt_mb,
                                       fmt_ms, fmt_percent, fmt_points, fmt_ratio,
                                       fmt_tokens_per_s, ms_pct_cells, op_cells, th, tr)
@@ -58,7 +59,7 @@ def context(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = No
     charts = charts or {}
     us = units(doc) if us is None else us
     paths = sec.detail_paths(us)
-    unit_ctx = [sec.unit_context(u, None) for u in us]
+    unit_ctx = [up.unit_context(u, None) for u in us]
     regressions = sec.regression_rows(doc)
     operators = sec.operator_rows(us, unit_ctx, paths)
     return {
@@ -67,7 +68,7 @@ def context(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = No
         "n_comparisons": len(doc.comparisons),
         "any_units": bool(us),
         "overview_chart": charts.get(OVERVIEW),
-        "summary": [sec.comparison_line(u) for u in us if u.comparison] + sec.gate_line(regressions)
+        "summary": [up.comparison_line(u) for u in us if u.comparison] + sec.gate_line(regressions)
         + gen.summary_lines(us) + sec.where_time_goes(us),
         "device": sec.device_table(doc),
         "runners": sec.runner_rows(doc),
@@ -75,7 +76,7 @@ def context(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = No
         "configuration": sec.configuration_rows(doc, us),
         "latency": sec.latency_rows(us),
         "by_device": sec.by_device(doc),
-        "speedups": sec.speedup_rows(us),
+        "speedups": up.speedup_rows(us),
         "startup": (startup := sec.startup_rows(us)),
         "startup_notes": sec.startup_notes(startup),
         "generation": gen.report_rows(us),
@@ -83,12 +84,12 @@ def context(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = No
         "acceleration": sec.acceleration_rows(us, unit_ctx, paths),
         "operators": operators,
         "evidence": sec.evidence_rows(us, unit_ctx, paths),
-        "evidence_intro": sec.EVIDENCE_INTRO,
+        "evidence_intro": up.EVIDENCE_INTRO,
         "share_growth": f"{SHARE_GROWTH_PP:g}",
         "recommendations": recommendations(doc, us),
         "top_recommendations": TOP_RECOMMENDATIONS,
         "regressions": regressions,
-        "notes": sec.emulated_notes(doc) + sec.cooldown_notes(doc) + sec.etrecord_notes(doc)
+        "notes": up.emulated_notes(doc) + up.cooldown_notes(doc) + up.etrecord_notes(doc)
         + precision_lines(doc.benchmarks) + (notes or []),
     }
 
@@ -100,15 +101,15 @@ def detail_context(doc: ResultsDoc, u: Unit, charts: dict[str, str] | None = Non
     charts = charts or {}
     chart = charts.get(MODEL_CHART + u.model)
     device = u.sides[0].device if u.sides else None
-    emulated = [sec.EMULATED_NOTE.format(what=(device.model if device else "") or "QEMU")] \
+    emulated = [up.EMULATED_NOTE.format(what=(device.model if device else "") or "QEMU")] \
         if u.emulated and u.sides else []
-    return {"schema": doc.schema, "u": sec.unit_context(u, None),
+    return {"schema": doc.schema, "u": up.unit_context(u, None),
             "chart": f"../{chart}" if chart else None, "notes": emulated,
-            "latency": sec.latency_rows([u]), "speedups": sec.speedup_rows([u]),
+            "latency": sec.latency_rows([u]), "speedups": up.speedup_rows([u]),
             "startup": (startup := sec.startup_rows([u])),
             "startup_notes": sec.startup_notes(startup),
             "generation": gen.report_rows([u]),
-            "evidence_intro": sec.EVIDENCE_INTRO, "recommendations": recommendations(doc, [u])}
+            "evidence_intro": up.EVIDENCE_INTRO, "recommendations": recommendations(doc, [u])}
 
 
 @cache

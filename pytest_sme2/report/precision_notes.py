@@ -8,17 +8,17 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from pytest_sme2.results import BenchmarkResult
+from pytest_sme2.results import BlockResult
 
 NAMED = 5      # benchmarks a note names; results.json has them all
 
 
-def _benchmark(r: BenchmarkResult) -> str:
+def _benchmark(r: BlockResult) -> str:
     """A comparison's blocks (``test[runner#3]``) count once, as their test."""
     return re.sub(r"\[[^\[\]#]*#\d+\]$", "", r.name)
 
 
-def precision_lines(blocks: Iterable[BenchmarkResult]) -> list[str]:
+def precision_lines(blocks: Iterable[BlockResult]) -> list[str]:
     """``--sme2-precision 2%: 5 of 6 within ±2%; not reached: test_x (time budget 60 s spent
     after 41 pair(s): interval ±2.6%, not ±2% …)``; nothing when precision was not asked."""
     outcome: dict[str, dict] = {}

@@ -14,11 +14,6 @@ from pytest_sme2.report.cells import (cell, code, fmt_ms, fmt_percent, fmt_point
                                       fmt_ratio_interval, value_text)
 from pytest_sme2.report.digest import (Unit, by_model, category_order,
                                        devices, devices_side_by_side, runners)
-from pytest_sme2.report.unit_page import (EMULATED_NOTE, EVIDENCE_INTRO,  # noqa: F401
-                                          MAX_PATHS, TOP_KERNELS, VERDICT_WORDING,
-                                          comparison_line, cooldown_notes,
-                                          emulated_notes, etrecord_notes, speedup_rows,
-                                          unit_context)
 from pytest_sme2.results import Judgement, ResultsDoc, device_label, pool_startup
 
 DETAIL_DIR = "details"     # one page per unit, linked from report.md

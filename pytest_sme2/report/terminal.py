@@ -11,7 +11,7 @@ from pytest_sme2.units import COMPACT_RATIO_DIGITS, COUNT_RATIO_DIGITS
 from pytest_sme2.report import generation as gen
 from pytest_sme2.report.grouping import BenchmarkSide, comparison_record, sides_per_device
 from pytest_sme2.report.precision_notes import precision_lines
-from pytest_sme2.results import (BenchmarkResult, ComparisonRecord, Judgement, Startup, pool,
+from pytest_sme2.results import (BlockResult, ComparisonRecord, Judgement, Startup, pool,
                                  pool_categories, pool_startup)
 
 TOP_OPERATORS = 10
@@ -22,7 +22,7 @@ _NUMERIC = {3, 5, 6, 7, 8, 9, 10}
 EMULATED = " [emulated CPU: timings say nothing about speed]"
 
 
-def benchmark_line(r: BenchmarkResult, device: bool = False) -> str:
+def benchmark_line(r: BlockResult, device: bool = False) -> str:
     """``device``: name the device too (a session on several). An LLM measured as a
     generation says its phases instead of ``Method::execute``."""
     if r.generation is not None:
@@ -47,7 +47,7 @@ def _ms(v: float | None) -> str:
     return "-" if v is None else units.ms(v)
 
 
-def generation_line(r: BenchmarkResult, device: bool = False) -> str:
+def generation_line(r: BlockResult, device: bool = False) -> str:
     """An LLM's generation as it finishes: ``prefill N tok/s, decode N tok/s (per token
     median x ms, p90 y ms), TTFT z ms``, its timed generations and each phase's SME2 verdict
     where kernels were traced or sampled."""
@@ -94,7 +94,7 @@ def _startup(s: Startup | None) -> str:
             f"{_sig(s.first_inference_ms)} ms{peak}")
 
 
-def _instructions(r: BenchmarkResult) -> str:
+def _instructions(r: BlockResult) -> str:
     """`` | instructions X per execute ...`` where they were counted (--sme2-measure)."""
     if not r.instructions:
         return ""
@@ -103,7 +103,7 @@ def _instructions(r: BenchmarkResult) -> str:
     return f" | instructions {format_count(r.instructions)}"
 
 
-def cooldown_lines(r: BenchmarkResult, told: bool = False) -> list[str]:
+def cooldown_lines(r: BlockResult, told: bool = False) -> list[str]:
     """The thermal hold's news about a block: that it started hot (the timeout ran out), or,
     unless ``told`` already, that --sme2-cooldown could not be applied on its device."""
     c = r.context.cooldown
@@ -155,7 +155,7 @@ def baseline_cell(j: Judgement | None) -> str:
     return f"{word} {units.ratio_interval(j.ratio, COMPACT_RATIO_DIGITS)}"
 
 
-def _row(name: str, rs: list[BenchmarkResult], speedup: str,
+def _row(name: str, rs: list[BlockResult], speedup: str,
          baseline: Judgement | dict | None = None) -> tuple[str, ...]:
     """One row for a benchmark, or for one side of a comparison: its blocks pooled."""
     r = rs[0]
@@ -217,7 +217,7 @@ def _rows(sides: Iterable[BenchmarkSide]) -> list[tuple[str, ...]]:
     return rows
 
 
-def summary_table(results: Iterable[BenchmarkResult],
+def summary_table(results: Iterable[BlockResult],
                   comparisons: Iterable[ComparisonRecord | Mapping[str, Any]] = ()
                   ) -> list[str]:
     """One row per benchmark and per comparison side. Results from several devices get a
@@ -257,7 +257,7 @@ GENERATION_NOTE = ("LLM rows above: the generation's decode time per token; pref
                    "and TTFT are in the generation table")
 
 
-def _phase_verdicts(r: BenchmarkResult, baseline: Judgement | None = None) -> str:
+def _phase_verdicts(r: BlockResult, baseline: Judgement | None = None) -> str:
     """The gate's verdicts on a generation: decode per token (the block's own, or the
     comparison side's), then prefill and TTFT (``phase_judgements``)."""
     judged = gen.phase_judgements(r)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_sme2.analysis.categories import CONVOLUTION, GEMM
-from pytest_sme2.measure.comparison import FASTER, SLOWER
+from pytest_sme2.stats import FASTER, SLOWER
 from pytest_sme2.report.cells import code, fmt_ratio_interval
 from pytest_sme2.report.digest import (SHARE_GROWTH_PP, Unit)
 from pytest_sme2.results import OutputCheck, ResultsDoc

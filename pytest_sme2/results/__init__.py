@@ -3,7 +3,7 @@ found, the one pooling of a benchmark's blocks, and ``results.json`` (versioned)
 loader.
 
 ``results.json`` (``"schema": "pytest-sme2/results/1"``) holds ``session``, ``benchmarks``
-(:class:`BlockResult`, one per measured block; ``BenchmarkResult`` is its deprecated name)
+(:class:`BlockResult`, one per measured block)
 and ``comparisons`` (:class:`ComparisonRecord`). Every record writes the keys it reads, in
 the same order, so a document this version wrote loads and writes back byte for byte; older
 documents load with defaults for what they lack. Keys a record does not know are kept in its
@@ -17,7 +17,7 @@ writer).
 """
 
 from pytest_sme2._util.fsutil import atomic_write_text
-from pytest_sme2.results.block import BenchmarkResult, BlockResult, device_label
+from pytest_sme2.results.block import BlockResult, device_label
 from pytest_sme2.results.comparison import ComparisonRecord, OutputCheck
 from pytest_sme2.results.device import DeviceFacts
 from pytest_sme2.results.generation import Generation, GenerationResult, PhaseStats
@@ -26,18 +26,18 @@ from pytest_sme2.results.document import (RESULTS_SCHEMA, ResultsDoc, ResultsWri
 from pytest_sme2.results.instructions import InstructionCount
 from pytest_sme2.results.judgement import Judgement
 from pytest_sme2.results.pooling import (PooledLatency, mean_per_block, pool,
-                                         pool_categories)
+                                         pool_categories, pool_startup)
 from pytest_sme2.results.records import (KernelEvidence, LoggedKernel, OperatorStats,
                                          ResultAnalysis, RunContext, SampledKernel,
-                                         SampledKernelRecord, TracedKernel)
+                                         TracedKernel)
 from pytest_sme2.results.runner import RunnerInfo
-from pytest_sme2.results.startup import ProcessStartup, Startup, pool_startup
+from pytest_sme2.results.startup import ProcessStartup, Startup
 
-__all__ = ["RESULTS_SCHEMA", "BenchmarkResult", "BlockResult", "ComparisonRecord",
+__all__ = ["RESULTS_SCHEMA", "BlockResult", "ComparisonRecord",
            "DeviceFacts", "Generation", "GenerationResult", "InstructionCount", "Judgement",
            "KernelEvidence", "LoggedKernel", "OperatorStats", "OutputCheck", "PhaseStats",
            "PooledLatency", "ProcessStartup", "ResultAnalysis",
            "ResultsDoc", "ResultsWriter", "RunContext", "RunnerInfo", "SampledKernel",
-           "SampledKernelRecord", "Startup", "TracedKernel", "atomic_write_text", "device_label",
+           "Startup", "TracedKernel", "atomic_write_text", "device_label",
            "load_results", "mean_per_block", "pool", "pool_categories", "pool_startup",
            "results_document", "write_results"]

@@ -9,18 +9,17 @@ written and read as ``baseline``, ``baseline_categories``, ``baseline_instructio
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from pytest_sme2.analysis.latency import LatencyStats
+from pytest_sme2.results.latency import LatencyStats
 from pytest_sme2.results.device import DeviceFacts
 from pytest_sme2.results.generation import GenerationResult
 from pytest_sme2.results.instructions import InstructionCount
 from pytest_sme2.results.judgement import Judgement, judgement, judgements
 from pytest_sme2.results.records import (KernelEvidence, OperatorStats, ResultAnalysis,
-                                         RunContext, _known)
+                                         RunContext, known_fields)
 from pytest_sme2.results.runner import RunnerInfo
 from pytest_sme2.results.startup import Startup
 
@@ -51,15 +50,7 @@ def device_label(device: DeviceFacts | Mapping[str, Any]) -> str:
     return str(device.get("spec") or device.get("serial") or device.get("kind") or "?")
 
 
-def _dict_form(value: Any, old: str, new: str) -> Any:
-    """The dict form of a retyped field, for its deprecated old name."""
-    warnings.warn(f"BlockResult.{old} is deprecated: read .{new} (a Judgement)",
-                  DeprecationWarning, stacklevel=3)
-    if value is None:
-        return None
-    if isinstance(value, Judgement):
-        return value.to_dict()
-    return {k: j.to_dict() for k, j in value.items()}
+
 
 
 @dataclass
@@ -112,25 +103,6 @@ class BlockResult:
     @property
     def instructions_per_execute(self) -> float | None:
         return float(self.instructions.per_execute) if self.instructions else None
-
-    # -- the names these fields had when they held dicts (deprecated, read only) --
-    @property
-    def baseline(self) -> dict[str, Any] | None:
-        return _dict_form(self.judgement, "baseline", "judgement")
-
-    @property
-    def baseline_categories(self) -> dict[str, dict[str, Any]] | None:
-        return _dict_form(self.category_judgements, "baseline_categories",
-                          "category_judgements")
-
-    @property
-    def baseline_instructions(self) -> dict[str, Any] | None:
-        return _dict_form(self.instructions_judgement, "baseline_instructions",
-                          "instructions_judgement")
-
-    @property
-    def baseline_startup(self) -> dict[str, dict[str, Any]] | None:
-        return _dict_form(self.startup_judgements, "baseline_startup", "startup_judgements")
 
     @property
     def runner_name(self) -> str:
@@ -206,7 +178,7 @@ class BlockResult:
                    runs=d["runs"], warmup=d["warmup"], e2e_ms=list(d["e2e_ms"]),
                    e2e=LatencyStats(**d["e2e"]), etdump=d["etdump"], pte=d["pte"],
                    export_key=d.get("export_key", ""), analysis=ResultAnalysis.from_json(d),
-                   context=RunContext(**_known(RunContext, d)),
+                   context=RunContext(**known_fields(RunContext, d)),
                    judgement=judgement(d.get("baseline")),
                    category_judgements=judgements(d.get("baseline_categories")),
                    instructions=InstructionCount.from_dict(instructions) if instructions
@@ -217,11 +189,6 @@ class BlockResult:
                    generation=GenerationResult.from_json(generation) if generation else None,
                    phase_judgements=judgements(d.get("baseline_phases")),
                    extra={k: v for k, v in d.items() if k not in known})
-
-
-# The name the block had before it said what it is: kept, deprecated (it reads as if it were a
-# whole benchmark, which may be several blocks).
-BenchmarkResult = BlockResult
 
 
 def _record(cls: Any) -> Any:

@@ -9,7 +9,7 @@ from typing import Any
 
 from pytest_sme2.stats import Interval
 from pytest_sme2.results.judgement import Judgement, judgements
-from pytest_sme2.results.records import _known
+from pytest_sme2.results.records import known_fields
 
 # -- comparisons -----------------------------------------------------------------------------
 
@@ -26,7 +26,7 @@ class OutputCheck:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any] | None) -> "OutputCheck | None":
-        return cls(**_known(cls, d)) if d else None
+        return cls(**known_fields(cls, d)) if d else None
 
 
 def _interval(d: Mapping[str, Any] | None) -> Interval | None:

@@ -8,14 +8,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_sme2.results.compat import DeprecatedItemReads
 
 _FACTS = ("kind", "serial", "model", "cpu", "abi", "os", "kernel", "cores", "sme", "sme2",
           "executorch")
 
 
 @dataclass(frozen=True)
-class DeviceFacts(DeprecatedItemReads):
+class DeviceFacts:
     kind: str = ""                  # host | android | qemu | macos
     serial: str = ""
     model: str = ""                 # board / machine model

@@ -14,14 +14,19 @@ comparable across runners and SME2 on/off.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from pytest_sme2.results.records import KernelEvidence, _ItemAccess, _known
+from pytest_sme2.results.device import DeviceFacts
+from pytest_sme2.results.records import KernelEvidence, known_fields
+from pytest_sme2.results.runner import RunnerInfo
+from pytest_sme2.results.startup import Startup
 
 PREFILL = "prefill"
 DECODE = "decode"
 PHASES = (PREFILL, DECODE)
+_ON_THE_BLOCK = ("startup", "device", "runner")   # GenerationResult fields results.json keeps
+#                                                   on the block, not in "generation"
 
 
 @dataclass(frozen=True)
@@ -71,7 +76,7 @@ def prompt_token_ids(n: int, vocab: int) -> list[int]:
 
 
 @dataclass
-class PhaseStats(_ItemAccess):
+class PhaseStats:
     """One phase of the timed generations. Latencies are per generation (the phase's
     ``Method::execute`` times summed within a generation), per-token ones per execute of one
     token (decode; prefill token by token), all in ms from the ETDump."""
@@ -98,7 +103,7 @@ class PhaseStats(_ItemAccess):
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> PhaseStats:
-        known = _known(cls, d)
+        known = known_fields(cls, d)
         known["kernel_evidence"] = KernelEvidence.from_json(d.get("kernel_evidence"))
         known["categories_ms"] = {str(k): float(v)
                                   for k, v in (d.get("categories_ms") or {}).items()}
@@ -106,7 +111,7 @@ class PhaseStats(_ItemAccess):
 
 
 @dataclass
-class GenerationResult(_ItemAccess):
+class GenerationResult:
     """A measured generation: per phase stats, time to first token, the sampled tokens."""
 
     prompt_tokens: int = 0
@@ -124,6 +129,11 @@ class GenerationResult(_ItemAccess):
     max_context_len: int | None = None
     vocab_size: int | None = None
     source: str = ""
+    # Where and how it ran, for ``sme2_generate``'s caller; results.json keeps them once, on
+    # the block that holds this generation, so they are not written here.
+    startup: Startup | None = field(default=None, compare=False, repr=False)
+    device: DeviceFacts | None = field(default=None, compare=False, repr=False)
+    runner: RunnerInfo | None = field(default=None, compare=False, repr=False)
 
     def phase(self, name: str) -> PhaseStats:
         if name not in PHASES:
@@ -131,14 +141,15 @@ class GenerationResult(_ItemAccess):
         return self.prefill if name == PREFILL else self.decode
 
     def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _ON_THE_BLOCK}
         d["prefill"] = self.prefill.to_json()
         d["decode"] = self.decode.to_json()
+        d["tokens"] = list(self.tokens)
         return d
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> GenerationResult:
-        known = _known(cls, d)
+        known = known_fields(cls, d)
         known["prefill"] = PhaseStats.from_json(d.get("prefill") or {"phase": PREFILL})
         known["decode"] = PhaseStats.from_json(d.get("decode") or {"phase": DECODE})
         known["tokens"] = [int(t) for t in d.get("tokens") or []]

@@ -8,11 +8,10 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from pytest_sme2.results.compat import DeprecatedItemReads
 
 
 @dataclass(frozen=True)
-class InstructionCount(DeprecatedItemReads):
+class InstructionCount:
     """Instructions per ``Method::execute`` of one model, dtype and thread count.
 
     ``per_execute`` leaves out the thread pool's own code (``deterministic_note`` says so, with

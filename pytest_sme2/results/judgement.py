@@ -9,19 +9,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_sme2 import units
-from pytest_sme2.results.compat import DeprecatedItemReads
 from pytest_sme2.stats import Interval
 
-__all__ = ["IMPROVEMENT", "INSTRUCTIONS", "LOAD", "MEMORY", "NOT_COMPARED", "OK", "REGRESSION",
-           "TIME", "Judgement", "judgement", "judgements"]
+__all__ = ["IMPROVEMENT", "INSTRUCTIONS", "LOAD", "MEMORY", "NOT_COMPARED", "OK", "PREFILL",
+           "REGRESSION", "TIME", "TTFT", "Judgement", "judgement", "judgements"]
 
 OK, REGRESSION, IMPROVEMENT, NOT_COMPARED = "ok", "regression", "improvement", "not_compared"
 TIME, INSTRUCTIONS = "time", "instructions"     # the measures a judgement can be of
 LOAD, MEMORY = "load time", "peak memory"       # ... and what a benchmark costs to start
+PREFILL, TTFT = "prefill time", "time to first token"   # an LLM's phases beside its decode
 
 
 @dataclass(frozen=True)
-class Judgement(DeprecatedItemReads):
+class Judgement:
     """The regression gate's verdict on one measure of one benchmark, as the gate returns it
     and results.json stores it (a block's ``baseline``, ``baseline_categories``, ...).
 

@@ -6,9 +6,10 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from pytest_sme2.analysis.latency import LatencyStats
+from pytest_sme2.results.latency import LatencyStats
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.results.block import BlockResult
+from pytest_sme2.results.startup import Startup
 
 # -- pooling blocks --------------------------------------------------------------------------
 
@@ -60,3 +61,15 @@ def mean_per_block(values: Sequence[Mapping[str, float]]) -> dict[str, float]:
 def pool_categories(blocks: Sequence[BlockResult]) -> dict[str, float]:
     """Mean ms per run of each operator category over a benchmark's blocks."""
     return mean_per_block([b.categories_ms for b in blocks])
+
+
+def pool_startup(blocks: Iterable[BlockResult]) -> Startup | None:
+    """The blocks of one side of a comparison as one startup record: every block is a cold
+    process, so their processes pool."""
+    found = [b.startup for b in blocks if b.startup is not None]
+    if not found:
+        return None
+    return Startup(pte_bytes=found[0].pte_bytes,
+                   processes=[p for s in found for p in s.processes],
+                   load_source=found[0].load_source, memory_source=found[0].memory_source,
+                   problem="; ".join(dict.fromkeys(s.problem for s in found if s.problem)))

@@ -7,7 +7,6 @@ concept, whether it was just computed or read back from a document."""
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
@@ -18,13 +17,13 @@ def _field_names(cls: type) -> frozenset[str]:
     return frozenset(f.name for f in fields(cls))
 
 
-def _known(cls: type, d: Mapping[str, Any]) -> dict[str, Any]:
+def known_fields(cls: type, d: Mapping[str, Any]) -> dict[str, Any]:
     """The items of ``d`` that name a field of the dataclass ``cls``."""
     names = _field_names(cls)
     return {k: v for k, v in d.items() if k in names}
 
 
-class _ItemAccess:
+class ItemAccess:
     """``record["name"]`` and ``record.get("name")`` as well as ``record.name``: these records
     were plain dicts before, and users' tests index them (``kernel_evidence["sme2"]``)."""
 
@@ -43,7 +42,7 @@ class _ItemAccess:
 # -- the analysis of one block --------------------------------------------------------------
 
 @dataclass
-class OperatorStats(_ItemAccess):
+class OperatorStats(ItemAccess):
     """One operator (name and instruction) of a benchmark, as ``analysis/operators.py``
     computed it: per timed run means, share of E2E and the bottleneck flags."""
 
@@ -69,15 +68,11 @@ class OperatorStats(_ItemAccess):
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "OperatorStats":
-        return cls(**_known(cls, d))
-
-
-def _deprecated(old: str, new: str) -> None:
-    warnings.warn(f"{old} is deprecated: use {new}", DeprecationWarning, stacklevel=3)
+        return cls(**known_fields(cls, d))
 
 
 @dataclass
-class LoggedKernel(_ItemAccess):
+class LoggedKernel(ItemAccess):
     """A micro-kernel an XNNPACK log (xnntrace) names as selected (``kind``: the word before
     "microkernel" in the log line; ``isa``: the name's suffix after its last ``__``)."""
 
@@ -88,7 +83,7 @@ class LoggedKernel(_ItemAccess):
 
 
 @dataclass
-class TracedKernel(_ItemAccess):
+class TracedKernel(ItemAccess):
     """A micro-kernel a kernel trace shows executed; ``blocks``: its translated blocks, of which
     ``streaming_blocks`` hold SME instructions. ``kind``: kleidiai, xnnpack or other.
 
@@ -108,7 +103,7 @@ class TracedKernel(_ItemAccess):
 
 
 @dataclass
-class SampledKernel(_ItemAccess):
+class SampledKernel(ItemAccess):
     """A micro-kernel the sampler caught executing; ``samples``, and their share of all."""
 
     name: str
@@ -120,7 +115,7 @@ class SampledKernel(_ItemAccess):
 
 
 @dataclass
-class KernelEvidence(_ItemAccess):
+class KernelEvidence(ItemAccess):
     """The SME2 verdict (``proven``, ``indicated``, ``absent``, ``unknown``; ``mixed`` for
     blocks that disagree) and what it rests on."""
 
@@ -146,17 +141,6 @@ class KernelEvidence(_ItemAccess):
     def sampled(self) -> bool:
         return self.samples_total is not None
 
-    # -- the names analysis.kernels.Evidence had (deprecated) --
-    @property
-    def executed(self) -> list[TracedKernel]:
-        _deprecated("KernelEvidence.executed", "executed_kernels")
-        return self.executed_kernels
-
-    @property
-    def streaming_blocks(self) -> int | None:
-        _deprecated("KernelEvidence.streaming_blocks", "streaming_sme_blocks")
-        return self.streaming_sme_blocks
-
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["executed_kernels"] = [k.to_json() for k in self.executed_kernels]
@@ -169,12 +153,12 @@ class KernelEvidence(_ItemAccess):
     def from_json(cls, d: Mapping[str, Any] | None) -> "KernelEvidence | None":
         if not d:
             return None
-        known = _known(cls, d)
-        known["kernels"] = [LoggedKernel(**_known(LoggedKernel, k))
+        known = known_fields(cls, d)
+        known["kernels"] = [LoggedKernel(**known_fields(LoggedKernel, k))
                             for k in known.get("kernels") or []]
-        known["executed_kernels"] = [TracedKernel(**_known(TracedKernel, k))
+        known["executed_kernels"] = [TracedKernel(**known_fields(TracedKernel, k))
                                      for k in known.get("executed_kernels") or []]
-        known["sampled_kernels"] = [SampledKernel(**_known(SampledKernel, k))
+        known["sampled_kernels"] = [SampledKernel(**known_fields(SampledKernel, k))
                                     for k in known.get("sampled_kernels") or []]
         known["kleidiai_ops"] = list(known.get("kleidiai_ops") or [])
         return cls(**known)
@@ -204,10 +188,6 @@ class ResultAnalysis:
                    overheads_ms=dict(d.get("overheads_ms") or {}),
                    operators=[OperatorStats.from_json(o) for o in d.get("operators") or []],
                    kernel_evidence=KernelEvidence.from_json(d.get("kernel_evidence")))
-
-
-# The name this record had before the kernel records became one family (deprecated).
-SampledKernelRecord = SampledKernel
 
 
 @dataclass

@@ -7,11 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_sme2.results.compat import DeprecatedItemReads
 
 
 @dataclass(frozen=True)
-class RunnerInfo(DeprecatedItemReads):
+class RunnerInfo:
     """Identity of a runner as recorded with results: name, kind and build labels."""
 
     name: str

@@ -6,17 +6,14 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from pytest_sme2.results.records import _ItemAccess, _known
-
-if TYPE_CHECKING:
-    from pytest_sme2.results.block import BlockResult
+from pytest_sme2.results.records import ItemAccess, known_fields
 
 # -- load, first inference, memory ------------------------------------------------------------
 
 @dataclass
-class ProcessStartup(_ItemAccess):
+class ProcessStartup(ItemAccess):
     """One runner process from its start to its first inference: one cold load."""
 
     load_ms: float | None = None          # program + method load (see Startup.load_source)
@@ -28,7 +25,7 @@ class ProcessStartup(_ItemAccess):
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "ProcessStartup":
-        return cls(**_known(cls, d))
+        return cls(**known_fields(cls, d))
 
 
 def _median(values: Iterable[float | int | None]) -> float | None:
@@ -37,7 +34,7 @@ def _median(values: Iterable[float | int | None]) -> float | None:
 
 
 @dataclass
-class Startup(_ItemAccess):
+class Startup(ItemAccess):
     """What a benchmark costs before its steady state: the ``.pte`` size, and per cold process
     (the block's own first, then the load-only processes of ``--sme2-loads``) its load time,
     first inference and memory. Medians over processes: a process is the unit of a cold load."""
@@ -91,15 +88,3 @@ class Startup(_ItemAccess):
                    load_source=str(d.get("load_source") or ""),
                    memory_source=str(d.get("memory_source") or ""),
                    problem=str(d.get("problem") or ""))
-
-
-def pool_startup(blocks: Iterable["BlockResult"]) -> Startup | None:
-    """The blocks of one side of a comparison as one startup record: every block is a cold
-    process, so their processes pool."""
-    found = [b.startup for b in blocks if b.startup is not None]
-    if not found:
-        return None
-    return Startup(pte_bytes=found[0].pte_bytes,
-                   processes=[p for s in found for p in s.processes],
-                   load_source=found[0].load_source, memory_source=found[0].memory_source,
-                   problem="; ".join(dict.fromkeys(s.problem for s in found if s.problem)))

@@ -7,11 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from pytest_sme2.analysis.runner_summary import RunnerSummary, parse_summary  # noqa: F401
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2._util.protocol_defaults import WithDefaults
 from pytest_sme2.results.generation import Generation
-from pytest_sme2.results.runner import RunnerInfo  # noqa: F401 - recorded with results
+from pytest_sme2.results.runner import RunnerInfo
 
 
 class RunnerError(Sme2Error):

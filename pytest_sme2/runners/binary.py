@@ -15,7 +15,8 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_sme2.runners.base import RunnerBase, RunnerError, RunnerInfo, RunRequest
+from pytest_sme2.runners.base import RunnerBase, RunnerError, RunRequest
+from pytest_sme2.results.runner import RunnerInfo
 
 # ELF e_machine values (System V gABI) for the architectures a benchmark binary can have.
 ELF_MACHINES = {3: "x86", 8: "mips", 40: "arm", 62: "x86_64", 183: "aarch64", 243: "riscv"}

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from pytest_sme2.runners.base import RunnerBase, RunnerError, RunnerInfo, RunRequest
+from pytest_sme2.runners.base import RunnerBase, RunnerError, RunRequest
+from pytest_sme2.results.runner import RunnerInfo
 from pytest_sme2.runners.fork_server import CLIENT, ForkServer, shared_server
 from pytest_sme2._util.versions import package_version
 

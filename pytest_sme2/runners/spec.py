@@ -59,7 +59,7 @@ class RunnerSpec:
             raise RunnerError(f"runner {self.name!r}: no plugin made a runner of kind "
                               f"{self.kind!r} (their pytest_sme2_make_runner returned None)")
         if self.kind == "python":
-            from pytest_sme2.runners.base import RunnerInfo
+            from pytest_sme2.results.runner import RunnerInfo
             from pytest_sme2.runners.python import PythonRunner
 
             if self.hwcap_mask:
@@ -70,7 +70,7 @@ class RunnerSpec:
                                                 {**base.info.labels, **self.labels}),
                                 progress=progress)
         if self.kind == "native":
-            from pytest_sme2.runners.base import RunnerInfo
+            from pytest_sme2.results.runner import RunnerInfo
             from pytest_sme2.runners.native import NativeRunner, build_native_runner
 
             binary = build_native_runner(progress=progress, target=target)

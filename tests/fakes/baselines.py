@@ -6,14 +6,14 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from pytest_sme2.analysis.latency import latency_stats
-from pytest_sme2.measure.config import GatePolicy
-from pytest_sme2.results import BenchmarkResult, ResultAnalysis, RunContext
+from pytest_sme2.gate.policy import GatePolicy
+from pytest_sme2.results import BlockResult, ResultAnalysis, RunContext
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 AT_10 = GatePolicy(fail_on_regression=10)
 
 
-def bench_result(samples=(1.0, 1.1, 0.9), **kw) -> BenchmarkResult:
+def bench_result(samples=(1.0, 1.1, 0.9), **kw) -> BlockResult:
     device = {"kind": "host", "serial": "vm", "model": "x86_64", "cpu": "AMD EPYC",
               "abi": "x86_64", "os": "Linux", "kernel": "6.1", "cores": 2, "sme": False,
               "sme2": False, "executorch": "1.5.1",
@@ -29,10 +29,10 @@ def bench_result(samples=(1.0, 1.1, 0.9), **kw) -> BenchmarkResult:
     extra = dict(kw.pop("extra", {"categories_ms": {"GEMM": 0.5}}))
     base.update(kw, analysis=ResultAnalysis(categories_ms=extra.pop("categories_ms", {})),
                 context=RunContext(block=extra.pop("block", None)), extra=extra)
-    return BenchmarkResult(**base)
+    return BlockResult(**base)
 
 
-def result_with_device_extra(**extra) -> BenchmarkResult:
+def result_with_device_extra(**extra) -> BlockResult:
     r = bench_result()
     r.device = {**r.device.to_dict(), "extra": {**r.device.to_dict()["extra"], **extra}}
     return r
@@ -44,7 +44,7 @@ UNDER_TEST = {"export_key": "2e9e4915a511dbff", "model_source": "aaaa", "recipe"
               "runner_labels": {"runtime": "executorch.pybindings", "executorch": "1.5.1"}}
 
 
-def under_test_result(samples=(1.0, 1.1, 0.9), **changes) -> BenchmarkResult:
+def under_test_result(samples=(1.0, 1.1, 0.9), **changes) -> BlockResult:
     """A result with an explicit record of what is under test (``UNDER_TEST`` amended)."""
     under = {**UNDER_TEST, **changes}
     return bench_result(samples, extra={"categories_ms": {"GEMM": 0.5}, "under_test": under})

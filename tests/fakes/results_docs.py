@@ -55,7 +55,7 @@ def benchmark(nodeid: str, runner: str, samples: list[float], categories: dict[s
               ev: dict | None = None, block: int | None = None, overheads: dict | None = None,
               thermal: tuple[float, float] | None = None, runs: int | None = None,
               warmup: int = 3) -> dict[str, Any]:
-    """One benchmark as ``BenchmarkResult.to_json()`` writes it. ``categories`` are given
+    """One benchmark as ``BlockResult.to_json()`` writes it. ``categories`` are given
     without Other: Other is the rest of the samples' mean, as the analysis computes it."""
     stats = latency_stats(samples)
     cats = dict(categories)

@@ -1,5 +1,5 @@
 """`pytest-sme2 run` on a real toy_cnn export with both built-in runners, and `analyze` on the
-ETDump it wrote (the commands' argument errors and the rest: tests/unit/test_cli.py)."""
+ETDump it wrote (the commands' argument errors and the rest: tests/unit/cli/test_cli.py)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The host device's time limit waited out for real: what the runner started dies with it (the
-rest of HostDevice: tests/unit/test_host_device.py)."""
+rest of HostDevice: tests/unit/devices/test_host_device.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from pytest_sme2.devices.host import HostDevice
 from pytest_sme2.runners import RunnerError
-from tests.unit.test_host_device import ScriptRunner, _request
+from tests.unit.devices.test_host_device import ScriptRunner, _request
 
 
 # waits out a 2 s time limit

@@ -12,7 +12,7 @@ from pytest_sme2.instructions import count as ins
 from pytest_sme2.instructions.count import (METHOD_EXECUTE, POOL_LIBRARY, InstructionCountError,
                                               count_instructions)
 from tests.needs import tool
-from tests.unit.test_instructions import _ShellRunner
+from tests.unit.instructions.test_instructions import _ShellRunner
 
 
 @pytest.fixture(scope="module", autouse=True)   # before the module-scoped counts

@@ -1,5 +1,6 @@
 """What a real benchmark writes beside its ETDump: toy_cnn exported and run by the native runner,
-its trace (tests/unit/test_trace.py) and its CSVs (tests/unit/test_report_csv.py)."""
+its trace (tests/unit/measure/test_trace.py) and its CSVs
+(tests/unit/measure/test_report_csv.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import pytest
 from pytest_sme2.analysis.summary import analyze
 from pytest_sme2.readers.etdump import read_etdump
 from pytest_sme2.measure.artifacts.trace import median_run
-from tests.unit.test_report_csv import pandas_files
-from tests.unit.test_trace import check_viewer_parse
+from tests.unit.measure.test_report_csv import pandas_files
+from tests.unit.measure.test_trace import check_viewer_parse
 
 
 def test_a_real_toy_cnn_benchmark_writes_its_trace(tmp_path):

@@ -1,5 +1,5 @@
-"""The session costs of tests/unit/test_session_overheads.py that need a real export or a fresh
-interpreter importing the ExecuTorch runtime."""
+"""The session costs of tests/unit/measure/test_session_overheads.py that need a real export or a
+fresh interpreter importing the ExecuTorch runtime."""
 
 from __future__ import annotations
 

@@ -1,12 +1,12 @@
 """The gate's power on synthetic data, over more simulated gates than the fast tier affords
-(the rule and its fast checks: tests/unit/test_gate.py)."""
+(the rule and its fast checks: tests/unit/gate/test_gate.py)."""
 
 from __future__ import annotations
 
 import re
 
 from pytest_sme2.gate.rule import REGRESSION, judge_levels
-from tests.unit.test_gate import _count, _world
+from tests.unit.gate.test_gate import _count, _world
 
 
 def test_a_30_percent_slowdown_is_flagged():

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from pytest_sme2.analysis.latency import latency_stats
-from pytest_sme2.measure.comparison import (FASTER, SAME, SLOWER, check_outputs, make_comparison,
-                                 verdict)
+from pytest_sme2.measure.comparison import check_outputs, make_comparison, verdict
+from pytest_sme2.stats import FASTER, SAME, SLOWER
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.results import BenchmarkResult, ResultAnalysis, RunContext
+from pytest_sme2.results import BlockResult, ResultAnalysis, RunContext
 from pytest_sme2.stats import (Interval, bootstrap_ratio_of_medians, noise_floor, paired_ratio,
                                t_quantile)
 
@@ -66,7 +66,7 @@ def test_check_outputs():
 
 def _result(runner, i, median, cats):
     samples = [median] * 3
-    return BenchmarkResult(nodeid=f"t[{runner}#{i}]", model="m", dtype="fp16", threads=1,
+    return BlockResult(nodeid=f"t[{runner}#{i}]", model="m", dtype="fp16", threads=1,
                            runner={"name": runner}, device={}, runs=3, warmup=0, e2e_ms=samples,
                            e2e=latency_stats(samples), etdump="", pte="",
                            analysis=ResultAnalysis(categories_ms=cats), context=RunContext(block=i))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.structure import MAX_LINES, PACKAGE, layer, read_structure
+from tests.structure import LAYERS, MAX_LINES, PACKAGE, layer, read_structure
 
 ROOT = Path(__file__).resolve().parents[2] / PACKAGE
 
@@ -18,6 +18,13 @@ def test_no_import_circles():
 def test_no_import_runs_up_a_layer():
     assert [f"{a} (layer {layer(a)}) -> {b} (layer {layer(b)})"
             for a, b in read_structure(ROOT).upward()] == []
+
+
+def test_every_top_level_name_has_a_layer():
+    """The layer table names each package and module at the top: none falls to a default."""
+    top = {p.stem for p in ROOT.iterdir()
+           if (p.suffix == ".py" or (p / "__init__.py").is_file())}
+    assert top - set(LAYERS) == set()
 
 
 def test_a_long_module_says_why_in_its_docstring():

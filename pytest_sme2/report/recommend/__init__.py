@@ -20,12 +20,13 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from pytest_sme2.report.digest import Unit, units
-from pytest_sme2.report.recommend.cases import (_direction, _evidence, _low_compute_speedup,
-                                                _other_ops, _outputs)
-from pytest_sme2.report.recommend.generation import _generation_kernels
-from pytest_sme2.report.recommend.movement import _data_movement
-from pytest_sme2.report.recommend.operators import _portable_ops
-from pytest_sme2.report.recommend.runtime import _noise, _overhead
+from pytest_sme2.report.recommend.cases import (find_direction, find_evidence,
+                                                find_low_compute_speedup, find_other_ops,
+                                                find_outputs)
+from pytest_sme2.report.recommend.generation import find_generation_kernels
+from pytest_sme2.report.recommend.movement import find_data_movement
+from pytest_sme2.report.recommend.operators import find_portable_ops
+from pytest_sme2.report.recommend.runtime import find_noise, find_overhead
 from pytest_sme2.report.recommend.wording import Recommendation
 from pytest_sme2.results import ResultsDoc, load_results
 
@@ -33,11 +34,11 @@ from pytest_sme2.results import ResultsDoc, load_results
 # for all the cases it is in).
 PER_CASE, ACROSS_CASES = "per case", "across cases"
 RULES: tuple[tuple[Callable[[Any], list[Recommendation]], str], ...] = (
-    (_outputs, PER_CASE), (_direction, PER_CASE), (_generation_kernels, ACROSS_CASES),
-    (_portable_ops, ACROSS_CASES),
-    (_data_movement, ACROSS_CASES), (_low_compute_speedup, PER_CASE),
-    (_overhead, ACROSS_CASES), (_other_ops, PER_CASE), (_evidence, PER_CASE),
-    (_noise, ACROSS_CASES))
+    (find_outputs, PER_CASE), (find_direction, PER_CASE),
+    (find_generation_kernels, ACROSS_CASES), (find_portable_ops, ACROSS_CASES),
+    (find_data_movement, ACROSS_CASES), (find_low_compute_speedup, PER_CASE),
+    (find_overhead, ACROSS_CASES), (find_other_ops, PER_CASE), (find_evidence, PER_CASE),
+    (find_noise, ACROSS_CASES))
 
 
 def recommendations(doc: ResultsDoc | dict[str, Any],

@@ -37,7 +37,7 @@ _PORTABLE_ADVICE: tuple[tuple[str, str, str], ...] = (
 
 
 
-def _portable_advice(op: OperatorStats) -> str:
+def portable_advice(op: OperatorStats) -> str:
     context = " ".join(op.module_paths + op.op_types).lower()
     for name_re, context_re, advice in _PORTABLE_ADVICE:
         if re.search(name_re, op.name) and (not context_re or re.search(context_re, context)):
@@ -49,7 +49,7 @@ def _portable_advice(op: OperatorStats) -> str:
 
 
 
-_DATA_FAMILIES: tuple[tuple[str, str, str], ...] = (
+DATA_FAMILIES: tuple[tuple[str, str, str], ...] = (
     ("Transpose", r"transpose|permute|_t_copy",
      "look for layout changes (NCHW<->NHWC) around {where}: keep activations channels-last "
      "between delegated operators and avoid permutes in forward()"),

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 from pytest_sme2 import units
 from pytest_sme2.analysis.categories import CONVOLUTION, GEMM, OTHER
-from pytest_sme2.measure.comparison import FASTER, SLOWER
+from pytest_sme2.stats import FASTER, SLOWER
 from pytest_sme2.report.digest import Unit
 from pytest_sme2.results import DeviceFacts
 from pytest_sme2.report.recommend.advice import (COMPUTE_SHARE_PCT, LOW_COMPUTE_SPEEDUP, MAX_PATHS,
                                                  OTHER_OPS_PCT)
-from pytest_sme2.report.recommend.wording import Recommendation, _focus, _where, _yes_no
+from pytest_sme2.report.recommend.wording import Recommendation, focus_sides, where_label, yes_no
 
 
-def _outputs(unit: Unit) -> list[Recommendation]:
+def find_outputs(unit: Unit) -> list[Recommendation]:
     out = unit.comparison.outputs if unit.comparison else None
     if not out or out.equal:
         return []
@@ -26,7 +26,7 @@ def _outputs(unit: Unit) -> list[Recommendation]:
         "for like — find the diverging operator before trusting it.", fig, "outputs")]
 
 
-def _direction(unit: Unit) -> list[Recommendation]:
+def find_direction(unit: Unit) -> list[Recommendation]:
     """Comparisons that came out slower, or no different on an SME2 comparison."""
     c = unit.comparison
     if not c or unit.speedup is None:
@@ -44,7 +44,7 @@ def _direction(unit: Unit) -> list[Recommendation]:
         else:
             text = (f"{cand.runner} vs {base.runner} on {unit.point}: {fig} on an SME2 "
                     f"comparison — check {cand.runner}'s build flags (labels: {labels}) and the "
-                    f"device's SME2 capability (hwcaps SME2: {_yes_no(device.sme2)}); "
+                    f"device's SME2 capability (hwcaps SME2: {yes_no(device.sme2)}); "
                     "the kernel evidence below says what ran.")
         return [Recommendation(text, fig, "sme2-no-difference")]
     if c.verdict == SLOWER:
@@ -64,7 +64,7 @@ def _direction(unit: Unit) -> list[Recommendation]:
 
 
 
-def _low_compute_speedup(unit: Unit) -> list[Recommendation]:
+def find_low_compute_speedup(unit: Unit) -> list[Recommendation]:
     if not unit.is_sme2() or unit.comparison.verdict == SLOWER or not unit.base.blocks:
         return []
     out = []
@@ -88,9 +88,9 @@ def _low_compute_speedup(unit: Unit) -> list[Recommendation]:
 
 
 
-def _other_ops(unit: Unit) -> list[Recommendation]:
+def find_other_ops(unit: Unit) -> list[Recommendation]:
     out = []
-    for side in _focus(unit):
+    for side in focus_sides(unit):
         ops = [o for o in side.operators if o.category == OTHER]
         pct = sum(o.pct_e2e for o in ops)
         if pct < OTHER_OPS_PCT:
@@ -98,14 +98,14 @@ def _other_ops(unit: Unit) -> list[Recommendation]:
         names = ", ".join(f"`{o.name}`" for o in ops[:MAX_PATHS])
         out.append(Recommendation(
             f"Operators outside the category taxonomy take {units.share(pct)} of E2E on "
-            f"{_where(unit, side)} ({names}): add a category rule for them so the breakdown "
+            f"{where_label(unit, side)} ({names}): add a category rule for them so the breakdown "
             "and speed-ups account for them.",
             f"uncategorised operators {units.share(pct)} of E2E",
             "other-ops"))
     return out
 
 
-def _evidence(unit: Unit) -> list[Recommendation]:
+def find_evidence(unit: Unit) -> list[Recommendation]:
     """Weak evidence where SME2 matters: the candidate of an SME2 comparison, or a benchmark on
     a device that reports SME2."""
     if unit.is_sme2():
@@ -124,7 +124,7 @@ def _evidence(unit: Unit) -> list[Recommendation]:
         what = (f"KleidiAI packed operators ran: {names}" if packed
                 else "no KleidiAI packed operators or kernel trace")
         out.append(Recommendation(
-            f"Kernel evidence on {_where(unit, side)} is '{ev}' ({what}): to see which "
+            f"Kernel evidence on {where_label(unit, side)} is '{ev}' ({what}): to see which "
             "micro-kernels ran, use a runner whose XNNPACK logs kernel selection (log level >= "
             "4) and pass the log to `pytest-sme2 analyze --xnntrace`.",
             f"kernel evidence '{ev}': {side.evidence.reason}", "evidence"))

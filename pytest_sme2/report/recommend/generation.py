@@ -9,7 +9,7 @@ from pytest_sme2.report.generation import kernel_sentences, scheme_kernels
 from pytest_sme2.report.recommend.wording import Recommendation
 
 
-def _generation_kernels(us: list[Unit]) -> list[Recommendation]:
+def find_generation_kernels(us: list[Unit]) -> list[Recommendation]:
     blocks = [b for u in us for s in u.sides for b in s.blocks]
     found = [s for s in scheme_kernels(blocks) if any(s.phrases.values())]
     sentences = kernel_sentences(blocks)

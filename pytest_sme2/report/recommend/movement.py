@@ -8,16 +8,16 @@ from dataclasses import dataclass
 
 from pytest_sme2 import units
 from pytest_sme2.analysis.categories import CONVOLUTION, DATA_MOVEMENT, GEMM
-from pytest_sme2.measure.comparison import FASTER
+from pytest_sme2.stats import FASTER
 from pytest_sme2.report.digest import SHARE_GROWTH_PP, Side, Unit
 from pytest_sme2.report.recommend.advice import (DATA_FAMILY_PCT, DATA_MOVEMENT_PCT, MAX_PATHS,
-                                                 _DATA_FAMILIES)
-from pytest_sme2.report.recommend.wording import (Recommendation, _by_model, _cases, _focus,
-                                                  _where)
+                                                 DATA_FAMILIES)
+from pytest_sme2.report.recommend.wording import (Recommendation, by_model, cases_text, focus_sides,
+                                                  where_label)
 
 
 def _family(name: str) -> str:
-    for family, pattern, _ in _DATA_FAMILIES:
+    for family, pattern, _ in DATA_FAMILIES:
         if re.search(pattern, name, re.IGNORECASE):
             return family
     return "other data movement"
@@ -34,7 +34,7 @@ class _Movement:
 
     @property
     def where(self) -> str:
-        return _where(self.unit, self.side)
+        return where_label(self.unit, self.side)
 
     @property
     def figure(self) -> str:
@@ -65,22 +65,22 @@ def _family_clause(family: str, pct: float, ops: list[tuple[str, float, int]],
     named = [o for o in ops if o[1] >= 0.05] or ops[:1]
     where = "; ".join(f"`{n}` ({units.share(p)}{f' over {k} operators' if k > 1 else ''})"
                       for n, p, k in named[:MAX_PATHS])
-    advice = {f: a for f, _, a in _DATA_FAMILIES}.get(family)
+    advice = {f: a for f, _, a in DATA_FAMILIES}.get(family)
     return (f"{family} operators take {up_to}{units.share(pct)} of E2E"
             f"{f' (on {at})' if at else ''} — "
             + (advice.format(where=where) if advice else f"see {where}"))
 
 
-def _data_movement(us: list[Unit]) -> list[Recommendation]:
+def find_data_movement(us: list[Unit]) -> list[Recommendation]:
     # A comparison whose candidate moves a larger share of data than its base tells its own
     # story (the next bottleneck once compute got faster); the others are cases of the model.
-    groups, comparisons = _by_model(us, _movement_grew)
+    groups, comparisons = by_model(us, _movement_grew)
     out = []
     for unit in comparisons:
-        out += [_movement_recommendation(m) for side in _focus(unit)
+        out += [_movement_recommendation(m) for side in focus_sides(unit)
                 if _worth_a_look(m := _movement(unit, side))]
     for group in groups:
-        found = [m for unit in group for side in _focus(unit)
+        found = [m for unit in group for side in focus_sides(unit)
                  if _worth_a_look(m := _movement(unit, side))]
         if len(found) == 1:
             out.append(_movement_recommendation(found[0]))
@@ -124,7 +124,7 @@ def _movements_recommendation(found: list[_Movement]) -> Recommendation:
     largest."""
     top = max(found, key=lambda m: m.share)
     head = (f"Data Movement takes {units.share_range([m.share for m in found])} of E2E in "
-            f"{_cases(m.where for m in found)} of {top.unit.model} "
+            f"{cases_text(m.where for m in found)} of {top.unit.model} "
             f"(most: {units.share(top.share)} on "
             f"{top.where})")
     largest: dict[str, tuple[float, list[tuple[str, float, int]], _Movement]] = {}

@@ -7,17 +7,17 @@ from __future__ import annotations
 from pytest_sme2 import units
 from pytest_sme2.report.digest import CV_NOISY_PCT, Side, Unit, finite
 from pytest_sme2.report.recommend.advice import OVERHEAD_PCT, SMALL_MODEL_MS, THERMAL_RISE_C
-from pytest_sme2.report.recommend.wording import (Recommendation, _by_model, _cases, _focus,
-                                                  _named, _where)
+from pytest_sme2.report.recommend.wording import (Recommendation, by_model, cases_text, focus_sides,
+                                                  named_unit, where_label)
 
 
-def _overhead(us: list[Unit]) -> list[Recommendation]:
-    groups, _ = _by_model(us)
+def find_overhead(us: list[Unit]) -> list[Recommendation]:
+    groups, _ = by_model(us)
     out = []
     for group in groups:
         found = []
         for unit in group:
-            for side in _focus(unit):
+            for side in focus_sides(unit):
                 o = side.overheads_ms
                 total = sum(v for v in o.values() if finite(v))
                 if side.e2e_mean_ms > 0 and 100 * total / side.e2e_mean_ms >= OVERHEAD_PCT:
@@ -45,20 +45,20 @@ def _overhead_recommendation(found: list[tuple[float, float, Unit, Side]]) -> Re
     if len(found) == 1:
         pct, _, unit, side = found[0]
         return Recommendation(f"Framework overhead is {units.share(pct)} of E2E on "
-                              f"{_where(unit, side)}: {advice}", fig(*found[0]), "overhead")
+                              f"{where_label(unit, side)}: {advice}", fig(*found[0]), "overhead")
     found = sorted(found, key=lambda f: -f[0])
     pct, _, unit, side = found[0]
     text = (f"Framework overhead is {units.share_range([f[0] for f in found])} of E2E in "
-            f"{_cases(_where(f[2], f[3]) for f in found)} of {unit.model} "
+            f"{cases_text(where_label(f[2], f[3]) for f in found)} of {unit.model} "
             f"(most: {units.share(pct)} on "
-            f"{_where(unit, side)}): {advice}")
-    return Recommendation(text, "; ".join(f"{fig(*f)} on {_where(f[2], f[3])}" for f in found),
+            f"{where_label(unit, side)}): {advice}")
+    return Recommendation(text, "; ".join(f"{fig(*f)} on {where_label(f[2], f[3])}" for f in found),
                           "overhead")
 
 
 
 
-def _noise(us: list[Unit]) -> list[Recommendation]:
+def find_noise(us: list[Unit]) -> list[Recommendation]:
     """One recommendation for every noisy benchmark of the session (the remedy is the same),
     each named with its worst CV; and each benchmark that heated its device."""
     noisy, heat, android, runs = [], [], False, set()
@@ -95,9 +95,9 @@ def _noise(us: list[Unit]) -> list[Recommendation]:
             evidence = "; ".join(figs)
         else:
             text = (f"{len(noisy)} benchmarks are noisy ("
-                    + "; ".join(f"{_named(u)}: {', '.join(p)}" for u, p, _ in noisy)
+                    + "; ".join(f"{named_unit(u)}: {', '.join(p)}" for u, p, _ in noisy)
                     + f") — {remedy}.")
-            evidence = "; ".join(f"{_named(u)} {f}" for u, _, figs in noisy for f in figs)
+            evidence = "; ".join(f"{named_unit(u)} {f}" for u, _, figs in noisy for f in figs)
         out.append(Recommendation(text, evidence, "noise"))
     for unit, runner, (before, after) in heat:
         out.append(Recommendation(

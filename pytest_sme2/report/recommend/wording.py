@@ -22,11 +22,11 @@ class Recommendation:
 
 
 
-def _where(unit: Unit, side: Side) -> str:
+def where_label(unit: Unit, side: Side) -> str:
     return f"{unit.point} {side.runner}"
 
 
-def _focus(unit: Unit) -> list[Side]:
+def focus_sides(unit: Unit) -> list[Side]:
     """Sides whose operators recommendations talk about: the candidate of a comparison (what
     you would ship), every side of plain benchmarks."""
     if unit.comparison:
@@ -34,7 +34,7 @@ def _focus(unit: Unit) -> list[Side]:
     return [s for s in unit.sides if s.blocks]
 
 
-def _paths(ops: list[OperatorStats]) -> str:
+def paths_text(ops: list[OperatorStats]) -> str:
     """Where operators come from: their module paths, else their op types (code-quoted)."""
     paths = sorted(dict.fromkeys(p for o in ops for p in o.module_paths if p), key=_natural)
     if paths:
@@ -43,7 +43,7 @@ def _paths(ops: list[OperatorStats]) -> str:
     return ", ".join(f"`{t}`" for t in dict.fromkeys(t for o in ops for t in o.op_types if t))
 
 
-def _cases(where: Iterable[str]) -> str:
+def cases_text(where: Iterable[str]) -> str:
     """"3 cases": a case measured twice (by a benchmark and a comparison) counts once."""
     n = len(set(where))
     return f"{n} case{'' if n == 1 else 's'}"
@@ -54,7 +54,7 @@ def _natural(text: str) -> list:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", text)]
 
 
-def _by_model(us: list[Unit], apart=lambda u: False) -> tuple[list[list[Unit]], list[Unit]]:
+def by_model(us: list[Unit], apart=lambda u: False) -> tuple[list[list[Unit]], list[Unit]]:
     """Units grouped by model and device (one recommendation per finding of a model, not one
     per dtype, thread count and comparison), and those ``apart`` says tell a story of their
     own."""
@@ -65,16 +65,16 @@ def _by_model(us: list[Unit], apart=lambda u: False) -> tuple[list[list[Unit]], 
     return list(groups.values()), [u for u in us if apart(u)]
 
 
-def _times(n: float) -> str:
+def times_text(n: float) -> str:
     return "once" if n == 1 else f"{n:g} times"
 
 
-def _yes_no(v: Any) -> str:
+def yes_no(v: Any) -> str:
     return {True: "yes", False: "no"}.get(v, "unknown")
 
 
 
-def _named(unit: Unit) -> str:
+def named_unit(unit: Unit) -> str:
     """The unit, a comparison told apart from a benchmark of the same point."""
     if unit.comparison and unit.base and unit.candidate:
         return f"{unit.point} ({unit.base.runner} vs {unit.candidate.runner})"

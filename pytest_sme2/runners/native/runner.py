@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from pytest_sme2.runners.base import RunnerBase, RunnerError, RunnerInfo, RunRequest
+from pytest_sme2.runners.base import RunnerBase, RunnerError, RunRequest
+from pytest_sme2.results.runner import RunnerInfo
 from pytest_sme2.runners.native.build import build_native_runner
 from pytest_sme2.runners.native.cmake import HOST, MANIFEST
 

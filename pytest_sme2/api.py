@@ -1,0 +1,75 @@
+"""The public API: every name the README and the docs use, importable from one place.
+
+    from pytest_sme2.api import BenchSession, Sme2Config, benchmark, write_reports
+
+Users import from here (and from :mod:`pytest_sme2.hookspec` for hooks, and
+:mod:`pytest_sme2_models` for the model zoo); where a name lives inside the package may change
+between versions, this module's names do not. Importing it loads the measuring stack (numpy,
+pandas): the pytest plugin does not import it."""
+
+from __future__ import annotations
+
+from pytest_sme2.analysis.categories import CategoryRule, category_rules
+from pytest_sme2.device_programs import parse_probe
+from pytest_sme2.device_programs.build import build_target_helpers
+from pytest_sme2.devices import Device, open_device
+from pytest_sme2.emulation.tools import find_cross_compiler, find_qemu
+from pytest_sme2.emulation.wheel import target_executorch_dir
+from pytest_sme2.errors import Sme2Error
+from pytest_sme2.gate.policy import GatePolicy
+from pytest_sme2.gate.rule import GateReport, evaluate, junit_properties, run_with_confirmation
+from pytest_sme2.instructions.count import count_instructions, format_count
+from pytest_sme2.measure.artifacts.trace import write_trace
+from pytest_sme2.measure.benchmark import (BenchmarkLoop, Benchmarked, Recorder, benchmark,
+                                           compare)
+from pytest_sme2.measure.block import BenchmarkRun, Interleaving, run_benchmark, run_comparison
+from pytest_sme2.measure.comparison import Comparison
+from pytest_sme2.measure.config import Sme2Config
+from pytest_sme2.measure.matrix import Case
+from pytest_sme2.measure.session import BenchSession
+from pytest_sme2.measure.settings import BenchSettings
+from pytest_sme2.programs.export import export_model
+from pytest_sme2.programs.exported import ExportedModel
+from pytest_sme2.programs.registry import ModelDef, get_model, register_model, registered_models
+from pytest_sme2.readers.etdump import read_etdump
+from pytest_sme2.readers.tensorfile import read_tensors, write_tensors
+from pytest_sme2.report.outputs import write_reports
+from pytest_sme2.results import (BlockResult, ComparisonRecord, DeviceFacts, InstructionCount,
+                                 Judgement, KernelEvidence, LoggedKernel, OperatorStats,
+                                 ProcessStartup, ResultsDoc, RunnerInfo, SampledKernel, Startup,
+                                 TracedKernel, load_results, pool)
+from pytest_sme2.results.latency import LatencyStats
+from pytest_sme2.results.thermal import CooldownRecord
+from pytest_sme2.runners import Runner, runner_from_spec
+from pytest_sme2.runners.native import build_native_runner, native_runner
+
+__all__ = [
+    # a benchmark without pytest: the session, the loop, the reports
+    "BenchSession", "Sme2Config", "BenchSettings", "Case", "benchmark", "compare",
+    "BenchmarkLoop", "Benchmarked", "Recorder", "write_reports",
+    # one block, one comparison
+    "BenchmarkRun", "Interleaving", "run_benchmark", "run_comparison",
+    # what the fixtures return and results.json holds
+    "BlockResult", "Comparison", "ComparisonRecord", "DeviceFacts", "RunnerInfo", "Judgement",
+    "InstructionCount", "OperatorStats", "KernelEvidence", "LoggedKernel", "TracedKernel",
+    "SampledKernel", "ProcessStartup", "Startup", "LatencyStats", "CooldownRecord",
+    "ResultsDoc", "load_results", "pool",
+    # devices and runners
+    "Device", "open_device", "Runner", "runner_from_spec", "native_runner",
+    "build_native_runner",
+    # models and programs
+    "ModelDef", "register_model", "get_model", "registered_models", "export_model",
+    "ExportedModel",
+    # the gate
+    "GatePolicy", "GateReport", "evaluate", "run_with_confirmation", "junit_properties",
+    # operator categories (plugins' rules)
+    "CategoryRule", "category_rules",
+    # files
+    "read_etdump", "write_trace", "read_tensors", "write_tensors",
+    # instruction counts
+    "count_instructions", "format_count",
+    # emulated SME2 (QEMU, cross builds)
+    "find_qemu", "find_cross_compiler", "target_executorch_dir", "build_target_helpers",
+    "parse_probe",
+    "Sme2Error",
+]

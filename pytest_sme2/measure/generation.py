@@ -1,0 +1,189 @@
+"""An LLM's block measured as a generation (prefill, then greedy decode), not as one
+``Method::execute`` on fixed inputs: when a block is one, the request it runs, the phase-only
+evidence processes that prove which kernels each phase ran, and the block's analysis.
+
+A program is an LLM when its own metadata says so (``use_kv_cache`` and ``get_max_seq_len``,
+as ExecuTorch's ``export_llama``/``export_llm`` write them) or when the caller asked for a
+generation (``sme2_generate``). The block then records:
+
+- ``generation``: per phase (prefill, decode) the time per generation, tokens per second,
+  per-token statistics, operator categories and kernel evidence; time to first token; the
+  sampled token ids (:class:`pytest_sme2.results.GenerationResult`);
+- ``e2e_ms``: every timed decode step's ``Method::execute`` (ms per token), so the gate, the
+  comparisons and the reports judge decode speed with the rules they already have; its
+  analysis (categories, operators, kernels) is that of the decode steps.
+
+Under QEMU the kernel trace logs each translated block once per process, so one process
+cannot tell the phases apart: a prefill-only and a decode-only process run beside the
+benchmark's first block (:meth:`RunRequest.phase_only`), traced. Where kernels are sampled
+(a phone), those two processes are sampled instead, each long enough to be seen.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from pytest_sme2.analysis.categories import CategoryRule
+from pytest_sme2.analysis.generation import analyze_generation, is_llm_program, phase_tags
+from pytest_sme2.analysis.runner_summary import parse_summary
+from pytest_sme2.analysis.summary import Analysis, analyze
+from pytest_sme2.devices.base import Device
+from pytest_sme2.errors import Sme2Error
+from pytest_sme2.readers.etrecord import ETRecordInfo
+from pytest_sme2.results import Generation, GenerationResult, OutputCheck
+from pytest_sme2.runners.base import Runner, RunOutcome, RunRequest
+
+PHASES = ("prefill", "decode")
+# CPU time a sampled phase-only process aims for (as a benchmark's evidence process does).
+SAMPLE_CPU_S = 0.5
+MAX_SAMPLED_GENERATIONS = 2000
+
+
+@lru_cache(maxsize=64)
+def _is_llm(pte: str, size: int, mtime_ns: int) -> bool:
+    return is_llm_program(pte)
+
+
+def is_llm(pte: Path) -> bool:
+    """Whether ``pte`` is an LLM (its metadata names the KV-cache methods); read once per
+    file version."""
+    st = pte.stat()
+    return _is_llm(str(pte), st.st_size, st.st_mtime_ns)
+
+
+def generation_for(asked: Generation | None, pte: Path, prompt_tokens: int,
+                   new_tokens: int) -> Generation | None:
+    """The generation a block runs: the one asked for, else the session's
+    (``--sme2-prompt-tokens``, ``--sme2-new-tokens``) for a program that is an LLM, else None
+    (a forward pass on fixed inputs)."""
+    if asked is not None:
+        refuse_non_llm(pte)
+        return asked
+    if not is_llm(pte):
+        return None
+    if new_tokens < 1:
+        raise Sme2Error(f"{pte}: an LLM is measured by its decode steps: --sme2-new-tokens "
+                        f"must be 1 or more, got {new_tokens}")
+    return Generation(prompt_tokens, new_tokens)
+
+
+def refuse_non_llm(pte: Path) -> None:
+    """A generation asked of a program that is not an LLM (``sme2_generate("toy_cnn")``):
+    one line saying what it lacks."""
+    if not is_llm(pte):
+        raise Sme2Error(f"{pte}: not an LLM program (its metadata has no "
+                        "use_kv_cache and get_max_seq_len methods): measure it with sme2_bench, "
+                        "or export it with a KV cache (ExecuTorch's export_llama -kv)")
+
+
+@dataclass(frozen=True)
+class PhaseEvidence:
+    """The kernel evidence of the phase-only processes: traces (QEMU) or samples (a phone),
+    each phase's file or None, and why one is missing."""
+
+    prefill_trace: Path | None = None
+    decode_trace: Path | None = None
+    prefill_sample: Path | None = None
+    decode_sample: Path | None = None
+    problem: str | None = None
+
+
+def phase_evidence(runner: Runner, device: Device, request: RunRequest, outcome: RunOutcome,
+                   sample: bool) -> PhaseEvidence:
+    """Run the prefill-only and decode-only processes when the block's own process was traced
+    (``outcome.kernel_trace``) or kernels are sampled (``sample``); a failure is kept as
+    ``problem``, never raised: the measured block stands."""
+    if outcome.kernel_trace is None and not sample:
+        return PhaseEvidence()
+    files: dict[str, Path | None] = {}
+    try:
+        for phase in PHASES:
+            one = request.phase_only(phase)
+            stem = request.etdump.with_name(f"{request.etdump.stem}.{phase}-only")
+            one = replace(one, etdump=stem.with_suffix(".etdump"), outputs=None,
+                          kernel_trace=None, kernel_sample=None)
+            if sample:
+                one = replace(one, runs=_sampled_generations(outcome, request, phase),
+                              kernel_sample=stem.with_suffix(".sampled.csv"),
+                              timeout_s=max(request.timeout_s, 10 * outcome.wall_s))
+            got = device.run(runner, one)
+            files[f"{phase}_{'sample' if sample else 'trace'}"] = (
+                got.kernel_sample if sample else got.kernel_trace)
+    except Sme2Error as e:
+        return PhaseEvidence(**files, problem=f"phase-only evidence process failed: {e}")
+    return PhaseEvidence(**files)
+
+
+def _sampled_generations(outcome: RunOutcome, request: RunRequest, phase: str) -> int:
+    """Phase-only generations enough for about ``SAMPLE_CPU_S`` of CPU, judged by the block
+    just measured (a whole generation's wall time bounds either phase's)."""
+    per = max(outcome.wall_s / max(request.executions, 1), 1e-6)
+    share = 0.5 if phase == "prefill" else 1.0
+    return min(MAX_SAMPLED_GENERATIONS, max(1, math.ceil(SAMPLE_CPU_S / (per * share))))
+
+
+@dataclass(frozen=True)
+class GenerationBlock:
+    """A generation block's analyses: ``decode`` (the decode steps, for the block's e2e,
+    categories, operators and kernel evidence) and ``generation`` (both phases)."""
+
+    decode: Analysis
+    generation: GenerationResult
+
+
+def analyze_block(events: pd.DataFrame, stdout: str, *, source: str,
+                  etrecord: ETRecordInfo | None, device_sme2: bool | None,
+                  rules: Sequence[CategoryRule] | None, kernel_trace: Path | None,
+                  kernel_sample: Path | None, phases: PhaseEvidence) -> GenerationBlock:
+    """The generation's per-phase analysis, and the ordinary analysis of its timed decode
+    steps (one run per step)."""
+    summary = parse_summary(stdout).generation
+    if summary is None:
+        raise Sme2Error(f"{source}: the runner printed no generation summary: it did not run "
+                        "the token loop (a runner without --generate?)")
+    generation = analyze_generation(
+        events, summary, source=source, rules=rules, prefill_trace=phases.prefill_trace,
+        decode_trace=phases.decode_trace, prefill_sample=phases.prefill_sample,
+        decode_sample=phases.decode_sample, device_sme2=device_sme2)
+    if summary.decode_executes < 1:
+        raise Sme2Error(f"{source}: a generation without decode steps (new tokens 0) has "
+                        "nothing to time per token; ask for 1 or more")
+    decode = analyze(decode_steps(events, summary.generations, summary.warmup,
+                                  summary.prefill_executes, summary.decode_executes, source),
+                     warmup=0, source=source, etrecord=etrecord, device_sme2=device_sme2,
+                     rules=rules, kernel_trace=kernel_trace, kernel_sample=kernel_sample)
+    return GenerationBlock(decode, generation)
+
+
+def decode_steps(events: pd.DataFrame, generations: int, warmup: int, prefill_executes: int,
+                 decode_executes: int, source: str = "ETDump") -> pd.DataFrame:
+    """The events of the timed generations' decode steps, one run per step numbered from 0
+    in order, with the program's load block (run -1) kept."""
+    run = events["run"].to_numpy()
+    executes = int(np.unique(run[run >= 0]).size)
+    gen_of, is_prefill = phase_tags(executes, generations, prefill_executes, decode_executes,
+                                    source)
+    keep_runs = np.flatnonzero((gen_of >= warmup) & ~is_prefill)
+    renumber = np.full(executes, -2)
+    renumber[keep_runs] = np.arange(keep_runs.size)
+    # Execute blocks are numbered 0.. in order (the analysis checked there are no gaps).
+    new_run = np.where(run >= 0, renumber[np.clip(run, 0, None)], run)
+    kept = new_run != -2
+    out = events.loc[kept].copy()
+    out["run"] = new_run[kept]
+    return out.reset_index(drop=True)
+
+
+def check_tokens(base: GenerationResult, candidate: GenerationResult) -> OutputCheck:
+    """Two runners' generations agree when they sampled the same token ids (greedy decoding
+    of the same prompt); ``max_abs_diff`` counts the positions that differ."""
+    a, b = base.tokens, candidate.tokens
+    differ = sum(x != y for x, y in zip(a, b)) + abs(len(a) - len(b))
+    return OutputCheck(float(differ), 0.0, differ == 0, differ / max(len(a), 1))

@@ -1,0 +1,210 @@
+"""pytest_sme2.measure.benchmark without pytest: measure → suspect → confirm → judge → record with
+a stand-in session (no runner, no device), and what reaches the recorder on every exit."""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from pytest_sme2.measure import benchmark as benchmarking
+from pytest_sme2.analysis.latency import latency_stats
+from pytest_sme2.baselines.store import save
+from pytest_sme2.measure.config import Sme2Config
+from pytest_sme2.measure.matrix import Case
+from pytest_sme2.errors import Sme2Error
+from pytest_sme2.gate.policy import GatePolicy
+from pytest_sme2.results import BlockResult, ResultAnalysis, RunContext
+
+AT_10 = GatePolicy(fail_on_regression=10)
+STEADY = (1.0, 1.01, 0.99)
+SLOW = (1.6, 1.61, 1.59)
+T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+TOY = Case("toy_cnn", "fp32", 1)
+
+
+def _block(samples, nodeid="toy_cnn-fp32-t1", runner="python", block=None) -> BlockResult:
+    device = {"kind": "host", "serial": "vm", "model": "x86_64", "cpu": "AMD EPYC",
+              "abi": "x86_64", "os": "Linux", "kernel": "6.1", "cores": 2, "sme": False,
+              "sme2": False, "executorch": "1.5.1", "extra": {}}
+    return BlockResult(
+        nodeid=nodeid, model="toy_cnn", dtype="fp32", threads=1,
+        runner={"name": runner, "kind": "python", "labels": {}}, device=device,
+        runs=len(samples), warmup=1, e2e_ms=list(samples), e2e=latency_stats(samples),
+        etdump="a.etdump", pte="m.pte", export_key="2e9e4915a511dbff",
+        analysis=ResultAnalysis(categories_ms={"GEMM": 0.5}), context=RunContext(block=block))
+
+
+def _steady_past(tmp_path: Path, runners=("python",)) -> Path:
+    folder = tmp_path / "bl"
+    for runner in runners:
+        for i in range(3):
+            level = 1.0 + 0.01 * i
+            save([_block((level, level * 1.01, level * 0.99), runner=runner)], folder,
+                 session_id=f"s{i}", commit=False, now=T0 + timedelta(days=i))
+    return folder
+
+
+class _Session:
+    """What benchmarking asks of a BenchSession; each measured block takes the next samples
+    of ``times`` (an exception there is raised instead)."""
+
+    def __init__(self, folder: Path | None, times, policy: GatePolicy = AT_10, **cfg):
+        self.config = Sme2Config(baseline_dir=folder, gate=policy, **cfg)
+        self.settings = self.config.settings
+        self.hook = None
+        self.times = list(times)
+        self.asked: list[tuple] = []        # (label, block, export_again, device)
+        self.added: list[BlockResult] = []
+        self.compared: list = []
+
+    def default_runner(self, progress=None, device=None) -> str:
+        return "python"
+
+    def measuring(self):
+        return nullcontext()
+
+    def measure(self, run, runner, progress=None, export_again=True, device=None):
+        self.asked.append((run.label, run.block, export_again, device))
+        samples = self.times.pop(0)
+        if isinstance(samples, BaseException):
+            raise samples
+        return _block(samples, run.label, runner, run.block)
+
+    def runner(self, name, progress=None, device=None):
+        return name
+
+    def device(self, spec=None):
+        return f"device {spec}"
+
+    def add(self, result):
+        self.added.append(result)
+
+    def add_comparison(self, record):
+        self.compared.append(record)
+
+
+def test_a_benchmark_without_baselines_is_measured_once_recorded_and_not_compared():
+    session = _Session(None, [STEADY])
+    done = benchmarking.benchmark(session, "toy_cnn")
+    assert [b.e2e_ms for b in done.blocks] == [list(STEADY)] and done.error is None
+    assert session.asked == [("toy_cnn-fp32-t1", None, True, None)]
+    assert session.added == done.blocks                   # the library's default recorder
+    assert done.result.judgement.status == "not_compared"
+    assert done.report.e2e.reason == "no baseline folder configured"
+    assert done.result.extra["under_test"]["export_key"] == "2e9e4915a511dbff"
+    assert done.failure is None
+
+
+def test_a_suspected_regression_is_confirmed_on_fresh_blocks_and_every_block_carries_it(
+        tmp_path):
+    session = _Session(_steady_past(tmp_path), [SLOW, STEADY, STEADY])
+    said, ticks = [], []
+    loop = benchmarking.BenchmarkLoop(session, label="t.py::test_x", progress=said.append,
+                                      block_done=lambda n, total: ticks.append((n, total)))
+    done = loop.benchmark(TOY)
+    assert done.report.e2e.status == "ok" and done.report.confirmed
+    assert [b.block for b in done.blocks] == [None, 1, 2]
+    assert [a[2] for a in session.asked] == [True, False, False]   # exported once
+    assert ticks == [(1, None), (2, None), (3, None)]
+    assert "a regression is suspected" in said[0]
+    assert {b.judgement.status for b in session.added} == {"ok"}
+    assert all(b.nodeid == "t.py::test_x" for b in done.blocks)
+
+
+def test_a_confirmed_regression_fails_under_an_enforced_policy_only(tmp_path):
+    folder = _steady_past(tmp_path)
+    done = benchmarking.benchmark(_Session(folder, [SLOW, SLOW, SLOW]), "toy_cnn")
+    assert done.report.e2e.status == "regression"
+    assert done.failure.startswith("regression against the baseline")
+    judged_only = _Session(folder, [SLOW, SLOW, SLOW], policy=GatePolicy())
+    assert benchmarking.benchmark(judged_only, "toy_cnn").failure is None
+
+
+def test_a_failed_run_is_the_outcome_not_an_exception_and_keeps_what_was_measured(tmp_path):
+    session = _Session(_steady_past(tmp_path), [SLOW, Sme2Error("runner killed")])
+    done = benchmarking.benchmark(session, "toy_cnn")
+    assert str(done.error) == "runner killed"
+    assert len(session.added) == 1
+    assert session.added[0].judgement.reason == "not judged: runner killed"
+
+
+def test_an_interrupt_still_records_the_blocks_measured_before_it(tmp_path):
+    session = _Session(_steady_past(tmp_path), [SLOW, KeyboardInterrupt()])
+    with pytest.raises(KeyboardInterrupt):
+        benchmarking.benchmark(session, "toy_cnn")
+    assert [b.judgement.reason for b in session.added] == [
+        "not judged: the test stopped first"]
+
+
+def test_plugins_amend_each_block_before_the_recorder_gets_it():
+    from pytest_sme2.hookspec import plugin_manager
+
+    class Plugin:
+        @staticmethod
+        def pytest_sme2_amend_result(result):
+            result.extra["build_id"] = "ci-7"
+
+    class Recorder:
+        def __init__(self):
+            self.blocks = []
+
+        def block(self, result):
+            self.blocks.append(dict(result.extra))
+
+        def comparison(self, comparison):
+            raise AssertionError("not a comparison")
+
+    session = _Session(None, [STEADY])
+    session.hook = plugin_manager(Plugin).hook
+    recorder = Recorder()
+    benchmarking.BenchmarkLoop(session, recorder=recorder).benchmark(TOY)
+    assert recorder.blocks[0]["build_id"] == "ci-7" and session.added == []
+
+
+def test_a_comparison_judges_each_side_on_all_its_blocks_and_records_the_verdicts(
+        tmp_path, monkeypatch):
+    folder = _steady_past(tmp_path, runners=("off", "on"))
+    session = _Session(folder, [], policy=GatePolicy(categories=("GEMM",)), blocks=2)
+    asked = {}
+
+    def run_comparison(run, base, candidate, device, settings, plan):
+        blocks, on_block = plan.blocks, plan.on_block
+        asked.update(base=base, candidate=candidate, device=device, blocks=blocks)
+        sides = {base: [], candidate: []}
+        for i in range(blocks):
+            for runner in (base, candidate):
+                sides[runner].append(_block(STEADY, f"{run.label}[{runner}#{i}]", runner, i))
+                on_block(sides[runner][-1])
+        from pytest_sme2.measure.comparison import make_comparison
+
+        return make_comparison(sides[base], sides[candidate], nodeid=run.label)
+
+    monkeypatch.setattr(benchmarking, "run_comparison", run_comparison)
+    ticks = []
+    loop = benchmarking.BenchmarkLoop(session, device="host",
+                                      block_done=lambda n, total: ticks.append((n, total)))
+    done = loop.compare("off", "on", TOY)
+    assert asked == {"base": "off", "candidate": "on", "device": "device host", "blocks": 2}
+    assert ticks == [(1, 4), (2, 4), (3, 4), (4, 4)]
+    assert done.policy.categories == () and set(done.reports) == {"off", "on"}
+    assert [j.category for j in done.report.judgements] == [None, None]   # two sides, e2e only
+    assert len(session.added) == 4 and session.compared[0].baselines["on"].status == "ok"
+    assert done.comparison.baselines == session.compared[0].baselines
+
+
+def test_a_comparison_that_fails_leaves_every_measured_side_not_judged(monkeypatch):
+    session = _Session(None, [], blocks=2)
+
+    def run_comparison(run, base, candidate, device, settings, plan):
+        plan.on_block(_block(STEADY, "x[off#0]", "off", 0))
+        raise Sme2Error("device gone")
+
+    monkeypatch.setattr(benchmarking, "run_comparison", run_comparison)
+    done = benchmarking.compare(session, "off", "on", "toy_cnn")
+    assert str(done.error) == "device gone" and done.comparison is None
+    assert session.added[0].judgement.reason == "not judged: device gone"
+    assert session.compared == []

@@ -1,0 +1,72 @@
+"""The terminal summary table: one row per benchmark, showing what the gate judged."""
+
+from __future__ import annotations
+
+from pytest_sme2.analysis.latency import latency_stats
+from pytest_sme2.report.terminal import benchmark_line, comparison_line, summary_table
+from pytest_sme2.results import BlockResult, ResultAnalysis, RunContext, load_results
+from tests.fakes.results_docs import evidence, sme2_doc
+
+
+def _result(samples, nodeid="b.py::test_latency[x]", block=None, baseline=None, threads=1):
+    return BlockResult(nodeid=nodeid, model="toy_cnn", dtype="fp32", threads=threads,
+                           runner={"name": "python", "kind": "python", "labels": {}},
+                           device={"kind": "host"}, runs=len(samples), warmup=1,
+                           e2e_ms=list(samples), e2e=latency_stats(samples), etdump="a.etdump",
+                           pte="m.pte", analysis=ResultAnalysis(categories_ms={"GEMM": 0.5}),
+                           context=RunContext(block=block), judgement=baseline)
+
+
+OK_3_BLOCKS = {"status": "ok", "ratio": {"point": 1.01, "low": 0.98, "high": 1.6}}
+
+
+def test_confirmation_blocks_are_pooled_into_their_benchmarks_row():
+    first = _result([1.6, 1.6, 1.6], baseline=OK_3_BLOCKS)       # the outvoted process
+    blocks = [_result([1.0, 1.0, 1.0], block=1), _result([1.02, 1.02, 1.02], block=2)]
+    other = _result([0.5, 0.5], nodeid="b.py::test_latency[y]", threads=2)
+    lines = summary_table(blocks + [first, other])              # blocks are recorded first
+    rows = lines[2:]
+    assert len(rows) == 2                                       # one row per benchmark
+    cells = rows[0].split()
+    assert cells[0] == "test_latency[x]"
+    assert "1.020" in cells and "9" in cells                    # median of block medians; 9 runs
+    assert "ok 1.01x [0.98, 1.60]" in rows[0]
+    assert "0.500" in rows[1].split() and "2" in rows[1].split()  # untouched by x's blocks
+
+
+def test_a_single_block_benchmark_shows_its_own_figures():
+    lines = summary_table([_result([2.0, 2.2, 2.1])])
+    assert "2.100" in lines[2].split() and "3" in lines[2].split()
+
+
+def test_a_category_regression_shows_beside_the_end_to_end_verdict():
+    r = _result([1.0, 1.0], baseline=OK_3_BLOCKS)
+    r.category_judgements = {
+        "Convolution": {"status": "regression", "ratio": {"point": 2.86, "low": 2.8, "high": 3.4}},
+        "GEMM": {"status": "ok", "ratio": {"point": 1.0, "low": 0.9, "high": 1.1}}}
+    row = summary_table([r])[2]
+    assert row.endswith("ok 1.01x [0.98, 1.60]; Convolution REGRESSION 2.86x")
+
+
+def test_a_comparison_shows_its_tests_name_and_the_reports_medians():
+    from pytest_sme2.report.markdown import render_markdown
+
+    doc = load_results(sme2_doc())
+    lines = summary_table(doc.benchmarks, doc.comparisons)
+    off, on = (line.split() for line in lines[2:4])
+    assert off[0] == on[0] == "test_sme2"
+    assert off[5] == "10.000" and on[5] == "4.000" and on[9:12] == ["-", "-", "2.50x"]
+    report = render_markdown(doc)
+    assert "| sme2_off | 5 | 100 | 10.000 |" in report and "| 10.000 | 4.000 | 2.500x |" in report
+    assert summary_table(doc.benchmarks, [c.to_json() for c in doc.comparisons]) == lines
+    assert comparison_line(doc.comparisons[0]).startswith(
+        "sme2: sme2_on vs sme2_off on mobilenet_v3_small fp16 t1: speed-up 2.500x [2.450, "
+        "2.550], medians 10.000 -> 4.000 ms over 5 blocks each: faster, outputs equal")
+
+
+def test_the_sme2_verdict_shows_on_a_line_only_for_a_traced_run():
+    doc = sme2_doc()
+    untraced = load_results(doc).benchmarks[0]
+    assert "SME2" not in benchmark_line(untraced)
+    doc["benchmarks"][0]["kernel_evidence"] = evidence("absent", executed=[])
+    assert benchmark_line(load_results(doc).benchmarks[0]).endswith("; SME2 absent")
