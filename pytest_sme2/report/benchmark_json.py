@@ -139,8 +139,8 @@ def generation_entries(side: BenchmarkSide, seen: set[str] | None = None
                        ) -> list[dict[str, Any]]:
     """An LLM's generation as one entry per phase, ``func[param][prefill]`` and
     ``func[param][decode]``, each grouped by point and phase so pytest-benchmark compares
-    runners phase by phase. Decode's samples are each timed generation's decode time per token
-    (the blocks' ``e2e_ms``); prefill's are the blocks' prefill medians per generation
+    runners phase by phase. Decode's samples are the blocks' ``e2e_ms``, decode time per
+    token; prefill's are the blocks' prefill medians per generation
     (results.json keeps no per-generation prefill times), so its ``rounds`` is the number of
     blocks. Both in seconds, with tokens/s, TTFT and the phase's SME2 verdict in
     ``extra_info``."""
@@ -157,7 +157,7 @@ def generation_entries(side: BenchmarkSide, seen: set[str] | None = None
     for p in g.phases:
         if p.phase == "decode":
             samples_s = [ms / 1000.0 for b in side.blocks for ms in b.e2e_ms]
-            samples = "decode ms per token of each timed generation"
+            samples = "the blocks' e2e_ms: decode ms per token"
         else:
             samples_s = [b.generation.prefill.median_ms / 1000.0 for b in side.blocks
                          if b.generation is not None and b.generation.prefill.median_ms

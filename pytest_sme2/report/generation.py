@@ -3,7 +3,7 @@ figures pooled over a side's blocks, the kernels each phase ran and their ISA fa
 one sentence per quantization scheme that says which kernels reached which phase.
 
 A generation block (``BlockResult.generation`` set) keeps a forward pass's fields: ``e2e_ms``
-holds each timed generation's decode time per token, and its analysis is of the decode
+holds decode time per token (each timed decode step), and its analysis is of the decode
 executes. The prefill and the time to first token are only in ``generation``. The kernel
 sentences are built from the evidence the session collected (executed, sampled or logged
 kernels), never from a table of what a scheme is expected to run.
