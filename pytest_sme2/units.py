@@ -106,6 +106,12 @@ def count(n: float) -> str:
     return f"{n:,.0f}"
 
 
+def tokens_per_s(v: float) -> str:
+    """Tokens per second, no unit: thousands separated from 100 on (``4,282``), three
+    significant digits below (``12.3``: a large model on a phone)."""
+    return f"{v:,.0f}" if abs(v) >= 100 else significant(v)
+
+
 def calls(v: float) -> str:
     """Calls per run: ``18``, ``0.5``."""
     return f"{v:g}"

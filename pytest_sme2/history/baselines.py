@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from pytest_sme2.baselines.key import BaselineKey, UnderTest
+from pytest_sme2.history.records import DECODE, phase_of
 from pytest_sme2.baselines.store import Baseline, Session, dumps
 from pytest_sme2.results import atomic_write_text
 
@@ -29,6 +30,10 @@ def baselines(points: pd.DataFrame, branch: str, sessions: int = DEFAULT_SESSION
     out = []
     for _, g in on_branch.groupby("key_digest", sort=False):
         rows = g.tail(sessions)
+        if phase_of(rows.iloc[-1]["key"]) not in (None, DECODE):
+            # An LLM's prefill and TTFT series: the gate's key of the generation is its decode
+            # series; a file for these would overwrite it (the same BaselineKey).
+            continue
         key = BaselineKey.from_dict(rows.iloc[-1]["key"])
         out.append(Baseline(key, [_session(r) for r in rows.itertuples()]))
     return out

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pytest_sme2.history.records import session_points
+from pytest_sme2.history.records import DECODE, phase_of, session_points
 from pytest_sme2.history.store import HistoryStore, describe
 from pytest_sme2.results import ResultsDoc, load_results
 
@@ -18,8 +18,10 @@ def record_doc(store: HistoryStore, doc: ResultsDoc, source: str | None = None,
     added = store.record(sp)
     name = source or "session"
     if added:
-        return [*sp.warnings, f"history: {name}: recorded {len(sp.points)} benchmark(s) in "
-                              f"{describe(store.url)}"]
+        phases = sum(1 for p in sp.points if phase_of(p.key) not in (None, DECODE))
+        extra = f" (+{phases} LLM phase series: prefill, TTFT)" if phases else ""
+        return [*sp.warnings, f"history: {name}: recorded {len(sp.points) - phases} "
+                              f"benchmark(s){extra} in {describe(store.url)}"]
     return [f"history: {name}: already in {describe(store.url)} (same session); not added again"]
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pytest_sme2.baselines.key import BaselineKey, UnderTest
@@ -81,7 +81,8 @@ def session_points(doc: ResultsDoc, source: str | None = None,
                             ci_run=identity.get("ci_run") or None,
                             host=identity.get("host") or None, versions=versions,
                             source=source)
-    return SessionPoints(session, [point(blocks) for blocks in _by_key(doc).values()], warnings)
+    return SessionPoints(session, [p for blocks in _by_key(doc).values()
+                                   for p in points(blocks)], warnings)
 
 
 def _by_key(doc: ResultsDoc) -> dict[str, list[BlockResult]]:
@@ -117,3 +118,50 @@ def point(blocks: list[BlockResult]) -> PointRecord:
         sme2=str(evidence.sme2) if evidence else "unknown",
         export_key=first.export_key,
         executorch=str(first.device.executorch or ""))
+
+
+# -- an LLM measured as a generation: a series per phase --------------------------------------
+
+PHASE_KEY = "phase"       # in a point's key: which phase of a generation its series follows
+DECODE, PREFILL, TTFT = "decode", "prefill", "ttft"
+
+
+def phase_of(key: dict[str, Any]) -> str | None:
+    """The generation phase a point's key follows (None: a forward pass)."""
+    phase = key.get(PHASE_KEY) if isinstance(key, dict) else None
+    return str(phase) if phase else None
+
+
+def points(blocks: list[BlockResult]) -> list[PointRecord]:
+    """One key's blocks of one session as points: one, or for an LLM measured as a generation
+    three series: decode time per token (the blocks' own figures, under the gate's key, so
+    history baselines still judge it), prefill time per generation and time to first token
+    (each under the key plus its phase: ``PointRecord.key["phase"]``). Prefill's and TTFT's
+    points are the blocks' medians (results.json keeps no per-generation times of them)."""
+    main = point(blocks)
+    gens = [b.generation for b in blocks if b.generation is not None]
+    if not gens:
+        return [main]
+    out = [replace(main, key={**main.key, PHASE_KEY: DECODE})]
+    for phase, values in ((PREFILL, [g.prefill.median_ms for g in gens]),
+                          (TTFT, [g.ttft_ms for g in gens])):
+        kept = [float(v) for v in values if v is not None]
+        if not kept:
+            continue
+        key = {**main.key, PHASE_KEY: phase}
+        canon = json.dumps(key, sort_keys=True, separators=(",", ":"))
+        out.append(replace(main, key_digest=hashlib.sha256(canon.encode()).hexdigest()[:16],
+                           key=key, median_ms=statistics.median(kept),
+                           block_medians_ms=kept, runs_ms=[[v] for v in kept],
+                           instructions=None, categories_ms=(
+                               _mean_categories([g.prefill.categories_ms for g in gens])
+                               if phase == PREFILL else {})))
+    return out
+
+
+def _mean_categories(per_block: list[dict[str, float]]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for cats in per_block:
+        for name, ms in cats.items():
+            out[name] = out.get(name, 0.0) + ms / len(per_block)
+    return out

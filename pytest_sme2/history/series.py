@@ -40,7 +40,13 @@ def apply_filters(points: pd.DataFrame, f: Filters) -> pd.DataFrame:
 
 
 def label(row: pd.Series) -> str:
-    return f"{row['model']} {row['dtype']} t{row['threads']} {row['runner']} @ {row['device']}"
+    """``model dtype tN runner @ device``; an LLM's phase series says its phase
+    (``... runner [prefill] @ device``)."""
+    key = row.get("key")
+    phase = key.get("phase") if isinstance(key, dict) else None
+    what = f" [{phase}]" if phase else ""
+    return (f"{row['model']} {row['dtype']} t{row['threads']} {row['runner']}{what} @ "
+            f"{row['device']}")
 
 
 def per_commit(points: pd.DataFrame) -> pd.DataFrame:
@@ -61,7 +67,7 @@ def per_commit(points: pd.DataFrame) -> pd.DataFrame:
     groups = p.sort_values("time").groupby(["key_digest", "commit"], sort=False)
     last = groups[["device", "model", "dtype", "threads", "runner", "emulated", "sme2",
                    "export_key", "executorch", "branch", "time", "versions", "categories_ms",
-                   "instructions", "order"]].last()
+                   "instructions", "order", "key"]].last()
     pooled = groups.agg(median_ms=("median_ms", "median"), low_ms=("low_ms", "min"),
                         high_ms=("high_ms", "max"), sessions=("uid", "size"))
     rows = last.join(pooled).reset_index()

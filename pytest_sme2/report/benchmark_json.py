@@ -4,7 +4,8 @@ work on them unchanged.
 
 One entry per benchmark — a matrix test's setting, or one side of a comparison — whose timed
 runs are the ``Method::execute`` samples of all its blocks (runner processes), in seconds, as
-:func:`pytest_sme2.results.pool` pools blocks. ``stats`` are computed the way pytest-benchmark's
+:func:`pytest_sme2.results.pool` pools blocks; an LLM measured as a generation has one entry
+per phase (:func:`generation_entries`). ``stats`` are computed the way pytest-benchmark's
 ``Stats`` computes them (``iterations`` is 1: every sample is one execute). ``machine_info``
 describes the device the benchmarks ran on (from our device facts) with pytest-benchmark's keys;
 ``commit_info`` is what pytest-benchmark reads from ``git``.
@@ -134,6 +135,57 @@ def benchmark_entry(side: BenchmarkSide, seen: set[str] | None = None) -> dict[s
     }
 
 
+def generation_entries(side: BenchmarkSide, seen: set[str] | None = None
+                       ) -> list[dict[str, Any]]:
+    """An LLM's generation as one entry per phase, ``func[param][prefill]`` and
+    ``func[param][decode]``, each grouped by point and phase so pytest-benchmark compares
+    runners phase by phase. Decode's samples are the blocks' ``e2e_ms``, decode time per
+    token; prefill's are the blocks' prefill medians per generation
+    (results.json keeps no per-generation prefill times), so its ``rounds`` is the number of
+    blocks. Both in seconds, with tokens/s, TTFT and the phase's SME2 verdict in
+    ``extra_info``."""
+    from pytest_sme2.report.generation import figures
+
+    base = benchmark_entry(side, set())
+    g = figures(side.blocks)
+    assert g is not None
+    seen = set() if seen is None else seen
+    r = side.first
+    func = side.test.split("[", 1)[0]
+    module = side.nodeid.split("::", 1)[0] if "::" in side.nodeid else ""
+    out = []
+    for p in g.phases:
+        if p.phase == "decode":
+            samples_s = [ms / 1000.0 for b in side.blocks for ms in b.e2e_ms]
+            samples = "the blocks' e2e_ms: decode ms per token"
+        else:
+            samples_s = [b.generation.prefill.median_ms / 1000.0 for b in side.blocks
+                         if b.generation is not None and b.generation.prefill.median_ms
+                         is not None]
+            samples = "prefill median ms per generation of each block"
+        if not samples_s:
+            continue
+        name = _unique(f"{func}[{base['param']}][{p.phase}]", seen)
+        extra = {**base["extra_info"], "phase": p.phase, "samples": samples,
+                 "prompt_tokens": g.prompt_tokens, "new_tokens": g.new_tokens,
+                 "phase_tokens": p.tokens, "phase_executes": p.executes,
+                 "generations": p.generations, "phase_median_ms": p.median_ms,
+                 "phase_p90_ms": p.p90_ms, "phase_cv_pct": p.cv_pct,
+                 "tokens_per_s": p.tokens_per_s, "token_median_ms": p.token_median_ms,
+                 "token_p90_ms": p.token_p90_ms, "ttft_ms": g.ttft_ms,
+                 "sme2": p.sme2 if p.evidence is not None else "unknown"}
+        j = (r.phase_judgements or {}).get("prefill") if p.phase == "prefill" else r.judgement
+        extra.pop("baseline", None)
+        if j and j.status:
+            extra["baseline"] = j.status
+        out.append({**base, "group": f"{base['group']} {p.phase}", "name": name,
+                    "fullname": f"{module}::{name}" if module else name,
+                    "params": {**base["params"], "phase": p.phase},
+                    "param": f"{base['param']}-{p.phase}", "extra_info": extra,
+                    "stats": benchmark_stats(samples_s)})
+    return out
+
+
 # -- machine and commit ----------------------------------------------------------------------
 
 def machine_info(devices: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -211,7 +263,9 @@ def benchmark_document(results: Iterable[BlockResult],
             devices.append(d)
     seen: set[str] = set()
     return {"machine_info": machine_info(devices), "commit_info": commit_info(cwd),
-            "benchmarks": [benchmark_entry(s, seen) for s in sides],
+            "benchmarks": [e for s in sides for e in (
+                generation_entries(s, seen) if s.first.generation is not None
+                else [benchmark_entry(s, seen)])],
             "datetime": datetime.now(timezone.utc).isoformat(), "version": FORMAT_VERSION,
             "generator": f"pytest-sme2 {package_version('pytest-sme2')}"}
 

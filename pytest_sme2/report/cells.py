@@ -15,6 +15,10 @@ def fmt_ms(v: Any) -> str:
     return units.ms(v) if finite(v) else MISSING
 
 
+def fmt_tokens_per_s(v: Any) -> str:
+    return units.tokens_per_s(v) if finite(v) else MISSING
+
+
 def fmt_mb(v: Any) -> str:
     return units.mb(v) if finite(v) else MISSING
 

@@ -12,7 +12,7 @@ from typing import Any
 from pytest_sme2 import units
 from pytest_sme2.units import COMPACT_RATIO_DIGITS, COUNT_RATIO_DIGITS
 from pytest_sme2.report.grouping import BenchmarkSide, benchmark_sides
-from pytest_sme2.report.terminal import baseline_cell
+from pytest_sme2.report.terminal import GENERATION_COLUMNS, baseline_cell, generation_row
 from pytest_sme2.results import BlockResult, ComparisonRecord, Judgement, pool
 
 ENV = "GITHUB_STEP_SUMMARY"
@@ -47,6 +47,9 @@ def _regressions(side: BenchmarkSide) -> list[str]:
     for cat, cj in (side.first.category_judgements or {}).items():
         if cj.status == "regression":
             out.append(f"{what}: {cat} {baseline_cell(cj)}")
+    for phase, pj in (side.first.phase_judgements or {}).items():    # an LLM's prefill, TTFT
+        if pj.status == "regression":
+            out.append(f"{what}: {phase} {baseline_cell(pj)}")
     ij = side.first.instructions_judgement
     if ij and ij.status == "regression" and ij.ratio:
         out.append(f"{what}: instructions per execute "
@@ -71,6 +74,15 @@ def step_summary(results: Iterable[BlockResult],
                      f"{units.percent(p.cv_pct)} | {ev.sme2 if ev else '-'} | "
                      f"{_cell(baseline_cell(_baseline(s)))} |")
         regressions += _regressions(s)
+    llm = [row for s in sides if (row := generation_row(s.test, s)) is not None]
+    if llm:
+        right = {4, 5, 6, 7, 8}
+        lines += ["", "**LLM generations** (prefill + decode; the median ms above is decode per "
+                      "token):", "",
+                  "| " + " | ".join(GENERATION_COLUMNS) + " |",
+                  "|" + "|".join("---:" if i in right else "---"
+                                 for i in range(len(GENERATION_COLUMNS))) + "|"]
+        lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in llm]
     if any(r.emulated for r in results):
         lines += ["", "Emulated CPU (QEMU): its times and speed-ups say nothing about speed."]
     lines += ["", "**Regressions:** " + ("none" if not regressions else "")]

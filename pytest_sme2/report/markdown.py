@@ -31,10 +31,11 @@ from typing import Any
 import jinja2
 
 from pytest_sme2.report import sections as sec
+from pytest_sme2.report import generation as gen
 from pytest_sme2.report import unit_page as up
 from pytest_sme2.report.cells import (cell, code, e2e_cells, fmt_calls, fmt_interval, fmt_mb,
-                                      fmt_ms, fmt_percent, fmt_points, fmt_ratio, ms_pct_cells,
-                                      op_cells, th, tr)
+                                      fmt_ms, fmt_percent, fmt_points, fmt_ratio,
+                                      fmt_tokens_per_s, ms_pct_cells, op_cells, th, tr)
 from pytest_sme2.report.digest import SHARE_GROWTH_PP, Unit, by_model, units
 from pytest_sme2.report.precision_notes import precision_lines
 from pytest_sme2.report.recommend import recommendations
@@ -68,7 +69,7 @@ def context(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = No
         "any_units": bool(us),
         "overview_chart": charts.get(OVERVIEW),
         "summary": [up.comparison_line(u) for u in us if u.comparison] + sec.gate_line(regressions)
-        + sec.where_time_goes(us),
+        + gen.summary_lines(us) + sec.where_time_goes(us),
         "device": sec.device_table(doc),
         "runners": sec.runner_rows(doc),
         "versions": sec.version_rows(doc),
@@ -78,6 +79,7 @@ def context(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = No
         "speedups": up.speedup_rows(us),
         "startup": (startup := sec.startup_rows(us)),
         "startup_notes": sec.startup_notes(startup),
+        "generation": gen.report_rows(us),
         "models": sec.model_rows(us, paths, charts),
         "acceleration": sec.acceleration_rows(us, unit_ctx, paths),
         "operators": operators,
@@ -106,6 +108,7 @@ def detail_context(doc: ResultsDoc, u: Unit, charts: dict[str, str] | None = Non
             "latency": sec.latency_rows([u]), "speedups": up.speedup_rows([u]),
             "startup": (startup := sec.startup_rows([u])),
             "startup_notes": sec.startup_notes(startup),
+            "generation": gen.report_rows([u]),
             "evidence_intro": up.EVIDENCE_INTRO, "recommendations": recommendations(doc, [u])}
 
 
@@ -118,7 +121,7 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True, keep_trailing_newline=True)
     env.filters.update(ms=fmt_ms, mb=fmt_mb, percent=fmt_percent, ratio=fmt_ratio,
                        interval=fmt_interval, points=fmt_points, cell=cell, code=code,
-                       calls=fmt_calls, flatfmt=ms_pct_cells, opfmt=op_cells,
+                       calls=fmt_calls, toks=fmt_tokens_per_s, flatfmt=ms_pct_cells, opfmt=op_cells,
                        e2efmt=e2e_cells, faster=sec.speedup_list, grew=sec.grew_list,
                        pctcol=lambda c: f">{c} %")
     env.globals.update(tr=tr, th=th)

@@ -8,6 +8,7 @@ from typing import Any
 from pytest_sme2 import units
 from pytest_sme2.analysis.categories import OTHER
 from pytest_sme2.units import COMPACT_RATIO_DIGITS, COUNT_RATIO_DIGITS
+from pytest_sme2.report import generation as gen
 from pytest_sme2.report.grouping import BenchmarkSide, comparison_record, sides_per_device
 from pytest_sme2.report.precision_notes import precision_lines
 from pytest_sme2.results import (BlockResult, ComparisonRecord, Judgement, Startup, pool,
@@ -22,7 +23,10 @@ EMULATED = " [emulated CPU: timings say nothing about speed]"
 
 
 def benchmark_line(r: BlockResult, device: bool = False) -> str:
-    """``device``: name the device too (a session on several)."""
+    """``device``: name the device too (a session on several). An LLM measured as a
+    generation says its phases instead of ``Method::execute``."""
+    if r.generation is not None:
+        return generation_line(r, device)
     e = r.e2e
     ev = r.kernel_evidence
     sme2 = f"; SME2 {ev.sme2}" if ev is not None and (ev.traced or ev.sampled) else ""
@@ -32,6 +36,34 @@ def benchmark_line(r: BlockResult, device: bool = False) -> str:
             f"{units.ms(e.median_ms)} ms, p90 {units.ms(e.p90_ms)} ms, "
             f"CV {units.percent(e.cv_pct)}%, "
             f"n={e.n} (+{r.warmup} warm-up discarded){sme2}"
+            + _instructions(r) + _startup(r.startup) + (EMULATED if r.emulated else ""))
+
+
+def _tok_s(v: float | None) -> str:
+    return "-" if v is None else units.tokens_per_s(v)
+
+
+def _ms(v: float | None) -> str:
+    return "-" if v is None else units.ms(v)
+
+
+def generation_line(r: BlockResult, device: bool = False) -> str:
+    """An LLM's generation as it finishes: ``prefill N tok/s, decode N tok/s (per token
+    median x ms, p90 y ms), TTFT z ms``, its timed generations and each phase's SME2 verdict
+    where kernels were traced or sampled."""
+    g = gen.figures([r])
+    assert g is not None
+    pre, dec = g.prefill, g.decode
+    where = f" on {r.device_label}" if device else ""
+    verdicts = [f"{p.phase} {p.evidence.sme2}" for p in g.phases
+                if p.evidence is not None and (p.evidence.traced or p.evidence.sampled)]
+    sme2 = f"; SME2 {', '.join(verdicts)}" if verdicts else ""
+    return (f"sme2: {r.model} {r.dtype} t{r.threads} {r.runner_name}{where}: generation of "
+            f"{g.prompt_tokens} prompt + {g.new_tokens} new tokens: prefill "
+            f"{_tok_s(pre.tokens_per_s)} tok/s, decode {_tok_s(dec.tokens_per_s)} tok/s "
+            f"(per token median {_ms(dec.token_median_ms)} ms, p90 {_ms(dec.token_p90_ms)} ms), "
+            f"TTFT {_ms(g.ttft_ms)} ms, n={pre.generations} generations "
+            f"(+{r.warmup} warm-up discarded){sme2}"
             + _instructions(r) + _startup(r.startup) + (EMULATED if r.emulated else ""))
 
 
@@ -214,7 +246,63 @@ def summary_table(results: Iterable[BlockResult],
                      "ran out (kept; flagged in results.json and report.md)")
     if any(r.emulated for r in results):
         lines.append(EMULATED_SUMMARY)
-    return lines + precision_lines(results)
+    return lines + generation_table(per_device) + precision_lines(results)
+
+
+GENERATION_COLUMNS = ("benchmark", "runner", "scheme", "prompt+new", "prefill tok/s",
+                      "decode tok/s", "decode/token ms", "p90 ms", "TTFT ms", "SME2 prefill",
+                      "SME2 decode", "vs baseline")
+_GENERATION_NUMERIC = {4, 5, 6, 7, 8}
+GENERATION_NOTE = ("LLM rows above: the generation's decode time per token; prefill, decode "
+                   "and TTFT are in the generation table")
+
+
+def _phase_verdicts(r: BlockResult, baseline: Judgement | None = None) -> str:
+    """The gate's verdicts on a generation: decode per token (the block's own, or the
+    comparison side's), then prefill and TTFT (``phase_judgements``)."""
+    judged = gen.phase_judgements(r)
+    if baseline is not None:
+        judged["decode"] = baseline
+    cells = [f"{phase} {baseline_cell(j)}" for phase, j in judged.items()
+             if baseline_cell(j) != "-"]
+    return "; ".join(cells) or "-"
+
+
+def generation_row(name: str, side: BenchmarkSide) -> tuple[str, ...] | None:
+    """A side's generation as :data:`GENERATION_COLUMNS` cells; None for a forward pass."""
+    g = gen.figures(side.blocks)
+    if g is None:
+        return None
+    r = side.first
+    pre, dec = g.prefill, g.decode
+    c = side.comparison
+    baseline = (c.baselines or {}).get(side.runner) or None if c is not None else None
+    return (name, r.runner_name, r.dtype, f"{g.prompt_tokens}+{g.new_tokens}",
+            _tok_s(pre.tokens_per_s), _tok_s(dec.tokens_per_s), _ms(dec.token_median_ms),
+            _ms(dec.token_p90_ms), _ms(g.ttft_ms), pre.sme2 if pre.evidence else "-",
+            dec.sme2 if dec.evidence else "-", _phase_verdicts(r, baseline))
+
+
+def generation_table(per_device: Mapping[str, list[BenchmarkSide]]) -> list[str]:
+    """The LLMs measured as a generation, one row per benchmark and comparison side, under
+    the summary table; nothing when there are none."""
+    several = len(per_device) > 1
+    rows = [((dev,) if several else ()) + row for dev, sides in per_device.items()
+            for side in sides if (row := generation_row(side.test, side)) is not None]
+    if not rows:
+        return []
+    columns = (("device",) if several else ()) + GENERATION_COLUMNS
+    numeric = {i + several for i in _GENERATION_NUMERIC}
+    table = [columns, *rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(columns))]
+
+    def fmt(row):
+        return "  ".join(c.rjust(w) if i in numeric else c.ljust(w)
+                         for i, (c, w) in enumerate(zip(row, widths))).rstrip()
+
+    return (["", "generation (LLMs: prefill + decode, medians over the timed generations)",
+             fmt(columns), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows]
+            + [GENERATION_NOTE])
 
 
 def analysis_summary(a) -> list[str]:

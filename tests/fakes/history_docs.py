@@ -35,3 +35,19 @@ def write_series(folder: Path, n: int, factor_of, seed: int = 0,
         path.write_text(json.dumps(session_doc(i, factor_of, noise=noise, seed=seed)))
         paths.append(path)
     return paths
+
+
+def llm_session_doc(i: int, prefill_factor: float = 1.0, seed: int = 0) -> dict:
+    """A session of one LLM generation (tiny_llama 8da4w) and one forward pass, re-timed per
+    commit: ``prefill_factor`` scales the prefill only (its time and TTFT), decode is
+    unchanged, all with 2% noise."""
+    from tests.fakes.results_docs import generation_block, single_doc
+
+    rng = random.Random(seed * 1000 + i)
+    doc = single_doc()
+    doc["session"]["identity"] = {"commit": f"{i:040x}", "branch": "main",
+                                  "time": f"2026-11-{1 + i // 24:02d}T{i % 24:02d}:00:00+00:00"}
+    doc["benchmarks"].append(generation_block(
+        "8da4w", prefill_ms=16.0 * prefill_factor * rng.gauss(1.0, 0.02),
+        token_ms=rng.gauss(1.0, 0.02)))
+    return doc

@@ -253,3 +253,91 @@ def mixed_doc() -> dict[str, Any]:
     d["benchmarks"] = [*confirming, first, *d["benchmarks"], side_confirming,
                        toy("other.py::test_again", 2.4, HOST_NO_SME2), toy(node, 1.0, ANDROID)]
     return d
+
+
+# -- LLMs measured as a generation (issue 30) ------------------------------------------------
+
+QEMU_SME2 = {"kind": "qemu", "serial": "qemu-aarch64", "model": "QEMU -cpu max",
+             "cpu": "QEMU max (emulated)", "abi": "arm64-v8a", "os": "Linux", "kernel": "6.1",
+             "cores": 2, "sme": True, "sme2": True, "executorch": "1.5.1",
+             "extra": {"emulated": True}}
+KAI = "kai_run_matmul_clamp_f32_"
+# The kernels issue 30 traced on QEMU: 8da4w's int4 NEON ones, 8da8w's int8 SME2 ones.
+INT4_PREFILL = (KAI + "qai8dxp4x8_qsi4c32p4x8_16x4x32_neon_i8mm",
+                KAI + "qai8dxp1x8_qsi4c32p4x8_1x4x32_neon_dotprod")
+INT4_DECODE = (KAI + "qai8dxp1x8_qsi4c32p4x8_1x4x32_neon_dotprod",)
+INT8_PREFILL = (KAI + "qai8dxp1vlx4_qsi8cxp4vlx4_1vlx4vl_sme2_mopa",)
+INT8_DECODE = (KAI + "qai8dxp1x4_qsi8cxp4vlx4_1x4vl_sme2_dot",)
+
+
+def traced(names, verdict: str | None = None) -> dict[str, Any]:
+    """Kernel evidence from a phase-only process's QEMU trace that executed ``names``."""
+    from pytest_sme2.analysis.isa import isa_family, kernel_isa
+
+    families = [isa_family(kernel_isa(n)) for n in names]
+    sme2 = "SME2" in families
+    executed = [{"name": n, "isa_family": f, "kind": "kleidiai", "library": "kleidiai",
+                 "blocks": 12} for n, f in zip(names, families)]
+    return evidence(verdict or ("proven" if sme2 else "absent"),
+                    "SME2 kernels executed" if sme2 else "no SME2 kernel executed",
+                    executed=executed, streaming_blocks=40 if sme2 else 0)
+
+
+def phase(name: str, tokens: int, executes: int, median_ms: float, *, generations: int = 10,
+          token_ms: float | None = None, categories: dict | None = None,
+          ev: dict | None = None) -> dict[str, Any]:
+    """One ``PhaseStats`` as results.json holds it: round figures from ``median_ms``."""
+    cats = dict(categories or {"GEMM": 0.6 * median_ms, "Data Movement": 0.2 * median_ms})
+    cats["Other"] = median_ms - sum(cats.values())
+    return {"phase": name, "tokens": tokens, "executes": executes, "generations": generations,
+            "median_ms": median_ms, "p90_ms": 1.1 * median_ms, "cv_pct": 4.0,
+            "tokens_per_s": 1e3 * tokens / median_ms,
+            "token_median_ms": token_ms, "token_p90_ms": None if token_ms is None else
+            1.2 * token_ms, "token_cv_pct": None if token_ms is None else 6.0,
+            "categories_ms": cats, "kernel_evidence": ev}
+
+
+def generation_block(scheme: str = "8da4w", runner: str = "native", *, model: str = "tiny_llama",
+                     prompt: int = 64, new: int = 32, prefill_ms: float = 16.0,
+                     token_ms: float = 1.0, prefill_kernels=INT4_PREFILL,
+                     decode_kernels=INT4_DECODE, device: dict | None = None,
+                     block: int | None = None, labels: dict | None = None,
+                     generations: int = 10, nodeid: str | None = None) -> dict[str, Any]:
+    """A generation block as ``BlockResult.to_json()`` writes it: ``e2e_ms`` the decode time
+    per token of each timed generation, the analysis of the decode executes, ``generation``
+    both phases (prefill in one execute), their kernel evidence from ``*_kernels`` (None: no
+    evidence)."""
+    decode_ms = token_ms * new
+    pre_ev = traced(prefill_kernels) if prefill_kernels is not None else None
+    dec_ev = traced(decode_kernels) if decode_kernels is not None else None
+    nodeid = nodeid or f"benchmarks/test_llm.py::test_llm[{model}-{scheme}-t1]"
+    b = benchmark(nodeid, runner, steady(token_ms, generations),
+                  {"GEMM": 0.5 * token_ms, "Data Movement": 0.3 * token_ms},
+                  [op("Fully Connected (NC, QP8, F32, QC4W) #1", 0.5 * token_ms, token_ms,
+                      "GEMM")],
+                  model=model, dtype=scheme, device=device or HOST_NO_SME2,
+                  ev=dec_ev or evidence("unknown"), block=block, labels=labels, warmup=2)
+    b["generation"] = {
+        "prompt_tokens": prompt, "new_tokens": new, "dynamic_shape": True,
+        "generations": generations, "warmup": 2,
+        "prefill": phase("prefill", prompt, 1, prefill_ms, generations=generations,
+                         categories={"GEMM": 0.8 * prefill_ms,
+                                     "Data Movement": 0.1 * prefill_ms}, ev=pre_ev),
+        "decode": phase("decode", new, new, decode_ms, generations=generations,
+                        token_ms=token_ms, ev=dec_ev),
+        "ttft_ms": prefill_ms + 0.05, "sampling_ms": 0.1 * (new + 1),
+        "generation_ms": prefill_ms + decode_ms + 0.1 * (new + 1),
+        "tokens": [(7 * i + 3) % 512 for i in range(new + 1)], "max_seq_len": 128,
+        "max_context_len": 128, "vocab_size": 512, "source": f"/tmp/{scheme}.etdump"}
+    return b
+
+
+def llm_doc(*, device: dict | None = None) -> dict[str, Any]:
+    """Two schemes of ``tiny_llama``: 8da4w ran NEON int4 kernels in both phases (traced),
+    8da8w ran SME2 mopa in prefill and SME2 dot in decode; plus a forward-pass benchmark."""
+    d = single_doc()
+    d["benchmarks"] += [
+        generation_block("8da4w", device=device),
+        generation_block("8da8w", prefill_ms=8.0, token_ms=0.5, prefill_kernels=INT8_PREFILL,
+                         decode_kernels=INT8_DECODE, device=device)]
+    return d

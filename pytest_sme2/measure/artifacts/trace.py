@@ -10,6 +10,12 @@ own start and end times. The viewers draw a stack only from properly nested slic
 that spills past its enclosing one (clock granularity) is clipped to it, and the clipped
 nanoseconds are kept in its ``args``.
 
+An LLM measured as a generation (issue 30) is drawn as one whole generation instead: the
+median of the timed generations (:func:`median_generation`), every ``Method::execute`` of it
+on one time line, inside a ``prefill`` and a ``decode`` slice, each event with its ``phase``
+(and a decode execute's ``token``) in ``args`` (:func:`generation_trace_events`,
+:func:`write_generation_trace`).
+
 Pure: a DataFrame in, a dict out; :func:`write_trace` writes it.
 """
 
@@ -32,7 +38,8 @@ _TICKS_PER_US = TICKS_PER_MS / 1000.0
 # Among events starting at the same tick, containers open first so their operators nest.
 _RANK = {E2E_EVENT: 0, DELEGATE_CALL: 1, OPERATOR_CALL: 1}
 
-__all__ = ["TRACE_SCHEMA", "median_run", "trace_events", "write_trace"]
+__all__ = ["TRACE_SCHEMA", "generation_trace_events", "median_generation", "median_run",
+           "trace_events", "write_generation_trace", "write_trace"]
 
 
 def median_run(events: pd.DataFrame, warmup: int = 0, source: str = "ETDump",
@@ -133,6 +140,120 @@ def write_trace(events: pd.DataFrame, path: str | Path, run: int | None = None, 
     """Write :func:`trace_events` as ``path`` (compact JSON) and return the path."""
     path = Path(path)
     trace = trace_events(events, run, warmup=warmup, source=source, e2e=e2e)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(trace, separators=(",", ":")) + "\n")
+    return path
+
+
+# -- an LLM's generation ---------------------------------------------------------------------
+
+def median_generation(events: pd.DataFrame, generations: int, prefill_executes: int,
+                      decode_executes: int, warmup: int = 0, source: str = "ETDump",
+                      e2e: pd.Series | None = None) -> tuple[int, list[int]]:
+    """The timed generation whose summed ``Method::execute`` time is the median (the lower of
+    an even count; the earliest among equal), and its runs (execute ids) in order. The
+    executes are tagged as :func:`pytest_sme2.analysis.generation.phase_tags` tags them."""
+    from pytest_sme2.analysis.generation import phase_tags
+
+    per_run = e2e if e2e is not None else e2e_per_run(events, source=source)
+    runs = per_run.index.to_numpy()
+    gen_of, _ = phase_tags(len(per_run), generations, prefill_executes, decode_executes,
+                           source)
+    if warmup >= generations:
+        raise Sme2Error(f"{source}: warm-up {warmup} leaves none of the {generations} "
+                        "generations")
+    totals = pd.Series(np.bincount(gen_of, weights=per_run.to_numpy(), minlength=generations))
+    timed = totals[totals.index >= warmup].sort_values(kind="stable")
+    g = int(timed.index[(len(timed) - 1) // 2])
+    return g, [int(r) for r in runs[gen_of == g]]
+
+
+def generation_trace_events(events: pd.DataFrame, generations: int, prefill_executes: int,
+                            decode_executes: int, *, warmup: int = 0, source: str = "ETDump",
+                            e2e: pd.Series | None = None,
+                            generation: int | None = None) -> dict:
+    """The trace of one generation of ``events``: ``generation`` (None: the median timed one,
+    :func:`median_generation`), each of its executes drawn as :func:`trace_events` draws a
+    run, placed at its own start on one time line from the generation's first execute, inside
+    a ``prefill`` and a ``decode`` slice (``cat`` ``phase``). Every event's ``args`` carry its
+    ``phase`` and ``run``; a decode execute's its ``token`` (1 .. decode_executes)."""
+    from pytest_sme2.analysis.generation import phase_tags
+
+    per_run = e2e if e2e is not None else e2e_per_run(events, source=source)
+    if generation is None:
+        generation, runs = median_generation(events, generations, prefill_executes,
+                                             decode_executes, warmup, source, per_run)
+    else:
+        gen_of, _ = phase_tags(len(per_run), generations, prefill_executes, decode_executes,
+                               source)
+        runs = [int(r) for r in per_run.index.to_numpy()[gen_of == generation]]
+        if not runs:
+            raise Sme2Error(f"{source}: no generation {generation} (of {generations})")
+    ev = events[events["run"].isin(runs)]
+    if "leaf" not in ev.columns or "category" not in ev.columns:
+        ev = annotate(ev)
+    starts = {}
+    e2e_rows = ev[ev["name"].astype(str) == E2E_EVENT]
+    for run, start in e2e_rows.groupby("run")["start"].min().items():
+        starts[int(run)] = int(start)
+    missing = [r for r in runs if r not in starts]
+    if missing:
+        raise Sme2Error(f"{source}: runs {missing[:5]} of generation {generation} have no "
+                        f"{E2E_EVENT} event")
+    t0 = starts[runs[0]]
+    body: list[dict] = []
+    phase_span: dict[str, list[float]] = {}
+    clipped = 0
+    for i, run in enumerate(runs):
+        phase = "prefill" if i < prefill_executes else "decode"
+        one = trace_events(ev, run, source=source)
+        shift = (starts[run] - t0) / _TICKS_PER_US
+        clipped += one["otherData"]["clipped"]
+        for e in one["traceEvents"]:
+            if e["ph"] != "X":
+                continue
+            e["ts"] += shift
+            e["args"] = {"phase": phase, "run": run, **(
+                {"token": i - prefill_executes + 1} if phase == "decode" else {}), **e["args"]}
+            body.append(e)
+            if e["name"] == E2E_EVENT:
+                span = phase_span.setdefault(phase, [e["ts"], e["ts"] + e["dur"]])
+                span[0], span[1] = min(span[0], e["ts"]), max(span[1], e["ts"] + e["dur"])
+    phases = [{"name": name, "cat": "phase", "ph": "X", "ts": lo, "dur": hi - lo, "pid": PID,
+               "tid": TID, "args": {"phase": name, "generation": int(generation),
+                                    "executes": prefill_executes if name == "prefill"
+                                    else decode_executes}}
+              for name, (lo, hi) in phase_span.items()]
+    # Begin order: the phase slice before the executes it holds (the prefill's first).
+    out = sorted(phases + body, key=lambda e: (e["ts"], e["cat"] != "phase"))
+    meta = [{"name": "process_name", "ph": "M", "ts": 0, "pid": PID, "tid": TID,
+             "args": {"name": f"ExecuTorch generation {generation}"}},
+            {"name": "thread_name", "ph": "M", "ts": 0, "pid": PID, "tid": TID,
+             "args": {"name": "prefill + decode"}}]
+    ms = {p: (hi - lo) / 1000.0 for p, (lo, hi) in phase_span.items()}
+    return {"traceEvents": meta + out, "displayTimeUnit": "ms",
+            "otherData": {"schema": TRACE_SCHEMA, "source": source,
+                          "generation": int(generation), "generations": int(generations),
+                          "warmup": int(warmup), "runs": runs,
+                          "prefill_executes": int(prefill_executes),
+                          "decode_executes": int(decode_executes),
+                          "prefill_span_ms": ms.get("prefill"),
+                          "decode_span_ms": ms.get("decode"),
+                          "execute_ms": float(per_run.loc[runs].sum()),
+                          "events": len(body), "clipped": clipped,
+                          "time_origin": f"{E2E_EVENT} start of run {runs[0]}"}}
+
+
+def write_generation_trace(events: pd.DataFrame, path: str | Path, generations: int,
+                           prefill_executes: int, decode_executes: int, *, warmup: int = 0,
+                           source: str = "ETDump", e2e: pd.Series | None = None) -> Path:
+    """Write :func:`generation_trace_events` as ``path`` (compact JSON) and return the path.
+    From a runner's ``GenerationSummary`` ``g``:
+    ``write_generation_trace(events, path, g.generations, g.prefill_executes,
+    g.decode_executes, warmup=g.warmup, source=..., e2e=...)``."""
+    path = Path(path)
+    trace = generation_trace_events(events, generations, prefill_executes, decode_executes,
+                                    warmup=warmup, source=source, e2e=e2e)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(trace, separators=(",", ":")) + "\n")
     return path

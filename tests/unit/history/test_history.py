@@ -198,3 +198,42 @@ def test_setup_history_checks_first_and_says_what_to_install(monkeypatch):
                        "`pytest-sme2 setup history` again")
     assert setup.run_setup(True, out.append) == 0
     assert out[-1] == "history: would run: apt-get update && apt-get install -y chromium"
+
+
+def test_an_llm_has_a_series_per_phase_and_a_prefill_step_is_found_there(tmp_path):
+    from tests.fakes.history_docs import llm_session_doc
+
+    store = open_store(str(tmp_path / "h.sqlite"))
+    lines = []
+    for i in range(24):
+        doc = load_results(llm_session_doc(i, 1.2 if i >= 12 else 1.0))
+        lines += record_doc(store, doc, f"s{i}.json")
+    assert lines[0].endswith("recorded 2 benchmark(s) (+2 LLM phase series: prefill, TTFT) in "
+                             + lines[0].split(" in ")[-1])
+    built = report.build(store.frame())
+    names = sorted(s.name for s in built.series)
+    assert names == [f"tiny_llama 8da4w t1 native [{p}] @ vm" for p in
+                     ("decode", "prefill", "ttft")] + ["toy_cnn fp32 t1 python @ vm"]
+    changed = {c.series for c in built.change_points}
+    assert changed == {"tiny_llama 8da4w t1 native [prefill] @ vm",
+                       "tiny_llama 8da4w t1 native [ttft] @ vm"}
+    assert all(c.commit == f"{12:040x}" and 10 < c.change_pct < 30
+               for c in built.change_points)
+    prefill = next(s for s in built.series if "[prefill]" in s.name)
+    assert 15 < prefill.rows["median_ms"].iloc[0] < 17      # ms per generation
+
+
+def test_gate_baselines_from_the_store_keep_an_llms_decode_key_only(tmp_path):
+    from pytest_sme2.baselines.store import load
+    from pytest_sme2.history.baselines import baseline_dir_from_store
+    from tests.fakes.history_docs import llm_session_doc
+
+    store_path = str(tmp_path / "h.sqlite")
+    store = open_store(store_path)
+    for i in range(3):
+        record_doc(store, load_results(llm_session_doc(i)), f"s{i}.json")
+    folder, line = baseline_dir_from_store(store_path, "main", tmp_path / "report")
+    files = sorted(folder.glob("*.json"))
+    assert len(files) == 2, line          # the forward pass, and the LLM's (decode) key
+    llm = next(load(f) for f in files if "tiny_llama" in f.name)
+    assert 0.9 < llm.sessions[0].blocks[0][0] < 1.1      # decode ms per token, not prefill

@@ -146,3 +146,58 @@ def test_write_trace_and_the_results_key(tmp_path):
     assert r.to_json()["trace"] == str(path)
 
 
+
+
+def _generation_frame(prefill_ns=(9000, 20000, 8000, 12000), decode_ns=1000, decode=3):
+    """Four generations (one warm-up) of one prefill execute (its GEMM takes
+    ``prefill_ns[g]``) and ``decode`` one-token executes, 1 ms apart."""
+    runs, t = [], 1_000_000
+    for pre in prefill_ns:
+        for i in range(1 + decode):
+            ns = pre if i == 0 else decode_ns + 10 * i
+            runs.append(program_run(t, [("delegate", 0, [("Fully Connected (NC, QP8) #1", ns)]),
+                                        ("portable", 1, [("aten_add", 300)])]))
+            t += 1_000_000
+    return parse_etdump(make_etdump(runs))
+
+
+def test_a_generation_is_drawn_whole_with_its_phases_marked():
+    from pytest_sme2.measure.artifacts.trace import generation_trace_events, median_generation
+
+    events = _generation_frame()
+    # timed generations 1..3 take 20000, 8000, 12000 ns of prefill (+ the same decode): the
+    # median is generation 3, runs 12..15
+    assert median_generation(events, 4, 1, 3, warmup=1) == (3, [12, 13, 14, 15])
+    trace = generation_trace_events(events, 4, 1, 3, warmup=1)
+    slices = check_viewer_parse(trace)
+    assert trace["otherData"]["generation"] == 3 and trace["otherData"]["runs"] == [12, 13, 14, 15]
+    phases = [e for e in slices if e["cat"] == "phase"]
+    assert [(p["name"], p["depth"]) for p in phases] == [("prefill", 0), ("decode", 0)]
+    executes = [e for e in slices if e["name"] == "Method::execute"]
+    assert [e["depth"] for e in executes] == [1, 1, 1, 1]
+    assert [e["args"]["phase"] for e in executes] == ["prefill", "decode", "decode", "decode"]
+    assert [e["args"].get("token") for e in executes] == [None, 1, 2, 3]
+    assert executes[0]["ts"] == 0 and executes[1]["ts"] == pytest.approx(1000.0)  # 1 ms later
+    gemm = [e for e in slices if e["name"] == "Fully Connected (NC, QP8) #1"]
+    assert gemm[0]["dur"] == pytest.approx(12.0) and gemm[0]["args"]["phase"] == "prefill"
+    assert all(e["args"]["phase"] == "decode" for e in gemm[1:])
+    decode = phases[1]
+    assert decode["ts"] == executes[1]["ts"]
+    assert decode["ts"] + decode["dur"] == pytest.approx(executes[3]["ts"] + executes[3]["dur"])
+    assert trace["otherData"]["events"] == len(slices) - 2
+
+
+def test_a_generation_trace_is_written_and_refuses_a_wrong_loop(tmp_path):
+    from pytest_sme2.analysis.generation import GenerationAnalysisError
+    from pytest_sme2.measure.artifacts.trace import write_generation_trace
+
+    events = _generation_frame()
+    path = write_generation_trace(events, tmp_path / "g.trace.json", 4, 1, 3, warmup=1,
+                                  source="x.etdump")
+    trace = json.loads(path.read_text())
+    check_viewer_parse(trace)
+    assert trace["otherData"]["source"] == "x.etdump"
+    with pytest.raises(GenerationAnalysisError, match="16 Method::execute events"):
+        write_generation_trace(events, tmp_path / "bad.json", 4, 1, 4)
+    with pytest.raises(Sme2Error, match="leaves none"):
+        write_generation_trace(events, tmp_path / "bad.json", 4, 1, 3, warmup=4)

@@ -172,3 +172,41 @@ def test_load_and_memory_ride_along_in_extra_info(tmp_path):
                                              "pte_bytes", "cold_loads")} == \
         {"load_ms": 5.0, "first_inference_ms": 2.0, "peak_rss_kb": 1000.0, "pte_bytes": 2048,
          "cold_loads": blocks}
+
+
+def test_a_generation_is_one_entry_per_phase_that_pytest_benchmark_compares(tmp_path):
+    """An LLM: ``...[prefill]`` (the blocks' prefill medians per generation) and ``...[decode]``
+    (each timed generation's decode time per token), in seconds, grouped by phase."""
+    from pytest_benchmark.logger import Logger
+    from pytest_benchmark.storage.file import FileStorage
+    from tests.fakes.results_docs import generation_block, llm_doc
+
+    d = llm_doc()
+    d["benchmarks"].append(generation_block("8da4w", prefill_ms=20.0, block=1))
+    doc = load_results(d)
+    path = write_benchmark_json(tmp_path / "0001_llm.json", doc.benchmarks)
+    entries = {b["name"]: b for b in json.loads(path.read_text())["benchmarks"]}
+    assert list(entries) == ["test_latency[toy_cnn-fp32-t1-python]",
+                             "test_llm[tiny_llama-8da4w-t1-native][prefill]",
+                             "test_llm[tiny_llama-8da4w-t1-native][decode]",
+                             "test_llm[tiny_llama-8da8w-t1-native][prefill]",
+                             "test_llm[tiny_llama-8da8w-t1-native][decode]"]
+    pre = entries["test_llm[tiny_llama-8da4w-t1-native][prefill]"]
+    dec = entries["test_llm[tiny_llama-8da4w-t1-native][decode]"]
+    assert pre["stats"]["data"] == [0.016, 0.020] and pre["stats"]["rounds"] == 2
+    assert pre["group"] == "tiny_llama 8da4w t1 prefill" and pre["params"]["phase"] == "prefill"
+    assert pre["fullname"] == \
+        "benchmarks/test_llm.py::test_llm[tiny_llama-8da4w-t1-native][prefill]"
+    assert pre["extra_info"]["tokens_per_s"] == 3600.0     # the median of 4,000 and 3,200
+    assert pre["extra_info"]["sme2"] == "absent" and pre["extra_info"]["ttft_ms"] == 18.05
+    assert dec["stats"]["rounds"] == 20 and dec["stats"]["median"] == pytest.approx(0.001)
+    assert dec["extra_info"]["token_p90_ms"] == pytest.approx(1.2)
+    assert entries["test_llm[tiny_llama-8da8w-t1-native][decode]"]["extra_info"]["sme2"] == \
+        "proven"
+    storage = FileStorage(str(tmp_path), default_machine_id="x", logger=Logger(Logger.QUIET))
+    loaded = list(storage.load_benchmarks(str(path)))
+    assert len(loaded) == 5 and all(math.isfinite(b["ops"]) for b in loaded)
+    proc = subprocess.run([*_compare_command(), "compare", "--group-by=group", str(path)],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "[decode]" in proc.stdout and "[prefill]" in proc.stdout

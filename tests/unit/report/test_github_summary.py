@@ -88,3 +88,30 @@ def test_session_finish_is_gone_write_reports_writes_them(tmp_path):
     session = BenchSession(cfg, results=load_results(single_doc()).benchmarks)
     assert not hasattr(session, "finish")
     assert (tmp_path / "report.md") in write_reports(session)
+
+
+def test_llm_generations_get_their_own_rows():
+    from tests.fakes.results_docs import llm_doc
+
+    text = step_summary(load_results(llm_doc()).benchmarks)
+    assert "**LLM generations** (prefill + decode" in text
+    assert ("| test_llm[tiny_llama-8da8w-t1] | native | 8da8w | 64+32 | 8,000 | 2,000 | 0.500 | "
+            "0.600 | 8.050 | proven | proven | - |") in text
+
+
+def test_a_prefill_regression_is_listed():
+    from tests.fakes.results_docs import interval, llm_doc
+
+    d = llm_doc()
+    d["benchmarks"][1]["baseline_phases"] = {
+        "prefill": {"status": "regression", "reason": "slower",
+                    "ratio": interval(1.3, 1.2, 1.4)}}
+    text = step_summary(load_results(d).benchmarks)
+    assert "- `test_llm[tiny_llama-8da4w-t1]` native: prefill REGRESSION 1.30x [1.20, 1.40]" \
+        in text
+
+
+def test_no_llm_rows_without_generations():
+    from tests.fakes.results_docs import single_doc
+
+    assert "LLM generations" not in step_summary(load_results(single_doc()).benchmarks)

@@ -1,0 +1,202 @@
+"""An LLM measured as a generation in the reports (issue 30): the terminal's line and table,
+report.md's Generation section and the per-scheme kernel findings, from synthetic blocks."""
+
+from __future__ import annotations
+
+import copy
+
+from pytest_sme2.report import generation as gen
+from pytest_sme2.report.markdown import render_details, render_markdown
+from pytest_sme2.report.recommend import recommendations
+from pytest_sme2.report.terminal import GENERATION_NOTE, benchmark_line, summary_table
+from pytest_sme2.results import load_results
+from tests.fakes.results_docs import (INT4_DECODE, INT4_PREFILL, INT8_PREFILL, QEMU_SME2,
+                                      generation_block, interval, llm_doc, single_doc)
+
+
+def _blocks(doc=None):
+    return load_results(doc or llm_doc()).benchmarks
+
+
+# -- the kernels per phase, from the evidence ------------------------------------------------
+
+def test_kernel_phrase_names_family_variants_and_weights():
+    b = _blocks()
+    int4, int8 = b[1].generation, b[2].generation
+    assert gen.kernel_phrase(int4.prefill.kernel_evidence) == "NEON i8mm/dotprod int4 kernels"
+    assert gen.kernel_phrase(int4.decode.kernel_evidence) == "NEON dotprod int4 kernels"
+    assert gen.kernel_phrase(int8.prefill.kernel_evidence) == "SME2 mopa int8 kernels"
+    assert gen.kernel_phrase(int8.decode.kernel_evidence) == "SME2 dot int8 kernels"
+    assert gen.kernel_phrase(None) is None
+
+
+def test_kernel_phrase_of_sampled_xnnpack_kernels():
+    from pytest_sme2.results.records import KernelEvidence, SampledKernel
+
+    ev = KernelEvidence(sme2="indicated", samples_total=100, sampled_kernels=[
+        SampledKernel("xnn_qp8_f32_qc4w_gemm_minmax_ukernel_16x64c4__neonsme2", "SME2",
+                      "xnnpack", "xnnpack", 60, 0.6),
+        SampledKernel("xnn_qd8_f32_qc8w_gemm_minmax_ukernel_1x16c4__aarch64_neondot_ld128",
+                      "NEON", "xnnpack", "xnnpack", 30, 0.3),
+        SampledKernel("xnn_x32_packw_gemm_goi_ukernel_x16__neon_ld4lane_u4", "NEON",
+                      "xnnpack", "xnnpack", 10, 0.1)])
+    assert gen.kernel_phrase(ev) == "SME2 int4 and NEON neondot/ld128 int8 kernels"
+    assert [k.how for k in gen.phase_kernels(ev)] == ["sampled"] * 3
+
+
+def test_kernel_sentences_one_per_scheme_from_the_evidence():
+    assert gen.kernel_sentences(_blocks()) == [
+        "8da4w ran NEON i8mm/dotprod int4 kernels in prefill and NEON dotprod int4 kernels in "
+        "decode",
+        "8da8w ran SME2 mopa int8 kernels in prefill and SME2 dot int8 kernels in decode"]
+
+
+def test_kernel_sentences_follow_the_evidence_not_the_scheme():
+    """The same scheme name with other kernels says what those kernels were."""
+    d = single_doc()
+    d["benchmarks"] += [generation_block("8da4w", prefill_kernels=INT8_PREFILL,
+                                         decode_kernels=INT8_PREFILL)]
+    assert gen.kernel_sentences(_blocks(d)) == [
+        "8da4w ran SME2 mopa int8 kernels in prefill and decode"]
+
+
+def test_kernel_sentences_name_runners_and_skip_schemes_without_kernels():
+    d = single_doc()
+    d["benchmarks"] += [
+        generation_block("8da8w", "sme2_off", prefill_kernels=INT4_PREFILL,
+                         decode_kernels=INT4_DECODE),
+        generation_block("8da8w", "sme2_on", prefill_kernels=INT8_PREFILL, decode_kernels=None),
+        generation_block("fp32", prefill_kernels=None, decode_kernels=None)]
+    assert gen.kernel_sentences(_blocks(d)) == [
+        "8da8w on sme2_off ran NEON i8mm/dotprod int4 kernels in prefill and NEON dotprod int4 "
+        "kernels in decode",
+        "8da8w on sme2_on ran SME2 mopa int8 kernels in prefill (no kernels named for decode)"]
+
+
+def test_figures_pool_blocks_by_their_medians():
+    blocks = _blocks({**single_doc(), "benchmarks": [
+        generation_block(prefill_ms=10.0, block=0), generation_block(prefill_ms=20.0, block=1),
+        generation_block(prefill_ms=40.0, block=2)]})
+    f = gen.figures(blocks)
+    assert f.blocks == 3 and f.prefill.generations == 30
+    assert f.prefill.median_ms == 20.0 and f.prefill.tokens_per_s == 64e3 / 20.0
+    assert f.ttft_ms == 20.05
+    assert gen.figures(_blocks(single_doc())) is None
+
+
+# -- terminal --------------------------------------------------------------------------------
+
+def test_benchmark_line_says_the_phases():
+    line = benchmark_line(_blocks()[1])
+    assert line == ("sme2: tiny_llama 8da4w t1 native: generation of 64 prompt + 32 new "
+                    "tokens: prefill 4,000 tok/s, decode 1,000 tok/s (per token median 1.000 "
+                    "ms, p90 1.200 ms), TTFT 16.050 ms, n=10 generations (+2 warm-up "
+                    "discarded); SME2 prefill absent, decode absent")
+    assert "Method::execute" not in line
+
+
+def test_benchmark_line_marks_emulated_generations():
+    line = benchmark_line(_blocks(llm_doc(device=QEMU_SME2))[2])
+    assert "SME2 prefill proven, decode proven" in line
+    assert line.endswith("[emulated CPU: timings say nothing about speed]")
+
+
+def test_summary_table_gets_a_generation_table():
+    lines = summary_table(_blocks())
+    i = lines.index("generation (LLMs: prefill + decode, medians over the timed generations)")
+    head = lines[i + 1].split()
+    assert head[:4] == ["benchmark", "runner", "scheme", "prompt+new"]
+    rows = lines[i + 3:i + 5]
+    assert rows[0].split() == ["test_llm[tiny_llama-8da4w-t1]", "native", "8da4w", "64+32",
+                               "4,000", "1,000", "1.000", "1.200", "16.050", "absent",
+                               "absent", "-"]
+    assert rows[1].split()[:9] == ["test_llm[tiny_llama-8da8w-t1]", "native", "8da8w",
+                                   "64+32", "8,000", "2,000", "0.500", "0.600", "8.050"]
+    assert lines[i + 5] == GENERATION_NOTE
+
+
+def test_summary_table_without_llms_is_unchanged():
+    blocks = _blocks(single_doc())
+    assert not any("generation" in line for line in summary_table(blocks))
+
+
+def test_generation_table_shows_phase_verdicts():
+    d = llm_doc()
+    b = d["benchmarks"][1]
+    b["baseline"] = {"status": "ok", "reason": "same", "ratio": interval(1.01, 0.99, 1.03)}
+    b["baseline_phases"] = {
+        "prefill": {"status": "regression", "reason": "slower",
+                    "ratio": interval(1.3, 1.2, 1.4)},
+        "ttft": {"status": "ok", "reason": "same", "ratio": interval(1.0, 0.98, 1.02)}}
+    lines = summary_table(_blocks(d))
+    row = next(x for x in lines if x.startswith("test_llm[tiny_llama-8da4w-t1]  native  8da4w"))
+    assert row.endswith("decode ok 1.01x [0.99, 1.03]; prefill REGRESSION 1.30x [1.20, 1.40]; "
+                        "ttft ok 1.00x [0.98, 1.02]")
+
+
+# -- report.md -------------------------------------------------------------------------------
+
+def _section(text: str, title: str) -> str:
+    i = text.index(title)
+    j = text.find("\n## ", i + len(title))
+    return text[i:j if j >= 0 else None]
+
+
+def test_report_has_a_generation_section():
+    s = _section(render_markdown(llm_doc()), "## Generation")
+    assert "### tiny_llama 8da4w t1 native" in s and "### tiny_llama 8da8w t1 native" in s
+    assert "| prefill | 64 | 1 | 16.000 | 17.600 | 4.0 | 4,000 | — | — |" in s
+    assert "| decode | 32 | 32 | 32.000 | 35.200 | 4.0 | 1,000 | 1.000 | 1.200 |" in s
+    assert "Time to first token (prefill + first sampling): **16.050 ms**" in s
+    assert "Tokens generated: `3 10 17 24 31 38 45 52 … (33 ids)`" in s
+    assert "| GEMM | 12.800 | 80.0 | 19.200 | 60.0 |" in s
+    assert ("| prefill | **proven** | SME2 mopa int8 kernels | "
+            f"`{INT8_PREFILL[0]}` (SME2, executed) |") in s
+    assert f"| decode | **absent** | NEON dotprod int4 kernels | `{INT4_DECODE[0]}` (NEON, " \
+        "executed) |" in s
+
+
+def test_report_summary_has_a_line_per_llm():
+    s = _section(render_markdown(llm_doc()), "## Summary")
+    assert ("- tiny_llama 8da8w t1 native (LLM, 64 + 32 tokens): prefill 8,000 tok/s, decode "
+            "2,000 tok/s (per token median 0.500 ms, p90 0.600 ms), TTFT 8.050 ms.") in s
+    e = _section(render_markdown(llm_doc(device=QEMU_SME2)), "## Summary")
+    assert "TTFT 16.050 ms (emulated CPU: says nothing about speed)." in e
+
+
+def test_report_generation_section_without_evidence_says_so():
+    d = single_doc()
+    d["benchmarks"].append(generation_block("fp32", prefill_kernels=None, decode_kernels=None))
+    s = _section(render_markdown(d), "## Generation")
+    assert "| prefill | **unknown** | no kernel evidence was collected for this phase | — |" in s
+
+
+def test_report_without_llms_has_no_generation_section():
+    assert "## Generation" not in render_markdown(single_doc())
+
+
+def test_detail_page_has_the_generation():
+    pages = render_details(llm_doc())
+    page = next(t for p, t in pages.items() if "8da8w" in p)
+    assert "## Generation" in page and "SME2 dot int8 kernels" in page
+
+
+def test_emulated_generation_is_marked():
+    s = _section(render_markdown(llm_doc(device=QEMU_SME2)), "## Generation")
+    assert "Emulated CPU: its times and tokens per second say nothing about speed" in s
+
+
+def test_recommendations_say_which_scheme_reached_sme2_per_phase():
+    recs = [r for r in recommendations(llm_doc()) if r.rule == "generation-kernels"]
+    assert [r.text for r in recs] == [
+        "8da4w ran NEON i8mm/dotprod int4 kernels in prefill and NEON dotprod int4 kernels in "
+        "decode. No SME2 kernel was proven in either phase; 8da8w reached SME2 in this "
+        "session.",
+        "8da8w ran SME2 mopa int8 kernels in prefill and SME2 dot int8 kernels in decode. "
+        "SME2 is proven in prefill and decode."]
+    assert recs[1].evidence == "kernel evidence per phase (prefill proven, decode proven)"
+
+
+def test_no_generation_recommendation_without_llms():
+    doc = copy.deepcopy(single_doc())
+    assert not [r for r in recommendations(doc) if r.rule == "generation-kernels"]
