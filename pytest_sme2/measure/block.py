@@ -26,7 +26,7 @@ from pytest_sme2.readers.etdump import read_etdump
 from pytest_sme2.readers.etrecord import read_etrecord
 from pytest_sme2.programs.export import export_model
 from pytest_sme2.measure.artifacts.csv import write_csvs
-from pytest_sme2.measure.artifacts.trace import write_trace
+from pytest_sme2.measure.artifacts.trace import write_generation_trace, write_trace
 from pytest_sme2.results import BlockResult, Generation, ProcessStartup, RunContext, Startup
 from pytest_sme2.analysis.runner_summary import parse_summary
 from pytest_sme2.runners.base import Runner, RunOutcome, RunRequest
@@ -151,9 +151,15 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
     # seed-compatible CSVs beside the ETDump; model_id as the kit names its files
     write_csvs(analysis, out, stem, model_id=f"{run.model}_{run.dtype}_t{run.threads}_{stem}")
     # The median timed run as a Chrome/Perfetto trace: one run's events, a few milliseconds.
-    trace = write_trace(analysis.events, out / f"{stem}.trace.json",
-                        warmup=analysis.warmup, source=str(request.etdump),
-                        e2e=analysis.e2e_all)
+    if generated is not None and summary.generation is not None:
+        g = summary.generation      # the median timed generation, its phases marked
+        trace = write_generation_trace(events, out / f"{stem}.trace.json", g.generations,
+                                       g.prefill_executes, g.decode_executes, warmup=g.warmup,
+                                       source=str(request.etdump))
+    else:
+        trace = write_trace(analysis.events, out / f"{stem}.trace.json",
+                            warmup=analysis.warmup, source=str(request.etdump),
+                            e2e=analysis.e2e_all)
     if generated is not None:
         generated.startup, generated.device, generated.runner = (
             startup, replace(facts, spec=device.spec), runner.info)
