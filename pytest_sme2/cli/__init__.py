@@ -231,7 +231,7 @@ def _gate(args: argparse.Namespace) -> int:
         raise Sme2Error(f"{args.results}: no benchmarks to judge")
     if not args.baseline_dir.is_dir():
         raise Sme2Error(f"--baseline-dir {args.baseline_dir}: no such folder")
-    own = doc.session.get("baseline_session_id")   # a session that saved is not its own baseline
+    own = doc.session.baseline_session_id   # a session that saved is not its own baseline
     failed = False
     for key, blocks in group_by_key(doc.benchmarks).items():
         report = gate.evaluate(blocks, args.baseline_dir, policy, exclude_session=own)

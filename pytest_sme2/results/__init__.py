@@ -30,12 +30,14 @@ from pytest_sme2.results.records import (KernelEvidence, LoggedKernel, OperatorS
                                          ResultAnalysis, RunContext, SampledKernel,
                                          TracedKernel)
 from pytest_sme2.results.runner import RunnerInfo
+from pytest_sme2.results.session import SessionInfo
 from pytest_sme2.results.startup import ProcessStartup, Startup
 
 __all__ = ["RESULTS_SCHEMA", "BlockResult", "ComparisonRecord",
            "DeviceFacts", "InstructionCount", "Judgement", "KernelEvidence", "LoggedKernel",
            "OperatorStats", "OutputCheck", "PooledLatency", "ProcessStartup", "ResultAnalysis",
            "ResultsDoc", "ResultsWriter", "RunContext", "RunnerInfo", "SampledKernel",
+           "SessionInfo",
            "Startup", "TracedKernel", "atomic_write_text", "device_label",
            "load_results", "mean_per_block", "pool", "pool_categories", "pool_startup",
            "results_document", "write_results"]
