@@ -36,7 +36,8 @@ from pytest_sme2.readers.tensorfile import read_tensors, write_tensors
 from pytest_sme2.report.outputs import write_reports
 from pytest_sme2.results import (BlockResult, ComparisonRecord, DeviceFacts, InstructionCount,
                                  Judgement, KernelEvidence, LoggedKernel, OperatorStats,
-                                 ProcessStartup, ResultsDoc, RunnerInfo, SampledKernel, Startup,
+                                 ProcessStartup, ResultsDoc, RunnerInfo, SampledKernel, SessionInfo,
+                                 Startup,
                                  TracedKernel, load_results, pool)
 from pytest_sme2.results.latency import LatencyStats
 from pytest_sme2.results.thermal import CooldownRecord
@@ -53,7 +54,7 @@ __all__ = [
     "BlockResult", "Comparison", "ComparisonRecord", "DeviceFacts", "RunnerInfo", "Judgement",
     "InstructionCount", "OperatorStats", "KernelEvidence", "LoggedKernel", "TracedKernel",
     "SampledKernel", "ProcessStartup", "Startup", "LatencyStats", "CooldownRecord",
-    "ResultsDoc", "load_results", "pool",
+    "ResultsDoc", "SessionInfo", "load_results", "pool",
     # devices and runners
     "Device", "open_device", "Runner", "runner_from_spec", "native_runner",
     "build_native_runner",

@@ -12,6 +12,7 @@ package's binaries are static, so they run on bookworm too).
 
 from __future__ import annotations
 
+import argparse
 import os
 import shlex
 import shutil
@@ -406,3 +407,23 @@ def run_setup(dry_run: bool, out: Callable[[str], None] = print) -> int:
         out(f"pytest-sme2: {e}")
         return 2
     return 0
+
+
+# -- the command ----------------------------------------------------------------------------
+
+def _setup(args: argparse.Namespace) -> int:
+    if args.what == "history":
+        from pytest_sme2.history.setup import run_setup as run_history_setup
+
+        return run_history_setup(args.dry_run, out=lambda line: print(line, flush=True))
+    return run_setup(args.dry_run, out=lambda line: print(line, flush=True))
+
+
+def add_parser(sub) -> None:
+    st = sub.add_parser("setup", help="provision an emulated Arm64 SME2 target (QEMU, cross "
+                                      "compiler, aarch64 wheel); docs/emulated-sme2.md")
+    st.add_argument("what", choices=("qemu", "history"),
+                    help="qemu: the emulated device; history: PostgreSQL and Chromium for the "
+                         "history's tests")
+    st.add_argument("--dry-run", action="store_true", help="print what would be done, do nothing")
+    st.set_defaults(func=_setup)

@@ -1,6 +1,6 @@
-"""Who a session is: commit, branch, time and CI run, recorded in results.json's
-``session["identity"]`` so the history can place it. Git is asked once; CI systems' own
-variables win (a CI checkout is often a detached HEAD)."""
+"""Who a session is: commit, branch, time and CI run, recorded in results.json's session
+(``identity``; read as ``SessionInfo.identity``) so the history can place it. Git is asked
+once; CI systems' own variables win (a CI checkout is often a detached HEAD)."""
 
 from __future__ import annotations
 

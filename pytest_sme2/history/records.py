@@ -12,7 +12,6 @@ from typing import Any
 from pytest_sme2.baselines.key import BaselineKey, UnderTest
 from pytest_sme2.results import BlockResult, ResultsDoc, pool
 
-IDENTITY_KEY = "identity"     # results.json session["identity"]: commit, branch, time, ci_run
 
 
 @dataclass(frozen=True)
@@ -66,7 +65,7 @@ def session_uid(doc: ResultsDoc) -> str:
 
 def session_points(doc: ResultsDoc, source: str | None = None,
                    fallback_time: str | None = None) -> SessionPoints:
-    identity = dict(doc.session.get(IDENTITY_KEY) or {})
+    identity = dict(doc.session.identity or {})
     warnings = []
     name = source or "the session"
     if not identity.get("commit"):
@@ -75,7 +74,7 @@ def session_points(doc: ResultsDoc, source: str | None = None,
     time = identity.get("time") or fallback_time or "1970-01-01T00:00:00+00:00"
     if not identity.get("time"):
         warnings.append(f"{name}: no time recorded; placed at {time}")
-    versions = {str(k): str(v) for k, v in (doc.session.get("versions") or {}).items()}
+    versions = {str(k): str(v) for k, v in (doc.session.versions or {}).items()}
     session = SessionRecord(uid=session_uid(doc), commit_sha=identity.get("commit") or None,
                             branch=identity.get("branch") or None, time=str(time),
                             ci_run=identity.get("ci_run") or None,

@@ -1,6 +1,6 @@
 """Comparing two settings (SME2-off vs SME2-on, python vs native, ...) measured in interleaved
 blocks on the same device: speed-up with a confidence interval, per-category speed-ups, output
-equivalence and a verdict. Pure functions over results; running the blocks is bench.py's job."""
+equivalence and a verdict. Pure functions over results; measure.block runs the blocks."""
 
 from __future__ import annotations
 

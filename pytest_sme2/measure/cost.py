@@ -60,8 +60,9 @@ def warm_imports(prefetch: Iterable[tuple[str, str]], cache_dir: Path | None,
     plotting library and templates: ``pytest_sme2.report.outputs.warm_up``), and each collected
     export (``prefetch``: model, dtype) verified and its .etrecord read once, here rather than
     per block."""
-    from pytest_sme2.readers.etrecord import read_etrecord
+    # Once per session, after start-up: the plugin imports this module at every pytest run.
     from pytest_sme2.programs.export import cached_export
+    from pytest_sme2.readers.etrecord import read_etrecord
 
     for warm in warm_ups:
         warm()
@@ -78,7 +79,7 @@ def warm_imports(prefetch: Iterable[tuple[str, str]], cache_dir: Path | None,
 def fork_server_paused() -> Iterator[None]:
     """Around each measured process (on any device: the host runs the adb server and the
     emulator too): a fork server still importing is stopped, and goes on importing after."""
-    from pytest_sme2.runners.fork_server import shared_server
+    from pytest_sme2.runners.fork_server import shared_server  # not at the plugin's start-up
 
     server = shared_server()
     server.pause()

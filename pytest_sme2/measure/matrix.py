@@ -11,6 +11,7 @@ from typing import Sequence
 from pytest_sme2._util.text import split_list
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.programs.export import DTYPES
+from pytest_sme2.programs.registry import get_model
 from pytest_sme2.programs.spec import AS_EXPORTED, LibrarySpec, is_library, is_pte, model_label
 
 DEFAULT_MODELS = ("toy_cnn", "mobilenet_v3_small", "vit_tiny")
@@ -61,8 +62,6 @@ def build_matrix(models: list[str], dtypes: list[str], threads: tuple[int, ...])
     """Validate names up front: a typo should stop the session with one line, not fail every
     benchmark. A .pte is not opened here: a missing or bad file fails its own benchmarks (one
     line each) and the others go on."""
-    from pytest_sme2.programs.registry import get_model
-
     for m in models:
         if is_library(m):
             LibrarySpec.parse(m)

@@ -16,7 +16,9 @@ from pytest_sme2.devices.base import Device
 from pytest_sme2.devices.registry import open_device
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.runners.base import Runner, RunnerError
-from pytest_sme2.runners.spec import RunnerSpec, runner_specs
+from pytest_sme2.programs.export import export_model
+from pytest_sme2.results import ResultsWriter
+from pytest_sme2.runners.spec import RunnerSpec, masked_pair, runner_specs
 from pytest_sme2.measure.settings import BenchSettings
 from pytest_sme2._util.versions import versions
 
@@ -34,6 +36,7 @@ FALLBACK_HOST_RUNNER = "python"
 
 
 def _identity() -> dict[str, Any]:
+    # Only when a session records itself (git and CI variables): not at the plugin's start-up.
     from pytest_sme2.history.identity import session_identity
 
     return session_identity()
@@ -145,8 +148,6 @@ class BenchSession:
                                              name == f"sme2_{state}"):
                 return name
         if self._offers_masked_pair(device):
-            from pytest_sme2.runners.spec import masked_pair
-
             for spec in masked_pair():
                 self.specs.setdefault(spec.name, spec)
             return f"sme2_{state}"
@@ -171,7 +172,7 @@ class BenchSession:
         if "host" not in (self.devices or ()):
             return
         if any(spec.kind == "python" for name, spec in self.specs.items() if name in runners):
-            from pytest_sme2.runners.fork_server import shared_server
+            from pytest_sme2.runners.fork_server import shared_server  # python runner only
 
             shared_server().start()
             self._prefetch = list(dict.fromkeys(points))
@@ -183,7 +184,7 @@ class BenchSession:
         imports made out of the garbage collector's walks (:mod:`pytest_sme2.measure.cost`)."""
         if self._settled:
             return
-        from pytest_sme2.runners.fork_server import shared_server
+        from pytest_sme2.runners.fork_server import shared_server  # not at start-up
 
         self._settled = True
         with session_cost.settling() as froze:
@@ -204,7 +205,7 @@ class BenchSession:
         """One block of ``run`` with the runner configured under ``runner``, on the device.
         ``export_again=False`` for the blocks after the first: --sme2-reexport exports once per
         benchmark, not once per block."""
-        from pytest_sme2.measure.block import run_benchmark
+        from pytest_sme2.measure.block import run_benchmark  # pandas: when a block is measured
 
         settings = self.settings if export_again else replace(self.settings, reexport=False)
         self.prepare()
@@ -220,7 +221,8 @@ class BenchSession:
         and threads, counted once with the native runner under valgrind, onto ``result``. Off
         the host, say once per session that only time is measured. A failed count (a runner
         killed under valgrind) raises: that benchmark fails, the others go on."""
-        from pytest_sme2.programs.export import export_model
+        # Only under --sme2-measure instructions: valgrind's and the native build's modules
+        # stay out of every other pytest run's start-up.
         from pytest_sme2.instructions.count import count_instructions, host_only_reason
         from pytest_sme2.runners.native import native_runner
 
@@ -240,7 +242,7 @@ class BenchSession:
 
     def save_baselines(self) -> list[Path]:
         """Add this session's results to the baselines, one session per benchmark key."""
-        from pytest_sme2.baselines.store import group_by_key, save
+        from pytest_sme2.baselines.store import group_by_key, save  # --save-baseline only
 
         if self.config.baseline_dir is None:
             return []
@@ -273,8 +275,6 @@ class BenchSession:
                             for name, spec in self.specs.items()}}
 
     def write(self) -> None:
-        from pytest_sme2.results import ResultsWriter
-
         if self.results:
             if self._writer is None:
                 self._writer = ResultsWriter()
@@ -301,7 +301,7 @@ class BenchSession:
                 problems.append(str(e))
         for runner in self._runners.values():  # the python runner's fork server
             runner.close()
-        from pytest_sme2.runners.fork_server import shared_server
+        from pytest_sme2.runners.fork_server import shared_server  # not at start-up
 
         shared_server().stop()   # started ahead and never used, or used: ends with the session
         if problems:

@@ -298,15 +298,15 @@ def devices(doc: ResultsDoc) -> list[dict[str, Any]]:
             key = "|".join(str(d.get(k)) for k in ("spec", "kind", "serial", "cpu", "abi",
                                                    "sme2"))
             seen.setdefault(key, d)
-    if not seen and doc.session.get("device"):
-        return [doc.session["device"]]
+    if not seen and doc.session.device:
+        return [doc.session.device]
     return list(seen.values())
 
 
 def runners(doc: ResultsDoc) -> list[dict[str, Any]]:
     """Runners that measured something (name, kind, labels, path if the session knows it),
     then runners the session configured but never used."""
-    configured = doc.session.get("runners") or {}
+    configured = doc.session.runners or {}
     out: dict[str, dict] = {}
     for b in doc.benchmarks:
         name = b.runner_name

@@ -51,7 +51,7 @@ def version_rows(doc: ResultsDoc) -> list[tuple[str, str]]:
         v = (r.get("labels") or {}).get("executorch")
         if v:
             out.setdefault(f"executorch ({r['name']} runner)", str(v))
-    versions = session.get("versions")
+    versions = session.versions
     if isinstance(versions, dict):
         out.update({str(k): value_text(v) for k, v in versions.items()})
     elif versions:
@@ -63,7 +63,7 @@ def version_rows(doc: ResultsDoc) -> list[tuple[str, str]]:
 
 def configuration_rows(doc: ResultsDoc, us: list[Unit]) -> list[tuple[str, str]]:
     bms = doc.benchmarks
-    conf = doc.session.get("config") or {}
+    conf = doc.session.config or {}
     out = []
     measured = sorted({(b.runs, b.warmup) for b in bms}, key=str)
     if measured:

@@ -31,6 +31,7 @@ from pytest_sme2.results.records import (KernelEvidence, LoggedKernel, OperatorS
                                          ResultAnalysis, RunContext, SampledKernel,
                                          TracedKernel)
 from pytest_sme2.results.runner import RunnerInfo
+from pytest_sme2.results.session import SessionInfo
 from pytest_sme2.results.startup import ProcessStartup, Startup
 
 __all__ = ["RESULTS_SCHEMA", "BlockResult", "ComparisonRecord",
@@ -38,6 +39,7 @@ __all__ = ["RESULTS_SCHEMA", "BlockResult", "ComparisonRecord",
            "KernelEvidence", "LoggedKernel", "OperatorStats", "OutputCheck", "PhaseStats",
            "PooledLatency", "ProcessStartup", "ResultAnalysis",
            "ResultsDoc", "ResultsWriter", "RunContext", "RunnerInfo", "SampledKernel",
+           "SessionInfo",
            "Startup", "TracedKernel", "atomic_write_text", "device_label",
            "load_results", "mean_per_block", "pool", "pool_categories", "pool_startup",
            "results_document", "write_results"]

@@ -13,6 +13,7 @@ from pytest_sme2.errors import Sme2Error
 from pytest_sme2._util.fsutil import atomic_write_text
 from pytest_sme2.results.block import BlockResult
 from pytest_sme2.results.comparison import ComparisonRecord
+from pytest_sme2.results.session import SessionInfo
 
 RESULTS_SCHEMA = "pytest-sme2/results/1"
 
@@ -22,7 +23,7 @@ RESULTS_SCHEMA = "pytest-sme2/results/1"
 class ResultsDoc:
     """A whole ``results.json``: what :func:`load_results` gives and the reports read."""
 
-    session: dict[str, Any] = field(default_factory=dict)    # versions, configuration, runners
+    session: SessionInfo = field(default_factory=SessionInfo)   # versions, configuration, runners
     benchmarks: list[BlockResult] = field(default_factory=list)
     comparisons: list[ComparisonRecord] = field(default_factory=list)
     schema: str = RESULTS_SCHEMA
@@ -58,7 +59,7 @@ def load_results(source: ResultsDoc | Mapping[str, Any] | str | Path) -> Results
         if not isinstance(doc, dict) or doc.get("schema") != RESULTS_SCHEMA:
             raise _not_results(name, doc)
     try:
-        return ResultsDoc(session=dict(doc.get("session") or {}),
+        return ResultsDoc(session=SessionInfo.from_json(doc.get("session")),
                           benchmarks=[BlockResult.from_json(b)
                                       for b in doc.get("benchmarks") or []],
                           comparisons=[ComparisonRecord.from_json(c)
@@ -76,17 +77,19 @@ def _not_results(name: str, doc: Any) -> Sme2Error:
 
 
 def results_document(results: Iterable[BlockResult], comparisons: Iterable[Any] = (),
-                     session: dict[str, Any] | None = None,
+                     session: SessionInfo | dict[str, Any] | None = None,
                      schema: str = RESULTS_SCHEMA) -> dict[str, Any]:
     """The results.json document: ``session`` (configuration, versions), ``benchmarks`` (one
     per measured block) and ``comparisons`` (records, comparisons or their JSON documents)."""
+    if isinstance(session, SessionInfo):
+        session = session.to_json()
     return {"schema": schema, "session": session or {},
             "benchmarks": [r.to_json() for r in results],
             "comparisons": [c if isinstance(c, dict) else c.to_json() for c in comparisons]}
 
 
 def write_results(path: Path, results: Iterable[BlockResult], comparisons: Iterable[Any] = (),
-                  session: dict[str, Any] | None = None) -> None:
+                  session: SessionInfo | dict[str, Any] | None = None) -> None:
     doc = results_document(results, comparisons, session)
     atomic_write_text(path, json.dumps(doc, indent=2) + "\n")
 
@@ -112,7 +115,7 @@ class ResultsWriter:
         return kept[1]
 
     def text(self, results: Iterable[BlockResult], comparisons: Iterable[Any] = (),
-             session: dict[str, Any] | None = None) -> str:
+             session: SessionInfo | dict[str, Any] | None = None) -> str:
         doc = results_document((), comparisons, session)
         items = [self._text(r) for r in results]
         doc["benchmarks"] = _SLOT if items else []
@@ -122,5 +125,6 @@ class ResultsWriter:
         return text + "\n"
 
     def write(self, path: Path, results: Iterable[BlockResult],
-              comparisons: Iterable[Any] = (), session: dict[str, Any] | None = None) -> None:
+              comparisons: Iterable[Any] = (),
+              session: SessionInfo | dict[str, Any] | None = None) -> None:
         atomic_write_text(path, self.text(results, comparisons, session))

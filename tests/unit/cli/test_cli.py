@@ -220,3 +220,12 @@ def test_option_defaults_come_from_their_one_home():
         ("fake-phone", ["fake-phone"]))} == {
         "analyze": "_analyze", "compare": "_compare", "export": "_export", "report": "_report",
         "setup": "_setup", "fake-phone": "_fake_phone"}
+
+
+def test_analyze_json_into_a_missing_folder_is_one_line(trace, tmp_path, capsys):
+    """Found by the CSV work (issue 32): a --json path whose folder does not exist printed a
+    FileNotFoundError traceback."""
+    out = tmp_path / "missing" / "a.json"
+    assert main(["analyze", str(trace), "--warmup", "2", "--json", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{out}: cannot write" in err and "Traceback" not in err

@@ -1,0 +1,52 @@
+"""``pytest-sme2 compare``: two ETDumps compared offline."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from pytest_sme2.errors import Sme2Error
+
+
+def _compare(args: argparse.Namespace) -> int:
+    # Light like analyze: no torch, no executorch.
+    from pytest_sme2.analysis.diff import compare_analyses
+    from pytest_sme2.analysis.summary import analyze_file
+    from pytest_sme2.report.diff_markdown import compare_lines, render_markdown
+    from pytest_sme2.report.diff_recommend import with_recommendations
+
+    if args.name1 == args.name2:
+        raise Sme2Error(f"--name1 and --name2 must differ (both {args.name1!r})")
+    base = analyze_file(args.base, warmup=args.warmup, etrecord=args.etrecord)
+    cand = analyze_file(args.candidate, warmup=args.warmup, etrecord=args.etrecord)
+    diff = with_recommendations(
+        compare_analyses(base, cand, base_name=args.name1, candidate_name=args.name2), base,
+        cand)
+    print("\n".join(compare_lines(diff)))
+    for path, text in ((args.json, lambda: json.dumps(diff.to_json(), indent=2) + "\n"),
+                       (args.md, lambda: render_markdown(diff))):
+        if path:
+            try:
+                Path(path).write_text(text())
+            except OSError as e:
+                raise Sme2Error(f"{path}: cannot write ({e.strerror or e})") from None
+            print(f"wrote {path}")
+    return 0
+
+
+def add_parser(sub) -> None:
+    c = sub.add_parser("compare", help="compare two ETDumps (base, candidate) offline: "
+                                       "speed-up, category and operator deltas")
+    c.add_argument("base", type=Path)
+    c.add_argument("candidate", type=Path)
+    c.add_argument("--etrecord", type=Path,
+                   help="the .etrecord of the model (both traces; backends, op types)")
+    c.add_argument("--name1", default="base", help="label of the base trace (e.g. SME2-Off)")
+    c.add_argument("--name2", default="candidate",
+                   help="label of the candidate trace (e.g. SME2-On)")
+    c.add_argument("--warmup", type=int, default=0,
+                   help="leading runs to discard from each trace (default 0)")
+    c.add_argument("--json", type=Path, help="write the comparison document here")
+    c.add_argument("--md", type=Path, help="write a markdown report here")
+    c.set_defaults(func=_compare)
