@@ -10,8 +10,9 @@ if __name__ != "pytest_sme2_models":
                       f"pytest_sme2_models, not as {__name__} (install the project: pip install "
                       "-e .)")
 
-from pytest_sme2_models.registry import (ModelDef, ModelEntry, UnknownModelError, get_model,
-                                         register_model, registered_models)
+from pytest_sme2.programs.llm_schemes import DEFAULT_SCHEMES
+from pytest_sme2_models.registry import (LlmDef, ModelDef, ModelEntry, UnknownModelError,
+                                         get_model, register_model, registered_models)
 
 register_model("toy_cnn", "pytest_sme2_models.toy_cnn:build",
                description="small conv/bn/relu/linear net with a residual add and a transpose")
@@ -22,6 +23,10 @@ register_model("vit_tiny", "pytest_sme2_models.vit_tiny:build",
 register_model("mobilevit_small", "pytest_sme2_models.mobilevit:build",
                description="MobileViT-small from transformers (config defaults, 4.9M params), "
                "128x128; needs pytest-sme2[transformers]")
+register_model("tiny_llama", "pytest_sme2_models.tiny_llama:build", llm=True,
+               dtypes=DEFAULT_SCHEMES,
+               description="ExecuTorch's Llama (dim 64, 2 layers, 4 heads / 2 KV heads, vocab "
+               "512, max_seq_len 128), static KV cache, seeded random weights: an LLM")
 
-__all__ = ["ModelDef", "ModelEntry", "UnknownModelError", "get_model", "register_model",
+__all__ = ["LlmDef", "ModelDef", "ModelEntry", "UnknownModelError", "get_model", "register_model",
            "registered_models"]

@@ -1,7 +1,12 @@
 """The XNNPACK export recipes (heavy imports: only :mod:`pytest_sme2.export` loads this, and only
 on a cache miss). fp16 is ``.half()`` before export; static int8 is PT2E with per-channel
 symmetric config and calibration; dynamic int8 needs the dynamically quantized partitioner in
-front of the plain one."""
+front of the plain one.
+
+An LLM (``ModelDef.llm``) has its own recipe, :func:`export_llm`: the schemes of
+:mod:`pytest_sme2.programs.llm_schemes` applied with torchao as ExecuTorch's ``export_llama``
+does, a dynamic sequence length, the constant methods, and a verification that runs a prefill
+then a decode step in one loaded program."""
 
 from __future__ import annotations
 
@@ -84,9 +89,111 @@ def _run_pte(buffer: bytes, inputs: tuple) -> list:
     return _load_for_executorch_from_buffer(buffer).forward(inputs)
 
 
+def _quantize_llm(module, scheme) -> None:
+    """torchao's 8da{4,8}w on every Linear, in place, as ``export_llama -qmode`` does
+    (``examples/models/llama/source_transformation/quantize.py``): a grouped scheme skips a
+    Linear whose input size the group does not divide."""
+    from torchao.quantization import Int8DynamicActivationIntxWeightConfig, quantize_
+    from torchao.quantization.granularity import PerAxis, PerGroup
+
+    group = scheme.group_size
+
+    def linear(m, fqn: str) -> bool:
+        return isinstance(m, torch.nn.Linear) and (group is None or m.weight.shape[1] % group == 0)
+
+    quantize_(module, Int8DynamicActivationIntxWeightConfig(
+        weight_dtype=torch.int4 if scheme.weight_bits == 4 else torch.int8,
+        weight_granularity=PerAxis(0) if group is None else PerGroup(group),
+        intx_choose_qparams_algorithm="affine"), filter_fn=linear)
+
+
+def _steps(module, steps: list[tuple], reset) -> list:
+    """Eager outputs of ``steps`` run in order on fresh state (the KV cache), which is then
+    reset again: torch.export takes the buffers' values as the program's initial state."""
+    if reset:
+        reset()
+    with torch.no_grad():
+        outputs = [module(*step) for step in steps]
+    if reset:
+        reset()
+    return outputs
+
+
+def export_llm(definition: ModelDef, scheme_name: str, at_stage: Callable[[str], None]):
+    """Lower an LLM in ``scheme_name``; return (ExecutorchProgramManager, info). Verified by
+    running ``llm.verify_inputs`` (prefill, then decode) in one loaded program against the same
+    steps on the eager model (quantized by torchao for a quantized scheme)."""
+    from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
+
+    from pytest_sme2.programs.llm_schemes import parse_scheme
+
+    scheme = parse_scheme(scheme_name)
+    llm = definition.llm
+    module = definition.module.eval()
+    steps = [tuple(s) for s in (llm.verify_inputs or [definition.example_inputs])]
+    reference = _steps(module, steps, llm.reset)
+    quantized_reference = None
+    if scheme.quantized:
+        at_stage("quantize")
+        _quantize_llm(module, scheme)
+        quantized_reference = _steps(module, steps, llm.reset)
+    at_stage("torch.export")
+    # Plain attention as export_llama traces it (the math SDPA: no fused kernel to capture).
+    with torch.nn.attention.sdpa_kernel([torch.nn.attention.SDPBackend.MATH]), torch.no_grad():
+        exported = torch.export.export(module, tuple(definition.example_inputs),
+                                       dynamic_shapes=llm.dynamic_shapes, strict=True)
+    at_stage("lower to XNNPACK")
+    partitioners = _partitioners("int8_dynamic" if scheme.quantized else "fp32")
+    edge = to_edge_transform_and_lower(
+        exported, partitioner=partitioners, constant_methods=dict(llm.constant_methods),
+        compile_config=EdgeCompileConfig(_check_ir_validity=False), generate_etrecord=True)
+    graph = edge.exported_program().graph_module.graph
+    delegates = sum(1 for n in graph.nodes if n.op == "get_attr"
+                    and str(n.target).startswith("lowered_module"))
+    portable = _outside_delegate(edge.exported_program())
+    at_stage("to_executorch")
+    program = edge.to_executorch()
+    at_stage("verify against eager")
+    from executorch.extension.pybindings.portable_lib import _load_for_executorch_from_buffer
+
+    loaded = _load_for_executorch_from_buffer(program.buffer)
+    outputs = [loaded.forward(step) for step in steps]
+    target = quantized_reference or reference
+    per_step = [_max_abs(o, r) for o, r in zip(outputs, target)]
+    float_err = max(_max_abs(o, r)[0] for o, r in zip(outputs, reference))
+    quant_err = max(_max_abs(q if isinstance(q, (tuple, list)) else (q,), r)[0]
+                    for q, r in zip(quantized_reference, reference)) \
+        if quantized_reference else None
+    argmax = [[int(o[0].argmax()) for o in outputs],
+              [int((r[0] if isinstance(r, (tuple, list)) else r).argmax()) for r in target]]
+    info = {
+        "partitioners": [type(p).__name__ for p in partitioners],
+        "delegates": delegates,
+        "portable_ops": portable,
+        "reference": "quantized eager" if scheme.quantized else "eager",
+        "max_abs_error": max(e for e, _ in per_step),
+        "max_abs_eager": max(s for _, s in per_step),
+        "max_abs_error_vs_float": float_err,
+        "max_abs_quantization_error": quant_err,
+        "input_shapes": [list(t.shape) for t in definition.example_inputs
+                         if torch.is_tensor(t)],
+        "llm": {"scheme": scheme.name, "weight_bits": scheme.weight_bits,
+                "granularity": scheme.granularity,
+                "constant_methods": dict(llm.constant_methods),
+                "verify_steps": [[list(t.shape) for t in s] for s in steps],
+                "step_max_abs_error": [e for e, _ in per_step],
+                # Greedy next tokens of the program and of its reference, per step.
+                "argmax": argmax[0], "reference_argmax": argmax[1]},
+    }
+    return program, info
+
+
 def export(definition: ModelDef, dtype: str, at_stage: Callable[[str], None]):
     """Lower ``definition`` for XNNPACK in ``dtype``; return (ExecutorchProgramManager, info)."""
     from executorch.exir import to_edge_transform_and_lower
+
+    if definition.llm is not None:
+        return export_llm(definition, dtype, at_stage)
 
     module = definition.module.eval()
     example = tuple(definition.example_inputs)

@@ -1,0 +1,103 @@
+"""tiny_llama exported in each LLM scheme through the cached, verified export path (once per
+test session: the session's export cache), and what the program then says about itself: its
+constant methods, its dynamic (tokens, input_pos) forward, LLM detection. Plus the
+``executorch:`` library's other models, built or exported."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from pytest_sme2.export import ExportError, export_model
+from pytest_sme2.programs.llm_facts import llm_facts
+from pytest_sme2.programs.llm_schemes import LLM_SCHEMES
+
+CONSTANTS = {"get_max_seq_len": 128, "get_max_context_len": 128, "get_vocab_size": 512,
+             "get_n_layers": 2, "use_kv_cache": True, "use_sdpa_with_kv_cache": False,
+             "enable_dynamic_shape": True}
+
+
+@pytest.fixture(scope="session")
+def llm_export(export_cache):
+    """``llm_export(scheme)``: tiny_llama in that scheme, exported once per session."""
+    done = {}
+
+    def get(scheme: str):
+        if scheme not in done:
+            done[scheme] = export_model("tiny_llama", scheme, export_cache)
+        return done[scheme]
+
+    return get
+
+
+@pytest.mark.parametrize("scheme", LLM_SCHEMES)
+def test_each_scheme_exports_verified_with_its_methods(llm_export, scheme):
+    exported = llm_export(scheme)
+    meta = json.loads((exported.folder / "meta.json").read_text())
+    assert meta["dtype"] == scheme and meta["llm"]["scheme"] == scheme
+    assert exported.pte.is_file() and exported.has_etrecord and exported.inputs.is_file()
+    # Verified: a prefill then a decode step in one loaded program, against eager (quantized
+    # eager for a quantized scheme), within the scheme's tolerance.
+    assert meta["llm"]["verify_steps"] == [[[1, 16], [1]], [[1, 1], [1]]]
+    assert meta["max_abs_error"] <= meta["max_abs_eager"] * (1e-3 if scheme == "fp32" else 0.05)
+    assert meta["reference"] == ("eager" if scheme == "fp32" else "quantized eager")
+    assert (meta["max_abs_quantization_error"] is None) == (scheme == "fp32")
+    partitioners = meta["partitioners"]
+    assert partitioners[-1] == "XnnpackPartitioner"
+    assert ("XnnpackDynamicallyQuantizedPartitioner" in partitioners) == (scheme != "fp32")
+    assert meta["delegates"] > 0
+    # What the program says about itself, read from the file alone.
+    facts = llm_facts(exported.pte)
+    assert facts is not None, "an LLM program must be detected by its methods"
+    assert {k: getattr(facts, k.removeprefix("get_")) for k in CONSTANTS} == CONSTANTS
+    assert facts.takes_tokens_and_pos and facts.max_prompt_tokens == 127
+    print(f"{scheme}: exported in {meta['export_seconds']:.1f} s "
+          f"({meta.get('export_cpu_seconds', 0):.1f} s CPU), {exported.pte.stat().st_size} B")
+
+
+def test_the_runtime_answers_the_constant_methods(llm_export):
+    from executorch.extension.pybindings.portable_lib import _load_for_executorch
+
+    module = _load_for_executorch(str(llm_export("8da8w").pte))
+    assert module.run_method("get_max_seq_len", ())[0] == 128
+    assert module.run_method("use_kv_cache", ())[0] is True
+
+
+def test_a_cached_scheme_is_a_hit(llm_export, export_cache):
+    first = llm_export("fp32")
+    t0 = time.perf_counter()
+    again = export_model("tiny_llama", "fp32", export_cache)
+    assert time.perf_counter() - t0 < 0.5 and again.folder == first.folder
+    assert export_model("tiny_llama", "8da4w", export_cache).key != first.key
+
+
+def test_a_model_dtype_is_refused_for_an_llm(export_cache):
+    with pytest.raises(ExportError, match="is an LLM: its dtypes are the schemes"):
+        export_model("tiny_llama", "int8", export_cache)
+
+
+def test_executorch_llama_builds_from_params():
+    from pytest_sme2.library_models import LibraryModel
+
+    definition = LibraryModel("executorch:llama?dim=32&n_layers=1&vocab_size=256").build()
+    assert definition.llm.constant_methods["get_vocab_size"] == 256
+    assert definition.llm.constant_methods["get_n_layers"] == 1
+    logits = definition.module(*definition.example_inputs)
+    assert tuple(logits.shape) == (1, 256)
+
+
+def test_executorch_registry_model_exports(export_cache):
+    exported = export_model("executorch:ds_cnn", "fp32", export_cache)
+    assert exported.meta["max_abs_error"] < 1e-3 and llm_facts(exported.pte) is None
+
+
+def test_efficient_sam_builds_with_random_weights():
+    from pytest_sme2.library_models import LibraryModel
+
+    definition = LibraryModel("executorch:efficient_sam").build()
+    params = sum(p.numel() for p in definition.module.parameters())
+    assert 10.0e6 < params < 10.5e6
+    assert [tuple(t.shape) for t in definition.example_inputs] == [(1, 3, 1024, 1024),
+                                                                   (1, 1, 1, 2), (1, 1, 1)]
