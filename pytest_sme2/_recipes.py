@@ -107,6 +107,29 @@ def _quantize_llm(module, scheme) -> None:
         intx_choose_qparams_algorithm="affine"), filter_fn=linear)
 
 
+def _quantize_llm_pt2e(module, scheme, example: tuple, dynamic_shapes):
+    """PT2E dynamic quantization of every linear as ``export_llama --pt2e_quantize
+    xnnpack_dynamic[_qc4]`` does (``extension/llm/export/quantizer_lib.py`` and
+    ``builder.py``): per-channel weights, int4 as int8 in [-8, 7] (XNNPACK's qc4w)."""
+    from executorch.backends.transforms.duplicate_dynamic_quant_chain import \
+        DuplicateDynamicQuantChainPass
+    from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
+        XNNPACKQuantizer, get_symmetric_quantization_config)
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    bits = {"weight_qmin": -8, "weight_qmax": 7} if scheme.weight_bits == 4 else {}
+    quantizer = XNNPACKQuantizer().set_global(
+        get_symmetric_quantization_config(is_per_channel=True, is_dynamic=True, **bits))
+    with torch.nn.attention.sdpa_kernel([torch.nn.attention.SDPBackend.MATH]), torch.no_grad():
+        captured = torch.export.export(module, example, dynamic_shapes=dynamic_shapes,
+                                       strict=True).module()
+        prepared = prepare_pt2e(captured, quantizer)
+        prepared(*example)
+        converted = convert_pt2e(prepared)
+    DuplicateDynamicQuantChainPass()(converted)
+    return converted
+
+
 def _steps(module, steps: list[tuple], reset) -> list:
     """Eager outputs of ``steps`` run in order on fresh state (the KV cache), which is then
     reset again: torch.export takes the buffers' values as the program's initial state."""
@@ -125,6 +148,7 @@ def export_llm(definition: ModelDef, scheme_name: str, at_stage: Callable[[str],
     steps on the eager model (quantized by torchao for a quantized scheme)."""
     from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 
+    from pytest_sme2.programs.llama import reset_kv_cache
     from pytest_sme2.programs.llm_schemes import parse_scheme
 
     scheme = parse_scheme(scheme_name)
@@ -133,15 +157,21 @@ def export_llm(definition: ModelDef, scheme_name: str, at_stage: Callable[[str],
     steps = [tuple(s) for s in (llm.verify_inputs or [definition.example_inputs])]
     reference = _steps(module, steps, llm.reset)
     quantized_reference = None
-    if scheme.quantized:
+    example = tuple(definition.example_inputs)
+    if scheme.quantized and scheme.quantizer == "pt2e":
+        at_stage("quantize (PT2E)")
+        module = _quantize_llm_pt2e(module, scheme, example, llm.dynamic_shapes)
+        reset = lambda: reset_kv_cache(module)  # noqa: E731 - the graph module's own buffers
+        quantized_reference = _steps(module, steps, reset)
+    elif scheme.quantized:
         at_stage("quantize")
         _quantize_llm(module, scheme)
         quantized_reference = _steps(module, steps, llm.reset)
     at_stage("torch.export")
     # Plain attention as export_llama traces it (the math SDPA: no fused kernel to capture).
     with torch.nn.attention.sdpa_kernel([torch.nn.attention.SDPBackend.MATH]), torch.no_grad():
-        exported = torch.export.export(module, tuple(definition.example_inputs),
-                                       dynamic_shapes=llm.dynamic_shapes, strict=True)
+        exported = torch.export.export(module, example, dynamic_shapes=llm.dynamic_shapes,
+                                       strict=scheme.quantizer != "pt2e")
     at_stage("lower to XNNPACK")
     partitioners = _partitioners("int8_dynamic" if scheme.quantized else "fp32")
     edge = to_edge_transform_and_lower(
@@ -178,7 +208,7 @@ def export_llm(definition: ModelDef, scheme_name: str, at_stage: Callable[[str],
         "input_shapes": [list(t.shape) for t in definition.example_inputs
                          if torch.is_tensor(t)],
         "llm": {"scheme": scheme.name, "weight_bits": scheme.weight_bits,
-                "granularity": scheme.granularity,
+                "granularity": scheme.granularity, "quantizer": scheme.quantizer,
                 "constant_methods": dict(llm.constant_methods),
                 "verify_steps": [[list(t.shape) for t in s] for s in steps],
                 "step_max_abs_error": [e for e, _ in per_step],

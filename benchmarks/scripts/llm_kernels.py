@@ -106,9 +106,17 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("out", type=Path)
     ap.add_argument("--schemes", default="fp32,8da4w,8da4w-pc,8da8w")
+    ap.add_argument("--table-only", action="store_true",
+                    help="rebuild table.md from the traces already in OUT_DIR")
     args = ap.parse_args()
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
+    if args.table_only:
+        return write_table(out, {scheme: {f"{phase}/{side}": {
+            "kernels": kernels(out / f"{scheme}-{phase}-{side}.csv"),
+            "ops": xnnpack_ops(out / f"{scheme}-{phase}-{side}.etdp")}
+            for phase in ("prefill", "decode") for side in SIDES}
+            for scheme in args.schemes.split(",")})
     rng = np.random.default_rng(0)
     prefill_in, decode_in = out / "prefill127.bin", out / "decode1.bin"
     write_tensors(prefill_in, [rng.integers(0, 512, (1, PREFILL_TOKENS)).astype(np.int64),
@@ -126,7 +134,13 @@ def main() -> None:
                 stem = out / f"{scheme}-{phase}-{side}"
                 results[scheme][f"{phase}/{side}"] = r = run(pte, inputs, runner, stem)
                 print(f"{scheme} {phase} {side}: {cell(r)} [{r['seconds']} s]", flush=True)
-        (out / "runs.json").write_text(json.dumps(results, indent=1) + "\n")
+        runs = out / "runs.json"
+        known = json.loads(runs.read_text()) if runs.is_file() else {}
+        runs.write_text(json.dumps({**known, **results}, indent=1) + "\n")
+    write_table(out, results)
+
+
+def write_table(out: Path, results: dict) -> None:
     lines = ["| scheme | phase | SME2 side (`-cpu max`) | masked side (`sme2=off`) | "
              "XNNPACK GEMM operators (SME2 side / masked) |", "|---|---|---|---|---|"]
     for scheme, r in results.items():

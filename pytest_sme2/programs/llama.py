@@ -11,6 +11,7 @@ The parameters are the ``params.json`` keys of ``export_llama`` plus ``max_seq_l
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 # The model's own parameters and their defaults: stories15M's shape is dim 288, 6 layers,
@@ -50,6 +51,11 @@ def _wrapper_class():
     return TokensAndPos
 
 
+# KV cache buffers: ExecuTorch's Llama (``...kv_cache.k_cache``) and transformers' static
+# cache (``key_cache_0``), also once a graph module holds them (PT2E).
+_KV_CACHE = re.compile(r"(^|[._])(k_cache|v_cache|key_cache_\d+|value_cache_\d+)$")
+
+
 def reset_kv_cache(module) -> None:
     """Zero every KV cache buffer: torch.export takes the buffers' current values as the
     program's initial state, and an eager reference run writes them."""
@@ -57,7 +63,7 @@ def reset_kv_cache(module) -> None:
 
     with torch.no_grad():
         for name, buf in module.named_buffers():
-            if name.endswith(("k_cache", "v_cache")):
+            if _KV_CACHE.search(name):
                 buf.zero_()
 
 

@@ -27,6 +27,10 @@ class Scheme:
     # of weights); the rest is how XNNPACK/KleidiAI round dynamic activations and accumulate.
     tolerance: float
     description: str
+    # How the weights are quantized: "torchao" (quantize_ with
+    # Int8DynamicActivationIntxWeightConfig, export_llama -qmode) or "pt2e" (XNNPACKQuantizer,
+    # export_llama --pt2e_quantize xnnpack_dynamic[_qc4]).
+    quantizer: str = "torchao"
 
     @property
     def quantized(self) -> bool:
@@ -50,10 +54,17 @@ SCHEMES: dict[str, Scheme] = {s.name: s for s in (
     Scheme("8da8w", 8, None, 0.05,
            "int8 dynamic activations, int8 weights per output channel (export_llama -qmode "
            "8da8w --group_size 0)"),
+    # torchao's per-channel int4 reaches XNNPACK as blockwise int4 with one block per row
+    # (executorch's quant_params.py maps int4 group_size == input channels to qb4w); the PT2E
+    # quantizer with weights in [-8, 7] is the path to XNNPACK's per-channel int4 (qc4w).
+    Scheme("8da4w-pc-pt2e", 4, None, 0.05,
+           "int8 dynamic activations, int4 weights per output channel through PT2E "
+           "(export_llama --pt2e_quantize xnnpack_dynamic_qc4)", quantizer="pt2e"),
 )}
 LLM_SCHEMES: tuple[str, ...] = tuple(SCHEMES)
-# What an LLM's dtype axis is when nothing is asked for.
-DEFAULT_SCHEMES: tuple[str, ...] = LLM_SCHEMES
+# What an LLM's dtype axis is when nothing is asked for: the four schemes of issue 30
+# (8da4w-pc-pt2e is asked for by name).
+DEFAULT_SCHEMES: tuple[str, ...] = ("fp32", "8da4w", "8da4w-pc", "8da8w")
 
 
 class SchemeError(Sme2Error):
@@ -72,7 +83,8 @@ def parse_scheme(text: str) -> Scheme:
         return SCHEMES[key]
     raise SchemeError(f"unknown LLM scheme {text!r}; choose one of {', '.join(LLM_SCHEMES)} "
                       "(8da4w: int4 weights in groups of 32, 8da4w-pc: int4 per channel, "
-                      "8da8w: int8 per channel, all with int8 dynamic activations)")
+                      "8da8w: int8 per channel, 8da4w-pc-pt2e: int4 per channel through PT2E; "
+                      "all with int8 dynamic activations)")
 
 
 def parse_schemes(text: str) -> tuple[str, ...]:

@@ -67,13 +67,6 @@ def build(cls, config_class, overrides: dict[str, Any], ours: dict[str, Any], te
     model.generation_config.cache_implementation = "static"
     module = _adapter_class()(model, max_seq_len).eval()
 
-    def reset():
-        reset_kv_cache(module)
-        with torch.no_grad():
-            for name, buf in module.named_buffers():
-                if name.startswith("inner.") and ("key_cache" in name or "value_cache" in name):
-                    buf.zero_()
-
     vocab = config.vocab_size
     gen = torch.Generator().manual_seed(int(params["seed"]))
     prefill = (torch.randint(0, vocab, (1, prompt_tokens), generator=gen),
@@ -84,5 +77,5 @@ def build(cls, config_class, overrides: dict[str, Any], ours: dict[str, Any], te
                                                    config.num_hidden_layers),
                  dynamic_shapes=({1: torch.export.Dim("token_dim", max=max_seq_len - 1)},
                                  {0: 1}),
-                 verify_inputs=[prefill, decode], reset=reset)
+                 verify_inputs=[prefill, decode], reset=lambda: reset_kv_cache(module))
     return ModelDef(module=module, example_inputs=prefill, llm=llm)

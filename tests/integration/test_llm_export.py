@@ -101,3 +101,27 @@ def test_efficient_sam_builds_with_random_weights():
     assert 10.0e6 < params < 10.5e6
     assert [tuple(t.shape) for t in definition.example_inputs] == [(1, 3, 1024, 1024),
                                                                    (1, 1, 1, 2), (1, 1, 1)]
+
+
+@pytest.mark.parametrize("cls", ["LlamaForCausalLM", "Qwen3ForCausalLM"])
+def test_transformers_causal_lm_exports_as_an_llm(export_cache, cls):
+    try:
+        import transformers  # noqa: F401
+    except ImportError:
+        from tests.needs import missing
+
+        missing("transformers", "pip install -e '.[transformers]'")
+    spec = f"transformers:{cls}?num_hidden_layers=1&max_seq_len=64"
+    exported = export_model(spec, "fp32", export_cache)
+    assert exported.meta["max_abs_error"] <= 1e-3 * exported.meta["max_abs_eager"]
+    facts = llm_facts(exported.pte)
+    assert facts.max_seq_len == 64 and facts.n_layers == 1 and facts.vocab_size == 512
+    assert facts.takes_tokens_and_pos and facts.max_prompt_tokens == 63
+
+
+def test_llm_program_is_the_cached_export_and_its_facts(llm_export, export_cache):
+    from pytest_sme2.programs.llm_programs import llm_program
+
+    program = llm_program("tiny_llama", "8da8w", export_cache)
+    assert program.pte == llm_export("8da8w").pte and program.scheme == "8da8w"
+    assert program.facts.max_seq_len == 128 and program.facts.takes_tokens_and_pos

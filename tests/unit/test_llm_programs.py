@@ -27,8 +27,12 @@ TOKENS_AND_POS = [("tensor", 4, [1, 127], True), ("tensor", 4, [1])]
 # --- schemes -----------------------------------------------------------------------------
 
 def test_schemes_and_what_they_mean():
-    assert LLM_SCHEMES == ("fp32", "8da4w", "8da4w-pc", "8da8w") == DEFAULT_SCHEMES
-    fp32, g32, pc4, pc8 = (parse_scheme(s) for s in LLM_SCHEMES)
+    assert DEFAULT_SCHEMES == ("fp32", "8da4w", "8da4w-pc", "8da8w")
+    assert LLM_SCHEMES == DEFAULT_SCHEMES + ("8da4w-pc-pt2e",)
+    fp32, g32, pc4, pc8 = (parse_scheme(s) for s in DEFAULT_SCHEMES)
+    assert {s.quantizer for s in (fp32, g32, pc4, pc8)} == {"torchao"}
+    qc4 = parse_scheme("8da4w-pc-pt2e")
+    assert (qc4.weight_bits, qc4.group_size, qc4.quantizer) == (4, None, "pt2e")
     assert not fp32.quantized and fp32.granularity == "-"
     assert (g32.weight_bits, g32.group_size, g32.granularity) == (4, 32, "group 32")
     assert (pc4.weight_bits, pc4.group_size, pc4.granularity) == (4, None, "per channel")
@@ -45,7 +49,8 @@ def test_scheme_spelling(text, name):
 def test_unknown_scheme_is_one_line_naming_the_schemes():
     with pytest.raises(SchemeError) as e:
         parse_scheme("4w")
-    assert "fp32, 8da4w, 8da4w-pc, 8da8w" in str(e.value) and "\n" not in str(e.value)
+    assert "fp32, 8da4w, 8da4w-pc, 8da8w, 8da4w-pc-pt2e" in str(e.value)
+    assert "\n" not in str(e.value)
 
 
 def test_scheme_lists():
@@ -86,6 +91,9 @@ def test_executorch_specs():
     sam = LibraryModel("executorch:efficient_sam")
     assert sam.heavy and not sam.llm and sam.dtypes == ()
     assert not LibraryModel("transformers:MobileViTModel").llm
+    # A transformers causal LM is an LLM by its class name: nothing imported or built.
+    qwen = LibraryModel("transformers:Qwen3ForCausalLM?num_hidden_layers=1")
+    assert qwen.llm and qwen.dtypes == DEFAULT_SCHEMES
 
 
 def test_executorch_spec_key_changes_with_its_settings():
@@ -177,3 +185,32 @@ def test_a_static_llm_takes_one_token_a_step(tmp_path):
 def test_not_an_llm(tmp_path):
     pte = write_program(tmp_path / "cnn.pte", {"forward": [("tensor", 6, [1, 3, 8, 8])]})
     assert llm_facts(pte) is None and not is_llm_program(pte)
+
+
+# --- llm_program: the loop's one call ---------------------------------------------------------
+
+def test_llm_program_refuses_a_model_that_is_not_an_llm(tmp_path):
+    from pytest_sme2.programs.llm_programs import NotAnLlmError, llm_program
+
+    with pytest.raises(NotAnLlmError, match="toy_cnn is not an LLM"):
+        llm_program("toy_cnn", "8da8w", tmp_path)
+    with pytest.raises(SchemeError, match="unknown LLM scheme 'int8'"):
+        llm_program("tiny_llama", "int8", tmp_path)
+
+
+def test_llm_program_refuses_a_pte_without_the_methods(tmp_path):
+    from pytest_sme2.programs.llm_programs import NotAnLlmError, llm_program
+
+    pte = write_program(tmp_path / "cnn.pte", {"forward": [("tensor", 6, [1, 3, 8, 8])]})
+    with pytest.raises(NotAnLlmError, match="cnn.pte is not an LLM program: it lacks the "
+                                            "methods use_kv_cache and get_max_seq_len"):
+        llm_program(str(pte), cache_dir=tmp_path / "cache")
+
+
+def test_llm_program_takes_a_users_llm_pte(tmp_path):
+    from pytest_sme2.programs.llm_programs import llm_program
+
+    pte = write_program(tmp_path / "llm.pte", {"forward": TOKENS_AND_POS}, LLAMA_CONSTANTS)
+    program = llm_program(str(pte), cache_dir=tmp_path / "cache")
+    assert program.pte == pte and program.scheme == "pte"
+    assert program.facts.max_seq_len == 128
