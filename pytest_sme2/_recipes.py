@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import operator
+import warnings
 from pathlib import Path
 from typing import Callable
 
@@ -142,10 +143,27 @@ def _steps(module, steps: list[tuple], reset) -> list:
     return outputs
 
 
+# Warnings every LLM export raises, none of them about the user's model: ExecuTorch's Llama
+# marks positions with torch._check_is_size (deprecated in torch 2.13); transformers' output
+# capturing is a global dynamo reports as a side effect; the emitter notes that a KV cache's
+# initial state is not serialized. Ignored here, so that a session run with warnings as errors
+# (filterwarnings = error) can export an LLM.
+_LLM_EXPORT_WARNINGS = ("_check_is_size will be removed",
+                        "While compiling, we found certain side effects",
+                        "Mutation on a buffer in the model is detected")
+
+
 def export_llm(definition: ModelDef, scheme_name: str, at_stage: Callable[[str], None]):
     """Lower an LLM in ``scheme_name``; return (ExecutorchProgramManager, info). Verified by
     running ``llm.verify_inputs`` (prefill, then decode) in one loaded program against the same
     steps on the eager model (quantized by torchao for a quantized scheme)."""
+    with warnings.catch_warnings():
+        for message in _LLM_EXPORT_WARNINGS:
+            warnings.filterwarnings("ignore", message=message)
+        return _export_llm(definition, scheme_name, at_stage)
+
+
+def _export_llm(definition: ModelDef, scheme_name: str, at_stage: Callable[[str], None]):
     from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 
     from pytest_sme2.programs.llama import reset_kv_cache

@@ -26,7 +26,7 @@ LAYERS: dict[str, int] = {
     "settings": 1, "progress": 1,
     "results": 2, "analysis": 2,
     "export": 3, "exported": 3, "_recipes": 3, "model_spec": 3, "pte_model": 3, "pte_program": 1,
-    "library_models": 3, "baseline_key": 3, "baseline_store": 3,
+    "library_models": 3, "programs": 3, "baseline_key": 3, "baseline_store": 3,
     "gate": 3, "gate_policy": 3, "gate_ab": 3, "gate_robust": 3, "base_programs": 3,
     "precision": 3, "compare": 3, "matrix": 3, "artifacts": 3, "hooks": 3,
     "runners": 4, "device_programs": 4, "emulation": 4,

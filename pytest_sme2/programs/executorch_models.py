@@ -127,8 +127,6 @@ def executorch_model(name: str, text: str | None = None) -> ExecutorchModel:
 
 
 def build(name: str, overrides: list[tuple[str, str]], text: str):
-    """The :class:`~pytest_sme2_models.ModelDef` of ``executorch:NAME?overrides``."""
-    from pytest_sme2.library_models import import_library
-
-    import_library("executorch")
+    """The :class:`~pytest_sme2_models.ModelDef` of ``executorch:NAME?overrides`` (executorch
+    is pytest-sme2's own requirement: always there)."""
     return executorch_model(name, text).build(list(overrides), text)
