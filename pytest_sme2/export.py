@@ -141,10 +141,13 @@ def is_llm_model(model: str) -> bool:
 def dtype_problem(model: str, dtype: str) -> None:
     """One line when ``dtype`` is not one ``model`` exports in: an LLM takes the LLM schemes,
     any other model the model dtypes."""
+    try:
+        llm = is_llm_model(model)
+    except Sme2Error:
+        llm = False             # an unknown model: its own line comes when it is built
     if dtype not in EXPORT_DTYPES:
-        raise ExportError(f"unknown dtype {dtype!r}; choose one of {', '.join(MODEL_DTYPES)} "
-                          f"(an LLM: {', '.join(LLM_SCHEMES)})")
-    llm = is_llm_model(model)
+        choices = LLM_SCHEMES if llm else MODEL_DTYPES
+        raise ExportError(f"unknown dtype {dtype!r}; choose one of {', '.join(choices)}")
     if llm and dtype not in LLM_SCHEMES:
         raise ExportError(f"model {model!r} is an LLM: its dtypes are the schemes "
                           f"{', '.join(LLM_SCHEMES)}, not {dtype!r}")

@@ -67,8 +67,11 @@ def test_export_accepts_schemes_only_for_llms():
         dtype_problem("tiny_llama", "fp16")
     with pytest.raises(ExportError, match="'8da8w' is an LLM scheme and model 'toy_cnn' is not"):
         dtype_problem("toy_cnn", "8da8w")
-    with pytest.raises(ExportError, match="unknown dtype 'int3'"):
+    with pytest.raises(ExportError, match="unknown dtype 'int3'; choose one of fp32, fp16, "
+                                          "int8, int8_dynamic$"):
         dtype_problem("toy_cnn", "int3")
+    with pytest.raises(ExportError, match="unknown dtype 'int3'; choose one of fp32, 8da4w, "):
+        dtype_problem("tiny_llama", "int3")
 
 
 # --- the zoo entry and executorch: specs ----------------------------------------------------
