@@ -125,3 +125,58 @@ def test_llm_program_is_the_cached_export_and_its_facts(llm_export, export_cache
     program = llm_program("tiny_llama", "8da8w", export_cache)
     assert program.pte == llm_export("8da8w").pte and program.scheme == "8da8w"
     assert program.facts.max_seq_len == 128 and program.facts.takes_tokens_and_pos
+
+
+# --- which kernels a scheme reaches on the emulated SME2 CPU (docs/measurements/llm-kernels.md)
+
+@pytest.fixture(scope="module")
+def prefill_inputs(tmp_path_factory):
+    """A 127-token prefill at position 0: today's runner feeds a dynamic input at its bound."""
+    import numpy as np
+
+    from pytest_sme2.tensorfile import write_tensors
+
+    path = tmp_path_factory.mktemp("llm-inputs") / "prefill127.bin"
+    rng = np.random.default_rng(0)
+    write_tensors(path, [rng.integers(0, 512, (1, 127)).astype(np.int64),
+                         np.array([0], dtype=np.int64)])
+    return path
+
+
+def _traced_int_matmuls(pte, inputs, runner: str, out) -> set[str]:
+    import csv
+    import subprocess
+    import sys
+
+    from pytest_sme2.devices.qemu import QemuDevice
+    from pytest_sme2.errors import Sme2Error
+
+    try:
+        QemuDevice("qemu").facts()
+    except Sme2Error as e:
+        from tests.needs import missing
+
+        missing("the emulated SME2 device", f"run `pytest-sme2 setup qemu` ({e})")
+    trace = out / "kernels.csv"
+    proc = subprocess.run([sys.executable, "-m", "pytest_sme2.cli", "run", str(pte), "--device",
+                           "qemu", "--runner", runner, "--kernel-trace", str(trace), "--inputs",
+                           str(inputs), "--runs", "1", "--warmup", "0", "--etdump",
+                           str(out / "e.etdp")], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    with open(trace, newline="") as fh:
+        return {f"{r['name']} {r['isa_family']}" for r in csv.DictReader(fh)
+                if r["kind"] == "kleidiai" and "matmul" in r["name"] and "_qai8dxp" in r["name"]}
+
+
+def test_8da8w_prefill_runs_sme2_int8_kernels_and_masked_neon(llm_export, prefill_inputs,
+                                                              tmp_path):
+    pte = llm_export("8da8w").pte
+    on = _traced_int_matmuls(pte, prefill_inputs, "native", tmp_path)
+    assert any("qsi8cxp4vlx4_1vlx4vl_sme2_mopa SME2" in k for k in on), on
+    off = _traced_int_matmuls(pte, prefill_inputs, "native,sme2=off", tmp_path)
+    assert off and all(k.endswith(" NEON") for k in off), off
+
+
+def test_8da4w_prefill_runs_no_sme2_int4_kernel(llm_export, prefill_inputs, tmp_path):
+    on = _traced_int_matmuls(llm_export("8da4w").pte, prefill_inputs, "native", tmp_path)
+    assert on and all(k.endswith(" NEON") and "qsi4c32p" in k for k in on), on
