@@ -9,7 +9,6 @@ installed builds this.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Collection, Mapping, NamedTuple
@@ -21,15 +20,15 @@ from pytest_sme2.programs.spec import matrix_models
 from pytest_sme2.gate.policy import GatePolicy, gate_policy
 from pytest_sme2.measure.matrix import (DEFAULT_DTYPES, DEFAULT_MODELS, DEFAULT_THREADS,
                                         parse_threads)
-from pytest_sme2.measure.options import (DEFAULT_MIN_SPEEDUP, EMULATED_DEFAULTS, MEASURES,
-                                         OPTIONS, RUNNERS_DEST, RUNNERS_INI, SAMPLING)
+from pytest_sme2.measure.options import (DEFAULT_MIN_SPEEDUP, EMULATED_DEFAULTS, OPTIONS,
+                                         RUNNERS_DEST, RUNNERS_INI)
 from pytest_sme2.devices.registry import DeviceSpec
 from pytest_sme2.runners.spec import runner_specs
 from pytest_sme2._util.text import split_list
 from pytest_sme2.measure.settings import MIN_BLOCKS, BenchSettings
-from pytest_sme2.devices.thermal import CooldownPolicy
-
-COOLDOWN_RANGE_C = (0.0, 150.0)       # a temperature outside it is a typo, not a target
+from pytest_sme2.measure.option_values import (MEASURES, parse_cooldown, parse_measure,
+                                               parse_min_speedup, parse_progress,
+                                               parse_sampling)
 
 
 @dataclass(frozen=True)
@@ -92,28 +91,28 @@ def is_emulated(device: str) -> bool:
     return DeviceSpec.parse(device).kind == "qemu"
 
 
-def config_from_options(values: Mapping[str, Any], ini: Mapping[str, Any],
-                        base_dirs: BaseDirs, runner_kinds: Collection[str] = (),
-                        category_rules: tuple[Any, ...] | None = None) -> Sme2Config:
-    """The session's configuration from ``values`` (command line, by option dest: a string,
-    or None when not given; booleans for :data:`FLAGS`; a list for ``runners``) and ``ini``
-    (by ini name; a missing name takes the option's default); ``runner_kinds``: the runner
-    kinds plugins make, accepted in runner specs. Every check of every option is here; a bad
-    value is an Sme2Error naming the option."""
+@dataclass(frozen=True)
+class _Reader:
+    """The option values as :func:`config_from_options` reads them, so that its pieces read
+    them alike: the command line beats the ini, a path is relative to where it was given, and
+    on emulated devices an option left at its default takes :data:`EMULATED_DEFAULTS`."""
 
-    def text(dest: str) -> tuple[str, bool]:
-        value = values.get(dest)
+    values: Mapping[str, Any]
+    ini: Mapping[str, Any]
+    base_dirs: BaseDirs
+    emulated: bool
+
+    def text(self, dest: str) -> tuple[str, bool]:
+        """The option's text, and whether it came from the command line."""
+        value = self.values.get(dest)
         if value is not None:
             return str(value), True
-        return str(ini.get(OPTIONS[dest].ini, OPTIONS[dest].default)), False
+        return str(self.ini.get(OPTIONS[dest].ini, OPTIONS[dest].default)), False
 
-    devices = parse_devices(values.get("device"), ini.get(OPTIONS["device"].ini,
-                                                          OPTIONS["device"].default))
-    emulated = all(is_emulated(d) for d in devices)
-
-    def whole(dest: str, least: int, what: str) -> int:
-        value, from_cli = text(dest)
-        if dest in EMULATED_DEFAULTS and emulated and not from_cli and \
+    def whole(self, dest: str, least: int, what: str) -> int:
+        """A whole number of at least ``least`` (``what`` says so in the error)."""
+        value, from_cli = self.text(dest)
+        if dest in EMULATED_DEFAULTS and self.emulated and not from_cli and \
                 value == OPTIONS[dest].default:
             value = EMULATED_DEFAULTS[dest]
         try:
@@ -124,67 +123,94 @@ def config_from_options(values: Mapping[str, Any], ini: Mapping[str, Any],
             raise Sme2Error(f"{_flag(dest)} must be {what}, got {number}")
         return number
 
-    def path(dest: str) -> Path | None:
-        value, from_cli = text(dest)
+    def path(self, dest: str) -> Path | None:
+        """An absolute path (None when empty): a relative one from where it was given."""
+        value, from_cli = self.text(dest)
         if not value:
             return None
-        return ((base_dirs.invocation if from_cli else base_dirs.rootdir) / value).resolve()
+        return ((self.base_dirs.invocation if from_cli else self.base_dirs.rootdir)
+                / value).resolve()
 
-    timeout = whole("sme2_timeout", 1, "a positive number of seconds")
-    settings = BenchSettings(runs=whole("runs", 1, "a positive number of timed runs"),
-                             warmup=whole("warmup", 0, "0 or more"),
-                             report_dir=path("report_dir") or Path("sme2-report"),
-                             cache_dir=path("sme2_cache_dir"),
-                             reexport=bool(values.get("sme2_reexport")),
-                             timeout_s=float(timeout),
-                             loads=whole("sme2_loads", 1, "1 or more"),
-                             cooldown=parse_cooldown(text("sme2_cooldown")[0],
-                                                     text("sme2_cooldown_timeout")[0]),
-                             sample=parse_sampling(text("sme2_sample")[0]),
-                             prompt_tokens=whole("sme2_prompt_tokens", 1, "1 or more"),
-                             new_tokens=whole("sme2_new_tokens", 1, "1 or more"))
-    dtypes = tuple(split_list(text("sme2_dtypes")[0]))
+
+def config_from_options(values: Mapping[str, Any], ini: Mapping[str, Any],
+                        base_dirs: BaseDirs, runner_kinds: Collection[str] = (),
+                        category_rules: tuple[Any, ...] | None = None) -> Sme2Config:
+    """The session's configuration from ``values`` (command line, by option dest: a string,
+    or None when not given; booleans for :data:`FLAGS`; a list for ``runners``) and ``ini``
+    (by ini name; a missing name takes the option's default); ``runner_kinds``: the runner
+    kinds plugins make, accepted in runner specs. Every check of every option is here or in
+    the pieces it calls, in this order (the first bad value is the one reported); a bad value
+    is an Sme2Error naming the option."""
+    devices = parse_devices(values.get("device"), ini.get(OPTIONS["device"].ini,
+                                                          OPTIONS["device"].default))
+    r = _Reader(values, ini, base_dirs, all(is_emulated(d) for d in devices))
+    settings = _bench_settings(r)
+    dtypes = tuple(split_list(r.text("sme2_dtypes")[0]))
     for d in dtypes:
         if d not in DTYPES:
             raise Sme2Error(f"--sme2-dtypes: unknown dtype {d!r}; choose from {', '.join(DTYPES)}")
-    taskset = text("sme2_taskset")[0]
-    runners = tuple(str(r) for r in (*(ini.get(RUNNERS_INI) or ()),
+    taskset = r.text("sme2_taskset")[0]
+    runners = tuple(str(x) for x in (*(ini.get(RUNNERS_INI) or ()),
                                      *(values.get(RUNNERS_DEST) or ())))
     runner_specs(list(runners), runner_kinds)   # a bad spec stops here, not at first use
-    measure = parse_measure(text("sme2_measure")[0])
-    benchmark_json = path("sme2_benchmark_json")
+    measure = parse_measure(r.text("sme2_measure")[0])
+    benchmark_json = r.path("sme2_benchmark_json")
     if benchmark_json is not None and benchmark_json.is_dir():
         raise Sme2Error(f"--sme2-benchmark-json: {benchmark_json} is a folder; give a file "
                         "path")
-    gate = gate_policy(text("fail_on_regression")[0],
-                       allow_foreign=bool(values.get("allow_foreign_baseline")),
-                       categories=text("sme2_gate_categories")[0],
-                       confirm_blocks=whole("sme2_confirm_blocks", 0, "0 or more"),
-                       load_threshold=text("sme2_load_threshold")[0],
-                       memory_threshold=text("sme2_memory_threshold")[0],
-                       rules=category_rules, mode=text("sme2_gate_mode")[0],
-                       precision=text("sme2_precision")[0],
-                       precision_budget=text("sme2_precision_budget")[0],
-                       base_runner=text("sme2_ab_base_runner")[0])
+    gate = _gate(r, category_rules)
     _check_base_runner(gate, runners, runner_kinds)
+    history = r.text("sme2_history")[0]
     return Sme2Config(
         settings=settings, devices=devices, runners=runners, runner_kinds=tuple(runner_kinds),
         category_rules=category_rules,
         taskset=None if taskset == "none" else taskset,
-        models=_models(text("sme2_models"), text("sme2_pte"), base_dirs), dtypes=dtypes,
-        llm_models=tuple(split_list(text("sme2_llm_models")[0])),
-        llm_schemes=_llm_schemes(text("sme2_llm_schemes")[0]),
-        threads=parse_threads(text("sme2_threads")[0]),
-        blocks=whole("sme2_blocks", 2, "2 or more"),
-        min_speedup=parse_min_speedup(text("sme2_min_speedup")[0]),
-        baseline_dir=path("baseline_dir"), save_baseline=bool(values.get("save_baseline")),
+        models=_models(r.text("sme2_models"), r.text("sme2_pte"), base_dirs), dtypes=dtypes,
+        llm_models=tuple(split_list(r.text("sme2_llm_models")[0])),
+        llm_schemes=_llm_schemes(r.text("sme2_llm_schemes")[0]),
+        threads=parse_threads(r.text("sme2_threads")[0]),
+        blocks=r.whole("sme2_blocks", 2, "2 or more"),
+        min_speedup=parse_min_speedup(r.text("sme2_min_speedup")[0]),
+        baseline_dir=r.path("baseline_dir"), save_baseline=bool(values.get("save_baseline")),
         gate=gate,
         measure=measure, benchmark_json=benchmark_json,
-        progress=parse_progress(text("sme2_progress")[0]),
+        progress=parse_progress(r.text("sme2_progress")[0]),
         # A URL as given; a bare SQLite path relative to where it was given (as other paths).
-        history=(text("sme2_history")[0] if "://" in text("sme2_history")[0]
-                 else str(path("sme2_history")) if text("sme2_history")[0] else None),
-        history_baseline=text("sme2_history_baseline")[0] or None)
+        history=(history if "://" in history
+                 else str(r.path("sme2_history")) if history else None),
+        history_baseline=r.text("sme2_history_baseline")[0] or None)
+
+
+def _bench_settings(r: _Reader) -> BenchSettings:
+    """How each benchmark is measured: runs, warm-up, folders, timeout, loads, cool-down,
+    sampling and the LLM generation's size."""
+    timeout = r.whole("sme2_timeout", 1, "a positive number of seconds")
+    return BenchSettings(runs=r.whole("runs", 1, "a positive number of timed runs"),
+                         warmup=r.whole("warmup", 0, "0 or more"),
+                         report_dir=r.path("report_dir") or Path("sme2-report"),
+                         cache_dir=r.path("sme2_cache_dir"),
+                         reexport=bool(r.values.get("sme2_reexport")),
+                         timeout_s=float(timeout),
+                         loads=r.whole("sme2_loads", 1, "1 or more"),
+                         cooldown=parse_cooldown(r.text("sme2_cooldown")[0],
+                                                 r.text("sme2_cooldown_timeout")[0]),
+                         sample=parse_sampling(r.text("sme2_sample")[0]),
+                         prompt_tokens=r.whole("sme2_prompt_tokens", 1, "1 or more"),
+                         new_tokens=r.whole("sme2_new_tokens", 1, "1 or more"))
+
+
+def _gate(r: _Reader, category_rules: tuple[Any, ...] | None) -> GatePolicy:
+    """The gate's policy (gate_policy checks its own options' values)."""
+    return gate_policy(r.text("fail_on_regression")[0],
+                       allow_foreign=bool(r.values.get("allow_foreign_baseline")),
+                       categories=r.text("sme2_gate_categories")[0],
+                       confirm_blocks=r.whole("sme2_confirm_blocks", 0, "0 or more"),
+                       load_threshold=r.text("sme2_load_threshold")[0],
+                       memory_threshold=r.text("sme2_memory_threshold")[0],
+                       rules=category_rules, mode=r.text("sme2_gate_mode")[0],
+                       precision=r.text("sme2_precision")[0],
+                       precision_budget=r.text("sme2_precision_budget")[0],
+                       base_runner=r.text("sme2_ab_base_runner")[0])
 
 
 def _llm_schemes(text: str) -> tuple[str, ...]:
@@ -232,73 +258,3 @@ def _models(models: tuple[str, bool], pte_globs: tuple[str, bool],
 
 def _flag(dest: str) -> str:
     return "--" + dest.replace("_", "-")
-
-
-def parse_sampling(text: str) -> str:
-    """``--sme2-sample``: auto, on or off (any case, surrounding spaces ignored)."""
-    value = text.strip().lower()
-    if value not in SAMPLING:
-        raise Sme2Error(f"--sme2-sample: unknown value {text!r}; choose from "
-                        f"{', '.join(SAMPLING)}")
-    return value
-
-
-def parse_measure(text: str) -> str:
-    """``--sme2-measure``: time or instructions (any case, surrounding spaces ignored)."""
-    measure = text.strip().lower()
-    if measure not in MEASURES:
-        raise Sme2Error(f"--sme2-measure: unknown measure {text!r}; choose from "
-                        f"{', '.join(MEASURES)}")
-    return measure
-
-
-def parse_cooldown(target: str, timeout: str) -> CooldownPolicy | None:
-    """``--sme2-cooldown`` (degrees C, or "": off) and ``--sme2-cooldown-timeout`` (seconds)."""
-    if not target.strip():
-        return None
-    low, high = COOLDOWN_RANGE_C
-    try:
-        target_c = float(target)
-    except ValueError:
-        target_c = math.nan
-    if not low < target_c < high:
-        raise Sme2Error(f"--sme2-cooldown must be a temperature in degrees C between {low:g} "
-                        f"and {high:g} (e.g. 37), got {target!r}")
-    try:
-        seconds = float(timeout)
-    except ValueError:
-        seconds = math.nan
-    if not 0 < seconds < math.inf:
-        raise Sme2Error(f"--sme2-cooldown-timeout must be a positive number of seconds, got "
-                        f"{timeout!r}")
-    return CooldownPolicy(target_c, seconds)
-
-
-def parse_progress(text: str) -> float | str | None:
-    """``--sme2-progress``: auto, off, or seconds between progress lines (0: every case)."""
-    value = text.strip().lower()
-    if value in ("auto", "off"):
-        return None if value == "off" else "auto"
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = math.nan
-    if not 0 <= seconds < math.inf:
-        raise Sme2Error(f"--sme2-progress must be auto, off or a number of seconds (0 or "
-                        f"more), got {text!r}")
-    return seconds
-
-
-def parse_min_speedup(text: str) -> dict[str, float]:
-    """``--sme2-min-speedup``: ``DTYPE=NUMBER,...``."""
-    out = {}
-    for item in split_list(text):
-        dtype, sep, value = item.partition("=")
-        try:
-            if not sep or dtype.strip() not in DTYPES:
-                raise ValueError
-            out[dtype.strip()] = float(value)
-        except ValueError:
-            raise Sme2Error(f"--sme2-min-speedup: {item!r} is not DTYPE=NUMBER with DTYPE one "
-                            f"of {', '.join(DTYPES)}") from None
-    return out

@@ -11,6 +11,7 @@ from pytest_sme2.devices.thermal import DEFAULT_TIMEOUT_S as COOLDOWN_TIMEOUT_S
 from pytest_sme2.gate.policy import (DEFAULT_CONFIRM_BLOCKS, DEFAULT_LOAD_THRESHOLD_PCT,
                                      DEFAULT_MEMORY_THRESHOLD_PCT, DEFAULT_PRECISION_BUDGET_S)
 from pytest_sme2.measure.matrix import DEFAULT_DTYPES, DEFAULT_MODELS, DEFAULT_THREADS
+from pytest_sme2.measure.option_values import MEASURES, SAMPLING
 from pytest_sme2.measure.settings import DEFAULT_LOADS, MIN_BLOCKS
 from pytest_sme2.programs.export import DTYPES
 
@@ -19,8 +20,6 @@ from pytest_sme2.programs.export import DTYPES
 # not in Convolution/GEMM gains less, so the defaults ask for a clear but modest effect.
 DEFAULT_MIN_SPEEDUP = "fp32=1.2,fp16=1.5,int8=1.2,int8_dynamic=1.2"
 DEFAULT_BASELINE_DIR = "benchmarks/baselines"
-MEASURES = ("time", "instructions")   # --sme2-measure: time only, or instructions counted too
-SAMPLING = ("auto", "on", "off")      # --sme2-sample
 class Option(NamedTuple):
     ini: str
     default: str
