@@ -176,18 +176,18 @@ class BenchmarkLoop:
     progress: Say | None = None
     block_done: BlockDone | None = None
     recorder: Recorder | None = None
+    # An LLM's generation to run (sme2_generate); None: a generation only when the program
+    # is an LLM, at the session's token counts (pytest_sme2.measure.generation).
+    generation: Generation | None = None
 
-    def benchmark(self, case: Case, runner: str | None = None,
-                  generation: Generation | None = None) -> Benchmarked:
+    def benchmark(self, case: Case, runner: str | None = None) -> Benchmarked:
         """One benchmark setting with ``runner`` (None: the session's default on the
         device): one block, instructions counted when configured, judged against its
         baseline — a suspected regression measured again in fresh processes first — and
-        recorded. A failed run or an unreadable baseline is ``error``, not raised.
-        ``generation``: run the model (an LLM) as this generation; None: a generation only
-        when the program is an LLM (pytest_sme2.measure.generation)."""
+        recorded. A failed run or an unreadable baseline is ``error``, not raised."""
         session = self.session
         runner = runner or session.default_runner(self.progress, self.device)
-        run = replace(self.run_of(case), generation=generation)
+        run = self.run_of(case)
         out = Benchmarked(session.config.gate)
         try:
             out.blocks.append(self.measure_block(run, runner))
@@ -208,14 +208,13 @@ class BenchmarkLoop:
         return out
 
     def compare(self, base: str, candidate: str, case: Case, blocks: int | None = None,
-                margin: float = DEFAULT_MARGIN, generation: Generation | None = None
-                ) -> Benchmarked:
+                margin: float = DEFAULT_MARGIN) -> Benchmarked:
         """Runners ``base`` and ``candidate`` in interleaved blocks on one device
         (:func:`pytest_sme2.measure.block.run_comparison`), each side then judged against its
         baseline end to end on all its blocks (categories are not gated here), and
         recorded."""
         session, progress, device = self.session, self.progress, self.device
-        run = replace(self.run_of(case), generation=generation)
+        run = self.run_of(case)
         out = Benchmarked(replace(session.config.gate, categories=()))
         per_side = blocks or session.config.blocks
 
@@ -259,7 +258,7 @@ class BenchmarkLoop:
         return BenchmarkRun(case.model, dtype, case.threads,
                             label=self.label or Case(case.model, dtype, case.threads).id,
                             progress=self.progress, rules=self.session.config.category_rules,
-                            measuring=self.session.measuring)
+                            measuring=self.session.measuring, generation=self.generation)
 
     def measure_block(self, run: BenchmarkRun, runner: str,
                       export_again: bool = True) -> BlockResult:

@@ -18,8 +18,8 @@ from pytest_sme2.analysis.latency import e2e_per_run
 from pytest_sme2.analysis.startup import load_source, memory_source, process_startup
 from pytest_sme2.analysis.summary import analyze
 from pytest_sme2.measure.comparison import Comparison, check_outputs, make_comparison
-from pytest_sme2.measure.generation import (PhaseEvidence, analyze_block, check_tokens,
-                                            generation_for, phase_evidence)
+from pytest_sme2.measure.generation import (BlockEvidence, PhaseEvidence, analyze_block,
+                                            check_tokens, generation_for, phase_evidence)
 from pytest_sme2.devices.base import Device
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.readers.etdump import read_etdump
@@ -161,9 +161,8 @@ class _Block:
         if self.sample_problem and run.progress:
             run.progress(f"{self.label}: {self.sample_problem}")
         block = analyze_block(self.events, self.outcome.stdout, source=str(request.etdump),
-                              etrecord=etrecord, device_sme2=device_sme2, rules=run.rules,
-                              kernel_trace=self.outcome.kernel_trace,
-                              kernel_sample=self.sample, phases=phases)
+                              etrecord=etrecord, rules=run.rules, evidence=BlockEvidence(
+                                  device_sme2, self.outcome.kernel_trace, self.sample, phases))
         self.analysis, self.generated = block.decode, block.generation
 
     def startup(self) -> Startup:
@@ -201,9 +200,8 @@ class _Block:
                    model_id=f"{run.model}_{run.dtype}_t{run.threads}_{stem}")
         g = parse_summary(self.outcome.stdout).generation if self.generated else None
         if g is not None:
-            return write_generation_trace(self.events, out / f"{stem}.trace.json",
-                                          g.generations, g.prefill_executes,
-                                          g.decode_executes, warmup=g.warmup, source=etdump)
+            return write_generation_trace(self.events, out / f"{stem}.trace.json", g,
+                                          source=etdump)
         return write_trace(self.analysis.events, out / f"{stem}.trace.json",
                            warmup=self.analysis.warmup, source=etdump,
                            e2e=self.analysis.e2e_all)

@@ -160,27 +160,39 @@ class GenerationBlock:
     generation: GenerationResult
 
 
+@dataclass(frozen=True)
+class BlockEvidence:
+    """What a block's kernel evidence is made of: SME2 as its process saw it, the process's
+    own trace or samples, and the phase-only processes'."""
+
+    device_sme2: bool | None = None
+    kernel_trace: Path | None = None
+    kernel_sample: Path | None = None
+    phases: PhaseEvidence = PhaseEvidence()
+
+
 def analyze_block(events: pd.DataFrame, stdout: str, *, source: str,
-                  etrecord: ETRecordInfo | None, device_sme2: bool | None,
-                  rules: Sequence[CategoryRule] | None, kernel_trace: Path | None,
-                  kernel_sample: Path | None, phases: PhaseEvidence) -> GenerationBlock:
+                  etrecord: ETRecordInfo | None, rules: Sequence[CategoryRule] | None,
+                  evidence: BlockEvidence) -> GenerationBlock:
     """The generation's per-phase analysis, and the ordinary analysis of its timed decode
     steps (one run per step)."""
     summary = parse_summary(stdout).generation
     if summary is None:
         raise Sme2Error(f"{source}: the runner printed no generation summary: it did not run "
                         "the token loop (a runner without --generate?)")
+    phases = evidence.phases
     generation = analyze_generation(
         events, summary, source=source, rules=rules, prefill_trace=phases.prefill_trace,
         decode_trace=phases.decode_trace, prefill_sample=phases.prefill_sample,
-        decode_sample=phases.decode_sample, device_sme2=device_sme2)
+        decode_sample=phases.decode_sample, device_sme2=evidence.device_sme2)
     if summary.decode_executes < 1:
         raise Sme2Error(f"{source}: a generation without decode steps (new tokens 0) has "
                         "nothing to time per token; ask for 1 or more")
     decode = analyze(decode_steps(events, summary.generations, summary.warmup,
                                   summary.prefill_executes, summary.decode_executes, source),
-                     warmup=0, source=source, etrecord=etrecord, device_sme2=device_sme2,
-                     rules=rules, kernel_trace=kernel_trace, kernel_sample=kernel_sample)
+                     warmup=0, source=source, etrecord=etrecord,
+                     device_sme2=evidence.device_sme2, rules=rules,
+                     kernel_trace=evidence.kernel_trace, kernel_sample=evidence.kernel_sample)
     return GenerationBlock(decode, generation)
 
 

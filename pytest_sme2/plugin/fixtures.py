@@ -7,6 +7,7 @@ them."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Callable
 
 import pytest
@@ -261,8 +262,8 @@ def sme2_generate(request: pytest.FixtureRequest, sme2_session: BenchSession,
                                settings.new_tokens if new_tokens is None else new_tokens)
         except ValueError as e:
             fail(Sme2Error(str(e)), request.config)
-        loop = _loop(request, sme2_session, sme2_device_spec)
-        done = loop.benchmark(Case(model, scheme, threads), runner, generation=asked)
+        loop = replace(_loop(request, sme2_session, sme2_device_spec), generation=asked)
+        done = loop.benchmark(Case(model, scheme, threads), runner)
         _conclude(request, done)
         return done.result.generation
 
@@ -286,14 +287,13 @@ def sme2_compare(request: pytest.FixtureRequest, sme2_session: BenchSession,
                 blocks: int | None = None, margin: float = DEFAULT_MARGIN,
                 prompt_tokens: int | None = None, new_tokens: int | None = None
                 ) -> Comparison:
-        loop = _loop(request, sme2_session, sme2_device_spec)
         asked = None
         if prompt_tokens is not None or new_tokens is not None:   # an LLM, these tokens
             settings = sme2_session.settings
             asked = Generation(prompt_tokens or settings.prompt_tokens,
                                settings.new_tokens if new_tokens is None else new_tokens)
-        done = loop.compare(base, candidate, Case(model, dtype, threads), blocks, margin,
-                            generation=asked)
+        loop = replace(_loop(request, sme2_session, sme2_device_spec), generation=asked)
+        done = loop.compare(base, candidate, Case(model, dtype, threads), blocks, margin)
         _conclude(request, done)
         return done.comparison
 

@@ -37,3 +37,18 @@ def test_a_long_module_says_why_in_its_docstring():
         if str(MAX_LINES) not in doc:
             unexplained.append(f"{module}: {lines} lines")
     assert unexplained == []
+
+
+def test_the_benchmark_loop_passes_state_on_objects_not_in_long_parameter_lists():
+    """measure/ keeps the loop's state on objects (BenchmarkLoop, the block being measured):
+    no function there takes more than 6 parameters (self counted)."""
+    long = []
+    for path in (ROOT / "measure").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                a = node.args
+                count = (len(a.posonlyargs) + len(a.args) + len(a.kwonlyargs)
+                         + bool(a.vararg) + bool(a.kwarg))
+                if count > 6:
+                    long.append(f"{path.relative_to(ROOT)}:{node.name} ({count})")
+    assert long == []

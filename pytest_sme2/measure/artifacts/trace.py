@@ -22,6 +22,7 @@ Pure: a DataFrame in, a dict out; :func:`write_trace` writes it.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -38,8 +39,8 @@ _TICKS_PER_US = TICKS_PER_MS / 1000.0
 # Among events starting at the same tick, containers open first so their operators nest.
 _RANK = {E2E_EVENT: 0, DELEGATE_CALL: 1, OPERATOR_CALL: 1}
 
-__all__ = ["TRACE_SCHEMA", "generation_trace_events", "median_generation", "median_run",
-           "trace_events", "write_generation_trace", "write_trace"]
+__all__ = ["TRACE_SCHEMA", "GenerationLoop", "generation_trace_events", "median_generation",
+           "median_run", "trace_events", "write_generation_trace", "write_trace"]
 
 
 def median_run(events: pd.DataFrame, warmup: int = 0, source: str = "ETDump",
@@ -147,18 +148,30 @@ def write_trace(events: pd.DataFrame, path: str | Path, run: int | None = None, 
 
 # -- an LLM's generation ---------------------------------------------------------------------
 
-def median_generation(events: pd.DataFrame, generations: int, prefill_executes: int,
-                      decode_executes: int, warmup: int = 0, source: str = "ETDump",
+@dataclass(frozen=True)
+class GenerationLoop:
+    """How a generation run laid out its executes: ``generations`` (warm-up ones first), each
+    ``prefill_executes`` then ``decode_executes`` (a runner's ``GenerationSummary`` has the
+    same fields and does as well)."""
+
+    generations: int
+    prefill_executes: int
+    decode_executes: int
+    warmup: int = 0
+
+
+def median_generation(events: pd.DataFrame, loop: GenerationLoop, source: str = "ETDump",
                       e2e: pd.Series | None = None) -> tuple[int, list[int]]:
     """The timed generation whose summed ``Method::execute`` time is the median (the lower of
     an even count; the earliest among equal), and its runs (execute ids) in order. The
     executes are tagged as :func:`pytest_sme2.analysis.generation.phase_tags` tags them."""
     from pytest_sme2.analysis.generation import phase_tags
 
+    generations, warmup = loop.generations, loop.warmup
     per_run = e2e if e2e is not None else e2e_per_run(events, source=source)
     runs = per_run.index.to_numpy()
-    gen_of, _ = phase_tags(len(per_run), generations, prefill_executes, decode_executes,
-                           source)
+    gen_of, _ = phase_tags(len(per_run), generations, loop.prefill_executes,
+                           loop.decode_executes, source)
     if warmup >= generations:
         raise Sme2Error(f"{source}: warm-up {warmup} leaves none of the {generations} "
                         "generations")
@@ -168,9 +181,8 @@ def median_generation(events: pd.DataFrame, generations: int, prefill_executes: 
     return g, [int(r) for r in runs[gen_of == g]]
 
 
-def generation_trace_events(events: pd.DataFrame, generations: int, prefill_executes: int,
-                            decode_executes: int, *, warmup: int = 0, source: str = "ETDump",
-                            e2e: pd.Series | None = None,
+def generation_trace_events(events: pd.DataFrame, loop: GenerationLoop, *,
+                            source: str = "ETDump", e2e: pd.Series | None = None,
                             generation: int | None = None) -> dict:
     """The trace of one generation of ``events``: ``generation`` (None: the median timed one,
     :func:`median_generation`), each of its executes drawn as :func:`trace_events` draws a
@@ -179,10 +191,11 @@ def generation_trace_events(events: pd.DataFrame, generations: int, prefill_exec
     ``phase`` and ``run``; a decode execute's its ``token`` (1 .. decode_executes)."""
     from pytest_sme2.analysis.generation import phase_tags
 
+    generations, warmup = loop.generations, loop.warmup
+    prefill_executes, decode_executes = loop.prefill_executes, loop.decode_executes
     per_run = e2e if e2e is not None else e2e_per_run(events, source=source)
     if generation is None:
-        generation, runs = median_generation(events, generations, prefill_executes,
-                                             decode_executes, warmup, source, per_run)
+        generation, runs = median_generation(events, loop, source, per_run)
     else:
         gen_of, _ = phase_tags(len(per_run), generations, prefill_executes, decode_executes,
                                source)
@@ -244,16 +257,12 @@ def generation_trace_events(events: pd.DataFrame, generations: int, prefill_exec
                           "time_origin": f"{E2E_EVENT} start of run {runs[0]}"}}
 
 
-def write_generation_trace(events: pd.DataFrame, path: str | Path, generations: int,
-                           prefill_executes: int, decode_executes: int, *, warmup: int = 0,
+def write_generation_trace(events: pd.DataFrame, path: str | Path, loop: GenerationLoop, *,
                            source: str = "ETDump", e2e: pd.Series | None = None) -> Path:
-    """Write :func:`generation_trace_events` as ``path`` (compact JSON) and return the path.
-    From a runner's ``GenerationSummary`` ``g``:
-    ``write_generation_trace(events, path, g.generations, g.prefill_executes,
-    g.decode_executes, warmup=g.warmup, source=..., e2e=...)``."""
+    """Write :func:`generation_trace_events` as ``path`` (compact JSON) and return the path;
+    ``loop``: a runner's ``GenerationSummary`` or a :class:`GenerationLoop`."""
     path = Path(path)
-    trace = generation_trace_events(events, generations, prefill_executes, decode_executes,
-                                    warmup=warmup, source=source, e2e=e2e)
+    trace = generation_trace_events(events, loop, source=source, e2e=e2e)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(trace, separators=(",", ":")) + "\n")
     return path

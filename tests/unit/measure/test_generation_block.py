@@ -42,8 +42,7 @@ def test_the_block_analysis_is_of_the_decode_steps(monkeypatch):
     monkeypatch.setattr(gen_block, "parse_summary",
                         lambda stdout: type("S", (), {"generation": summary})())
     block = analyze_block(parse_etdump(_generation_etdump(4, 1, 5)), "", source="x",
-                          etrecord=None, device_sme2=None, rules=None, kernel_trace=None,
-                          kernel_sample=None, phases=gen_block.PhaseEvidence())
+                          etrecord=None, rules=None, evidence=gen_block.BlockEvidence())
     assert block.decode.e2e.n == 3 * 5
     assert block.decode.e2e.median_ms == pytest.approx(0.2, abs=0.02)
     assert abs(sum(block.decode.categories_ms.values()) - block.decode.e2e.mean_ms) < 1e-9
@@ -55,8 +54,7 @@ def test_a_runner_without_the_token_loop_is_one_line(monkeypatch):
                         lambda stdout: type("S", (), {"generation": None})())
     with pytest.raises(Sme2Error, match="printed no generation summary"):
         analyze_block(parse_etdump(_generation_etdump(1, 1, 1)), "", source="x.etdump",
-                      etrecord=None, device_sme2=None, rules=None, kernel_trace=None,
-                      kernel_sample=None, phases=gen_block.PhaseEvidence())
+                      etrecord=None, rules=None, evidence=gen_block.BlockEvidence())
 
 
 def test_tokens_are_the_outputs():

@@ -162,13 +162,14 @@ def _generation_frame(prefill_ns=(9000, 20000, 8000, 12000), decode_ns=1000, dec
 
 
 def test_a_generation_is_drawn_whole_with_its_phases_marked():
-    from pytest_sme2.measure.artifacts.trace import generation_trace_events, median_generation
+    from pytest_sme2.measure.artifacts.trace import (GenerationLoop, generation_trace_events,
+                                                     median_generation)
 
     events = _generation_frame()
     # timed generations 1..3 take 20000, 8000, 12000 ns of prefill (+ the same decode): the
     # median is generation 3, runs 12..15
-    assert median_generation(events, 4, 1, 3, warmup=1) == (3, [12, 13, 14, 15])
-    trace = generation_trace_events(events, 4, 1, 3, warmup=1)
+    assert median_generation(events, GenerationLoop(4, 1, 3, warmup=1)) == (3, [12, 13, 14, 15])
+    trace = generation_trace_events(events, GenerationLoop(4, 1, 3, warmup=1))
     slices = check_viewer_parse(trace)
     assert trace["otherData"]["generation"] == 3 and trace["otherData"]["runs"] == [12, 13, 14, 15]
     phases = [e for e in slices if e["cat"] == "phase"]
@@ -189,15 +190,15 @@ def test_a_generation_is_drawn_whole_with_its_phases_marked():
 
 def test_a_generation_trace_is_written_and_refuses_a_wrong_loop(tmp_path):
     from pytest_sme2.analysis.generation import GenerationAnalysisError
-    from pytest_sme2.measure.artifacts.trace import write_generation_trace
+    from pytest_sme2.measure.artifacts.trace import GenerationLoop, write_generation_trace
 
     events = _generation_frame()
-    path = write_generation_trace(events, tmp_path / "g.trace.json", 4, 1, 3, warmup=1,
+    path = write_generation_trace(events, tmp_path / "g.trace.json", GenerationLoop(4, 1, 3, 1),
                                   source="x.etdump")
     trace = json.loads(path.read_text())
     check_viewer_parse(trace)
     assert trace["otherData"]["source"] == "x.etdump"
     with pytest.raises(GenerationAnalysisError, match="16 Method::execute events"):
-        write_generation_trace(events, tmp_path / "bad.json", 4, 1, 4)
+        write_generation_trace(events, tmp_path / "bad.json", GenerationLoop(4, 1, 4))
     with pytest.raises(Sme2Error, match="leaves none"):
-        write_generation_trace(events, tmp_path / "bad.json", 4, 1, 3, warmup=4)
+        write_generation_trace(events, tmp_path / "bad.json", GenerationLoop(4, 1, 3, 4))
