@@ -106,19 +106,32 @@ def phase_evidence(runner: Runner, device: Device, request: RunRequest, outcome:
     try:
         for phase in PHASES:
             one = request.phase_only(phase)
-            stem = request.etdump.with_name(f"{request.etdump.stem}.{phase}-only")
-            one = replace(one, etdump=stem.with_suffix(".etdump"), outputs=None,
+            files_of = phase_files(request.etdump, phase)
+            one = replace(one, etdump=files_of["etdump"], outputs=None,
                           kernel_trace=None, kernel_sample=None)
             if sample:
                 one = replace(one, runs=_sampled_generations(outcome, request, phase),
-                              kernel_sample=stem.with_suffix(".sampled.csv"),
+                              kernel_sample=files_of["sample"],
                               timeout_s=max(request.timeout_s, 10 * outcome.wall_s))
             got = device.run(runner, one)
-            files[f"{phase}_{'sample' if sample else 'trace'}"] = (
-                got.kernel_sample if sample else got.kernel_trace)
+            # A device that traces (QEMU) traces every process, a sampled one too: keep both,
+            # the trace being what proves a kernel's absence.
+            files[f"{phase}_trace"] = got.kernel_trace
+            if sample:
+                files[f"{phase}_sample"] = got.kernel_sample
     except Sme2Error as e:
         return PhaseEvidence(**files, problem=f"phase-only evidence process failed: {e}")
     return PhaseEvidence(**files)
+
+
+def phase_files(etdump: Path, phase: str) -> dict[str, Path]:
+    """A phase-only process's files beside the block's ETDump (``sme2_on-block0.etdump``):
+    ``sme2_on-block0.prefill-only.etdump`` and ``sme2_on-block0.prefill-only.sampled.csv``,
+    never the block's own names (``Path.with_suffix`` would take ``.prefill-only`` for the
+    suffix and give both phases the block's ETDump)."""
+    stem = f"{etdump.stem}.{phase}-only"
+    return {"etdump": etdump.with_name(f"{stem}.etdump"),
+            "sample": etdump.with_name(f"{stem}.sampled.csv")}
 
 
 def _sampled_generations(outcome: RunOutcome, request: RunRequest, phase: str) -> int:

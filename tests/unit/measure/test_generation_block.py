@@ -73,3 +73,63 @@ def test_which_programs_run_generations(monkeypatch, tmp_path):
     llm = tmp_path / "llm.pte"
     assert gen_block.generation_for(None, llm, 64, 32) == Generation(64, 32)
     assert gen_block.generation_for(Generation(8, 4), llm, 64, 32) == Generation(8, 4)
+
+
+class _TracingSamplingDevice:
+    """A device like QEMU: every process traced, and sampled when asked; it records the
+    requests and writes nothing but the names it would."""
+
+    def __init__(self):
+        self.requests = []
+
+    def run(self, runner, request):
+        from pytest_sme2.runners.base import RunOutcome
+
+        self.requests.append(request)
+        trace = request.etdump.with_name(f"{request.etdump.stem}.kernels.csv")
+        return RunOutcome(request.etdump, 0.1, "", "", kernel_trace=trace,
+                          kernel_sample=request.kernel_sample)
+
+
+def _generation_request(tmp_path):
+    from pytest_sme2.runners.base import RunRequest
+
+    return RunRequest(pte=tmp_path / "llm.pte", etdump=tmp_path / "sme2_on-block0.etdump",
+                      runs=2, warmup=1, generation=Generation(16, 4))
+
+
+def test_phase_only_processes_keep_the_trace_where_they_are_sampled_too(tmp_path):
+    """QEMU traces every process and samples kernels as well (--sme2-sample auto): each phase
+    keeps its trace, which alone proves a kernel's absence, beside its samples (the trace was
+    dropped when the phase-only processes were sampled)."""
+    from pytest_sme2.runners.base import RunOutcome
+
+    device, request = _TracingSamplingDevice(), _generation_request(tmp_path)
+    block = RunOutcome(request.etdump, 3.0, "", "", kernel_trace=tmp_path / "block.csv")
+    got = gen_block.phase_evidence(None, device, request, block, sample=True)
+    assert got.problem is None
+    assert got.prefill_trace == tmp_path / "sme2_on-block0.prefill-only.kernels.csv"
+    assert got.decode_trace == tmp_path / "sme2_on-block0.decode-only.kernels.csv"
+    assert got.prefill_sample == tmp_path / "sme2_on-block0.prefill-only.sampled.csv"
+    assert got.decode_sample == tmp_path / "sme2_on-block0.decode-only.sampled.csv"
+    traced_only = gen_block.phase_evidence(None, _TracingSamplingDevice(), request, block,
+                                           sample=False)
+    assert traced_only.prefill_trace and traced_only.decode_sample is None
+
+
+def test_phase_only_processes_never_write_over_the_blocks_files(tmp_path):
+    """Each phase-only process has its own ETDump and samples CSV: ``with_suffix`` on
+    ``sme2_on-block0.prefill-only`` gave both phases the block's own ETDump
+    (``sme2_on-block0.etdump``, overwritten) and one CSV (the decode's samples read as the
+    prefill's)."""
+    from pytest_sme2.runners.base import RunOutcome
+
+    device, request = _TracingSamplingDevice(), _generation_request(tmp_path)
+    gen_block.phase_evidence(None, device, request, RunOutcome(request.etdump, 3.0, "", ""),
+                             sample=True)
+    etdumps = [r.etdump for r in device.requests]
+    samples = [r.kernel_sample for r in device.requests]
+    assert [r.generation for r in device.requests] == [Generation(16, 4).prefill_only(),
+                                                       Generation(16, 4).decode_only()]
+    assert request.etdump not in etdumps and len(set(etdumps)) == 2
+    assert len(set(samples)) == 2 and all(s.name.endswith(".sampled.csv") for s in samples)
