@@ -59,6 +59,15 @@ def tiny_llama_8da4w() -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_llama_8da8w() -> Path:
+    """The same tiny Llama, 8-bit dynamic activations and 8-bit per-channel weights through
+    XNNPACK's quantizer (export_llama --pt2e_quantize xnnpack_dynamic), cached on disk."""
+    from tests.llm_export import export_tiny_llama
+
+    return export_tiny_llama("8da8w")
+
+
+@pytest.fixture(scope="session")
 def user_caches(tmp_path_factory) -> dict[str, str]:
     """Cache folders shared by every inner pytest session of this run. pytester points HOME at
     each test's own folder, which would otherwise build the native runner (and matplotlib's

@@ -135,11 +135,20 @@ def phase_files(etdump: Path, phase: str) -> dict[str, Path]:
 
 
 def _sampled_generations(outcome: RunOutcome, request: RunRequest, phase: str) -> int:
-    """Phase-only generations enough for about ``SAMPLE_CPU_S`` of CPU, judged by the block
-    just measured (a whole generation's wall time bounds either phase's)."""
-    per = max(outcome.wall_s / max(request.executions, 1), 1e-6)
-    share = 0.5 if phase == "prefill" else 1.0
-    return min(MAX_SAMPLED_GENERATIONS, max(1, math.ceil(SAMPLE_CPU_S / (per * share))))
+    """Phase-only generations enough for about ``SAMPLE_CPU_S`` in the phase: judged by the
+    runner's own timer of that phase per generation in the block just measured (its summary's
+    ``prefill_ms``/``decode_ms``), else by the block's wall time per generation (which counts
+    the process's start and load, and both phases: far too few generations where loading
+    dominates, as on an emulated phone, whose phases then got a few samples each)."""
+    summary = parse_summary(outcome.stdout).generation
+    timed = () if summary is None else (summary.prefill_ms if phase == "prefill"
+                                        else summary.decode_ms)
+    timed = tuple(t for t in timed if t > 0)
+    if timed:
+        per = float(np.median(timed)) / 1000.0
+    else:
+        per = outcome.wall_s / max(request.executions, 1) * (0.5 if phase == "prefill" else 1.0)
+    return min(MAX_SAMPLED_GENERATIONS, max(1, math.ceil(SAMPLE_CPU_S / max(per, 1e-6))))
 
 
 @dataclass(frozen=True)

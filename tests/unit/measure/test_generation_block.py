@@ -133,3 +133,29 @@ def test_phase_only_processes_never_write_over_the_blocks_files(tmp_path):
                                                        Generation(16, 4).decode_only()]
     assert request.etdump not in etdumps and len(set(etdumps)) == 2
     assert len(set(samples)) == 2 and all(s.name.endswith(".sampled.csv") for s in samples)
+
+
+def test_sampled_phase_processes_run_enough_generations_of_that_phase(monkeypatch, tmp_path):
+    """How many generations a sampled phase-only process runs comes from the runner's own
+    timer of that phase (110 ms prefill, 35 ms decode per generation -> 5 and 15 for 0.5 s),
+    not from the block's wall time, which counts the process's load: one generation of 16+4
+    measured in a 1.5 s process gave the prefill 1 generation and the decode 1 (a handful
+    of samples in each phase's kernels on the emulated phone)."""
+    from dataclasses import replace as dc_replace
+
+    from pytest_sme2.runners.base import RunOutcome
+
+    summary = dc_replace(_summary(generations=1, warmup=0, new=4), prefill_ms=(110.0,),
+                         decode_ms=(35.0,))
+    monkeypatch.setattr(gen_block, "parse_summary",
+                        lambda stdout: type("S", (), {"generation": summary})())
+    request = dc_replace(_generation_request(tmp_path), runs=1, warmup=0)
+    block = RunOutcome(request.etdump, 1.5, "", "")
+    device = _TracingSamplingDevice()
+    gen_block.phase_evidence(None, device, request, block, sample=True)
+    assert [r.runs for r in device.requests] == [5, 15]
+    assert all(r.timeout_s >= 15 for r in device.requests)
+    # A runner without the phase timers: the block's wall time, as before.
+    monkeypatch.setattr(gen_block, "parse_summary",
+                        lambda stdout: type("S", (), {"generation": None})())
+    assert gen_block._sampled_generations(block, request, "decode") == 1
