@@ -102,7 +102,7 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
     events = read_etdump(request.etdump)
     etrecord = read_etrecord(exported.etrecord) if exported.has_etrecord else None
     device_sme2 = process_sme2(facts.sme2, runner.hwcap_mask)
-    generated = None
+    generated, kernel_trace = None, outcome.kernel_trace
     if generation is None:
         sample, sample_problem = _evidence(run, runner, device, settings, request,
                                            outcome.wall_s)
@@ -119,14 +119,18 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
         phases = phase_evidence(runner, device, request, outcome,
                                 sample=first and wants_sample(settings.sample, device, runner)
                                 ) if first else PhaseEvidence()
-        sample, sample_problem = phases.decode_sample, phases.problem
+        sample_problem = phases.problem
         if sample_problem and run.progress:
             run.progress(f"{label}: {sample_problem}")
+        # A later block of a comparison side carries its first block's decode samples, as a
+        # forward pass's blocks carry their evidence process's.
         block = analyze_block(events, outcome.stdout, source=str(request.etdump),
                               etrecord=etrecord, device_sme2=device_sme2, rules=run.rules,
-                              kernel_trace=outcome.kernel_trace, kernel_sample=sample,
+                              kernel_trace=outcome.kernel_trace,
+                              kernel_sample=None if first else run.kernel_sample,
                               phases=phases)
         analysis, generated = block.decode, block.generation
+        kernel_trace, sample = block.kernel_trace, block.kernel_sample
     summary = parse_summary(outcome.stdout)
     emulated = facts.emulated
     startup = Startup(
@@ -172,8 +176,8 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
         export_key=exported.key, analysis=analysis.record(),
         context=RunContext(thermal_before=before, thermal_after=after, block=run.block,
                            outputs=str(request.outputs) if request.outputs else None,
-                           kernel_trace=str(outcome.kernel_trace) if outcome.kernel_trace
-                           else None, trace=str(trace), cooldown=held,
+                           kernel_trace=str(kernel_trace) if kernel_trace else None,
+                           trace=str(trace), cooldown=held,
                            kernel_sample=str(sample) if sample else None,
                            sample_problem=sample_problem),
         startup=startup, generation=generated,

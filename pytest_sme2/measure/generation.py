@@ -158,6 +158,9 @@ class GenerationBlock:
 
     decode: Analysis
     generation: GenerationResult
+    # The kernel evidence files the decode analysis read (see analyze_block).
+    kernel_trace: Path | None = None
+    kernel_sample: Path | None = None
 
 
 def analyze_block(events: pd.DataFrame, stdout: str, *, source: str,
@@ -165,7 +168,11 @@ def analyze_block(events: pd.DataFrame, stdout: str, *, source: str,
                   rules: Sequence[CategoryRule] | None, kernel_trace: Path | None,
                   kernel_sample: Path | None, phases: PhaseEvidence) -> GenerationBlock:
     """The generation's per-phase analysis, and the ordinary analysis of its timed decode
-    steps (one run per step)."""
+    steps (one run per step). The decode steps' kernels are the decode-only process's where
+    one ran (``phases``): the block's own trace or samples cover its whole process, the
+    prefill's kernels too (an 8da8w prefill's SME2 GEMM shown as the decode's)."""
+    kernel_trace = phases.decode_trace or kernel_trace
+    kernel_sample = phases.decode_sample or kernel_sample
     summary = parse_summary(stdout).generation
     if summary is None:
         raise Sme2Error(f"{source}: the runner printed no generation summary: it did not run "
@@ -181,7 +188,7 @@ def analyze_block(events: pd.DataFrame, stdout: str, *, source: str,
                                   summary.prefill_executes, summary.decode_executes, source),
                      warmup=0, source=source, etrecord=etrecord, device_sme2=device_sme2,
                      rules=rules, kernel_trace=kernel_trace, kernel_sample=kernel_sample)
-    return GenerationBlock(decode, generation)
+    return GenerationBlock(decode, generation, kernel_trace, kernel_sample)
 
 
 def decode_steps(events: pd.DataFrame, generations: int, warmup: int, prefill_executes: int,

@@ -87,7 +87,12 @@ def test_an_llm_pair_on_the_emulated_sme2_cpu(pytester, run_pytest, qemu_ready, 
         for phase in ("prefill", "decode"):
             assert (etdump.parent / f"{stem}.{phase}-only.etdump").is_file()
             assert (etdump.parent / f"{stem}.{phase}-only.kernels.csv").is_file()
-        assert etdump.is_file() and Path(b["kernel_trace"]).name == f"{stem}.kernels.csv"
+        assert (etdump.parent / f"{stem}.kernels.csv").is_file()     # the block's own
+        # The block's kernels are its decode steps': the decode-only process's, not the whole
+        # process's trace (which has the prefill's too).
+        assert Path(b["kernel_trace"]).name == f"{stem}.decode-only.kernels.csv"
+        assert b["kernel_evidence"]["executed_kernels"] == \
+            b["generation"]["decode"]["kernel_evidence"]["executed_kernels"]
 
 
 PHONE_TESTS = """
@@ -145,6 +150,9 @@ def test_an_llm_pair_on_an_arm64_phone(pytester, run_pytest, fake_arm64_android,
             assert (etdump.parent / f"{stem}.{phase}-only.etdump").is_file()
             assert (etdump.parent / f"{stem}.{phase}-only.sampled.csv").is_file()
         assert b["kernel_sample"] == str(etdump.parent / f"{stem}.decode-only.sampled.csv")
+    # A side's later blocks carry its first block's decode samples.
+    assert all(b.get("kernel_sample", "").endswith("-block0.decode-only.sampled.csv")
+               for b in doc["benchmarks"])
     # Every phase-only process ran the token loop on the phone (its generation reached it).
     runs = [c for c in fake_arm64_android.device.commands if "sme2_runner" in c]
     assert runs and all("--generate" in c for c in runs if "timeout" in c)

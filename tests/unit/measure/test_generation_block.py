@@ -159,3 +159,30 @@ def test_sampled_phase_processes_run_enough_generations_of_that_phase(monkeypatc
     monkeypatch.setattr(gen_block, "parse_summary",
                         lambda stdout: type("S", (), {"generation": None})())
     assert gen_block._sampled_generations(block, request, "decode") == 1
+
+
+def test_the_decode_steps_kernels_are_the_decode_only_processes(monkeypatch, tmp_path):
+    """The block's kernel evidence is of its decode steps: the decode-only process's trace
+    and samples where they exist, not the block's whole process (whose trace has the
+    prefill's GEMM, an 8da8w prefill's SME2 MOPA kernel shown as the decode's)."""
+    summary = _summary(generations=4, warmup=1, new=5)
+    monkeypatch.setattr(gen_block, "parse_summary",
+                        lambda stdout: type("S", (), {"generation": summary})())
+    whole, decode = tmp_path / "block.kernels.csv", tmp_path / "decode-only.kernels.csv"
+    header = "name,isa_family,isa,kind,library,blocks,streaming_blocks\n"
+    total = "(all executed blocks),,,total,,100,6\n"
+    whole.write_text(header + "kai_run_x_sme2_mopa,SME2,sme2_mopa,kleidiai,libx.so,3,3\n"
+                     "kai_run_x_sme2_dot,SME2,sme2_dot,kleidiai,libx.so,3,3\n" + total)
+    decode.write_text(header + "kai_run_x_sme2_dot,SME2,sme2_dot,kleidiai,libx.so,3,3\n"
+                      + total)
+    events = parse_etdump(_generation_etdump(4, 1, 5))
+    common = dict(source="x", etrecord=None, device_sme2=True, rules=None,
+                  kernel_trace=whole, kernel_sample=None)
+    block = analyze_block(events, "", **common,
+                          phases=gen_block.PhaseEvidence(decode_trace=decode))
+    assert block.kernel_trace == decode
+    names = [k.name for k in block.decode.evidence.executed_kernels]
+    assert names == ["kai_run_x_sme2_dot"]
+    # No phase-only process (a later block): the block's own trace, all it has.
+    later = analyze_block(events, "", **common, phases=gen_block.PhaseEvidence())
+    assert later.kernel_trace == whole and len(later.decode.evidence.executed_kernels) == 2
