@@ -11,8 +11,8 @@ if __name__ != "pytest_sme2_models":
                       f"pytest_sme2_models, not as {__name__} (install the project: pip install "
                       "-e .)")
 
-from pytest_sme2.programs.registry import (ModelDef, ModelEntry, UnknownModelError, get_model,
-                                           register_model, registered_models)
+from pytest_sme2.programs.registry import (LlmDef, ModelDef, ModelEntry, UnknownModelError,
+                                           get_model, register_model, registered_models)
 
-__all__ = ["ModelDef", "ModelEntry", "UnknownModelError", "get_model", "register_model",
+__all__ = ["LlmDef", "ModelDef", "ModelEntry", "UnknownModelError", "get_model", "register_model",
            "registered_models"]

@@ -228,16 +228,3 @@ def analyze_generation_file(etdump: str | Path, stdout: str, **kwargs) -> Genera
         raise GenerationAnalysisError(f"{etdump}: the runner printed no generation summary "
                                       "(was it run with --generate?)")
     return analyze_generation(read_etdump(etdump), summary, source=str(etdump), **kwargs)
-
-
-LLM_METHODS = ("use_kv_cache", "get_max_seq_len")
-
-
-def is_llm_program(pte: str | Path) -> bool:
-    """Whether a .pte is an LLM to measure as a generation, from its own metadata (no
-    runtime): it has the constant methods ``use_kv_cache`` and ``get_max_seq_len``, as
-    ExecuTorch's export_llama / export_llm programs do."""
-    from pytest_sme2.readers.pte_program import read_signatures
-
-    names = read_signatures(Path(pte))
-    return all(m in names for m in LLM_METHODS)

@@ -25,6 +25,7 @@ from pytest_sme2.errors import Sme2Error
 from pytest_sme2.readers.etdump import read_etdump
 from pytest_sme2.readers.etrecord import read_etrecord
 from pytest_sme2.programs.export import export_model
+from pytest_sme2.programs.exported import ExportedModel
 from pytest_sme2.measure.artifacts.csv import write_csvs
 from pytest_sme2.measure.artifacts.trace import write_generation_trace, write_trace
 from pytest_sme2.results import BlockResult, Generation, ProcessStartup, RunContext, Startup
@@ -74,116 +75,170 @@ class BenchmarkRun:
 
 def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
                   settings: BenchSettings) -> BlockResult:
+    """One block of ``run``: export (cached), one runner process on ``device``, its ETDump
+    analysed (a forward pass, or an LLM's generation), cold loads for a benchmark's first
+    block, the seed kit's CSVs and a Perfetto trace beside the ETDump."""
     if run.threads < 1:
         raise Sme2Error(f"threads must be 1 or more, got {run.threads}")
     exported = export_model(run.model, run.dtype, settings.cache_dir, settings.reexport,
                             progress=run.progress)
-    label = _label(run, runner)
-    out = artifact_dir(settings.report_dir, label)
-    stem = runner.info.name if run.block is None else f"{runner.info.name}-block{run.block}"
-    generation = generation_for(run.generation, exported.pte, settings.prompt_tokens,
-                                settings.new_tokens)
-    # A generation makes its own inputs (the prompt) and keeps its tokens, not output tensors.
-    tensor_files = runner.takes_tensor_files and generation is None
-    request = RunRequest(pte=exported.pte, etdump=out / f"{stem}.etdump",
-                         threads=run.threads, runs=settings.runs, warmup=settings.warmup,
-                         inputs=exported.inputs if tensor_files else None,
-                         outputs=out / f"{stem}.outputs.bin"
-                         if run.save_outputs and tensor_files else None,
-                         timeout_s=settings.timeout_s, generation=generation)
-    # --sme2-cooldown: the block starts once the device is cool (or the hold gives up).
-    held = hold(device, settings.cooldown, run.progress) if settings.cooldown else None
-    before = device.thermal()    # Android zones; the host and QEMU have none (None)
-    with _measuring(run):
-        outcome = device.run(runner, request)
-    after = device.thermal()
-    _say_pushed(run, device, outcome.pushed)
-    facts = device.facts()
-    events = read_etdump(request.etdump)
-    etrecord = read_etrecord(exported.etrecord) if exported.has_etrecord else None
-    device_sme2 = process_sme2(facts.sme2, runner.hwcap_mask)
-    generated, kernel_trace = None, outcome.kernel_trace
-    if generation is None:
-        sample, sample_problem = _evidence(run, runner, device, settings, request,
-                                           outcome.wall_s)
-        analysis = analyze(events, warmup=settings.warmup, source=str(request.etdump),
-                           etrecord=etrecord, device_sme2=device_sme2, rules=run.rules,
-                           kernel_trace=outcome.kernel_trace, kernel_sample=sample)
-        if len(analysis.e2e_all) != request.executions:
-            raise Sme2Error(f"{request.etdump}: {len(analysis.e2e_all)} runs with "
-                            f"Method::execute, expected {request.executions} "
-                            f"({settings.warmup} warm-up + {settings.runs} timed)")
-    else:
+    block = _Block(run, runner, device, settings, exported)
+    block.measure()
+    return block.result()
+
+
+@dataclass
+class _Block:
+    """One block being measured: what it runs, and what each step found (set in order by
+    :meth:`measure`, :meth:`analyse`, :meth:`result`)."""
+
+    run: BenchmarkRun
+    runner: Runner
+    device: Device
+    settings: BenchSettings
+    exported: ExportedModel
+
+    def __post_init__(self) -> None:
+        run, runner, settings = self.run, self.runner, self.settings
+        self.label = _label(run, runner)
+        self.out = artifact_dir(settings.report_dir, self.label)
+        self.stem = runner.info.name if run.block is None else \
+            f"{runner.info.name}-block{run.block}"
+        pte = self.exported.pte
+        self.generation = generation_for(run.generation, pte, settings.prompt_tokens,
+                                         settings.new_tokens)
+        # A generation makes its own inputs (the prompt) and keeps tokens, not output tensors.
+        tensors = runner.takes_tensor_files and self.generation is None
+        self.request = RunRequest(
+            pte=pte, etdump=self.out / f"{self.stem}.etdump", threads=run.threads,
+            runs=settings.runs, warmup=settings.warmup,
+            inputs=self.exported.inputs if tensors else None,
+            outputs=self.out / f"{self.stem}.outputs.bin" if run.save_outputs and tensors
+            else None, timeout_s=settings.timeout_s, generation=self.generation)
+
+    def measure(self) -> None:
+        """The block's runner process, held until the device is cool (--sme2-cooldown)."""
+        run, device = self.run, self.device
+        self.held = hold(device, self.settings.cooldown, run.progress) \
+            if self.settings.cooldown else None
+        self.before = device.thermal()    # Android zones; the host and QEMU have none (None)
+        with _measuring(run):
+            self.outcome = device.run(self.runner, self.request)
+        self.after = device.thermal()
+        _say_pushed(run, device, self.outcome.pushed)
+        self.facts = device.facts()
+        self.events = read_etdump(self.request.etdump)
+        self.analyse()
+
+    def analyse(self) -> None:
+        """The ETDump's analysis with the kernel evidence: a forward pass's (its evidence
+        process sampled when asked), or a generation's (its phase-only processes)."""
+        run, request, settings = self.run, self.request, self.settings
+        etrecord = read_etrecord(self.exported.etrecord) if self.exported.has_etrecord \
+            else None
+        device_sme2 = process_sme2(self.facts.sme2, self.runner.hwcap_mask)
+        self.generated, self.kernel_trace = None, self.outcome.kernel_trace
+        if self.generation is None:
+            self.sample, self.sample_problem = _evidence(run, self.runner, self.device,
+                                                         settings, request,
+                                                         self.outcome.wall_s)
+            self.analysis = analyze(self.events, warmup=settings.warmup,
+                                    source=str(request.etdump), etrecord=etrecord,
+                                    device_sme2=device_sme2, rules=run.rules,
+                                    kernel_trace=self.outcome.kernel_trace,
+                                    kernel_sample=self.sample)
+            if len(self.analysis.e2e_all) != request.executions:
+                raise Sme2Error(f"{request.etdump}: {len(self.analysis.e2e_all)} runs with "
+                                f"Method::execute, expected {request.executions} "
+                                f"({settings.warmup} warm-up + {settings.runs} timed)")
+            return
         # The phase-only evidence processes: the benchmark's first block only, as sampling.
         first = run.block in (None, 0)
-        phases = phase_evidence(runner, device, request, outcome,
-                                sample=first and wants_sample(settings.sample, device, runner)
+        phases = phase_evidence(self.runner, self.device, request, self.outcome,
+                                sample=wants_sample(settings.sample, self.device, self.runner)
                                 ) if first else PhaseEvidence()
-        sample_problem = phases.problem
-        if sample_problem and run.progress:
-            run.progress(f"{label}: {sample_problem}")
+        self.sample_problem = phases.problem
+        if self.sample_problem and run.progress:
+            run.progress(f"{self.label}: {self.sample_problem}")
         # A later block of a comparison side carries its first block's decode samples, as a
         # forward pass's blocks carry their evidence process's.
-        block = analyze_block(events, outcome.stdout, source=str(request.etdump),
+        block = analyze_block(self.events, self.outcome.stdout, source=str(request.etdump),
                               etrecord=etrecord, device_sme2=device_sme2, rules=run.rules,
-                              kernel_trace=outcome.kernel_trace,
+                              kernel_trace=self.outcome.kernel_trace,
                               kernel_sample=None if first else run.kernel_sample,
                               phases=phases)
-        analysis, generated = block.decode, block.generation
-        kernel_trace, sample = block.kernel_trace, block.kernel_sample
-    summary = parse_summary(outcome.stdout)
-    emulated = facts.emulated
-    startup = Startup(
-        pte_bytes=exported.pte.stat().st_size,
-        # The whole process: its first execute is the first one run (a generation's prefill).
-        processes=[process_startup(events, e2e_per_run(events, str(request.etdump)),
-                                   summary)],
-        load_source=load_source(events, summary),
-        memory_source=memory_source(summary, emulated))
-    # More cold loads for a benchmark's first block; a comparison's or confirmation's blocks
-    # are cold processes already. Emulated load times say nothing: one is enough there.
-    if run.block is None and not emulated:
-        for i in range(1, settings.loads):
-            try:
-                startup.processes.append(
-                    _cold_load(run, runner, device, request, out / f"{stem}.load{i}.etdump"))
-            except Sme2Error as e:   # the block is measured: keep it, say what is missing
-                startup.problem = f"load-only process {i} of {settings.loads - 1} failed: {e}"
-                if run.progress:
-                    run.progress(f"{label}: {startup.problem}")
-                break
-    # seed-compatible CSVs beside the ETDump; model_id as the kit names its files
-    write_csvs(analysis, out, stem, model_id=f"{run.model}_{run.dtype}_t{run.threads}_{stem}")
-    # The median timed run as a Chrome/Perfetto trace: one run's events, a few milliseconds.
-    if generated is not None and summary.generation is not None:
-        g = summary.generation      # the median timed generation, its phases marked
-        trace = write_generation_trace(events, out / f"{stem}.trace.json", g.generations,
-                                       g.prefill_executes, g.decode_executes, warmup=g.warmup,
-                                       source=str(request.etdump))
-    else:
-        trace = write_trace(analysis.events, out / f"{stem}.trace.json",
-                            warmup=analysis.warmup, source=str(request.etdump),
-                            e2e=analysis.e2e_all)
-    if generated is not None:
-        generated.startup, generated.device, generated.runner = (
-            startup, replace(facts, spec=device.spec), runner.info)
-    return BlockResult(
-        nodeid=run.label, model=run.model, dtype=run.dtype, threads=run.threads,
-        runner=runner.info, device=replace(facts, spec=device.spec),
-        runs=settings.runs,
-        warmup=settings.warmup, e2e_ms=[round(float(v), 6) for v in analysis.timed_e2e],
-        e2e=analysis.e2e, etdump=str(request.etdump), pte=str(exported.pte),
-        export_key=exported.key, analysis=analysis.record(),
-        context=RunContext(thermal_before=before, thermal_after=after, block=run.block,
-                           outputs=str(request.outputs) if request.outputs else None,
-                           kernel_trace=str(kernel_trace) if kernel_trace else None,
-                           trace=str(trace), cooldown=held,
-                           kernel_sample=str(sample) if sample else None,
-                           sample_problem=sample_problem),
-        startup=startup, generation=generated,
-        # A user's .pte without an .etrecord: what the report cannot show, said with the result.
-        extra={"etrecord_missing": exported.meta["etrecord_missing"]}
-        if exported.meta.get("etrecord_missing") else {})
+        self.analysis, self.generated = block.decode, block.generation
+        # The decode steps' evidence files (the decode-only process's where one ran).
+        self.kernel_trace, self.sample = block.kernel_trace, block.kernel_sample
+
+    def startup(self) -> Startup:
+        """Load, first inference and memory of this process; more cold loads for a
+        benchmark's first block (a comparison's or confirmation's blocks are cold processes
+        already; emulated load times say nothing: one is enough there)."""
+        run, request, etdump = self.run, self.request, str(self.request.etdump)
+        summary = parse_summary(self.outcome.stdout)
+        startup = Startup(
+            pte_bytes=self.exported.pte.stat().st_size,
+            # The whole process: its first execute is the first run (a generation's prefill).
+            processes=[process_startup(self.events, e2e_per_run(self.events, etdump),
+                                       summary)],
+            load_source=load_source(self.events, summary),
+            memory_source=memory_source(summary, self.facts.emulated))
+        if run.block is None and not self.facts.emulated:
+            for i in range(1, self.settings.loads):
+                try:
+                    startup.processes.append(_cold_load(
+                        run, self.runner, self.device, request,
+                        self.out / f"{self.stem}.load{i}.etdump"))
+                except Sme2Error as e:   # the block is measured: keep it, say what is missing
+                    startup.problem = (f"load-only process {i} of {self.settings.loads - 1} "
+                                       f"failed: {e}")
+                    if run.progress:
+                        run.progress(f"{self.label}: {startup.problem}")
+                    break
+        return startup
+
+    def artifacts(self) -> Path:
+        """The seed kit's CSVs (model_id as the kit names its files) and the Perfetto trace
+        of the median timed run (of a generation: the median generation, phases marked)."""
+        run, out, stem, etdump = self.run, self.out, self.stem, str(self.request.etdump)
+        write_csvs(self.analysis, out, stem,
+                   model_id=f"{run.model}_{run.dtype}_t{run.threads}_{stem}")
+        g = parse_summary(self.outcome.stdout).generation if self.generated else None
+        if g is not None:
+            return write_generation_trace(self.events, out / f"{stem}.trace.json",
+                                          g.generations, g.prefill_executes,
+                                          g.decode_executes, warmup=g.warmup, source=etdump)
+        return write_trace(self.analysis.events, out / f"{stem}.trace.json",
+                           warmup=self.analysis.warmup, source=etdump,
+                           e2e=self.analysis.e2e_all)
+
+    def result(self) -> BlockResult:
+        run, request, analysis = self.run, self.request, self.analysis
+        startup, trace = self.startup(), self.artifacts()
+        device = replace(self.facts, spec=self.device.spec)
+        if self.generated is not None:
+            self.generated.startup, self.generated.device, self.generated.runner = (
+                startup, device, self.runner.info)
+        meta = self.exported.meta
+        return BlockResult(
+            nodeid=run.label, model=run.model, dtype=run.dtype, threads=run.threads,
+            runner=self.runner.info, device=device, runs=self.settings.runs,
+            warmup=self.settings.warmup,
+            e2e_ms=[round(float(v), 6) for v in analysis.timed_e2e], e2e=analysis.e2e,
+            etdump=str(request.etdump), pte=str(self.exported.pte),
+            export_key=self.exported.key, analysis=analysis.record(),
+            context=RunContext(
+                thermal_before=self.before, thermal_after=self.after, block=run.block,
+                outputs=str(request.outputs) if request.outputs else None,
+                kernel_trace=str(self.kernel_trace) if self.kernel_trace else None,
+                trace=str(trace), cooldown=self.held,
+                kernel_sample=str(self.sample) if self.sample else None,
+                sample_problem=self.sample_problem),
+            startup=startup, generation=self.generated,
+            # A user's .pte without an .etrecord: what the report cannot show, said with it.
+            extra={"etrecord_missing": meta["etrecord_missing"]}
+            if meta.get("etrecord_missing") else {})
 
 
 # CPU time an evidence process aims to sample: at a 250 Hz kernel tick, ~125 samples.

@@ -9,183 +9,26 @@ installed builds this.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Collection, Mapping, NamedTuple
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.programs.export import DTYPES
+from pytest_sme2.programs.llm_schemes import parse_schemes
 from pytest_sme2.programs.spec import matrix_models
-from pytest_sme2.gate.policy import (DEFAULT_CONFIRM_BLOCKS, DEFAULT_LOAD_THRESHOLD_PCT,
-                                     DEFAULT_MEMORY_THRESHOLD_PCT, DEFAULT_PRECISION_BUDGET_S,
-                                     GatePolicy, gate_policy)
+from pytest_sme2.gate.policy import GatePolicy, gate_policy
 from pytest_sme2.measure.matrix import (DEFAULT_DTYPES, DEFAULT_MODELS, DEFAULT_THREADS,
                                         parse_threads)
+from pytest_sme2.measure.options import (DEFAULT_MIN_SPEEDUP, EMULATED_DEFAULTS, OPTIONS,
+                                         RUNNERS_DEST, RUNNERS_INI)
 from pytest_sme2.devices.registry import DeviceSpec
 from pytest_sme2.runners.spec import runner_specs
 from pytest_sme2._util.text import split_list
-from pytest_sme2.measure.settings import DEFAULT_LOADS, MIN_BLOCKS, BenchSettings
-from pytest_sme2.devices.thermal import DEFAULT_TIMEOUT_S as COOLDOWN_TIMEOUT_S
-from pytest_sme2.devices.thermal import CooldownPolicy
-
-# Lower bounds asserted on the SME2 speed-up's confidence interval. The seed kit measured, on
-# one core, 3.9x (fp16) and 1.8x (int8) end to end on a conv-heavy model; a model whose time is
-# not in Convolution/GEMM gains less, so the defaults ask for a clear but modest effect.
-DEFAULT_MIN_SPEEDUP = "fp32=1.2,fp16=1.5,int8=1.2,int8_dynamic=1.2"
-DEFAULT_BASELINE_DIR = "benchmarks/baselines"
-MEASURES = ("time", "instructions")   # --sme2-measure: time only, or instructions counted too
-SAMPLING = ("auto", "on", "off")      # --sme2-sample
-COOLDOWN_RANGE_C = (0.0, 150.0)       # a temperature outside it is a typo, not a target
-
-
-class Option(NamedTuple):
-    ini: str
-    default: str
-    help: str
-
-
-# option dest (--dest-with-dashes) -> ini name, default, help
-OPTIONS: dict[str, Option] = {
-    "device": Option("sme2_device", "host", "where to run: host, android (the only attached "
-                     "device), android:SERIAL, android:SERIAL@HOST:PORT, android:* (every "
-                     "authorised device of the adb server; android:*@HOST:PORT), or qemu[:CPU] "
-                     "(an emulated Arm64 CPU with SME2); repeatable: the device becomes an "
-                     "axis of the matrix (ini: one per line)"),
-    "runs": Option("sme2_runs", "30", "timed runs per benchmark (default 30; 5 on qemu)"),
-    "warmup": Option("sme2_warmup", "3", "warm-up runs per benchmark, traced and discarded "
-                     "(default 3; 1 on qemu)"),
-    "report_dir": Option("sme2_report_dir", "sme2-report",
-                         "folder for results.json, report.md, charts, ETDumps (default "
-                         "sme2-report/)"),
-    "sme2_cache_dir": Option("sme2_cache_dir", "",
-                             "export cache folder (default ~/.cache/pytest-sme2/exports)"),
-    "sme2_timeout": Option("sme2_timeout", "600", "seconds one runner invocation may take"),
-    "sme2_taskset": Option("sme2_taskset", "auto",
-                           "CPU pinning on Android: auto (the biggest cores), none, or a hex "
-                           "mask"),
-    "sme2_models": Option("sme2_models", ",".join(DEFAULT_MODELS),
-                          "models of the benchmark matrix: registered names, .pte files "
-                          "(as exported: no dtype axis, id m.pte-t1) and library:Class[?k=v] "
-                          "(transformers:MobileViTModel?image_size=128); docs/models.md"),
-    "sme2_pte": Option("sme2_pte", "", "glob(s) of .pte files added to the matrix models "
-                       "(comma-separated; e.g. 'exported/*.pte'; each must match a file)"),
-    "sme2_dtypes": Option("sme2_dtypes", ",".join(DEFAULT_DTYPES),
-                          f"dtypes of the benchmark matrix ({', '.join(DTYPES)})"),
-    "sme2_threads": Option("sme2_threads", ",".join(map(str, DEFAULT_THREADS)),
-                           "thread counts of the benchmark matrix"),
-    "sme2_blocks": Option("sme2_blocks", str(MIN_BLOCKS),
-                          "interleaved blocks per side in a comparison, one runner process "
-                          f"each (default {MIN_BLOCKS}; 2 on qemu)"),
-    "sme2_confirm_blocks": Option("sme2_confirm_blocks", str(DEFAULT_CONFIRM_BLOCKS),
-                                  "when the baseline gate suspects a regression, measure this "
-                                  "many more blocks (fresh runner processes) and judge all of "
-                                  f"them (default {DEFAULT_CONFIRM_BLOCKS}; 0: judge the first "
-                                  "block alone)"),
-    "sme2_gate_mode": Option("sme2_gate_mode", "stored",
-                             "what the time gate judges against: stored (the baseline's "
-                             "sessions; a slow one the next disagrees with is left out, and "
-                             "named) or ab (the base program, kept by --save-baseline, "
-                             "re-measured in this session in interleaved pairs; with nothing "
-                             "to re-measure, stored, saying why; docs/regression-gate.md)"),
-    "sme2_precision": Option("sme2_precision", "",
-                             "take more blocks (pairs in a comparison or ab mode) until every "
-                             "interval is within +-PCT percent, at least 3, up to the budget; "
-                             "the summary and results.json name those that could not, and why"),
-    "sme2_precision_budget": Option("sme2_precision_budget", f"{DEFAULT_PRECISION_BUDGET_S:g}",
-                                    "seconds of measuring --sme2-precision may spend on one "
-                                    "benchmark or comparison (default "
-                                    f"{DEFAULT_PRECISION_BUDGET_S:g})"),
-    "sme2_ab_base_runner": Option("sme2_ab_base_runner", "",
-                                  "with --sme2-gate-mode ab: the runner (a --runner name) that "
-                                  "measures the base, for a runtime change; default: the "
-                                  "benchmark's own runner"),
-    "sme2_gate_categories": Option("sme2_gate_categories", "",
-                                   "operator categories the baseline gate judges besides "
-                                   "end-to-end latency, comma-separated (e.g. Convolution,GEMM), "
-                                   "or 'all'; a category under 5% of the end-to-end time is not "
-                                   "gated"),
-    "sme2_min_speedup": Option("sme2_min_speedup", DEFAULT_MIN_SPEEDUP,
-                               "SME2-on vs -off speed-up the lower bound of its 95% interval "
-                               "must reach, per dtype (DTYPE=X,...); the seed kit measured "
-                               "3.9x fp16 and 1.8x int8 on one core on a conv-heavy model"),
-    "baseline_dir": Option("sme2_baseline_dir", DEFAULT_BASELINE_DIR,
-                           "folder of stored baselines, one JSON file per benchmark key (where "
-                           "it ran, what was asked)"),
-    "sme2_measure": Option("sme2_measure", MEASURES[0],
-                           "time (default), or instructions: host sme2_bench benchmarks also "
-                           "count instructions per Method::execute once under valgrind, "
-                           "recorded, saved and gated like time (docs/instruction-counts.md)"),
-    "fail_on_regression": Option("sme2_fail_on_regression", "",
-                                 "fail a benchmark (and the session) whose slow-down beyond PCT "
-                                 "percent is statistically clear against its baseline (without it, "
-                                 "verdicts are still reported, with a 10% threshold)"),
-    "sme2_loads": Option("sme2_loads", str(DEFAULT_LOADS),
-                         "cold loads per benchmark: its own process plus load-only processes "
-                         f"(load and one execute each); load time and first inference are "
-                         f"their medians (default {DEFAULT_LOADS}; one on an emulated CPU)"),
-    "sme2_load_threshold": Option("sme2_load_threshold", f"{DEFAULT_LOAD_THRESHOLD_PCT:g}",
-                                  "with --fail-on-regression, also fail a benchmark whose cold "
-                                  "load time grew beyond PCT percent against its baseline, by "
-                                  f"the same rule (default {DEFAULT_LOAD_THRESHOLD_PCT:g}; off: "
-                                  "judge and report only)"),
-    "sme2_memory_threshold": Option("sme2_memory_threshold",
-                                    f"{DEFAULT_MEMORY_THRESHOLD_PCT:g}",
-                                    "with --fail-on-regression, also fail a benchmark whose "
-                                    "peak resident memory grew beyond PCT percent against its "
-                                    f"baseline (default {DEFAULT_MEMORY_THRESHOLD_PCT:g}; off: "
-                                    "judge and report only)"),
-    "sme2_cooldown": Option("sme2_cooldown", "",
-                            "before each block on a device with thermal sensors (Android), "
-                            "wait until its hottest CPU sensor is at or below TEMP_C degrees "
-                            "and it reports no throttling (e.g. 37); a block still hot at the "
-                            "timeout is measured and flagged; the host and QEMU have no sensors"),
-    "sme2_cooldown_timeout": Option("sme2_cooldown_timeout", f"{COOLDOWN_TIMEOUT_S:g}",
-                                    "seconds --sme2-cooldown waits at most before a block "
-                                    f"(default {COOLDOWN_TIMEOUT_S:g})"),
-    "sme2_progress": Option("sme2_progress", "auto",
-                            "a progress line (case i of n, elapsed; block i of n in long "
-                            "comparisons) at most every SECONDS: auto (30 s, the first after "
-                            "30 s; 300 s with -q; none with -qq), a number (0: before every "
-                            "case and after every block), or off"),
-    "sme2_sample": Option("sme2_sample", SAMPLING[0],
-                          "an evidence process per benchmark (never timed) samples which "
-                          "kernels ran: auto (an Arm64 device that reports SME2 or cannot "
-                          "tell), on (every device our runner runs on; the host needs a C "
-                          "compiler), off"),
-    "sme2_prompt_tokens": Option("sme2_prompt_tokens", "64", "an LLM runs generations: "
-                                 "prompt tokens prefilled per generation (default 64)"),
-    "sme2_new_tokens": Option("sme2_new_tokens", "32", "an LLM's greedy decode steps per "
-                              "generation (default 32)"),
-    "sme2_history": Option("sme2_history", "",
-                           "record every session into this history store (a SQLite path, "
-                           "sqlite:///... or postgresql://...) after results.json and "
-                           "report.md; a store that fails costs one line (docs/history.md)"),
-    "sme2_history_baseline": Option("sme2_history_baseline", "",
-                                    "with --sme2-history, the gate's baselines are the last N "
-                                    "sessions of each key on BRANCH in the store (BRANCH or "
-                                    "BRANCH:N, N default 10) instead of --baseline-dir"),
-    "sme2_benchmark_json": Option("sme2_benchmark_json", "",
-                                  "at session end, also write the results to this file in "
-                                  "pytest-benchmark's JSON format (pytest-benchmark compare, "
-                                  "CI charts; every block's times, per benchmark)"),
-}
-# store_true options (command line only): dest -> help
-FLAGS: dict[str, str] = {
-    "sme2_reexport": "export models again even when the cache has them",
-    "save_baseline": "record this session's results as a new baseline session (each "
-                     "benchmark's file keeps its last 10 sessions)",
-    "allow_foreign_baseline": "compare against baselines recorded on another device (other "
-                              "SoC, CPU set, ABI, SME2, emulated) instead of refusing; the reason "
-                              "stays in the verdict",
-}
-RUNNERS_DEST, RUNNERS_INI = "runners", "sme2_runners"   # --runner (repeatable) / ini lines
-REPEATABLE = {"device"}   # options given several times on the command line (a list of values)
-
-# An emulated CPU runs a model 100-1000x slower than the host, and its timings say nothing about
-# speed: fewer runs and blocks suffice for what it does prove (kernels, outputs). Applied only
-# where the command line did not set the option and the ini value is the default.
-EMULATED_DEFAULTS = {"runs": "5", "warmup": "1", "sme2_blocks": "2"}
+from pytest_sme2.measure.settings import MIN_BLOCKS, BenchSettings
+from pytest_sme2.measure.option_values import (MEASURES, parse_cooldown, parse_measure,
+                                               parse_min_speedup, parse_progress,
+                                               parse_sampling)
 
 
 @dataclass(frozen=True)
@@ -200,6 +43,8 @@ class Sme2Config:
     category_rules: tuple[Any, ...] | None = None   # None: the built-in table (hookspec.py)
     taskset: str | None = "auto"              # None: no pinning
     models: tuple[str, ...] = DEFAULT_MODELS
+    llm_models: tuple[str, ...] = ("tiny_llama",)   # the generation matrix (sme2_llm_case)
+    llm_schemes: tuple[str, ...] = ("8da8w",)
     dtypes: tuple[str, ...] = DEFAULT_DTYPES
     threads: tuple[int, ...] = DEFAULT_THREADS
     blocks: int = MIN_BLOCKS                  # per side, in a comparison
@@ -246,28 +91,28 @@ def is_emulated(device: str) -> bool:
     return DeviceSpec.parse(device).kind == "qemu"
 
 
-def config_from_options(values: Mapping[str, Any], ini: Mapping[str, Any],
-                        base_dirs: BaseDirs, runner_kinds: Collection[str] = (),
-                        category_rules: tuple[Any, ...] | None = None) -> Sme2Config:
-    """The session's configuration from ``values`` (command line, by option dest: a string,
-    or None when not given; booleans for :data:`FLAGS`; a list for ``runners``) and ``ini``
-    (by ini name; a missing name takes the option's default); ``runner_kinds``: the runner
-    kinds plugins make, accepted in runner specs. Every check of every option is here; a bad
-    value is an Sme2Error naming the option."""
+@dataclass(frozen=True)
+class _Reader:
+    """The option values as :func:`config_from_options` reads them, so that its pieces read
+    them alike: the command line beats the ini, a path is relative to where it was given, and
+    on emulated devices an option left at its default takes :data:`EMULATED_DEFAULTS`."""
 
-    def text(dest: str) -> tuple[str, bool]:
-        value = values.get(dest)
+    values: Mapping[str, Any]
+    ini: Mapping[str, Any]
+    base_dirs: BaseDirs
+    emulated: bool
+
+    def text(self, dest: str) -> tuple[str, bool]:
+        """The option's text, and whether it came from the command line."""
+        value = self.values.get(dest)
         if value is not None:
             return str(value), True
-        return str(ini.get(OPTIONS[dest].ini, OPTIONS[dest].default)), False
+        return str(self.ini.get(OPTIONS[dest].ini, OPTIONS[dest].default)), False
 
-    devices = parse_devices(values.get("device"), ini.get(OPTIONS["device"].ini,
-                                                          OPTIONS["device"].default))
-    emulated = all(is_emulated(d) for d in devices)
-
-    def whole(dest: str, least: int, what: str) -> int:
-        value, from_cli = text(dest)
-        if dest in EMULATED_DEFAULTS and emulated and not from_cli and \
+    def whole(self, dest: str, least: int, what: str) -> int:
+        """A whole number of at least ``least`` (``what`` says so in the error)."""
+        value, from_cli = self.text(dest)
+        if dest in EMULATED_DEFAULTS and self.emulated and not from_cli and \
                 value == OPTIONS[dest].default:
             value = EMULATED_DEFAULTS[dest]
         try:
@@ -278,65 +123,101 @@ def config_from_options(values: Mapping[str, Any], ini: Mapping[str, Any],
             raise Sme2Error(f"{_flag(dest)} must be {what}, got {number}")
         return number
 
-    def path(dest: str) -> Path | None:
-        value, from_cli = text(dest)
+    def path(self, dest: str) -> Path | None:
+        """An absolute path (None when empty): a relative one from where it was given."""
+        value, from_cli = self.text(dest)
         if not value:
             return None
-        return ((base_dirs.invocation if from_cli else base_dirs.rootdir) / value).resolve()
+        return ((self.base_dirs.invocation if from_cli else self.base_dirs.rootdir)
+                / value).resolve()
 
-    timeout = whole("sme2_timeout", 1, "a positive number of seconds")
-    settings = BenchSettings(runs=whole("runs", 1, "a positive number of timed runs"),
-                             warmup=whole("warmup", 0, "0 or more"),
-                             report_dir=path("report_dir") or Path("sme2-report"),
-                             cache_dir=path("sme2_cache_dir"),
-                             reexport=bool(values.get("sme2_reexport")),
-                             timeout_s=float(timeout),
-                             loads=whole("sme2_loads", 1, "1 or more"),
-                             cooldown=parse_cooldown(text("sme2_cooldown")[0],
-                                                     text("sme2_cooldown_timeout")[0]),
-                             sample=parse_sampling(text("sme2_sample")[0]),
-                             prompt_tokens=whole("sme2_prompt_tokens", 1, "1 or more"),
-                             new_tokens=whole("sme2_new_tokens", 1, "1 or more"))
-    dtypes = tuple(split_list(text("sme2_dtypes")[0]))
+
+def config_from_options(values: Mapping[str, Any], ini: Mapping[str, Any],
+                        base_dirs: BaseDirs, runner_kinds: Collection[str] = (),
+                        category_rules: tuple[Any, ...] | None = None) -> Sme2Config:
+    """The session's configuration from ``values`` (command line, by option dest: a string,
+    or None when not given; booleans for :data:`FLAGS`; a list for ``runners``) and ``ini``
+    (by ini name; a missing name takes the option's default); ``runner_kinds``: the runner
+    kinds plugins make, accepted in runner specs. Every check of every option is here or in
+    the pieces it calls, in this order (the first bad value is the one reported); a bad value
+    is an Sme2Error naming the option."""
+    devices = parse_devices(values.get("device"), ini.get(OPTIONS["device"].ini,
+                                                          OPTIONS["device"].default))
+    r = _Reader(values, ini, base_dirs, all(is_emulated(d) for d in devices))
+    settings = _bench_settings(r)
+    dtypes = tuple(split_list(r.text("sme2_dtypes")[0]))
     for d in dtypes:
         if d not in DTYPES:
             raise Sme2Error(f"--sme2-dtypes: unknown dtype {d!r}; choose from {', '.join(DTYPES)}")
-    taskset = text("sme2_taskset")[0]
-    runners = tuple(str(r) for r in (*(ini.get(RUNNERS_INI) or ()),
+    taskset = r.text("sme2_taskset")[0]
+    runners = tuple(str(x) for x in (*(ini.get(RUNNERS_INI) or ()),
                                      *(values.get(RUNNERS_DEST) or ())))
     runner_specs(list(runners), runner_kinds)   # a bad spec stops here, not at first use
-    measure = parse_measure(text("sme2_measure")[0])
-    benchmark_json = path("sme2_benchmark_json")
+    measure = parse_measure(r.text("sme2_measure")[0])
+    benchmark_json = r.path("sme2_benchmark_json")
     if benchmark_json is not None and benchmark_json.is_dir():
         raise Sme2Error(f"--sme2-benchmark-json: {benchmark_json} is a folder; give a file "
                         "path")
-    gate = gate_policy(text("fail_on_regression")[0],
-                       allow_foreign=bool(values.get("allow_foreign_baseline")),
-                       categories=text("sme2_gate_categories")[0],
-                       confirm_blocks=whole("sme2_confirm_blocks", 0, "0 or more"),
-                       load_threshold=text("sme2_load_threshold")[0],
-                       memory_threshold=text("sme2_memory_threshold")[0],
-                       rules=category_rules, mode=text("sme2_gate_mode")[0],
-                       precision=text("sme2_precision")[0],
-                       precision_budget=text("sme2_precision_budget")[0],
-                       base_runner=text("sme2_ab_base_runner")[0])
+    gate = _gate(r, category_rules)
     _check_base_runner(gate, runners, runner_kinds)
+    history = r.text("sme2_history")[0]
     return Sme2Config(
         settings=settings, devices=devices, runners=runners, runner_kinds=tuple(runner_kinds),
         category_rules=category_rules,
         taskset=None if taskset == "none" else taskset,
-        models=_models(text("sme2_models"), text("sme2_pte"), base_dirs), dtypes=dtypes,
-        threads=parse_threads(text("sme2_threads")[0]),
-        blocks=whole("sme2_blocks", 2, "2 or more"),
-        min_speedup=parse_min_speedup(text("sme2_min_speedup")[0]),
-        baseline_dir=path("baseline_dir"), save_baseline=bool(values.get("save_baseline")),
+        models=_models(r.text("sme2_models"), r.text("sme2_pte"), base_dirs), dtypes=dtypes,
+        llm_models=tuple(split_list(r.text("sme2_llm_models")[0])),
+        llm_schemes=_llm_schemes(r.text("sme2_llm_schemes")[0]),
+        threads=parse_threads(r.text("sme2_threads")[0]),
+        blocks=r.whole("sme2_blocks", 2, "2 or more"),
+        min_speedup=parse_min_speedup(r.text("sme2_min_speedup")[0]),
+        baseline_dir=r.path("baseline_dir"), save_baseline=bool(values.get("save_baseline")),
         gate=gate,
         measure=measure, benchmark_json=benchmark_json,
-        progress=parse_progress(text("sme2_progress")[0]),
+        progress=parse_progress(r.text("sme2_progress")[0]),
         # A URL as given; a bare SQLite path relative to where it was given (as other paths).
-        history=(text("sme2_history")[0] if "://" in text("sme2_history")[0]
-                 else str(path("sme2_history")) if text("sme2_history")[0] else None),
-        history_baseline=text("sme2_history_baseline")[0] or None)
+        history=(history if "://" in history
+                 else str(r.path("sme2_history")) if history else None),
+        history_baseline=r.text("sme2_history_baseline")[0] or None)
+
+
+def _bench_settings(r: _Reader) -> BenchSettings:
+    """How each benchmark is measured: runs, warm-up, folders, timeout, loads, cool-down,
+    sampling and the LLM generation's size."""
+    timeout = r.whole("sme2_timeout", 1, "a positive number of seconds")
+    return BenchSettings(runs=r.whole("runs", 1, "a positive number of timed runs"),
+                         warmup=r.whole("warmup", 0, "0 or more"),
+                         report_dir=r.path("report_dir") or Path("sme2-report"),
+                         cache_dir=r.path("sme2_cache_dir"),
+                         reexport=bool(r.values.get("sme2_reexport")),
+                         timeout_s=float(timeout),
+                         loads=r.whole("sme2_loads", 1, "1 or more"),
+                         cooldown=parse_cooldown(r.text("sme2_cooldown")[0],
+                                                 r.text("sme2_cooldown_timeout")[0]),
+                         sample=parse_sampling(r.text("sme2_sample")[0]),
+                         prompt_tokens=r.whole("sme2_prompt_tokens", 1, "1 or more"),
+                         new_tokens=r.whole("sme2_new_tokens", 1, "1 or more"))
+
+
+def _gate(r: _Reader, category_rules: tuple[Any, ...] | None) -> GatePolicy:
+    """The gate's policy (gate_policy checks its own options' values)."""
+    return gate_policy(r.text("fail_on_regression")[0],
+                       allow_foreign=bool(r.values.get("allow_foreign_baseline")),
+                       categories=r.text("sme2_gate_categories")[0],
+                       confirm_blocks=r.whole("sme2_confirm_blocks", 0, "0 or more"),
+                       load_threshold=r.text("sme2_load_threshold")[0],
+                       memory_threshold=r.text("sme2_memory_threshold")[0],
+                       rules=category_rules, mode=r.text("sme2_gate_mode")[0],
+                       precision=r.text("sme2_precision")[0],
+                       precision_budget=r.text("sme2_precision_budget")[0],
+                       base_runner=r.text("sme2_ab_base_runner")[0])
+
+
+def _llm_schemes(text: str) -> tuple[str, ...]:
+    try:
+        return parse_schemes(text)
+    except Sme2Error as e:
+        raise Sme2Error(f"--sme2-llm-schemes: {e}") from None
 
 
 def _check_base_runner(gate: GatePolicy, runners: tuple[str, ...],
@@ -377,73 +258,3 @@ def _models(models: tuple[str, bool], pte_globs: tuple[str, bool],
 
 def _flag(dest: str) -> str:
     return "--" + dest.replace("_", "-")
-
-
-def parse_sampling(text: str) -> str:
-    """``--sme2-sample``: auto, on or off (any case, surrounding spaces ignored)."""
-    value = text.strip().lower()
-    if value not in SAMPLING:
-        raise Sme2Error(f"--sme2-sample: unknown value {text!r}; choose from "
-                        f"{', '.join(SAMPLING)}")
-    return value
-
-
-def parse_measure(text: str) -> str:
-    """``--sme2-measure``: time or instructions (any case, surrounding spaces ignored)."""
-    measure = text.strip().lower()
-    if measure not in MEASURES:
-        raise Sme2Error(f"--sme2-measure: unknown measure {text!r}; choose from "
-                        f"{', '.join(MEASURES)}")
-    return measure
-
-
-def parse_cooldown(target: str, timeout: str) -> CooldownPolicy | None:
-    """``--sme2-cooldown`` (degrees C, or "": off) and ``--sme2-cooldown-timeout`` (seconds)."""
-    if not target.strip():
-        return None
-    low, high = COOLDOWN_RANGE_C
-    try:
-        target_c = float(target)
-    except ValueError:
-        target_c = math.nan
-    if not low < target_c < high:
-        raise Sme2Error(f"--sme2-cooldown must be a temperature in degrees C between {low:g} "
-                        f"and {high:g} (e.g. 37), got {target!r}")
-    try:
-        seconds = float(timeout)
-    except ValueError:
-        seconds = math.nan
-    if not 0 < seconds < math.inf:
-        raise Sme2Error(f"--sme2-cooldown-timeout must be a positive number of seconds, got "
-                        f"{timeout!r}")
-    return CooldownPolicy(target_c, seconds)
-
-
-def parse_progress(text: str) -> float | str | None:
-    """``--sme2-progress``: auto, off, or seconds between progress lines (0: every case)."""
-    value = text.strip().lower()
-    if value in ("auto", "off"):
-        return None if value == "off" else "auto"
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = math.nan
-    if not 0 <= seconds < math.inf:
-        raise Sme2Error(f"--sme2-progress must be auto, off or a number of seconds (0 or "
-                        f"more), got {text!r}")
-    return seconds
-
-
-def parse_min_speedup(text: str) -> dict[str, float]:
-    """``--sme2-min-speedup``: ``DTYPE=NUMBER,...``."""
-    out = {}
-    for item in split_list(text):
-        dtype, sep, value = item.partition("=")
-        try:
-            if not sep or dtype.strip() not in DTYPES:
-                raise ValueError
-            out[dtype.strip()] = float(value)
-        except ValueError:
-            raise Sme2Error(f"--sme2-min-speedup: {item!r} is not DTYPE=NUMBER with DTYPE one "
-                            f"of {', '.join(DTYPES)}") from None
-    return out

@@ -31,11 +31,12 @@ import numpy as np
 import pandas as pd
 
 from pytest_sme2.analysis.categories import CategoryRule
-from pytest_sme2.analysis.generation import analyze_generation, is_llm_program, phase_tags
+from pytest_sme2.analysis.generation import analyze_generation, phase_tags
 from pytest_sme2.analysis.runner_summary import parse_summary
 from pytest_sme2.analysis.summary import Analysis, analyze
 from pytest_sme2.devices.base import Device
 from pytest_sme2.errors import Sme2Error
+from pytest_sme2.programs.llm_facts import LlmFacts, llm_facts
 from pytest_sme2.readers.etrecord import ETRecordInfo
 from pytest_sme2.results import Generation, GenerationResult, OutputCheck
 from pytest_sme2.runners.base import Runner, RunOutcome, RunRequest
@@ -47,40 +48,61 @@ MAX_SAMPLED_GENERATIONS = 2000
 
 
 @lru_cache(maxsize=64)
-def _is_llm(pte: str, size: int, mtime_ns: int) -> bool:
-    return is_llm_program(pte)
+def _facts(pte: str, size: int, mtime_ns: int) -> LlmFacts | None:
+    return llm_facts(Path(pte))
+
+
+def facts_of(pte: Path) -> LlmFacts | None:
+    """What ``pte``'s methods say when it is an LLM (else None): read once per file version
+    from the flatbuffer, without the runtime."""
+    st = pte.stat()
+    return _facts(str(pte), st.st_size, st.st_mtime_ns)
 
 
 def is_llm(pte: Path) -> bool:
-    """Whether ``pte`` is an LLM (its metadata names the KV-cache methods); read once per
-    file version."""
-    st = pte.stat()
-    return _is_llm(str(pte), st.st_size, st.st_mtime_ns)
+    return facts_of(pte) is not None
 
 
 def generation_for(asked: Generation | None, pte: Path, prompt_tokens: int,
                    new_tokens: int) -> Generation | None:
     """The generation a block runs: the one asked for, else the session's
     (``--sme2-prompt-tokens``, ``--sme2-new-tokens``) for a program that is an LLM, else None
-    (a forward pass on fixed inputs)."""
-    if asked is not None:
-        refuse_non_llm(pte)
-        return asked
-    if not is_llm(pte):
+    (a forward pass on fixed inputs). What the program's own methods show it cannot run is
+    one line here, before any process starts."""
+    facts = facts_of(pte)
+    if asked is None and facts is None:
         return None
-    if new_tokens < 1:
-        raise Sme2Error(f"{pte}: an LLM is measured by its decode steps: --sme2-new-tokens "
-                        f"must be 1 or more, got {new_tokens}")
-    return Generation(prompt_tokens, new_tokens)
+    if facts is None:
+        raise Sme2Error(f"{pte}: not an LLM program (its metadata has no use_kv_cache and "
+                        "get_max_seq_len methods): measure it with sme2_bench, or export it "
+                        "with a KV cache (ExecuTorch's export_llama -kv)")
+    generation = asked or Generation(prompt_tokens, new_tokens)
+    if generation.new_tokens < 1:
+        raise Sme2Error(f"{pte}: an LLM is measured by its decode steps: ask for 1 or more "
+                        f"new tokens, not {generation.new_tokens}")
+    check_program(pte, facts, generation)
+    return generation
 
 
-def refuse_non_llm(pte: Path) -> None:
-    """A generation asked of a program that is not an LLM (``sme2_generate("toy_cnn")``):
-    one line saying what it lacks."""
-    if not is_llm(pte):
-        raise Sme2Error(f"{pte}: not an LLM program (its metadata has no "
-                        "use_kv_cache and get_max_seq_len methods): measure it with sme2_bench, "
-                        "or export it with a KV cache (ExecuTorch's export_llama -kv)")
+def check_program(pte: Path, facts: LlmFacts, generation: Generation) -> None:
+    """One line for what the program says it cannot do: custom attention ops the wheel's
+    runtime lacks, a forward that does not take (tokens, input_pos), a generation over its
+    limits. Limits the file does not give are the runner's to check."""
+    if facts.use_sdpa_with_kv_cache:
+        raise Sme2Error(f"{pte}: exported with --use_sdpa_with_kv_cache, whose llama:: custom "
+                        "ops (custom_sdpa, update_cache) the executorch wheel's runtime and our "
+                        "runners do not register: export with plain attention (-kv without "
+                        "--use_sdpa_with_kv_cache), or pass a llama_main built with the custom "
+                        "ops as a runner")
+    if facts.forward_inputs and not facts.takes_tokens_and_pos:
+        raise Sme2Error(f"{pte}: forward does not take (tokens int64[1, n], input_pos "
+                        "int64[1]), the interface the generation loop drives")
+    context = facts.max_context_len or facts.max_seq_len
+    if context and generation.positions > context:
+        raise Sme2Error(f"{pte}: prompt {generation.prompt_tokens} + new "
+                        f"{generation.new_tokens} tokens is over the program's limits "
+                        f"(max_seq_len {facts.max_seq_len}, max_context_len "
+                        f"{facts.max_context_len}): ask for {context} tokens or fewer in all")
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from typing import Sequence
 from pytest_sme2._util.text import split_list
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.programs.export import DTYPES
-from pytest_sme2.programs.registry import get_model
+from pytest_sme2.programs.registry import get_model, registered_models
 from pytest_sme2.programs.spec import AS_EXPORTED, LibrarySpec, is_library, is_pte, model_label
 
 DEFAULT_MODELS = ("toy_cnn", "mobilenet_v3_small", "vit_tiny")
@@ -75,3 +75,17 @@ def build_matrix(models: list[str], dtypes: list[str], threads: tuple[int, ...])
                         "thread count")
     return [Case(m, d, t) for m in dict.fromkeys(models)
             for d in ((AS_EXPORTED,) if is_pte(m) else dict.fromkeys(dtypes)) for t in threads]
+
+
+def build_llm_matrix(models: list[str], schemes: tuple[str, ...], threads: tuple[int, ...]
+                     ) -> list[Case]:
+    """The generation matrix (``sme2_llm_case``): LLMs x schemes x threads. A registered
+    model that is not an LLM stops the session with one line; a .pte is taken as exported
+    (its own benchmarks say if it is not an LLM)."""
+    for m in models:
+        if not is_library(m) and not is_pte(m) and not get_model(m).llm:
+            raise Sme2Error(f"--sme2-llm-models: {m} is not an LLM (registered without "
+                            "llm=True); LLMs: " + ", ".join(
+                                n for n in registered_models() if get_model(n).llm))
+    return [Case(m, s, t) for m in dict.fromkeys(models)
+            for s in ((AS_EXPORTED,) if is_pte(m) else schemes) for t in threads]

@@ -14,8 +14,8 @@ import pytest
 from pytest_sme2.measure import cost as session_cost
 from pytest_sme2.runners.spec import runner_kinds
 from pytest_sme2.plugin.collector import COLLECTOR_NAME, Collector, is_xdist_worker, write_live
-from pytest_sme2.measure.config import (FLAGS, OPTIONS, REPEATABLE, RUNNERS_DEST, RUNNERS_INI,
-                                        BaseDirs, Sme2Config, config_from_options)
+from pytest_sme2.measure.config import BaseDirs, Sme2Config, config_from_options
+from pytest_sme2.measure.options import FLAGS, OPTIONS, REPEATABLE, RUNNERS_DEST, RUNNERS_INI
 from pytest_sme2.devices.registry import (check_only_device, remote_adb_warning,
                                           resolve_devices)
 from pytest_sme2.analysis.categories import category_rules
@@ -24,7 +24,7 @@ from pytest_sme2.plugin.fixtures import (  # noqa: F401 - pytest finds the fixtu
     SESSION_KEY, item_device, session_devices, sme2_bench, sme2_capable_device, sme2_compare,
     sme2_device, sme2_device_spec, sme2_emulated, sme2_generate, sme2_min_speedup, sme2_model,
     sme2_off, sme2_on, sme2_runners, sme2_session, sme2_settings)
-from pytest_sme2.measure.matrix import Case, build_matrix, with_devices
+from pytest_sme2.measure.matrix import Case, build_llm_matrix, build_matrix, with_devices
 from pytest_sme2.report.outputs import warm_up
 from pytest_sme2.measure.session import BenchSession
 
@@ -192,6 +192,19 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             cases = [c for c in cases if c.threads in keep]
         cases = with_devices(cases, devices)
         metafunc.parametrize("sme2_case", cases,
+                             ids=[c.device_id if len(devices) > 1 else c.id for c in cases])
+    elif "sme2_llm_case" in metafunc.fixturenames:
+        cfg = metafunc.config.stash[SESSION_KEY].config
+        threads = cfg.threads
+        marker = metafunc.definition.get_closest_marker("sme2")
+        if marker and "threads" in marker.kwargs:
+            threads = tuple(t for t in threads if t in set(marker.kwargs["threads"]))
+        try:
+            cases = with_devices(build_llm_matrix(list(cfg.llm_models), cfg.llm_schemes,
+                                                  threads), devices)
+        except Sme2Error as e:
+            raise pytest.UsageError(str(e)) from None
+        metafunc.parametrize("sme2_llm_case", cases,
                              ids=[c.device_id if len(devices) > 1 else c.id for c in cases])
     elif len(devices) > 1 and "sme2_device_spec" in metafunc.fixturenames:
         metafunc.parametrize("sme2_device_spec", devices, ids=list(devices))

@@ -41,7 +41,7 @@ def item_device(item: pytest.Item) -> str | None:
         return None
     params = getattr(item, "callspec", None)
     params = params.params if params else {}
-    case = params.get("sme2_case")
+    case = params.get("sme2_case") or params.get("sme2_llm_case")
     if isinstance(case, Case) and case.device:
         return case.device
     return params.get("sme2_device_spec") or session_devices(item.config)[0]

@@ -11,6 +11,7 @@ nobody ever sees a half-written model.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import re
@@ -26,13 +27,20 @@ from pytest_sme2.programs.exported import (ETRECORD, INPUTS, META, PTE, Exported
 from pytest_sme2._util.fsutil import file_sha256
 from pytest_sme2._util.locking import file_lock
 from pytest_sme2.programs.spec import is_pte
+from pytest_sme2.programs.llm_schemes import LLM_SCHEMES, SCHEMES
 from pytest_sme2._util.versions import package_version
 
+# The dtypes of a model that is not an LLM (the matrix's dtype axis).
 DTYPES = ("fp32", "fp16", "int8", "int8_dynamic")
+MODEL_DTYPES = DTYPES
+# What export_model takes: an LLM's dtypes are its quantization schemes (fp32, 8da4w, 8da4w-pc,
+# 8da8w, :mod:`pytest_sme2.programs.llm_schemes`).
+EXPORT_DTYPES = DTYPES + tuple(s for s in LLM_SCHEMES if s not in DTYPES)
 # Largest accepted |exported - reference| relative to max |reference|. The reference is the
 # eager model, and for int8 the quantized eager model: quantization error against the float
 # model is recorded in the metadata, not judged (random weights quantize badly).
-TOLERANCE = {"fp32": 1e-3, "fp16": 3e-2, "int8": 0.1, "int8_dynamic": 0.1}
+TOLERANCE = {"fp32": 1e-3, "fp16": 3e-2, "int8": 0.1, "int8_dynamic": 0.1,
+             **{name: s.tolerance for name, s in SCHEMES.items() if name not in MODEL_DTYPES}}
 # int8's second rule. |pte - quantized eager| compares two int8 implementations that round
 # differently (XNNPACK requantizes in fixed point, the reference rounds float results at each
 # quantize node): one-step flips at every layer add up with depth and with the network's gain,
@@ -46,6 +54,10 @@ INT8_FLOAT_MARGIN = 1.25
 # The export recipe is the source of these files (the cache logic here, the torch and executorch
 # steps in recipes.py): editing any of them makes a new cache key.
 RECIPE_SOURCES = (Path(__file__), Path(__file__).with_name("recipes.py"))
+# An LLM's recipe also holds how its program is made (ExecuTorch's Llama, its KV cache, the
+# constant methods) and its schemes: part of every LLM's key, of no other model's.
+LLM_RECIPE_SOURCES = tuple(Path(importlib.util.find_spec(m).origin) for m in (
+    "pytest_sme2.programs.llama", "pytest_sme2.programs.llm_schemes"))
 
 
 def default_cache_dir() -> Path:
@@ -57,11 +69,12 @@ def _versions() -> dict[str, str]:
     return {pkg: package_version(pkg) for pkg in ("torch", "executorch", "torchao")}
 
 
-def recipe_digest() -> str:
-    """Hash of the recipe's source files (:data:`RECIPE_SOURCES`), read without importing
-    them: a cache hit must not import torch."""
+def recipe_digest(llm: bool = False) -> str:
+    """Hash of the recipe's source files (:data:`RECIPE_SOURCES`, and for an LLM
+    :data:`LLM_RECIPE_SOURCES`), read without importing them: a cache hit must not import
+    torch."""
     h = hashlib.sha256()
-    for path in RECIPE_SOURCES:
+    for path in RECIPE_SOURCES + (LLM_RECIPE_SOURCES if llm else ()):
         try:
             data = path.read_bytes()
         except OSError:
@@ -75,10 +88,11 @@ def recipe_digest() -> str:
 def cache_key(model: str, dtype: str) -> str:
     from pytest_sme2.programs.library import model_entry
 
+    entry = model_entry(model)
     h = hashlib.sha256()
-    h.update(model_entry(model).source_digest().encode())
+    h.update(entry.source_digest().encode())
     h.update(dtype.encode())
-    h.update(recipe_digest().encode())
+    h.update(recipe_digest(llm=bool(getattr(entry, "llm", False))).encode())
     h.update(json.dumps(_versions(), sort_keys=True).encode())
     return h.hexdigest()[:16]
 
@@ -110,11 +124,36 @@ def cached_export(model: str, dtype: str, cache_dir: Path | None = None) -> Expo
     """The cached export of ``model`` in ``dtype`` if the cache has a sound one; never exports."""
     if is_pte(model):
         return None
-    if dtype not in DTYPES:
+    if dtype not in EXPORT_DTYPES:
         return None
     cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
     key = cache_key(model, dtype)
     return _load_hit(model, dtype, key, cache_dir / _folder(model) / f"{dtype}-{key}")
+
+
+def is_llm_model(model: str) -> bool:
+    """Whether a registered or library model is an LLM (its entry says so; nothing built)."""
+    from pytest_sme2.programs.library import model_entry
+
+    return bool(getattr(model_entry(model), "llm", False))
+
+
+def dtype_problem(model: str, dtype: str) -> None:
+    """One line when ``dtype`` is not one ``model`` exports in: an LLM takes the LLM schemes,
+    any other model the model dtypes."""
+    try:
+        llm = is_llm_model(model)
+    except Sme2Error:
+        llm = False             # an unknown model: its own line comes when it is built
+    if dtype not in EXPORT_DTYPES:
+        choices = LLM_SCHEMES if llm else MODEL_DTYPES
+        raise ExportError(f"unknown dtype {dtype!r}; choose one of {', '.join(choices)}")
+    if llm and dtype not in LLM_SCHEMES:
+        raise ExportError(f"model {model!r} is an LLM: its dtypes are the schemes "
+                          f"{', '.join(LLM_SCHEMES)}, not {dtype!r}")
+    if not llm and dtype not in MODEL_DTYPES:
+        raise ExportError(f"{dtype!r} is an LLM scheme and model {model!r} is not an LLM; "
+                          f"choose one of {', '.join(MODEL_DTYPES)}")
 
 
 def accuracy_problem(dtype: str, info: dict) -> str | None:
@@ -155,8 +194,7 @@ def export_model(model: str, dtype: str = "fp32", cache_dir: Path | None = None,
         from pytest_sme2.programs.pte import import_pte
 
         return import_pte(Path(model), cache_dir or default_cache_dir(), progress)
-    if dtype not in DTYPES:
-        raise ExportError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}")
+    dtype_problem(model, dtype)
     cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
     key = cache_key(model, dtype)
     folder = cache_dir / _folder(model) / f"{dtype}-{key}"
@@ -193,7 +231,7 @@ def _export_into(folder: Path, model: str, dtype: str, key: str,
 
     say = progress or (lambda msg: None)
     stage = ["build"]
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     try:
         from pytest_sme2.programs.library import model_entry
 
@@ -223,6 +261,8 @@ def _export_into(folder: Path, model: str, dtype: str, key: str,
         "versions": _versions(),
         "python": sys.version.split()[0],
         "export_seconds": round(time.perf_counter() - t0, 3),
+        # This process's CPU time: what the export costs on a machine shared with others.
+        "export_cpu_seconds": round(time.process_time() - cpu0, 3),
         **{k: v for k, v in info.items()},
     }
     (folder / META).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")

@@ -19,12 +19,14 @@ from typing import Any
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.programs.spec import LibrarySpec
+from pytest_sme2.programs import transformers_llm
 from pytest_sme2._util.versions import package_version
 
 SEED = 0
 EXTRA = {"transformers": "pip install 'pytest-sme2[transformers]'",
          "torchvision": "pip install torchvision (a CPU build matching your torch)",
-         "timm": "pip install timm (it needs torchvision for your torch)"}
+         "timm": "pip install timm (it needs torchvision for your torch)",
+         "executorch": "pip install executorch"}
 
 
 class LibraryModelError(Sme2Error):
@@ -107,16 +109,23 @@ def _transformers_model(spec: LibrarySpec, text: str):
                                 f"model class {spec.name!r} (e.g. MobileViTModel, "
                                 "EfficientNetModel, LevitModel, SwiftFormerModel)")
     defaults = config_class()
-    overrides = {}
+    overrides, ours = {}, {}
+    causal_lm = transformers_llm.is_causal_lm(spec.name)
     for key, value in spec.overrides:
+        if causal_lm and key in transformers_llm.OURS:
+            ours[key] = _typed(transformers_llm.OURS[key], key, value, text)
+            continue
         if not hasattr(defaults, key):
             raise LibraryModelError(f"{text}: {config_class.__name__} has no setting {key!r}")
         overrides[key] = _typed(getattr(defaults, key), key, value, text)
+    if causal_lm:
+        return transformers_llm.build(cls, config_class, overrides, ours, text), None
     config = config_class(**overrides)
     if not hasattr(config, "image_size") or not hasattr(config, "num_channels"):
         raise LibraryModelError(f"{text}: only image models (a config with image_size and "
-                                "num_channels) can be built by name; register a builder for "
-                                "others (pytest_sme2_models.register_model)")
+                                "num_channels) and causal LMs (...ForCausalLM) can be built by "
+                                "name; register a builder for others "
+                                "(pytest_sme2_models.register_model)")
     torch.manual_seed(SEED)
     model = cls(config)
     _reset_parameters(model)
@@ -152,14 +161,49 @@ class LibraryModel:
     def spec(self) -> LibrarySpec:
         return LibrarySpec.parse(self.name)
 
+    @property
+    def llm(self) -> bool:
+        """A language model (``executorch:llama``, ``transformers:...ForCausalLM``): known from
+        the spec, nothing built."""
+        spec = self.spec
+        if spec.library == "transformers":
+            return transformers_llm.is_causal_lm(spec.name)
+        if spec.library != "executorch":
+            return False
+        from pytest_sme2.programs.executorch_models import executorch_model
+
+        return executorch_model(spec.name, self.name).llm
+
+    @property
+    def dtypes(self) -> tuple[str, ...]:
+        """Its default dtype axis: an LLM's schemes; empty: the session's dtypes."""
+        from pytest_sme2.programs.llm_schemes import DEFAULT_SCHEMES
+
+        return DEFAULT_SCHEMES if self.llm else ()
+
+    @property
+    def heavy(self) -> bool:
+        spec = self.spec
+        if spec.library != "executorch":
+            return False
+        from pytest_sme2.programs.executorch_models import executorch_model
+
+        return executorch_model(spec.name, self.name).heavy
+
     def build(self):
         import torch
 
         from pytest_sme2.programs.registry import ModelDef
 
         spec = self.spec
+        if spec.library == "executorch":
+            from pytest_sme2.programs import executorch_models
+
+            return executorch_models.build(spec.name, list(spec.overrides), self.name)
         make = _transformers_model if spec.library == "transformers" else _vision_factory_model
         module, shape = make(spec, self.name)
+        if shape is None:           # a causal LM: its ModelDef, with its LLM program facts
+            return module
         generator = torch.Generator().manual_seed(SEED)
         example = (torch.randn(*shape, generator=generator),)
         calibration = [(torch.randn(*shape, generator=generator),) for _ in range(4)]
@@ -170,6 +214,12 @@ class LibraryModel:
         h = hashlib.sha256(self.name.encode())
         h.update(package_version(self.spec.library).encode())
         h.update(Path(__file__).read_bytes())
+        if self.spec.library == "executorch":
+            from pytest_sme2.programs import executorch_models
+
+            h.update(Path(executorch_models.__file__).read_bytes())
+        if self.llm and self.spec.library == "transformers":
+            h.update(Path(transformers_llm.__file__).read_bytes())
         return h.hexdigest()
 
 

@@ -1,12 +1,18 @@
 """The XNNPACK export recipes (heavy imports: only :mod:`pytest_sme2.programs.export` loads this,
 and only on a cache miss). fp16 is ``.half()`` before export; static int8 is PT2E with per-channel
 symmetric config and calibration; dynamic int8 needs the dynamically quantized partitioner in
-front of the plain one."""
+front of the plain one.
+
+An LLM (``ModelDef.llm``) has its own recipe, :func:`export_llm`: the schemes of
+:mod:`pytest_sme2.programs.llm_schemes` applied with torchao as ExecuTorch's ``export_llama``
+does, a dynamic sequence length, the constant methods, and a verification that runs a prefill
+then a decode step in one loaded program."""
 
 from __future__ import annotations
 
 import logging
 import operator
+import warnings
 from pathlib import Path
 from typing import Callable
 
@@ -84,9 +90,158 @@ def _run_pte(buffer: bytes, inputs: tuple) -> list:
     return _load_for_executorch_from_buffer(buffer).forward(inputs)
 
 
+def _quantize_llm(module, scheme) -> None:
+    """torchao's 8da{4,8}w on every Linear, in place, as ``export_llama -qmode`` does
+    (``examples/models/llama/source_transformation/quantize.py``): a grouped scheme skips a
+    Linear whose input size the group does not divide."""
+    from torchao.quantization import Int8DynamicActivationIntxWeightConfig, quantize_
+    from torchao.quantization.granularity import PerAxis, PerGroup
+
+    group = scheme.group_size
+
+    def linear(m, fqn: str) -> bool:
+        return isinstance(m, torch.nn.Linear) and (group is None or m.weight.shape[1] % group == 0)
+
+    quantize_(module, Int8DynamicActivationIntxWeightConfig(
+        weight_dtype=torch.int4 if scheme.weight_bits == 4 else torch.int8,
+        weight_granularity=PerAxis(0) if group is None else PerGroup(group),
+        intx_choose_qparams_algorithm="affine"), filter_fn=linear)
+
+
+def _quantize_llm_pt2e(module, scheme, example: tuple, dynamic_shapes):
+    """PT2E dynamic quantization of every linear as ``export_llama --pt2e_quantize
+    xnnpack_dynamic[_qc4]`` does (``extension/llm/export/quantizer_lib.py`` and
+    ``builder.py``): per-channel weights, int4 as int8 in [-8, 7] (XNNPACK's qc4w)."""
+    from executorch.backends.transforms.duplicate_dynamic_quant_chain import \
+        DuplicateDynamicQuantChainPass
+    from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
+        XNNPACKQuantizer, get_symmetric_quantization_config)
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    bits = {"weight_qmin": -8, "weight_qmax": 7} if scheme.weight_bits == 4 else {}
+    quantizer = XNNPACKQuantizer().set_global(
+        get_symmetric_quantization_config(is_per_channel=True, is_dynamic=True, **bits))
+    with torch.nn.attention.sdpa_kernel([torch.nn.attention.SDPBackend.MATH]), torch.no_grad():
+        captured = torch.export.export(module, example, dynamic_shapes=dynamic_shapes,
+                                       strict=True).module()
+        prepared = prepare_pt2e(captured, quantizer)
+        prepared(*example)
+        converted = convert_pt2e(prepared)
+    DuplicateDynamicQuantChainPass()(converted)
+    return converted
+
+
+def _steps(module, steps: list[tuple], reset) -> list:
+    """Eager outputs of ``steps`` run in order on fresh state (the KV cache), which is then
+    reset again: torch.export takes the buffers' values as the program's initial state."""
+    if reset:
+        reset()
+    with torch.no_grad():
+        outputs = [module(*step) for step in steps]
+    if reset:
+        reset()
+    return outputs
+
+
+# Warnings every LLM export raises, none of them about the user's model: ExecuTorch's Llama
+# marks positions with torch._check_is_size (deprecated in torch 2.13); transformers' output
+# capturing is a global dynamo reports as a side effect; the emitter notes that a KV cache's
+# initial state is not serialized. Ignored here, so that a session run with warnings as errors
+# (filterwarnings = error) can export an LLM.
+_LLM_EXPORT_WARNINGS = ("_check_is_size will be removed",
+                        "While compiling, we found certain side effects",
+                        "Mutation on a buffer in the model is detected")
+
+
+def export_llm(definition: ModelDef, scheme_name: str, at_stage: Callable[[str], None]):
+    """Lower an LLM in ``scheme_name``; return (ExecutorchProgramManager, info). Verified by
+    running ``llm.verify_inputs`` (prefill, then decode) in one loaded program against the same
+    steps on the eager model (quantized by torchao for a quantized scheme)."""
+    with warnings.catch_warnings():
+        for message in _LLM_EXPORT_WARNINGS:
+            warnings.filterwarnings("ignore", message=message)
+        return _export_llm(definition, scheme_name, at_stage)
+
+
+def _export_llm(definition: ModelDef, scheme_name: str, at_stage: Callable[[str], None]):
+    from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
+
+    from pytest_sme2.programs.llama import reset_kv_cache
+    from pytest_sme2.programs.llm_schemes import parse_scheme
+
+    scheme = parse_scheme(scheme_name)
+    llm = definition.llm
+    module = definition.module.eval()
+    steps = [tuple(s) for s in (llm.verify_inputs or [definition.example_inputs])]
+    reference = _steps(module, steps, llm.reset)
+    quantized_reference = None
+    example = tuple(definition.example_inputs)
+    if scheme.quantized and scheme.quantizer == "pt2e":
+        at_stage("quantize (PT2E)")
+        module = _quantize_llm_pt2e(module, scheme, example, llm.dynamic_shapes)
+        reset = lambda: reset_kv_cache(module)  # noqa: E731 - the graph module's own buffers
+        quantized_reference = _steps(module, steps, reset)
+    elif scheme.quantized:
+        at_stage("quantize")
+        _quantize_llm(module, scheme)
+        quantized_reference = _steps(module, steps, llm.reset)
+    at_stage("torch.export")
+    # Plain attention as export_llama traces it (the math SDPA: no fused kernel to capture).
+    with torch.nn.attention.sdpa_kernel([torch.nn.attention.SDPBackend.MATH]), torch.no_grad():
+        exported = torch.export.export(module, example, dynamic_shapes=llm.dynamic_shapes,
+                                       strict=scheme.quantizer != "pt2e")
+    at_stage("lower to XNNPACK")
+    partitioners = _partitioners("int8_dynamic" if scheme.quantized else "fp32")
+    edge = to_edge_transform_and_lower(
+        exported, partitioner=partitioners, constant_methods=dict(llm.constant_methods),
+        compile_config=EdgeCompileConfig(_check_ir_validity=False), generate_etrecord=True)
+    graph = edge.exported_program().graph_module.graph
+    delegates = sum(1 for n in graph.nodes if n.op == "get_attr"
+                    and str(n.target).startswith("lowered_module"))
+    portable = _outside_delegate(edge.exported_program())
+    at_stage("to_executorch")
+    program = edge.to_executorch()
+    at_stage("verify against eager")
+    from executorch.extension.pybindings.portable_lib import _load_for_executorch_from_buffer
+
+    loaded = _load_for_executorch_from_buffer(program.buffer)
+    outputs = [loaded.forward(step) for step in steps]
+    target = quantized_reference or reference
+    per_step = [_max_abs(o, r) for o, r in zip(outputs, target)]
+    float_err = max(_max_abs(o, r)[0] for o, r in zip(outputs, reference))
+    quant_err = max(_max_abs(q if isinstance(q, (tuple, list)) else (q,), r)[0]
+                    for q, r in zip(quantized_reference, reference)) \
+        if quantized_reference else None
+    argmax = [[int(o[0].argmax()) for o in outputs],
+              [int((r[0] if isinstance(r, (tuple, list)) else r).argmax()) for r in target]]
+    info = {
+        "partitioners": [type(p).__name__ for p in partitioners],
+        "delegates": delegates,
+        "portable_ops": portable,
+        "reference": "quantized eager" if scheme.quantized else "eager",
+        "max_abs_error": max(e for e, _ in per_step),
+        "max_abs_eager": max(s for _, s in per_step),
+        "max_abs_error_vs_float": float_err,
+        "max_abs_quantization_error": quant_err,
+        "input_shapes": [list(t.shape) for t in definition.example_inputs
+                         if torch.is_tensor(t)],
+        "llm": {"scheme": scheme.name, "weight_bits": scheme.weight_bits,
+                "granularity": scheme.granularity, "quantizer": scheme.quantizer,
+                "constant_methods": dict(llm.constant_methods),
+                "verify_steps": [[list(t.shape) for t in s] for s in steps],
+                "step_max_abs_error": [e for e, _ in per_step],
+                # Greedy next tokens of the program and of its reference, per step.
+                "argmax": argmax[0], "reference_argmax": argmax[1]},
+    }
+    return program, info
+
+
 def export(definition: ModelDef, dtype: str, at_stage: Callable[[str], None]):
     """Lower ``definition`` for XNNPACK in ``dtype``; return (ExecutorchProgramManager, info)."""
     from executorch.exir import to_edge_transform_and_lower
+
+    if definition.llm is not None:
+        return export_llm(definition, dtype, at_stage)
 
     module = definition.module.eval()
     example = tuple(definition.example_inputs)

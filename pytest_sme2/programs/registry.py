@@ -26,18 +26,36 @@ from pathlib import Path
 from typing import Any, Callable
 
 from pytest_sme2.errors import Sme2Error
+from pytest_sme2.programs.llm_schemes import DEFAULT_SCHEMES
 
 ENTRY_POINT_GROUP = "pytest_sme2.models"
 
 
 @dataclass
+class LlmDef:
+    """What makes a built model an LLM program: the constant methods the program carries
+    (``get_max_seq_len``, ``use_kv_cache``, ...), the dynamic shapes of ``forward``'s inputs
+    (``torch.export``'s ``dynamic_shapes``), the steps the export's verification runs in one
+    loaded program (a prefill then a decode step: the KV cache is state carried between them),
+    and how to reset that state (zero the KV cache) between eager runs."""
+
+    constant_methods: dict[str, Any]
+    dynamic_shapes: Any = None
+    verify_inputs: list[tuple] = field(default_factory=list)
+    reset: Callable[[], None] | None = None
+
+
+@dataclass
 class ModelDef:
     """What a builder returns: the eager module (eval mode, seeded weights), the example inputs
-    used for export and correctness checks, and calibration batches for static int8."""
+    used for export and correctness checks, and calibration batches for static int8. ``llm``:
+    set for a language model (its dtype axis is then the LLM schemes,
+    :mod:`pytest_sme2.programs.llm_schemes`)."""
 
     module: Any
     example_inputs: tuple
     calibration_inputs: list[tuple] | None = None
+    llm: LlmDef | None = None
 
 
 @dataclass(frozen=True)
@@ -46,6 +64,14 @@ class ModelEntry:
     target: str | Callable[..., ModelDef]
     kwargs: dict[str, Any] = field(default_factory=dict)
     description: str = ""
+    # A language model: measured as a generation, its dtype axis the LLM schemes. Known
+    # without building it (no torch import).
+    llm: bool = False
+    # The dtypes (for an LLM: schemes) the matrix uses for it when none are asked for; empty:
+    # the session's default dtypes.
+    dtypes: tuple[str, ...] = ()
+    # Costly to export or run (minutes): never in a default matrix, asked for by name.
+    heavy: bool = False
 
     def builder(self) -> Callable[..., ModelDef]:
         if callable(self.target):
@@ -85,13 +111,16 @@ _entry_points_loaded = False
 
 
 def register_model(name: str, target: str | Callable[..., ModelDef] | None = None, *,
-                   description: str = "", **kwargs: Any):
+                   description: str = "", llm: bool = False, dtypes: tuple[str, ...] = (),
+                   heavy: bool = False, **kwargs: Any):
     """Register ``name``. Use as ``register_model(name, "pkg.mod:build")``, as
     ``register_model(name, build_fn)`` or as a decorator ``@register_model(name)``.
-    Re-registering a name replaces it (a user may override a built-in)."""
+    Re-registering a name replaces it (a user may override a built-in). ``llm=True``: a
+    language model (its builder sets ``ModelDef.llm``); ``dtypes``: its default dtype axis."""
 
     def add(t: str | Callable[..., ModelDef]):
-        _REGISTRY[name] = ModelEntry(name, t, dict(kwargs), description)
+        _REGISTRY[name] = ModelEntry(name, t, dict(kwargs), description, llm, tuple(dtypes),
+                                     heavy)
         return t
 
     if target is None:
@@ -111,6 +140,10 @@ register_model("vit_tiny", "pytest_sme2_models.vit_tiny:build",
 register_model("mobilevit_small", "pytest_sme2_models.mobilevit:build",
                description="MobileViT-small from transformers (config defaults, 4.9M params), "
                "128x128; needs pytest-sme2[transformers]")
+register_model("tiny_llama", "pytest_sme2_models.tiny_llama:build", llm=True,
+               dtypes=DEFAULT_SCHEMES,
+               description="ExecuTorch's Llama (dim 64, 2 layers, 4 heads / 2 KV heads, vocab "
+               "512, max_seq_len 128), static KV cache, seeded random weights: an LLM")
 
 
 def _load_entry_points() -> None:

@@ -3,7 +3,8 @@ access), so the matrix, ids and caches can branch on them early:
 
 - ``path/to/m.pte``: a program someone else exported (:mod:`pytest_sme2.programs.pte`);
 - ``transformers:MobileViTModel?image_size=128``: a library architecture built from its
-  config's defaults (:mod:`pytest_sme2.programs.library`);
+  config's defaults (:mod:`pytest_sme2.programs.library`); ``executorch:llama?dim=128`` one of
+  ExecuTorch's own examples (:mod:`pytest_sme2.programs.executorch_models`);
 - anything else: a name in the model registry (:mod:`pytest_sme2.programs.registry`).
 """
 
@@ -15,7 +16,7 @@ from pathlib import Path
 PTE_SUFFIX = ".pte"
 # The dtype of a .pte case: the file is what it is, the dtype axis does not apply.
 AS_EXPORTED = "pte"
-LIBRARIES = ("transformers", "torchvision", "timm")
+LIBRARIES = ("transformers", "torchvision", "timm", "executorch")
 
 
 def is_pte(model: str) -> bool:

@@ -21,7 +21,7 @@ from pytest_sme2.readers.tensorfile import SCALAR_TYPES
 FILE_IDENTIFIER = b"ET12"
 # program.fbs field positions (vtable slot = 4 + 2 * position; a union takes two positions).
 _PROGRAM_EXECUTION_PLAN = 1
-_PLAN_NAME, _PLAN_VALUES, _PLAN_INPUTS = 0, 2, 3       # container_meta_type is position 1
+_PLAN_NAME, _PLAN_VALUES, _PLAN_INPUTS, _PLAN_OUTPUTS = 0, 2, 3, 4  # 1: container_meta_type
 _EVALUE_TYPE, _EVALUE_VAL = 0, 1
 _TENSOR_SCALAR_TYPE, _TENSOR_SIZES, _TENSOR_DYNAMISM = 0, 2, 8
 _INT_VAL, _BOOL_VAL, _DOUBLE_VAL = 0, 0, 0
@@ -58,6 +58,18 @@ class MethodInput:
 class MethodSignature:
     name: str
     inputs: tuple[MethodInput, ...]
+    # The method's outputs, described like inputs. A constant method (export's
+    # ``constant_methods``, e.g. ``get_max_seq_len``) has no inputs and one Int/Bool/Double
+    # output whose ``value`` the program stores.
+    outputs: tuple[MethodInput, ...] = ()
+
+    @property
+    def constant(self) -> int | float | bool | None:
+        """The value a constant method returns, read from the program; None otherwise."""
+        if self.inputs or len(self.outputs) != 1:
+            return None
+        out = self.outputs[0]
+        return out.value if out.kind in ("Int", "Bool", "Double") else None
 
 
 def _field(tab: flatbuffers.table.Table, position: int) -> int:
@@ -101,10 +113,11 @@ def _input(index: int, value: flatbuffers.table.Table) -> MethodInput:
         return MethodInput(index, kind, SCALAR_TYPES.get(code), code,
                            tuple(_ints(val, _TENSOR_SIZES)),
                            _scalar(val, _TENSOR_DYNAMISM, number_types.Int8Flags, 0) != 0)
-    flags = {"Int": number_types.Int64Flags, "Bool": number_types.BoolFlags,
-             "Double": number_types.Float64Flags}.get(kind)
+    flags, default = {"Int": (number_types.Int64Flags, 0), "Bool": (number_types.BoolFlags, False),
+                      "Double": (number_types.Float64Flags, 0.0)}.get(kind, (None, None))
     if flags is not None and val is not None:
-        return MethodInput(index, kind, value=_scalar(val, 0, flags, None))
+        # flatbuffers leaves a field at its default (0, false) out of the table.
+        return MethodInput(index, kind, value=_scalar(val, 0, flags, default))
     return MethodInput(index, kind)
 
 
@@ -128,7 +141,9 @@ def read_signatures(pte: Path) -> dict[str, MethodSignature]:
             name = plan.String(name_off + plan.Pos).decode() if name_off else ""
             values = _tables(plan, _PLAN_VALUES)
             inputs = tuple(_input(i, values[v]) for i, v in enumerate(_ints(plan, _PLAN_INPUTS)))
-            methods[name] = MethodSignature(name, inputs)
+            outputs = tuple(_input(i, values[v])
+                            for i, v in enumerate(_ints(plan, _PLAN_OUTPUTS)))
+            methods[name] = MethodSignature(name, inputs, outputs)
     except (IndexError, ValueError, UnicodeDecodeError) as e:
         raise PteProgramError(f"{pte}: damaged program flatbuffer ({e})") from None
     return methods

@@ -9,10 +9,11 @@ from pathlib import Path
 import flatbuffers
 
 # KernelTypes union codes (flatbuffers' NONE is 0).
-INT, TENSOR = 2, 5
+INT, BOOL, TENSOR = 2, 3, 5
 
 
-def _tensor(b: flatbuffers.Builder, scalar_type: int, sizes: list[int]) -> int:
+def _tensor(b: flatbuffers.Builder, scalar_type: int, sizes: list[int],
+            dynamic: bool = False) -> int:
     b.StartVector(4, len(sizes), 4)
     for d in reversed(sizes):
         b.PrependInt32(d)
@@ -20,12 +21,19 @@ def _tensor(b: flatbuffers.Builder, scalar_type: int, sizes: list[int]) -> int:
     b.StartObject(10)
     b.PrependInt8Slot(0, scalar_type, 0)
     b.PrependUOffsetTRelativeSlot(2, vec, 0)
+    b.PrependInt8Slot(8, 1 if dynamic else 0, 0)    # shape_dynamism: DYNAMIC_BOUND
     return b.EndObject()
 
 
 def _int(b: flatbuffers.Builder, value: int) -> int:
     b.StartObject(1)
     b.PrependInt64Slot(0, value, 0)
+    return b.EndObject()
+
+
+def _bool(b: flatbuffers.Builder, value: bool) -> int:
+    b.StartObject(1)
+    b.PrependBoolSlot(0, value, False)      # false is left out, as flatc's builders do
     return b.EndObject()
 
 
@@ -43,27 +51,44 @@ def _offsets(b: flatbuffers.Builder, items: list[int]) -> int:
     return b.EndVector()
 
 
-def program_bytes(methods: dict[str, list[tuple]]) -> bytes:
-    """``{"forward": [("tensor", scalar_type, [1, 3, 8, 8]), ("int", 4)]}`` -> .pte bytes."""
+def _ints(b: flatbuffers.Builder, items) -> int:
+    items = list(items)
+    b.StartVector(4, len(items), 4)
+    for i in reversed(items):
+        b.PrependInt32(i)
+    return b.EndVector()
+
+
+def _value(b: flatbuffers.Builder, item: tuple) -> int:
+    if item[0] == "tensor":
+        return _evalue(b, TENSOR, _tensor(b, *item[1:]))
+    if item[0] == "bool":
+        return _evalue(b, BOOL, _bool(b, item[1]))
+    return _evalue(b, INT, _int(b, item[1]))
+
+
+def program_bytes(methods: dict[str, list[tuple]],
+                  constants: dict[str, int | bool] | None = None) -> bytes:
+    """``{"forward": [("tensor", scalar_type, [1, 3, 8, 8]), ("int", 4)]}`` -> .pte bytes
+    (``("tensor", 4, [1, 127], True)``: a dynamic shape bounded by those sizes).
+    ``constants``: constant methods (``{"get_max_seq_len": 128, "use_kv_cache": True}``), each
+    a plan with no inputs and one Int or Bool output, as export's ``constant_methods`` writes."""
     b = flatbuffers.Builder(1024)
     plans = []
-    for name, inputs in methods.items():
-        values = []
-        for item in inputs:
-            if item[0] == "tensor":
-                values.append(_evalue(b, TENSOR, _tensor(b, item[1], item[2])))
-            else:
-                values.append(_evalue(b, INT, _int(b, item[1])))
+    plan_specs = [(name, inputs, []) for name, inputs in methods.items()]
+    plan_specs += [(name, [], [("bool" if isinstance(v, bool) else "int", v)])
+                   for name, v in (constants or {}).items()]
+    for name, inputs, outputs in plan_specs:
+        values = [_value(b, item) for item in [*inputs, *outputs]]
         values_vec = _offsets(b, values)
-        b.StartVector(4, len(values), 4)
-        for i in reversed(range(len(values))):
-            b.PrependInt32(i)
-        inputs_vec = b.EndVector()
+        inputs_vec = _ints(b, range(len(inputs)))
+        outputs_vec = _ints(b, range(len(inputs), len(inputs) + len(outputs)))
         name_off = b.CreateString(name)
         b.StartObject(10)
         b.PrependUOffsetTRelativeSlot(0, name_off, 0)
         b.PrependUOffsetTRelativeSlot(2, values_vec, 0)
         b.PrependUOffsetTRelativeSlot(3, inputs_vec, 0)
+        b.PrependUOffsetTRelativeSlot(4, outputs_vec, 0)
         plans.append(b.EndObject())
     plans_vec = _offsets(b, plans)
     b.StartObject(8)
@@ -72,6 +97,7 @@ def program_bytes(methods: dict[str, list[tuple]]) -> bytes:
     return bytes(b.Output())
 
 
-def write_program(path: Path, methods: dict[str, list[tuple]]) -> Path:
-    path.write_bytes(program_bytes(methods))
+def write_program(path: Path, methods: dict[str, list[tuple]],
+                  constants: dict[str, int | bool] | None = None) -> Path:
+    path.write_bytes(program_bytes(methods, constants))
     return path

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_sme2.measure.config import (DEFAULT_BASELINE_DIR, EMULATED_DEFAULTS, OPTIONS, BaseDirs,
-                                        Sme2Config, config_from_options)
+from pytest_sme2.measure.config import BaseDirs, Sme2Config, config_from_options
+from pytest_sme2.measure.options import DEFAULT_BASELINE_DIR, EMULATED_DEFAULTS, OPTIONS
 from pytest_sme2.gate.policy import GatePolicy
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.measure.settings import BenchSettings

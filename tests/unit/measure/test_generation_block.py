@@ -6,9 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dataclasses import replace
+
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.measure import generation as gen_block
 from pytest_sme2.measure.generation import analyze_block, check_tokens, decode_steps
+from pytest_sme2.programs.llm_facts import LlmFacts
 from pytest_sme2.readers.etdump import parse_etdump
 from pytest_sme2.results import Generation, GenerationResult
 from tests.unit.analysis.test_generation_analysis import _generation_etdump, _summary
@@ -65,14 +68,30 @@ def test_tokens_are_the_outputs():
 
 def test_which_programs_run_generations(monkeypatch, tmp_path):
     pte = tmp_path / "m.pte"
-    pte.write_bytes(b"x")
-    monkeypatch.setattr(gen_block, "is_llm", lambda p: p.name == "llm.pte")
+    llm = tmp_path / "llm.pte"
+    facts = LlmFacts(methods=("forward", "get_max_seq_len", "use_kv_cache"), max_seq_len=128,
+                     max_context_len=128,
+                     forward_inputs=(("int64", (1, 127), True), ("int64", (1,), False)))
+    monkeypatch.setattr(gen_block, "facts_of", lambda p: facts if p.name == "llm.pte" else None)
     assert gen_block.generation_for(None, pte, 64, 32) is None           # a forward pass
     with pytest.raises(Sme2Error, match="m.pte: not an LLM program"):
         gen_block.generation_for(Generation(8, 4), pte, 64, 32)
-    llm = tmp_path / "llm.pte"
     assert gen_block.generation_for(None, llm, 64, 32) == Generation(64, 32)
     assert gen_block.generation_for(Generation(8, 4), llm, 64, 32) == Generation(8, 4)
+    with pytest.raises(Sme2Error, match=r"prompt 120 \+ new 9 tokens is over the program's "
+                                        r"limits \(max_seq_len 128, max_context_len 128\)"):
+        gen_block.generation_for(Generation(120, 9), llm, 64, 32)
+
+
+@pytest.mark.parametrize("change, says", [
+    ({"use_sdpa_with_kv_cache": True}, "plain attention"),
+    ({"forward_inputs": (("float32", (1, 3, 8, 8), False),)}, "does not take"),
+])
+def test_what_a_program_cannot_run_is_one_line_before_running(tmp_path, change, says):
+    facts = LlmFacts(methods=("forward", "get_max_seq_len", "use_kv_cache"),
+                     forward_inputs=(("int64", (1, 127), True), ("int64", (1,), False)))
+    with pytest.raises(Sme2Error, match=says):
+        gen_block.check_program(tmp_path / "x.pte", replace(facts, **change), Generation(8, 4))
 
 
 class _TracingSamplingDevice:

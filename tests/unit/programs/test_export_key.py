@@ -26,6 +26,18 @@ def test_the_recipe_is_export_py_and_recipes_py():
     assert all(p.is_file() for p in export.RECIPE_SOURCES)
 
 
+def test_an_llm_key_also_holds_the_llm_recipe(monkeypatch, tmp_path):
+    assert {p.name for p in export.LLM_RECIPE_SOURCES} == {"llama.py", "llm_schemes.py"}
+    llm, cnn = export.cache_key("tiny_llama", "8da4w"), export.cache_key("toy_cnn", "fp32")
+    copies = []
+    for path in export.LLM_RECIPE_SOURCES:
+        copies.append(tmp_path / path.name)
+        copies[-1].write_bytes(path.read_bytes() + b"\n# changed\n")
+    monkeypatch.setattr(export, "LLM_RECIPE_SOURCES", tuple(copies))
+    assert export.cache_key("tiny_llama", "8da4w") != llm
+    assert export.cache_key("toy_cnn", "fp32") == cnn
+
+
 def test_the_key_depends_on_the_model_and_the_dtype():
     keys = {export.cache_key(m, d) for m in ("toy_cnn", "vit_tiny") for d in ("fp32", "int8")}
     assert len(keys) == 4

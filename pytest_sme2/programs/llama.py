@@ -1,0 +1,122 @@
+"""ExecuTorch's own Llama (``executorch.examples.models.llama``) as a model: model args, a
+``Transformer`` with a static KV cache held in mutable buffers, seeded random weights, nothing
+downloaded. The program takes ``forward(tokens[1, n] int64, input_pos[1] int64)`` with a
+dynamic ``n`` (≤ ``max_seq_len - 1``: one execute prefills a prompt) and returns the last
+position's logits ``[1, vocab_size]``, like ``export_llama -kv --max_seq_length L`` without
+``--use_sdpa_with_kv_cache`` (plain attention: its custom ops do not run from the wheel).
+
+The parameters are the ``params.json`` keys of ``export_llama`` plus ``max_seq_len`` (which
+``export_llama`` takes as ``--max_seq_length``) and ``seed``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+# The model's own parameters and their defaults: stories15M's shape is dim 288, 6 layers,
+# vocab 32000; these defaults are smaller still (tiny_llama, see pytest_sme2_models).
+PARAMS: dict[str, Any] = {
+    "dim": 64, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2, "vocab_size": 512,
+    "multiple_of": 32, "norm_eps": 1e-5, "max_seq_len": 128, "max_context_len": None,
+    "seed": 0, "prompt_tokens": 16,
+}
+INT_PARAMS = {"dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "multiple_of",
+              "max_seq_len", "max_context_len", "seed", "prompt_tokens"}
+
+
+def constant_methods(max_seq_len: int, max_context_len: int, vocab_size: int,
+                     n_layers: int) -> dict[str, Any]:
+    """The constant methods ``export_llama`` writes (``_load_llama_model_metadata``), for a
+    KV-cache program with a dynamic sequence length and plain attention."""
+    return {"get_max_seq_len": max_seq_len, "get_max_context_len": max_context_len,
+            "get_vocab_size": vocab_size, "get_n_layers": n_layers, "use_kv_cache": True,
+            "use_sdpa_with_kv_cache": False, "enable_dynamic_shape": True}
+
+
+def _wrapper_class():
+    import torch
+
+    class TokensAndPos(torch.nn.Module):
+        """``forward(tokens, input_pos)``: the Transformer takes the position in an options
+        dict (``{"input_pos": ...}``); the program's flat inputs are the same either way."""
+
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, tokens, input_pos):
+            return self.model(tokens, {"input_pos": input_pos})
+
+    return TokensAndPos
+
+
+# KV cache buffers: ExecuTorch's Llama (``...kv_cache.k_cache``) and transformers' static
+# cache (``key_cache_0``), also once a graph module holds them (PT2E).
+_KV_CACHE = re.compile(r"(^|[._])(k_cache|v_cache|key_cache_\d+|value_cache_\d+)$")
+
+
+def reset_kv_cache(module) -> None:
+    """Zero every KV cache buffer: torch.export takes the buffers' current values as the
+    program's initial state, and an eager reference run writes them."""
+    import torch
+
+    with torch.no_grad():
+        for name, buf in module.named_buffers():
+            if _KV_CACHE.search(name):
+                buf.zero_()
+
+
+def build_llama(dim: int = 64, n_layers: int = 2, n_heads: int = 4, n_kv_heads: int = 2,
+                vocab_size: int = 512, multiple_of: int = 32, norm_eps: float = 1e-5,
+                max_seq_len: int = 128, max_context_len: int | None = None, seed: int = 0,
+                prompt_tokens: int = 16):
+    """A :class:`~pytest_sme2_models.ModelDef` of the Llama: ``example_inputs`` a
+    ``prompt_tokens`` prefill at position 0; ``verify_inputs`` that prefill then one decode
+    step (the KV cache carried between them, as in a generation)."""
+    import torch
+    from executorch.examples.models.llama.llama_transformer import construct_transformer
+    from executorch.examples.models.llama.model_args import ModelArgs
+
+    from pytest_sme2.programs.registry import LlmDef, ModelDef
+
+    max_context_len = max_context_len or max_seq_len
+    if not 1 <= prompt_tokens <= max_seq_len - 2:
+        raise ValueError(f"prompt_tokens={prompt_tokens} must be 1..max_seq_len-2 "
+                         f"({max_seq_len - 2})")
+    args = ModelArgs(dim=dim, n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv_heads,
+                     vocab_size=vocab_size, multiple_of=multiple_of, norm_eps=norm_eps,
+                     max_seq_len=max_seq_len, max_context_len=max_context_len,
+                     use_kv_cache=True, enable_dynamic_shape=True,
+                     use_sdpa_with_kv_cache_op=False, generate_full_logits=False)
+    torch.manual_seed(seed)
+    module = _wrapper_class()(construct_transformer(args)).eval()
+    gen = torch.Generator().manual_seed(seed)
+    prefill = (torch.randint(0, vocab_size, (1, prompt_tokens), generator=gen),
+               torch.tensor([0], dtype=torch.long))
+    decode = (torch.randint(0, vocab_size, (1, 1), generator=gen),
+              torch.tensor([prompt_tokens], dtype=torch.long))
+    dynamic = ({1: torch.export.Dim("token_dim", max=max_seq_len - 1)}, {0: 1})
+    llm = LlmDef(constant_methods=constant_methods(max_seq_len, max_context_len, vocab_size,
+                                                   n_layers),
+                 dynamic_shapes=dynamic, verify_inputs=[prefill, decode],
+                 reset=lambda: reset_kv_cache(module))
+    return ModelDef(module=module, example_inputs=prefill, llm=llm)
+
+
+def typed_params(overrides: list[tuple[str, str]], where: str) -> dict[str, Any]:
+    """``executorch:llama?dim=128&n_layers=4`` overrides as the builder's arguments; an unknown
+    key or a value of the wrong type is one line naming the known ones."""
+    from pytest_sme2.errors import Sme2Error
+
+    out: dict[str, Any] = {}
+    for key, text in overrides:
+        if key not in PARAMS:
+            raise Sme2Error(f"{where}: llama has no parameter {key!r}; known: "
+                            f"{', '.join(PARAMS)}")
+        try:
+            out[key] = int(text) if key in INT_PARAMS else float(text)
+        except ValueError:
+            kind = "an integer" if key in INT_PARAMS else "a number"
+            raise Sme2Error(f"{where}: {key}={text!r} must be {kind}") from None
+    return out
