@@ -59,12 +59,16 @@ def tiny_llama_8da4w() -> Path:
 
 
 @pytest.fixture(scope="session")
-def tiny_llama_8da8w() -> Path:
-    """The same tiny Llama, 8-bit dynamic activations and 8-bit per-channel weights through
-    XNNPACK's quantizer (export_llama --pt2e_quantize xnnpack_dynamic), cached on disk."""
-    from tests.llm_export import export_tiny_llama
+def tiny_llama_exports() -> Path:
+    """An export cache kept across sessions holding the zoo's ``tiny_llama`` 8da8w (the
+    plugin's own export; about a minute cold on 2 cores, then free): pass it as an inner
+    session's ``--sme2-cache-dir``."""
+    from pytest_sme2.programs.export import export_model
+    from tests.llm_export import cache_root
 
-    return export_tiny_llama("8da8w")
+    root = cache_root() / "exports"
+    export_model("tiny_llama", "8da8w", root)
+    return root
 
 
 @pytest.fixture(scope="session")

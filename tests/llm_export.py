@@ -26,10 +26,6 @@ MAX_SEQ_LEN = 128
 SCHEMES = {
     "fp32": [],
     "8da4w": ["-qmode", "8da4w", "--group_size", "32"],
-    # 8-bit dynamic activations, 8-bit per-channel weights through XNNPACK's own quantizer
-    # (QD8-F32-QC8W GEMMs: KleidiAI's SME2 kernels on an SME2 CPU). Not -qmode torchao:8da8w,
-    # which packs for torchao's kernels, not XNNPACK.
-    "8da8w": ["--pt2e_quantize", "xnnpack_dynamic"],
 }
 
 

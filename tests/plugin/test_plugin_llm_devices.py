@@ -1,6 +1,8 @@
 """An LLM's SME2 pair on the two emulated SME2 devices, each phase's kernels proven apart:
 traced under QEMU (``--device qemu``), sampled on the fake arm64 phone. The phase-only evidence
-processes run beside each side's first block (issue 30)."""
+processes run beside each side's first block (issue 30). Two programs: a user's export_llama
+8da4w .pte (NEON int4 kernels in both phases) and the zoo's tiny_llama 8da8w (SME2 int8 kernels
+in both phases on the SME2 side)."""
 
 import json
 import shutil
@@ -21,8 +23,8 @@ def kernels(ev):
     return sorted({(k.isa_family, k.name) for k in ev.executed_kernels})
 
 
-def pair(sme2_compare, sme2_off, sme2_on, pte):
-    cmp = sme2_compare(sme2_off, sme2_on, pte, dtype="pte", prompt_tokens=16, new_tokens=4)
+def pair(sme2_compare, sme2_off, sme2_on, model, dtype):
+    cmp = sme2_compare(sme2_off, sme2_on, model, dtype=dtype, prompt_tokens=16, new_tokens=4)
     assert cmp.outputs.equal, cmp.outputs              # the same token ids on both sides
     off, on = cmp.base_blocks[0], cmp.candidate_blocks[0]
     for side in (off, on):
@@ -32,7 +34,7 @@ def pair(sme2_compare, sme2_off, sme2_on, pte):
             # Each phase's own process, traced: what ran in that phase, every kernel.
             assert ev is not None and ev.traced, (side.runner.name, phase.phase, ev)
             assert ev.executed_kernels, (side.runner.name, phase.phase, ev.reason)
-            print("KERNELS", pte, side.runner.name, phase.phase, ev.sme2, kernels(ev))
+            print("KERNELS", model, dtype, side.runner.name, phase.phase, ev.sme2, kernels(ev))
     for phase in (off.generation.prefill, off.generation.decode):   # masked: no SME code
         ev = phase.kernel_evidence
         assert ev.sme2 == "absent", ev.reason
@@ -42,7 +44,7 @@ def pair(sme2_compare, sme2_off, sme2_on, pte):
 
 def test_8da4w(sme2_compare, sme2_off, sme2_on, sme2_emulated):
     assert sme2_emulated
-    on = pair(sme2_compare, sme2_off, sme2_on, "llm.pte")
+    on = pair(sme2_compare, sme2_off, sme2_on, "llm.pte", "pte")
     # 8da4w: XNNPACK's NEON (i8mm/dotprod) int4 kernels, no SME code in either phase.
     for phase in (on.generation.prefill, on.generation.decode):
         ev = phase.kernel_evidence
@@ -50,7 +52,8 @@ def test_8da4w(sme2_compare, sme2_off, sme2_on, sme2_emulated):
 
 
 def test_8da8w(sme2_compare, sme2_off, sme2_on):
-    on = pair(sme2_compare, sme2_off, sme2_on, "llm8.pte")
+    # The zoo's tiny_llama, 8-bit dynamic activations and int8 weights: SME2 in each phase.
+    on = pair(sme2_compare, sme2_off, sme2_on, "tiny_llama", "8da8w")
     for phase in (on.generation.prefill, on.generation.decode):
         ev = phase.kernel_evidence
         assert ev.sme2 == "proven", (phase.phase, ev.reason)
@@ -64,12 +67,11 @@ def qemu_ready(provisioned_qemu):
         missing("QEMU", "run `pytest-sme2 setup qemu`")
 
 
-def test_an_llm_pair_on_the_emulated_sme2_cpu(pytester, run_pytest, qemu_ready, export_cache,
-                                              tiny_llama_8da4w, tiny_llama_8da8w):
+def test_an_llm_pair_on_the_emulated_sme2_cpu(pytester, run_pytest, qemu_ready,
+                                              tiny_llama_exports, tiny_llama_8da4w):
     shutil.copyfile(tiny_llama_8da4w, pytester.path / "llm.pte")
-    shutil.copyfile(tiny_llama_8da8w, pytester.path / "llm8.pte")
     pytester.makepyfile(test_llm=QEMU_TESTS)
-    res = run_pytest("--device=qemu", f"--sme2-cache-dir={export_cache}", "--runs=1",
+    res = run_pytest("--device=qemu", f"--sme2-cache-dir={tiny_llama_exports}", "--runs=1",
                      "--warmup=0", "--sme2-blocks=2", "--sme2-confirm-blocks=0",
                      "--sme2-loads=1", "-s")
     print(res.stdout.str())
@@ -101,10 +103,10 @@ import pytest
 SME = ("SME", "SME2")
 
 
-@pytest.mark.parametrize("pte", ["llm.pte", "llm8.pte"])
-def test_llm_pair(sme2_compare, sme2_off, sme2_on, sme2_emulated, pte):
+@pytest.mark.parametrize("model, dtype", [("llm.pte", "pte"), ("tiny_llama", "8da8w")])
+def test_llm_pair(sme2_compare, sme2_off, sme2_on, sme2_emulated, model, dtype):
     assert sme2_emulated
-    cmp = sme2_compare(sme2_off, sme2_on, pte, dtype="pte", prompt_tokens=16, new_tokens=4)
+    cmp = sme2_compare(sme2_off, sme2_on, model, dtype=dtype, prompt_tokens=16, new_tokens=4)
     assert cmp.outputs.equal, cmp.outputs              # the same token ids on both sides
     for side in (cmp.base_blocks[0], cmp.candidate_blocks[0]):
         gen = side.generation
@@ -114,7 +116,8 @@ def test_llm_pair(sme2_compare, sme2_off, sme2_on, sme2_emulated, pte):
             # Nothing traces on a phone: each phase-only process is sampled.
             assert ev is not None and ev.sampled and not ev.traced, (side.runner.name, ev)
             assert ev.samples_total > 0, ev
-            print("KERNELS", pte, side.runner.name, phase.phase, ev.sme2, ev.samples_total,
+            print("KERNELS", model, dtype, side.runner.name, phase.phase, ev.sme2,
+                  ev.samples_total,
                   sorted({(k.isa_family, k.name, k.samples) for k in ev.sampled_kernels}))
     for phase in (cmp.base_blocks[0].generation.prefill, cmp.base_blocks[0].generation.decode):
         # Masked: no SME code sampled (sampling alone proves no absence; the hwcaps do).
@@ -125,15 +128,13 @@ def test_llm_pair(sme2_compare, sme2_off, sme2_on, sme2_emulated, pte):
 
 
 def test_an_llm_pair_on_an_arm64_phone(pytester, run_pytest, fake_arm64_android, adb_server,
-                                       monkeypatch, export_cache, tiny_llama_8da4w,
-                                       tiny_llama_8da8w):
+                                       monkeypatch, tiny_llama_exports, tiny_llama_8da4w):
     for key, value in adb_server.env.items():
         monkeypatch.setenv(key, value)
     shutil.copyfile(tiny_llama_8da4w, pytester.path / "llm.pte")
-    shutil.copyfile(tiny_llama_8da8w, pytester.path / "llm8.pte")
     pytester.makepyfile(test_llm=PHONE_TESTS)
     res = run_pytest(f"--device=android:{fake_arm64_android.serial}",
-                     f"--sme2-cache-dir={export_cache}", "--runs=1", "--warmup=0",
+                     f"--sme2-cache-dir={tiny_llama_exports}", "--runs=1", "--warmup=0",
                      "--sme2-blocks=2", "--sme2-confirm-blocks=0", "--sme2-loads=1",
                      "--sme2-sample=on", "-s")
     print(res.stdout.str())
