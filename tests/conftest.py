@@ -59,6 +59,19 @@ def tiny_llama_8da4w() -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_llama_exports() -> Path:
+    """An export cache kept across sessions holding the zoo's ``tiny_llama`` 8da8w (the
+    plugin's own export; about a minute cold on 2 cores, then free): pass it as an inner
+    session's ``--sme2-cache-dir``."""
+    from pytest_sme2.programs.export import export_model
+    from tests.llm_export import cache_root
+
+    root = cache_root() / "exports"
+    export_model("tiny_llama", "8da8w", root)
+    return root
+
+
+@pytest.fixture(scope="session")
 def user_caches(tmp_path_factory) -> dict[str, str]:
     """Cache folders shared by every inner pytest session of this run. pytester points HOME at
     each test's own folder, which would otherwise build the native runner (and matplotlib's

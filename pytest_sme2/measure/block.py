@@ -137,7 +137,7 @@ class _Block:
         etrecord = read_etrecord(self.exported.etrecord) if self.exported.has_etrecord \
             else None
         device_sme2 = process_sme2(self.facts.sme2, self.runner.hwcap_mask)
-        self.generated = None
+        self.generated, self.kernel_trace = None, self.outcome.kernel_trace
         if self.generation is None:
             self.sample, self.sample_problem = _evidence(run, self.runner, self.device,
                                                          settings, request,
@@ -157,13 +157,18 @@ class _Block:
         phases = phase_evidence(self.runner, self.device, request, self.outcome,
                                 sample=wants_sample(settings.sample, self.device, self.runner)
                                 ) if first else PhaseEvidence()
-        self.sample, self.sample_problem = phases.decode_sample, phases.problem
+        self.sample_problem = phases.problem
         if self.sample_problem and run.progress:
             run.progress(f"{self.label}: {self.sample_problem}")
+        # A later block of a comparison side carries its first block's decode samples, as a
+        # forward pass's blocks carry their evidence process's.
         block = analyze_block(self.events, self.outcome.stdout, source=str(request.etdump),
                               etrecord=etrecord, rules=run.rules, evidence=BlockEvidence(
-                                  device_sme2, self.outcome.kernel_trace, self.sample, phases))
+                                  device_sme2, self.outcome.kernel_trace,
+                                  None if first else run.kernel_sample, phases))
         self.analysis, self.generated = block.decode, block.generation
+        # The decode steps' evidence files (the decode-only process's where one ran).
+        self.kernel_trace, self.sample = block.kernel_trace, block.kernel_sample
 
     def startup(self) -> Startup:
         """Load, first inference and memory of this process; more cold loads for a
@@ -207,7 +212,7 @@ class _Block:
                            e2e=self.analysis.e2e_all)
 
     def result(self) -> BlockResult:
-        run, request, outcome, analysis = self.run, self.request, self.outcome, self.analysis
+        run, request, analysis = self.run, self.request, self.analysis
         startup, trace = self.startup(), self.artifacts()
         device = replace(self.facts, spec=self.device.spec)
         if self.generated is not None:
@@ -224,7 +229,7 @@ class _Block:
             context=RunContext(
                 thermal_before=self.before, thermal_after=self.after, block=run.block,
                 outputs=str(request.outputs) if request.outputs else None,
-                kernel_trace=str(outcome.kernel_trace) if outcome.kernel_trace else None,
+                kernel_trace=str(self.kernel_trace) if self.kernel_trace else None,
                 trace=str(trace), cooldown=self.held,
                 kernel_sample=str(self.sample) if self.sample else None,
                 sample_problem=self.sample_problem),

@@ -128,27 +128,49 @@ def phase_evidence(runner: Runner, device: Device, request: RunRequest, outcome:
     try:
         for phase in PHASES:
             one = request.phase_only(phase)
-            stem = request.etdump.with_name(f"{request.etdump.stem}.{phase}-only")
-            one = replace(one, etdump=stem.with_suffix(".etdump"), outputs=None,
+            files_of = phase_files(request.etdump, phase)
+            one = replace(one, etdump=files_of["etdump"], outputs=None,
                           kernel_trace=None, kernel_sample=None)
             if sample:
                 one = replace(one, runs=_sampled_generations(outcome, request, phase),
-                              kernel_sample=stem.with_suffix(".sampled.csv"),
+                              kernel_sample=files_of["sample"],
                               timeout_s=max(request.timeout_s, 10 * outcome.wall_s))
             got = device.run(runner, one)
-            files[f"{phase}_{'sample' if sample else 'trace'}"] = (
-                got.kernel_sample if sample else got.kernel_trace)
+            # A device that traces (QEMU) traces every process, a sampled one too: keep both,
+            # the trace being what proves a kernel's absence.
+            files[f"{phase}_trace"] = got.kernel_trace
+            if sample:
+                files[f"{phase}_sample"] = got.kernel_sample
     except Sme2Error as e:
         return PhaseEvidence(**files, problem=f"phase-only evidence process failed: {e}")
     return PhaseEvidence(**files)
 
 
+def phase_files(etdump: Path, phase: str) -> dict[str, Path]:
+    """A phase-only process's files beside the block's ETDump (``sme2_on-block0.etdump``):
+    ``sme2_on-block0.prefill-only.etdump`` and ``sme2_on-block0.prefill-only.sampled.csv``,
+    never the block's own names (``Path.with_suffix`` would take ``.prefill-only`` for the
+    suffix and give both phases the block's ETDump)."""
+    stem = f"{etdump.stem}.{phase}-only"
+    return {"etdump": etdump.with_name(f"{stem}.etdump"),
+            "sample": etdump.with_name(f"{stem}.sampled.csv")}
+
+
 def _sampled_generations(outcome: RunOutcome, request: RunRequest, phase: str) -> int:
-    """Phase-only generations enough for about ``SAMPLE_CPU_S`` of CPU, judged by the block
-    just measured (a whole generation's wall time bounds either phase's)."""
-    per = max(outcome.wall_s / max(request.executions, 1), 1e-6)
-    share = 0.5 if phase == "prefill" else 1.0
-    return min(MAX_SAMPLED_GENERATIONS, max(1, math.ceil(SAMPLE_CPU_S / (per * share))))
+    """Phase-only generations enough for about ``SAMPLE_CPU_S`` in the phase: judged by the
+    runner's own timer of that phase per generation in the block just measured (its summary's
+    ``prefill_ms``/``decode_ms``), else by the block's wall time per generation (which counts
+    the process's start and load, and both phases: far too few generations where loading
+    dominates, as on an emulated phone, whose phases then got a few samples each)."""
+    summary = parse_summary(outcome.stdout).generation
+    timed = () if summary is None else (summary.prefill_ms if phase == "prefill"
+                                        else summary.decode_ms)
+    timed = tuple(t for t in timed if t > 0)
+    if timed:
+        per = float(np.median(timed)) / 1000.0
+    else:
+        per = outcome.wall_s / max(request.executions, 1) * (0.5 if phase == "prefill" else 1.0)
+    return min(MAX_SAMPLED_GENERATIONS, max(1, math.ceil(SAMPLE_CPU_S / max(per, 1e-6))))
 
 
 @dataclass(frozen=True)
@@ -158,6 +180,9 @@ class GenerationBlock:
 
     decode: Analysis
     generation: GenerationResult
+    # The kernel evidence files the decode analysis read (see analyze_block).
+    kernel_trace: Path | None = None
+    kernel_sample: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -175,12 +200,16 @@ def analyze_block(events: pd.DataFrame, stdout: str, *, source: str,
                   etrecord: ETRecordInfo | None, rules: Sequence[CategoryRule] | None,
                   evidence: BlockEvidence) -> GenerationBlock:
     """The generation's per-phase analysis, and the ordinary analysis of its timed decode
-    steps (one run per step)."""
+    steps (one run per step). The decode steps' kernels are the decode-only process's where
+    one ran (``phases``): the block's own trace or samples cover its whole process, the
+    prefill's kernels too (an 8da8w prefill's SME2 GEMM shown as the decode's)."""
+    phases = evidence.phases
+    kernel_trace = phases.decode_trace or evidence.kernel_trace
+    kernel_sample = phases.decode_sample or evidence.kernel_sample
     summary = parse_summary(stdout).generation
     if summary is None:
         raise Sme2Error(f"{source}: the runner printed no generation summary: it did not run "
                         "the token loop (a runner without --generate?)")
-    phases = evidence.phases
     generation = analyze_generation(
         events, summary, source=source, rules=rules, prefill_trace=phases.prefill_trace,
         decode_trace=phases.decode_trace, prefill_sample=phases.prefill_sample,
@@ -192,8 +221,8 @@ def analyze_block(events: pd.DataFrame, stdout: str, *, source: str,
                                   summary.prefill_executes, summary.decode_executes, source),
                      warmup=0, source=source, etrecord=etrecord,
                      device_sme2=evidence.device_sme2, rules=rules,
-                     kernel_trace=evidence.kernel_trace, kernel_sample=evidence.kernel_sample)
-    return GenerationBlock(decode, generation)
+                     kernel_trace=kernel_trace, kernel_sample=kernel_sample)
+    return GenerationBlock(decode, generation, kernel_trace, kernel_sample)
 
 
 def decode_steps(events: pd.DataFrame, generations: int, warmup: int, prefill_executes: int,

@@ -31,7 +31,7 @@ import shlex
 import signal
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 import adbutils
@@ -249,12 +249,14 @@ class AndroidDevice(DeviceBase):
         if request.inputs:
             inputs = PurePosixPath(self.session_dir, f"inputs-{self._inputs_tag(request)}",
                                    request.inputs.name)
-        return RunRequest(
+        # replace(), not a new RunRequest: every other field (threads, runs, an LLM's
+        # generation) reaches the phone as the caller asked.
+        return replace(
+            request,
             pte=PurePosixPath(self.session_dir, f"model-{pte_sha[:16]}", request.pte.name),
-            etdump=out / request.etdump.name, threads=request.threads, runs=request.runs,
-            warmup=request.warmup, inputs=inputs,
+            etdump=out / request.etdump.name, inputs=inputs,
             outputs=out / request.outputs.name if request.outputs else None,
-            timeout_s=request.timeout_s,
+            kernel_trace=None,
             kernel_sample=out / "samples.txt" if request.kernel_sample else None,
         )  # type: ignore[arg-type]  # device paths are POSIX paths
 

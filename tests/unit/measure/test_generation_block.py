@@ -90,3 +90,115 @@ def test_what_a_program_cannot_run_is_one_line_before_running(tmp_path, change, 
                      forward_inputs=(("int64", (1, 127), True), ("int64", (1,), False)))
     with pytest.raises(Sme2Error, match=says):
         gen_block.check_program(tmp_path / "x.pte", replace(facts, **change), Generation(8, 4))
+
+
+class _TracingSamplingDevice:
+    """A device like QEMU: every process traced, and sampled when asked; it records the
+    requests and writes nothing but the names it would."""
+
+    def __init__(self):
+        self.requests = []
+
+    def run(self, runner, request):
+        from pytest_sme2.runners.base import RunOutcome
+
+        self.requests.append(request)
+        trace = request.etdump.with_name(f"{request.etdump.stem}.kernels.csv")
+        return RunOutcome(request.etdump, 0.1, "", "", kernel_trace=trace,
+                          kernel_sample=request.kernel_sample)
+
+
+def _generation_request(tmp_path):
+    from pytest_sme2.runners.base import RunRequest
+
+    return RunRequest(pte=tmp_path / "llm.pte", etdump=tmp_path / "sme2_on-block0.etdump",
+                      runs=2, warmup=1, generation=Generation(16, 4))
+
+
+def test_phase_only_processes_keep_the_trace_where_they_are_sampled_too(tmp_path):
+    """QEMU traces every process and samples kernels as well (--sme2-sample auto): each phase
+    keeps its trace, which alone proves a kernel's absence, beside its samples (the trace was
+    dropped when the phase-only processes were sampled)."""
+    from pytest_sme2.runners.base import RunOutcome
+
+    device, request = _TracingSamplingDevice(), _generation_request(tmp_path)
+    block = RunOutcome(request.etdump, 3.0, "", "", kernel_trace=tmp_path / "block.csv")
+    got = gen_block.phase_evidence(None, device, request, block, sample=True)
+    assert got.problem is None
+    assert got.prefill_trace == tmp_path / "sme2_on-block0.prefill-only.kernels.csv"
+    assert got.decode_trace == tmp_path / "sme2_on-block0.decode-only.kernels.csv"
+    assert got.prefill_sample == tmp_path / "sme2_on-block0.prefill-only.sampled.csv"
+    assert got.decode_sample == tmp_path / "sme2_on-block0.decode-only.sampled.csv"
+    traced_only = gen_block.phase_evidence(None, _TracingSamplingDevice(), request, block,
+                                           sample=False)
+    assert traced_only.prefill_trace and traced_only.decode_sample is None
+
+
+def test_phase_only_processes_never_write_over_the_blocks_files(tmp_path):
+    """Each phase-only process has its own ETDump and samples CSV: ``with_suffix`` on
+    ``sme2_on-block0.prefill-only`` gave both phases the block's own ETDump
+    (``sme2_on-block0.etdump``, overwritten) and one CSV (the decode's samples read as the
+    prefill's)."""
+    from pytest_sme2.runners.base import RunOutcome
+
+    device, request = _TracingSamplingDevice(), _generation_request(tmp_path)
+    gen_block.phase_evidence(None, device, request, RunOutcome(request.etdump, 3.0, "", ""),
+                             sample=True)
+    etdumps = [r.etdump for r in device.requests]
+    samples = [r.kernel_sample for r in device.requests]
+    assert [r.generation for r in device.requests] == [Generation(16, 4).prefill_only(),
+                                                       Generation(16, 4).decode_only()]
+    assert request.etdump not in etdumps and len(set(etdumps)) == 2
+    assert len(set(samples)) == 2 and all(s.name.endswith(".sampled.csv") for s in samples)
+
+
+def test_sampled_phase_processes_run_enough_generations_of_that_phase(monkeypatch, tmp_path):
+    """How many generations a sampled phase-only process runs comes from the runner's own
+    timer of that phase (110 ms prefill, 35 ms decode per generation -> 5 and 15 for 0.5 s),
+    not from the block's wall time, which counts the process's load: one generation of 16+4
+    measured in a 1.5 s process gave the prefill 1 generation and the decode 1 (a handful
+    of samples in each phase's kernels on the emulated phone)."""
+    from dataclasses import replace as dc_replace
+
+    from pytest_sme2.runners.base import RunOutcome
+
+    summary = dc_replace(_summary(generations=1, warmup=0, new=4), prefill_ms=(110.0,),
+                         decode_ms=(35.0,))
+    monkeypatch.setattr(gen_block, "parse_summary",
+                        lambda stdout: type("S", (), {"generation": summary})())
+    request = dc_replace(_generation_request(tmp_path), runs=1, warmup=0)
+    block = RunOutcome(request.etdump, 1.5, "", "")
+    device = _TracingSamplingDevice()
+    gen_block.phase_evidence(None, device, request, block, sample=True)
+    assert [r.runs for r in device.requests] == [5, 15]
+    assert all(r.timeout_s >= 15 for r in device.requests)
+    # A runner without the phase timers: the block's wall time, as before.
+    monkeypatch.setattr(gen_block, "parse_summary",
+                        lambda stdout: type("S", (), {"generation": None})())
+    assert gen_block._sampled_generations(block, request, "decode") == 1
+
+
+def test_the_decode_steps_kernels_are_the_decode_only_processes(monkeypatch, tmp_path):
+    """The block's kernel evidence is of its decode steps: the decode-only process's trace
+    and samples where they exist, not the block's whole process (whose trace has the
+    prefill's GEMM, an 8da8w prefill's SME2 MOPA kernel shown as the decode's)."""
+    summary = _summary(generations=4, warmup=1, new=5)
+    monkeypatch.setattr(gen_block, "parse_summary",
+                        lambda stdout: type("S", (), {"generation": summary})())
+    whole, decode = tmp_path / "block.kernels.csv", tmp_path / "decode-only.kernels.csv"
+    header = "name,isa_family,isa,kind,library,blocks,streaming_blocks\n"
+    total = "(all executed blocks),,,total,,100,6\n"
+    whole.write_text(header + "kai_run_x_sme2_mopa,SME2,sme2_mopa,kleidiai,libx.so,3,3\n"
+                     "kai_run_x_sme2_dot,SME2,sme2_dot,kleidiai,libx.so,3,3\n" + total)
+    decode.write_text(header + "kai_run_x_sme2_dot,SME2,sme2_dot,kleidiai,libx.so,3,3\n"
+                      + total)
+    events = parse_etdump(_generation_etdump(4, 1, 5))
+    common = dict(source="x", etrecord=None, rules=None)
+    block = analyze_block(events, "", **common, evidence=gen_block.BlockEvidence(
+        True, whole, None, gen_block.PhaseEvidence(decode_trace=decode)))
+    assert block.kernel_trace == decode
+    names = [k.name for k in block.decode.evidence.executed_kernels]
+    assert names == ["kai_run_x_sme2_dot"]
+    # No phase-only process (a later block): the block's own trace, all it has.
+    later = analyze_block(events, "", **common, evidence=gen_block.BlockEvidence(True, whole))
+    assert later.kernel_trace == whole and len(later.decode.evidence.executed_kernels) == 2

@@ -118,3 +118,30 @@ class _Native(RunnerBase):
 ])
 def test_which_benchmarks_get_an_evidence_process(mode, device, runner, wanted) -> None:
     assert wants_sample(mode, device, runner) is wanted
+
+
+def test_a_phone_request_keeps_the_generation(tmp_path: Path) -> None:
+    """The phone's copy of a request carries everything but the paths: an LLM's generation
+    (its prompt and new tokens, a phase-only process's phase) was dropped, and the phone ran
+    the program as a forward pass on no inputs."""
+    from pytest_sme2.devices.android.device import AndroidDevice
+    from pytest_sme2.results import Generation
+    from pytest_sme2.runners.base import RunRequest
+
+    pte = tmp_path / "llm.pte"
+    pte.write_bytes(b"pte")
+    device = AndroidDevice.__new__(AndroidDevice)
+    device.session_dir = "/data/local/tmp/pytest-sme2-s"
+    for generation in (Generation(16, 4), Generation(16, 4).decode_only()):
+        request = RunRequest(pte=pte, etdump=tmp_path / "a" / "on-block0.decode-only.etdump",
+                             threads=2, runs=7, warmup=0, timeout_s=9.0,
+                             generation=generation,
+                             kernel_sample=tmp_path / "a" / "x.sampled.csv",
+                             kernel_trace=tmp_path / "a" / "k.csv")
+        phone = device._device_request(request)
+        assert phone.generation == generation
+        assert (phone.threads, phone.runs, phone.warmup, phone.timeout_s) == (2, 7, 0, 9.0)
+        assert str(phone.etdump) == "/data/local/tmp/pytest-sme2-s/out/on-block0.decode-only.etdump"
+        assert str(phone.pte).startswith("/data/local/tmp/pytest-sme2-s/model-")
+        assert str(phone.kernel_sample) == "/data/local/tmp/pytest-sme2-s/out/samples.txt"
+        assert phone.kernel_trace is None          # nothing traces on a phone
