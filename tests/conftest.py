@@ -59,16 +59,14 @@ def tiny_llama_8da4w() -> Path:
 
 
 @pytest.fixture(scope="session")
-def tiny_llama_exports() -> Path:
-    """An export cache kept across sessions holding the zoo's ``tiny_llama`` 8da8w (the
-    plugin's own export; about a minute cold on 2 cores, then free): pass it as an inner
-    session's ``--sme2-cache-dir``."""
+def tiny_llama_exports(export_cache) -> Path:
+    """The session's export cache holding the zoo's ``tiny_llama`` 8da8w (the plugin's own
+    export, about a minute cold on 2 cores, shared with every other test that exports it):
+    pass it as an inner session's ``--sme2-cache-dir``."""
     from pytest_sme2.programs.export import export_model
-    from tests.llm_export import cache_root
 
-    root = cache_root() / "exports"
-    export_model("tiny_llama", "8da8w", root)
-    return root
+    export_model("tiny_llama", "8da8w", export_cache)
+    return export_cache
 
 
 @pytest.fixture(scope="session")
