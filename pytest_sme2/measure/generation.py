@@ -49,7 +49,10 @@ MAX_SAMPLED_GENERATIONS = 2000
 
 @lru_cache(maxsize=64)
 def _facts(pte: str, size: int, mtime_ns: int) -> LlmFacts | None:
-    return llm_facts(Path(pte))
+    try:
+        return llm_facts(Path(pte))
+    except Sme2Error:   # a damaged program: not an LLM here; its run says what is wrong
+        return None
 
 
 def facts_of(pte: Path) -> LlmFacts | None:

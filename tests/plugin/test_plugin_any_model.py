@@ -76,7 +76,7 @@ def test_pair(sme2_compare, sme2_on, sme2_off, sme2_capable_device, sme2_emulate
     assert sme2_emulated
     cmp = sme2_compare(sme2_off, sme2_on, model, dtype="fp32", threads=1)
     on, off = cmp.candidate_blocks[0], cmp.base_blocks[0]
-    assert on.device["kind"] == "android"
+    assert on.device.kind == "android"
     assert on.kernel_evidence.sme2 == "proven", on.kernel_evidence.reason
     assert any(k.isa_family == "SME2" for k in on.kernel_evidence.sampled_kernels)
     assert off.kernel_evidence.sme2 == "absent", off.kernel_evidence.reason

@@ -202,3 +202,11 @@ def test_the_decode_steps_kernels_are_the_decode_only_processes(monkeypatch, tmp
     # No phase-only process (a later block): the block's own trace, all it has.
     later = analyze_block(events, "", **common, evidence=gen_block.BlockEvidence(True, whole))
     assert later.kernel_trace == whole and len(later.decode.evidence.executed_kernels) == 2
+
+
+def test_a_damaged_program_is_no_llm_and_its_run_says_what_is_wrong(tmp_path):
+    """Found by the fault suite: reading a damaged .pte's methods raised before the runner
+    could name the damage (the export cache's damaged-program test)."""
+    bad = tmp_path / "bad.pte"
+    bad.write_bytes(b"not a program at all")
+    assert gen_block.generation_for(None, bad, 64, 32) is None

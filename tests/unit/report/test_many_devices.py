@@ -210,6 +210,8 @@ def test_a_remote_adb_server_is_named_once_with_the_tunnel_to_use(monkeypatch):
     from pytest_sme2.devices.registry import remote_adb_warning
 
     monkeypatch.delenv("ANDROID_ADB_SERVER_HOST", raising=False)
+    # A session's fake adb server sets the port; a bare "android" spec would then name it.
+    monkeypatch.delenv("ANDROID_ADB_SERVER_PORT", raising=False)
     tail = ("the adb server protocol is unauthenticated and unencrypted (whoever reaches the "
             "port runs commands on its phones): tunnel it, ")
     assert remote_adb_warning(["host", "android:*@labhost:5037"]) == (
