@@ -64,6 +64,13 @@ def _partitioners(dtype: str) -> list:
     return [XnnpackPartitioner()]
 
 
+def _partition(edge_program) -> tuple[int, dict[str, int]]:
+    """How lowering split the program: XNNPACK delegates, and the operators left outside."""
+    delegates = sum(1 for n in edge_program.graph_module.graph.nodes if n.op == "get_attr"
+                    and str(n.target).startswith("lowered_module"))
+    return delegates, _outside_delegate(edge_program)
+
+
 def _outside_delegate(edge_program) -> dict[str, int]:
     """Operators left to the portable runtime and how many of each (what a report surfaces)."""
     counts: dict[str, int] = {}
@@ -195,10 +202,7 @@ def _export_llm(definition: ModelDef, scheme_name: str, at_stage: Callable[[str]
     edge = to_edge_transform_and_lower(
         exported, partitioner=partitioners, constant_methods=dict(llm.constant_methods),
         compile_config=EdgeCompileConfig(_check_ir_validity=False), generate_etrecord=True)
-    graph = edge.exported_program().graph_module.graph
-    delegates = sum(1 for n in graph.nodes if n.op == "get_attr"
-                    and str(n.target).startswith("lowered_module"))
-    portable = _outside_delegate(edge.exported_program())
+    delegates, portable = _partition(edge.exported_program())
     at_stage("to_executorch")
     program = edge.to_executorch()
     at_stage("verify against eager")
@@ -263,10 +267,7 @@ def export(definition: ModelDef, dtype: str, at_stage: Callable[[str], None]):
     at_stage("lower to XNNPACK")
     partitioners = _partitioners(dtype)
     edge = to_edge_transform_and_lower(exported, partitioner=partitioners, generate_etrecord=True)
-    graph = edge.exported_program().graph_module.graph
-    delegates = sum(1 for n in graph.nodes if n.op == "get_attr"
-                    and str(n.target).startswith("lowered_module"))
-    portable = _outside_delegate(edge.exported_program())
+    delegates, portable = _partition(edge.exported_program())
     at_stage("to_executorch")
     program = edge.to_executorch()
     at_stage("verify against eager")
