@@ -233,6 +233,11 @@ class BenchSession:
                 self.instructions_note_shown = True
                 say(reason)
             return
+        if result.generation is not None:
+            say(f"{result.model} {result.dtype}: instructions are counted per execute of a "
+                "forward pass; an LLM's generation is measured in time only (its phases are "
+                "not counted yet)")
+            return
         s = self.settings
         exported = export_model(result.model, result.dtype, s.cache_dir, False, progress=progress)
         count = count_instructions(Path(result.pte), threads=result.threads,
