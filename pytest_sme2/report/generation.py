@@ -14,6 +14,8 @@ recommendations format them.
 
 from __future__ import annotations
 
+import re
+
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -178,11 +180,16 @@ def _weights(name: str) -> str:
     return next((w for tag, w in _WEIGHT_TYPES if tag in low), "")
 
 
+_ACCESSOR = re.compile(r"(^kai_get_|_get_(mr|nr|kr|sr|m_step|n_step)$)", re.IGNORECASE)
+
+
 def _compute(kernels: Iterable[PhaseKernel]) -> list[PhaseKernel]:
     """The compute kernels (matmul, conv, ...): KleidiAI's ``kai_run_*`` and XNNPACK's
-    micro-kernels, not packing helpers, when any; else all of them."""
+    micro-kernels, not packing helpers nor the accessors of a kernel's tile size
+    (``…__neonsme2_get_mr``, ``kai_get_mr_…``: a trace lists them beside the kernel), when any;
+    else all of them."""
     ks = [k for k in kernels if k.family != "unknown"]
-    runs = [k for k in ks if "pack" not in k.name.lower()]
+    runs = [k for k in ks if "pack" not in k.name.lower() and not _ACCESSOR.search(k.name)]
     return runs or ks
 
 

@@ -200,3 +200,21 @@ def test_recommendations_say_which_scheme_reached_sme2_per_phase():
 def test_no_generation_recommendation_without_llms():
     doc = copy.deepcopy(single_doc())
     assert not [r for r in recommendations(doc) if r.rule == "generation-kernels"]
+
+
+def test_kleidiais_accessors_are_not_kernels_of_the_phrase():
+    """Found on QEMU: a trace lists XNNPACK's ``…__neonsme2_get_mr``/``_get_nr`` (and
+    KleidiAI's ``kai_get_mr_…``) beside the kernel they describe, and the phrase read "SME2
+    mopa/dot/get/mr/nr int8 kernels"."""
+    from pytest_sme2.results.records import KernelEvidence, TracedKernel
+
+    name = "kai_run_matmul_clamp_f32_qai8dxp1vlx4_qsi8cxp4vlx4_1vlx4vl_sme2_mopa"
+    ev = KernelEvidence(sme2="proven", executed_kernels=[
+        TracedKernel(name, "SME2", "kleidiai"),
+        TracedKernel(name.replace("kai_run_", "kai_get_mr_"), "SME2", "kleidiai"),
+        TracedKernel(name.replace("kai_run_", "kai_get_nr_"), "SME2", "kleidiai"),
+        TracedKernel("xnn_qp8_f32_qc8w_gemm_minmax_ukernel_16x64c4__neonsme2_get_mr", "SME2",
+                     "xnnpack"),
+        TracedKernel("xnn_qp8_f32_qc8w_gemm_minmax_ukernel_16x64c4__neonsme2_get_nr", "SME2",
+                     "xnnpack")])
+    assert gen.kernel_phrase(ev) == "SME2 mopa int8 kernels"
