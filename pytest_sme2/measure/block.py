@@ -128,6 +128,7 @@ class _Block:
         _say_pushed(run, device, self.outcome.pushed)
         self.facts = device.facts()
         self.events = read_etdump(self.request.etdump)
+        self.summary = parse_summary(self.outcome.stdout)     # read once, used by each step
         self.analyse()
 
     def analyse(self) -> None:
@@ -175,7 +176,7 @@ class _Block:
         benchmark's first block (a comparison's or confirmation's blocks are cold processes
         already; emulated load times say nothing: one is enough there)."""
         run, request, etdump = self.run, self.request, str(self.request.etdump)
-        summary = parse_summary(self.outcome.stdout)
+        summary = self.summary
         startup = Startup(
             pte_bytes=self.exported.pte.stat().st_size,
             # The whole process: its first execute is the first run (a generation's prefill).
@@ -203,7 +204,7 @@ class _Block:
         run, out, stem, etdump = self.run, self.out, self.stem, str(self.request.etdump)
         write_csvs(self.analysis, out, stem,
                    model_id=f"{run.model}_{run.dtype}_t{run.threads}_{stem}")
-        g = parse_summary(self.outcome.stdout).generation if self.generated else None
+        g = self.summary.generation if self.generated else None
         if g is not None:
             return write_generation_trace(self.events, out / f"{stem}.trace.json", g,
                                           source=etdump)
