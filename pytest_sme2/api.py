@@ -17,8 +17,9 @@ from pytest_sme2.emulation.tools import find_cross_compiler, find_qemu
 from pytest_sme2.emulation.wheel import target_executorch_dir
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate.policy import GatePolicy
-from pytest_sme2.gate.rule import GateReport, evaluate, junit_properties, run_with_confirmation
-from pytest_sme2.instructions.count import count_instructions, format_count
+from pytest_sme2.gate.junit import junit_properties
+from pytest_sme2.gate.rule import GateReport, evaluate, run_with_confirmation
+from pytest_sme2.instructions.count import count_generation, count_instructions, format_count
 from pytest_sme2.measure.artifacts.trace import write_trace
 from pytest_sme2.measure.benchmark import (BenchmarkLoop, Benchmarked, Recorder, benchmark,
                                            compare)
@@ -39,6 +40,7 @@ from pytest_sme2.results import (BlockResult, ComparisonRecord, DeviceFacts, Ins
                                  ProcessStartup, ResultsDoc, RunnerInfo, SampledKernel, SessionInfo,
                                  Startup,
                                  TracedKernel, load_results, pool)
+from pytest_sme2.results.generation import Generation, GenerationResult, PhaseStats
 from pytest_sme2.results.latency import LatencyStats
 from pytest_sme2.results.thermal import CooldownRecord
 from pytest_sme2.runners import Runner, runner_from_spec
@@ -55,6 +57,7 @@ __all__ = [
     "InstructionCount", "OperatorStats", "KernelEvidence", "LoggedKernel", "TracedKernel",
     "SampledKernel", "ProcessStartup", "Startup", "LatencyStats", "CooldownRecord",
     "ResultsDoc", "SessionInfo", "load_results", "pool",
+    "Generation", "GenerationResult", "PhaseStats",
     # devices and runners
     "Device", "open_device", "Runner", "runner_from_spec", "native_runner",
     "build_native_runner",
@@ -68,7 +71,7 @@ __all__ = [
     # files
     "read_etdump", "write_trace", "read_tensors", "write_tensors",
     # instruction counts
-    "count_instructions", "format_count",
+    "count_instructions", "count_generation", "format_count",
     # emulated SME2 (QEMU, cross builds)
     "find_qemu", "find_cross_compiler", "target_executorch_dir", "build_target_helpers",
     "parse_probe",

@@ -62,6 +62,9 @@ class Session:
     # medians over its generations), judged like the blocks (its decode steps); else empty.
     prefill_ms: list[float] = field(default_factory=list)
     ttft_ms: list[float] = field(default_factory=list)
+    # An LLM's instruction baseline (measure "instructions"): each block's instructions per
+    # prefill; its ``blocks`` hold the instructions per decode token.
+    prefill_instructions: list[float] = field(default_factory=list)
 
     @property
     def block_medians(self) -> list[float]:
@@ -81,7 +84,9 @@ class Session:
                 **{k: v for k, v in (("load_ms", self.load_ms),
                                      ("peak_rss_kb", self.peak_rss_kb),
                                      ("prefill_ms", self.prefill_ms),
-                                     ("ttft_ms", self.ttft_ms)) if v}}
+                                     ("ttft_ms", self.ttft_ms),
+                                     ("prefill_instructions", self.prefill_instructions))
+                   if v}}
 
 
 @dataclass
@@ -147,7 +152,7 @@ def _parse_session(path: Path, i: int, d: Any, v1_key: dict[str, Any] | None) ->
     if not isinstance(d.get("timestamp"), str):
         raise _malformed(path, f"session {i} has no 'timestamp'")
     versions = {str(k): str(v) for k, v in (d.get("versions") or {}).items()}
-    for name in ("load_ms", "peak_rss_kb", "prefill_ms", "ttft_ms"):
+    for name in ("load_ms", "peak_rss_kb", "prefill_ms", "ttft_ms", "prefill_instructions"):
         if d.get(name) is not None and not _positive_times(d[name]):
             raise _malformed(path, f"session {i} '{name}' is not a list of positive numbers")
     if v1_key is not None:   # schema 1: what was under test lived in the file's key
@@ -166,7 +171,9 @@ def _parse_session(path: Path, i: int, d: Any, v1_key: dict[str, Any] | None) ->
                    load_ms=[float(v) for v in d.get("load_ms") or []],
                    peak_rss_kb=[float(v) for v in d.get("peak_rss_kb") or []],
                    prefill_ms=[float(v) for v in d.get("prefill_ms") or []],
-                   ttft_ms=[float(v) for v in d.get("ttft_ms") or []])
+                   ttft_ms=[float(v) for v in d.get("ttft_ms") or []],
+                   prefill_instructions=[float(v)
+                                         for v in d.get("prefill_instructions") or []])
 
 
 def _v1_key(old: dict[str, Any], sessions: list[Session]) -> BaselineKey:
@@ -324,7 +331,8 @@ def save(results: Sequence[BlockResult], baseline_dir: Path, keep: int = DEFAULT
     files of the key are merged into the new file and removed.
 
     ``measure="instructions"``: the file keyed so, one block per result holding its
-    instructions per execute (results without a count are an error)."""
+    instructions per execute (results without a count are an error); an LLM's per decode
+    token, with its instructions per prefill in ``prefill_instructions``."""
     if not results:
         raise BaselineError("nothing to save: no results")
     if keep < 1:
@@ -342,6 +350,7 @@ def save(results: Sequence[BlockResult], baseline_dir: Path, keep: int = DEFAULT
     peaks: list[float] = []
     prefill: list[float] = []
     ttft: list[float] = []
+    prefill_counts: list[float] = []
     if measure == MEASURE_TIME:
         blocks = [[round(float(v), 6) for v in r.e2e_ms] for r in results]
         cats = [{k: round(float(v), 6) for k, v in r.categories_ms.items()} for r in results]
@@ -357,6 +366,8 @@ def save(results: Sequence[BlockResult], baseline_dir: Path, keep: int = DEFAULT
             raise BaselineError(f"cannot save {results[0].nodeid or results[0].model!r} in "
                                 f"{measure}: a block has no count")
         blocks, cats = [[round(float(c), 3)] for c in counts], []
+        prefill_counts = [round(float(r.instructions.prefill), 3) for r in results
+                          if r.instructions is not None and r.instructions.prefill]
     with folder_lock(folder):
         baseline = Baseline(key, [], path)
         if path.exists():
@@ -378,12 +389,13 @@ def save(results: Sequence[BlockResult], baseline_dir: Path, keep: int = DEFAULT
             same[0].peak_rss_kb.extend(peaks)
             same[0].prefill_ms.extend(prefill)
             same[0].ttft_ms.extend(ttft)
+            same[0].prefill_instructions.extend(prefill_counts)
         else:
             baseline.sessions.append(Session(
                 timestamp=stamp, blocks=blocks, git_commit=sha, versions=_versions(results[0]),
                 device=results[0].device, categories_ms=cats, session_id=session_id,
                 under_test=UnderTest.of(results[0]), load_ms=loads, peak_rss_kb=peaks,
-                prefill_ms=prefill, ttft_ms=ttft))
+                prefill_ms=prefill, ttft_ms=ttft, prefill_instructions=prefill_counts))
         baseline.sessions = baseline.sessions[-keep:]
         atomic_write_text(path, dumps(replace(baseline, path=path)))
         _keep_program(folder, results[0])

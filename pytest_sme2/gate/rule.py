@@ -8,7 +8,7 @@ Entry points — the pytest fixtures and ``pytest-sme2 gate`` call nothing else:
 - :func:`run_with_confirmation` ``(first, measure_more, baseline_dir, policy)``: the same, and
   when a regression is suspected on fewer than ``1 + policy.confirm_blocks`` blocks, measure
   the missing blocks (fresh runner processes) and judge all of them;
-- :func:`junit_properties` ``(judgement)``: the verdict as JUnit ``record_property`` pairs.
+- the verdict as JUnit ``record_property`` pairs: :func:`pytest_sme2.gate.junit.junit_properties`.
 
 The policy (:class:`GatePolicy`, built from option values) is in :mod:`pytest_sme2.gate.policy`:
 light enough for every pytest run to build. This module runs past ~450 lines because this
@@ -50,7 +50,6 @@ the floor grows until recording more sessions (or a quieter runner) narrows it.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from statistics import median
@@ -67,14 +66,14 @@ from pytest_sme2.errors import Sme2Error
 from pytest_sme2.results import BlockResult
 # The verdict record and its words live with results.json, which stores them.
 from pytest_sme2.results.judgement import (IMPROVEMENT, INSTRUCTIONS, LOAD, MEMORY,  # noqa: F401
-                                           NOT_COMPARED, OK, PREFILL, REGRESSION, TIME, TTFT,
-                                           Judgement)
+                                           NOT_COMPARED, OK, PREFILL, PREFILL_INSTRUCTIONS,
+                                           REGRESSION, TIME, TTFT, Judgement)
 from pytest_sme2.stats import (UNMEASURED_DRIFT, UNMEASURED_DRIFT_INSTRUCTIONS,
                                UNMEASURED_DRIFT_MEMORY, Interval, noise_floor,
                                two_level_bootstrap)
 
 __all__ = ["GatePolicy", "GateReport", "Judgement", "evaluate", "judge_levels",
-           "junit_properties", "run_with_confirmation"]
+           "run_with_confirmation"]
 
 CONFIDENCE = 0.95
 RESAMPLES = 4000
@@ -82,10 +81,12 @@ DEFAULT_POLICY = GatePolicy()
 # Per measure: the words for up and down, and the least noise floor below MIN_SESSIONS.
 _WORDS = {TIME: ("slower", "faster"), INSTRUCTIONS: ("more", "fewer"),
           LOAD: ("slower", "faster"), MEMORY: ("more", "less"),
-          PREFILL: ("slower", "faster"), TTFT: ("slower", "faster")}
+          PREFILL: ("slower", "faster"), TTFT: ("slower", "faster"),
+          PREFILL_INSTRUCTIONS: ("more", "fewer")}
 _UNMEASURED = {TIME: UNMEASURED_DRIFT, INSTRUCTIONS: UNMEASURED_DRIFT_INSTRUCTIONS,
                LOAD: UNMEASURED_DRIFT, MEMORY: UNMEASURED_DRIFT_MEMORY,
-               PREFILL: UNMEASURED_DRIFT, TTFT: UNMEASURED_DRIFT}
+               PREFILL: UNMEASURED_DRIFT, TTFT: UNMEASURED_DRIFT,
+               PREFILL_INSTRUCTIONS: UNMEASURED_DRIFT_INSTRUCTIONS}
 
 
 def not_compared(reason: str, threshold_pct: float = DEFAULT_THRESHOLD_PCT,
@@ -201,8 +202,9 @@ class GateReport:
 
     @property
     def phases(self) -> dict[str, Judgement]:
-        """An LLM's verdicts on prefill time and time to first token, by measure."""
-        return {j.measure: j for j in self.judgements if j.measure in (PREFILL, TTFT)}
+        """An LLM's verdicts on prefill time, time to first token and instructions per
+        prefill, by measure."""
+        return {j.measure: j for j in self.judgements if j.measure in PHASE_KEYS}
 
     @property
     def regressions(self) -> list[Judgement]:
@@ -263,8 +265,7 @@ def evaluate(results: Sequence[BlockResult], baseline_dir: Path | None,
     fails with its message, never passes."""
     names = _category_names(policy, results)
     pct = policy.threshold_pct
-    counted = _judge_instructions(results, baseline_dir, policy, exclude_session)
-    extra = (counted,) if counted is not None else ()
+    extra = tuple(_judge_instructions(results, baseline_dir, policy, exclude_session))
 
     def every(reason: str, foreign: bool = False) -> GateReport:
         return GateReport(tuple(replace(not_compared(reason, pct, c), foreign=foreign)
@@ -297,7 +298,8 @@ def evaluate(results: Sequence[BlockResult], baseline_dir: Path | None,
 
 
 STARTUP_KEYS = {LOAD: "load", MEMORY: "memory"}   # results.json's baseline_startup keys
-PHASE_KEYS = {PREFILL: "prefill", TTFT: "ttft"}   # results.json's baseline_phases keys
+PHASE_KEYS = {PREFILL: "prefill", TTFT: "ttft",                  # results.json's
+              PREFILL_INSTRUCTIONS: "prefill_instructions"}      # baseline_phases keys
 
 
 def _judge_phases(base: baseline_store.Baseline, results: Sequence[BlockResult],
@@ -346,17 +348,23 @@ def _judge_startup(base: baseline_store.Baseline, results: Sequence[BlockResult]
 
 
 def _judge_instructions(results: Sequence[BlockResult], baseline_dir: Path | None,
-                        policy: GatePolicy, exclude_session: str | None) -> Judgement | None:
+                        policy: GatePolicy, exclude_session: str | None) -> list[Judgement]:
     """The rule on instructions per execute (--sme2-measure instructions), when this benchmark
     has them: against the baseline file keyed ``measure="instructions"`` (one value per
-    session), else ``not_compared`` saying why. None when nothing was counted."""
+    session), else ``not_compared`` saying why; nothing when nothing was counted. An LLM's
+    count is per decode token, and its instructions per prefill are judged beside it
+    (PREFILL_INSTRUCTIONS)."""
     counts = [c for r in results if (c := r.instructions_per_execute) is not None]
     if not counts:
-        return None
+        return []
     pct = policy.threshold_pct
+    prefills = [float(r.instructions.prefill) for r in results
+                if r.instructions is not None and r.instructions.prefill]
+    measures = [INSTRUCTIONS] + ([PREFILL_INSTRUCTIONS] if prefills else [])
 
-    def unjudged(reason: str, foreign: bool = False) -> Judgement:
-        return replace(not_compared(reason, pct), measure=INSTRUCTIONS, foreign=foreign)
+    def unjudged(reason: str, foreign: bool = False) -> list[Judgement]:
+        return [replace(not_compared(reason, pct), measure=m, foreign=foreign)
+                for m in measures]
 
     if baseline_dir is None:
         return unjudged("no baseline folder configured")
@@ -374,11 +382,20 @@ def _judge_instructions(results: Sequence[BlockResult], baseline_dir: Path | Non
         return unjudged(f"not compared: {found.foreign_reason} (compare anyway with "
                         "--allow-foreign-baseline, or re-record with --save-baseline)", True)
     base = found.baseline.excluding(exclude_session)
-    verdict = judge_levels([s.block_medians for s in base.sessions], counts, pct,
-                           unit=INSTRUCTIONS)
+    verdicts = [judge_levels([s.block_medians for s in base.sessions], counts, pct,
+                             unit=INSTRUCTIONS)]
+    if prefills:   # an LLM: the count is its decode's, per token
+        verdicts[0] = replace(verdicts[0], reason=f"decode (per token) {verdicts[0].reason}")
+        sessions = [s.prefill_instructions for s in base.sessions if s.prefill_instructions]
+        verdicts.append(
+            judge_levels(sessions, prefills, pct, unit=INSTRUCTIONS,
+                         measure=PREFILL_INSTRUCTIONS) if sessions else
+            replace(not_compared("the instruction baseline records no prefill; record it "
+                                 "again with --sme2-measure instructions --save-baseline", pct),
+                    measure=PREFILL_INSTRUCTIONS))
     changed = tuple(UnderTest.of(results[0]).changes_since(base.under_test)) \
         if base.under_test is not None else ()
-    return _annotated(verdict, changed, found.foreign_reason)
+    return [_annotated(v, changed, found.foreign_reason) for v in verdicts]
 
 
 def _annotated(j: Judgement, changed: tuple[str, ...], foreign: str | None) -> Judgement:
@@ -422,26 +439,3 @@ def run_with_confirmation(first: Sequence[BlockResult],
         blocks.append(measure_more(len(blocks)))
     report = evaluate(blocks, baseline_dir, policy, exclude_session)
     return blocks, replace(report, confirmed=True)
-
-
-def junit_properties(judgement: Judgement) -> list[tuple[str, object]]:
-    """``record_property`` pairs, so CI systems show medians and ratios beside the test."""
-    pre = "sme2_gate" + (f"_{judgement.measure}" if judgement.measure != TIME else "") \
-        + (f"_{re.sub(r'[^A-Za-z0-9]+', '_', judgement.category)}"
-           if judgement.category else "")
-    props: list[tuple[str, object]] = [(f"{pre}_status", judgement.status)]
-    r = judgement.ratio
-    if r is not None:
-        props += [(f"{pre}_baseline_median", round(judgement.baseline_median or 0.0, 6)),
-                  (f"{pre}_current_median", round(judgement.current_median or 0.0, 6)),
-                  (f"{pre}_ratio", round(r.point, 4)), (f"{pre}_ratio_ci_low", round(r.low, 4)),
-                  (f"{pre}_ratio_ci_high", round(r.high, 4)),
-                  (f"{pre}_noise_floor_pct", round(judgement.noise_floor_pct or 0.0, 2)),
-                  (f"{pre}_baseline_sessions", judgement.baseline_sessions),
-                  (f"{pre}_current_blocks", judgement.current_blocks)]
-    if judgement.changed_since_baseline:
-        props.append((f"{pre}_changed_since_baseline",
-                      ", ".join(judgement.changed_since_baseline)))
-    props += [(f"{pre}_threshold_pct", judgement.threshold_pct),
-              (f"{pre}_reason", judgement.reason)]
-    return props

@@ -41,12 +41,15 @@ import re
 import shutil
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from pytest_sme2 import units
 from pytest_sme2.instructions.callgrind import Costs, Function
+from pytest_sme2.results.generation import Generation
 from pytest_sme2.results.instructions import InstructionCount
+from pytest_sme2.runners.base import RunRequest
 from pytest_sme2.instructions.valgrind import (
     DEFAULT_TIMEOUT_S, METHOD_EXECUTE, THREAD_START,
     InstructionCountError, process_costs, ValgrindProcess, run_all, callgrind_argv,
@@ -213,6 +216,43 @@ def summarize(low: tuple[Costs, Costs], high: tuple[Costs, Costs], n_low: int, n
 # -- the entry point ----------------------------------------------------------------------------
 
 
+def _profiles(pte: Path, requests: list[RunRequest], runner: Any, timeout_s: float,
+              folder: Path) -> list[tuple[Costs, Costs]]:
+    """Run ``requests`` (the runner's command each) under callgrind side by side in
+    ``folder``; the (calling thread, other threads) costs of each process."""
+    valgrind, _ = find_valgrind()
+    symbol = execute_symbol(runner.binary, runner.libs)
+    processes, argvs = [], []
+    for i, request in enumerate(requests):
+        sub = folder / f"p{i}-n{request.runs}"
+        shutil.rmtree(sub, ignore_errors=True)
+        sub.mkdir(parents=True)
+        request = replace(request, etdump=sub / "run.etdump")
+        processes.append(ValgrindProcess(request.runs, sub))
+        argvs.append(callgrind_argv(valgrind, symbol, sub / "callgrind.out",
+                                    sub / "valgrind.log") + runner.command(request))
+    run_all(processes, argvs, timeout_s, runner.info.name, pte)
+    return [process_costs(p.folder) for p in processes]
+
+
+def _shown(pte: Path) -> str:
+    """``folder/model.pte`` (an export's folder names its dtype and key), or a user's file."""
+    return f"{pte.parent.name}/{pte.name}" if pte.parent.name else pte.name
+
+
+def _checked(pte: Path, threads: int, executions: tuple[int, int]) -> Path:
+    n_low, n_high = executions
+    if threads < 1:
+        raise InstructionCountError(f"threads must be 1 or more, got {threads}")
+    if not 1 <= n_low < n_high:
+        raise InstructionCountError(f"executions must be two counts 1 <= low < high, got "
+                                    f"{executions}")
+    pte = Path(pte)
+    if not pte.is_file():
+        raise InstructionCountError(f"{pte}: model file not found")
+    return pte
+
+
 def count_instructions(pte: Path, *, threads: int = 1, inputs: Path | None = None,
                        runner: Any = None, executions: tuple[int, int] = DEFAULT_EXECUTIONS,
                        timeout_s: float = DEFAULT_TIMEOUT_S, keep_dir: Path | None = None,
@@ -223,53 +263,100 @@ def count_instructions(pte: Path, *, threads: int = 1, inputs: Path | None = Non
     ``runner``: a ``NativeRunner`` (default: the host build, built on first use).
     ``executions``: (n_low, n_high) executions of the two processes, run in parallel.
     ``keep_dir``: keep the callgrind profiles there (default: a temporary folder, removed)."""
-    from pytest_sme2.runners.base import RunRequest
     from pytest_sme2.runners.native import native_runner
 
     n_low, n_high = executions
-    if threads < 1:
-        raise InstructionCountError(f"threads must be 1 or more, got {threads}")
-    if not 1 <= n_low < n_high:
-        raise InstructionCountError(f"executions must be two counts 1 <= low < high, got "
-                                    f"{executions}")
-    pte = Path(pte)
-    if not pte.is_file():
-        raise InstructionCountError(f"{pte}: model file not found")
-    valgrind, version = find_valgrind()
+    pte = _checked(pte, threads, executions)
+    _, version = find_valgrind()
     runner = runner if runner is not None else native_runner(progress=progress)
-    name = runner.info.name
-    symbol = execute_symbol(runner.binary, runner.libs)
     folder = Path(keep_dir) if keep_dir else Path(tempfile.mkdtemp(prefix="sme2-callgrind-"))
     t0 = time.perf_counter()
     try:
-        processes, argvs = [], []
-        for n in (n_low, n_high):
-            sub = folder / f"n{n}"
-            shutil.rmtree(sub, ignore_errors=True)
-            sub.mkdir(parents=True)
-            request = RunRequest(pte=pte, etdump=sub / "run.etdump", threads=threads, runs=n,
-                                 warmup=0, inputs=inputs)
-            processes.append(ValgrindProcess(n, sub))
-            argvs.append(callgrind_argv(valgrind, symbol, sub / "callgrind.out",
-                                        sub / "valgrind.log") + runner.command(request))
         if progress:
-            progress(f"counting instructions of {pte.parent.name}/{pte.name} at {threads} "
+            progress(f"counting instructions of {_shown(pte)} at {threads} "
                      f"thread(s) under valgrind ({n_low} and {n_high} executions) ...")
-        run_all(processes, argvs, timeout_s, name, pte)
-        wall = time.perf_counter() - t0
-        return summarize(process_costs(processes[0].folder),
-                         process_costs(processes[1].folder), n_low, n_high, threads, wall,
-                         version)
+        requests = [RunRequest(pte=pte, etdump=folder, threads=threads, runs=n, warmup=0,
+                               inputs=inputs) for n in (n_low, n_high)]
+        low, high = _profiles(pte, requests, runner, timeout_s, folder)
+        return summarize(low, high, n_low, n_high, threads, time.perf_counter() - t0, version)
     finally:
         if keep_dir is None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
+def count_generation(pte: Path, generation: Generation, *, threads: int = 1,
+                     runner: Any = None, executions: tuple[int, int] = DEFAULT_EXECUTIONS,
+                     timeout_s: float = DEFAULT_TIMEOUT_S, keep_dir: Path | None = None,
+                     progress: Callable[[str], None] | None = None) -> InstructionCount:
+    """An LLM's instructions per phase: ``per_execute`` per decode token and ``prefill`` per
+    prefill of ``generation.prompt_tokens`` tokens, inside ``Method::execute`` (the runner's
+    sampling and bookkeeping are not counted), from four native-runner processes under
+    valgrind, side by side: prefill only (P,0) and the whole generation (P,D), each ``n_low``
+    and ``n_high`` generations.
+
+    Prefill is the slope over generations of the prefill-only pair. Decode is the slope of
+    the whole pair minus that one, over ``D`` tokens: ``[(W_high - W_low) - (P_high - P_low)]
+    / ((n_high - n_low) D)``. What both processes of a pair share (loading, the first
+    generation's reshapes) cancels, and the decode steps counted are those of the timed
+    generation, at positions P .. P+D-1 (attention grows with the position)."""
+    from pytest_sme2.runners.native import native_runner
+
+    n_low, n_high = executions
+    pte = _checked(pte, threads, executions)
+    _, version = find_valgrind()
+    runner = runner if runner is not None else native_runner(progress=progress)
+    folder = Path(keep_dir) if keep_dir else Path(tempfile.mkdtemp(prefix="sme2-callgrind-"))
+    prefill_only = generation.prefill_only()
+    t0 = time.perf_counter()
+    try:
+        if progress:
+            progress(f"counting instructions of {_shown(pte)}'s prefill and "
+                     f"decode ({generation.prompt_tokens} + {generation.new_tokens} tokens) at "
+                     f"{threads} thread(s) under valgrind ({n_low} and {n_high} generations) "
+                     "...")
+        requests = [RunRequest(pte=pte, etdump=folder, threads=threads, runs=n, warmup=0,
+                               generation=g)
+                    for g in (prefill_only, generation) for n in (n_low, n_high)]
+        pre_low, pre_high, whole_low, whole_high = _profiles(pte, requests, runner, timeout_s,
+                                                             folder)
+        wall = time.perf_counter() - t0
+        prefill = summarize(pre_low, pre_high, n_low, n_high, threads, wall, version)
+        shape = (f"{generation.prompt_tokens} + {generation.new_tokens} tokens, slopes over "
+                 f"{n_low} -> {n_high} generations, {POOL_LIBRARY} left out")
+        if generation.new_tokens == 0:
+            return replace(prefill, prefill=prefill.per_execute,
+                           prompt_tokens=generation.prompt_tokens, new_tokens=0,
+                           method=f"{METHOD}: {METHOD_EXECUTE}, one whole prefill ({shape})")
+        tokens = (n_high - n_low) * generation.new_tokens
+        decode = summarize(_sum(whole_low, pre_high), _sum(whole_high, pre_low), 0, tokens,
+                           threads, wall, version)
+        return replace(decode, executions=tokens, prefill=prefill.per_execute,
+                       prompt_tokens=generation.prompt_tokens,
+                       new_tokens=generation.new_tokens,
+                       method=(f"{METHOD}: {METHOD_EXECUTE} per decode token (whole generation "
+                               f"minus prefill only) and per prefill ({shape})"))
+    finally:
+        if keep_dir is None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _sum(a: tuple[Costs, Costs], b: tuple[Costs, Costs]) -> tuple[Costs, Costs]:
+    return a[0] + b[0], a[1] + b[1]
+
+
 def format_count(count: InstructionCount, top: int = 3) -> str:
     """One line for the terminal: ``2,570,512 instructions per execute (1 thread; slope of 2
-    executions); top: 0x...ffcc0 [libexecutorch_backend_xnnpack.so] 73%, ...``."""
+    executions); top: 0x...ffcc0 [libexecutorch_backend_xnnpack.so] 73%, ...``; an LLM's
+    count per decode token and per prefill."""
     hot = ", ".join(f"{n} {v / count.per_execute:.0%}" for n, v in count.hottest[:top])
-    return (f"{units.count(count.per_execute)} instructions per execute "
-            f"({count.threads} thread(s), slope over {count.executions} execution(s), "
-            f"{count.wall_s:.1f} s under valgrind "
-            f"{count.valgrind}); hottest: {hot}")
+    tail = f"{count.wall_s:.1f} s under valgrind {count.valgrind}); hottest: {hot}"
+    if count.prefill is None:
+        return (f"{units.count(count.per_execute)} instructions per execute ({count.threads} "
+                f"thread(s), slope over {count.executions} execution(s), {tail}")
+    prompt = count.prompt_tokens or 0
+    prefill = (f"{units.count(count.prefill)} per prefill of {prompt} tokens"
+               + (f" ({units.count(count.prefill / prompt)} per prompt token)" if prompt else ""))
+    if not count.new_tokens:
+        return f"{prefill} ({count.threads} thread(s), {tail}"
+    return (f"{units.count(count.per_execute)} per decode token, {prefill} ({count.threads} "
+            f"thread(s), decode slope over {count.executions} token(s), {tail} (decode)")

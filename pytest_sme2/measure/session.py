@@ -218,12 +218,15 @@ class BenchSession:
                            progress: Callable[[str], None] | None = None,
                            device: str | None = None) -> None:
         """--sme2-measure instructions: instructions per execute of ``result``'s model, inputs
-        and threads, counted once with the native runner under valgrind, onto ``result``. Off
+        and threads, counted once with the native runner under valgrind, onto ``result``; an
+        LLM's per decode token and per prefill, with the block's prompt and new tokens. Off
         the host, say once per session that only time is measured. A failed count (a runner
         killed under valgrind) raises: that benchmark fails, the others go on."""
         # Only under --sme2-measure instructions: valgrind's and the native build's modules
         # stay out of every other pytest run's start-up.
-        from pytest_sme2.instructions.count import count_instructions, host_only_reason
+        from pytest_sme2.instructions.count import (
+            count_generation, count_instructions, host_only_reason)
+        from pytest_sme2.results.generation import Generation
         from pytest_sme2.runners.native import native_runner
 
         say = progress or (lambda msg: None)
@@ -233,17 +236,18 @@ class BenchSession:
                 self.instructions_note_shown = True
                 say(reason)
             return
-        if result.generation is not None:
-            say(f"{result.model} {result.dtype}: instructions are counted per execute of a "
-                "forward pass; an LLM's generation is measured in time only (its phases are "
-                "not counted yet)")
+        runner = native_runner(progress=progress)
+        g = result.generation
+        if g is not None:
+            result.instructions = count_generation(
+                Path(result.pte), Generation(g.prompt_tokens, g.new_tokens),
+                threads=result.threads, runner=runner, progress=progress)
             return
         s = self.settings
         exported = export_model(result.model, result.dtype, s.cache_dir, False, progress=progress)
-        count = count_instructions(Path(result.pte), threads=result.threads,
-                                   inputs=exported.inputs, runner=native_runner(progress=progress),
-                                   progress=progress)
-        result.instructions = count
+        result.instructions = count_instructions(Path(result.pte), threads=result.threads,
+                                                 inputs=exported.inputs, runner=runner,
+                                                 progress=progress)
 
     def save_baselines(self) -> list[Path]:
         """Add this session's results to the baselines, one session per benchmark key."""

@@ -307,7 +307,7 @@ def _conclude(request: pytest.FixtureRequest, done: Benchmarked) -> None:
     cannot be compared (never a silent pass)."""
     if done.error is not None:
         fail(done.error, request.config)
-    from pytest_sme2.gate.rule import junit_properties
+    from pytest_sme2.gate.junit import junit_properties
 
     report = done.report
     for judgement in report.judgements:

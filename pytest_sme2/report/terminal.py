@@ -263,8 +263,12 @@ def _phase_verdicts(r: BlockResult, baseline: Judgement | None = None) -> str:
     judged = gen.phase_judgements(r)
     if baseline is not None:
         judged["decode"] = baseline
+    counted = judged.pop("prefill_instructions", None)   # counts: the count's own cell
     cells = [f"{phase} {baseline_cell(j)}" for phase, j in judged.items()
              if baseline_cell(j) != "-"]
+    cells += [f"{phase} {_instructions_cell(j).removeprefix('; ')}" for phase, j in
+              (("decode", r.instructions_judgement), ("prefill", counted))
+              if _instructions_cell(j)]
     return "; ".join(cells) or "-"
 
 

@@ -10,6 +10,9 @@ from typing import Any
 
 
 
+_GENERATION_KEYS = ("prefill", "prompt_tokens", "new_tokens")
+
+
 @dataclass(frozen=True)
 class InstructionCount:
     """Instructions per ``Method::execute`` of one model, dtype and thread count.
@@ -30,10 +33,24 @@ class InstructionCount:
     excluded: dict[str, float] = field(default_factory=dict)   # library -> per execute
     wall_s: float = 0.0                 # what counting cost (both processes, in parallel)
     valgrind: str = ""                  # "3.19.0"
+    # An LLM's generation (pytest_sme2.instructions.count.count_generation): ``per_execute`` is
+    # then per decode token (one decode execute; with no decode step, per prefill) and
+    # ``prefill`` the instructions of one whole prefill of ``prompt_tokens`` tokens; None for a
+    # forward pass.
+    prefill: float | None = None
+    prompt_tokens: int | None = None
+    new_tokens: int | None = None
+
+    @property
+    def is_generation(self) -> bool:
+        return self.prefill is not None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["hottest"] = [[name, value] for name, value in self.hottest]
+        if self.prefill is None:     # a forward pass's count: the keys it always had
+            for name in _GENERATION_KEYS:
+                d.pop(name)
         return d
 
     @classmethod

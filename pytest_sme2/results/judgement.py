@@ -12,12 +12,14 @@ from pytest_sme2 import units
 from pytest_sme2.stats import Interval
 
 __all__ = ["IMPROVEMENT", "INSTRUCTIONS", "LOAD", "MEMORY", "NOT_COMPARED", "OK", "PREFILL",
-           "REGRESSION", "TIME", "TTFT", "Judgement", "judgement", "judgements"]
+           "PREFILL_INSTRUCTIONS", "REGRESSION", "TIME", "TTFT", "Judgement", "judgement",
+           "judgements"]
 
 OK, REGRESSION, IMPROVEMENT, NOT_COMPARED = "ok", "regression", "improvement", "not_compared"
 TIME, INSTRUCTIONS = "time", "instructions"     # the measures a judgement can be of
 LOAD, MEMORY = "load time", "peak memory"       # ... and what a benchmark costs to start
 PREFILL, TTFT = "prefill time", "time to first token"   # an LLM's phases beside its decode
+PREFILL_INSTRUCTIONS = "prefill instructions"   # ... counted (its decode's: INSTRUCTIONS)
 
 
 @dataclass(frozen=True)

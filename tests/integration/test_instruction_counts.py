@@ -10,7 +10,8 @@ import pytest
 
 from pytest_sme2.instructions import count as ins
 from pytest_sme2.instructions.count import (METHOD_EXECUTE, POOL_LIBRARY, InstructionCountError,
-                                              count_instructions)
+                                              count_generation, count_instructions)
+from pytest_sme2.results.generation import Generation
 from tests.needs import tool
 from tests.unit.instructions.test_instructions import _ShellRunner
 
@@ -94,3 +95,32 @@ def test_a_runner_failing_under_valgrind_gives_its_last_line(tmp_path, monkeypat
         count_instructions(pte, runner=_ShellRunner("echo 'm.pte: bad' >&2; exit 1"))
     assert str(e.value) == ("runner 'native' on m.pte under valgrind exited with status 1: "
                             "m.pte: bad")
+
+
+# -- an LLM's phases (count_generation) --------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def llm_count(tiny_llama_8da4w):
+    return count_generation(tiny_llama_8da4w, Generation(16, 8))
+
+
+def test_an_llm_is_counted_per_phase_and_the_counts_repeat(tiny_llama_8da4w, llm_count):
+    c = llm_count
+    assert c.is_generation and (c.prompt_tokens, c.new_tokens) == (16, 8)
+    assert c.executions == 2 * 8                       # decode tokens the slope spans
+    # One prefill execute of 16 tokens batches its matmuls: cheaper per token than a decode
+    # step, dearer than one.
+    assert c.per_execute < c.prefill < 16 * c.per_execute
+    again = count_generation(tiny_llama_8da4w, Generation(16, 8))
+    assert abs(again.per_execute / c.per_execute - 1) < 1e-4, (again, c)
+    assert abs(again.prefill / c.prefill - 1) < 1e-6, (again, c)
+    assert "XnnpackBackend delegate" in c.per_operator
+
+
+def test_a_longer_prompt_costs_more_to_prefill_not_per_decode_token(tiny_llama_8da4w,
+                                                                    llm_count):
+    longer = count_generation(tiny_llama_8da4w, Generation(48, 8))
+    assert longer.prefill > 2 * llm_count.prefill
+    # decode steps at positions 48.. attend over more keys than at 16..: a little more each
+    assert 1.0 <= longer.per_execute / llm_count.per_execute < 1.5

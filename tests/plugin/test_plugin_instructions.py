@@ -54,3 +54,43 @@ def test_record_instructions_then_the_same_code_passes(pytester, run_pytest, exp
              for p in ET.parse(pytester.path / "j.xml").iter("property")}
     assert props["sme2_gate_instructions_status"] == "ok"
     assert props["sme2_gate_status"] == "improvement"
+
+
+LLM = """
+def test_llm(sme2_generate):
+    sme2_generate("llm.pte", scheme="8da4w", prompt_tokens=16, new_tokens=4, runner="native")
+"""
+
+
+def test_an_llm_is_counted_and_gated_per_phase(pytester, run_pytest, export_cache,
+                                               tiny_llama_8da4w, valgrind):
+    """A user's export_llama .pte under --sme2-measure instructions: instructions per decode
+    token and per prefill, saved in the instruction baseline and judged on the next run."""
+    import shutil
+
+    shutil.copyfile(tiny_llama_8da4w, pytester.path / "llm.pte")
+    pytester.makepyfile(test_llm=LLM)
+    args = ("-rA", f"--sme2-cache-dir={export_cache}", "--runs=2", "--warmup=1",
+            "--baseline-dir=bl", "--sme2-measure=instructions", "--sme2-loads=1")
+    run_pytest(*args, "--save-baseline").assert_outcomes(passed=1)
+    [path] = [f for f in (pytester.path / "bl").glob("*.json")
+              if json.loads(f.read_text())["key"]["measure"] == "instructions"]
+    [session] = json.loads(path.read_text())["sessions"]
+    assert len(session["blocks"]) == 1 and len(session["prefill_instructions"]) == 1
+
+    res = run_pytest(*args, "--fail-on-regression=2", "--junitxml=j.xml",
+                     "--sme2-load-threshold=off", "--sme2-memory-threshold=off")
+    print(res.stdout.str())
+    res.stdout.fnmatch_lines(["*instructions * per decode token, * per prefill of 16 tokens*"])
+    res.stdout.fnmatch_lines(["test_llm *native*decode instructions ok 1.0000x; prefill "
+                              "instructions ok 1.0000x"])
+    [block] = json.loads((pytester.path / "sme2-report" / "results.json").read_text()
+                         )["benchmarks"]
+    counted = block["instructions"]
+    assert counted["per_execute"] > 0 and counted["prefill"] > counted["per_execute"]
+    assert (counted["prompt_tokens"], counted["new_tokens"]) == (16, 4)
+    assert block["baseline_instructions"]["status"] == "ok"
+    assert block["baseline_phases"]["prefill_instructions"]["status"] == "ok"
+    props = {p.get("name"): p.get("value")
+             for p in ET.parse(pytester.path / "j.xml").iter("property")}
+    assert props["sme2_gate_prefill_instructions_status"] == "ok"

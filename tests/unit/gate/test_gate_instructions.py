@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from tests.fakes.baselines import bench_result as _result
 
 from pytest_sme2.baselines.key import BaselineKey
 from pytest_sme2.baselines.store import load, save
 from pytest_sme2.gate.policy import GatePolicy
-from pytest_sme2.gate.rule import INSTRUCTIONS, NOT_COMPARED, OK, REGRESSION, evaluate, judge_levels
-from pytest_sme2.gate.rule import junit_properties
+from pytest_sme2.gate.rule import (INSTRUCTIONS, NOT_COMPARED, OK, PREFILL_INSTRUCTIONS, REGRESSION,
+                                   evaluate, judge_levels)
+from pytest_sme2.gate.junit import junit_properties
 from pytest_sme2.stats import UNMEASURED_DRIFT, noise_floor
 
 AT_2 = GatePolicy(fail_on_regression=2)
@@ -105,3 +108,92 @@ def test_off_the_host_one_line_per_session_and_time_only():
         assert r.instructions is None
     assert lines == ["--device android:R5: instructions are counted on the host only; "
                      "measuring time only"]
+
+
+# -- an LLM: instructions per decode token and per prefill (count_generation) ----------------
+
+PREFILL_COUNT = 18_260_002.0
+
+
+def _generation_counted(per_token: float, prefill: float | None):
+    r = _counted(per_token)
+    r.instructions = {**r.instructions.to_dict(), "prefill": prefill, "prompt_tokens": 64,
+                      "new_tokens": 32} if prefill else r.instructions
+    return r
+
+
+def _record_llm(folder, prefills):
+    for i, p in enumerate(prefills):
+        r = _generation_counted(COUNT, p)
+        save([r], folder, session_id=f"s{i}", commit=False)
+        save([r], folder, session_id=f"s{i}", commit=False, measure=INSTRUCTIONS)
+
+
+def test_an_llm_baseline_keeps_its_prefill_counts_beside_the_decode_ones(tmp_path):
+    _record_llm(tmp_path, [PREFILL_COUNT, PREFILL_COUNT + 1])
+    key = BaselineKey.from_result(_counted(COUNT), measure=INSTRUCTIONS)
+    base = load(tmp_path / key.filename)
+    assert [s.blocks for s in base.sessions] == [[[COUNT]], [[COUNT]]]
+    assert [s.prefill_instructions for s in base.sessions] == [[PREFILL_COUNT],
+                                                               [PREFILL_COUNT + 1]]
+    time_key = BaselineKey.from_result(_counted(COUNT))
+    assert "prefill_instructions" not in (tmp_path / time_key.filename).read_text()
+
+
+def test_a_prefill_regression_fails_while_decode_is_unchanged(tmp_path):
+    _record_llm(tmp_path, [PREFILL_COUNT, PREFILL_COUNT + 1, PREFILL_COUNT - 1])
+    report = evaluate([_generation_counted(COUNT, PREFILL_COUNT * 1.04)], tmp_path, AT_2)
+    decode, prefill = report.instructions, report.phases[PREFILL_INSTRUCTIONS]
+    assert decode.status == OK and decode.reason.startswith("decode (per token) instructions")
+    assert prefill.status == REGRESSION and prefill.measure == PREFILL_INSTRUCTIONS
+    assert prefill.reason.startswith("prefill instructions 4.0% more")
+    failure = report.failure(AT_2)
+    assert failure and "prefill instructions 4.0% more" in failure
+    block = _generation_counted(COUNT, PREFILL_COUNT)
+    report.record_on(block)
+    assert block.phase_judgements["prefill_instructions"].status == REGRESSION
+    assert block.to_json()["baseline_phases"]["prefill_instructions"]["status"] == REGRESSION
+    # property names are one word each: CI systems split on spaces (it read
+    # "sme2_gate_prefill instructions_status", and "sme2_gate_load time_status" before)
+    props = dict(junit_properties(prefill))
+    assert props["sme2_gate_prefill_instructions_status"] == REGRESSION
+    assert all(" " not in k for k in props)
+    load = dict(junit_properties(replace(prefill, measure="time to first token")))
+    assert "sme2_gate_time_to_first_token_ratio" in load
+
+
+def test_an_instruction_baseline_without_prefill_is_not_compared_with_the_fix(tmp_path):
+    _record(tmp_path, [COUNT] * 3)                          # counted before phases were
+    report = evaluate([_generation_counted(COUNT, PREFILL_COUNT)], tmp_path, AT_2)
+    prefill = report.phases[PREFILL_INSTRUCTIONS]
+    assert prefill.status == NOT_COMPARED
+    assert prefill.reason == ("the instruction baseline records no prefill; record it again "
+                              "with --sme2-measure instructions --save-baseline")
+    assert report.instructions.status == OK and report.failure(AT_2) is None
+
+
+def test_a_generation_is_counted_per_phase_by_the_session(monkeypatch):
+    """The session hands an LLM block's prompt and new tokens to count_generation."""
+    import pytest_sme2.instructions.count as count
+    import pytest_sme2.runners.native as native
+    from pytest_sme2.measure.session import BenchSession
+    from pytest_sme2.results import BlockResult
+    from pytest_sme2.results.generation import Generation
+    from tests.fakes.results_docs import generation_block
+
+    calls = []
+    monkeypatch.setattr(native, "native_runner", lambda progress=None: "the host build")
+    monkeypatch.setattr(count, "count_instructions", lambda *a, **k: pytest.fail(
+        "a generation is not counted as one forward pass"))
+    monkeypatch.setattr(count, "count_generation",
+                        lambda pte, g, **k: calls.append((g, k["threads"], k["runner"])) or "n")
+    session = BenchSession(devices=("host",))
+    block = BlockResult.from_json(generation_block("8da8w"))
+    try:
+        session.count_instructions(block)
+    finally:
+        session.close()
+    g = block.generation
+    assert calls == [(Generation(g.prompt_tokens, g.new_tokens), block.threads,
+                      "the host build")]
+    assert block.instructions == "n"

@@ -1,4 +1,4 @@
-"""gate.rule.junit_properties: a gate judgement as JUnit XML properties."""
+"""gate.junit.junit_properties: a gate judgement as JUnit XML properties."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from pytest_sme2.gate.rule import judge_levels
-from pytest_sme2.gate.rule import junit_properties
+from pytest_sme2.gate.junit import junit_properties
 
 
 def test_junit_properties():
