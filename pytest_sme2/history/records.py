@@ -136,12 +136,16 @@ def points(blocks: list[BlockResult]) -> list[PointRecord]:
     three series: decode time per token (the blocks' own figures, under the gate's key, so
     history baselines still judge it), prefill time per generation and time to first token
     (each under the key plus its phase: ``PointRecord.key["phase"]``). Prefill's and TTFT's
-    points are the blocks' medians (results.json keeps no per-generation times of them)."""
+    points are the blocks' medians (results.json keeps no per-generation times of them); the
+    decode point's instructions are per decode token, the prefill point's per prefill
+    (--sme2-measure instructions)."""
     main = point(blocks)
     gens = [b.generation for b in blocks if b.generation is not None]
     if not gens:
         return [main]
     out = [replace(main, key={**main.key, PHASE_KEY: DECODE})]
+    counted = [b.instructions.prefill for b in blocks
+               if b.instructions is not None and b.instructions.prefill]
     for phase, values in ((PREFILL, [g.prefill.median_ms for g in gens]),
                           (TTFT, [g.ttft_ms for g in gens])):
         kept = [float(v) for v in values if v is not None]
@@ -152,7 +156,9 @@ def points(blocks: list[BlockResult]) -> list[PointRecord]:
         out.append(replace(main, key_digest=hashlib.sha256(canon.encode()).hexdigest()[:16],
                            key=key, median_ms=statistics.median(kept),
                            block_medians_ms=kept, runs_ms=[[v] for v in kept],
-                           instructions=None, categories_ms=(
+                           instructions=(statistics.median(counted)
+                                         if phase == PREFILL and counted else None),
+                           categories_ms=(
                                _mean_categories([g.prefill.categories_ms for g in gens])
                                if phase == PREFILL else {})))
     return out

@@ -237,3 +237,21 @@ def test_gate_baselines_from_the_store_keep_an_llms_decode_key_only(tmp_path):
     assert len(files) == 2, line          # the forward pass, and the LLM's (decode) key
     llm = next(load(f) for f in files if "tiny_llama" in f.name)
     assert 0.9 < llm.sessions[0].blocks[0][0] < 1.1      # decode ms per token, not prefill
+
+
+def test_an_llms_instruction_counts_follow_their_phase_series():
+    """--sme2-measure instructions on an LLM: the decode point carries the count per decode
+    token, the prefill point the count per prefill, the TTFT point none."""
+    from pytest_sme2.history.records import PHASE_KEY, points
+    from pytest_sme2.results import InstructionCount
+    from tests.fakes.history_docs import llm_session_doc
+
+    doc = load_results(llm_session_doc(0))
+    blocks = [b for b in doc.benchmarks if b.generation is not None]
+    for b in blocks:
+        b.instructions = InstructionCount(
+            per_execute=2_942_806.5, executions=64, method="callgrind", threads=1, hottest=[],
+            per_library={}, deterministic_note="", prefill=18_260_002.0, prompt_tokens=64,
+            new_tokens=32)
+    by_phase = {p.key[PHASE_KEY]: p.instructions for p in points(blocks)}
+    assert by_phase == {"decode": 2_942_806.5, "prefill": 18_260_002.0, "ttft": None}
