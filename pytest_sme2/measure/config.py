@@ -26,9 +26,9 @@ from pytest_sme2.devices.registry import DeviceSpec
 from pytest_sme2.runners.spec import runner_specs
 from pytest_sme2._util.text import split_list
 from pytest_sme2.measure.settings import MIN_BLOCKS, BenchSettings
-from pytest_sme2.measure.option_values import (MEASURES, parse_cooldown, parse_measure,
-                                               parse_min_speedup, parse_progress,
-                                               parse_sampling)
+from pytest_sme2.measure.option_values import (MEASURES, parse_cooldown, parse_export_jobs,
+                                               parse_measure, parse_min_speedup,
+                                               parse_progress, parse_sampling)
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,7 @@ class Sme2Config:
     progress: float | str | None = "auto"     # --sme2-progress: seconds, "auto", None (off)
     history: str | None = None                # --sme2-history: store URL or SQLite path
     history_baseline: str | None = None       # --sme2-history-baseline BRANCH[:N]
+    export_jobs: int | None = None            # --sme2-export-jobs: None auto, 1 no ahead
 
     @property
     def emulated(self) -> bool:
@@ -178,7 +179,8 @@ def config_from_options(values: Mapping[str, Any], ini: Mapping[str, Any],
         # A URL as given; a bare SQLite path relative to where it was given (as other paths).
         history=(history if "://" in history
                  else str(r.path("sme2_history")) if history else None),
-        history_baseline=r.text("sme2_history_baseline")[0] or None)
+        history_baseline=r.text("sme2_history_baseline")[0] or None,
+        export_jobs=parse_export_jobs(r.text("sme2_export_jobs")[0]))
 
 
 def _bench_settings(r: _Reader) -> BenchSettings:

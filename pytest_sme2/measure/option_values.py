@@ -71,6 +71,18 @@ def parse_progress(text: str) -> float | str | None:
     return seconds
 
 
+def parse_export_jobs(text: str) -> int | None:
+    """``--sme2-export-jobs``: auto (None: the CPUs, as memory allows) or a number of
+    processes (1: each test exports its own, one after another)."""
+    value = text.strip().lower()
+    if value == "auto":
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise Sme2Error(f"--sme2-export-jobs must be auto or a number of processes (1 or more; "
+                        f"1: no exporting ahead), got {text!r}")
+    return int(value)
+
+
 def parse_min_speedup(text: str) -> dict[str, float]:
     """``--sme2-min-speedup``: ``DTYPE=NUMBER,...``."""
     out = {}

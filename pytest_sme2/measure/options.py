@@ -41,6 +41,11 @@ OPTIONS: dict[str, Option] = {
                          "sme2-report/)"),
     "sme2_cache_dir": Option("sme2_cache_dir", "",
                              "export cache folder (default ~/.cache/pytest-sme2/exports)"),
+    "sme2_export_jobs": Option("sme2_export_jobs", "auto",
+                               "processes that export the collected models the cache lacks, "
+                               "side by side, before the first measurement: auto (the CPUs, "
+                               "as memory allows) or a number; 1: each test exports its own "
+                               "(docs/models.md)"),
     "sme2_timeout": Option("sme2_timeout", "600", "seconds one runner invocation may take"),
     "sme2_taskset": Option("sme2_taskset", "auto",
                            "CPU pinning on Android: auto (the biggest cores), none, or a hex "

@@ -177,6 +177,16 @@ class BenchSession:
             shared_server().start()
             self._prefetch = list(dict.fromkeys(points))
 
+    def export_ahead(self, points: Iterable[tuple[str, str]],
+                     progress: Callable[[str], None] | None = None) -> None:
+        """Export the collected (model, dtype) points the cache lacks side by side, before
+        anything is measured (:mod:`pytest_sme2.programs.ahead`); --sme2-export-jobs 1: not."""
+        from pytest_sme2.programs.ahead import default_jobs, export_ahead  # not at start-up
+
+        jobs = self.config.export_jobs or default_jobs()
+        if jobs > 1:
+            export_ahead(points, self.settings.cache_dir, jobs, progress)
+
     def prepare(self) -> None:
         """Before the first measurement, once: import what the session imports anyway (the
         measuring stack, and with a fork server starting beside us the report's plotting

@@ -157,6 +157,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     every test, and a worker measuring on the host must not share the CPU with the import."""
     if is_xdist_worker(session.config):
         return
+    _export_ahead(session)
     declared = {name for item in session.items
                 for marker in item.iter_markers("sme2")
                 for name in marker.kwargs.get("runners", ())}
@@ -166,6 +167,23 @@ def pytest_collection_finish(session: pytest.Session) -> None:
                                                {}).get("sme2_case"), Case)]
         session.config.stash[SESSION_KEY].start_ahead(
             declared, [(c.model, c.dtype) for c in cases])
+
+
+def _export_ahead(session: pytest.Session) -> None:
+    """The collected matrix cases' exports that the cache lacks, side by side before the first
+    measurement (pytest_sme2.programs.ahead): a fresh machine's first session is mostly
+    exports. Not for --collect-only, nor on xdist (its workers share the CPUs already)."""
+    if session.config.option.collectonly or not session.items:
+        return
+    points = []
+    for item in session.items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        case = params.get("sme2_case") or params.get("sme2_llm_case")
+        if case is not None and getattr(case, "model", None) and getattr(case, "dtype", None):
+            points.append((case.model, case.dtype))
+    if points:
+        session.config.stash[SESSION_KEY].export_ahead(
+            points, lambda m: write_live(session.config, f"sme2: {m}"))
 
 
 def _matrix(config: pytest.Config) -> list[Case]:

@@ -206,8 +206,10 @@ def export_model(model: str, dtype: str = "fp32", cache_dir: Path | None = None,
             return hit
         if folder.exists() and not force and progress:
             progress(f"cache entry {folder} is incomplete or damaged; exporting again")
+        # Under the key's lock, any other .tmp folder of this key is a killed exporter's.
+        for stale in (cache_dir / _folder(model)).glob(f".tmp-{dtype}-{key}-*"):
+            shutil.rmtree(stale, ignore_errors=True)
         tmp = cache_dir / _folder(model) / f".tmp-{dtype}-{key}-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         try:
             meta = _export_into(tmp, model, dtype, key, progress)

@@ -151,3 +151,36 @@ def pytest_sessionfinish(session):
     res = run_pytest("-s")
     res.assert_outcomes(passed=1)
     res.stdout.fnmatch_lines(["*HEAVY: none*"])
+
+
+MATRIX = """
+def test_latency(sme2_bench, sme2_case):
+    sme2_bench(sme2_case.model, dtype=sme2_case.dtype, threads=sme2_case.threads)
+"""
+
+
+def test_a_fresh_cache_is_filled_ahead_side_by_side_then_measured(pytester, tmp_path_factory,
+                                                                  run_pytest):
+    """The first session on a fresh machine: the matrix's exports run in two processes before
+    anything is measured; each test then finds its export in the cache. --sme2-export-jobs 1
+    leaves each export to its test, as before."""
+    pytester.makepyfile(test_matrix=MATRIX)
+    args = ("--sme2-models=toy_cnn", "--sme2-dtypes=fp32,fp16", "--sme2-threads=1",
+            "--runs=2", "--warmup=0", "--sme2-loads=1")
+    cache = tmp_path_factory.mktemp("ahead-cache")
+    res = run_pytest(f"--sme2-cache-dir={cache}", "--sme2-export-jobs=2", *args)
+    res.assert_outcomes(passed=2)
+    out = res.stdout.str()
+    res.stdout.fnmatch_lines([
+        "sme2: exporting 2 models ahead in 2 processes (nothing is measured until they are "
+        "done): toy_cnn fp32, toy_cnn fp16",
+        "sme2: exported 2 of 2 models ahead in * s",
+        "sme2: toy_cnn fp32 t1 native: Method::execute median*"])
+    assert "sme2: exporting toy_cnn" not in out          # no test exported its own
+    serial = run_pytest(f"--sme2-cache-dir={tmp_path_factory.mktemp('serial-cache')}",
+                        "--sme2-export-jobs=1", *args)
+    serial.assert_outcomes(passed=2)
+    assert "models ahead" not in serial.stdout.str()
+    serial.stdout.fnmatch_lines(["sme2: exporting toy_cnn fp32 ...", "sme2: exported toy_cnn*"])
+    bad = run_pytest("--sme2-export-jobs=0", *args)
+    bad.stderr.fnmatch_lines(["*--sme2-export-jobs must be auto or a number of processes*"])

@@ -1,0 +1,112 @@
+"""Exporting a session's models ahead, side by side (pytest_sme2.programs.ahead), for real:
+spawned processes export into the cache and the session's own exports are then hits; an export
+that fails ahead is left to its test; Ctrl-C stops the exports instead of waiting for them."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_sme2.programs.ahead import export_ahead
+from pytest_sme2.programs.export import cached_export, export_model
+from pytest_sme2.programs.registry import _REGISTRY, register_model
+
+MODELS = textwrap.dedent("""
+    import os, time
+    import torch
+    from pytest_sme2_models import ModelDef
+
+    def build(width=4):
+        torch.manual_seed(0)
+        return ModelDef(torch.nn.Sequential(torch.nn.Linear(8, width)).eval(),
+                        (torch.ones(1, 8),))
+
+    def broken():
+        raise RuntimeError("no weights here")
+
+    def sleepy(marker):
+        with open(marker, "a") as f:
+            f.write(f"{os.getpid()}\\n")
+        time.sleep(300)
+""")
+
+
+@pytest.fixture
+def models(tmp_path, monkeypatch):
+    (tmp_path / "aheadmodels.py").write_text(MODELS)
+    monkeypatch.syspath_prepend(str(tmp_path))      # spawned processes get this sys.path too
+    names = {"ahead_a": {}, "ahead_b": {"width": 6}}
+    for name, kwargs in names.items():
+        register_model(name, "aheadmodels:build", **kwargs)
+    register_model("ahead_broken", "aheadmodels:broken")
+    yield tmp_path / "cache"
+    for name in (*names, "ahead_broken"):
+        _REGISTRY.pop(name, None)
+
+
+def test_models_are_exported_side_by_side_then_hit(models):
+    said: list[str] = []
+    points = [("ahead_a", "fp32"), ("ahead_b", "fp32"), ("ahead_a", "fp16"), ("ahead_a", "fp32")]
+    outcome = export_ahead(points, models, jobs=2, progress=said.append)
+    assert outcome.jobs == 2 and not outcome.failed
+    assert sorted(outcome.exported) == sorted(set(points))
+    assert said[0].startswith("exporting 3 models ahead in 2 processes (nothing is measured "
+                              "until they are done): ")
+    assert sum(line.startswith("exported ahead_") for line in said) == 3
+    assert said[-1].startswith("exported 3 of 3 models ahead in ")
+    for model, dtype in set(points):
+        assert cached_export(model, dtype, models) is not None
+    again: list[str] = []
+    export_model("ahead_b", "fp32", models, progress=again.append)
+    assert again == []                                   # a hit: nothing exported
+    assert export_ahead(points, models, jobs=2).jobs == 0     # nothing left to do
+
+
+def test_an_export_failing_ahead_is_left_to_its_test(models):
+    said: list[str] = []
+    outcome = export_ahead([("ahead_broken", "fp32"), ("ahead_a", "fp32")], models, jobs=2,
+                           progress=said.append)
+    assert outcome.failed == [("ahead_broken", "fp32")]
+    assert outcome.exported == [("ahead_a", "fp32")]
+    assert ("ahead_broken fp32: not exported ahead (export of model 'ahead_broken' as fp32 "
+            "failed at stage 'build': no weights here); its test exports it") in said
+    assert not list((models / "ahead_broken").glob(".tmp-*"))
+
+
+def test_ctrl_c_stops_the_exports_instead_of_waiting(tmp_path):
+    (tmp_path / "aheadmodels.py").write_text(MODELS)
+    marker = tmp_path / "pids"
+    script = textwrap.dedent(f"""
+        import sys; sys.path.insert(0, {str(tmp_path)!r})
+        from pytest_sme2_models import register_model
+        from pytest_sme2.programs.ahead import export_ahead
+        register_model("sleepy", "aheadmodels:sleepy", marker={str(marker)!r})
+        export_ahead([("sleepy", "fp32"), ("sleepy", "fp16")], {str(tmp_path / 'cache')!r}, 2)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(_pids(marker)) < 2:
+        time.sleep(0.2)
+    workers = _pids(marker)
+    assert len(workers) == 2, proc.stderr.read() if proc.poll() is not None else "no workers"
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGINT)                      # to the session's process only
+    _, err = proc.communicate(timeout=60)
+    assert time.monotonic() - t0 < 20, "Ctrl-C waited for the exports"
+    assert proc.returncode != 0 and "KeyboardInterrupt" in err
+    time.sleep(1)
+    for pid in workers:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    assert not list((tmp_path / "cache").rglob(".tmp-*/model.pte"))
+
+
+def _pids(marker: Path) -> list[int]:
+    return [int(x) for x in marker.read_text().split()] if marker.exists() else []
