@@ -36,10 +36,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from statistics import median
+from typing import Sequence
 
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.gate.rule import OK, Judgement, classify, not_compared
+from pytest_sme2.gate.rule import OK, PREFILL, TTFT, Judgement, classify, not_compared
 from pytest_sme2.gate.policy import DEFAULT_THRESHOLD_PCT
+from pytest_sme2.results import BlockResult
 from pytest_sme2.stats import Interval, paired_ratio
 
 AGAINST = "the base program, re-measured in this session"
@@ -150,6 +152,23 @@ def judge_ab(pairs: Pairs, threshold_pct: float = DEFAULT_THRESHOLD_PCT,
     cur_level = sorted(pairs.candidate)[n // 2]
     return Judgement(status, r, threshold_pct, 0.0, reason, base_level, cur_level, 1, n,
                      category, against=AGAINST)
+
+
+def judge_phases(base: Sequence[BlockResult], candidate: Sequence[BlockResult],
+                 threshold_pct: float = DEFAULT_THRESHOLD_PCT) -> list[Judgement]:
+    """An LLM's prefill time and time to first token by the same paired rule, base block ``i``
+    beside candidate block ``i`` (each block's median over its generations); its decode is
+    the blocks' own end to end. Nothing for blocks that are not generations."""
+    out = []
+    for measure, value in ((PREFILL, lambda g: g.prefill.median_ms), (TTFT, lambda g: g.ttft_ms)):
+        pairs = [(value(b.generation), value(c.generation)) for b, c in zip(base, candidate)
+                 if b.generation is not None and c.generation is not None]
+        kept = [(x, y) for x, y in pairs if x is not None and y is not None]
+        if not kept:
+            continue
+        j = judge_ab(Pairs(tuple(x for x, _ in kept), tuple(y for _, y in kept)), threshold_pct)
+        out.append(replace(j, measure=measure, reason=f"{measure} {j.reason}"))
+    return out
 
 
 def missing_base(why: str, threshold_pct: float = DEFAULT_THRESHOLD_PCT) -> Judgement:

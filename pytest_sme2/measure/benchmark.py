@@ -349,21 +349,26 @@ class BenchmarkLoop:
         base = self._ab_base(out.blocks[0], runner)
         if base.missing:
             return self._stored_instead(run, runner, out, base.missing)
-        pairs, precision = self._measure_pairs(run, runner, base, out)
+        pairs, precision, base_blocks = self._measure_pairs(run, runner, base, out)
+        # An LLM's prefill and TTFT by the same pairs (its decode: the blocks' own e2e).
+        phases = gate_ab.judge_phases(base_blocks, out.blocks, policy.threshold_pct)
         verdict = gate_ab.judge_ab(pairs, policy.threshold_pct)
         if base.runner != runner:           # say what the pairs compared, in the summary too
             what = f"{base.pte} on runner {base.runner}" if base.pte else \
                 f"the same program on runner {base.runner}"
-            verdict = replace(verdict, reason=f"{verdict.reason}; base: {what}, "
-                                              f"candidate on runner {runner}",
-                              against=f"{AGAINST_RUNNER} {base.runner}"
-                              if not base.pte else f"{gate_ab.AGAINST} on runner {base.runner}")
+            against = f"{AGAINST_RUNNER} {base.runner}" if not base.pte else \
+                f"{gate_ab.AGAINST} on runner {base.runner}"
+            verdict, *phases = (replace(j, reason=f"{j.reason}; base: {what}, candidate on "
+                                                  f"runner {runner}", against=against)
+                                for j in (verdict, *phases))
         if precision is not None:
             self._record_precision(precision, out.blocks, run, runner)
         stored = gate.evaluate(out.blocks, self.session.config.baseline_dir, policy)
         verdict = replace(verdict, changed_since_baseline=stored.e2e.changed_since_baseline)
         self._say(run, runner, verdict.summary)
-        return replace(stored, judgements=(verdict, *stored.judgements[1:]))
+        paired = {j.measure for j in phases}
+        return replace(stored, judgements=(verdict, *(j for j in stored.judgements[1:]
+                                                      if j.measure not in paired), *phases))
 
     def _stored_instead(self, run: BenchmarkRun, runner: str, out: Benchmarked,
                         missing: str) -> GateReport:
@@ -377,19 +382,18 @@ class BenchmarkLoop:
         e2e = replace(report.e2e, reason=f"{report.e2e.reason}; {note}")
         return replace(report, judgements=(e2e, *report.judgements[1:]))
 
-    def _measure_pairs(self, run: BenchmarkRun, runner: str, base: BaseProgram,
-                       out: Benchmarked) -> tuple[Pairs, Precision | None]:
-        """The pairs (``gate_ab.Pairs``) and --sme2-precision's outcome (None when not
-        asked). Pair 0 is the benchmark's first block and a base block; then ABBA order, up
-        to ``--sme2-blocks`` pairs; a suspected regression takes pairs one at a time
+    def _measure_pairs(self, run: BenchmarkRun, runner: str, base: BaseProgram, out: Benchmarked
+                       ) -> tuple[Pairs, Precision | None, list[BlockResult]]:
+        """The pairs (``gate_ab.Pairs``), --sme2-precision's outcome (None when not asked)
+        and the base's blocks. Pair 0 is the benchmark's first block and a base block; then
+        ABBA order, up to ``--sme2-blocks`` pairs; a suspected regression takes pairs one at a time
         (``gate_ab.needs_more``); --sme2-precision takes them until precise (2 at least).
-        The candidate's blocks go to ``out.blocks``; the base's are values only, never
-        recorded."""
+        The candidate's blocks go to ``out.blocks``; the base's are judged, never recorded."""
         policy = out.policy
         candidate = self._more_blocks(run, runner, out)
         base_run = replace(run, model=base.pte or run.model,
                            dtype=AS_EXPORTED if base.pte else run.dtype)
-        base_values: list[float] = []
+        base_blocks: list[BlockResult] = []
 
         def measure_base(i: int) -> None:
             try:
@@ -400,13 +404,14 @@ class BenchmarkLoop:
                 what = f"base program {base.pte}" if base.pte else "base (the same program)"
                 raise Sme2Error(f"A/B gate: {what} on runner {base.runner}, block {i}: "
                                 f"{e}") from e
-            base_values.append(block_value(result))
+            base_blocks.append(result)
 
         def pairs() -> Pairs:
-            return Pairs(tuple(base_values), tuple(block_value(r) for r in out.blocks))
+            return Pairs(tuple(map(block_value, base_blocks)),
+                         tuple(block_value(r) for r in out.blocks))
 
         def one_pair() -> None:
-            i = len(base_values)
+            i = len(base_blocks)
             if i % 2:                                # ABBA: B A, A B, B A ...
                 measure_base(i)
                 candidate(len(out.blocks))
@@ -417,15 +422,15 @@ class BenchmarkLoop:
         measure_base(0)
         if policy.precision_pct is not None:
             goal = Goal(policy.precision_pct, policy.precision_budget_s).start()
-            while len(base_values) < 2 or goal.more(pairs()):   # a verdict needs 2 pairs
+            while len(base_blocks) < 2 or goal.more(pairs()):   # a verdict needs 2 pairs
                 one_pair()
-            return pairs(), goal.outcome(pairs())
-        while len(base_values) < max(2, self.session.config.blocks):
+            return pairs(), goal.outcome(pairs()), base_blocks
+        while len(base_blocks) < max(2, self.session.config.blocks):
             one_pair()
         if policy.confirm_blocks > 0:
             while gate_ab.needs_more(pairs(), policy.threshold_pct):
                 one_pair()
-        return pairs(), None
+        return pairs(), None, base_blocks
 
     def _judge(self, run: BenchmarkRun, runner: str, out: Benchmarked,
                side_label: bool = False) -> GateReport:

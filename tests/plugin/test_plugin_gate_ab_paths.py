@@ -77,3 +77,31 @@ def test_ab_mode_saves_only_the_candidates_blocks_as_the_baseline(
     saved = "\n".join(p.read_text() for p in (pytester.path / "b").rglob("*.json"))
     assert "base#" not in saved
     assert '"runner": "python"' not in saved and '"runner": "native"' in saved
+
+
+LLM = """
+def test_llm(sme2_generate):
+    sme2_generate("llm.pte", scheme="8da4w", prompt_tokens=8, new_tokens=4)
+"""
+
+
+def test_an_llms_phases_are_paired_too(pytester, run_pytest, export_cache, tiny_llama_8da4w):
+    """An LLM in ab mode: decode per token is the pairs' verdict, and prefill time and time to
+    first token are judged by the same pairs (not against the stored sessions)."""
+    shutil.copyfile(tiny_llama_8da4w, pytester.path / "llm.pte")
+    pytester.makepyfile(test_llm=LLM)
+    res = run_pytest(f"--sme2-cache-dir={export_cache}", "--runs=3", "--warmup=1",
+                     f"--baseline-dir={pytester.path / 'b'}", "--sme2-gate-mode=ab",
+                     "--sme2-ab-base-runner=python", "--fail-on-regression=1000",
+                     "--sme2-loads=1")
+    res.assert_outcomes(passed=1)
+    [first, *_] = _blocks(pytester)
+    assert first["baseline"]["against"] == AGAINST_RUNNER + " python"
+    phases = first["baseline_phases"]
+    assert set(phases) == {"prefill", "ttft"}
+    for name, j in phases.items():
+        assert j["against"] == AGAINST_RUNNER + " python", (name, j)
+        assert j["reason"].endswith("; base: the same program on runner python, candidate on "
+                                    "runner native")
+        assert j["current_blocks"] == first["baseline"]["current_blocks"] >= 2
+        assert j["reason"].startswith(("prefill time ", "time to first token ")), j["reason"]

@@ -105,3 +105,36 @@ def test_a_disturbed_pair_is_left_out_and_named_but_ordinary_spread_stays():
 def test_suspicion_is_on_the_median_pair_so_one_wild_pair_neither_raises_nor_hides_it():
     assert not suspected(Pairs((1.0, 1.0, 1.0), (1.0, 1.6, 1.01)))
     assert suspected(Pairs((1.0, 1.0, 1.0), (1.10, 0.7, 1.11)))
+
+
+# -- an LLM: prefill and time to first token by the same pairs ---------------------------------
+
+
+def _gen(prefill_ms: float, runner: str = "native"):
+    from pytest_sme2.results import BlockResult
+    from tests.fakes.results_docs import generation_block
+
+    return BlockResult.from_json(generation_block("8da8w", runner, prefill_ms=prefill_ms))
+
+
+def test_an_llms_prefill_and_ttft_are_judged_pair_by_pair():
+    from pytest_sme2.gate.ab import judge_phases
+    from pytest_sme2.gate.rule import PREFILL, REGRESSION, TTFT
+
+    base = [_gen(16.0 * f) for f in (1.0, 1.02, 0.99, 1.01)]
+    slower = [_gen(16.0 * f * 1.3) for f in (1.0, 1.02, 0.99, 1.01)]
+    verdicts = {j.measure: j for j in judge_phases(base, slower, 10)}
+    assert set(verdicts) == {PREFILL, TTFT}
+    assert verdicts[PREFILL].status == REGRESSION
+    assert verdicts[PREFILL].reason.startswith("prefill time 30.0% slower: 4 interleaved pair(s)")
+    assert verdicts[PREFILL].against == "the base program, re-measured in this session"
+    assert verdicts[TTFT].status == REGRESSION
+    same = {j.measure: j for j in judge_phases(base, base, 10)}
+    assert same[PREFILL].status == OK and same[TTFT].status == OK
+
+
+def test_forward_passes_have_no_phases_to_pair():
+    from pytest_sme2.gate.ab import judge_phases
+    from tests.fakes.baselines import bench_result
+
+    assert judge_phases([bench_result()] * 2, [bench_result()] * 2, 10) == []
