@@ -74,8 +74,8 @@ def parse_observer_line(line: str) -> ObserverStats:
 
 
 def parse_observer(stdout: str) -> list[ObserverStats]:
-    """Every report in a runner's output, in order (one per generation; a ``--warmup`` run
-    prints its own first)."""
+    """Every report in a runner's output, in order (llama_main prints one per timed
+    generation; its ``--warmup`` generation prints none)."""
     out = []
     for line in stdout.splitlines():
         if MARKER in line:

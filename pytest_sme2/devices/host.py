@@ -152,6 +152,8 @@ def run_local(name: str, request: RunRequest, argv: list[str],
         raise RunnerError(f"runner {name!r} on {request.pte.name}{where} {what}; "
                           f"stderr: {stderr_tail(stderr)}")
     if not request.etdump.is_file() or request.etdump.stat().st_size == 0:
+        from pytest_sme2.runners.binary import missing_etdump
+
         raise RunnerError(f"runner {name!r} on {request.pte.name}{where} succeeded but wrote no "
-                          f"ETDump at {request.etdump} (was it built with the event tracer?)")
+                          f"ETDump at {request.etdump} ({missing_etdump(stdout)})")
     return RunOutcome(request.etdump, wall, stdout, stderr)

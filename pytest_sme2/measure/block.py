@@ -19,7 +19,8 @@ from pytest_sme2.analysis.startup import load_source, memory_source, process_sta
 from pytest_sme2.analysis.summary import analyze
 from pytest_sme2.measure.comparison import Comparison, check_outputs, make_comparison
 from pytest_sme2.measure.generation import (BlockEvidence, PhaseEvidence, analyze_block,
-                                            check_tokens, generation_for, phase_evidence)
+                                            check_tokens, generation_for,
+                                            observed_generation, phase_evidence)
 from pytest_sme2.devices.base import Device
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.readers.etdump import read_etdump
@@ -127,8 +128,15 @@ class _Block:
         self.after = device.thermal()
         _say_pushed(run, device, self.outcome.pushed)
         self.facts = device.facts()
-        self.events = read_etdump(self.request.etdump)
         self.summary = parse_summary(self.outcome.stdout)     # read once, used by each step
+        self.observed = None
+        if self.generation is not None and self.summary.generation is None:
+            # ExecuTorch's llama_main: its report, and its ETDump's last generation
+            self.observed = observed_generation(self.request, self.outcome.stdout,
+                                                self.runner.info.name)
+            self.events, self.summary = self.observed.events, self.observed.summary
+        else:
+            self.events = read_etdump(self.request.etdump)
         self.analyse()
 
     def analyse(self) -> None:
@@ -163,11 +171,16 @@ class _Block:
             run.progress(f"{self.label}: {self.sample_problem}")
         # A later block of a comparison side carries its first block's decode samples, as a
         # forward pass's blocks carry their evidence process's.
-        block = analyze_block(self.events, self.outcome.stdout, source=str(request.etdump),
+        block = analyze_block(self.events, self.summary.generation, source=str(request.etdump),
                               etrecord=etrecord, rules=run.rules, evidence=BlockEvidence(
                                   device_sme2, self.outcome.kernel_trace,
                                   None if first else run.kernel_sample, phases))
         self.analysis, self.generated = block.decode, block.generation
+        if self.observed is not None:       # llama_main: one timed generation, its report
+            self.generated.warmup = self.observed.warmup
+            self.generated.runner_report = self.observed.record()
+            self.generated.source = (f"{request.etdump} (its last generation) and "
+                                     "llama_main's PyTorchObserver report")
         # The decode steps' evidence files (the decode-only process's where one ran).
         self.kernel_trace, self.sample = block.kernel_trace, block.kernel_sample
 
@@ -220,10 +233,12 @@ class _Block:
             self.generated.startup, self.generated.device, self.generated.runner = (
                 startup, device, self.runner.info)
         meta = self.exported.meta
+        # llama_main runs one timed generation per process (--warmup: one before it)
+        runs, warmup = (1, self.observed.warmup) if self.observed is not None else \
+            (self.settings.runs, self.settings.warmup)
         return BlockResult(
             nodeid=run.label, model=run.model, dtype=run.dtype, threads=run.threads,
-            runner=self.runner.info, device=device, runs=self.settings.runs,
-            warmup=self.settings.warmup,
+            runner=self.runner.info, device=device, runs=runs, warmup=warmup,
             e2e_ms=[round(float(v), 6) for v in analysis.timed_e2e], e2e=analysis.e2e,
             etdump=str(request.etdump), pte=str(self.exported.pte),
             export_key=self.exported.key, analysis=analysis.record(),

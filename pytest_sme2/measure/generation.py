@@ -32,11 +32,16 @@ import pandas as pd
 
 from pytest_sme2.analysis.categories import CategoryRule
 from pytest_sme2.analysis.generation import analyze_generation, phase_tags
-from pytest_sme2.analysis.runner_summary import parse_summary
+from pytest_sme2.analysis.llm_observer import ObserverStats
+from pytest_sme2.analysis.observed_generation import (observed_summary, observer_report,
+                                                      report_line, timed_generation)
+from pytest_sme2.analysis.runner_summary import (GenerationSummary, RunnerSummary,
+                                                  parse_summary)
 from pytest_sme2.analysis.summary import Analysis, analyze
 from pytest_sme2.devices.base import Device
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.programs.llm_facts import LlmFacts, llm_facts
+from pytest_sme2.readers.etdump import read_etdump
 from pytest_sme2.readers.etrecord import ETRecordInfo
 from pytest_sme2.results import Generation, GenerationResult, OutputCheck
 from pytest_sme2.runners.base import Runner, RunOutcome, RunRequest
@@ -199,7 +204,44 @@ class BlockEvidence:
     phases: PhaseEvidence = PhaseEvidence()
 
 
-def analyze_block(events: pd.DataFrame, stdout: str, *, source: str,
+@dataclass(frozen=True)
+class Observed:
+    """A generation ExecuTorch's llama_main ran (it prints a PyTorchObserver report, not our
+    summary): its ETDump cut to the timed generation, our summary of it, and its report."""
+
+    events: pd.DataFrame
+    summary: RunnerSummary
+    report: ObserverStats
+    warmup: int                 # warm-up generations it ran before (--warmup: one)
+
+    def record(self) -> dict[str, float | int | None]:
+        """Its report's figures, for ``GenerationResult.runner_report``."""
+        r = self.report
+        return {"runner": "llama_main", "load_ms": r.load_ms, "prefill_ms": r.prefill_ms,
+                "decode_ms": r.decode_ms, "ttft_ms": r.ttft_ms,
+                "prefill_tokens_per_s": r.prefill_tokens_per_s,
+                "decode_tokens_per_s": r.decode_tokens_per_s,
+                "prompt_tokens": r.prompt_tokens, "generated_tokens": r.generated_tokens}
+
+
+def observed_generation(request: RunRequest, stdout: str, runner: str) -> Observed:
+    """:mod:`pytest_sme2.analysis.observed_generation` on a llama_main's process (the devices
+    refuse one that wrote no ETDump, quoting its report: runners.binary.missing_etdump)."""
+    pte, etdump = request.pte, request.etdump
+    report = observer_report(stdout, f"runner {runner!r}")
+    if not etdump.is_file():        # a device returned without one: say what it measured
+        raise Sme2Error(f"runner {runner!r} wrote no ETDump ({etdump.name}); its own report: "
+                        f"{report_line(report)}")
+    facts = facts_of(pte)
+    dynamic = facts is None or bool(facts.enable_dynamic_shape) or facts.use_kv_cache is False
+    summary = observed_summary(report, dynamic, facts.max_seq_len if facts else None)
+    g = summary.generation
+    assert g is not None
+    events = timed_generation(read_etdump(etdump), g.executes_per_generation, str(etdump))
+    return Observed(events, summary, report, 1 if request.warmup > 0 else 0)
+
+
+def analyze_block(events: pd.DataFrame, summary: GenerationSummary | None, *, source: str,
                   etrecord: ETRecordInfo | None, rules: Sequence[CategoryRule] | None,
                   evidence: BlockEvidence) -> GenerationBlock:
     """The generation's per-phase analysis, and the ordinary analysis of its timed decode
@@ -209,7 +251,6 @@ def analyze_block(events: pd.DataFrame, stdout: str, *, source: str,
     phases = evidence.phases
     kernel_trace = phases.decode_trace or evidence.kernel_trace
     kernel_sample = phases.decode_sample or evidence.kernel_sample
-    summary = parse_summary(stdout).generation
     if summary is None:
         raise Sme2Error(f"{source}: the runner printed no generation summary: it did not run "
                         "the token loop (a runner without --generate?)")

@@ -129,6 +129,10 @@ class GenerationResult:
     max_context_len: int | None = None
     vocab_size: int | None = None
     source: str = ""
+    # A runner's own report of the generation, as it printed it (ExecuTorch's llama_main: its
+    # PyTorchObserver line's load_ms, prefill_ms, decode_ms, ttft_ms, tokens/s and token
+    # counts); None for our runners, whose figures are all the ETDump's.
+    runner_report: dict[str, Any] | None = None
     # Where and how it ran, for ``sme2_generate``'s caller; results.json keeps them once, on
     # the block that holds this generation, so they are not written here.
     startup: Startup | None = field(default=None, compare=False, repr=False)
@@ -145,6 +149,8 @@ class GenerationResult:
         d["prefill"] = self.prefill.to_json()
         d["decode"] = self.decode.to_json()
         d["tokens"] = list(self.tokens)
+        if self.runner_report is None:   # a document without it writes back as it was
+            d.pop("runner_report")
         return d
 
     @classmethod

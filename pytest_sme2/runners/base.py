@@ -96,6 +96,11 @@ class Runner(Protocol):
         Raises RunnerError for runners that can only run on the host."""
         ...
 
+    def data_files(self) -> list[Path]:
+        """Host files its command names besides the model and inputs (a llama_main's
+        tokenizer): a remote device pushes them and gives the command their paths there."""
+        ...
+
     def check_host(self) -> None:
         """RunnerError when it cannot run on this host (say, an aarch64 binary on x86)."""
         ...
@@ -116,6 +121,9 @@ class RunnerBase:
     takes_tensor_files: bool = True
     preloads: bool = False
 
+    def data_files(self) -> list[Path]:
+        return []
+
     def check_host(self) -> None:
         return None
 
@@ -128,7 +136,7 @@ class RunnerBase:
 
 _RUNNER_DEFAULTS = {"hwcap_mask": None, "takes_tensor_files": True, "preloads": False,
                     "check_host": lambda: None, "check_device": lambda abi: None,
-                    "close": lambda: None}
+                    "close": lambda: None, "data_files": lambda: []}
 
 
 def with_defaults(runner: object) -> Runner:

@@ -63,6 +63,21 @@ def detect_no_event_tracer(stderr: str) -> bool:
     return any(m.group(1) == "etdump_path" for m in _UNKNOWN_FLAG.finditer(stderr))
 
 
+def missing_etdump(stdout: str) -> str:
+    """Why a runner that succeeded may have written no ETDump, for the one line that says so:
+    built without the event tracer; a llama_main's own report (its PyTorchObserver line) is
+    quoted, so what it measured is not lost."""
+    from pytest_sme2.analysis.llm_observer import parse_observer
+    from pytest_sme2.analysis.observed_generation import report_line
+
+    reports = parse_observer(stdout)
+    if not reports:
+        return "was it built with the event tracer?"
+    return ("a llama_main built without the event tracer (ExecuTorch 1.1 or newer, "
+            "EXECUTORCH_ENABLE_EVENT_TRACER=ON) writes none, and cannot be analysed per phase; "
+            f"its own report: {report_line(reports[-1])}")
+
+
 def explain_failure(stderr: str) -> str | None:
     """A known cause of an executor_runner failure, phrased to follow "runner 'X' ...", or None.
     Devices put it before the stderr tail, e.g. "runner 'sme2-on' was built without the event

@@ -7,8 +7,9 @@ Flags passed (upstream gflags): ``--model_path --tokenizer_path --prompt --seq_l
 --temperature 0 --cpu_threads --etdump_path --ignore_eos`` and ``--warmup`` (one warm-up
 generation, upstream's bool) when the request has warm-up generations. It runs one timed
 generation per process. Its prompt is text, so its prompt token count is its tokenizer's
-(the report says it); ours is ``P`` words. The tokenizer is a host path: it runs on the host
-and under QEMU user mode, not yet on a remote device.
+(the report says it); ours is ``P`` words. The tokenizer is a data file
+(:meth:`LlamaMainRunner.data_files`): on a phone it is pushed beside the model and the command
+names its path there.
 """
 
 from __future__ import annotations
@@ -41,6 +42,10 @@ class LlamaMainRunner(BinaryRunner):
         super().__post_init__()
         self.info.labels["runner"] = "llama_main"
         self.info.labels["tokenizer"] = str(tokenizer)
+
+    def data_files(self) -> list[Path]:
+        assert self.tokenizer is not None
+        return [self.tokenizer]
 
     def command(self, request: RunRequest) -> list[str]:
         g = request.generation

@@ -592,3 +592,47 @@ def test_native_runner_and_real_model_through_the_phone(fake_android, tmp_path, 
     HostDevice().run(runner, host_req)
     [phone_out], [host_out] = read_tensors(req.outputs), read_tensors(host_req.outputs)
     assert phone_out.shape == host_out.shape and np.allclose(phone_out, host_out)
+
+
+@dataclass
+class _TokenizerRunner(ScriptRunner):
+    """A runner whose command names a data file of its own (a llama_main's tokenizer)."""
+
+    tokenizer: Path = Path()
+
+    def command(self, request: RunRequest) -> list[str]:
+        return super().command(request) + ["--tokenizer_path", str(self.tokenizer)]
+
+    def data_files(self) -> list[Path]:
+        return [self.tokenizer]
+
+
+def test_a_runners_data_file_is_pushed_and_named_by_its_device_path(fake_android, tmp_path,
+                                                                     etdump_blob):
+    """A llama_main's tokenizer reaches the phone: pushed into the runner's cached folder, and
+    the command names it there, not by its host path."""
+    tokenizer = tmp_path / "tok" / "tokenizer.model"
+    tokenizer.parent.mkdir()
+    tokenizer.write_text("vocab\n")
+    script = tmp_path / "host-runner" / "runner.sh"
+    script.parent.mkdir()
+    script.write_text(SCRIPT.replace("    --cpu_threads) threads=$2; shift ;;\n",
+                                     "    --cpu_threads) threads=$2; shift ;;\n"
+                                     "    --tokenizer_path) tok=$2; shift ;;\n")
+                      + '[ -f "$tok" ] || { echo "no tokenizer at $tok" >&2; exit 3; }\n'
+                      + 'echo "tokenizer=$tok $(cat "$tok")"\n' + WRITE_ETDUMP)
+    script.chmod(0o755)
+    runner = _TokenizerRunner(script, [etdump_blob], tokenizer=tokenizer)
+    out = _open(fake_android).run(runner, _request(tmp_path))
+    lib = next(p for p in fake_android.device.sends if p.endswith("/runner.sh")).rsplit("/", 1)[0]
+    assert f"{lib}/tokenizer.model" in fake_android.device.sends
+    assert f"tokenizer={lib}/tokenizer.model vocab" in out.stdout
+    assert str(tokenizer) not in fake_android.device.commands[-1]
+
+
+def test_a_missing_data_file_is_one_line(fake_android, tmp_path, etdump_blob):
+    runner = _TokenizerRunner(_runner(tmp_path, etdump_blob).script, [etdump_blob],
+                              tokenizer=tmp_path / "gone.model")
+    with pytest.raises(RunnerError) as ei:
+        _open(fake_android).run(runner, _request(tmp_path))
+    assert _msg(ei) == f"runner 'fake': {tmp_path / 'gone.model'} does not exist on the host"

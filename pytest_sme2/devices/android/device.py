@@ -31,7 +31,7 @@ import shlex
 import signal
 import tempfile
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 import adbutils
@@ -85,6 +85,9 @@ class Launch:
     folder: str
     bundle: GlibcBundle | None          # a glibc runner: started through its bundled loader
     preload: str | None                 # the device path of the preload library, if any
+    # The runner's data files (a llama_main's tokenizer): host path -> path on the phone, in
+    # the runner's folder; the command's arguments that name them are given these.
+    data: dict[str, str] = field(default_factory=dict)
 
     @property
     def through_loader(self) -> bool:
@@ -176,7 +179,8 @@ class AndroidDevice(DeviceBase):
         files = runner.device_files()   # RunnerError for host-only runners
         if not files:
             raise RunnerError(f"runner {name!r} names no executable to push to the device")
-        for f in files + [request.pte] + ([request.inputs] if request.inputs else []):
+        for f in (files + [request.pte] + ([request.inputs] if request.inputs else [])
+                  + runner.data_files()):
             if not f.is_file():
                 raise RunnerError(f"runner {name!r}: {f} does not exist on the host")
         runner.check_device(self.facts().abi)
@@ -197,7 +201,7 @@ class AndroidDevice(DeviceBase):
             if problem:
                 raise RunnerError(f"runner {name!r} on device {self.serial}: {problem}")
             with self.adb.link("while copying results from it"):
-                self._pull_results(name, request, device_request)
+                self._pull_results(name, request, device_request, res.stdout)
                 sample = self._pull_sample(name, request, device_request, launch)
         return RunOutcome(request.etdump, wall, res.stdout, res.stderr, kernel_sample=sample,
                           pushed=(pushed.pushed, pushed.pushed_bytes, pushed.seconds,
@@ -236,9 +240,11 @@ class AndroidDevice(DeviceBase):
             files = list(bundle.files)
         elif preload is not None:
             files = files + [preload]
-        folder, pushes = runner_folder(files)
+        data = runner.data_files()
+        folder, pushes = runner_folder(files + data)
         return Launch(pushes, folder, bundle,
-                      f"{folder}/{preload.name}" if preload is not None else None)
+                      f"{folder}/{preload.name}" if preload is not None else None,
+                      {str(f): f"{folder}/{f.name}" for f in data})
 
     def _device_request(self, request: RunRequest) -> RunRequest:
         """``request`` with the paths the phone sees (the model and inputs by content, outputs
@@ -279,7 +285,7 @@ class AndroidDevice(DeviceBase):
     def _command(self, runner: Runner, launch: Launch, request: RunRequest, mask: str | None,
                  limit: float, clear: int) -> str:
         q = shlex.quote
-        argv = list(runner.command(request))
+        argv = [launch.data.get(a, a) for a in runner.command(request)]
         env = {}
         if launch.preload is not None:
             env[HWCAP2_CLEAR_ENV] = f"{clear:#x}"    # the 0x: read as hex, never as decimal
@@ -352,10 +358,13 @@ class AndroidDevice(DeviceBase):
             raise RunnerError(f"{where} {hint} ({what} on device {self.serial}); stderr: {tail}")
         raise RunnerError(f"{where} {what} on device {self.serial}; stderr: {tail}")
 
-    def _pull_results(self, name: str, request: RunRequest, device: RunRequest) -> None:
+    def _pull_results(self, name: str, request: RunRequest, device: RunRequest,
+                      stdout: str) -> None:
+        from pytest_sme2.runners.binary import missing_etdump
+
         self.adb.pull(self._inside(device.etdump.as_posix()), request.etdump, required=(
             f"runner {name!r} on {request.pte.name} succeeded but wrote no ETDump at "
-            f"{device.etdump} on device {self.serial} (was it built with the event tracer?)"))
+            f"{device.etdump} on device {self.serial} ({missing_etdump(stdout)})"))
         if request.outputs and device.outputs:
             remote = self._inside(device.outputs.as_posix())
             self.adb.pull(remote, request.outputs, required=(

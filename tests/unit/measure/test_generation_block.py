@@ -39,9 +39,7 @@ def test_a_token_by_token_prefill_is_left_out_too():
 
 def test_the_block_analysis_is_of_the_decode_steps(monkeypatch):
     summary = _summary(generations=4, warmup=1, new=5)
-    monkeypatch.setattr(gen_block, "parse_summary",
-                        lambda stdout: type("S", (), {"generation": summary})())
-    block = analyze_block(parse_etdump(_generation_etdump(4, 1, 5)), "", source="x",
+    block = analyze_block(parse_etdump(_generation_etdump(4, 1, 5)), summary, source="x",
                           etrecord=None, rules=None, evidence=gen_block.BlockEvidence())
     assert block.decode.e2e.n == 3 * 5
     assert block.decode.e2e.median_ms == pytest.approx(0.2, abs=0.02)
@@ -49,11 +47,9 @@ def test_the_block_analysis_is_of_the_decode_steps(monkeypatch):
     assert block.generation.prefill.median_ms == pytest.approx(0.8, abs=0.02)
 
 
-def test_a_runner_without_the_token_loop_is_one_line(monkeypatch):
-    monkeypatch.setattr(gen_block, "parse_summary",
-                        lambda stdout: type("S", (), {"generation": None})())
+def test_a_runner_without_the_token_loop_is_one_line():
     with pytest.raises(Sme2Error, match="printed no generation summary"):
-        analyze_block(parse_etdump(_generation_etdump(1, 1, 1)), "", source="x.etdump",
+        analyze_block(parse_etdump(_generation_etdump(1, 1, 1)), None, source="x.etdump",
                       etrecord=None, rules=None, evidence=gen_block.BlockEvidence())
 
 
@@ -183,8 +179,6 @@ def test_the_decode_steps_kernels_are_the_decode_only_processes(monkeypatch, tmp
     and samples where they exist, not the block's whole process (whose trace has the
     prefill's GEMM, an 8da8w prefill's SME2 MOPA kernel shown as the decode's)."""
     summary = _summary(generations=4, warmup=1, new=5)
-    monkeypatch.setattr(gen_block, "parse_summary",
-                        lambda stdout: type("S", (), {"generation": summary})())
     whole, decode = tmp_path / "block.kernels.csv", tmp_path / "decode-only.kernels.csv"
     header = "name,isa_family,isa,kind,library,blocks,streaming_blocks\n"
     total = "(all executed blocks),,,total,,100,6\n"
@@ -194,13 +188,14 @@ def test_the_decode_steps_kernels_are_the_decode_only_processes(monkeypatch, tmp
                       + total)
     events = parse_etdump(_generation_etdump(4, 1, 5))
     common = dict(source="x", etrecord=None, rules=None)
-    block = analyze_block(events, "", **common, evidence=gen_block.BlockEvidence(
+    block = analyze_block(events, summary, **common, evidence=gen_block.BlockEvidence(
         True, whole, None, gen_block.PhaseEvidence(decode_trace=decode)))
     assert block.kernel_trace == decode
     names = [k.name for k in block.decode.evidence.executed_kernels]
     assert names == ["kai_run_x_sme2_dot"]
     # No phase-only process (a later block): the block's own trace, all it has.
-    later = analyze_block(events, "", **common, evidence=gen_block.BlockEvidence(True, whole))
+    later = analyze_block(events, summary, **common,
+                          evidence=gen_block.BlockEvidence(True, whole))
     assert later.kernel_trace == whole and len(later.decode.evidence.executed_kernels) == 2
 
 

@@ -94,6 +94,7 @@ def test_llama_main_argv(tmp_path):
     assert flags["--cpu_threads"] == "2" and flags["--etdump_path"] == "o.etdump"
     assert "--warmup" in argv and "--ignore_eos" in argv
     assert runner.info.labels["runner"] == "llama_main"
+    assert runner.data_files() == [tok]        # a phone gets it pushed beside the runner
     with pytest.raises(RunnerError, match="runs LLM generations only"):
         runner.command(RunRequest(Path("m.pte"), Path("o.etdump")))
 
