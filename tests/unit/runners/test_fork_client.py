@@ -198,7 +198,8 @@ def test_collected_benchmarks_declare_their_runners_with_the_sme2_marker():
                                                                        else []))
              for m in (marker, plain)]
     bench = types.SimpleNamespace(start_ahead=lambda runners, points: asked.append(runners))
-    config = types.SimpleNamespace(stash={plugin.SESSION_KEY: bench})
+    config = types.SimpleNamespace(stash={plugin.SESSION_KEY: bench},
+                                   option=types.SimpleNamespace(collectonly=False))
     plugin.pytest_collection_finish(types.SimpleNamespace(items=items, config=config))
     assert asked == [{"python", "native"}]
     plugin.pytest_collection_finish(types.SimpleNamespace(items=items[1:], config=config))
@@ -321,3 +322,24 @@ def test_a_server_that_ends_while_being_paused_is_reported_not_stopped(tmp_path)
     assert not server._paused
     assert server.address() is None
     assert server.problem == "the fork server did not start (no torch here)"
+
+
+def test_the_collected_matrix_cases_are_exported_ahead_not_for_collect_only():
+    import types
+
+    from pytest_sme2 import plugin
+    from pytest_sme2.measure.matrix import Case
+
+    asked: list[list] = []
+    cases = [Case("toy_cnn", "fp32", 1), Case("toy_cnn", "fp32", 2),
+             Case("tiny_llama", "8da8w", 1)]
+    items = [types.SimpleNamespace(callspec=types.SimpleNamespace(params={key: c}),
+                                   iter_markers=lambda name: iter([]))
+             for key, c in zip(("sme2_case", "sme2_case", "sme2_llm_case"), cases)]
+    items.append(types.SimpleNamespace(iter_markers=lambda name: iter([])))  # no case
+    bench = types.SimpleNamespace(export_ahead=lambda points, say: asked.append(points))
+    for collect_only in (True, False):
+        config = types.SimpleNamespace(stash={plugin.SESSION_KEY: bench},
+                                       option=types.SimpleNamespace(collectonly=collect_only))
+        plugin.pytest_collection_finish(types.SimpleNamespace(items=items, config=config))
+    assert asked == [[("toy_cnn", "fp32"), ("toy_cnn", "fp32"), ("tiny_llama", "8da8w")]]
