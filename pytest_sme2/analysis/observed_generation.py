@@ -52,6 +52,13 @@ def forward_runs(events: pd.DataFrame) -> np.ndarray:
     return np.unique(runs[work])
 
 
+def forwards_only(events: pd.DataFrame) -> pd.DataFrame:
+    """The events with only forward's executes, numbered 0.. in order (the constant methods'
+    left out), the load blocks (run -1) kept: the process as our runners' would read, for its
+    first inference."""
+    return _renumbered(events, forward_runs(events))
+
+
 def timed_generation(events: pd.DataFrame, executes: int, source: str) -> pd.DataFrame:
     """The events of the last ``executes`` forwards, numbered 0.. in order; the load blocks
     (run -1) kept, every other execute (constant methods, the warm-up) left out."""
@@ -60,7 +67,10 @@ def timed_generation(events: pd.DataFrame, executes: int, source: str) -> pd.Dat
         raise ObservedGenerationError(
             f"{source}: {forwards.size} executes of forward in the ETDump, fewer than the "
             f"{executes} of the generation the runner reported (prefill + decode steps)")
-    keep = forwards[forwards.size - executes:]
+    return _renumbered(events, forwards[forwards.size - executes:])
+
+
+def _renumbered(events: pd.DataFrame, keep: np.ndarray) -> pd.DataFrame:
     run = events["run"].to_numpy()
     renumber = np.full(int(run.max()) + 1 if run.size else 0, -2)
     renumber[keep] = np.arange(keep.size)
@@ -75,7 +85,8 @@ def observed_summary(report: ObserverStats, dynamic_shape: bool,
                      max_seq_len: int | None = None) -> RunnerSummary:
     """Our summary of the runner's one timed generation: prefill in one execute per chunk of
     ``max_seq_len`` tokens where forward's length is dynamic, else one per prompt token;
-    decode ``generated_tokens`` executes; its load time as the program's."""
+    decode ``generated_tokens`` executes. Its load time (the report's, which covers what the
+    ETDump's method loads do) is not the program's here: the ETDump's load events are."""
     prompt = report.prompt_tokens
     if dynamic_shape:
         chunk = max_seq_len if max_seq_len and max_seq_len > 0 else prompt
@@ -94,7 +105,7 @@ def observed_summary(report: ObserverStats, dynamic_shape: bool,
         decode_ms=(report.decode_ms,) if report.decode_ms is not None else (),
         generation_ms=((report.prefill_ms + report.decode_ms),)
         if report.prefill_ms is not None and report.decode_ms is not None else ())
-    return RunnerSummary(program_load_ms=report.load_ms, generation=generation)
+    return RunnerSummary(generation=generation)
 
 
 def report_line(report: ObserverStats) -> str:

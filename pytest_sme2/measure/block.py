@@ -15,6 +15,8 @@ import pandas as pd
 
 from pytest_sme2.analysis.categories import CategoryRule
 from pytest_sme2.analysis.latency import e2e_per_run
+from pytest_sme2.analysis.llm_observer import MARKER as OBSERVER_MARKER
+from pytest_sme2.analysis.observed_generation import forwards_only
 from pytest_sme2.analysis.startup import load_source, memory_source, process_startup
 from pytest_sme2.analysis.summary import analyze
 from pytest_sme2.measure.comparison import Comparison, check_outputs, make_comparison
@@ -190,12 +192,13 @@ class _Block:
         already; emulated load times say nothing: one is enough there)."""
         run, request, etdump = self.run, self.request, str(self.request.etdump)
         summary = self.summary
+        # The whole process: its first execute is the first run (a generation's prefill; a
+        # llama_main's first forward, its constant methods' executes left out).
+        events = self.observed.process_events if self.observed is not None else self.events
         startup = Startup(
             pte_bytes=self.exported.pte.stat().st_size,
-            # The whole process: its first execute is the first run (a generation's prefill).
-            processes=[process_startup(self.events, e2e_per_run(self.events, etdump),
-                                       summary)],
-            load_source=load_source(self.events, summary),
+            processes=[process_startup(events, e2e_per_run(events, etdump), summary)],
+            load_source=load_source(events, summary),
             memory_source=memory_source(summary, self.facts.emulated))
         if run.block is None and not self.facts.emulated:
             for i in range(1, self.settings.loads):
@@ -347,9 +350,12 @@ def measure_process(runner: Runner, device: Device, request: RunRequest,
     with measuring() if measuring else nullcontext():
         outcome = device.run(runner, request)
     events = read_etdump(request.etdump)
+    summary = parse_summary(outcome.stdout)
+    if request.generation is not None and summary.generation is None and \
+            OBSERVER_MARKER in outcome.stdout:     # a llama_main: its forwards only
+        events = forwards_only(events)
     e2e_all = e2e_per_run(events, source=str(request.etdump))
-    return MeasuredProcess(outcome, events, e2e_all,
-                           process_startup(events, e2e_all, parse_summary(outcome.stdout)))
+    return MeasuredProcess(outcome, events, e2e_all, process_startup(events, e2e_all, summary))
 
 
 def process_sme2(device_sme2: bool | None, hwcap_mask: str | None) -> bool | None:

@@ -33,8 +33,9 @@ import pandas as pd
 from pytest_sme2.analysis.categories import CategoryRule
 from pytest_sme2.analysis.generation import analyze_generation, phase_tags
 from pytest_sme2.analysis.llm_observer import ObserverStats
-from pytest_sme2.analysis.observed_generation import (observed_summary, observer_report,
-                                                      report_line, timed_generation)
+from pytest_sme2.analysis.observed_generation import (forwards_only, observed_summary,
+                                                      observer_report, report_line,
+                                                      timed_generation)
 from pytest_sme2.analysis.runner_summary import (GenerationSummary, RunnerSummary,
                                                   parse_summary)
 from pytest_sme2.analysis.summary import Analysis, analyze
@@ -209,7 +210,8 @@ class Observed:
     """A generation ExecuTorch's llama_main ran (it prints a PyTorchObserver report, not our
     summary): its ETDump cut to the timed generation, our summary of it, and its report."""
 
-    events: pd.DataFrame
+    events: pd.DataFrame        # the timed generation's forwards, numbered 0..
+    process_events: pd.DataFrame    # every forward of the process (its start-up's)
     summary: RunnerSummary
     report: ObserverStats
     warmup: int                 # warm-up generations it ran before (--warmup: one)
@@ -237,8 +239,9 @@ def observed_generation(request: RunRequest, stdout: str, runner: str) -> Observ
     summary = observed_summary(report, dynamic, facts.max_seq_len if facts else None)
     g = summary.generation
     assert g is not None
-    events = timed_generation(read_etdump(etdump), g.executes_per_generation, str(etdump))
-    return Observed(events, summary, report, 1 if request.warmup > 0 else 0)
+    events = read_etdump(etdump)
+    return Observed(timed_generation(events, g.executes_per_generation, str(etdump)),
+                    forwards_only(events), summary, report, 1 if request.warmup > 0 else 0)
 
 
 def analyze_block(events: pd.DataFrame, summary: GenerationSummary | None, *, source: str,

@@ -42,7 +42,7 @@ def test_a_llama_main_generation_is_its_last_one(pytester, run_pytest, export_ca
                                                   llama_main):
     exe, tokenizer = llama_main
     res = run_pytest(f"--sme2-cache-dir={export_cache}", f"--runner=llm={exe},"
-                     f"tokenizer={tokenizer}", "--sme2-loads=1", "-s")
+                     f"tokenizer={tokenizer}", "--sme2-loads=2", "-s")
     print(res.stdout.str())
     res.assert_outcomes(passed=1)
     [block] = json.loads((pytester.path / "sme2-report" / "results.json").read_text()
@@ -56,6 +56,9 @@ def test_a_llama_main_generation_is_its_last_one(pytester, run_pytest, export_ca
     assert "PyTorchObserver" in g["source"]
     assert block["runner_info"]["labels"]["runner"] == "llama_main"
     assert (block["runs"], block["warmup"], g["warmup"]) == (1, 1, 1)
+    # its own process and a load-only one, each read from its first forward on
+    assert len(block["startup"]["processes"]) == 2
+    assert all(p["first_inference_ms"] for p in block["startup"]["processes"])
     report = g["runner_report"]             # its own figures, kept beside the ETDump's
     assert report["runner"] == "llama_main" and report["prompt_tokens"] == 8
     assert report["generated_tokens"] == 4 and report["decode_tokens_per_s"] > 0

@@ -10,8 +10,9 @@ import pytest
 from pytest_sme2.analysis.generation import analyze_generation
 from pytest_sme2.analysis.llm_observer import parse_observer_line
 from pytest_sme2.analysis.observed_generation import (ObservedGenerationError, forward_runs,
-                                                      observed_summary, observer_report,
-                                                      report_line, timed_generation)
+                                                      forwards_only, observed_summary,
+                                                      observer_report, report_line,
+                                                      timed_generation)
 from pytest_sme2.readers.etdump import read_etdump
 from tests.fakes.etdumps import execute_run, make_etdump
 
@@ -45,6 +46,10 @@ def etdump(tmp_path):
 
 def test_the_constant_methods_executes_are_not_forwards(etdump):
     assert forward_runs(etdump).tolist() == list(range(5, 5 + 7 + 4))
+    process = forwards_only(etdump)           # the process's start-up: its first forward
+    assert sorted(set(process["run"])) == [-1, *range(11)]
+    first = process[(process["run"] == 0) & (process["name"] == "Method::execute")]
+    assert float(first["duration_ms"].iloc[0]) > 4.0            # the warm-up's prefill
 
 
 def test_the_timed_generation_is_the_last_prefill_and_decode_forwards(etdump):
@@ -61,7 +66,7 @@ def test_the_timed_generation_is_the_last_prefill_and_decode_forwards(etdump):
 
 def test_summary_from_the_report():
     s = observed_summary(REPORT, dynamic_shape=True, max_seq_len=128)
-    assert s.program_load_ms == pytest.approx(40.0)
+    assert s.program_load_ms is None      # its load covers the ETDump's method loads
     g = s.generation
     assert g.prefill_ms == (4.0,) and g.decode_ms == (6.0,) and g.first_sampling_ms == (0.0,)
     assert observed_summary(REPORT, dynamic_shape=False).generation.prefill_executes == 8
