@@ -180,11 +180,12 @@ class BenchSession:
     def export_ahead(self, points: Iterable[tuple[str, str]],
                      progress: Callable[[str], None] | None = None) -> None:
         """Export the collected (model, dtype) points the cache lacks side by side, before
-        anything is measured (:mod:`pytest_sme2.programs.ahead`); --sme2-export-jobs 1: not."""
+        anything is measured (:mod:`pytest_sme2.programs.ahead`); not with --sme2-export-jobs
+        1, nor with --sme2-reexport (each benchmark exports its own again)."""
         from pytest_sme2.programs.ahead import default_jobs, export_ahead  # not at start-up
 
         jobs = self.config.export_jobs or default_jobs()
-        if jobs > 1:
+        if jobs > 1 and not self.settings.reexport:
             export_ahead(points, self.settings.cache_dir, jobs, progress)
 
     def prepare(self) -> None:

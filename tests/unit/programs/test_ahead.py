@@ -69,3 +69,23 @@ def test_export_jobs_option_refuses_in_one_line(text):
     with pytest.raises(Sme2Error, match=r"^--sme2-export-jobs must be auto or a number of "
                                         r"processes \(1 or more; 1: no exporting ahead\), got"):
         parse_export_jobs(text)
+
+
+def test_the_session_exports_ahead_unless_asked_not_to(monkeypatch):
+    from pytest_sme2.measure.config import Sme2Config
+    from pytest_sme2.measure.session import BenchSession
+    from pytest_sme2.measure.settings import BenchSettings
+
+    calls = []
+    monkeypatch.setattr(ahead, "export_ahead", lambda points, cache, jobs, say: calls.append(
+        (list(points), jobs)))
+    monkeypatch.setattr(ahead, "default_jobs", lambda: 2)
+    point = [("toy_cnn", "fp32")]
+    for config in (Sme2Config(), Sme2Config(export_jobs=3), Sme2Config(export_jobs=1),
+                   Sme2Config(settings=BenchSettings(reexport=True))):
+        session = BenchSession(config)
+        try:
+            session.export_ahead(point)
+        finally:
+            session.close()
+    assert calls == [(point, 2), (point, 3)]      # not with 1 job, nor with --sme2-reexport
