@@ -41,7 +41,8 @@ def one_session(jobs: str, extra: list[str]) -> dict:
             "exports_s": float(ahead.group(3)) if ahead else
             sum(float(m.group(1)) for m in _EXPORTED.finditer(out)),
             "exports": len(_EXPORTED.findall(out)),
-            "tail": out.strip().splitlines()[-1] if out.strip() else ""}
+            "tail": next((line.strip("= ") for line in reversed(done.stdout.splitlines())
+                          if " passed" in line or " failed" in line), "no test ran")}
 
 
 def main(argv: list[str] | None = None) -> int:
