@@ -179,7 +179,7 @@ def _export_ahead(session: pytest.Session) -> None:
     for item in session.items:
         params = getattr(getattr(item, "callspec", None), "params", {})
         case = params.get("sme2_case") or params.get("sme2_llm_case")
-        if case is not None and getattr(case, "model", None) and getattr(case, "dtype", None):
+        if isinstance(case, Case):
             points.append((case.model, case.dtype))
     if points:
         session.config.stash[SESSION_KEY].export_ahead(

@@ -61,21 +61,21 @@ def _available_bytes() -> int:
     return 1 << 62              # unknown: CPUs decide
 
 
-def _buildable(model: str) -> ModelEntry | None | bool:
-    """The registry entry to give a fresh process (None: a library spec, which needs none);
-    False when a fresh process cannot build it (a .pte, a builder given as a function, an
-    unknown name)."""
+def _buildable(model: str) -> tuple[bool, ModelEntry | None]:
+    """Whether a fresh process can build ``model``, and the registry entry to give it (None: a
+    library spec, which needs none). Not: a .pte, a builder given as a function, an unknown
+    name."""
     if is_pte(model):
-        return False
+        return False, None
     if is_library(model):
-        return None
+        return True, None
     from pytest_sme2.programs.registry import get_model
 
     try:
         entry = get_model(model)
     except Sme2Error:
-        return False
-    return entry if isinstance(entry.target, str) else False
+        return False, None
+    return isinstance(entry.target, str), entry
 
 
 def _cost_rank(entry: ModelEntry | None, dtype: str) -> int:
@@ -91,8 +91,8 @@ def missing_points(points: Iterable[tuple[str, str]], cache_dir: Path | None
     """The points a fresh process can export and the cache lacks, longest first."""
     out = []
     for model, dtype in dict.fromkeys(points):
-        entry = _buildable(model)
-        if entry is False:
+        ok, entry = _buildable(model)
+        if not ok:
             continue
         try:
             if cached_export(model, dtype, cache_dir) is not None:
