@@ -13,6 +13,10 @@ model ``n_low`` and ``n_high`` times; the count per execute is the slope
 first execution (19% dearer than the others for mobilenet_v3_small: buffers, first reshape), the
 workers' start-up, the dumps.
 
+An LLM (:func:`count_generation`) is counted per phase the same way, with generations for
+executions: the prefill from a pair of prefill-only processes, the decode per token from a
+pair of whole-generation processes minus that (docs/instruction-counts.md).
+
 What is left out. The thread pool's own code (``libexecutorch_threadpool.so``: pthreadpool's
 spin-waiting and work hand-out) is the only part whose count changes between identical runs
 (valgrind runs one thread at a time, and how long a worker spins before the work reaches it
