@@ -63,6 +63,10 @@ def detect_no_event_tracer(stderr: str) -> bool:
     return any(m.group(1) == "etdump_path" for m in _UNKNOWN_FLAG.finditer(stderr))
 
 
+# Flags our llama_main runner passes that upstream's main.cpp gained late (read in its history).
+_LLAMA_MAIN_FLAGS = {"ignore_eos": "ExecuTorch 1.2"}
+
+
 def missing_etdump(stdout: str) -> str:
     """Why a runner that succeeded may have written no ETDump, for the one line that says so:
     built without the event tracer; a llama_main's own report (its PyTorchObserver line) is
@@ -85,6 +89,9 @@ def explain_failure(stderr: str) -> str | None:
     if detect_no_event_tracer(stderr):
         return "was built without the event tracer (EXECUTORCH_ENABLE_EVENT_TRACER=ON needed)"
     if m := _UNKNOWN_FLAG.search(stderr):
+        if m.group(1) in _LLAMA_MAIN_FLAGS:
+            return (f"does not accept the flag --{m.group(1)} (a llama_main older than "
+                    f"{_LLAMA_MAIN_FLAGS[m.group(1)]}, which added it)")
         return (f"does not accept the flag --{m.group(1)} (not an upstream-compatible "
                 "executor_runner, or an older one)")
     if "Backend XnnpackBackend is not registered" in stderr:

@@ -19,7 +19,8 @@ upstream's main (ExecuTorch 1.2+, built with the event tracer) has it:
   (timestamps in epoch ms), and the ETDump written once at exit to ``--etdump_path``.
 
 The model really runs (the ExecuTorch Python runtime): the ETDump and the timestamps are of real
-executes. ``FAKE_LLAMA_MAIN_NO_TRACER=1`` plays a build without the event tracer (no ETDump)."""
+executes. ``FAKE_LLAMA_MAIN_NO_TRACER=1`` plays a build without the event tracer (no ETDump);
+``FAKE_LLAMA_MAIN_1_1=1`` a llama_main of ExecuTorch 1.1, which had no ``--ignore_eos``."""
 
 from __future__ import annotations
 
@@ -41,6 +42,8 @@ EOS = 2
 
 def parse(argv: list[str]) -> dict[str, str]:
     flags = dict(FLAGS)
+    if os.environ.get("FAKE_LLAMA_MAIN_1_1") == "1":
+        del flags["ignore_eos"]
     i = 0
     while i < len(argv):
         arg = argv[i]

@@ -80,3 +80,15 @@ def test_a_llama_main_without_the_event_tracer_is_one_line_with_its_figures(
         "its own report: prefill * tok/s, decode * tok/s, TTFT * ms, load * ms (8 prompt + 4 "
         "generated tokens))*"])
     assert "Traceback" not in res.stdout.str()
+
+
+def test_a_llama_main_older_than_1_2_is_named_in_one_line(pytester, run_pytest, export_cache,
+                                                          llama_main, monkeypatch):
+    exe, tokenizer = llama_main
+    monkeypatch.setenv("FAKE_LLAMA_MAIN_1_1", "1")
+    res = run_pytest(f"--sme2-cache-dir={export_cache}", f"--runner=llm={exe},"
+                     f"tokenizer={tokenizer}", "--sme2-loads=1")
+    res.assert_outcomes(failed=1)
+    res.stdout.fnmatch_lines(["*runner 'llm' on llm.pte does not accept the flag --ignore_eos "
+                              "(a llama_main older than ExecuTorch 1.2, which added it) "
+                              "(exited with status 1)*"])

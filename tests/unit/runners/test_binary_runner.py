@@ -126,6 +126,8 @@ GFLAGS_NO_TRACER = "ERROR: unknown command line flag 'etdump_path'\n"
     (GFLAGS_NO_TRACER, "was built without the event tracer "
                        "(EXECUTORCH_ENABLE_EVENT_TRACER=ON needed)"),
     ("ERROR: unknown command line flag 'cpu_threads'", "does not accept the flag --cpu_threads"),
+    ("ERROR: unknown command line flag 'ignore_eos'", "does not accept the flag --ignore_eos (a "
+     "llama_main older than ExecuTorch 1.2, which added it)"),
     ("E 00:00:00.1 executorch:method.cpp:88] Backend XnnpackBackend is not registered.",
      "was built without the XNNPACK delegate"),
     ("E executorch:method.cpp:824] Missing operator: [3] aten::hardswish.out",
