@@ -46,19 +46,6 @@ class Profile:
     # caller -> callee -> inclusive cost of the calls from caller to callee
     calls: dict[Function, dict[Function, int]] = field(default_factory=dict)
 
-    def __add__(self, other: Costs) -> Costs:
-        """Both processes' costs, summed function by function (the slope of a difference of
-        two slopes is a slope of sums: :func:`pytest_sme2.instructions.count.count_generation`)."""
-        self_cost = dict(self.self_cost)
-        for k, v in other.self_cost.items():
-            self_cost[k] = self_cost.get(k, 0) + v
-        calls = {k: dict(v) for k, v in self.calls.items()}
-        for caller, callees in other.calls.items():
-            into = calls.setdefault(caller, {})
-            for callee, v in callees.items():
-                into[callee] = into.get(callee, 0) + v
-        return Costs(self_cost, calls, max(self.threads, other.threads))
-
     @property
     def total(self) -> int:
         return sum(self.self_cost.values())
@@ -195,30 +182,25 @@ class Costs:
 
     @classmethod
     def of(cls, profiles: Iterable[Profile]) -> Costs:
+        profiles = list(profiles)
+        return cls._summed(profiles, len({p.thread for p in profiles}))
+
+    @classmethod
+    def _summed(cls, parts: Iterable[Profile | Costs], threads: int) -> Costs:
         self_cost: dict[Function, int] = defaultdict(int)
         calls: dict[Function, dict[Function, int]] = defaultdict(lambda: defaultdict(int))
-        threads = set()
-        for p in profiles:
-            threads.add(p.thread)
-            for k, v in p.self_cost.items():
+        for part in parts:
+            for k, v in part.self_cost.items():
                 self_cost[k] += v
-            for caller, callees in p.calls.items():
+            for caller, callees in part.calls.items():
                 for callee, v in callees.items():
                     calls[caller][callee] += v
-        return cls(dict(self_cost), {k: dict(v) for k, v in calls.items()}, len(threads))
+        return cls(dict(self_cost), {k: dict(v) for k, v in calls.items()}, threads)
 
     def __add__(self, other: Costs) -> Costs:
         """Both processes' costs, summed function by function (the slope of a difference of
         two slopes is a slope of sums: :func:`pytest_sme2.instructions.count.count_generation`)."""
-        self_cost = dict(self.self_cost)
-        for k, v in other.self_cost.items():
-            self_cost[k] = self_cost.get(k, 0) + v
-        calls = {k: dict(v) for k, v in self.calls.items()}
-        for caller, callees in other.calls.items():
-            into = calls.setdefault(caller, {})
-            for callee, v in callees.items():
-                into[callee] = into.get(callee, 0) + v
-        return Costs(self_cost, calls, max(self.threads, other.threads))
+        return Costs._summed((self, other), max(self.threads, other.threads))
 
     @property
     def total(self) -> int:
