@@ -221,22 +221,35 @@ def summarize(low: tuple[Costs, Costs], high: tuple[Costs, Costs], n_low: int, n
 
 
 def _profiles(pte: Path, requests: list[RunRequest], runner: Any, timeout_s: float,
-              folder: Path) -> list[tuple[Costs, Costs]]:
-    """Run ``requests`` (the runner's command each) under callgrind side by side in
-    ``folder``; the (calling thread, other threads) costs of each process."""
-    valgrind, _ = find_valgrind()
+              keep_dir: Path | None, progress: Callable[[str], None] | None
+              ) -> tuple[list[tuple[Costs, Costs]], float, str]:
+    """Run ``requests`` (each one process of ``runner``: default, the host's native build)
+    under callgrind side by side; the (calling thread, other threads) costs of each, the wall
+    time and valgrind's version. The profiles stay in ``keep_dir`` if given, else in a
+    temporary folder, removed."""
+    from pytest_sme2.runners.native import native_runner
+
+    valgrind, version = find_valgrind()
+    runner = runner if runner is not None else native_runner(progress=progress)
     symbol = execute_symbol(runner.binary, runner.libs)
-    processes, argvs = [], []
-    for i, request in enumerate(requests):
-        sub = folder / f"p{i}-n{request.runs}"
-        shutil.rmtree(sub, ignore_errors=True)
-        sub.mkdir(parents=True)
-        request = replace(request, etdump=sub / "run.etdump")
-        processes.append(ValgrindProcess(request.runs, sub))
-        argvs.append(callgrind_argv(valgrind, symbol, sub / "callgrind.out",
-                                    sub / "valgrind.log") + runner.command(request))
-    run_all(processes, argvs, timeout_s, runner.info.name, pte)
-    return [process_costs(p.folder) for p in processes]
+    folder = Path(keep_dir) if keep_dir else Path(tempfile.mkdtemp(prefix="sme2-callgrind-"))
+    t0 = time.perf_counter()
+    try:
+        processes, argvs = [], []
+        for i, request in enumerate(requests):
+            sub = folder / f"p{i}-n{request.runs}"
+            shutil.rmtree(sub, ignore_errors=True)
+            sub.mkdir(parents=True)
+            request = replace(request, etdump=sub / "run.etdump")
+            processes.append(ValgrindProcess(request.runs, sub))
+            argvs.append(callgrind_argv(valgrind, symbol, sub / "callgrind.out",
+                                        sub / "valgrind.log") + runner.command(request))
+        run_all(processes, argvs, timeout_s, runner.info.name, pte)
+        return ([process_costs(p.folder) for p in processes], time.perf_counter() - t0,
+                version)
+    finally:
+        if keep_dir is None:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _shown(pte: Path) -> str:
@@ -267,25 +280,15 @@ def count_instructions(pte: Path, *, threads: int = 1, inputs: Path | None = Non
     ``runner``: a ``NativeRunner`` (default: the host build, built on first use).
     ``executions``: (n_low, n_high) executions of the two processes, run in parallel.
     ``keep_dir``: keep the callgrind profiles there (default: a temporary folder, removed)."""
-    from pytest_sme2.runners.native import native_runner
-
     n_low, n_high = executions
     pte = _checked(pte, threads, executions)
-    _, version = find_valgrind()
-    runner = runner if runner is not None else native_runner(progress=progress)
-    folder = Path(keep_dir) if keep_dir else Path(tempfile.mkdtemp(prefix="sme2-callgrind-"))
-    t0 = time.perf_counter()
-    try:
-        if progress:
-            progress(f"counting instructions of {_shown(pte)} at {threads} "
-                     f"thread(s) under valgrind ({n_low} and {n_high} executions) ...")
-        requests = [RunRequest(pte=pte, etdump=folder, threads=threads, runs=n, warmup=0,
-                               inputs=inputs) for n in (n_low, n_high)]
-        low, high = _profiles(pte, requests, runner, timeout_s, folder)
-        return summarize(low, high, n_low, n_high, threads, time.perf_counter() - t0, version)
-    finally:
-        if keep_dir is None:
-            shutil.rmtree(folder, ignore_errors=True)
+    if progress:
+        progress(f"counting instructions of {_shown(pte)} at {threads} thread(s) under "
+                 f"valgrind ({n_low} and {n_high} executions) ...")
+    requests = [RunRequest(pte=pte, etdump=Path(), threads=threads, runs=n, warmup=0,
+                           inputs=inputs) for n in (n_low, n_high)]
+    (low, high), wall, version = _profiles(pte, requests, runner, timeout_s, keep_dir, progress)
+    return summarize(low, high, n_low, n_high, threads, wall, version)
 
 
 def count_generation(pte: Path, generation: Generation, *, threads: int = 1,
@@ -303,45 +306,31 @@ def count_generation(pte: Path, generation: Generation, *, threads: int = 1,
     / ((n_high - n_low) D)``. What both processes of a pair share (loading, the first
     generation's reshapes) cancels, and the decode steps counted are those of the timed
     generation, at positions P .. P+D-1 (attention grows with the position)."""
-    from pytest_sme2.runners.native import native_runner
-
     n_low, n_high = executions
     pte = _checked(pte, threads, executions)
-    _, version = find_valgrind()
-    runner = runner if runner is not None else native_runner(progress=progress)
-    folder = Path(keep_dir) if keep_dir else Path(tempfile.mkdtemp(prefix="sme2-callgrind-"))
-    prefill_only = generation.prefill_only()
-    t0 = time.perf_counter()
-    try:
-        if progress:
-            progress(f"counting instructions of {_shown(pte)}'s prefill and "
-                     f"decode ({generation.prompt_tokens} + {generation.new_tokens} tokens) at "
-                     f"{threads} thread(s) under valgrind ({n_low} and {n_high} generations) "
-                     "...")
-        requests = [RunRequest(pte=pte, etdump=folder, threads=threads, runs=n, warmup=0,
-                               generation=g)
-                    for g in (prefill_only, generation) for n in (n_low, n_high)]
-        pre_low, pre_high, whole_low, whole_high = _profiles(pte, requests, runner, timeout_s,
-                                                             folder)
-        wall = time.perf_counter() - t0
-        prefill = summarize(pre_low, pre_high, n_low, n_high, threads, wall, version)
-        shape = (f"{generation.prompt_tokens} + {generation.new_tokens} tokens, slopes over "
-                 f"{n_low} -> {n_high} generations, {POOL_LIBRARY} left out")
-        if generation.new_tokens == 0:
-            return replace(prefill, prefill=prefill.per_execute,
-                           prompt_tokens=generation.prompt_tokens, new_tokens=0,
-                           method=f"{METHOD}: {METHOD_EXECUTE}, one whole prefill ({shape})")
-        tokens = (n_high - n_low) * generation.new_tokens
-        decode = summarize(_sum(whole_low, pre_high), _sum(whole_high, pre_low), 0, tokens,
-                           threads, wall, version)
-        return replace(decode, executions=tokens, prefill=prefill.per_execute,
-                       prompt_tokens=generation.prompt_tokens,
-                       new_tokens=generation.new_tokens,
-                       method=(f"{METHOD}: {METHOD_EXECUTE} per decode token (whole generation "
-                               f"minus prefill only) and per prefill ({shape})"))
-    finally:
-        if keep_dir is None:
-            shutil.rmtree(folder, ignore_errors=True)
+    if progress:
+        progress(f"counting instructions of {_shown(pte)}'s prefill and decode "
+                 f"({generation.prompt_tokens} + {generation.new_tokens} tokens) at {threads} "
+                 f"thread(s) under valgrind ({n_low} and {n_high} generations) ...")
+    requests = [RunRequest(pte=pte, etdump=Path(), threads=threads, runs=n, warmup=0,
+                           generation=g)
+                for g in (generation.prefill_only(), generation) for n in (n_low, n_high)]
+    (pre_low, pre_high, whole_low, whole_high), wall, version = _profiles(
+        pte, requests, runner, timeout_s, keep_dir, progress)
+    prefill = summarize(pre_low, pre_high, n_low, n_high, threads, wall, version)
+    shape = (f"{generation.prompt_tokens} + {generation.new_tokens} tokens, slopes over "
+             f"{n_low} -> {n_high} generations, {POOL_LIBRARY} left out")
+    if generation.new_tokens == 0:
+        return replace(prefill, prefill=prefill.per_execute,
+                       prompt_tokens=generation.prompt_tokens, new_tokens=0,
+                       method=f"{METHOD}: {METHOD_EXECUTE}, one whole prefill ({shape})")
+    tokens = (n_high - n_low) * generation.new_tokens
+    decode = summarize(_sum(whole_low, pre_high), _sum(whole_high, pre_low), 0, tokens,
+                       threads, wall, version)
+    return replace(decode, executions=tokens, prefill=prefill.per_execute,
+                   prompt_tokens=generation.prompt_tokens, new_tokens=generation.new_tokens,
+                   method=(f"{METHOD}: {METHOD_EXECUTE} per decode token (whole generation "
+                           f"minus prefill only) and per prefill ({shape})"))
 
 
 def _sum(a: tuple[Costs, Costs], b: tuple[Costs, Costs]) -> tuple[Costs, Costs]:

@@ -46,12 +46,11 @@ def four_processes(monkeypatch):
     give them; records the requests."""
     seen = []
 
-    def profiles(pte, requests, runner, timeout_s, folder):
+    def profiles(pte, requests, runner, timeout_s, keep_dir, progress):
         seen.extend(requests)
-        return [_process(r.runs, r.generation.new_tokens) for r in requests]
+        return [_process(r.runs, r.generation.new_tokens) for r in requests], 0.5, "3.19.0"
 
     monkeypatch.setattr(ins, "_profiles", profiles)
-    monkeypatch.setattr(ins, "find_valgrind", lambda: ("/usr/bin/valgrind", "3.19.0"))
     return seen
 
 
