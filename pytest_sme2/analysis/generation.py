@@ -41,6 +41,19 @@ class GenerationAnalysisError(Sme2Error):
     pass
 
 
+def keep_runs(events: pd.DataFrame, keep: np.ndarray) -> pd.DataFrame:
+    """The events of the Execute runs ``keep`` (ascending run ids), numbered 0.. in that
+    order; the other blocks' events (run -1: loading) kept, every other run's left out."""
+    run = events["run"].to_numpy()
+    renumber = np.full(int(run.max()) + 1 if run.size else 0, -2)
+    renumber[keep] = np.arange(keep.size)
+    new_run = np.where(run >= 0, renumber[np.clip(run, 0, None)], run)
+    kept = new_run != -2
+    out = events.loc[kept].copy()
+    out["run"] = new_run[kept].astype(events["run"].dtype)
+    return out.reset_index(drop=True)
+
+
 def phase_tags(executes: int, generations: int, prefill_executes: int, decode_executes: int,
                source: str = "ETDump") -> tuple[np.ndarray, np.ndarray]:
     """(generation of each execute, True where it is a prefill execute), for ``executes``

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from pytest_sme2.analysis.generation import keep_runs
 from pytest_sme2.analysis.llm_observer import ObserverStats, parse_observer
 from pytest_sme2.analysis.runner_summary import GenerationSummary, RunnerSummary
 from pytest_sme2.errors import Sme2Error
@@ -56,7 +57,7 @@ def forwards_only(events: pd.DataFrame) -> pd.DataFrame:
     """The events with only forward's executes, numbered 0.. in order (the constant methods'
     left out), the load blocks (run -1) kept: the process as our runners' would read, for its
     first inference."""
-    return _renumbered(events, forward_runs(events))
+    return keep_runs(events, forward_runs(events))
 
 
 def timed_generation(events: pd.DataFrame, executes: int, source: str) -> pd.DataFrame:
@@ -67,18 +68,7 @@ def timed_generation(events: pd.DataFrame, executes: int, source: str) -> pd.Dat
         raise ObservedGenerationError(
             f"{source}: {forwards.size} executes of forward in the ETDump, fewer than the "
             f"{executes} of the generation the runner reported (prefill + decode steps)")
-    return _renumbered(events, forwards[forwards.size - executes:])
-
-
-def _renumbered(events: pd.DataFrame, keep: np.ndarray) -> pd.DataFrame:
-    run = events["run"].to_numpy()
-    renumber = np.full(int(run.max()) + 1 if run.size else 0, -2)
-    renumber[keep] = np.arange(keep.size)
-    new_run = np.where(run >= 0, renumber[np.clip(run, 0, None)], run)
-    kept = new_run != -2
-    out = events.loc[kept].copy()
-    out["run"] = new_run[kept].astype("int32")
-    return out.reset_index(drop=True)
+    return keep_runs(events, forwards[forwards.size - executes:])
 
 
 def observed_summary(report: ObserverStats, dynamic_shape: bool,

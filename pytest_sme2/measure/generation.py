@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from pytest_sme2.analysis.categories import CategoryRule
-from pytest_sme2.analysis.generation import analyze_generation, phase_tags
+from pytest_sme2.analysis.generation import analyze_generation, keep_runs, phase_tags
 from pytest_sme2.analysis.llm_observer import ObserverStats
 from pytest_sme2.analysis.observed_generation import (forwards_only, observed_summary,
                                                       observer_report, report_line,
@@ -280,15 +280,8 @@ def decode_steps(events: pd.DataFrame, generations: int, warmup: int, prefill_ex
     executes = int(np.unique(run[run >= 0]).size)
     gen_of, is_prefill = phase_tags(executes, generations, prefill_executes, decode_executes,
                                     source)
-    keep_runs = np.flatnonzero((gen_of >= warmup) & ~is_prefill)
-    renumber = np.full(executes, -2)
-    renumber[keep_runs] = np.arange(keep_runs.size)
     # Execute blocks are numbered 0.. in order (the analysis checked there are no gaps).
-    new_run = np.where(run >= 0, renumber[np.clip(run, 0, None)], run)
-    kept = new_run != -2
-    out = events.loc[kept].copy()
-    out["run"] = new_run[kept]
-    return out.reset_index(drop=True)
+    return keep_runs(events, np.flatnonzero((gen_of >= warmup) & ~is_prefill))
 
 
 def check_tokens(base: GenerationResult, candidate: GenerationResult) -> OutputCheck:

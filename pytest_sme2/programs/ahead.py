@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.programs.export import cached_export
+from pytest_sme2.programs.export import cached_export, first_line
 from pytest_sme2.programs.registry import ModelEntry
 from pytest_sme2.programs.spec import is_library, is_pte
 
@@ -146,7 +146,7 @@ def export_ahead(points: Iterable[tuple[str, str]], cache_dir: Path | None, jobs
                     outcome.exported.append(point)
                 except Exception as e:  # noqa: BLE001 - the test exports it again and says why
                     outcome.failed.append(point)
-                    say(f"{point[0]} {point[1]}: not exported ahead ({_first_line(e)}); its "
+                    say(f"{point[0]} {point[1]}: not exported ahead ({first_line(e)}); its "
                         "test exports it")
     except BaseException:
         # Ctrl-C (or a signal to this process alone): the exports are stopped now, not waited
@@ -170,8 +170,3 @@ def _stop(pool: ProcessPoolExecutor) -> None:
             process.terminate()
     for process in processes:
         process.join(timeout=5)
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0][:200]

@@ -221,7 +221,8 @@ def export_model(model: str, dtype: str = "fp32", cache_dir: Path | None = None,
     return ExportedModel(model, dtype, key, folder, meta)
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """An exception as one line (its first, at most 300 characters)."""
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0][:300]
 
@@ -248,7 +249,7 @@ def _export_into(folder: Path, model: str, dtype: str, key: str,
         raise
     except Exception as e:  # noqa: BLE001 - turned into one clear line
         raise ExportError(f"export of model {model!r} as {dtype} failed at stage {stage[0]!r}: "
-                          f"{_first_line(e)}") from e
+                          f"{first_line(e)}") from e
     problem = accuracy_problem(dtype, info)
     if problem:
         raise ExportError(f"export of model {model!r} as {dtype} is wrong: {problem}")
