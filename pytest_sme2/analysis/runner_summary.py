@@ -33,6 +33,9 @@ class GenerationSummary:
     sampling_ms: tuple[float, ...] = ()      # all argmax of a generation
     decode_ms: tuple[float, ...] = ()
     generation_ms: tuple[float, ...] = ()
+    # Sampled steps of the first generation whose logits held a NaN or an infinity (None: a
+    # runner that does not check).
+    nonfinite_steps: int | None = None
 
     @property
     def executes_per_generation(self) -> int:
@@ -60,7 +63,18 @@ class GenerationSummary:
                    tokens=tuple(int(t) for t in d.get("tokens") or ()),
                    prefill_ms=floats("prefill_ms"), first_sampling_ms=floats("first_sampling_ms"),
                    sampling_ms=floats("sampling_ms"), decode_ms=floats("decode_ms"),
-                   generation_ms=floats("generation_ms"))
+                   generation_ms=floats("generation_ms"),
+                   nonfinite_steps=_count(d.get("nonfinite_steps")))
+
+
+@dataclass(frozen=True)
+class TracedPass:
+    """The operator-traced runs a runner made beside its untraced timed ones (the ETDump's):
+    ``warmup`` + ``runs`` (generations, with --generate), ``executions`` Method::execute calls."""
+
+    warmup: int
+    runs: int
+    executions: int
 
 
 @dataclass(frozen=True)
@@ -80,6 +94,23 @@ class RunnerSummary:
     rss_after_load_includes: str = ""
     peak_includes: str = ""     # what the process holds beyond the runtime, if much
     generation: GenerationSummary | None = None  # with --generate: the loop's own record
+    # "untraced": the timed runs had no event tracer and ``execute_ms`` holds each execute by
+    # the runner's clock (warm-up included, in order); "": every run was traced (the ETDump's).
+    timing: str = ""
+    execute_ms: tuple[float, ...] = ()
+    # What ``execute_ms`` spans: "" for Method::execute itself (our native runner), "forward()"
+    # for the Python bindings' whole call (their conversion included).
+    execute_span: str = ""
+    # The traced pass's forward() wall times, where ``execute_span`` is "forward()": beside its
+    # Method::execute events they measure the bindings' own time per call.
+    traced_forward_ms: tuple[float, ...] = ()
+    traced: TracedPass | None = None
+    # Which pass the start-up figures (load, first run, memory) belong to: "traced" where the
+    # runtime times the method load only through its tracer (Python), else the timed one.
+    first_pass: str = ""
+    clock_overhead_ns: float | None = None  # one timing's cost, measured in the process
+    # Non-finite elements (NaN, inf) of the last outputs; None: not checked.
+    nonfinite_outputs: int | None = None
 
     @property
     def load_rss_kb(self) -> int | None:
@@ -96,6 +127,20 @@ def _number(v: object) -> float | None:
 def _count(v: object) -> int | None:
     n = _number(v)
     return int(n) if n is not None else None
+
+
+def _traced(d: object) -> TracedPass | None:
+    if not isinstance(d, dict):
+        return None
+    warmup, runs, executions = (_count(d.get(k)) for k in ("warmup", "runs", "executions"))
+    if runs is None or executions is None:
+        return None
+    return TracedPass(warmup or 0, runs, executions)
+
+
+def _floats(v: object) -> tuple[float, ...]:
+    return tuple(float(x) for x in v) if isinstance(v, list) and all(
+        _number(x) is not None for x in v) else ()
 
 
 def _generation(d: object) -> GenerationSummary | None:
@@ -129,5 +174,11 @@ def parse_summary(stdout: str) -> RunnerSummary:
             peak_rss_kb=_count(d.get("peak_rss_kb")),
             rss_after_load_includes=str(d.get("rss_after_load_includes") or ""),
             peak_includes=str(d.get("peak_includes") or ""),
-            generation=_generation(d.get("generation")))
+            generation=_generation(d.get("generation")),
+            timing=str(d.get("timing") or ""), execute_ms=_floats(d.get("execute_ms")),
+            execute_span=str(d.get("execute_span") or ""),
+            traced_forward_ms=_floats(d.get("traced_forward_ms")),
+            traced=_traced(d.get("traced")), first_pass=str(d.get("first_pass") or ""),
+            clock_overhead_ns=_number(d.get("clock_overhead_ns")),
+            nonfinite_outputs=_count(d.get("nonfinite_outputs")))
     return RunnerSummary()

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.programs.spec import is_pte
+from pytest_sme2.results.timing import timing_change
 from pytest_sme2._util.versions import package_version
 
 if TYPE_CHECKING:
@@ -134,9 +135,15 @@ class UnderTest:
     program: str | None = None            # sha256 of the .pte: the exported graph
     versions: dict[str, str] = field(default_factory=dict)        # torch, executorch, torchao
     runner_labels: dict[str, str] = field(default_factory=dict)   # the runner's build labels
+    # How the latency was timed (results.timing: "untraced", "operator-traced"); None: not
+    # recorded (every version before it timed through the operator tracer).
+    timing: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        if d["timing"] is None:     # files written before it: unchanged
+            del d["timing"]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> UnderTest:
@@ -145,7 +152,8 @@ class UnderTest:
                    program=d.get("program"),
                    versions={str(k): str(v) for k, v in (d.get("versions") or {}).items()},
                    runner_labels={str(k): str(v)
-                                  for k, v in (d.get("runner_labels") or {}).items()})
+                                  for k, v in (d.get("runner_labels") or {}).items()},
+                   timing=d.get("timing"))
 
     @classmethod
     def of(cls, result: BlockResult) -> UnderTest:
@@ -164,7 +172,8 @@ class UnderTest:
                    program=_pte_hash(result.pte) if taken_as_is else meta.get("pte_sha256"),
                    versions={p: str(versions.get(p) or package_version(p)) for p in VERSIONED},
                    runner_labels={str(k): str(v) for k, v in
-                                  result.runner.labels.items()})
+                                  result.runner.labels.items()},
+                   timing=result.timing.mode if result.timing else None)
 
     def changes_since(self, old: UnderTest) -> list[str]:
         """What changed from ``old`` (a baseline's newest session) to this, for people:
@@ -188,6 +197,11 @@ class UnderTest:
         labels = sorted(k for k in set(old.runner_labels) | set(self.runner_labels)
                         if old.runner_labels.get(k) != self.runner_labels.get(k)
                         and k not in versions)   # executorch=... said once, as a version
+        # A timing mode changed (or a baseline from before it was recorded) is never compared
+        # as if nothing had: tracing's own cost was inside the old figures.
+        timing = timing_change(old.timing, self.timing) if self.timing else None
+        if timing:
+            out.append(timing)
         if labels:
             out.append("runner build labels " + ", ".join(
                 f"{k}={old.runner_labels.get(k, '(none)')} -> "

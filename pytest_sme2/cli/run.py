@@ -21,10 +21,10 @@ def _program_and_inputs(args: argparse.Namespace) -> tuple[Path, Path]:
 
 def _run(args: argparse.Namespace) -> int:
     """One runner process, measured and read back as a benchmark's load-only processes are
-    (:func:`pytest_sme2.measure.block.measure_process`)."""
+    (:func:`pytest_sme2.measure.process.measure_process`)."""
     from pytest_sme2 import units
     from pytest_sme2.analysis.latency import latency_stats
-    from pytest_sme2.measure.block import measure_process
+    from pytest_sme2.measure.process import measure_process
     from pytest_sme2.devices import open_device
     from pytest_sme2.devices.registry import remote_adb_warning
     from pytest_sme2.runners import RunRequest, parse_runner_spec

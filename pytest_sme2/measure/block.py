@@ -4,25 +4,25 @@ export (cached) -> device runs runner -> read ETDump -> latency statistics -> Bl
 from __future__ import annotations
 
 import hashlib
-import math
 import re
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
-import pandas as pd
 
 from pytest_sme2.analysis.categories import CategoryRule
-from pytest_sme2.analysis.latency import e2e_per_run
-from pytest_sme2.analysis.llm_observer import MARKER as OBSERVER_MARKER
-from pytest_sme2.analysis.observed_generation import forwards_only
+from pytest_sme2.analysis.latency import e2e_per_run, latency_stats
 from pytest_sme2.analysis.startup import load_source, memory_source, process_startup
+from pytest_sme2.analysis.generation import analyze_generation
 from pytest_sme2.analysis.summary import analyze
+from pytest_sme2.analysis.timing import (process_runs, traced_generation,
+                                         with_traced_e2e)
 from pytest_sme2.measure.comparison import Comparison, check_outputs, make_comparison
 from pytest_sme2.measure.generation import (BlockEvidence, PhaseEvidence, analyze_block,
-                                            check_tokens, generation_for,
-                                            observed_generation, phase_evidence)
+                                            check_tokens, decode_steps, generation_for,
+                                            observed_generation, phase_evidence,
+                                            with_traced_phases)
 from pytest_sme2.devices.base import Device
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.readers.etdump import read_etdump
@@ -32,15 +32,19 @@ from pytest_sme2.programs.exported import ExportedModel
 from pytest_sme2.measure.artifacts.csv import write_csvs
 from pytest_sme2.measure.artifacts.trace import write_generation_trace, write_trace
 from pytest_sme2.results import BlockResult, Generation, ProcessStartup, RunContext, Startup
+from pytest_sme2.results.latency import LatencyStats
+from pytest_sme2.results.timing import Timing
+from pytest_sme2.measure.artifacts.csv import write_timed_runs
 from pytest_sme2.analysis.runner_summary import parse_summary
-from pytest_sme2.runners.base import Runner, RunOutcome, RunRequest
+from pytest_sme2.runners.base import Runner, RunRequest
+from pytest_sme2.measure.process import (measure_process, process_sme2, sample_kernels,
+                                         startup_events, wants_sample)
 from pytest_sme2.measure.settings import MIN_BLOCKS, BenchSettings
 from pytest_sme2.stats import DEFAULT_MARGIN
 from pytest_sme2.readers.tensorfile import read_tensors
 from pytest_sme2.devices.thermal import hold
 
-__all__ = ["BenchSettings", "BenchmarkRun", "MeasuredProcess", "artifact_dir", "measure_process",
-           "run_benchmark", "run_comparison"]
+__all__ = ["BenchSettings", "BenchmarkRun", "artifact_dir", "run_benchmark", "run_comparison"]
 
 
 def artifact_dir(report_dir: Path, label: str) -> Path:
@@ -112,12 +116,16 @@ class _Block:
                                          settings.new_tokens)
         # A generation makes its own inputs (the prompt) and keeps tokens, not output tensors.
         tensors = runner.takes_tensor_files and self.generation is None
+        # Timed untraced, traced apart (same process, after them) where the runner can.
+        untraced = runner.times_untraced
         self.request = RunRequest(
             pte=pte, etdump=self.out / f"{self.stem}.etdump", threads=run.threads,
             runs=settings.runs, warmup=settings.warmup,
             inputs=self.exported.inputs if tensors else None,
             outputs=self.out / f"{self.stem}.outputs.bin" if run.save_outputs and tensors
-            else None, timeout_s=settings.timeout_s, generation=self.generation)
+            else None, timeout_s=settings.timeout_s, generation=self.generation,
+            untraced=untraced, trace_runs=settings.trace_runs if untraced else 0,
+            trace_warmup=settings.warmup if untraced else 0)
 
     def measure(self) -> None:
         """The block's runner process, held until the device is cool (--sme2-cooldown)."""
@@ -136,33 +144,53 @@ class _Block:
             # ExecuTorch's llama_main: its report, and its ETDump's last generation
             self.observed = observed_generation(self.request, self.outcome.stdout,
                                                 self.runner.info.name)
-            self.events, self.summary = self.observed.events, self.observed.summary
+            traced, self.summary = self.observed.events, self.observed.summary
         else:
-            self.events = read_etdump(self.request.etdump)
+            traced = read_etdump(self.request.etdump) if self.request.writes_etdump else None
+        # The timed runs (untraced: the runner's clock) apart from the traced ones (ETDump).
+        self.runs = process_runs(traced, self.summary, self.settings.warmup,
+                                 str(self.request.etdump))
+        self.events = self.runs.traced if self.runs.traced is not None else self.runs.timed
         self.analyse()
 
     def analyse(self) -> None:
         """The ETDump's analysis with the kernel evidence: a forward pass's (its evidence
-        process sampled when asked), or a generation's (its phase-only processes)."""
-        run, request, settings = self.run, self.request, self.settings
-        etrecord = read_etrecord(self.exported.etrecord) if self.exported.has_etrecord \
+        process sampled when asked), or a generation's (its phase-only processes). The
+        breakdown, operators and kernels are the traced runs'; the latency the timed runs'."""
+        self.etrecord = read_etrecord(self.exported.etrecord) if self.exported.has_etrecord \
             else None
-        device_sme2 = process_sme2(self.facts.sme2, self.runner.hwcap_mask)
+        self.device_sme2 = process_sme2(self.facts.sme2, self.runner.hwcap_mask)
         self.generated, self.kernel_trace = None, self.outcome.kernel_trace
         if self.generation is None:
-            self.sample, self.sample_problem = _evidence(run, self.runner, self.device,
-                                                         settings, request,
-                                                         self.outcome.wall_s)
-            self.analysis = analyze(self.events, warmup=settings.warmup,
-                                    source=str(request.etdump), etrecord=etrecord,
-                                    device_sme2=device_sme2, rules=run.rules,
-                                    kernel_trace=self.outcome.kernel_trace,
-                                    kernel_sample=self.sample)
-            if len(self.analysis.e2e_all) != request.executions:
-                raise Sme2Error(f"{request.etdump}: {len(self.analysis.e2e_all)} runs with "
-                                f"Method::execute, expected {request.executions} "
-                                f"({settings.warmup} warm-up + {settings.runs} timed)")
-            return
+            self.analyse_forward()
+        else:
+            self.analyse_generation()
+
+    def analyse_forward(self) -> None:
+        run, request, settings, runs = self.run, self.request, self.settings, self.runs
+        self.sample, self.sample_problem = _evidence(run, self.runner, self.device, settings,
+                                                     request, self.outcome.wall_s)
+        self.analysis = analyze(self.events, warmup=runs.traced_warmup,
+                                source=str(request.etdump), etrecord=self.etrecord,
+                                device_sme2=self.device_sme2, rules=run.rules,
+                                kernel_trace=self.outcome.kernel_trace,
+                                kernel_sample=self.sample)
+        traced = request.trace_warmup + request.trace_runs
+        if runs.separate and len(self.analysis.e2e_all) != traced:
+            raise Sme2Error(f"{request.etdump}: {len(self.analysis.e2e_all)} traced runs "
+                            f"with Method::execute, expected {traced} "
+                            f"({request.trace_warmup} warm-up + {request.trace_runs})")
+        self.e2e_all = e2e_per_run(runs.timed, str(request.etdump)) if runs.separate \
+            else self.analysis.e2e_all
+        if len(self.e2e_all) != request.executions:
+            raise Sme2Error(f"{request.etdump}: {len(self.e2e_all)} timed runs, expected "
+                            f"{request.executions} ({settings.warmup} warm-up + "
+                            f"{settings.runs} timed)")
+        self.timed_e2e = self.e2e_all[self.e2e_all.index >= settings.warmup]
+
+    def analyse_generation(self) -> None:
+        run, request, settings, runs = self.run, self.request, self.settings, self.runs
+        etrecord, device_sme2 = self.etrecord, self.device_sme2
         # The phase-only evidence processes: the benchmark's first block only, as sampling.
         first = run.block in (None, 0)
         phases = phase_evidence(self.runner, self.device, request, self.outcome,
@@ -173,11 +201,29 @@ class _Block:
             run.progress(f"{self.label}: {self.sample_problem}")
         # A later block of a comparison side carries its first block's decode samples, as a
         # forward pass's blocks carry their evidence process's.
-        block = analyze_block(self.events, self.summary.generation, source=str(request.etdump),
+        timed_summary = self.summary.generation
+        traced_summary = timed_summary
+        if runs.separate and timed_summary is not None:
+            traced_summary = traced_generation(timed_summary, runs.traced_warmup,
+                                               runs.timing.traced_runs)
+        block = analyze_block(self.events, traced_summary, source=str(request.etdump),
                               etrecord=etrecord, rules=run.rules, evidence=BlockEvidence(
                                   device_sme2, self.outcome.kernel_trace,
                                   None if first else run.kernel_sample, phases))
         self.analysis, self.generated = block.decode, block.generation
+        if runs.separate and timed_summary is not None:
+            # Times per phase from the untraced generations; categories and kernels from the
+            # traced ones.
+            self.generated = with_traced_phases(
+                analyze_generation(runs.timed, timed_summary, source=str(request.etdump)),
+                block.generation)
+            steps = decode_steps(runs.timed, timed_summary.generations, timed_summary.warmup,
+                                 timed_summary.prefill_executes, timed_summary.decode_executes,
+                                 str(request.etdump))
+            self.e2e_all = e2e_per_run(steps, str(request.etdump))
+        else:
+            self.e2e_all = self.analysis.e2e_all
+        self.timed_e2e = self.e2e_all
         if self.observed is not None:       # llama_main: one timed generation, its report
             self.generated.warmup = self.observed.warmup
             self.generated.runner_report = self.observed.record()
@@ -193,8 +239,10 @@ class _Block:
         run, request, etdump = self.run, self.request, str(self.request.etdump)
         summary = self.summary
         # The whole process: its first execute is the first run (a generation's prefill; a
-        # llama_main's first forward, its constant methods' executes left out).
-        events = self.observed.process_events if self.observed is not None else self.events
+        # llama_main's first forward, its constant methods' executes left out). Untraced, the
+        # timed pass's, except where the runtime times its method load only traced (Python).
+        events = self.observed.process_events if self.observed is not None else \
+            startup_events(self.runs, summary.first_pass)
         startup = Startup(
             pte_bytes=self.exported.pte.stat().st_size,
             processes=[process_startup(events, e2e_per_run(events, etdump), summary)],
@@ -220,13 +268,25 @@ class _Block:
         run, out, stem, etdump = self.run, self.out, self.stem, str(self.request.etdump)
         write_csvs(self.analysis, out, stem,
                    model_id=f"{run.model}_{run.dtype}_t{run.threads}_{stem}")
+        write_timed_runs(out / f"{stem}_timed_runs.csv", self.e2e_all, self.settings.warmup
+                         if self.generation is None else 0, self.timing().source)
         g = self.summary.generation if self.generated else None
         if g is not None:
+            if self.runs.separate:
+                g = traced_generation(g, self.runs.traced_warmup, self.runs.timing.traced_runs)
             return write_generation_trace(self.events, out / f"{stem}.trace.json", g,
                                           source=etdump)
         return write_trace(self.analysis.events, out / f"{stem}.trace.json",
                            warmup=self.analysis.warmup, source=etdump,
                            e2e=self.analysis.e2e_all)
+
+    def timed_stats(self) -> LatencyStats:
+        return latency_stats(self.timed_e2e)
+
+    def timing(self) -> Timing:
+        """How the block was timed, with the traced runs' median beside the timed one."""
+        return with_traced_e2e(self.runs.timing, self.analysis.e2e,
+                               self.timed_stats().median_ms)
 
     def result(self) -> BlockResult:
         run, request, analysis = self.run, self.request, self.analysis
@@ -242,7 +302,7 @@ class _Block:
         return BlockResult(
             nodeid=run.label, model=run.model, dtype=run.dtype, threads=run.threads,
             runner=self.runner.info, device=device, runs=runs, warmup=warmup,
-            e2e_ms=[round(float(v), 6) for v in analysis.timed_e2e], e2e=analysis.e2e,
+            e2e_ms=[round(float(v), 6) for v in self.timed_e2e], e2e=self.timed_stats(),
             etdump=str(request.etdump), pte=str(self.exported.pte),
             export_key=self.exported.key, analysis=analysis.record(),
             context=RunContext(
@@ -252,26 +312,10 @@ class _Block:
                 trace=str(trace), cooldown=self.held,
                 kernel_sample=str(self.sample) if self.sample else None,
                 sample_problem=self.sample_problem),
-            startup=startup, generation=self.generated,
+            startup=startup, generation=self.generated, timing=self.timing(),
             # A user's .pte without an .etrecord: what the report cannot show, said with it.
             extra={"etrecord_missing": meta["etrecord_missing"]}
             if meta.get("etrecord_missing") else {})
-
-
-# CPU time an evidence process aims to sample: at a 250 Hz kernel tick, ~125 samples.
-SAMPLE_CPU_S = 0.5
-MAX_SAMPLE_EXECUTIONS = 5000
-_ARM64_ABIS = ("arm64-v8a", "aarch64", "arm64")
-
-
-def wants_sample(mode: str, device: Device, runner: Runner) -> bool:
-    """Whether a benchmark gets an evidence process: ``on``, everywhere our preload library
-    runs in the runner's process; ``auto``, where SME2 can run (an Arm64 device that does not
-    report SME2 absent: sampling cannot change a verdict the hwcaps already settle)."""
-    if mode == "off" or not runner.preloads or not device.samples_kernels:
-        return False
-    facts = device.facts()
-    return mode == "on" or (facts.abi in _ARM64_ABIS and facts.sme2 is not False)
 
 
 def _label(run: BenchmarkRun, runner: Runner) -> str:
@@ -288,29 +332,12 @@ def _evidence(run: BenchmarkRun, runner: Runner, device: Device, settings: Bench
             settings.sample, device, runner):
         return run.kernel_sample, None
     try:
-        return _sample_kernels(run, runner, device, request, wall_s, csv), None
+        return sample_kernels(runner, device, request, wall_s, csv), None
     except Sme2Error as e:
         problem = f"kernel sampling failed: {e}"
         if run.progress:
             run.progress(f"{_label(run, runner)}: {problem}")
         return None, problem
-
-
-def _sample_kernels(run: BenchmarkRun, runner: Runner, device: Device, request: RunRequest,
-                    wall_s: float, csv: Path) -> Path:
-    """One evidence process (never a timed block: the timer signal perturbs what it
-    samples): as many executions as make about ``SAMPLE_CPU_S`` seconds, judged by the block
-    just measured (its wall time per execution, load included, so never too many)."""
-    per_execution = max(wall_s / max(request.executions, 1), 1e-6)
-    executions = min(MAX_SAMPLE_EXECUTIONS, max(1, math.ceil(SAMPLE_CPU_S / per_execution)))
-    one = replace(request, etdump=csv.with_name(csv.name.replace(".sampled.csv",
-                                                                ".sample.etdump")),
-                  runs=executions, warmup=0, outputs=None, kernel_sample=csv,
-                  timeout_s=max(request.timeout_s, 10 * wall_s))
-    outcome = device.run(runner, one)
-    if outcome.kernel_sample is None:
-        raise Sme2Error(f"device {device.spec} returned no kernel samples")
-    return outcome.kernel_sample
 
 
 def _say_pushed(run: BenchmarkRun, device: Device, pushed: tuple[int, int, float, int]) -> None:
@@ -326,41 +353,12 @@ def _measuring(run: BenchmarkRun) -> AbstractContextManager[None]:
 
 def _cold_load(run: BenchmarkRun, runner: Runner, device: Device, request: RunRequest,
                etdump: Path) -> ProcessStartup:
-    """One load-only process (load, one execute): a cold load time and first inference."""
-    one = replace(request, etdump=etdump, runs=1, warmup=0, outputs=None)
+    """One load-only process (load, one execute): a cold load time and first inference
+    (one traced execute after it where the runner traces apart: the Python runtime's start-up
+    figures are its traced pass's)."""
+    one = replace(request, etdump=etdump, runs=1, warmup=0, outputs=None,
+                  trace_runs=min(request.trace_runs, 1), trace_warmup=0)
     return measure_process(runner, device, one, run.measuring).startup
-
-
-@dataclass(frozen=True)
-class MeasuredProcess:
-    """One runner process read back: its outcome, its ETDump's events, Method::execute ms per
-    run (warm-up runs included) and its start-up (load, first inference, memory)."""
-
-    outcome: RunOutcome
-    events: pd.DataFrame
-    e2e_all: pd.Series
-    startup: ProcessStartup
-
-
-def measure_process(runner: Runner, device: Device, request: RunRequest,
-                    measuring: Callable[[], AbstractContextManager[None]] | None = None
-                    ) -> MeasuredProcess:
-    """Run ``request`` once on ``device`` (inside ``measuring``, see :class:`BenchmarkRun`)
-    and read its ETDump: a load-only process here, ``pytest-sme2 run`` on the command line."""
-    with measuring() if measuring else nullcontext():
-        outcome = device.run(runner, request)
-    events = read_etdump(request.etdump)
-    summary = parse_summary(outcome.stdout)
-    if request.generation is not None and summary.generation is None and \
-            OBSERVER_MARKER in outcome.stdout:     # a llama_main: its forwards only
-        events = forwards_only(events)
-    e2e_all = e2e_per_run(events, source=str(request.etdump))
-    return MeasuredProcess(outcome, events, e2e_all, process_startup(events, e2e_all, summary))
-
-
-def process_sme2(device_sme2: bool | None, hwcap_mask: str | None) -> bool | None:
-    """SME2 as the runner's process saw it: every mask hides SME2, whatever the device has."""
-    return False if hwcap_mask else device_sme2
 
 
 @dataclass(frozen=True)

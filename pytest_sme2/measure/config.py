@@ -198,7 +198,9 @@ def _bench_settings(r: _Reader) -> BenchSettings:
                                                  r.text("sme2_cooldown_timeout")[0]),
                          sample=parse_sampling(r.text("sme2_sample")[0]),
                          prompt_tokens=r.whole("sme2_prompt_tokens", 1, "1 or more"),
-                         new_tokens=r.whole("sme2_new_tokens", 1, "1 or more"))
+                         new_tokens=r.whole("sme2_new_tokens", 1, "1 or more"),
+                         trace_runs=r.whole("sme2_trace_runs", 1, "1 or more: the operator "
+                                            "breakdown comes from traced runs"))
 
 
 def _gate(r: _Reader, category_rules: tuple[Any, ...] | None) -> GatePolicy:

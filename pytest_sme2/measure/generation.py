@@ -44,7 +44,7 @@ from pytest_sme2.errors import Sme2Error
 from pytest_sme2.programs.llm_facts import LlmFacts, llm_facts
 from pytest_sme2.readers.etdump import read_etdump
 from pytest_sme2.readers.etrecord import ETRecordInfo
-from pytest_sme2.results import Generation, GenerationResult, OutputCheck
+from pytest_sme2.results import Generation, GenerationResult, OutputCheck, PhaseStats
 from pytest_sme2.runners.base import Runner, RunOutcome, RunRequest
 
 PHASES = ("prefill", "decode")
@@ -270,6 +270,16 @@ def analyze_block(events: pd.DataFrame, summary: GenerationSummary | None, *, so
                      device_sme2=evidence.device_sme2, rules=rules,
                      kernel_trace=kernel_trace, kernel_sample=kernel_sample)
     return GenerationBlock(decode, generation, kernel_trace, kernel_sample)
+
+
+def with_traced_phases(timed: GenerationResult, traced: GenerationResult) -> GenerationResult:
+    """The untraced generations' times per phase with the traced generations' categories and
+    kernel evidence (their own Other: the traced phase's time less the named categories)."""
+    def phase(t: PhaseStats, tr: PhaseStats) -> PhaseStats:
+        return replace(t, categories_ms=tr.categories_ms, kernel_evidence=tr.kernel_evidence)
+
+    return replace(timed, prefill=phase(timed.prefill, traced.prefill),
+                   decode=phase(timed.decode, traced.decode))
 
 
 def decode_steps(events: pd.DataFrame, generations: int, warmup: int, prefill_executes: int,

@@ -12,7 +12,7 @@ from pytest_sme2.gate.policy import (DEFAULT_CONFIRM_BLOCKS, DEFAULT_LOAD_THRESH
                                      DEFAULT_MEMORY_THRESHOLD_PCT, DEFAULT_PRECISION_BUDGET_S)
 from pytest_sme2.measure.matrix import DEFAULT_DTYPES, DEFAULT_MODELS, DEFAULT_THREADS
 from pytest_sme2.measure.option_values import MEASURES, SAMPLING
-from pytest_sme2.measure.settings import DEFAULT_LOADS, MIN_BLOCKS
+from pytest_sme2.measure.settings import DEFAULT_LOADS, DEFAULT_TRACE_RUNS, MIN_BLOCKS
 from pytest_sme2.programs.export import DTYPES
 
 # Lower bounds asserted on the SME2 speed-up's confidence interval. The seed kit measured, on
@@ -34,8 +34,13 @@ OPTIONS: dict[str, Option] = {
                      "(an emulated Arm64 CPU with SME2); repeatable: the device becomes an "
                      "axis of the matrix (ini: one per line)"),
     "runs": Option("sme2_runs", "30", "timed runs per benchmark (default 30; 5 on qemu)"),
-    "warmup": Option("sme2_warmup", "3", "warm-up runs per benchmark, traced and discarded "
-                     "(default 3; 1 on qemu)"),
+    "warmup": Option("sme2_warmup", "3", "warm-up runs per benchmark, discarded (default 3; 1 "
+                     "on qemu); the traced runs get as many"),
+    "sme2_trace_runs": Option("sme2_trace_runs", str(DEFAULT_TRACE_RUNS),
+                              "operator-traced runs per block, after the untraced timed ones "
+                              "and in the same process: the operator breakdown's (default "
+                              f"{DEFAULT_TRACE_RUNS}; 2 on qemu); a runner that cannot time "
+                              "without its tracer traces its timed runs instead"),
     "report_dir": Option("sme2_report_dir", "sme2-report",
                          "folder for results.json, report.md, charts, ETDumps (default "
                          "sme2-report/)"),
@@ -179,6 +184,6 @@ REPEATABLE = {"device"}   # options given several times on the command line (a l
 # An emulated CPU runs a model 100-1000x slower than the host, and its timings say nothing about
 # speed: fewer runs and blocks suffice for what it does prove (kernels, outputs). Applied only
 # where the command line did not set the option and the ini value is the default.
-EMULATED_DEFAULTS = {"runs": "5", "warmup": "1", "sme2_blocks": "2"}
+EMULATED_DEFAULTS = {"runs": "5", "warmup": "1", "sme2_blocks": "2", "sme2_trace_runs": "2"}
 
 

@@ -13,6 +13,9 @@ MIN_BLOCKS = 5                # interleaved blocks per side in a comparison
 # Cold loads per benchmark (--sme2-loads): the block's own process and load-only processes
 # (load + one execute each), so load time and first inference are medians, not one process.
 DEFAULT_LOADS = 3
+# Operator-traced runs per block (--sme2-trace-runs), beside the untraced timed ones: enough for
+# a stable mean per category (the breakdown averages them), few enough to cost little.
+DEFAULT_TRACE_RUNS = 10
 
 
 @dataclass(frozen=True)
@@ -33,3 +36,6 @@ class BenchSettings:
     # greedy decode steps, per run (--sme2-prompt-tokens, --sme2-new-tokens).
     prompt_tokens: int = 64
     new_tokens: int = 32
+    # Traced runs per block (generations for an LLM), after the untraced timed ones
+    # (RunRequest.untraced; runners that cannot time untraced trace their timed runs instead).
+    trace_runs: int = DEFAULT_TRACE_RUNS

@@ -182,7 +182,7 @@ def model_figure(model: str, us: list[Unit]) -> Figure:
     # A bare Figure renders with Agg and touches no pyplot state or backend of the caller's.
     from matplotlib.figure import Figure
 
-    bs = [b for b in bars(us) if b.side.categories_ms and b.side.e2e_mean_ms > 0]
+    bs = [b for b in bars(us) if b.side.categories_ms and b.side.breakdown_ms > 0]
     sides = [b.side for b in bs]
     cats = category_order(c for s in sides for c in s.categories_ms)
     extra = iter(EXTRA_COLOURS * 4)
@@ -192,7 +192,7 @@ def model_figure(model: str, us: list[Unit]) -> Figure:
     xs = _positions([b.case for b in bs])
     bottoms = [0.0] * len(sides)
     for c in cats:
-        shares = [100 * max(s.categories_ms.get(c, 0.0), 0.0) / s.e2e_mean_ms for s in sides]
+        shares = [100 * max(s.categories_ms.get(c, 0.0), 0.0) / s.breakdown_ms for s in sides]
         if not any(shares):
             continue
         ax.bar(xs, shares, 0.7, bottom=bottoms, label=c, color=colours[c],
@@ -203,7 +203,7 @@ def model_figure(model: str, us: list[Unit]) -> Figure:
                         va="center", fontsize=7, color="white" if c != OTHER else "black")
         bottoms = [b + h for b, h in zip(bottoms, shares)]
     for i, s in enumerate(sides):
-        ax.text(xs[i], max(bottoms[i], 100.0) + 1.0, f"{_ms(s.e2e_mean_ms)} ms", ha="center",
+        ax.text(xs[i], max(bottoms[i], 100.0) + 1.0, f"{_ms(s.breakdown_ms)} ms", ha="center",
                 va="bottom", fontsize=7)
     ax.set_xticks(xs, [b.case + "\n" + b.side.runner + (f"\n({b.role})" if b.role else "")
                              for b in bs], fontsize=7)

@@ -68,8 +68,27 @@ class Side:
 
     @property
     def e2e_mean_ms(self) -> float:
-        """Mean E2E ms per run (mean of the block means): what the categories add up to."""
+        """Mean E2E ms per timed run (mean of the block means)."""
         return self.latency.mean_ms if self.latency else 0.0
+
+    @property
+    def breakdown_ms(self) -> float:
+        """What the categories and operator shares add up to: the mean of the blocks' traced
+        runs' E2E where the latency was timed apart from them, else the timed mean."""
+        found = [b.breakdown_e2e_ms for b in self.blocks]
+        return sum(found) / len(found) if found else 0.0
+
+    @property
+    def tracing(self) -> str | None:
+        """report.md's line on what operator tracing added (the first block's record, the
+        overhead as the median over blocks), None where nothing says."""
+        timings = [b.timing for b in self.blocks if b.timing is not None]
+        if not timings:
+            return None
+        found = sorted(t.overhead_pct for t in timings if t.overhead_pct is not None)
+        if not found:
+            return timings[0].breakdown_line()
+        return replace(timings[0], overhead_pct=found[len(found) // 2]).breakdown_line()
 
     @property
     def verdict(self) -> str | None:
@@ -79,7 +98,7 @@ class Side:
     def share(self, category: str) -> float:
         """Percent of E2E spent in ``category``."""
         ms = self.categories_ms.get(category, 0.0)
-        return 100.0 * ms / self.e2e_mean_ms if self.e2e_mean_ms > 0 else 0.0
+        return 100.0 * ms / self.breakdown_ms if self.breakdown_ms > 0 else 0.0
 
     def thermal(self) -> tuple[float, float] | None:
         """Hottest zone before the first block and after the last (degrees C), if recorded."""

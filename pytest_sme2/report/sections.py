@@ -214,10 +214,12 @@ def model_rows(us: list[Unit], paths: dict[int, str], charts: dict[str, str]) ->
         cats = category_order(c for _, _, s in sides for c in s.categories_ms)
         present = [c for c in cats if any(abs(s.categories_ms.get(c, 0.0)) > 0
                                           for _, _, s in sides)]
-        rows = [{"link": _link(u, paths), "runner": _runner_cell(u, i), "e2e": s.e2e_mean_ms,
+        rows = [{"link": _link(u, paths), "runner": _runner_cell(u, i), "e2e": s.breakdown_ms,
                  "shares": [s.share(c) for c in present]} for u, i, s in sides]
+        tracing = [{"link": _link(u, paths), "runner": _runner_cell(u, i), "line": s.tracing}
+                   for u, i, s in sides if s.tracing]
         out.append({"model": model, "chart": charts.get(MODEL_CHART + model),
-                    "columns": present, "rows": rows,
+                    "columns": present, "rows": rows, "tracing": tracing,
                     "absent": [c for c in cats if c not in present]})
     return out
 
@@ -278,7 +280,7 @@ def where_time_goes(us: list[Unit]) -> list[str]:
         tops: dict[str, list[float]] = {}
         for u in mu:
             for s in u.sides:
-                if s.categories_ms and s.e2e_mean_ms > 0:
+                if s.categories_ms and s.breakdown_ms > 0:
                     top = max(category_order(s.categories_ms), key=s.share)
                     tops.setdefault(top, []).append(s.share(top))
         if not tops:

@@ -36,7 +36,8 @@ def benchmark_line(r: BlockResult, device: bool = False) -> str:
             f"{units.ms(e.median_ms)} ms, p90 {units.ms(e.p90_ms)} ms, "
             f"CV {units.percent(e.cv_pct)}%, "
             f"n={e.n} (+{r.warmup} warm-up discarded){sme2}"
-            + _instructions(r) + _startup(r.startup) + (EMULATED if r.emulated else ""))
+            + _timing(r) + _instructions(r) + _startup(r.startup)
+            + (EMULATED if r.emulated else ""))
 
 
 def _tok_s(v: float | None) -> str:
@@ -64,7 +65,20 @@ def generation_line(r: BlockResult, device: bool = False) -> str:
             f"(per token median {_ms(dec.token_median_ms)} ms, p90 {_ms(dec.token_p90_ms)} ms), "
             f"TTFT {_ms(g.ttft_ms)} ms, n={pre.generations} generations "
             f"(+{r.warmup} warm-up discarded){sme2}"
-            + _instructions(r) + _startup(r.startup) + (EMULATED if r.emulated else ""))
+            + _timing(r) + _instructions(r) + _startup(r.startup)
+            + (EMULATED if r.emulated else ""))
+
+
+def _timing(r: BlockResult) -> str:
+    """`` | operator tracing adds +52% here ...`` where tracing cost more than
+    LOUD_OVERHEAD_PCT, or where the latency could only be timed through the tracer."""
+    t = r.timing
+    if t is None:
+        return ""
+    if not t.untraced:
+        return f" | timed through the operator tracer ({r.runner_name} cannot run without it)"
+    note = t.terminal_note()
+    return f" | {note}" if note else ""
 
 
 def _sig(v: float | None) -> str:

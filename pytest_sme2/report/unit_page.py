@@ -67,7 +67,7 @@ def _category_table(u: Unit) -> dict[str, Any]:
     rows = [{"category": c, "values": [(s.categories_ms.get(c, 0.0), s.share(c))
                                        for s in u.sides]} for c in present]
     return {"rows": rows, "absent": [c for c in cats if c not in present],
-            "totals": [s.e2e_mean_ms for s in u.sides]}
+            "totals": [s.breakdown_ms for s in u.sides]}
 
 
 def _acceleration(u: Unit) -> dict[str, Any] | None:
@@ -138,11 +138,11 @@ def _portable(u: Unit) -> dict[str, Any] | None:
     for s in u.sides:
         deleg = sum(o.mean_ms_per_run for o in s.operators if o.delegated)
         port = sum(o.mean_ms_per_run for o in s.operators if not o.delegated)
-        rest = s.e2e_mean_ms - deleg - port
+        rest = s.breakdown_ms - deleg - port
         n_port = sum(1 for o in s.operators if not o.delegated)
 
         def share_of_e2e(ms, s=s):
-            return 100 * ms / s.e2e_mean_ms if s.e2e_mean_ms > 0 else None
+            return 100 * ms / s.breakdown_ms if s.breakdown_ms > 0 else None
         summary.append({"runner": s.runner, "deleg": deleg, "deleg_pct": share_of_e2e(deleg),
                         "port": port, "port_pct": share_of_e2e(port), "rest": rest,
                         "rest_pct": share_of_e2e(rest),

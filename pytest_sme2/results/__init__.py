@@ -33,6 +33,7 @@ from pytest_sme2.results.records import (KernelEvidence, LoggedKernel, OperatorS
 from pytest_sme2.results.runner import RunnerInfo
 from pytest_sme2.results.session import SessionInfo
 from pytest_sme2.results.startup import ProcessStartup, Startup
+from pytest_sme2.results.timing import Timing
 
 __all__ = ["RESULTS_SCHEMA", "BlockResult", "ComparisonRecord",
            "DeviceFacts", "Generation", "GenerationResult", "InstructionCount", "Judgement",
@@ -40,6 +41,6 @@ __all__ = ["RESULTS_SCHEMA", "BlockResult", "ComparisonRecord",
            "PooledLatency", "ProcessStartup", "ResultAnalysis",
            "ResultsDoc", "ResultsWriter", "RunContext", "RunnerInfo", "SampledKernel",
            "SessionInfo",
-           "Startup", "TracedKernel", "atomic_write_text", "device_label",
+           "Startup", "Timing", "TracedKernel", "atomic_write_text", "device_label",
            "load_results", "mean_per_block", "pool", "pool_categories", "pool_startup",
            "results_document", "write_results"]

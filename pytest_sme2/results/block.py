@@ -22,6 +22,7 @@ from pytest_sme2.results.records import (KernelEvidence, OperatorStats, ResultAn
                                          RunContext, known_fields)
 from pytest_sme2.results.runner import RunnerInfo
 from pytest_sme2.results.startup import Startup
+from pytest_sme2.results.timing import Timing
 
 # -- one block -------------------------------------------------------------------------------
 
@@ -41,6 +42,9 @@ _STARTUP = ("startup", "baseline_startup")
 # An LLM measured as a generation (GenerationResult.to_json()): per-phase figures, and the
 # gate's verdicts on prefill time and time to first token; absent for a model's forward pass.
 _GENERATION = ("generation", "baseline_phases")
+# How the latency was timed (untraced or through the operator tracer) and what tracing costs
+# (Timing.to_dict()); absent from documents written before it.
+_TIMING = ("timing",)
 
 
 def device_label(device: DeviceFacts | Mapping[str, Any]) -> str:
@@ -90,6 +94,8 @@ class BlockResult:
     # prefill and time to first token are here, judged as {"prefill": ..., "ttft": ...}.
     generation: GenerationResult | None = None
     phase_judgements: dict[str, Judgement] | None = None
+    # How ``e2e_ms`` was timed, and the traced runs' E2E beside it (the breakdown's own).
+    timing: Timing | None = None
     extra: dict[str, Any] = field(default_factory=dict)     # keys this version does not know
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -132,8 +138,17 @@ class BlockResult:
 
     @property
     def categories_ms(self) -> dict[str, float]:
-        """Mean ms per timed run by operator category (sums to ``e2e.mean_ms``)."""
+        """Mean ms per traced run by operator category (sums to ``breakdown_e2e_ms``)."""
         return self.analysis.categories_ms
+
+    @property
+    def breakdown_e2e_ms(self) -> float:
+        """The E2E the categories add up to: the traced runs' mean where the latency was
+        timed apart from them, else the timed runs' own mean."""
+        t = self.timing
+        if t is not None and t.untraced and t.traced_mean_ms is not None:
+            return t.traced_mean_ms
+        return self.e2e.mean_ms
 
     @property
     def operators(self) -> list[OperatorStats]:
@@ -153,7 +168,8 @@ class BlockResult:
             ("startup", self.startup.to_json() if self.startup else None),
             ("baseline_startup", _dicts(self.startup_judgements)),
             ("generation", self.generation.to_json() if self.generation else None),
-            ("baseline_phases", _dicts(self.phase_judgements))) if v is not None}
+            ("baseline_phases", _dicts(self.phase_judgements)),
+            ("timing", self.timing.to_dict() if self.timing else None)) if v is not None}
         return {
             "nodeid": self.nodeid, "model": self.model, "dtype": self.dtype,
             "threads": self.threads, "runner": self.runner_name,
@@ -168,7 +184,7 @@ class BlockResult:
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "BlockResult":
         known = set(_CORE + _ANALYSIS + _CONTEXT + _GATE + _INSTRUCTIONS + _STARTUP
-                    + _GENERATION)
+                    + _GENERATION + _TIMING)
         generation = d.get("generation")
         info = d.get("runner_info")
         instructions = d.get("instructions")
@@ -188,6 +204,7 @@ class BlockResult:
                    startup_judgements=judgements(d.get("baseline_startup")),
                    generation=GenerationResult.from_json(generation) if generation else None,
                    phase_judgements=judgements(d.get("baseline_phases")),
+                   timing=Timing.from_dict(d["timing"]) if d.get("timing") else None,
                    extra={k: v for k, v in d.items() if k not in known})
 
 
@@ -198,7 +215,8 @@ def _record(cls: Any) -> Any:
 _RECORDS = {"runner": _record(RunnerInfo), "device": _record(DeviceFacts),
             "instructions": _record(InstructionCount), "judgement": judgement,
             "category_judgements": judgements, "instructions_judgement": judgement,
-            "startup_judgements": judgements, "phase_judgements": judgements}
+            "startup_judgements": judgements, "phase_judgements": judgements,
+            "timing": _record(Timing)}
 
 
 def _dicts(judged: dict[str, Judgement] | None) -> dict[str, dict[str, Any]] | None:

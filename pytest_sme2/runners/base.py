@@ -35,6 +35,20 @@ class RunRequest:
     # An LLM generation per run (pytest_sme2.results.generation): ``warmup`` and ``runs`` then
     # count generations, each of several executes. None: one execute per run on fixed inputs.
     generation: Generation | None = None
+    # Timing apart from tracing (runners whose ``times_untraced`` is true): the warm-up and
+    # timed runs execute with no event tracer, each Method::execute timed by the runner's own
+    # clock (its summary's ``execute_ms``); then ``trace_warmup`` + ``trace_runs`` runs of the
+    # same program, traced, fill the ETDump for the operator breakdown (none: no ETDump, where
+    # the runner can leave it out). False: every run is traced and timed through the tracer.
+    untraced: bool = False
+    trace_runs: int = 0
+    trace_warmup: int = 0
+
+    @property
+    def writes_etdump(self) -> bool:
+        """Whether the runner must leave an ETDump at ``etdump`` (the Python runtime writes
+        one whenever it traced anything: see its child)."""
+        return not self.untraced or self.trace_runs > 0
 
     @property
     def executions(self) -> int:
@@ -54,7 +68,9 @@ class RunRequest:
             raise RunnerError(f"no phase {phase!r}; phases are prefill and decode")
         g = (self.generation.prefill_only() if phase == "prefill"
              else self.generation.decode_only())
-        return dataclasses.replace(self, generation=g, runs=1, warmup=0)
+        # Its kernels are what it is for: no traced runs beside them.
+        return dataclasses.replace(self, generation=g, runs=1, warmup=0, trace_runs=0,
+                                   trace_warmup=0)
 
 
 @dataclass(frozen=True)
@@ -84,6 +100,9 @@ class Runner(Protocol):
     # Whether its process can take our preload library (a native program: our runner or an
     # executor_runner), which masks hwcaps and samples kernels; the Python runtime cannot.
     preloads: bool
+    # Whether it can time its runs without an event tracer and trace others in the same process
+    # (RunRequest.untraced): ours can; a user's executor_runner or llama_main cannot be told.
+    times_untraced: bool
 
     def command(self, request: RunRequest) -> list[str]:
         """The argv that runs ``request`` and writes ``request.etdump``. A remote device calls
@@ -120,6 +139,7 @@ class RunnerBase:
     hwcap_mask: str | None = None
     takes_tensor_files: bool = True
     preloads: bool = False
+    times_untraced: bool = False
 
     def data_files(self) -> list[Path]:
         return []
@@ -135,6 +155,7 @@ class RunnerBase:
 
 
 _RUNNER_DEFAULTS = {"hwcap_mask": None, "takes_tensor_files": True, "preloads": False,
+                    "times_untraced": False,
                     "check_host": lambda: None, "check_device": lambda abi: None,
                     "close": lambda: None, "data_files": lambda: []}
 

@@ -26,6 +26,7 @@ class PythonRunner(RunnerBase):
                              "executorch": package_version("executorch")}))
     python: str = sys.executable
     hwcap_mask: str | None = None
+    times_untraced: bool = True     # see runners.base.Runner
     fork: bool = True               # False: a fresh interpreter per run, as before the server
     progress: Callable[[str], None] | None = field(default=None, compare=False, repr=False)
     server: ForkServer = field(default_factory=shared_server, compare=False, repr=False)
@@ -38,6 +39,9 @@ class PythonRunner(RunnerBase):
         argv = ["--pte", str(request.pte), "--etdump", str(request.etdump),
                 "--threads", str(request.threads), "--runs", str(request.runs),
                 "--warmup", str(request.warmup)]
+        if request.untraced:
+            argv += ["--trace-runs", str(request.trace_runs),
+                     "--trace-warmup", str(request.trace_warmup)]
         if request.generation is not None:  # tokens come from the loop, not a tensor file
             return argv + ["--generate", request.generation.arg]
         if request.inputs:

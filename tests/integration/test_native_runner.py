@@ -77,6 +77,37 @@ def test_native_run_is_traced_with_warmup_and_matches_python(tmp_path, runner, t
     assert np.allclose(native_out, python_out, rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.parametrize("which", ["native", "python"])
+def test_untraced_timed_runs_then_traced_ones_in_one_process(tmp_path, runner, toy_export,
+                                                             which):
+    """The timed runs carry no tracer (their times are the runner's clock), the ETDump holds
+    only the traced runs after them, and the start-up and outputs are still there."""
+    from pytest_sme2.analysis.runner_summary import parse_summary
+    from pytest_sme2.analysis.timing import process_runs
+
+    host = HostDevice()
+    chosen = runner if which == "native" else PythonRunner()
+    req = _request(tmp_path, toy_export, which, threads=1, runs=6, warmup=2, untraced=True,
+                   trace_runs=3, trace_warmup=1)
+    out = host.run(chosen, req)
+    summary = parse_summary(out.stdout)
+    assert summary.timing == "untraced" and len(summary.execute_ms) == 8
+    assert summary.traced is not None and summary.traced.executions == 4
+    assert summary.clock_overhead_ns is not None and 0 < summary.clock_overhead_ns < 10_000
+    assert summary.nonfinite_outputs == 0
+    events = read_etdump(out.etdump)
+    assert len(e2e_per_run(events)) == 4                 # the traced pass alone
+    runs = process_runs(events, summary, warmup=2, source=str(out.etdump))
+    assert len(e2e_per_run(runs.timed)) == 8 and runs.timing.mode == "untraced"
+    assert read_tensors(req.outputs)[0].size > 0
+    # Nothing traced: no ETDump at all where the runner can leave it out (ours, native).
+    if which == "native":
+        bare = _request(tmp_path, toy_export, "bare", runs=2, warmup=0, untraced=True)
+        out = host.run(runner, bare)
+        assert not bare.etdump.exists()
+        assert len(parse_summary(out.stdout).execute_ms) == 2
+
+
 def test_missing_model_is_one_line_and_nonzero(tmp_path, runner, build):
     missing = tmp_path / "nope.pte"
     proc = subprocess.run([str(build[0]), "--model_path", str(missing), "--etdump_path",

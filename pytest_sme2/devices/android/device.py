@@ -362,9 +362,10 @@ class AndroidDevice(DeviceBase):
                       stdout: str) -> None:
         from pytest_sme2.runners.binary import missing_etdump
 
-        self.adb.pull(self._inside(device.etdump.as_posix()), request.etdump, required=(
-            f"runner {name!r} on {request.pte.name} succeeded but wrote no ETDump at "
-            f"{device.etdump} on device {self.serial} ({missing_etdump(stdout)})"))
+        if request.writes_etdump:   # none when it traced no run (timed untraced only)
+            self.adb.pull(self._inside(device.etdump.as_posix()), request.etdump, required=(
+                f"runner {name!r} on {request.pte.name} succeeded but wrote no ETDump at "
+                f"{device.etdump} on device {self.serial} ({missing_etdump(stdout)})"))
         if request.outputs and device.outputs:
             remote = self._inside(device.outputs.as_posix())
             self.adb.pull(remote, request.outputs, required=(

@@ -73,6 +73,18 @@ def write_csvs(analysis: Analysis, out_dir: Path, stem: str,
     return paths
 
 
+def write_timed_runs(path: Path, e2e_all: pd.Series, warmup: int, source: str) -> Path:
+    """One row per timed run (warm-up ones first, flagged): its latency as the report took it
+    (``source`` says which runs and which clock), beside the event timelines, which are the
+    traced runs'."""
+    runs = e2e_all.index.to_numpy()
+    frame = pd.DataFrame({"run_index": np.arange(len(runs)), "e2e_ms": e2e_all.to_numpy(),
+                          "warmup": np.arange(len(runs)) < warmup, "source": source})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(csv_text(frame), encoding="utf-8", newline="")
+    return path
+
+
 def base_type(name: str) -> str:
     """The kit's ``type``: the event name without surrounding quotes and without XNNPACK's
     per-delegate ``#n`` instance suffix (``Convolution (NHWC, F32) IGEMM #3`` -> ``Convolution

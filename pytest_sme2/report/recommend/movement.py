@@ -40,7 +40,7 @@ class _Movement:
     def figure(self) -> str:
         moved = self.side.categories_ms.get(DATA_MOVEMENT, 0)
         return (f"Data Movement {units.share(self.share)} of E2E ({units.ms(moved)} of "
-                f"{units.ms(self.side.e2e_mean_ms)} ms)")
+                f"{units.ms(self.side.breakdown_ms)} ms)")
 
 
 def _movement(unit: Unit, side: Side) -> _Movement:

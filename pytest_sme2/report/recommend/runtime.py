@@ -20,8 +20,8 @@ def find_overhead(us: list[Unit]) -> list[Recommendation]:
             for side in focus_sides(unit):
                 o = side.overheads_ms
                 total = sum(v for v in o.values() if finite(v))
-                if side.e2e_mean_ms > 0 and 100 * total / side.e2e_mean_ms >= OVERHEAD_PCT:
-                    found.append((100 * total / side.e2e_mean_ms, total, unit, side))
+                if side.breakdown_ms > 0 and 100 * total / side.breakdown_ms >= OVERHEAD_PCT:
+                    found.append((100 * total / side.breakdown_ms, total, unit, side))
         if found:
             out.append(_overhead_recommendation(found))
     return out
@@ -31,12 +31,12 @@ def _overhead_recommendation(found: list[tuple[float, float, Unit, Side]]) -> Re
     def fig(pct, total, unit, side):
         o = side.overheads_ms
         return (f"overhead {units.ms(total)} ms = {units.share(pct)} of "
-                f"{units.ms(side.e2e_mean_ms)} ms E2E "
+                f"{units.ms(side.breakdown_ms)} ms E2E "
                 f"(delegate {units.ms(o.get('delegate_ms', 0))}, operator calls "
                 f"{units.ms(o.get('operator_call_ms', 0))}, "
                 f"runtime {units.ms(o.get('runtime_ms', 0))})")
 
-    fastest = min(side.e2e_mean_ms for _, _, _, side in found)
+    fastest = min(side.breakdown_ms for _, _, _, side in found)
     small = (f"; at {units.ms(fastest)} ms per inference it also bounds any speed-up"
              if fastest < SMALL_MODEL_MS else "")
     advice = ("every delegate and portable operator call costs a fixed time, so fewer "

@@ -7,6 +7,16 @@
 // warmup + num_executions Execute blocks and the analysis drops the first `warmup`, exactly as for
 // the Python runner.
 //
+// --trace_executions T (with --trace_warmup TW) separates timing from tracing: the warm-up and
+// timed executions then run on a Module without any event tracer, each Method::execute timed by
+// this runner's own clock (the summary's "execute_ms", one value per execute in order, warm-up
+// included), so no per-operator recording is inside the figure; then, when T > 0, a second
+// Module over the same program, with the ETDump tracer, runs TW + T executions (generations with
+// --generate) for the operator breakdown, and only those are in the ETDump. T = 0 writes no ETDump.
+// Start-up figures (load, first execute, memory) are the untraced Module's: the peak is read
+// before the traced Module loads. The summary's "clock_overhead_ns" is what one timing (two clock
+// reads) costs here, measured in this process.
+//
 // Errors: one line on stderr naming the file and the problem, exit status 1. The runtime's own
 // ET_LOG lines may precede it; ours is always the last line.
 //
@@ -33,6 +43,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -101,12 +112,17 @@ struct Options {
   bool generate = false;
   int64_t prompt_tokens = 0;  // P
   int64_t new_tokens = 0;     // D
+  int64_t trace_executions = -1; // -1: the timed executions are traced (upstream's way)
+  uint32_t trace_warmup = 0;
+
+  bool untraced() const { return trace_executions >= 0; }
 };
 
 const char* kUsage =
     "usage: sme2_runner --model_path M.pte [--etdump_path OUT.etdump] [--num_executions N]\n"
     "                   [--warmup W] [--cpu_threads T] [--input_file IN] [--output_file OUT]\n"
-    "                   [--generate PROMPT_TOKENS,NEW_TOKENS]\n";
+    "                   [--generate PROMPT_TOKENS,NEW_TOKENS]\n"
+    "                   [--trace_executions T [--trace_warmup TW]]\n";
 
 long long parse_int(const std::string& flag, const std::string& text, long long lo, long long hi) {
   errno = 0;
@@ -157,6 +173,10 @@ Options parse_flags(int argc, char** argv) {
       o.input_file = value;
     } else if (name == "output_file") {
       o.output_file = value;
+    } else if (name == "trace_executions") {
+      o.trace_executions = parse_int(name, value, 0, UINT32_MAX);
+    } else if (name == "trace_warmup") {
+      o.trace_warmup = static_cast<uint32_t>(parse_int(name, value, 0, UINT32_MAX));
     } else if (name == "generate") {
       const size_t comma = value.find(',');
       if (comma == std::string::npos) {
@@ -520,8 +540,9 @@ std::string json_ints(const std::vector<int64_t>& v) {
   return s + "]";
 }
 
-// Greedy sampling: the index of the largest logit of the last position.
-int64_t argmax_last(const Tensor& logits, const std::string& model_path) {
+// Greedy sampling: the index of the largest logit of the last position. ``finite`` is cleared
+// when that row holds a NaN or an infinity (read in the same pass: it costs the sampling nothing).
+int64_t argmax_last(const Tensor& logits, const std::string& model_path, bool& finite) {
   if (logits.scalar_type() != ScalarType::Float) {
     throw Failure(model_path + ": forward's logits are ExecuTorch scalar type " +
                   std::to_string(static_cast<int>(logits.scalar_type())) +
@@ -530,12 +551,57 @@ int64_t argmax_last(const Tensor& logits, const std::string& model_path) {
   const int64_t vocab = logits.size(logits.dim() - 1);
   const float* row = logits.const_data_ptr<float>() + (logits.numel() - vocab);
   int64_t best = 0;
+  bool ok = std::isfinite(row[0]);
   for (int64_t k = 1; k < vocab; ++k) {
+    ok = ok && std::isfinite(row[k]);
     if (row[k] > row[best]) {
       best = k;
     }
   }
+  finite = ok;
   return best;
+}
+
+// Non-finite elements (NaN, +-inf) of the floating-point tensors among ``outputs``.
+uint64_t nonfinite_elements(const std::vector<EValue>& outputs) {
+  uint64_t n = 0;
+  for (const EValue& v : outputs) {
+    if (!v.isTensor()) {
+      continue;
+    }
+    const Tensor& t = v.toTensor();
+    if (t.scalar_type() == ScalarType::Float) {
+      const float* p = t.const_data_ptr<float>();
+      for (ssize_t i = 0; i < t.numel(); ++i) {
+        n += std::isfinite(p[i]) ? 0 : 1;
+      }
+    } else if (t.scalar_type() == ScalarType::Double) {
+      const double* p = t.const_data_ptr<double>();
+      for (ssize_t i = 0; i < t.numel(); ++i) {
+        n += std::isfinite(p[i]) ? 0 : 1;
+      }
+    } else if (t.scalar_type() == ScalarType::Half) {
+      // IEEE half: exponent bits all ones is an infinity or a NaN.
+      const auto* p = static_cast<const uint16_t*>(t.const_data_ptr());
+      for (ssize_t i = 0; i < t.numel(); ++i) {
+        n += (p[i] & 0x7C00) == 0x7C00 ? 1 : 0;
+      }
+    }
+  }
+  return n;
+}
+
+// What one timing costs: the median of back-to-back steady_clock reads, in ns (two reads make
+// one timing). Measured once per process, on the device itself.
+double clock_overhead_ns() {
+  std::vector<double> ns(2001);
+  for (double& v : ns) {
+    const auto a = std::chrono::steady_clock::now();
+    const auto b = std::chrono::steady_clock::now();
+    v = std::chrono::duration<double, std::nano>(b - a).count();
+  }
+  std::nth_element(ns.begin(), ns.begin() + ns.size() / 2, ns.end());
+  return ns[ns.size() / 2];
 }
 
 struct GenerationPlan {
@@ -627,6 +693,8 @@ GenerationPlan plan_generation(Module& module, const std::string& method, const 
 struct GenerationRun {
   std::vector<int64_t> tokens;   // sampled: the first from the prefill, then one per decode step
   double prefill_ms = 0, first_sampling_ms = 0, sampling_ms = 0, decode_ms = 0, total_ms = 0;
+  std::vector<double> execute_ms; // each Method::execute by this runner's clock, in order
+  uint32_t nonfinite_steps = 0;   // sampled steps whose logits held a NaN or an infinity
 };
 
 // One generation: P prompt tokens, then D greedy steps. All inputs live on this stack frame's
@@ -640,12 +708,18 @@ GenerationRun generate_once(Module& module, const std::string& method, const Opt
   int64_t pos = 0;
   std::vector<int64_t> pos_buf(1, 0);
   std::vector<int64_t> token_buf(1, 0);
+  g.execute_ms.reserve(static_cast<size_t>(plan.prefill_executes + o.new_tokens));
   auto step = [&](const int64_t* ids, int64_t n) -> EValue {
     pos_buf[0] = pos;
     auto tokens = make_tensor_ptr({1, static_cast<executorch::aten::SizesType>(n)},
                                   const_cast<int64_t*>(ids), ScalarType::Long);
     auto input_pos = make_tensor_ptr({1}, pos_buf.data(), ScalarType::Long);
-    auto result = module.execute(method, {EValue(*tokens), EValue(*input_pos)});
+    // Inputs are set outside the timed span, as the traced Method::execute event leaves them.
+    Error set = module.set_inputs(method, {EValue(*tokens), EValue(*input_pos)});
+    const auto e0 = std::chrono::steady_clock::now();
+    auto result = set == Error::Ok ? module.execute(method)
+                                   : executorch::runtime::Result<std::vector<EValue>>(set);
+    g.execute_ms.push_back(ms_since(e0));
     if (!result.ok()) {
       throw Failure(o.model_path + ": generation " + std::to_string(index + 1) + " of " +
                     std::to_string(total) + " failed at position " + std::to_string(pos) +
@@ -668,36 +742,51 @@ GenerationRun generate_once(Module& module, const std::string& method, const Opt
   }
   g.prefill_ms = ms_since(t0);
   auto s0 = std::chrono::steady_clock::now();
-  g.tokens.push_back(argmax_last(logits.toTensor(), o.model_path));
+  bool finite = true;
+  g.tokens.push_back(argmax_last(logits.toTensor(), o.model_path, finite));
   g.first_sampling_ms = ms_since(s0);
+  g.nonfinite_steps += finite ? 0 : 1;
   g.sampling_ms = g.first_sampling_ms;
   const auto d0 = std::chrono::steady_clock::now();
   for (int64_t k = 0; k < o.new_tokens; ++k) {
     token_buf[0] = g.tokens.back();
     logits = step(token_buf.data(), 1);
     s0 = std::chrono::steady_clock::now();
-    g.tokens.push_back(argmax_last(logits.toTensor(), o.model_path));
+    g.tokens.push_back(argmax_last(logits.toTensor(), o.model_path, finite));
     g.sampling_ms += ms_since(s0);
+    g.nonfinite_steps += finite ? 0 : 1;
   }
   g.decode_ms = ms_since(d0);
   g.total_ms = ms_since(t0);
   return g;
 }
 
-// Runs W + N generations; returns the summary's "generation" object. Every generation's
-// tokens must equal the first's: the same prompt from position 0 gives the same tokens unless
-// state leaks between generations (a KV cache the program does not reset or mask).
-std::string run_generations(Module& module, const std::string& method, const Options& o,
-                            uint32_t& executions) {
+// What one pass of executions recorded: per-execute times by this runner's clock (when it
+// timed them), the executes run, and, with --generate, the summary's "generation" object.
+struct Pass {
+  std::vector<double> execute_ms;
+  uint32_t executions = 0;
+  std::string generation;
+  uint64_t nonfinite = 0; // forward: non-finite output elements; generate: non-finite steps
+};
+
+// Runs W + N generations (``warmup`` + ``runs``). Every generation's tokens must equal the
+// first's: the same prompt from position 0 gives the same tokens unless state leaks between
+// generations (a KV cache the program does not reset or mask). ``label`` names the pass in the
+// per-generation lines ("Generation", or "Traced generation").
+Pass run_generations(Module& module, const std::string& method, const Options& o,
+                     uint32_t warmup, uint32_t runs, const std::string& label) {
   const GenerationPlan plan = plan_generation(module, method, o);
   const std::vector<int64_t> prompt = prompt_ids(o.prompt_tokens, plan.vocab);
-  const uint32_t total = o.warmup + o.num_executions;
+  const uint32_t total = warmup + runs;
   std::vector<double> prefill, first_sampling, sampling, decode, whole;
   std::vector<int64_t> first_tokens;
+  Pass pass;
   for (uint32_t i = 0; i < total; ++i) {
     GenerationRun g = generate_once(module, method, o, plan, prompt, i, total);
     if (i == 0) {
       first_tokens = g.tokens;
+      pass.nonfinite = g.nonfinite_steps; // the first generation's steps: checked once
     } else if (g.tokens != first_tokens) {
       size_t k = 0;
       while (k < g.tokens.size() && g.tokens[k] == first_tokens[k]) {
@@ -710,20 +799,21 @@ std::string run_generations(Module& module, const std::string& method, const Opt
                     "cache between generations, so its timings would not measure one " +
                     "generation; nothing was measured");
     }
-    std::printf("%s %u of %u: prefill %f ms, decode %f ms\n",
-                i < o.warmup ? "Warm-up generation" : "Generation",
-                i < o.warmup ? i + 1 : i - o.warmup + 1,
-                i < o.warmup ? o.warmup : o.num_executions, g.prefill_ms, g.decode_ms);
+    std::printf("%s%s %u of %u: prefill %f ms, decode %f ms\n",
+                i < warmup ? "Warm-up " : "", i < warmup ? "generation" : label.c_str(),
+                i < warmup ? i + 1 : i - warmup + 1, i < warmup ? warmup : runs, g.prefill_ms,
+                g.decode_ms);
     prefill.push_back(g.prefill_ms);
     first_sampling.push_back(g.first_sampling_ms);
     sampling.push_back(g.sampling_ms);
     decode.push_back(g.decode_ms);
     whole.push_back(g.total_ms);
-    executions += static_cast<uint32_t>(plan.prefill_executes + o.new_tokens);
+    pass.execute_ms.insert(pass.execute_ms.end(), g.execute_ms.begin(), g.execute_ms.end());
+    pass.executions += static_cast<uint32_t>(plan.prefill_executes + o.new_tokens);
   }
   std::ostringstream js;
   js << "{\"prompt_tokens\": " << o.prompt_tokens << ", \"new_tokens\": " << o.new_tokens
-     << ", \"warmup\": " << o.warmup << ", \"generations\": " << total
+     << ", \"warmup\": " << warmup << ", \"generations\": " << total
      << ", \"prefill_executes\": " << plan.prefill_executes
      << ", \"decode_executes\": " << o.new_tokens
      << ", \"dynamic_shape\": " << (plan.dynamic ? "true" : "false")
@@ -731,11 +821,102 @@ std::string run_generations(Module& module, const std::string& method, const Opt
      << ", \"max_seq_len\": " << plan.max_seq_len
      << ", \"max_context_len\": " << plan.max_context_len << ", \"vocab_size\": " << plan.vocab
      << ", \"prompt\": " << json_ints(prompt) << ", \"tokens\": " << json_ints(first_tokens)
+     << ", \"nonfinite_steps\": " << pass.nonfinite
      << ", \"prefill_ms\": " << json_list(prefill)
      << ", \"first_sampling_ms\": " << json_list(first_sampling)
      << ", \"sampling_ms\": " << json_list(sampling) << ", \"decode_ms\": " << json_list(decode)
      << ", \"generation_ms\": " << json_list(whole) << "}";
-  return js.str();
+  pass.generation = js.str();
+  return pass;
+}
+
+// W + N executions of fixed inputs; the last one's outputs go to ``outputs`` when it is given.
+Pass run_forwards(Module& module, const std::string& method, const std::vector<Input>& inputs,
+                  const Options& o, uint32_t warmup, uint32_t runs, const std::string& label,
+                  std::vector<EValue>* outputs) {
+  const uint32_t total = warmup + runs;
+  Pass pass;
+  pass.execute_ms.reserve(total);
+  double timed_ms = 0.0;
+  for (uint32_t i = 0; i < total; ++i) {
+    // Inputs are set before every execution, untimed, as upstream's loop and the Python
+    // runtime's forward() do: memory planning may reuse a planned input's buffer for
+    // activations, so after one run it no longer holds the input (measured: toy_cnn's second
+    // run computed a different output when inputs were set only once).
+    set_inputs(module, method, inputs, o.model_path);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto result = module.execute(method); // one Execute block in a traced Module's ETDump
+    const double ms = ms_since(t0);
+    if (!result.ok()) {
+      throw Failure(o.model_path + ": execution " + std::to_string(i + 1) + " of " +
+                    std::to_string(total) + " failed (" + describe(result.error()) + ")");
+    }
+    pass.execute_ms.push_back(ms);
+    if (i < warmup) {
+      std::printf("Warm-up %u of %u: %f ms\n", i + 1, warmup, ms);
+    } else {
+      timed_ms += ms;
+      std::printf("%s %u of %u: %f ms\n", label.c_str(), i - warmup + 1, runs, ms);
+    }
+    if (i + 1 == total) {
+      pass.nonfinite = nonfinite_elements(result.get()); // once, on the last run's outputs
+      if (outputs != nullptr) {
+        *outputs = std::move(result.get()); // valid until the next execute: there is none
+      }
+    }
+  }
+  if (label == "Iteration") {
+    std::printf("Model executed successfully %u time(s) in %f ms.\n", runs, timed_ms);
+  }
+  pass.executions = total;
+  return pass;
+}
+
+// Loads ``o.model_path`` into ``module`` and its method; the load's timers in ms.
+std::string load_program(Module& module, const Options& o, double& program_ms,
+                         double& method_ms) {
+  const auto load_t0 = std::chrono::steady_clock::now();
+  if (const Error e = module.load(); e != Error::Ok) {
+    throw Failure(o.model_path + ": the ExecuTorch runtime refused the program (" + describe(e) +
+                  ")");
+  }
+  auto names = module.method_names();
+  if (!names.ok() || names->empty()) {
+    throw Failure(o.model_path + ": the program has no methods");
+  }
+  // "forward" like the Python runner; otherwise the program's only/first method like upstream.
+  const std::string method = names->count("forward") ? "forward" : *names->begin();
+  program_ms = ms_since(load_t0); // method_names() above loads nothing more
+  const auto method_t0 = std::chrono::steady_clock::now();
+  if (const Error e = module.load_method(method); e != Error::Ok) {
+    throw Failure(load_failure(o.model_path, method, e));
+  }
+  method_ms = ms_since(method_t0);
+  return method;
+}
+
+Pass run_pass(Module& module, const std::string& method, const Options& o, uint32_t warmup,
+              uint32_t runs, const std::string& label, std::vector<EValue>* outputs) {
+  if (o.generate) {
+    return run_generations(module, method, o, warmup, runs,
+                           label == "Iteration" ? "Generation" : "Traced generation");
+  }
+  auto meta = module.method_meta(method);
+  if (!meta.ok()) {
+    throw Failure(o.model_path + ": no metadata for method '" + method + "'");
+  }
+  const std::vector<Input> inputs = make_inputs(meta.get(), o);
+  return run_forwards(module, method, inputs, o, warmup, runs, label, outputs);
+}
+
+void write_etdump(Module& module, const Options& o) {
+  auto* etdump = static_cast<ETDumpGen*>(module.event_tracer());
+  executorch::etdump::ETDumpResult dump = etdump->get_etdump_data();
+  if (dump.buf == nullptr || dump.size == 0) {
+    throw Failure(o.etdump_path + ": the event tracer recorded nothing; no ETDump to write");
+  }
+  std::unique_ptr<void, void (*)(void*)> owned(dump.buf, std::free);
+  write_file(o.etdump_path, dump.buf, dump.size, "ETDump");
 }
 
 int run(const Options& o) {
@@ -749,7 +930,10 @@ int run(const Options& o) {
   if (!o.input_file.empty() && !is_file(o.input_file)) {
     throw Failure(o.input_file + ": input file not found");
   }
-  require_parent_dir(o.etdump_path, "ETDump");
+  const bool writes_etdump = !o.untraced() || o.trace_executions > 0;
+  if (writes_etdump) {
+    require_parent_dir(o.etdump_path, "ETDump");
+  }
   if (!o.output_file.empty()) {
     require_parent_dir(o.output_file, "output file");
   }
@@ -770,85 +954,51 @@ int run(const Options& o) {
   }
 
   const long rss_before_load = status_kb("VmRSS:");
-  const auto load_t0 = std::chrono::steady_clock::now();
-  Module module(o.model_path, Module::LoadMode::File, std::make_unique<ETDumpGen>());
-  if (const Error e = module.load(); e != Error::Ok) {
-    throw Failure(o.model_path + ": the ExecuTorch runtime refused the program (" + describe(e) +
-                  ")");
-  }
-  auto names = module.method_names();
-  if (!names.ok() || names->empty()) {
-    throw Failure(o.model_path + ": the program has no methods");
-  }
-  // "forward" like the Python runner; otherwise the program's only/first method like upstream.
-  const std::string method = names->count("forward") ? "forward" : *names->begin();
-  const double program_load_ms = ms_since(load_t0); // method_names() above loads nothing more
-  const auto method_t0 = std::chrono::steady_clock::now();
-  if (const Error e = module.load_method(method); e != Error::Ok) {
-    throw Failure(load_failure(o.model_path, method, e));
-  }
-  const double method_load_ms = ms_since(method_t0);
+  // Untraced: no event tracer at all on the Module whose executions are timed.
+  Module module(o.model_path, Module::LoadMode::File,
+                o.untraced() ? nullptr : std::make_unique<ETDumpGen>());
+  double program_load_ms = 0, method_load_ms = 0;
+  const std::string method = load_program(module, o, program_load_ms, method_load_ms);
   const long rss_after_load = status_kb("VmRSS:");
-  std::string generation;  // the summary's "generation" object, with --generate
   std::vector<EValue> outputs;
-  uint32_t executions = 0;
-  if (o.generate) {
-    generation = run_generations(module, method, o, executions);
-  } else {
-    auto meta = module.method_meta(method);
-    if (!meta.ok()) {
-      throw Failure(o.model_path + ": no metadata for method '" + method + "'");
-    }
-    std::vector<Input> inputs = make_inputs(meta.get(), o);
-    const uint32_t total = o.warmup + o.num_executions;
-    double timed_ms = 0.0;
-    for (uint32_t i = 0; i < total; ++i) {
-      // Inputs are set before every execution, untimed, as upstream's loop and the Python
-      // runtime's forward() do: memory planning may reuse a planned input's buffer for
-      // activations, so after one run it no longer holds the input (measured: toy_cnn's second
-      // run computed a different output when inputs were set only once).
-      set_inputs(module, method, inputs, o.model_path);
-      const auto t0 = std::chrono::steady_clock::now();
-      auto result = module.execute(method); // one Execute block in the ETDump per call
-      const double ms = ms_since(t0);
-      if (!result.ok()) {
-        throw Failure(o.model_path + ": execution " + std::to_string(i + 1) + " of " +
-                      std::to_string(total) + " failed (" + describe(result.error()) + ")");
-      }
-      if (i < o.warmup) {
-        std::printf("Warm-up %u of %u: %f ms\n", i + 1, o.warmup, ms);
-      } else {
-        timed_ms += ms;
-        std::printf("Iteration %u of %u: %f ms\n", i - o.warmup + 1, o.num_executions, ms);
-      }
-      if (i + 1 == total) {
-        outputs = std::move(result.get()); // valid until the next execute: there is none
-      }
-    }
-    std::printf("Model executed successfully %u time(s) in %f ms.\n", o.num_executions, timed_ms);
-    executions = total;
-  }
-
-  auto* etdump = static_cast<ETDumpGen*>(module.event_tracer());
-  executorch::etdump::ETDumpResult dump = etdump->get_etdump_data();
-  if (dump.buf == nullptr || dump.size == 0) {
-    throw Failure(o.etdump_path + ": the event tracer recorded nothing; no ETDump to write");
-  }
-  std::unique_ptr<void, void (*)(void*)> owned(dump.buf, std::free);
-  write_file(o.etdump_path, dump.buf, dump.size, "ETDump");
-
+  Pass timed = run_pass(module, method, o, o.warmup, o.num_executions, "Iteration",
+                        o.output_file.empty() ? nullptr : &outputs);
   if (!o.output_file.empty()) {
     write_outputs(outputs, o.output_file);
   }
+  const long peak_rss = status_kb("VmHWM:"); // before a traced Module adds its own
+  std::string traced;  // the summary's "traced" object: the operator-traced pass
+  if (!o.untraced()) {
+    write_etdump(module, o);
+  } else if (o.trace_executions > 0) {
+    Module traced_module(o.model_path, Module::LoadMode::File, std::make_unique<ETDumpGen>());
+    double ignored_program_ms = 0, ignored_method_ms = 0;
+    load_program(traced_module, o, ignored_program_ms, ignored_method_ms);
+    Pass pass = run_pass(traced_module, method, o, o.trace_warmup,
+                         static_cast<uint32_t>(o.trace_executions), "Traced iteration", nullptr);
+    write_etdump(traced_module, o);
+    traced = ", \"traced\": {\"warmup\": " + std::to_string(o.trace_warmup) + ", \"runs\": " +
+        std::to_string(o.trace_executions) + ", \"executions\": " +
+        std::to_string(pass.executions) + "}";
+  }
   // Same summary line as the Python runner's child process (pytest_sme2.runners.base).
-  // "executions" counts Method::execute calls (Execute blocks in the ETDump).
+  // "executions" counts Method::execute calls of the timed pass.
+  std::string timing;
+  if (o.untraced()) {
+    char clock[64];
+    std::snprintf(clock, sizeof clock, "%.1f", clock_overhead_ns());
+    timing = ", \"timing\": \"untraced\", \"clock_overhead_ns\": " + std::string(clock) +
+        ", \"execute_ms\": " + json_list(timed.execute_ms) + traced;
+  }
+  const std::string nonfinite = o.generate ? std::string()
+      : ", \"nonfinite_outputs\": " + std::to_string(timed.nonfinite);
   std::printf("{\"threads\": %zu, \"executions\": %u, \"program_load_ms\": %.6f, "
               "\"method_load_ms\": %.6f, \"rss_before_load_kb\": %s, \"rss_after_load_kb\": %s, "
-              "\"peak_rss_kb\": %s%s%s}\n",
-              pool->get_thread_count(), executions, program_load_ms, method_load_ms,
+              "\"peak_rss_kb\": %s%s%s%s%s}\n",
+              pool->get_thread_count(), timed.executions, program_load_ms, method_load_ms,
               json_kb(rss_before_load).c_str(), json_kb(rss_after_load).c_str(),
-              json_kb(status_kb("VmHWM:")).c_str(), generation.empty() ? "" : ", \"generation\": ",
-              generation.c_str());
+              json_kb(peak_rss).c_str(), nonfinite.c_str(), timing.c_str(),
+              timed.generation.empty() ? "" : ", \"generation\": ", timed.generation.c_str());
   return 0;
 }
 

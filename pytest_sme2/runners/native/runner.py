@@ -26,6 +26,7 @@ class NativeRunner(RunnerBase):
     libs: tuple[Path, ...] = ()
     hwcap_mask: str | None = None       # see runners.base.Runner
     preloads = True
+    times_untraced = True               # --trace_executions (runner.cpp)
 
     @classmethod
     def from_build(cls, binary: Path, name: str = "native") -> NativeRunner:
@@ -45,6 +46,9 @@ class NativeRunner(RunnerBase):
         argv = [str(self.binary), "--model_path", str(request.pte),
                 "--etdump_path", str(request.etdump), "--num_executions", str(request.runs),
                 "--warmup", str(request.warmup), "--cpu_threads", str(request.threads)]
+        if request.untraced:
+            argv += ["--trace_executions", str(request.trace_runs),
+                     "--trace_warmup", str(request.trace_warmup)]
         if request.generation is not None:  # tokens come from the loop, not a tensor file
             return argv + ["--generate", request.generation.arg]
         if request.inputs:

@@ -96,6 +96,14 @@ def test_results_group_by_key_in_first_seen_order():
     ({"model_source": None, "recipe": None, "program": None}, {"export_key": "ffff",
      "versions": {"torch": "2.13.0", "executorch": "1.6.0", "torchao": "0.18.0"}},
      ["executorch 1.5.1 -> 1.6.0"]),
+    # A baseline from before the timing mode was recorded was timed through the tracer.
+    ({}, {"timing": "untraced"},
+     ["timing: operator-traced -> untraced (re-record the baseline: --save-baseline)"]),
+    ({"timing": "untraced"}, {"timing": "operator-traced"},
+     ["timing: untraced -> operator-traced (re-record the baseline: --save-baseline)"]),
+    ({"timing": "untraced"}, {"timing": "untraced"}, []),
+    ({}, {"timing": "operator-traced"}, []),     # a user's executor_runner, then and now
+    ({"timing": "untraced"}, {}, []),             # a result that does not say: not compared
 ])
 def test_changes_since_the_baseline_are_named(old, new, expected):
     before = UnderTest.from_dict({**UNDER_TEST, **old})

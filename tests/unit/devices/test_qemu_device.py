@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_sme2.measure.block import process_sme2
+from pytest_sme2.measure.process import process_sme2
 from pytest_sme2.devices.base import DeviceError
 from pytest_sme2.devices.registry import open_device
 from pytest_sme2.devices.qemu import QemuDevice, parse_spec

@@ -71,8 +71,10 @@ def test_every_value():
 
 def test_an_emulated_device_measures_less_unless_told_otherwise():
     cfg = _config(device="qemu")
-    assert cfg.emulated and (cfg.settings.runs, cfg.settings.warmup, cfg.blocks) == (5, 1, 2)
-    assert set(EMULATED_DEFAULTS) == {"runs", "warmup", "sme2_blocks"}
+    assert cfg.emulated and (cfg.settings.runs, cfg.settings.warmup, cfg.blocks,
+                             cfg.settings.trace_runs) == (5, 1, 2, 2)
+    assert set(EMULATED_DEFAULTS) == {"runs", "warmup", "sme2_blocks", "sme2_trace_runs"}
+    assert _config().settings.trace_runs == 10
     told = _config(device="qemu:max", runs="30", sme2_blocks="6")
     assert (told.settings.runs, told.settings.warmup, told.blocks) == (30, 1, 6)
     assert _config({"sme2_device": "qemu", "sme2_runs": "8"}).settings.runs == 8
@@ -82,6 +84,8 @@ def test_an_emulated_device_measures_less_unless_told_otherwise():
     (dict(runs="0"), "--runs must be a positive number of timed runs, got 0"),
     (dict(runs="many"), "--runs must be a whole number, got 'many'"),
     (dict(warmup="-1"), "--warmup must be 0 or more, got -1"),
+    (dict(sme2_trace_runs="0"), "--sme2-trace-runs must be 1 or more: the operator breakdown "
+                                "comes from traced runs, got 0"),
     (dict(sme2_timeout="0"), "--sme2-timeout must be a positive number of seconds, got 0"),
     (dict(sme2_blocks="1"), "--sme2-blocks must be 2 or more, got 1"),
     (dict(sme2_confirm_blocks="-1"), "--sme2-confirm-blocks must be 0 or more, got -1"),

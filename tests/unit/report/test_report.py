@@ -670,3 +670,19 @@ def _gate_doc():
     return {"schema": "pytest-sme2/results/1", "session": {},
             "benchmarks": [bench("test_a", regression), bench("test_b", foreign),
                            bench("test_c", missing)], "comparisons": []}
+
+
+def test_the_breakdown_says_what_tracing_added_and_shares_are_of_the_traced_e2e():
+    doc = single_doc()
+    b = doc["benchmarks"][0]
+    # Timed untraced: 2.0 ms; the breakdown's traced runs took 2.136 ms on average.
+    b["categories_ms"]["Other"] += 0.136
+    b["timing"] = {"mode": "untraced", "source": "the runner's clock", "overhead_pct": 6.8,
+                   "traced_median_ms": 2.136, "traced_mean_ms": 2.136, "traced_runs": 10}
+    cats = section(render_markdown(doc), "Operator Category Breakdown")
+    assert ("python: operator tracing added +6.8% to Method::execute; the breakdown below is "
+            "from traced runs (Other = their own E2E 2.136 ms - the named categories)") in cats
+    (row,) = table_rows(cats, "[toy_cnn fp32 t1](details/toy_cnn-fp32-t1-python.md)")
+    assert row[2] == "2.136"                                    # the traced E2E
+    assert sum(float(v) for v in row[3:]) == pytest.approx(100.0, abs=0.2)
+    assert "operator tracing added +6.8%" in section(page(doc), "Operator Category Breakdown")

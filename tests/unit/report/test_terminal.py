@@ -70,3 +70,21 @@ def test_the_sme2_verdict_shows_on_a_line_only_for_a_traced_run():
     assert "SME2" not in benchmark_line(untraced)
     doc["benchmarks"][0]["kernel_evidence"] = evidence("absent", executed=[])
     assert benchmark_line(load_results(doc).benchmarks[0]).endswith("; SME2 absent")
+
+
+def test_what_tracing_costs_is_said_in_the_line_only_when_it_is_loud():
+    from tests.fakes.results_docs import single_doc
+
+    doc = single_doc()
+    b = doc["benchmarks"][0]
+    b["timing"] = {"mode": "untraced", "source": "the runner's clock", "overhead_pct": 6.8,
+                   "traced_median_ms": 2.1, "traced_mean_ms": 2.1, "traced_runs": 10}
+    assert "tracing" not in benchmark_line(load_results(doc).benchmarks[0])
+    b["timing"]["overhead_pct"] = 52.0
+    assert benchmark_line(load_results(doc).benchmarks[0]).split(" | ")[1] == (
+        "operator tracing adds +52.0% here: latency from untraced runs, breakdown from traced "
+        "ones")
+    # A runner that cannot run without its tracer: said in its line, whatever it cost.
+    b["timing"] = {"mode": "operator-traced", "source": "ETDump"}
+    assert " | timed through the operator tracer (python cannot run without it)" in \
+        benchmark_line(load_results(doc).benchmarks[0])

@@ -283,3 +283,27 @@ def test_the_block_is_a_block_result_and_its_old_name_is_gone():
     assert not hasattr(results, "BenchmarkResult")
     (b,) = load_results(GATED_DOC).benchmarks
     assert type(b) is results.BlockResult
+
+
+def test_a_blocks_timing_round_trips_and_says_what_the_breakdown_adds_up_to():
+    from pytest_sme2.results import BlockResult
+    from pytest_sme2.results.timing import UNTRACED, Timing
+    from tests.fakes.results_docs import single_doc
+
+    d = single_doc()["benchmarks"][0]
+    block = BlockResult.from_json(d)
+    assert block.timing is None and "timing" not in block.to_json()   # older documents
+    assert block.breakdown_e2e_ms == block.e2e.mean_ms
+    timing = Timing(UNTRACED, "the runner's clock", traced_median_ms=2.1, overhead_pct=5.0,
+                    traced_mean_ms=2.12, traced_runs=10, clock_overhead_ns=20.0)
+    d = {**d, "timing": timing.to_dict()}
+    block = BlockResult.from_json(d)
+    assert block.timing == timing and block.to_json() == d
+    assert block.breakdown_e2e_ms == 2.12
+    assert block.timing.breakdown_line().startswith(
+        "operator tracing added +5.0% to Method::execute; the breakdown below is from traced "
+        "runs")
+    assert block.timing.terminal_note() is None                   # 5% <= 10%: not in the line
+    loud = Timing(UNTRACED, "", overhead_pct=52.0)
+    assert loud.terminal_note() == ("operator tracing adds +52.0% here: latency from untraced "
+                                    "runs, breakdown from traced ones")

@@ -109,10 +109,29 @@ def test_native_and_python_generation_argv(tmp_path):
     assert child[-2:] == ["--generate", "64,32"] and "--inputs" not in child
 
 
+def test_untraced_requests_ask_each_runner_for_traced_runs_apart(tmp_path):
+    req = RunRequest(Path("m.pte"), Path("o.etdump"), runs=30, warmup=3, untraced=True,
+                     trace_runs=10, trace_warmup=3)
+    native = NativeRunner(_exe(tmp_path, "sme2_runner")).command(req)
+    assert native[native.index("--trace_executions") + 1] == "10"
+    assert native[native.index("--trace_warmup") + 1] == "3"
+    child = PythonRunner(fork=False).child_args(req)
+    assert child[child.index("--trace-runs") + 1] == "10"
+    traced = RunRequest(Path("m.pte"), Path("o.etdump"))
+    assert "--trace_executions" not in NativeRunner(_exe(tmp_path, "r2")).command(traced)
+    assert "--trace-runs" not in PythonRunner(fork=False).child_args(traced)
+    assert NativeRunner.times_untraced and PythonRunner.times_untraced
+    # An ETDump is expected where anything was traced, and only there.
+    assert traced.writes_etdump and req.writes_etdump
+    assert not RunRequest(Path("m.pte"), Path("o.etdump"), untraced=True).writes_etdump
+
+
 def test_phase_only_requests():
     req = RunRequest(Path("m.pte"), Path("o.etdump"), runs=5, warmup=2,
                      generation=Generation(64, 32))
     pre, dec = req.phase_only("prefill"), req.phase_only("decode")
+    # Their kernels are what they are for: no traced runs beside them.
+    assert pre.trace_runs == 0 and dec.trace_runs == 0
     assert (pre.generation, pre.runs, pre.warmup) == (Generation(64, 0), 1, 0)
     assert dec.generation == Generation(1, 31)
     with pytest.raises(RunnerError):

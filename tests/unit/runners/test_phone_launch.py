@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_sme2.measure.block import wants_sample
+from pytest_sme2.measure.process import wants_sample
 from pytest_sme2.devices.android import loader_failed
 from pytest_sme2.devices.android.staging import (CACHE_DIR, KEEP_RUNNERS, check_inside,
                                                  prune_command, runner_folder)
