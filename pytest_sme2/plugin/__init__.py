@@ -11,6 +11,7 @@ from dataclasses import replace
 
 import pytest
 
+from pytest_sme2._util.text import plain
 from pytest_sme2.measure import cost as session_cost
 from pytest_sme2.runners.spec import runner_kinds
 from pytest_sme2.plugin.collector import COLLECTOR_NAME, Collector, is_xdist_worker, write_live
@@ -44,12 +45,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("sme2", "pytest-sme2 benchmarking")
     for dest, option in OPTIONS.items():
         flag = "--" + dest.replace("_", "-")
-        group.addoption(flag, dest=dest, default=None, help=f"{option.help} [ini: {option.ini}]",
+        help_text = plain(option.help)     # shown on a terminal: no reST markup
+        group.addoption(flag, dest=dest, default=None, help=f"{help_text} [ini: {option.ini}]",
                         **({"action": "append"} if dest in REPEATABLE else {}))
-        parser.addini(option.ini, option.help, default=option.default)
+        parser.addini(option.ini, help_text, default=option.default)
     for dest, help_text in FLAGS.items():
         group.addoption("--" + dest.replace("_", "-"), dest=dest, action="store_true",
-                        default=False, help=help_text)
+                        default=False, help=plain(help_text))
     group.addoption("--runner", dest=RUNNERS_DEST, action="append", default=[],
                     metavar="NAME=SPEC",
                     help="add a runner: NAME=python, NAME=native or NAME=/path/to/executor_runner"
