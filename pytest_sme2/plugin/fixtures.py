@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # the measuring stack (numpy, pandas) is imported when a benc
     from pytest_sme2.measure.benchmark import Benchmarked, BenchmarkLoop
     from pytest_sme2.measure.comparison import Comparison
     from pytest_sme2.results import BlockResult
+    from pytest_sme2.results.device import DeviceFacts
 
 SESSION_KEY = pytest.StashKey[BenchSession]()
 
@@ -107,11 +108,28 @@ def _sme2_runner(session: BenchSession, state: str, config: pytest.Config, devic
     except Sme2Error as e:   # the device could not be opened to ask it about SME2
         fail(e, config)
     if name is None:
-        pytest.skip(f"no SME2-{state} runner configured: pass --runner "
-                    f"sme2_{state}=/path/to/executor_runner,sme2={state} "
-                    "(build recipe: docs/native-runner.md), or run on --device qemu, where "
-                    "the native runner with SME2 hidden is the SME2-off side")
+        pytest.skip(no_sme2_runner_reason(state, _facts(session, device)))
     return name
+
+
+def _facts(session: BenchSession, device: str) -> DeviceFacts | None:
+    """The device's facts, or None when it cannot be asked (the skip then says less)."""
+    try:
+        return session.device(device).facts()
+    except Sme2Error:
+        return None
+
+
+def no_sme2_runner_reason(state: str, facts: DeviceFacts | None) -> str:
+    """Why an SME2 comparison skips when no SME2-``state`` runner is configured: first that the
+    device has no SME2 at all (no runner pair would help there), else what to pass."""
+    if facts is not None and facts.sme2 is False:
+        return (f"this device has no SME2 ({facts.abi or facts.kind}: no SME2 hwcap); "
+                "--device qemu emulates one")
+    return (f"no SME2-{state} runner configured: pass --runner "
+            f"sme2_{state}=/path/to/executor_runner,sme2={state} "
+            "(build recipe: docs/native-runner.md), or run on --device qemu, where "
+            "the native runner with SME2 hidden is the SME2-off side")
 
 
 @pytest.fixture
