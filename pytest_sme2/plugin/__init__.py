@@ -17,8 +17,9 @@ from pytest_sme2.runners.spec import runner_kinds
 from pytest_sme2.plugin.collector import COLLECTOR_NAME, Collector, is_xdist_worker, write_live
 from pytest_sme2.measure.config import BaseDirs, Sme2Config, config_from_options
 from pytest_sme2.measure.options import FLAGS, OPTIONS, REPEATABLE, RUNNERS_DEST, RUNNERS_INI
-from pytest_sme2.devices.registry import (check_only_device, remote_adb_warning,
-                                          resolve_devices)
+from pytest_sme2.devices.base import Device
+from pytest_sme2.devices.registry import (check_only_device, open_plugin_devices,
+                                          remote_adb_warning, resolve_devices)
 from pytest_sme2.analysis.categories import category_rules
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.plugin.fixtures import (  # noqa: F401 - pytest finds the fixtures here
@@ -98,11 +99,13 @@ def pytest_configure(config: pytest.Config) -> None:
                             "runners it uses so the session prepares them before measuring")
     cfg = _config(config)
     config.stash[NOTES_KEY] = []
+    opened: dict[str, Device] = {}
     if is_xdist_worker(config):   # the controller's list: every worker collects the same ids
         from pytest_sme2.plugin.scheduling import configure_worker
 
         devices = configure_worker(config, item_device) or cfg.devices
     else:
+        opened = _open_plugin_devices(config, cfg.devices)
         devices = _resolve_devices(config, cfg)
     if cfg.history and cfg.history_baseline:   # the gate reads the store's last sessions
         from pytest_sme2.history.baselines import baseline_dir_from_store
@@ -113,8 +116,18 @@ def pytest_configure(config: pytest.Config) -> None:
         cfg = replace(cfg, baseline_dir=folder or cfg.baseline_dir)
     session = config.stash[SESSION_KEY] = BenchSession(cfg, hook=config.hook, devices=devices,
                                                        warm_ups=(warm_up,))
+    session.adopt_devices(opened)
     if not is_xdist_worker(config):
         config.pluginmanager.register(Collector(config, session), COLLECTOR_NAME)
+
+
+def _open_plugin_devices(config: pytest.Config, specs: tuple[str, ...]) -> dict[str, Device]:
+    """The devices of a kind a plugin opens, opened now: a kind that none opens (a typo) is one
+    usage error before anything runs, not one error per benchmark."""
+    try:
+        return open_plugin_devices(specs, config.hook)
+    except Sme2Error as e:
+        raise pytest.UsageError(str(e)) from None
 
 
 def _resolve_devices(config: pytest.Config, cfg: Sme2Config) -> tuple[str, ...]:
