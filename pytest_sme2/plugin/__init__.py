@@ -14,7 +14,8 @@ import pytest
 from pytest_sme2._util.text import plain
 from pytest_sme2.measure import cost as session_cost
 from pytest_sme2.runners.spec import runner_kinds
-from pytest_sme2.plugin.collector import COLLECTOR_NAME, Collector, is_xdist_worker, write_live
+from pytest_sme2.plugin.collector import (COLLECTOR_NAME, Collector, is_xdist_worker,
+                                          live_progress, write_live)
 from pytest_sme2.measure.config import BaseDirs, Sme2Config, config_from_options
 from pytest_sme2.measure.options import FLAGS, OPTIONS, REPEATABLE, RUNNERS_DEST, RUNNERS_INI
 from pytest_sme2.devices.base import Device
@@ -198,7 +199,7 @@ def _export_ahead(session: pytest.Session) -> None:
             points.append((case.model, case.dtype))
     if points:
         session.config.stash[SESSION_KEY].export_ahead(
-            points, lambda m: write_live(session.config, f"sme2: {m}"))
+            points, live_progress(session.config))
 
 
 def _matrix(config: pytest.Config) -> list[Case]:

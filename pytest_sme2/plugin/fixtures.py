@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Callable
 import pytest
 
 from pytest_sme2.plugin.collector import (COMPARISON_PROPERTY, RESULT_PROPERTY, block_done,
-                                   is_xdist_worker, write_live)
+                                   is_xdist_worker, live_progress, write_live)
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.programs.export import ExportedModel, export_model
 from pytest_sme2.measure.matrix import Case
@@ -191,7 +191,7 @@ def sme2_model(request: pytest.FixtureRequest, sme2_session: BenchSession) -> Ex
     s = sme2_session.settings
     try:
         return export_model(model, dtype, s.cache_dir, s.reexport,
-                            progress=lambda m: write_live(request.config, f"sme2: {m}"))
+                            progress=live_progress(request.config))
     except Sme2Error as e:
         fail(e, request.config)
 
@@ -227,7 +227,7 @@ def _loop(request: pytest.FixtureRequest, session: BenchSession, device: str) ->
 
     config = request.config
     return BenchmarkLoop(session, device=device, label=_label(request),
-                         progress=lambda msg: write_live(config, f"sme2: {msg}"),
+                         progress=live_progress(config),
                          block_done=lambda done, total: block_done(config, done, total),
                          recorder=_OnTheTestReport(request))
 
