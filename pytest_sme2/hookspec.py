@@ -80,7 +80,9 @@ def pytest_sme2_make_runner(spec: RunnerSpec, target: str) -> Runner | None:
 def pytest_sme2_open_device(spec: str) -> Device | None:
     """Open the device the ``--device`` spec names (e.g. ``lab:board3``), or return None to leave
     it to the next plugin and then to the built-in kinds (``host``, ``android``, ``qemu``).
-    Called once per process when a benchmark first needs the device."""
+    A kind that is not built in is asked for when the session is configured (a kind no plugin
+    opens is a usage error then; the device opened is the session's); a built-in kind, once
+    per process when a benchmark first needs the device."""
 
 
 @hookspec

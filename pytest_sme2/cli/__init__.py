@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from pytest_sme2._util.text import plain
 from pytest_sme2.cli import analyze, compare, export, fake_phone, gate, report, run, setup
 from pytest_sme2.errors import Sme2Error
 
@@ -45,7 +46,23 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     for add in SUBCOMMANDS:
         add(sub)
+    _plain_help(parser)
     return parser
+
+
+def _plain_help(parser: argparse.ArgumentParser) -> None:
+    """Every help text of ``parser`` and its subcommands without reST markup: many are
+    docstrings, and a terminal would show their ``literals`` as they are."""
+    parser.description = plain(parser.description) if parser.description else None
+    parser.epilog = plain(parser.epilog) if parser.epilog else None
+    for action in parser._actions:
+        if isinstance(action.help, str):
+            action.help = plain(action.help)
+        if isinstance(action, argparse._SubParsersAction):
+            for choice in action._choices_actions:
+                choice.help = plain(choice.help) if choice.help else choice.help
+            for subparser in action.choices.values():
+                _plain_help(subparser)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,11 +15,13 @@ def _export(args: argparse.Namespace) -> int:
     is and make its inputs from forward's metadata (the paths printed are the ones a session
     uses)."""
     from pytest_sme2.programs.export import export_model
+    from pytest_sme2.programs.export_output import lines_only
     from pytest_sme2.programs.spec import model_label
     from pytest_sme2.readers.tensorfile import sidecar
 
     exported = export_model(args.model, args.dtype, args.cache_dir, force=args.force,
-                            progress=lambda msg: print(msg, file=sys.stderr, flush=True))
+                            progress=lines_only(lambda msg: print(msg, file=sys.stderr,
+                                                                  flush=True)))
     paths = [p for p in (exported.pte, exported.etrecord, exported.inputs,
                          exported.folder / "meta.json") if p.is_file()]
     if args.out:

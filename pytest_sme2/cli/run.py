@@ -13,9 +13,10 @@ def _program_and_inputs(args: argparse.Namespace) -> tuple[Path, Path]:
     """``run``'s model: a .pte (inputs from forward's metadata unless --inputs), or a
     registered or library model name (exported, or the cached export, in --dtype)."""
     from pytest_sme2.programs.export import export_model
+    from pytest_sme2.programs.export_output import lines_only
 
-    exported = export_model(args.model, args.dtype, progress=lambda msg: print(
-        msg, file=sys.stderr, flush=True))
+    exported = export_model(args.model, args.dtype, progress=lines_only(lambda msg: print(
+        msg, file=sys.stderr, flush=True)))
     return exported.pte.resolve(), Path(args.inputs or exported.inputs).resolve()
 
 

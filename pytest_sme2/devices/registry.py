@@ -89,6 +89,15 @@ def schedule_group(spec: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.:-]+", "_", spec)
 
 
+def open_plugin_devices(specs: Sequence[str], hook: HookRelay) -> dict[str, Device]:
+    """The devices of ``specs`` whose kind is not built in, each opened by the plugin that opens
+    it (``pytest_sme2_open_device``): asked once, when the session is configured, so that a
+    kind no plugin opens (a typo: ``--device phone``) is one error before anything runs rather
+    than one per benchmark. The built-in kinds are opened when a benchmark first needs them."""
+    return {spec: open_device(spec, hook=hook) for spec in specs
+            if DeviceSpec.parse(spec).kind not in KINDS}
+
+
 def open_device(spec: str, *, taskset: str | None = "auto",
                 session_id: str | None = None, hook: HookRelay | None = None) -> Device:
     """The device a ``--device`` spec names: ``host``, ``android``, ``android:SERIAL``,

@@ -104,6 +104,11 @@ class BenchSession:
                                               session_id=uuid.uuid4().hex[:12], hook=self.hook)
         return self._devices[spec]
 
+    def adopt_devices(self, devices: dict[str, Device]) -> None:
+        """Devices opened before the session (a plugin's kind, asked at configure time:
+        :func:`pytest_sme2.devices.registry.open_plugin_devices`): used, not opened again."""
+        self._devices.update(devices)
+
     def runner(self, name: str, progress: Callable[[str], None] | None = None,
                device: str | None = None) -> Runner:
         """The runner configured under ``name``, for ``device``, made on first use (a native

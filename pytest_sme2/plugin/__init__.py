@@ -11,13 +11,16 @@ from dataclasses import replace
 
 import pytest
 
+from pytest_sme2._util.text import plain
 from pytest_sme2.measure import cost as session_cost
 from pytest_sme2.runners.spec import runner_kinds
-from pytest_sme2.plugin.collector import COLLECTOR_NAME, Collector, is_xdist_worker, write_live
+from pytest_sme2.plugin.collector import (COLLECTOR_NAME, Collector, is_xdist_worker,
+                                          live_progress, write_live)
 from pytest_sme2.measure.config import BaseDirs, Sme2Config, config_from_options
 from pytest_sme2.measure.options import FLAGS, OPTIONS, REPEATABLE, RUNNERS_DEST, RUNNERS_INI
-from pytest_sme2.devices.registry import (check_only_device, remote_adb_warning,
-                                          resolve_devices)
+from pytest_sme2.devices.base import Device
+from pytest_sme2.devices.registry import (check_only_device, open_plugin_devices,
+                                          remote_adb_warning, resolve_devices)
 from pytest_sme2.analysis.categories import category_rules
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.plugin.fixtures import (  # noqa: F401 - pytest finds the fixtures here
@@ -44,12 +47,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("sme2", "pytest-sme2 benchmarking")
     for dest, option in OPTIONS.items():
         flag = "--" + dest.replace("_", "-")
-        group.addoption(flag, dest=dest, default=None, help=f"{option.help} [ini: {option.ini}]",
+        help_text = plain(option.help)     # shown on a terminal: no reST markup
+        group.addoption(flag, dest=dest, default=None, help=f"{help_text} [ini: {option.ini}]",
                         **({"action": "append"} if dest in REPEATABLE else {}))
-        parser.addini(option.ini, option.help, default=option.default)
+        parser.addini(option.ini, help_text, default=option.default)
     for dest, help_text in FLAGS.items():
         group.addoption("--" + dest.replace("_", "-"), dest=dest, action="store_true",
-                        default=False, help=help_text)
+                        default=False, help=plain(help_text))
     group.addoption("--runner", dest=RUNNERS_DEST, action="append", default=[],
                     metavar="NAME=SPEC",
                     help="add a runner: NAME=python, NAME=native or NAME=/path/to/executor_runner"
@@ -96,11 +100,13 @@ def pytest_configure(config: pytest.Config) -> None:
                             "runners it uses so the session prepares them before measuring")
     cfg = _config(config)
     config.stash[NOTES_KEY] = []
+    opened: dict[str, Device] = {}
     if is_xdist_worker(config):   # the controller's list: every worker collects the same ids
         from pytest_sme2.plugin.scheduling import configure_worker
 
         devices = configure_worker(config, item_device) or cfg.devices
     else:
+        opened = _open_plugin_devices(config, cfg.devices)
         devices = _resolve_devices(config, cfg)
     if cfg.history and cfg.history_baseline:   # the gate reads the store's last sessions
         from pytest_sme2.history.baselines import baseline_dir_from_store
@@ -111,8 +117,18 @@ def pytest_configure(config: pytest.Config) -> None:
         cfg = replace(cfg, baseline_dir=folder or cfg.baseline_dir)
     session = config.stash[SESSION_KEY] = BenchSession(cfg, hook=config.hook, devices=devices,
                                                        warm_ups=(warm_up,))
+    session.adopt_devices(opened)
     if not is_xdist_worker(config):
         config.pluginmanager.register(Collector(config, session), COLLECTOR_NAME)
+
+
+def _open_plugin_devices(config: pytest.Config, specs: tuple[str, ...]) -> dict[str, Device]:
+    """The devices of a kind a plugin opens, opened now: a kind that none opens (a typo) is one
+    usage error before anything runs, not one error per benchmark."""
+    try:
+        return open_plugin_devices(specs, config.hook)
+    except Sme2Error as e:
+        raise pytest.UsageError(str(e)) from None
 
 
 def _resolve_devices(config: pytest.Config, cfg: Sme2Config) -> tuple[str, ...]:
@@ -183,7 +199,7 @@ def _export_ahead(session: pytest.Session) -> None:
             points.append((case.model, case.dtype))
     if points:
         session.config.stash[SESSION_KEY].export_ahead(
-            points, lambda m: write_live(session.config, f"sme2: {m}"))
+            points, live_progress(session.config))
 
 
 def _matrix(config: pytest.Config) -> list[Case]:

@@ -5,7 +5,7 @@ the saved baselines and the summary table at the end go to the terminal."""
 from __future__ import annotations
 
 from contextlib import nullcontext
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import pytest
 
@@ -13,6 +13,7 @@ from pytest_sme2.measure import cost as session_cost
 from pytest_sme2.report.outputs import write_reports
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.plugin.progress import SessionProgress
+from pytest_sme2.programs.export_output import ExportOutput
 
 if TYPE_CHECKING:
     from pytest_sme2.measure.session import BenchSession
@@ -37,6 +38,16 @@ def write_live(config: pytest.Config, line: str) -> None:
         if tr._tw.width_of_current_line:  # after progress dots: start a fresh line
             tr._tw.line()
         tr.write_line(line)
+
+
+def live_progress(config: pytest.Config) -> Callable[[str], None]:
+    """A progress callback writing ``sme2: ...`` lines now; what an export's third-party code
+    warned and printed (an :class:`ExportOutput`) only under -v: the session's own lines are
+    not to be lost among them (a failed export's error carries them anyway)."""
+    def say(message: str) -> None:
+        if not isinstance(message, ExportOutput) or config.option.verbose > 0:
+            write_live(config, f"sme2: {message}")
+    return say
 
 
 def block_done(config: pytest.Config, block: int, blocks: int | None = None) -> None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Callable
 import pytest
 
 from pytest_sme2.plugin.collector import (COMPARISON_PROPERTY, RESULT_PROPERTY, block_done,
-                                   is_xdist_worker, write_live)
+                                   is_xdist_worker, live_progress, write_live)
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.programs.export import ExportedModel, export_model
 from pytest_sme2.measure.matrix import Case
@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # the measuring stack (numpy, pandas) is imported when a benc
     from pytest_sme2.measure.benchmark import Benchmarked, BenchmarkLoop
     from pytest_sme2.measure.comparison import Comparison
     from pytest_sme2.results import BlockResult
+    from pytest_sme2.results.device import DeviceFacts
 
 SESSION_KEY = pytest.StashKey[BenchSession]()
 
@@ -107,11 +108,28 @@ def _sme2_runner(session: BenchSession, state: str, config: pytest.Config, devic
     except Sme2Error as e:   # the device could not be opened to ask it about SME2
         fail(e, config)
     if name is None:
-        pytest.skip(f"no SME2-{state} runner configured: pass --runner "
-                    f"sme2_{state}=/path/to/executor_runner,sme2={state} "
-                    "(build recipe: docs/native-runner.md), or run on --device qemu, where "
-                    "the native runner with SME2 hidden is the SME2-off side")
+        pytest.skip(no_sme2_runner_reason(state, _facts(session, device)))
     return name
+
+
+def _facts(session: BenchSession, device: str) -> DeviceFacts | None:
+    """The device's facts, or None when it cannot be asked (the skip then says less)."""
+    try:
+        return session.device(device).facts()
+    except Sme2Error:
+        return None
+
+
+def no_sme2_runner_reason(state: str, facts: DeviceFacts | None) -> str:
+    """Why an SME2 comparison skips when no SME2-``state`` runner is configured: first that the
+    device has no SME2 at all (no runner pair would help there), else what to pass."""
+    if facts is not None and facts.sme2 is False:
+        return (f"this device has no SME2 ({facts.abi or facts.kind}: no SME2 hwcap); "
+                "--device qemu emulates one")
+    return (f"no SME2-{state} runner configured: pass --runner "
+            f"sme2_{state}=/path/to/executor_runner,sme2={state} "
+            "(build recipe: docs/native-runner.md), or run on --device qemu, where "
+            "the native runner with SME2 hidden is the SME2-off side")
 
 
 @pytest.fixture
@@ -173,7 +191,7 @@ def sme2_model(request: pytest.FixtureRequest, sme2_session: BenchSession) -> Ex
     s = sme2_session.settings
     try:
         return export_model(model, dtype, s.cache_dir, s.reexport,
-                            progress=lambda m: write_live(request.config, f"sme2: {m}"))
+                            progress=live_progress(request.config))
     except Sme2Error as e:
         fail(e, request.config)
 
@@ -209,7 +227,7 @@ def _loop(request: pytest.FixtureRequest, session: BenchSession, device: str) ->
 
     config = request.config
     return BenchmarkLoop(session, device=device, label=_label(request),
-                         progress=lambda msg: write_live(config, f"sme2: {msg}"),
+                         progress=live_progress(config),
                          block_done=lambda done, total: block_done(config, done, total),
                          recorder=_OnTheTestReport(request))
 

@@ -22,9 +22,13 @@ from typing import Callable, Iterable
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.programs.export import cached_export, first_line
+from pytest_sme2.programs.export_output import ExportOutput, captured_stderr
+from pytest_sme2.programs.exported import ExportError
 from pytest_sme2.programs.registry import ModelEntry
 from pytest_sme2.programs.spec import is_library, is_pte
 
+# The header of what an export process's native code printed.
+NATIVE = "the export process's native log (stderr)"
 # What one export process needs at most (measured: 1.4 GB peak for the default matrix's
 # tiny_llama 8da8w and mobilenet_v3_small int8): no more processes than memory holds.
 EXPORT_PROCESS_BYTES = 2 << 30
@@ -104,9 +108,11 @@ def missing_points(points: Iterable[tuple[str, str]], cache_dir: Path | None
 
 
 def _export_in_worker(model: str, dtype: str, entry: ModelEntry | None,
-                      cache_dir: Path | None) -> str:
+                      cache_dir: Path | None) -> tuple[str, list[ExportOutput]]:
     """In a pool process: register the entry as the session has it, export, and give back
-    the export's last line (``exported ... in N s (...)``)."""
+    the export's last line (``exported ... in N s (...)``) and what its third-party code
+    warned and printed (:mod:`.export_output`: this process's stderr is captured meanwhile,
+    where the runtime's native log goes); a failure's error carries them."""
     from pytest_sme2.programs.export import export_model
     from pytest_sme2.programs.registry import register_model
 
@@ -114,8 +120,19 @@ def _export_in_worker(model: str, dtype: str, entry: ModelEntry | None,
         register_model(entry.name, entry.target, description=entry.description, llm=entry.llm,
                        dtypes=entry.dtypes, heavy=entry.heavy, **entry.kwargs)
     said: list[str] = []
-    export_model(model, dtype, cache_dir, progress=said.append)
-    return said[-1] if said else f"{model} {dtype}: in the cache"
+    with captured_stderr() as stderr:
+        try:
+            export_model(model, dtype, cache_dir, progress=said.append)
+        except Sme2Error as e:
+            failure = e
+        else:
+            failure = None
+    native = ExportOutput.of(model, dtype, NATIVE, stderr)
+    if failure is not None:     # a plain ExportError: it crosses back to the session pickled
+        raise ExportError("\n".join(filter(None, [str(failure), native]))) from None
+    lines = [m for m in said if not isinstance(m, ExportOutput)]
+    outputs = [m for m in said if isinstance(m, ExportOutput)] + ([native] if native else [])
+    return lines[-1] if lines else f"{model} {dtype}: in the cache", outputs
 
 
 def export_ahead(points: Iterable[tuple[str, str]], cache_dir: Path | None, jobs: int,
@@ -142,12 +159,16 @@ def export_ahead(points: Iterable[tuple[str, str]], cache_dir: Path | None, jobs
             for future in done:
                 point = running.pop(future)
                 try:
-                    say(future.result())
+                    line, outputs = future.result()
+                    say(line)
                     outcome.exported.append(point)
                 except Exception as e:  # noqa: BLE001 - the test exports it again and says why
                     outcome.failed.append(point)
                     say(f"{point[0]} {point[1]}: not exported ahead ({first_line(e)}); its "
                         "test exports it")
+                    outputs = _outputs_of(e)
+                for output in outputs:      # under pytest: with -v only
+                    say(output)
     except BaseException:
         # Ctrl-C (or a signal to this process alone): the exports are stopped now, not waited
         # for; the cache keeps only whole entries (export_model renames a finished folder).
@@ -158,6 +179,14 @@ def export_ahead(points: Iterable[tuple[str, str]], cache_dir: Path | None, jobs
     say(f"exported {len(outcome.exported)} of {len(todo)} models ahead in "
         f"{outcome.wall_s:.1f} s")
     return outcome
+
+
+def _outputs_of(error: BaseException) -> list[ExportOutput]:
+    """What a failed export's third-party code warned and printed: its error's lines after the
+    first, which the session says with -v (the test that exports it again fails with its
+    own error and warnings)."""
+    rest = str(error).split("\n", 1)[1:]
+    return [ExportOutput(rest[0])] if rest and rest[0].strip() else []
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:

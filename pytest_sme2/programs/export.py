@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Callable
 
 from pytest_sme2.errors import Sme2Error
+from pytest_sme2.programs.export_output import ExportOutput, caught_warnings, warning_lines
 from pytest_sme2.programs.exported import (ETRECORD, INPUTS, META, PTE, ExportedModel,  # noqa: F401
                                   ExportError)
 from pytest_sme2._util.fsutil import file_sha256
@@ -51,6 +52,8 @@ TOLERANCE = {"fp32": 1e-3, "fp16": 3e-2, "int8": 0.1, "int8_dynamic": 0.1,
 # lowering shows is a program further from the float model than quantization explains: it
 # passes when max |pte - float| <= INT8_FLOAT_MARGIN x max |quantized eager - float|.
 INT8_FLOAT_MARGIN = 1.25
+# The header of what an export's third-party code warned (pytest_sme2.programs.export_output).
+WARNINGS = "the export's third-party warnings"
 # The export recipe is the source of these files (the cache logic here, the torch and executorch
 # steps in recipes.py): editing any of them makes a new cache key.
 RECIPE_SOURCES = (Path(__file__), Path(__file__).with_name("recipes.py"))
@@ -229,10 +232,32 @@ def first_line(exc: BaseException) -> str:
 
 def _export_into(folder: Path, model: str, dtype: str, key: str,
                  progress: Callable[[str], None] | None) -> dict:
+    """Run the recipe with torch's and executorch's warnings caught (:mod:`.export_output`):
+    a failure's error is followed by them, a success gives them to ``progress`` as one
+    :class:`ExportOutput` after its last line (pytest shows it under -v)."""
+    say = progress or (lambda msg: None)
+    with caught_warnings() as caught:   # the third-party ones, once the block is left
+        try:
+            meta = _run_recipe(folder, model, dtype, key, say)
+        except ExportError as e:
+            failure: ExportError | None = e
+        else:
+            failure = None
+    output = ExportOutput.of(model, dtype, WARNINGS, warning_lines(caught))
+    if failure is not None:
+        if output is None:
+            raise failure
+        raise ExportError(f"{failure}\n{output}") from failure.__cause__
+    if output is not None:
+        say(output)
+    return meta
+
+
+def _run_recipe(folder: Path, model: str, dtype: str, key: str,
+                say: Callable[[str], None]) -> dict:
     """Run the recipe; every stage failure becomes one ExportError line naming the stage."""
     from pytest_sme2.programs import recipes  # heavy: torch + executorch
 
-    say = progress or (lambda msg: None)
     stage = ["build"]
     t0, cpu0 = time.perf_counter(), time.process_time()
     try:

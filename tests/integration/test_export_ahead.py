@@ -16,6 +16,7 @@ import pytest
 
 from pytest_sme2.programs.ahead import export_ahead
 from pytest_sme2.programs.export import cached_export, export_model
+from pytest_sme2.programs.export_output import ExportOutput
 from pytest_sme2.programs.registry import _REGISTRY, register_model
 
 MODELS = textwrap.dedent("""
@@ -51,7 +52,7 @@ def models(tmp_path, monkeypatch):
         _REGISTRY.pop(name, None)
 
 
-def test_models_are_exported_side_by_side_then_hit(models):
+def test_models_are_exported_side_by_side_then_hit(models, capfd):
     said: list[str] = []
     points = [("ahead_a", "fp32"), ("ahead_b", "fp32"), ("ahead_a", "fp16"), ("ahead_a", "fp32")]
     outcome = export_ahead(points, models, jobs=2, progress=said.append)
@@ -60,6 +61,12 @@ def test_models_are_exported_side_by_side_then_hit(models):
     assert said[0].startswith("exporting 3 models ahead in 2 processes (nothing is measured "
                               "until they are done): ")
     assert sum(line.startswith("exported ahead_") for line in said) == 3
+    # The export processes' warnings and native log (the runtime's cpuinfo lines) come back as
+    # ExportOutputs, which pytest shows under -v only; nothing reaches the terminal itself.
+    outputs = [m for m in said if isinstance(m, ExportOutput)]
+    assert any("the export process's native log (stderr):" in m and "cpuinfo" in m
+               for m in outputs), said
+    assert capfd.readouterr().err == ""
     assert said[-1].startswith("exported 3 of 3 models ahead in ")
     for model, dtype in set(points):
         assert cached_export(model, dtype, models) is not None

@@ -81,3 +81,12 @@ def test_a_runner_kind_no_plugin_makes_is_a_usage_error(lab_project, run_pytest)
     res = run_pytest("--runner=fast=lab,board=rk3588")
     assert res.ret == pytest.ExitCode.USAGE_ERROR
     assert "'lab' is neither a built-in runner (python, native) nor a path" in res.stderr.str()
+
+
+def test_a_device_kind_no_plugin_opens_is_one_usage_error(lab_project, run_pytest):
+    """Before anything runs, like a bad --sme2-threads: not one error per benchmark."""
+    (lab_project.path / "conftest.py").unlink()
+    res = run_pytest("--device=lab:bench1")
+    assert res.ret == pytest.ExitCode.USAGE_ERROR
+    assert res.stderr.str().count("ERROR: --device 'lab:bench1': unknown device kind 'lab'") == 1
+    assert "collected" not in res.stdout.str() and "error" not in res.stdout.str().lower()

@@ -2,6 +2,7 @@
 toy_cnn, and the project's tests import their own `models`, neither shadowing the other."""
 
 import json
+import shutil
 
 
 OWN_MODELS = {
@@ -51,3 +52,49 @@ def test_a_project_with_its_own_models_package(pytester, run_pytest, export_cach
     res.stdout.fnmatch_lines(["sme2: toy_cnn fp32 t1 *: Method::execute median * ms*n=3*"])
     (b,) = json.loads((pytester.path / "sme2-report" / "results.json").read_text())["benchmarks"]
     assert b["model"] == "toy_cnn" and b["export_key"] == toy_export.key
+
+
+WARNING_MODEL = """
+import warnings
+
+from pytest_sme2_models import register_model
+from pytest_sme2_models.toy_cnn import build as build_toy
+
+
+@register_model("warned_cnn")
+def build():
+    warnings.warn("the user's own model warns", UserWarning)
+    return build_toy()
+"""
+
+EXPORTS_HERE = """
+def test_exports_in_process(sme2_model, sme2_case):
+    assert sme2_model.pte.is_file()
+"""
+
+
+def test_an_export_charges_the_users_test_with_its_own_warnings_only(pytester, run_pytest):
+    """A project without this project's warning filters: the export in the test (in-process)
+    keeps torch's and executorch's warnings (treespec, torch.jit.script_method, read_text, ...)
+    out of its warnings summary, which holds the user's model's own warning; -v shows them,
+    after the export's line."""
+    pytester.makeconftest(WARNING_MODEL)
+    pytester.makepyfile(test_export=EXPORTS_HERE)
+    cache = pytester.path / "exports"
+    args = (f"--sme2-cache-dir={cache}", "--sme2-models=warned_cnn", "--sme2-dtypes=fp32",
+            "--sme2-threads=1")
+    res = run_pytest(*args)
+    res.assert_outcomes(passed=1, warnings=1)
+    out = res.stdout.str()
+    assert "UserWarning: the user's own model warns" in out
+    for noise in ("FutureWarning", "DeprecationWarning", "script_method", "treespec",
+                  "third-party warnings"):
+        assert noise not in out, out
+    (cache_entry,) = (cache / "warned_cnn").glob("fp32-*")
+    shutil.rmtree(cache_entry)      # exported again, with -v
+    res = run_pytest(*args, "-v")
+    res.assert_outcomes(passed=1, warnings=1)
+    res.stdout.fnmatch_lines(["sme2: exported warned_cnn fp32 in *",
+                              "sme2: warned_cnn fp32: the export's third-party warnings:",
+                              "  *: *Warning: *"])
+    assert "warnings summary" in res.stdout.str()

@@ -10,6 +10,7 @@ import pytest
 from pytest_sme2 import hookspec
 from pytest_sme2.analysis.categories import CONVOLUTION, DEFAULT_RULES, CategoryRule, classify
 from pytest_sme2.devices import DeviceError, open_device
+from pytest_sme2.devices.registry import open_plugin_devices
 from pytest_sme2.devices.host import HostDevice
 from pytest_sme2.analysis.categories import category_rules
 from pytest_sme2.runners.spec import runner_kinds
@@ -78,6 +79,18 @@ def test_without_the_plugin_a_device_kind_is_unknown():
         open_device("lab:bench1")
     with pytest.raises(DeviceError, match="unknown device kind 'lab'"):
         open_device("lab:bench1", hook=plugin_manager().hook)
+
+
+def test_at_configure_time_a_plugin_is_asked_only_for_kinds_not_built_in():
+    """--device specs are checked before anything runs: a plugin's kind is opened then (and
+    kept), a built-in kind is left for its first benchmark, a kind nobody opens is an error."""
+    lab = Lab()
+    opened = open_plugin_devices(["host", "qemu", "android:*", "lab:bench1"],
+                                 plugin_manager(lab).hook)
+    assert list(opened) == ["lab:bench1"] and opened["lab:bench1"].spec == "lab:bench1"
+    assert lab.asked == ["lab:bench1"]
+    with pytest.raises(DeviceError, match=r"--device 'phone': unknown device kind 'phone'"):
+        open_plugin_devices(["host", "phone"], plugin_manager(lab).hook)
 
 
 def test_a_runner_kind_a_plugin_declares_parses_with_its_labels():

@@ -44,3 +44,25 @@ def test_the_library_never_imports_a_top_level_models(tmp_path):
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+def test_requires_python_is_what_is_tested():
+    """torch's CPU build here is cp311 only: a wider range promises versions nothing tests."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["requires-python"] == ">=3.11,<3.12"
+    assert sys.version_info[:2] == (3, 11)
+    assert "Python 3.11, the one version tested" in (ROOT / "README.md").read_text()
+
+
+def test_torch_comes_from_the_cpu_index_for_uv_and_the_readme_says_so_for_pip():
+    """PyPI's torch for Linux is the CUDA build: uv is pinned to PyTorch's CPU index for torch
+    alone (explicit), pip users are told to install torch from it first."""
+    uv = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["uv"]
+    index = uv["sources"]["torch"]["index"]
+    assert [i for i in uv["index"] if i["name"] == index] == [
+        {"name": index, "url": CPU_INDEX, "explicit": True}]
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert f"pip install torch==2.13.0 --index-url {CPU_INDEX}" in readme
