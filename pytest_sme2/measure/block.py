@@ -15,6 +15,7 @@ from pytest_sme2.analysis.categories import CategoryRule
 from pytest_sme2.analysis.latency import e2e_per_run, latency_stats
 from pytest_sme2.analysis.startup import load_source, memory_source, process_startup
 from pytest_sme2.analysis.generation import analyze_generation
+from pytest_sme2.analysis.output_values import output_problem
 from pytest_sme2.analysis.summary import analyze
 from pytest_sme2.analysis.timing import (process_runs, traced_generation,
                                          with_traced_e2e)
@@ -311,7 +312,8 @@ class _Block:
                 kernel_trace=str(self.kernel_trace) if self.kernel_trace else None,
                 trace=str(trace), cooldown=self.held,
                 kernel_sample=str(self.sample) if self.sample else None,
-                sample_problem=self.sample_problem),
+                sample_problem=self.sample_problem,
+                output_problem=output_problem(self.summary)),
             startup=startup, generation=self.generated, timing=self.timing(),
             # A user's .pte without an .etrecord: what the report cannot show, said with it.
             extra={"etrecord_missing": meta["etrecord_missing"]}

@@ -52,6 +52,7 @@ class Sme2Config:
         default_factory=lambda: parse_min_speedup(DEFAULT_MIN_SPEEDUP))
     baseline_dir: Path | None = None
     save_baseline: bool = False
+    strict_outputs: bool = False              # --sme2-strict-outputs: NaN/inf outputs fail
     gate: GatePolicy = GatePolicy()
     measure: str = MEASURES[0]                # "time", or "instructions" (counted too)
     benchmark_json: Path | None = None        # --sme2-benchmark-json: pytest-benchmark format
@@ -173,6 +174,7 @@ def config_from_options(values: Mapping[str, Any], ini: Mapping[str, Any],
         blocks=r.whole("sme2_blocks", 2, "2 or more"),
         min_speedup=parse_min_speedup(r.text("sme2_min_speedup")[0]),
         baseline_dir=r.path("baseline_dir"), save_baseline=bool(values.get("save_baseline")),
+        strict_outputs=bool(values.get("sme2_strict_outputs")),
         gate=gate,
         measure=measure, benchmark_json=benchmark_json,
         progress=parse_progress(r.text("sme2_progress")[0]),

@@ -174,6 +174,9 @@ FLAGS: dict[str, str] = {
     "sme2_reexport": "export models again even when the cache has them",
     "save_baseline": "record this session's results as a new baseline session (each "
                      "benchmark's file keeps its last 10 sessions)",
+    "sme2_strict_outputs": "fail a benchmark whose outputs (an LLM's sampled logits) hold NaN "
+                           "or inf; without it such a benchmark passes, flagged in its line, "
+                           "results.json and report.md",
     "allow_foreign_baseline": "compare against baselines recorded on another device (other "
                               "SoC, CPU set, ABI, SME2, emulated) instead of refusing; the reason "
                               "stays in the verdict",

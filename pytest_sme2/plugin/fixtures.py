@@ -330,6 +330,12 @@ def _conclude(request: pytest.FixtureRequest, done: Benchmarked) -> None:
     report = done.report
     for judgement in report.judgements:
         request.node.user_properties.extend(junit_properties(judgement))
+    if request.config.stash[SESSION_KEY].config.strict_outputs:
+        broken = [b for b in done.blocks if b.context.output_problem]
+        if broken:
+            pytest.fail(f"{broken[0].model} {broken[0].dtype} ({broken[0].runner_name}): "
+                        f"{broken[0].context.output_problem} (--sme2-strict-outputs)",
+                        pytrace=False)
     failure = report.failure(done.policy)
     if failure:
         pytest.fail(failure, pytrace=False)

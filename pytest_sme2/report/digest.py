@@ -85,6 +85,9 @@ class Side:
         timings = [b.timing for b in self.blocks if b.timing is not None]
         if not timings:
             return None
+        if self.blocks[0].emulated:
+            return ("the breakdown below is from traced runs (an emulated CPU: what tracing "
+                    "added to its times says nothing)")
         found = sorted(t.overhead_pct for t in timings if t.overhead_pct is not None)
         if not found:
             return timings[0].breakdown_line()

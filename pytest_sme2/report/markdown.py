@@ -89,7 +89,8 @@ def context(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = No
         "recommendations": recommendations(doc, us),
         "top_recommendations": TOP_RECOMMENDATIONS,
         "regressions": regressions,
-        "notes": up.emulated_notes(doc) + up.cooldown_notes(doc) + up.etrecord_notes(doc)
+        "notes": up.output_notes(doc) + up.emulated_notes(doc) + up.cooldown_notes(doc)
+        + up.etrecord_notes(doc)
         + precision_lines(doc.benchmarks) + (notes or []),
     }
 

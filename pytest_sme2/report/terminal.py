@@ -36,7 +36,7 @@ def benchmark_line(r: BlockResult, device: bool = False) -> str:
             f"{units.ms(e.median_ms)} ms, p90 {units.ms(e.p90_ms)} ms, "
             f"CV {units.percent(e.cv_pct)}%, "
             f"n={e.n} (+{r.warmup} warm-up discarded){sme2}"
-            + _timing(r) + _instructions(r) + _startup(r.startup)
+            + _outputs(r) + _timing(r) + _instructions(r) + _startup(r.startup)
             + (EMULATED if r.emulated else ""))
 
 
@@ -65,15 +65,21 @@ def generation_line(r: BlockResult, device: bool = False) -> str:
             f"(per token median {_ms(dec.token_median_ms)} ms, p90 {_ms(dec.token_p90_ms)} ms), "
             f"TTFT {_ms(g.ttft_ms)} ms, n={pre.generations} generations "
             f"(+{r.warmup} warm-up discarded){sme2}"
-            + _timing(r) + _instructions(r) + _startup(r.startup)
+            + _outputs(r) + _timing(r) + _instructions(r) + _startup(r.startup)
             + (EMULATED if r.emulated else ""))
+
+
+def _outputs(r: BlockResult) -> str:
+    """`` | NOT FINITE: ...`` where the outputs (sampled logits) held NaN or inf."""
+    problem = r.context.output_problem
+    return f" | NOT FINITE: {problem}" if problem else ""
 
 
 def _timing(r: BlockResult) -> str:
     """`` | operator tracing adds +52% here ...`` where tracing cost more than
     LOUD_OVERHEAD_PCT, or where the latency could only be timed through the tracer."""
     t = r.timing
-    if t is None:
+    if t is None or r.emulated:     # emulated times say nothing, what tracing adds neither
         return ""
     if not t.untraced:
         return f" | timed through the operator tracer ({r.runner_name} cannot run without it)"
@@ -258,6 +264,13 @@ def summary_table(results: Iterable[BlockResult],
         lines.append(f"started hot: {len(hot)} of {len(results)} blocks were above "
                      f"{c.target_c:g} °C or throttling when the {c.timeout_s:g} s cooldown "
                      "ran out (kept; flagged in results.json and report.md)")
+    broken = [r for r in results if r.context.output_problem and r.block is None]
+    if broken:
+        lines.append(f"not finite: {len(broken)} benchmark(s) computed NaN or inf "
+                     f"({', '.join(r.name for r in broken[:3])}"
+                     f"{', ...' if len(broken) > 3 else ''}): their timings are not the "
+                     "model's (flagged in results.json and report.md; --sme2-strict-outputs "
+                     "fails them)")
     if any(r.emulated for r in results):
         lines.append(EMULATED_SUMMARY)
     return lines + generation_table(per_device) + precision_lines(results)

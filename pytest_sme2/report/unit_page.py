@@ -199,6 +199,18 @@ def etrecord_notes(doc: ResultsDoc) -> list[str]:
     return list(seen.values())
 
 
+def output_notes(doc: ResultsDoc) -> list[str]:
+    """One note per benchmark whose outputs (sampled logits) held NaN or inf: its timings are
+    not the model's."""
+    seen: dict[tuple[str, str], str] = {}
+    for b in doc.benchmarks:
+        if b.context.output_problem:
+            seen.setdefault((b.nodeid, b.runner_name),
+                            f"**Not finite**: {b.name} ({b.runner_name}): "
+                            f"{b.context.output_problem}.")
+    return list(seen.values())
+
+
 HOT_NAMED = 5     # hot blocks a note names; results.json has them all
 
 

@@ -206,6 +206,9 @@ class RunContext:
     # is none (the block itself is measured either way)
     kernel_sample: str | None = None
     sample_problem: str | None = None
+    # Outputs (an LLM's sampled logits) that hold NaN or inf: what the runner saw and the
+    # likely cause (pytest_sme2.analysis.output_values); None when they were finite.
+    output_problem: str | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.cooldown, Mapping):     # as results.json holds it
@@ -218,7 +221,7 @@ class RunContext:
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         # documents written before these keys: unchanged
-        for key in ("trace", "cooldown", "kernel_sample", "sample_problem"):
+        for key in ("trace", "cooldown", "kernel_sample", "sample_problem", "output_problem"):
             if d[key] is None:
                 del d[key]
         return d
