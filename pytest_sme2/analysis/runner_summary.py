@@ -98,16 +98,10 @@ class RunnerSummary:
     # the runner's clock (warm-up included, in order); "": every run was traced (the ETDump's).
     timing: str = ""
     execute_ms: tuple[float, ...] = ()
-    # What ``execute_ms`` spans: "" for Method::execute itself (our native runner), "forward()"
-    # for the Python bindings' whole call (their conversion included).
+    # What ``execute_ms`` spans: "" for Method::execute itself (our native runner),
+    # "ExecuTorchMethod.execute()" for the Python bindings' call around it.
     execute_span: str = ""
-    # The traced pass's forward() wall times, where ``execute_span`` is "forward()": beside its
-    # Method::execute events they measure the bindings' own time per call.
-    traced_forward_ms: tuple[float, ...] = ()
     traced: TracedPass | None = None
-    # Which pass the start-up figures (load, first run, memory) belong to: "traced" where the
-    # runtime times the method load only through its tracer (Python), else the timed one.
-    first_pass: str = ""
     clock_overhead_ns: float | None = None  # one timing's cost, measured in the process
     # Non-finite elements (NaN, inf) of the last outputs; None: not checked.
     nonfinite_outputs: int | None = None
@@ -176,9 +170,7 @@ def parse_summary(stdout: str) -> RunnerSummary:
             peak_includes=str(d.get("peak_includes") or ""),
             generation=_generation(d.get("generation")),
             timing=str(d.get("timing") or ""), execute_ms=_floats(d.get("execute_ms")),
-            execute_span=str(d.get("execute_span") or ""),
-            traced_forward_ms=_floats(d.get("traced_forward_ms")),
-            traced=_traced(d.get("traced")), first_pass=str(d.get("first_pass") or ""),
+            execute_span=str(d.get("execute_span") or ""), traced=_traced(d.get("traced")),
             clock_overhead_ns=_number(d.get("clock_overhead_ns")),
             nonfinite_outputs=_count(d.get("nonfinite_outputs")))
     return RunnerSummary()

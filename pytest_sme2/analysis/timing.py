@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from pytest_sme2.analysis.latency import E2E_EVENT, e2e_per_run
+from pytest_sme2.analysis.latency import E2E_EVENT
 from pytest_sme2.analysis.runner_summary import GenerationSummary, RunnerSummary
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.readers.etdump import EVENT_COLUMNS, TICKS_PER_MS
@@ -25,10 +25,10 @@ from pytest_sme2.results.latency import LatencyStats
 from pytest_sme2.results.timing import TRACED, UNTRACED, Timing, overhead_pct
 
 NATIVE_CLOCK = "the runner's clock around each Method::execute, no event tracer in the process"
-PYTHON_CLOCK = ("forward() wall time without the tracer, less the bindings' own time per call "
-                "({bindings_us:.1f} us: the median of forward() - Method::execute over the "
-                "traced runs)")
-PYTHON_CLOCK_RAW = "forward() wall time without the tracer (the bindings' conversion included)"
+PYTHON_CLOCK = ("the runner's clock around each ExecuTorchMethod.execute() (Method::execute and "
+                "one call into the Python bindings), no event tracer in the process")
+# What a runner's execute_span names -> how its clock is said
+SPANS = {"": NATIVE_CLOCK, "ExecuTorchMethod.execute()": PYTHON_CLOCK}
 THROUGH_TRACER = ("Method::execute events of the same runs the operator breakdown is from "
                   "(ETDump, every operator traced: this runner cannot time without its tracer)")
 
@@ -61,17 +61,6 @@ def clock_events(execute_ms: Sequence[float]) -> pd.DataFrame:
     }, columns=EVENT_COLUMNS)
 
 
-def bindings_ms(traced_forward_ms: Sequence[float], traced_events: pd.DataFrame,
-                source: str = "ETDump") -> float | None:
-    """The Python bindings' own time per forward() call: the median, over the traced runs, of
-    forward()'s wall time minus its Method::execute event (None when they cannot be paired)."""
-    per_run = e2e_per_run(traced_events, source)
-    if len(per_run) != len(traced_forward_ms) or not len(per_run):
-        return None
-    gap = np.asarray(traced_forward_ms, dtype=float) - per_run.to_numpy()
-    return max(float(np.median(gap)), 0.0)
-
-
 @dataclass(frozen=True)
 class ProcessRuns:
     """A process's timed runs (``timed``: their Method::execute events, one per execute, the
@@ -100,17 +89,9 @@ def process_runs(etdump_events: pd.DataFrame | None, summary: RunnerSummary, war
     if not summary.execute_ms:
         raise TimingError(f"{source}: the runner timed its runs untraced but printed no "
                           "execute_ms (a runner of another version?)")
-    execute_ms, how = list(summary.execute_ms), NATIVE_CLOCK
-    if summary.execute_span == "forward()":
-        gap = bindings_ms(summary.traced_forward_ms, etdump_events, source) \
-            if etdump_events is not None and summary.traced_forward_ms else None
-        if gap is None:
-            how = PYTHON_CLOCK_RAW
-        else:
-            execute_ms = [max(v - gap, 0.0) for v in execute_ms]
-            how = PYTHON_CLOCK.format(bindings_us=gap * 1e3)
+    how = SPANS.get(summary.execute_span, f"the runner's clock around {summary.execute_span}")
     traced = summary.traced
-    return ProcessRuns(clock_events(execute_ms), etdump_events,
+    return ProcessRuns(clock_events(summary.execute_ms), etdump_events,
                        traced.warmup if traced else 0,
                        Timing(UNTRACED, how, traced_runs=traced.runs if traced else 0,
                               clock_overhead_ns=summary.clock_overhead_ns))

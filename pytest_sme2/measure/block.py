@@ -1,5 +1,6 @@
 """One benchmark setting, end to end, usable without pytest:
-export (cached) -> device runs runner -> read ETDump -> latency statistics -> BlockResult."""
+export (cached) -> device runs runner (timed untraced, then traced) -> its clock and ETDump ->
+latency statistics and the breakdown -> BlockResult."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
-
 
 from pytest_sme2.analysis.categories import CategoryRule
 from pytest_sme2.analysis.latency import e2e_per_run, latency_stats
@@ -39,7 +39,7 @@ from pytest_sme2.measure.artifacts.csv import write_timed_runs
 from pytest_sme2.analysis.runner_summary import parse_summary
 from pytest_sme2.runners.base import Runner, RunRequest
 from pytest_sme2.measure.process import (measure_process, process_sme2, sample_kernels,
-                                         startup_events, wants_sample)
+                                         wants_sample)
 from pytest_sme2.measure.settings import MIN_BLOCKS, BenchSettings
 from pytest_sme2.stats import DEFAULT_MARGIN
 from pytest_sme2.readers.tensorfile import read_tensors
@@ -240,10 +240,9 @@ class _Block:
         run, request, etdump = self.run, self.request, str(self.request.etdump)
         summary = self.summary
         # The whole process: its first execute is the first run (a generation's prefill; a
-        # llama_main's first forward, its constant methods' executes left out). Untraced, the
-        # timed pass's, except where the runtime times its method load only traced (Python).
-        events = self.observed.process_events if self.observed is not None else \
-            startup_events(self.runs, summary.first_pass)
+        # llama_main's first forward, its constant methods' executes left out); untraced, the
+        # timed pass's (it loads first; the runner times the loads).
+        events = self.observed.process_events if self.observed is not None else self.runs.timed
         startup = Startup(
             pte_bytes=self.exported.pte.stat().st_size,
             processes=[process_startup(events, e2e_per_run(events, etdump), summary)],
@@ -356,10 +355,9 @@ def _measuring(run: BenchmarkRun) -> AbstractContextManager[None]:
 def _cold_load(run: BenchmarkRun, runner: Runner, device: Device, request: RunRequest,
                etdump: Path) -> ProcessStartup:
     """One load-only process (load, one execute): a cold load time and first inference
-    (one traced execute after it where the runner traces apart: the Python runtime's start-up
-    figures are its traced pass's)."""
-    one = replace(request, etdump=etdump, runs=1, warmup=0, outputs=None,
-                  trace_runs=min(request.trace_runs, 1), trace_warmup=0)
+    (untraced where the runner can: nothing traced after it)."""
+    one = replace(request, etdump=etdump, runs=1, warmup=0, outputs=None, trace_runs=0,
+                  trace_warmup=0)
     return measure_process(runner, device, one, run.measuring).startup
 
 

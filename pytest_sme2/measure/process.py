@@ -17,7 +17,7 @@ from pytest_sme2.analysis.llm_observer import MARKER as OBSERVER_MARKER
 from pytest_sme2.analysis.observed_generation import forwards_only
 from pytest_sme2.analysis.runner_summary import parse_summary
 from pytest_sme2.analysis.startup import process_startup
-from pytest_sme2.analysis.timing import ProcessRuns, process_runs
+from pytest_sme2.analysis.timing import process_runs
 from pytest_sme2.devices.base import Device
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.readers.etdump import read_etdump
@@ -51,18 +51,8 @@ def measure_process(runner: Runner, device: Device, request: RunRequest,
         events = forwards_only(events)
     runs = process_runs(events, summary, request.warmup, str(request.etdump))
     e2e_all = e2e_per_run(runs.timed, source=str(request.etdump))
-    first = startup_events(runs, summary.first_pass)
     return MeasuredProcess(outcome, events if events is not None else runs.timed, e2e_all,
-                           process_startup(first, e2e_per_run(first, str(request.etdump)),
-                                           summary))
-
-
-def startup_events(runs: ProcessRuns, first_pass: str) -> pd.DataFrame:
-    """The events a process's start-up is read from: its first pass's (the traced one where
-    the runner says so, else the timed one)."""
-    if first_pass == "traced" and runs.traced is not None:
-        return runs.traced
-    return runs.timed
+                           process_startup(runs.timed, e2e_all, summary))
 
 
 def process_sme2(device_sme2: bool | None, hwcap_mask: str | None) -> bool | None:

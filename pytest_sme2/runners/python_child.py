@@ -3,14 +3,12 @@ timed executions, write the ETDump (and the last outputs). Errors: one line on s
 Success ends with the same JSON summary line as the native runner (pytest_sme2.runners.base).
 
 With ``--trace-runs T`` the timed runs carry no tracer (the native runner's
-``--trace_executions``): first a traced load runs ``--trace-warmup`` + max(T, 1) executions and
-writes the ETDump (the start-up figures are its: this runtime loads the method lazily inside the
-first forward(), and only the tracer times that load apart); it is released, then an untraced
-load runs the warm-up and timed executions, each forward() timed by ``time.perf_counter_ns``.
-That span is forward()'s whole call, the bindings' conversion of inputs and outputs included; the
-traced pass's forward() times go in the summary too (``traced_forward_ms``), so the analysis can
-take the bindings' own time per call (forward() minus its Method::execute event) off: as close to
-Method::execute as these bindings allow."""
+``--trace_executions``): the program loads untraced (``_load_program``, its method loaded and
+timed apart), each run sets its inputs, then ``ExecuTorchMethod.execute()`` alone is timed by
+``time.perf_counter_ns`` — Method::execute and one call into the bindings, none of forward()'s
+conversion of inputs and outputs: as close to Method::execute as these bindings allow. The
+program is then released and, when T > 0, loaded again with the ETDump tracer for
+``--trace-warmup`` + T traced runs, the ETDump's only runs."""
 
 from __future__ import annotations
 
@@ -24,8 +22,9 @@ from types import ModuleType
 import numpy as np
 
 from pytest_sme2.runners.python_generation import generate
-from pytest_sme2.runners.python_process import (Refused, Steps, first_line, nonfinite_elements,
-                                                status_kb, traced_runs, untraced_keys)
+from pytest_sme2.runners.python_process import (Refused, Steps, TimedMethod, first_line,
+                                                load_untraced, nonfinite_elements, status_kb,
+                                                refusal, untraced_keys)
 from pytest_sme2.readers.tensorfile import SCALAR_TYPES, read_tensors, write_tensors
 
 
@@ -81,53 +80,74 @@ def import_runtime() -> ModuleType:
     return runtime
 
 
-def _forwards(module, inputs, total: int, pte: str, record: Steps):
-    """``total`` forward() calls, each timed; the last outputs and the RSS after the first
-    (this runtime loads the method in the first forward(): no earlier point), or the line
+def _forwards(forward, inputs, total: int, pte: str):
+    """``total`` calls of ``forward``; the last outputs and the RSS after the first (this
+    runtime loads a module's method in its first forward(): no earlier point), or the line
     that says why one failed."""
-    tick = time.perf_counter_ns
     outputs, rss_after_first = None, None
     for i in range(total):
         try:
-            t = tick()
-            outputs = module.forward(inputs)
-            record.execute_ms.append((tick() - t) / 1e6)
+            outputs = forward(inputs)
         except Exception as e:  # noqa: BLE001 - reported in one line
             raise Refused(f"{pte}: execution {i + 1} of {total} failed "
-                           f"({first_line(e)})") from None
+                          f"({first_line(e)})") from None
         if i == 0:
             rss_after_first = status_kb("VmRSS:")
     return outputs, rss_after_first
 
 
-def _forward_pass(a, runtime, torch, rss_before_load) -> int:
-    """W + N forward() calls on fixed inputs (traced; with --trace-runs, after a traced pass,
-    untraced and timed by this process's clock)."""
-    untraced = a.trace_runs >= 0
+def _traced_pass(a, runtime, torch, inputs, total: int) -> dict:
+    """The module with the ETDump tracer: ``total`` forward() calls (on ``inputs``, or on inputs
+    from its metadata), the ETDump written; its load is lazy, so a refusal may show at the
+    first call. Returns the pass's summary keys and its last outputs."""
     try:
         t0 = time.perf_counter()
         module = runtime._load_for_executorch(a.pte, enable_etdump=True, debug_buffer_size=0)
-        # The load is lazy: a program the runtime refuses fails here, not above.
         meta = module.method_meta("forward")
         program_load_ms = (time.perf_counter() - t0) * 1e3
     except Exception as e:  # noqa: BLE001 - the runtime's refusal, reported in one line
-        print(f"{a.pte}: the ExecuTorch runtime refused the program ({first_line(e)})",
-              file=sys.stderr)
-        return 1
+        raise refusal(a.pte, [], f"{a.pte}: the ExecuTorch runtime refused the program "
+                                 f"({first_line(e)})") from None
+    inputs = inputs if inputs is not None else _inputs(a, meta, torch)
+    outputs, rss_after_load = _forwards(module.forward, inputs, total, a.pte)
+    module.write_etdump_result_to_file(a.etdump)
+    return {"outputs": outputs, "program_load_ms": program_load_ms,
+            "rss_after_load_kb": rss_after_load, "rss_after_load_includes": "first run"}
+
+
+def _inputs(a, meta, torch) -> tuple:
     arrays = read_tensors(a.inputs) if a.inputs else _inputs_from_meta(meta)
-    inputs = tuple(torch.from_numpy(np.array(x)) for x in arrays)
-    first = Steps([])
-    traced_total = a.trace_warmup + traced_runs(a) if untraced else a.warmup + a.runs
+    return tuple(torch.from_numpy(np.array(x)) for x in arrays)
+
+
+def _forward_pass(a, runtime, torch, rss_before_load) -> int:
+    """W + N runs on fixed inputs: traced forward() calls, or (--trace-runs) untraced
+    ExecuTorchMethod.execute() calls timed by this process's clock, then the traced ones."""
     try:
-        outputs, rss_after_load = _forwards(module, inputs, traced_total, a.pte, first)
-        module.write_etdump_result_to_file(a.etdump)
-        peak = status_kb("VmHWM:")
-        timed = first
-        if untraced:
-            del module     # its tracer's buffers and its program: the timed load starts clean
-            module = runtime._load_for_executorch(a.pte, enable_etdump=False)
+        if a.trace_runs < 0:
+            got = _traced_pass(a, runtime, torch, None, a.warmup + a.runs)
+            outputs, extra, peak = got.pop("outputs"), got, status_kb("VmHWM:")
+        else:
+            seen: list[str] = []
+            try:
+                program, method, program_ms, method_ms = load_untraced(runtime, a.pte, seen)
+            except Exception as e:  # noqa: BLE001 - the runtime's refusal, in one line
+                raise refusal(a.pte, seen, f"{a.pte}: the ExecuTorch runtime refused the "
+                                           f"program ({first_line(e)})") from None
+            rss_after_load = status_kb("VmRSS:")
+            inputs = _inputs(a, method.method_meta(), torch)
             timed = Steps([])
-            outputs, _ = _forwards(module, inputs, a.warmup + a.runs, a.pte, timed)
+            outputs, _ = _forwards(TimedMethod(method, timed).forward, inputs,
+                                   a.warmup + a.runs, a.pte)
+            outputs = list(outputs)     # before the method goes
+            peak = status_kb("VmHWM:")  # before the traced pass adds its own
+            del method, program
+            traced = a.trace_warmup + a.trace_runs
+            if a.trace_runs > 0:
+                _traced_pass(a, runtime, torch, inputs, traced)
+            extra = {"program_load_ms": program_ms, "method_load_ms": method_ms,
+                     "rss_after_load_kb": rss_after_load,
+                     **untraced_keys(a, timed, traced if a.trace_runs > 0 else 0)}
     except Refused as e:
         print(str(e), file=sys.stderr)
         return 1
@@ -135,16 +155,13 @@ def _forward_pass(a, runtime, torch, rss_before_load) -> int:
         if outputs is not None else []
     if a.outputs and outputs is not None:
         write_tensors(a.outputs, arrays_out)
-    # The method load is timed by the runtime itself (Program::load_method in the ETDump):
-    # there is no separate method_load_ms here, and rss_after_load_kb includes the first run.
+    # Traced: the method load is timed by the runtime itself (Program::load_method in the
+    # ETDump), there is no method_load_ms here, and rss_after_load_kb includes the first run.
     summary = {"threads": int(runtime._threadpool_get_thread_count()),
-               "executions": a.warmup + a.runs, "program_load_ms": program_load_ms,
-               "rss_before_load_kb": rss_before_load,
-               "rss_after_load_kb": rss_after_load, "rss_after_load_includes": "first run",
+               "executions": a.warmup + a.runs, "rss_before_load_kb": rss_before_load,
                "peak_includes": "the Python interpreter, torch and the runtime extension",
-               "peak_rss_kb": peak, "nonfinite_outputs": nonfinite_elements(arrays_out)}
-    if untraced:
-        summary.update(untraced_keys(a, timed, first))
+               "peak_rss_kb": peak, "nonfinite_outputs": nonfinite_elements(arrays_out),
+               **extra}
     print(json.dumps(summary))
     return 0
 
@@ -160,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--outputs")
     p.add_argument("--generate", help="PROMPT_TOKENS,NEW_TOKENS: an LLM generation per run")
     p.add_argument("--trace-runs", type=int, default=-1,
-                   help="time the runs untraced, after this many traced ones (-1: trace them)")
+                   help="time the runs untraced, then this many traced ones (-1: trace them)")
     p.add_argument("--trace-warmup", type=int, default=0)
     a = p.parse_args(argv)
     problem = program_problem(a.pte)

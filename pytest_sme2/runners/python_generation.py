@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pytest_sme2.readers.tensorfile import SCALAR_TYPES
-from pytest_sme2.runners.python_process import (MISSING_OP, Refused, Steps, first_line,
-                                                missing_operator_line, status_kb, traced_runs,
+from pytest_sme2.runners.python_process import (Refused, Steps, TimedMethod, first_line,
+                                                load_untraced, refusal, status_kb,
                                                 untraced_keys, watched_stderr)
 
 if TYPE_CHECKING:
@@ -62,13 +62,6 @@ def _parse_generate(text: str) -> Generation:
                        "(e.g. 64,32)") from None
 
 
-def _refusal(pte: str, seen: list[str], otherwise: str) -> Refused:
-    """The runtime's log names a missing operator only on stderr: that line when it did (it
-    says what to do), else ``otherwise``."""
-    ops = MISSING_OP.findall("".join(seen))
-    return Refused(missing_operator_line(pte, "forward", ops) if ops else otherwise)
-
-
 def _constant_values(runtime, pte: str) -> dict[str, int]:
     """export_llama's constant methods (get_max_seq_len, use_kv_cache...) the program has, read
     through an untraced second load: through the traced one they would add Execute blocks."""
@@ -93,9 +86,24 @@ def _load_traced(runtime, pte: str, seen: list[str]):
             program_load_ms = (time.perf_counter() - t0) * 1e3
             values = _constant_values(runtime, pte)
     except Exception as e:  # noqa: BLE001 - the runtime's refusal, reported in one line
-        raise _refusal(pte, seen, f"{pte}: the ExecuTorch runtime refused the program "
+        raise refusal(pte, seen, f"{pte}: the ExecuTorch runtime refused the program "
                                   f"({first_line(e)})") from None
     return module, meta, program_load_ms, values
+
+
+def _load_timed(runtime, pte: str, seen: list[str]):
+    """The untraced program and its forward method (loads timed apart), forward's metadata,
+    the summary's load keys and the constant values; a refusal names a missing operator."""
+    try:
+        program, method, program_ms, method_ms = load_untraced(runtime, pte, seen)
+        extra = {"program_load_ms": program_ms, "method_load_ms": method_ms,
+                 "rss_after_load_kb": status_kb("VmRSS:")}
+        with watched_stderr(seen):
+            values = _constant_values(runtime, pte)
+    except Exception as e:  # noqa: BLE001 - the runtime's refusal, reported in one line
+        raise refusal(pte, seen, f"{pte}: the ExecuTorch runtime refused the program "
+                                 f"({first_line(e)})") from None
+    return program, method, method.method_meta(), extra, values
 
 
 def _forward_upper_bound(pte: str, meta) -> int:
@@ -148,22 +156,15 @@ def _prompt_steps(plan: _Plan, prompt: list[int], torch) -> list:
     return [prompt_t[:, i:i + 1] for i in range(plan.gen.prompt_tokens)]
 
 
-def _generate_once(module, torch, plan: _Plan, steps: list, g: int, total: int,
+def _generate_once(forward, torch, plan: _Plan, steps: list, g: int, total: int,
                    pte: str, seen: list[str], record: Steps) -> tuple[list[int],
-                                                                       tuple[float, ...]]:
+                                                                      tuple[float, ...]]:
     """One generation (the native runner's generate_once): the prefill, then greedy one-token
-    steps. Returns the sampled tokens and the times named by _TIMERS, timed as natively; each
-    forward's wall time goes to ``record``."""
+    steps, each a ``forward`` call. Returns the sampled tokens and the times named by _TIMERS,
+    timed as natively; the first generation's non-finite steps are counted in ``record``."""
     clock = time.perf_counter
-    tick = time.perf_counter_ns
     tokens: list[int] = []
     pos = 0
-
-    def forward(inputs):
-        t = tick()
-        out = module.forward(inputs)
-        record.execute_ms.append((tick() - t) / 1e6)
-        return out
 
     def sample(logits) -> None:
         tokens.append(_argmax_last(logits))
@@ -194,7 +195,7 @@ def _generate_once(module, torch, plan: _Plan, steps: list, g: int, total: int,
         decode_ms = (clock() - d0) * 1e3
         whole_ms = (clock() - t0) * 1e3
     except Exception as e:  # noqa: BLE001 - reported in one line
-        raise _refusal(pte, seen, f"{pte}: generation {g + 1} of {total} failed at position "
+        raise refusal(pte, seen, f"{pte}: generation {g + 1} of {total} failed at position "
                                   f"{pos} ({first_line(e)})") from None
     return tokens, (prefill_ms, first_ms, sampling, decode_ms, whole_ms)
 
@@ -208,18 +209,18 @@ def _leak_line(pte: str, g: int, tokens: list[int], first_tokens: list[int]) -> 
             "generation; nothing was measured")
 
 
-def _run_generations(module, torch, plan: _Plan, prompt: list[int], a, seen: list[str],
+def _run_generations(forward, torch, plan: _Plan, prompt: list[int], a, seen: list[str],
                      total: int, record: Steps):
-    """``total`` generations (the native runner's run_generations). Each must sample the
-    first's tokens: the same prompt from position 0 gives the same tokens unless state leaks
-    between generations. Returns the timers, the first generation's tokens and the RSS after
-    it."""
+    """``total`` generations through ``forward`` (the native runner's run_generations). Each
+    must sample the first's tokens: the same prompt from position 0 gives the same tokens
+    unless state leaks between generations. Returns the timers, the first generation's tokens
+    and the RSS after it."""
     steps = _prompt_steps(plan, prompt, torch)
     timers: dict[str, list[float]] = {k: [] for k in _TIMERS}
     first_tokens: list[int] | None = None
     rss_after_load = None
     for g in range(total):
-        tokens, times = _generate_once(module, torch, plan, steps, g, total, a.pte, seen,
+        tokens, times = _generate_once(forward, torch, plan, steps, g, total, a.pte, seen,
                                        record)
         if g == 0:
             rss_after_load = status_kb("VmRSS:")
@@ -248,42 +249,48 @@ def generate(a, runtime, torch, rss_before_load) -> int:
     """The generation loop through the runtime (see pytest_sme2.results.generation): W + N
     generations, each a prefill then greedy one-token steps; the same summary line as the
     native runner's --generate. A refusal at any step is one line on stderr, status 1. With
-    --trace-runs, the traced generations come first and the timed ones run untraced."""
+    --trace-runs, the timed generations run untraced (each execute timed alone), then the
+    traced ones on the program loaded again with the tracer."""
     from pytest_sme2.results.generation import prompt_token_ids
 
     seen: list[str] = []  # the runtime's log, where it names a missing operator
-    untraced = a.trace_runs >= 0
     try:
         gen = _parse_generate(a.generate)
-        module, meta, program_load_ms, values = _load_traced(runtime, a.pte, seen)
+        if a.trace_runs < 0:
+            module, meta, program_load_ms, values = _load_traced(runtime, a.pte, seen)
+            extra = {"program_load_ms": program_load_ms, "rss_after_load_includes": "first run"}
+        else:
+            program, method, meta, extra, values = _load_timed(runtime, a.pte, seen)
         plan = _plan_generation(a.pte, meta, values, gen)
         prompt = prompt_token_ids(gen.prompt_tokens, plan.vocab)
-        first = Steps([])
-        total = a.trace_warmup + traced_runs(a) if untraced else a.warmup + a.runs
-        timers, tokens, rss_after_load = _run_generations(module, torch, plan, prompt, a, seen,
-                                                          total, first)
-        module.write_etdump_result_to_file(a.etdump)
-        peak = status_kb("VmHWM:")
-        timed = first
-        if untraced:
-            del module     # its tracer's buffers and its program: the timed load starts clean
-            module = runtime._load_for_executorch(a.pte, enable_etdump=False)
-            timed = Steps([])
-            timers, tokens, _ = _run_generations(module, torch, plan, prompt, a, seen,
-                                                 a.warmup + a.runs, timed)
+        timed = Steps([])
+        if a.trace_runs < 0:
+            timers, tokens, extra["rss_after_load_kb"] = _run_generations(
+                module.forward, torch, plan, prompt, a, seen, a.warmup + a.runs, timed)
+            module.write_etdump_result_to_file(a.etdump)
+            peak = status_kb("VmHWM:")
+        else:
+            timers, tokens, _ = _run_generations(TimedMethod(method, timed).forward, torch,
+                                                 plan, prompt, a, seen, a.warmup + a.runs,
+                                                 timed)
+            peak = status_kb("VmHWM:")  # before the traced pass adds its own
+            del method, program
+            traced = (a.trace_warmup + a.trace_runs) * (plan.prefill_executes + gen.new_tokens)
+            if a.trace_runs > 0:
+                module = _load_traced(runtime, a.pte, seen)[0]
+                _run_generations(module.forward, torch, plan, prompt, a, seen,
+                                 a.trace_warmup + a.trace_runs, Steps([]))
+                module.write_etdump_result_to_file(a.etdump)
+            extra.update(untraced_keys(a, timed, traced if a.trace_runs > 0 else 0))
     except Refused as e:
         print(str(e), file=sys.stderr)
         return 1
-    per_generation = plan.prefill_executes + gen.new_tokens
     summary = {
         "threads": int(runtime._threadpool_get_thread_count()),
-        "executions": (a.warmup + a.runs) * per_generation,
-        "program_load_ms": program_load_ms, "rss_before_load_kb": rss_before_load,
-        "rss_after_load_kb": rss_after_load, "rss_after_load_includes": "first run",
+        "executions": (a.warmup + a.runs) * (plan.prefill_executes + gen.new_tokens),
+        "rss_before_load_kb": rss_before_load,
         "peak_includes": "the Python interpreter, torch and the runtime extension",
-        "peak_rss_kb": peak}
-    if untraced:
-        summary.update(untraced_keys(a, timed, first))
+        "peak_rss_kb": peak, **extra}
     summary["generation"] = _generation_summary(a, plan, prompt, tokens, timers,
                                                 timed.nonfinite)
     print(json.dumps(summary))

@@ -93,26 +93,54 @@ class Refused(Exception):
 
 @dataclass
 class Steps:
-    """What a pass records of its forwards: each one's wall time (ms, in order) and, for the
-    first generation only, the sampled steps whose logits were not finite."""
+    """What a timed pass records: each execute's time (ms, in order) and, for the first
+    generation only, the sampled steps whose logits were not finite."""
 
     execute_ms: list[float]
     nonfinite: int = 0
 
 
-def untraced_keys(a, record: Steps, traced: Steps) -> dict:
-    """The summary's keys of a run timed without the tracer (the native runner's), and the
-    traced pass's forward() wall times: beside its Method::execute events they give what the
-    bindings themselves cost per call, which the analysis takes off the untraced walls."""
+def refusal(pte: str, seen: list[str], otherwise: str) -> Refused:
+    """The runtime's log names a missing operator only on stderr: that line when it did (it
+    says what to do), else ``otherwise``."""
+    ops = MISSING_OP.findall("".join(seen))
+    return Refused(missing_operator_line(pte, "forward", ops) if ops else otherwise)
+
+
+class TimedMethod:
+    """An untraced program's method, called as a module's ``forward()`` is: its inputs set,
+    then ``ExecuTorchMethod.execute()`` alone timed — Method::execute and one call into the
+    bindings, none of forward()'s conversion of inputs and outputs — then its outputs read.
+    Each execute's time goes to ``record``."""
+
+    def __init__(self, method, record: Steps) -> None:
+        self.method, self.record = method, record
+
+    def forward(self, inputs):
+        self.method.set_inputs(tuple(inputs))
+        t = time.perf_counter_ns()
+        self.method.execute()
+        self.record.execute_ms.append((time.perf_counter_ns() - t) / 1e6)
+        return self.method.get_outputs()
+
+
+def load_untraced(runtime, pte: str, seen: list[str]):
+    """(program, its ``forward`` method, program load ms, method load ms), without any event
+    tracer, the runtime's log watched (a missing operator is named only there). The method
+    loads here, not lazily in a first call: its load is timed apart from the first execute."""
+    with watched_stderr(seen):
+        t0 = time.perf_counter()
+        program = runtime._load_program(pte, enable_etdump=False)
+        t1 = time.perf_counter()
+        method = program.load_method("forward")
+        t2 = time.perf_counter()
+    return program, method, (t1 - t0) * 1e3, (t2 - t1) * 1e3
+
+
+def untraced_keys(a, record: Steps, traced_executions: int) -> dict:
+    """The summary's keys of runs timed without the tracer (as the native runner's)."""
     return {"timing": "untraced", "clock_overhead_ns": clock_overhead_ns(),
             "execute_ms": [round(v, 6) for v in record.execute_ms],
-            "execute_span": "forward()",
-            "traced_forward_ms": [round(v, 6) for v in traced.execute_ms],
-            "first_pass": "traced",
-            "traced": {"warmup": a.trace_warmup, "runs": traced_runs(a),
-                       "executions": len(traced.execute_ms)}}
-
-
-def traced_runs(a) -> int:
-    """The traced pass's runs: at least one, whose load and first run are the start-up's."""
-    return max(a.trace_runs, 1)
+            "execute_span": "ExecuTorchMethod.execute()",
+            "traced": {"warmup": a.trace_warmup, "runs": a.trace_runs,
+                       "executions": traced_executions}}

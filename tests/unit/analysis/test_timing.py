@@ -8,9 +8,9 @@ import pytest
 
 from pytest_sme2.analysis.latency import e2e_per_run
 from pytest_sme2.analysis.runner_summary import GenerationSummary, parse_summary
-from pytest_sme2.analysis.timing import (NATIVE_CLOCK, THROUGH_TRACER, TimingError, bindings_ms,
-                                         clock_events, process_runs, traced_generation,
-                                         with_traced_e2e)
+from pytest_sme2.analysis.timing import (NATIVE_CLOCK, PYTHON_CLOCK, THROUGH_TRACER,
+                                         TimingError, clock_events, process_runs,
+                                         traced_generation, with_traced_e2e)
 from pytest_sme2.analysis.latency import latency_stats
 from pytest_sme2.readers.etdump import EVENT_COLUMNS, parse_etdump
 from pytest_sme2.results.timing import TRACED, UNTRACED, Timing
@@ -65,25 +65,15 @@ def test_an_untraced_summary_without_its_clock_is_one_line():
         process_runs(None, parse_summary(_summary(timing="untraced")), 0, "x.etdump")
 
 
-def test_the_python_bindings_own_time_is_taken_off_the_untraced_forward_calls():
-    # Traced: forward() took 10 us more than its Method::execute, every run.
-    traced = _traced_events([60_000, 62_000, 61_000])
-    events = e2e_per_run(traced).tolist()
-    forward = [v + 0.010 for v in events]
-    assert bindings_ms(forward, traced) == pytest.approx(0.010)
+def test_the_python_runners_clock_is_said_as_what_it_spans():
+    traced = _traced_events([60_000, 62_000])
     summary = parse_summary(_summary(
-        timing="untraced", execute_span="forward()", execute_ms=[0.2, 0.070, 0.071],
-        traced_forward_ms=forward, first_pass="traced",
-        traced={"warmup": 1, "runs": 2, "executions": 3}))
+        timing="untraced", execute_span="ExecuTorchMethod.execute()", execute_ms=[0.2, 0.07],
+        traced={"warmup": 1, "runs": 1, "executions": 2}))
     runs = process_runs(traced, summary, warmup=1, source="x.etdump")
-    assert e2e_per_run(runs.timed).tolist() == pytest.approx([0.19, 0.060, 0.061])
-    assert "10.0 us" in runs.timing.source and "forward()" in runs.timing.source
-    # Unpaired (another count of forwards than of runs): nothing is taken off, and it says so.
-    unpaired = parse_summary(_summary(timing="untraced", execute_span="forward()",
-                                      execute_ms=[0.2, 0.07], traced_forward_ms=[0.1]))
-    raw = process_runs(traced, unpaired, 1, "x.etdump")
-    assert e2e_per_run(raw.timed).tolist() == [0.2, 0.07]
-    assert "conversion included" in raw.timing.source
+    assert e2e_per_run(runs.timed).tolist() == [0.2, 0.07]
+    assert runs.timing.source == PYTHON_CLOCK and "one call into the Python bindings" in \
+        PYTHON_CLOCK
 
 
 def test_what_tracing_added_is_the_traced_median_over_the_untraced_one():
