@@ -35,6 +35,8 @@ from pytest_sme2._util.versions import package_version
 # version; the layout has been the same since 3.1, when "ops" was added).
 FORMAT_VERSION = "5.1.0"
 TIMER = "ExecuTorch ETDump Method::execute"
+# Where the runner timed its runs with no tracer in the process (results.timing).
+UNTRACED_TIMER = "ExecuTorch Method::execute, untraced (the runner's clock)"
 
 
 # -- stats, as pytest_benchmark.stats.Stats computes them -----------------------------------
@@ -128,7 +130,8 @@ def benchmark_entry(side: BenchmarkSide, seen: set[str] | None = None) -> dict[s
         "group": f"{r.model} {r.dtype} t{r.threads}", "name": name,
         "fullname": f"{module}::{name}" if module else name, "params": params, "param": param,
         "extra_info": extra,
-        "options": {"timer": TIMER, "warmup": r.warmup, "blocks": p.blocks,
+        "options": {"timer": UNTRACED_TIMER if r.timing and r.timing.untraced else TIMER,
+                    "warmup": r.warmup, "blocks": p.blocks,
                     "disable_gc": False, "min_rounds": r.runs, "max_time": None,
                     "min_time": None},
         "stats": benchmark_stats(samples_s),

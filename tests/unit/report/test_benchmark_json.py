@@ -210,3 +210,14 @@ def test_a_generation_is_one_entry_per_phase_that_pytest_benchmark_compares(tmp_
                           capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "[decode]" in proc.stdout and "[prefill]" in proc.stdout
+
+
+def test_the_timer_says_whether_the_runs_were_timed_untraced():
+    from pytest_sme2.report.benchmark_json import TIMER, UNTRACED_TIMER, benchmark_document
+
+    doc = single_doc()
+    traced = benchmark_document(load_results(doc).benchmarks)["benchmarks"][0]["options"]
+    doc["benchmarks"][0]["timing"] = {"mode": "untraced", "source": "the runner's clock"}
+    untraced = benchmark_document(load_results(doc).benchmarks)["benchmarks"][0]["options"]
+    traced, untraced = traced["timer"], untraced["timer"]
+    assert (traced, untraced) == (TIMER, UNTRACED_TIMER)
