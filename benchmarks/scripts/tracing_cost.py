@@ -16,8 +16,9 @@ The timed mode *is* the no-tracer build: what it adds over "no tracer at all" is
 pair per execute, which the runner measures in its own process (``clock_overhead_ns``, the
 median of 2001 back-to-back pairs) and which is printed as a share of the median execute.
 
-Programs: toy_cnn fp32 and mobilenet_v3_small fp32 (per forward), and tiny_llama 8da8w's
-decode step (``--generate 64,32``: the 32 one-token executes after the prompt, per token). With
+Programs: toy_cnn fp32, mobilenet_v3_small fp32 and vit_tiny int8 (per forward), and the decode
+step (``--generate 64,32``: the 32 one-token executes after the prompt, per token) of
+tiny_llama 8da8w and of ExecuTorch's own Llama at dim 128, 2 layers, 8da8w. With
 ``--python``, the same pairs through the Python runtime's runner (its untraced forward() less the
 bindings' own time, as the benchmarks take it).
 """
@@ -41,7 +42,8 @@ from pytest_sme2.api import export_model, native_runner  # noqa: E402
 from pytest_sme2.readers.etdump import read_etdump  # noqa: E402
 
 PROGRAMS = (("toy_cnn", "fp32", None), ("mobilenet_v3_small", "fp32", None),
-            ("tiny_llama", "8da8w", (64, 32)))
+            ("vit_tiny", "int8", None), ("tiny_llama", "8da8w", (64, 32)),
+            ("executorch:llama?dim=128&n_layers=2", "8da8w", (64, 32)))
 
 
 def _decode_only(ms: list[float], generate: tuple[int, int], warmup: int) -> list[float]:
@@ -93,12 +95,15 @@ def main() -> int:
     p.add_argument("--generations", type=int, default=20, help="generations per LLM process")
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--python", action="store_true", help="also the Python runtime's runner")
+    p.add_argument("--only", help="programs whose name contains this (default: all)")
     a = p.parse_args()
     binary = native_runner().binary
     rows = []
     with tempfile.TemporaryDirectory(prefix="sme2-tracing-cost-") as tmp:
         folder = Path(tmp)
         for model, dtype, generate in PROGRAMS:
+            if a.only and a.only not in model:
+                continue
             pte = export_model(model, dtype).pte
             runs = a.generations if generate else a.runs
             full, untraced, clocks = [], [], []
