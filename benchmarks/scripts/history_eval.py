@@ -100,7 +100,7 @@ def main() -> None:
             return
         write_times(str(folder / "w.sqlite"), "SQLite")
         if args.postgres == "local":
-            from pytest_sme2.history.setup import postgres_bin
+            from pytest_sme2.provision.history import postgres_bin
             from tests.pg_server import postgres_server
 
             with postgres_server(postgres_bin()) as url:
