@@ -1,5 +1,5 @@
 """A real PostgreSQL server on a free local port in a temporary folder, for the history's tests
-and benchmarks/scripts/history_eval.py (`pytest-sme2 setup history` installs the server)."""
+and evaluations/history_evaluation.py (`pytest-sme2 setup history` installs the server)."""
 
 from __future__ import annotations
 

@@ -32,6 +32,7 @@ LAYERS: dict[str, int] = {
     "history": 8, "hookspec": 8,
     "measure": 9,                                     # the benchmark loop
     "report": 10,
+    "provision": 10,                                  # the machine's needs: only cli/ calls it
     "plugin": 11, "cli": 11, "api": 11, "__init__": 11,
 }
 

@@ -13,7 +13,8 @@
     pytest-sme2 report RESULTS.json [--out DIR] [--no-charts]
     pytest-sme2 gate RESULTS.json --baseline-dir DIR [--fail-on-regression PCT]
                      [--allow-foreign-baseline] [--categories LIST]
-    pytest-sme2 setup qemu [--dry-run]
+    pytest-sme2 setup qemu|history [--dry-run]
+    pytest-sme2 history import|report ...
     pytest-sme2 fake-phone [--no-sme2] [--cpu CPU]
 
 User errors print one line on stderr and exit with status 2; no traceback.
@@ -25,19 +26,13 @@ import argparse
 import sys
 
 from pytest_sme2._util.text import plain
-from pytest_sme2.cli import analyze, compare, export, fake_phone, gate, report, run, setup
+from pytest_sme2.cli import (analyze, compare, export, fake_phone, gate, history, report, run,
+                             setup)
 from pytest_sme2.errors import Sme2Error
-
-
-def _add_history(sub) -> None:
-    from pytest_sme2.history.commands import add_parser
-
-    add_parser(sub)
-
 
 # One function per subcommand, each adding its parser; in the order --help lists them.
 SUBCOMMANDS = (analyze.add_parser, compare.add_parser, export.add_parser, run.add_parser,
-               report.add_parser, gate.add_parser, setup.add_parser, _add_history,
+               report.add_parser, gate.add_parser, setup.add_parser, history.add_parser,
                fake_phone.add_parser)
 
 

@@ -26,9 +26,9 @@ core, and its pair's ratio lands 20-40% off (measured: ``1.10 1.37 1.11 0.94 1.1
   suspicion); the caller then measures pairs one at a time, judging all after each, until the
   interval clears the line or :data:`MAX_PAIRS` are taken.
 
-Chosen on two runs of ``benchmarks/scripts/timegate_eval.py`` (docs/regression-gate.md): at 1
-thread +10% was caught in 78 of 80 trials (3 + 2 fixed pairs without screening: 69/80), with no
-false alarm in 400 unchanged trials.
+Chosen on two runs of ``evaluations/regression_gate_evaluation_time_gates.py``
+(docs/regression-gate.md): at 1 thread +10% was caught in 78 of 80 trials (3 + 2 fixed pairs
+without screening: 69/80), with no false alarm in 400 unchanged trials.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ mobilenet_v3_small fp32 (slope 2 -> 12 executions, three process pairs each): 1 
 per execute with a spread of 1 instruction (4e-8) — the pool's code spread 937; 2 threads
 26,538,675 with a spread of 475 (1.8e-5) — the pool's code 108,223-130,666 per execute, a spread
 of 22,443 (8e-4) that would otherwise be most of the noise. ``--fair-sched=yes`` changed
-neither (1.4e-5). See ``benchmarks/scripts/instruction_gate_eval.py`` for the figures over the
+neither (1.4e-5). See ``evaluations/instruction_gate_evaluation.py`` for the figures over the
 matrix.
 
 What the counts are not. valgrind's virtual CPU has no AVX-512 (nor AMX, SME ...), so XNNPACK

@@ -18,7 +18,7 @@ EMULATED_NOTE = " (emulated CPU: timings say nothing about speed)"
 # Largest |a - b| between two runners' outputs of one program, relative to max |a|. fp16: two
 # kernel families accumulate differently (KleidiAI SME2 fp16 kernels vs XNNPACK's NEON fp16
 # ones), and over MobileNetV3's ~50 layers they drifted 1.3% apart while each was 2.0-2.2% from
-# the fp32 eager result (QEMU, benchmarks/scripts/emulated_sme2.py): a difference within fp16's
+# the fp32 eager result (QEMU, evaluations/emulated_sme2_evaluation.py): a difference within fp16's
 # own error is not a wrong result.
 # "pte": a user's program, whose precision we do not know: the loosest of the others.
 OUTPUT_TOLERANCE = {"fp32": 1e-4, "fp16": 3e-2, "int8": 0.05, "int8_dynamic": 0.05, "pte": 0.05}

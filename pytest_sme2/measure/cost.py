@@ -1,5 +1,5 @@
 """What a benchmarking session costs beside its runner processes, and the measures that keep it
-small, in one place (README, "What a session costs"; ``benchmarks/scripts/session_cost.py``
+small, in one place (README, "What a session costs"; ``evaluations/costs_session.py``
 measures them):
 
 - :func:`settling`: the session's imports made without the garbage collector, and the objects

@@ -48,7 +48,7 @@ TOLERANCE = {"fp32": 1e-3, "fp16": 3e-2, "int8": 0.1, "int8_dynamic": 0.1,
 # without either being wrong. mobilevit_small (static int8, 4 or 32 calibration batches, with or
 # without re-estimated BatchNorm statistics) differs from its quantized eager model by 14-29% of
 # max |output| while both are equally far from the float model (max |pte - float| 0.0204 vs
-# max |quantized eager - float| 0.0206; benchmarks/scripts/int8_accuracy.py). What a wrong
+# max |quantized eager - float| 0.0206; evaluations/int8_accuracy.py). What a wrong
 # lowering shows is a program further from the float model than quantization explains: it
 # passes when max |pte - float| <= INT8_FLOAT_MARGIN x max |quantized eager - float|.
 INT8_FLOAT_MARGIN = 1.25

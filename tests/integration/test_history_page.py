@@ -33,7 +33,7 @@ def _dom(chromium: str, url: str, profile) -> tuple[str, str]:
 
 def test_page_loads_clean_shows_graphs_and_filters(tmp_path):
     from pytest_sme2.cli import main
-    from pytest_sme2.history.setup import chromium
+    from pytest_sme2.provision.history import chromium
     from tests.fakes.history_docs import write_series
 
     browser = chromium()

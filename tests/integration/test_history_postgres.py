@@ -22,7 +22,7 @@ HOW = "pytest-sme2 setup history (Debian package postgresql)"
 
 @pytest.fixture(scope="module")
 def postgres_url():
-    from pytest_sme2.history.setup import postgres_bin
+    from pytest_sme2.provision.history import postgres_bin
     from tests.pg_server import postgres_server
 
     bin_dir = postgres_bin()

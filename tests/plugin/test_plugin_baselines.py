@@ -66,7 +66,8 @@ def test_record_then_compare_same_code_passes(gated, pytester):
     assert [f.name.split("-python")[0].split("-native")[0] for f in files] == \
         ["toy_cnn-fp32-t1", "toy_cnn-fp32-t2"]
     # Judged, not gated: whether this machine stays within the noise floor between two
-    # sessions is measured by benchmarks/scripts/gate_eval.py, not asserted in a unit test.
+    # sessions is measured by evaluations/regression_gate_evaluation.py, not asserted in a unit
+    # test.
     second = gated("--junitxml=junit.xml")
     second.assert_outcomes(passed=2)
     doc = json.loads((pytester.path / "sme2-report" / "results.json").read_text())

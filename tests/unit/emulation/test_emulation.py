@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from pytest_sme2.cli import main
-from pytest_sme2.cli import setup as provision
 from pytest_sme2.emulation import EmulationError, tools, wheel
 from pytest_sme2.errors import Sme2Error
+from pytest_sme2.provision import apt, qemu
 from pytest_sme2.runners.native import CrossBuild, Toolchain, cache_key, cross_cache_key
 from pytest_sme2.device_programs import parse_probe
 from pytest_sme2.device_programs import build as helpers
@@ -327,16 +327,16 @@ def test_parse_probe():
 @pytest.fixture
 def fresh_debian(bare_host, tmp_path, monkeypatch):
     """A root Debian host with nothing provisioned; apt files redirected to tmp_path."""
-    monkeypatch.setattr(provision, "SOURCES_FILE", tmp_path / "apt" / "sources")
-    monkeypatch.setattr(provision, "PIN_FILE", tmp_path / "apt" / "pin")
-    monkeypatch.setattr(provision, "is_root", lambda: True)
-    monkeypatch.setattr(provision, "not_debian_reason", lambda: None)
+    monkeypatch.setattr(qemu, "SOURCES_FILE", tmp_path / "apt" / "sources")
+    monkeypatch.setattr(qemu, "PIN_FILE", tmp_path / "apt" / "pin")
+    monkeypatch.setattr(apt, "is_root", lambda: True)
+    monkeypatch.setattr(apt, "not_debian_reason", lambda suite: None)
     return tmp_path
 
 
 def test_dry_run_lists_the_commands_and_does_nothing(fresh_debian):
     lines: list[str] = []
-    assert provision.run_setup(dry_run=True, out=lines.append) == 0
+    assert qemu.run_setup(dry_run=True, out=lines.append) == 0
     text = "\n".join(lines)
     for expected in ("Suites: trixie-backports", "Pin: release n=trixie-backports",
                      "Pin-Priority: 1", "    apt-get update",
@@ -353,9 +353,9 @@ def test_dry_run_lists_the_commands_and_does_nothing(fresh_debian):
 
 
 def test_not_root_prints_sudo_commands_and_exits_2(fresh_debian, monkeypatch):
-    monkeypatch.setattr(provision, "is_root", lambda: False)
+    monkeypatch.setattr(apt, "is_root", lambda: False)
     lines: list[str] = []
-    assert provision.run_setup(dry_run=False, out=lines.append) == 2
+    assert qemu.run_setup(dry_run=False, out=lines.append) == 2
     assert "    sudo apt-get update" in lines
     assert any(ln.startswith("    sudo tee ") for ln in lines)    # a redirect would not be root
     assert any(ln.startswith("    cd ") and "apt-get download" in ln for ln in lines)
@@ -365,9 +365,10 @@ def test_not_root_prints_sudo_commands_and_exits_2(fresh_debian, monkeypatch):
 
 
 def test_not_debian_says_what_is_needed_and_exits_2(fresh_debian, monkeypatch):
-    monkeypatch.setattr(provision, "not_debian_reason", lambda: "this is not Debian (no x)")
+    monkeypatch.setattr(apt, "not_debian_reason",
+                        lambda suite: "this is not Debian (no x)")
     lines: list[str] = []
-    assert provision.run_setup(dry_run=False, out=lines.append) == 2
+    assert qemu.run_setup(dry_run=False, out=lines.append) == 2
     text = "\n".join(lines)
     assert "PYTEST_SME2_QEMU" in text and "PYTEST_SME2_SYSROOT" in text
     assert "apt-get" not in text.replace("apt-get download", "")  # no Debian-only commands
@@ -375,12 +376,12 @@ def test_not_debian_says_what_is_needed_and_exits_2(fresh_debian, monkeypatch):
 
 
 def test_apt_source_check_needs_suite_and_pin(fresh_debian):
-    assert provision._apt_source_there() is None
-    provision._write_apt_source()
-    assert provision._apt_source_there()
-    provision.PIN_FILE.write_text("Package: *\nPin: release n=trixie-backports\n"
+    assert qemu._apt_source_there() is None
+    qemu._write_apt_source()
+    assert qemu._apt_source_there()
+    qemu.PIN_FILE.write_text("Package: *\nPin: release n=trixie-backports\n"
                                   "Pin-Priority: 500\n")
-    assert provision._apt_source_there() is None          # a pin that upgrades is not ours
+    assert qemu._apt_source_there() is None          # a pin that upgrades is not ours
 
 
 def test_cli_setup_dry_run(fresh_debian, capsys):
@@ -392,12 +393,12 @@ def test_printed_apt_source_commands_paste_into_a_shell(fresh_debian):
     import subprocess
 
     lines: list[str] = []
-    provision.run_setup(dry_run=True, out=lines.append)
+    qemu.run_setup(dry_run=True, out=lines.append)
     start = next(i for i, ln in enumerate(lines) if ln.startswith("[1/7]"))
     end = next(i for i, ln in enumerate(lines) if ln.startswith("[2/7]"))
-    provision.SOURCES_FILE.parent.mkdir()
+    qemu.SOURCES_FILE.parent.mkdir()
     subprocess.run(["/bin/bash", "-euc", "\n".join(lines[start + 1:end])], check=True,
                    env={"PATH": "/usr/bin:/bin"})
-    assert provision.SOURCES_FILE.read_text() == provision.SOURCES_TEXT
-    assert provision.PIN_FILE.read_text() == provision.PIN_TEXT
-    assert provision._apt_source_there()
+    assert qemu.SOURCES_FILE.read_text() == qemu.SOURCES_TEXT
+    assert qemu.PIN_FILE.read_text() == qemu.PIN_TEXT
+    assert qemu._apt_source_there()

@@ -185,13 +185,13 @@ def test_the_gate_reads_the_last_sessions_of_a_branch_from_the_store(tmp_path):
 
 
 def test_setup_history_checks_first_and_says_what_to_install(monkeypatch):
-    from pytest_sme2.history import setup
+    from pytest_sme2.provision import apt, history as setup
 
     out = []
     monkeypatch.setattr(setup, "missing_packages", lambda: [])
     assert setup.run_setup(False, out.append) == 0 and out[-1].startswith("history: already")
     monkeypatch.setattr(setup, "missing_packages", lambda: ["chromium"])
-    monkeypatch.setattr(setup.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(apt.os, "geteuid", lambda: 1000)
     assert setup.run_setup(False, out.append) == 2
     assert out[-1] == ("history: missing headless Chromium; run as root: apt-get update && "
                        "apt-get install -y chromium (elsewhere: install chromium), then "

@@ -1,6 +1,6 @@
 """The export's accuracy check: fp32/fp16 within a tolerance of eager; int8 within a tolerance
 of the quantized eager model, or no further from the float model than quantization explains
-(figures: mobilevit_small's static int8 export, benchmarks/scripts/int8_accuracy.py)."""
+(figures: mobilevit_small's static int8 export, evaluations/int8_accuracy.py)."""
 
 from __future__ import annotations
 

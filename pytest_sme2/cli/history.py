@@ -1,4 +1,4 @@
-"""The ``pytest-sme2 history import|report`` commands: arguments in, the package's functions
+"""``pytest-sme2 history import|report``: arguments in, the history package's functions
 called, one line per outcome."""
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ import math
 from pathlib import Path
 
 from pytest_sme2.history import MIN_CHANGE_PCT
-from pytest_sme2.history.series import Filters
 
 
 def add_parser(sub) -> None:
@@ -50,6 +49,7 @@ def _percent(text: str) -> float:
 
 
 def run_import(args: argparse.Namespace) -> int:
+    # numpy (through results/): only this command needs it, not `pytest-sme2 --help`.
     from pytest_sme2.history.importer import import_files
     from pytest_sme2.history.store import open_store
 
@@ -63,7 +63,9 @@ def run_import(args: argparse.Namespace) -> int:
 
 
 def run_report(args: argparse.Namespace) -> int:
+    # pandas and numpy: only this command needs them, not `pytest-sme2 --help`.
     from pytest_sme2.history import page, report
+    from pytest_sme2.history.series import Filters
     from pytest_sme2.history.store import open_store
     from pytest_sme2.results import atomic_write_text
 

@@ -1,8 +1,9 @@
 """Detection and false-alarm rates of three time gates on this machine (issue 24; not a unit
 test: ~5-10 minutes on 2 cores; prints one table; raw block values in OUT/raw.json).
 
-    python benchmarks/scripts/timegate_eval.py [--out DIR] [--unchanged 100] [--changed 20]
-    python benchmarks/scripts/timegate_eval.py --reanalyze OUT/raw.json
+    python evaluations/regression_gate_evaluation_time_gates.py [--out DIR] [--unchanged 100]
+        [--changed 20]
+    python evaluations/regression_gate_evaluation_time_gates.py --reanalyze OUT/raw.json
 
 Gates: the stored baseline with today's rule (``gate.judge_levels``: first block, and with two
 confirmation blocks when suspected), the stored baseline with the new rule
@@ -36,8 +37,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-import instruction_gate_eval as ige  # noqa: E402  (its Bench and variant modules)
+import instruction_gate_evaluation as ige  # its Bench and variant modules
 
 THRESHOLD = 10.0
 BASE_BLOCKS = 3

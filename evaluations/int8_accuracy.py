@@ -3,7 +3,7 @@ quantized eager model, from the float model, and the quantized model's own dista
 float model, per output (max and RMS), for a calibration-batch count and optional BatchNorm
 re-estimation:
 
-    python benchmarks/scripts/int8_accuracy.py SPEC CALIBRATION_BATCHES [bn]
+    python evaluations/int8_accuracy.py SPEC CALIBRATION_BATCHES [bn]
 
 One JSON line. Measured on mobilevit_small (transformers:MobileViTModel?image_size=128),
 static int8, this 2-core VM (2026-11-27; rms ratio: rms |pte - qeager| / rms |qeager|):

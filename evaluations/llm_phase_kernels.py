@@ -5,7 +5,7 @@ only), each under QEMU's translated-code trace, with SME2 as the CPU reports it 
 SME/SME2 masked off (same binary). QEMU logs each translated block once per process, so only a
 process that runs one phase can tell that phase's kernels.
 
-    python benchmarks/scripts/llm_phase_kernels.py [PTE ...]    (default: the tiny 8da4w Llama)
+    python evaluations/llm_phase_kernels.py [PTE ...]    (default: the tiny 8da4w Llama)
 
 Prints, per .pte, side and phase: the KleidiAI/XNNPACK micro-kernels executed (blocks; ISA) and
 the streaming-SME blocks, then the generated tokens of both sides (equal = same outputs).
@@ -18,15 +18,16 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from pytest_sme2.analysis.generation import analyze_generation_file  # noqa: E402
-from pytest_sme2.analysis.kernel_trace import read_kernel_trace_csv  # noqa: E402
-from pytest_sme2.analysis.runner_summary import parse_summary  # noqa: E402
-from pytest_sme2.devices.qemu import QemuDevice  # noqa: E402
-from pytest_sme2.results.generation import Generation  # noqa: E402
-from pytest_sme2.runners.base import RunRequest  # noqa: E402
-from pytest_sme2.runners.spec import masked_pair  # noqa: E402
+from _common import tiny_llama_pte
+
+from pytest_sme2.analysis.generation import analyze_generation_file
+from pytest_sme2.analysis.kernel_trace import read_kernel_trace_csv
+from pytest_sme2.analysis.runner_summary import parse_summary
+from pytest_sme2.devices.qemu import QemuDevice
+from pytest_sme2.results.generation import Generation
+from pytest_sme2.runners.base import RunRequest
+from pytest_sme2.runners.spec import masked_pair
 
 
 DEFAULT_GENERATION = Generation(32, 8)
@@ -65,12 +66,7 @@ def phase_kernels(pte: Path, generation: Generation = DEFAULT_GENERATION) -> dic
 
 
 def main(argv: list[str]) -> int:
-    if argv:
-        ptes = [Path(a) for a in argv]
-    else:
-        from tests.llm_export import export_tiny_llama
-
-        ptes = [export_tiny_llama("8da4w")]
+    ptes = [Path(a) for a in argv] or [tiny_llama_pte(None)]
     for pte in ptes:
         print(f"== {pte}")
         result = phase_kernels(pte)

@@ -1,6 +1,6 @@
 """What does a benchmark session cost beside its runs? (Not a unit test: prints figures.)
 
-    python benchmarks/scripts/session_cost.py [--models LIST] [--dtypes LIST] [--threads LIST]
+    python evaluations/costs_session.py [--models LIST] [--dtypes LIST] [--threads LIST]
         [--no-compare] [--report-dir DIR] [--skip-session] [--skip-loop] [-- PYTEST ARGS]
 
 From one invocation, on a warm export cache (a cold one is filled before anything is timed):
@@ -11,7 +11,7 @@ From one invocation, on a warm export cache (a cold one is filled before anythin
    per matrix case, its load-only processes (``--sme2-loads`` - 1 per case: load and one
    execute), plus the comparison's 2 x blocks processes;
 2. ``pytest benchmarks -p no:cacheprovider`` on the same matrix in a subprocess, timed whole and
-   broken into phases by a probe plugin (this module, loaded with ``-p session_cost``): start-up,
+   broken into phases by a probe plugin (this module, loaded with ``-p costs_session``): start-up,
    time inside runner processes, analysis, CSVs, results.json writes, the end-of-session report;
 
 then the ratio and the issue-17 target: session <= 1.5 x loop + 3 s of fixed start-up, and
@@ -31,7 +31,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from _common import ROOT, comma_list
+
 PROBE_ENV = "SESSION_COST_PROBE"   # where the probe plugin writes its timings
 TARGET_RATIO, TARGET_FIXED_S = 1.5, 3.0
 
@@ -176,7 +177,7 @@ def session(args: argparse.Namespace, report_dir: Path, probe: Path
             ) -> tuple[float, float, int, str]:
     """Launch time (epoch), wall seconds, exit status and output of one pytest session."""
     argv = [sys.executable, "-m", "pytest", "benchmarks", "-p", "no:cacheprovider",
-            "-p", "session_cost", "--report-dir", str(report_dir),
+            "-p", "costs_session", "--report-dir", str(report_dir),
             "--sme2-models", args.models, "--sme2-dtypes", args.dtypes,
             "--sme2-threads", args.threads, *args.pytest_args]
     if args.no_compare:
@@ -237,8 +238,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("pytest_args", nargs="*", help="after --: more pytest arguments")
     args = p.parse_args(argv)
     defaults = BenchSettings()
-    cases = _cases(args.models.split(","), args.dtypes.split(","),
-                   [int(t) for t in args.threads.split(",")])
+    cases = _cases(comma_list(args.models), comma_list(args.dtypes),
+                   [int(t) for t in comma_list(args.threads)])
     with tempfile.TemporaryDirectory() as tmp:
         loop_s = None
         if not args.skip_loop:

@@ -6,14 +6,13 @@ install and stop."""
 from __future__ import annotations
 
 import glob
-import os
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Callable
 
+from pytest_sme2.provision import apt
+
 PACKAGES = {"postgresql": "PostgreSQL server (initdb, pg_ctl)", "chromium": "headless Chromium"}
-APT_TIMEOUT_S = 1800.0
 
 
 def postgres_bin() -> Path | None:
@@ -39,22 +38,21 @@ def run_setup(dry_run: bool, out: Callable[[str], None] = print) -> int:
     if not missing:
         out(f"history: already there (PostgreSQL in {postgres_bin()}, Chromium {chromium()})")
         return 0
-    command = f"apt-get install -y {' '.join(missing)}"
+    install = apt.install_argv(missing)
+    command = " ".join(install)
     if dry_run:
         out(f"history: would run: apt-get update && {command}")
         return 0
-    if not Path("/etc/debian_version").exists() or os.geteuid() != 0:
+    if not apt.is_debian() or not apt.is_root():
         out(f"history: missing {', '.join(PACKAGES[p] for p in missing)}; run as root: "
             f"apt-get update && {command} (elsewhere: install {' and '.join(missing)}), then "
             f"`pytest-sme2 setup history` again")
         return 2
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for cmd in (["apt-get", "update"], command.split()):
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True,
-                              timeout=APT_TIMEOUT_S)
+    for argv in (["apt-get", "update"], install):
+        proc = apt.run_apt(argv)
         if proc.returncode:
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["?"]
-            out(f"history: `{' '.join(cmd)}` failed (rc {proc.returncode}): {tail[0]}")
+            out(f"history: `{' '.join(argv)}` failed (rc {proc.returncode}): {tail[0]}")
             return 2
     still = missing_packages()
     out(f"history: installed {', '.join(missing)}" if not still else

@@ -1,5 +1,5 @@
 """Export time of library models named by spec (no builder), in the four dtypes, into a
-private cache: ``python benchmarks/scripts/library_model_exports.py CACHE_DIR [SPEC ...]``.
+private cache: ``python evaluations/costs_library_exports.py CACHE_DIR [SPEC ...]``.
 Prints one JSON line per export (spec, dtype, seconds, delegates, ops left outside).
 
 Measured 2026-11-27 on the 2-core VM while other jobs ran (load average ~5), then host latency

@@ -1,7 +1,7 @@
 """What does the generation analysis cost per ETDump event, against today's analysis of the same
 file? (Not a unit test: prints figures.)
 
-    python benchmarks/scripts/generation_analysis_cost.py [--pte M.pte] [--prompt 16]
+    python evaluations/generation_analysis_cost.py [--pte M.pte] [--prompt 16]
         [--new 99] [--generations 10] [--warmup 1] [--repeat 7]
 
 Our native runner (host) makes one generation ETDump of the tiny 8da4w Llama (ExecuTorch's
@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import argparse
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from _common import tiny_llama_pte
+
 
 
 def _best(fn, repeat: int) -> tuple[float, object]:
@@ -58,11 +58,7 @@ def main() -> None:
     from pytest_sme2.runners.base import RunRequest
     from pytest_sme2.runners.native import native_runner
 
-    pte = a.pte
-    if pte is None:
-        from tests.llm_export import export_tiny_llama
-
-        pte = export_tiny_llama("8da4w")
+    pte = tiny_llama_pte(a.pte)
     with tempfile.TemporaryDirectory() as tmp:
         req = RunRequest(pte, Path(tmp) / "g.etdump", runs=a.generations - a.warmup,
                          warmup=a.warmup, generation=Generation(a.prompt, a.new))

@@ -1,6 +1,6 @@
 """Host figures of an LLM generation, per runner and phase (Not a unit test: prints figures.)
 
-    python benchmarks/scripts/llm_host_figures.py [--pte M.pte ...] [--prompt 64] [--new 32]
+    python evaluations/llm_host_figures.py [--pte M.pte ...] [--prompt 64] [--new 32]
         [--runs 20] [--warmup 3] [--threads 1]
 
 Each .pte (default: the tiny 8da4w Llama from ExecuTorch's export_llama, tests/llm_export.py)
@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import argparse
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from _common import tiny_llama_pte
+
 
 
 def main() -> None:
@@ -36,11 +36,7 @@ def main() -> None:
     from pytest_sme2.runners.native import native_runner
     from pytest_sme2.runners.python import PythonRunner
 
-    ptes = a.pte
-    if not ptes:
-        from tests.llm_export import export_tiny_llama
-
-        ptes = [export_tiny_llama("8da4w")]
+    ptes = a.pte or [tiny_llama_pte(None)]
     runners = {"native": native_runner(), "python": PythonRunner(fork=False)}
     g = Generation(a.prompt, a.new)
     print(f"generation {g.arg} (prompt, new tokens), {a.runs} timed + {a.warmup} warm-up "

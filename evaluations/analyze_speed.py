@@ -7,7 +7,7 @@ Makes a 1000-run MobileNetV3-small fp32 ETDump with the real runtime, then, in o
   imports (so Inspector is not charged for importing torch), and the RSS it adds.
 Alternates the two three times and prints every figure and the ratio of medians.
 
-    python benchmarks/scripts/analyze_speed.py [--runs 1000] [--work DIR]
+    python evaluations/analyze_speed.py [--runs 1000] [--work DIR]
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Export cache figures: cold export seconds per model and dtype, warm (cache hit) seconds,
 and how many exports a second `pytest benchmarks` performs (it must be 0).
 
-    python benchmarks/scripts/export_timing.py [--models a,b] [--dtypes x,y] [--skip-session]
+    python evaluations/export_timing.py [--models a,b] [--dtypes x,y] [--skip-session]
 
 Everything goes into a fresh temporary cache, so the cold figures are really cold.
 """
@@ -17,7 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from _common import ROOT, comma_list
+
 
 
 def export_in_child(model: str, dtype: str, cache: Path) -> tuple[float, dict]:
@@ -50,8 +51,8 @@ def main() -> None:
     cache = Path(tempfile.mkdtemp(prefix="export-timing-"))
     print(f"{'model':<20} {'dtype':<13} {'cold s':>7} {'warm s':>7} {'delegates':>9}  "
           "outside the delegate")
-    for model in a.models.split(","):
-        for dtype in a.dtypes.split(","):
+    for model in comma_list(a.models):
+        for dtype in comma_list(a.dtypes):
             cold, meta = export_in_child(model, dtype, cache)
             warm, _ = export_in_child(model, dtype, cache)
             # In-process hit, without interpreter startup: what a session pays per benchmark.

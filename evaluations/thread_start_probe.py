@@ -1,6 +1,6 @@
 """How often does a multi-thread runner process start slow? (Not a unit test: prints figures.)
 
-    python benchmarks/scripts/thread_start_probe.py [--model mobilenet_v3_small] [--dtype fp32]
+    python evaluations/thread_start_probe.py [--model mobilenet_v3_small] [--dtype fp32]
         [--threads 2] [--runs 500] [--processes 30]
 
 Runs the python runner's child process ``--processes`` times, each for ``--runs`` executions

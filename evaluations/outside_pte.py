@@ -2,7 +2,7 @@
 then benchmarked by ``pytest benchmarks --sme2-models that.pte`` on the host and, with
 ``--qemu``, on the emulated SME2 CPU (SME2 on vs off, kernels traced).
 
-    python benchmarks/scripts/outside_pte.py WORK_DIR [--qemu]
+    python evaluations/outside_pte.py WORK_DIR [--qemu]
 
 Prints the sessions' terminal summaries; the reports land in WORK_DIR/report-host and
 WORK_DIR/report-qemu."""
@@ -14,7 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from _common import ROOT
+
 
 # Exactly what a user would write: nothing from pytest-sme2.
 EXPORT = """
@@ -36,7 +37,7 @@ et.get_etrecord().save("m.etrecord")
 
 
 def session(work: Path, name: str, *extra: str) -> None:
-    cmd = [sys.executable, "-m", "pytest", str(REPO / "benchmarks"), "--rootdir", str(REPO),
+    cmd = [sys.executable, "-m", "pytest", str(ROOT / "benchmarks"), "--rootdir", str(ROOT),
            "-p", "no:cacheprovider", "--sme2-models", str(work / "m.pte"),
            "--report-dir", str(work / f"report-{name}"), *extra]
     out = subprocess.run(cmd, cwd=work, capture_output=True, text=True).stdout

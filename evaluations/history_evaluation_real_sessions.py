@@ -1,9 +1,10 @@
 """Real sessions for the history (issue 26): N `pytest benchmarks` sessions on this host, one
 per fake commit (GITHUB_SHA), of toy_cnn (unchanged) and `grower`, a copy of toy_cnn that from
-commit STEP on carries two extra 1x1 convolutions (~+10% work; benchmarks/scripts/
-instruction_gate_eval.py measured +4% for one); or, with --drift, whose input grows ~1% per
+commit STEP on carries two extra 1x1 convolutions (~+10% work; evaluations/
+instruction_gate_evaluation.py measured +4% for one); or, with --drift, whose input grows ~1% per
 commit. Each session's results.json is imported into a fresh SQLite store and the change points
-printed. ~15-20 s per session: `python benchmarks/scripts/history_real_sessions.py --sessions 24`.
+printed. ~15-20 s per session:
+`python evaluations/history_evaluation_real_sessions.py --sessions 24`.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ import textwrap
 import time
 from pathlib import Path
 
+from _common import ROOT
+
 import pytest_sme2_models as models
 
 PLUGIN = textwrap.dedent('''
-    """Registers `grower` (written by history_real_sessions.py)."""
+    """Registers `grower` (written by history_evaluation_real_sessions.py)."""
     import os
 
     import pytest_sme2_models as models
@@ -82,8 +85,7 @@ def main() -> None:
     source = models.get_model("toy_cnn").source_file().read_text()
     (plugin_dir / "grower_model.py").write_text(source + VARIANT)
     (plugin_dir / "grower_plugin.py").write_text(PLUGIN)
-    root = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin_dir), str(root),
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin_dir), str(ROOT),
                                                         os.environ.get("PYTHONPATH", "")]),
            "GITHUB_REF_NAME": "main", "CI": ""}
     paths = []
@@ -94,7 +96,7 @@ def main() -> None:
         step = "1" if not args.drift and i >= args.step else "0"
         # ~1% more work per commit: the input's area grows (conv cost ~ area).
         size = str(round(32 * 1.005 ** i)) if args.drift else "32"
-        cmd = [sys.executable, "-m", "pytest", str(root / "benchmarks" / "test_latency.py"),
+        cmd = [sys.executable, "-m", "pytest", str(ROOT / "benchmarks" / "test_latency.py"),
                "-p", "grower_plugin", "-q", "-p", "no:cacheprovider",
                "--sme2-models", "toy_cnn,grower", "--sme2-dtypes", "fp32",
                "--sme2-threads", "1", "--runs", str(args.runs), "--sme2-loads", "1",
@@ -103,7 +105,7 @@ def main() -> None:
             cmd += ["--warmup", str(args.warmup)]
         proc = subprocess.run(cmd, env={**env, "GITHUB_SHA": sha, "GROWER_EXTRA": step,
                                         "GROWER_SIZE": size},
-                              capture_output=True, text=True, cwd=root)
+                              capture_output=True, text=True, cwd=ROOT)
         tail = (proc.stdout.strip().splitlines() or ["?"])[-1]
         print(f"session {i} ({sha[:10]}, step={step}, size={size}): rc {proc.returncode}, "
               f"{tail} ({time.time() - t0:.0f} s)", flush=True)

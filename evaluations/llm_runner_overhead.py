@@ -1,7 +1,7 @@
 """Our native runner's cost per decode token over a minimal C++ loop over the same Method.
 (Not a unit test: prints figures.)
 
-    python benchmarks/scripts/llm_runner_overhead.py [--pte M.pte] [--prompt 16] [--new 100]
+    python evaluations/llm_runner_overhead.py [--pte M.pte] [--prompt 16] [--new 100]
         [--generations 20] [--warmup 2] [--rounds 7]
 
 The minimal loop (written and built here, in a scratch folder, with the runner's own
@@ -28,11 +28,11 @@ import json
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from _common import tiny_llama_pte
+
 
 MINIMAL = r"""
 #include <chrono>
@@ -175,11 +175,7 @@ def main() -> None:
     from pytest_sme2.runners.base import RunRequest
     from pytest_sme2.runners.native import native_runner
 
-    pte = a.pte
-    if pte is None:
-        from tests.llm_export import export_tiny_llama
-
-        pte = export_tiny_llama("8da4w")
+    pte = tiny_llama_pte(a.pte)
     ours_runner = native_runner()
     with tempfile.TemporaryDirectory() as tmp:
         minimal = build_minimal(Path(tmp))

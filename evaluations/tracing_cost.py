@@ -1,7 +1,7 @@
 """What operator tracing adds to Method::execute, and what our timed mode still costs.
 (Not a unit test: prints figures for docs/outputs.md, "what tracing costs".)
 
-    python benchmarks/scripts/tracing_cost.py [--rounds 8] [--runs 200] [--generations 20]
+    python evaluations/tracing_cost.py [--rounds 8] [--runs 200] [--generations 20]
         [--python]
 
 Our native runner, one process per setting, the settings alternating ``--rounds`` times (this VM
@@ -33,13 +33,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from pytest_sme2.analysis.latency import e2e_per_run  # noqa: E402
-from pytest_sme2.analysis.runner_summary import parse_summary  # noqa: E402
-from pytest_sme2.analysis.timing import process_runs  # noqa: E402
-from pytest_sme2.api import export_model, native_runner  # noqa: E402
-from pytest_sme2.readers.etdump import read_etdump  # noqa: E402
+from pytest_sme2.analysis.latency import e2e_per_run
+from pytest_sme2.analysis.runner_summary import parse_summary
+from pytest_sme2.analysis.timing import process_runs
+from pytest_sme2.api import export_model, native_runner
+from pytest_sme2.readers.etdump import read_etdump
 
 PROGRAMS = (("toy_cnn", "fp32", None), ("mobilenet_v3_small", "fp32", None),
             ("vit_tiny", "int8", None), ("tiny_llama", "8da8w", (64, 32)),

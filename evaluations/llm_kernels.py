@@ -2,7 +2,7 @@
 traced: for each scheme of ``tiny_llama``, a prefill-like and a decode-like execute, on the SME2
 side and the SME2-masked side of one native binary (``--runner native,sme2=off``).
 
-    python benchmarks/scripts/llm_kernels.py OUT_DIR [--schemes fp32,8da4w,8da4w-pc,8da8w]
+    python evaluations/llm_kernels.py OUT_DIR [--schemes fp32,8da4w,8da4w-pc,8da8w]
 
 - prefill: the program the export cache holds (``export_model("tiny_llama", scheme)``:
   dynamic sequence length; exported here by the same recipe unless
@@ -31,6 +31,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from _common import comma_list
 
 import numpy as np
 
@@ -116,7 +118,7 @@ def main() -> None:
             "kernels": kernels(out / f"{scheme}-{phase}-{side}.csv"),
             "ops": xnnpack_ops(out / f"{scheme}-{phase}-{side}.etdp")}
             for phase in ("prefill", "decode") for side in SIDES}
-            for scheme in args.schemes.split(",")})
+            for scheme in comma_list(args.schemes)})
     rng = np.random.default_rng(0)
     prefill_in, decode_in = out / "prefill127.bin", out / "decode1.bin"
     write_tensors(prefill_in, [rng.integers(0, 512, (1, PREFILL_TOKENS)).astype(np.int64),
@@ -124,7 +126,7 @@ def main() -> None:
     write_tensors(decode_in, [rng.integers(0, 512, (1, 1)).astype(np.int64),
                               np.array([DECODE_POS], dtype=np.int64)])
     results: dict = {}
-    for scheme in args.schemes.split(","):
+    for scheme in comma_list(args.schemes):
         results[scheme] = {}
         for phase, inputs in (("prefill", prefill_in), ("decode", decode_in)):
             pte, seconds = program(scheme, phase, out)

@@ -1,7 +1,7 @@
 """The first ``pytest benchmarks`` on a fresh machine: exports one after another vs exported
 ahead side by side (``--sme2-export-jobs``). Not a unit test: prints figures.
 
-    python benchmarks/scripts/first_run.py [--jobs 1,auto] [-- PYTEST ARGS]
+    python evaluations/llm_host_first_session.py [--jobs 1,auto] [-- PYTEST ARGS]
 
 Each session runs ``pytest benchmarks -p no:cacheprovider`` from the repository root with an
 empty cache (its own ``XDG_CACHE_HOME``: no export, no native runner build) and its own report
@@ -21,7 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from _common import ROOT, comma_list
+
 TARGET_S = 150.0
 _EXPORTED = re.compile(r"exported \S+ \S+ in ([0-9.]+) s")
 _AHEAD = re.compile(r"exported (\d+) of (\d+) models ahead in ([0-9.]+) s")
@@ -53,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(args[:args.index("--")] if "--" in args else args)
     print(f"load average before: {os.getloadavg()[0]:.2f}; CPUs: {os.cpu_count()}")
     results = []
-    for jobs in a.jobs.split(","):
+    for jobs in comma_list(a.jobs):
         r = one_session(jobs.strip(), extra)
         results.append(r)
         print(f"--sme2-export-jobs {r['jobs']:>4}: {r['wall_s']:6.1f} s whole session, "

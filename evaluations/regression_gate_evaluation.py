@@ -1,8 +1,9 @@
 """Measure the regression gate on this machine the way CI uses it: real ``pytest benchmarks``
 sessions over the default host matrix (not a unit test: ~25 minutes on 2 cores; prints figures).
 
-    python benchmarks/scripts/gate_eval.py [--baseline-sessions 3] [--reps 3] [--threshold 10]
-    python benchmarks/scripts/gate_eval.py --reanalyze run1/raw.json [run2/raw.json ...]
+    python evaluations/regression_gate_evaluation.py [--baseline-sessions 3] [--reps 3]
+        [--threshold 10]
+    python evaluations/regression_gate_evaluation.py --reanalyze run1/raw.json [run2/raw.json ...]
 
 Every *session* is one ``pytest benchmarks/test_latency.py`` process (18 benchmarks: 3 models x
 fp32/fp16/int8 x 1/2 threads, one runner process per benchmark, 30 timed runs):
@@ -41,13 +42,14 @@ import sys
 import time
 from pathlib import Path
 
+from _common import ROOT
+
 import numpy as np
 
 from pytest_sme2.gate.policy import DEFAULT_THRESHOLD_PCT
 from pytest_sme2.gate.rule import REGRESSION, Judgement, judge_levels
 from pytest_sme2.stats import Interval, paired_ratio
 
-ROOT = Path(__file__).resolve().parents[2]
 AFFECTED = 1.25            # a true slowdown at least this large must be flagged
 LOAD_LIMIT_S = 1800        # a competing process never outlives this, whatever happens here
 

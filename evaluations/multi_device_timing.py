@@ -1,6 +1,6 @@
 """Three devices, one session: wall time serial vs ``-n 3``. (Not a test: prints figures.)
 
-    python benchmarks/scripts/multi_device_timing.py [--repeats 2] [--runs 30]
+    python evaluations/multi_device_timing.py [--repeats 2] [--runs 30]
         [--threads 1,2] [--models toy_cnn] [--dtypes fp32] [--phone-busy-s 0]
 
 Starts two private adb servers and three fake phones (tests/fakes: two on the first server,
@@ -29,11 +29,11 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
 
-from tests.fakes.adb_device import FakeAndroidConfig  # noqa: E402
-from tests.fakes.android import AdbServer, connect_phone, release_phone  # noqa: E402
+from _common import ROOT
+
+from tests.fakes.adb_device import FakeAndroidConfig
+from tests.fakes.android import AdbServer, connect_phone, release_phone
 
 RUN = r"\btimeout -k "
 

@@ -1,6 +1,6 @@
 """What does analysing one block's ETDump cost? (Not a unit test: prints figures.)
 
-    python benchmarks/scripts/analysis_cost.py [--models LIST] [--dtypes LIST] [--runs 30]
+    python evaluations/analysis_cost.py [--models LIST] [--dtypes LIST] [--runs 30]
         [--warmup 3] [--repeat 20] [--work DIR] [--extra DIR] [--save DIR] [--check DIR]
 
 For each model and dtype (cached exports; a cold cache is filled first, untimed) our native
@@ -35,6 +35,8 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+
+from _common import comma_list
 
 
 def _make_traces(models: list[str], dtypes: list[str], runs: int, warmup: int,
@@ -190,7 +192,7 @@ def main() -> None:
     _stat = STAT[a.stat]
     a.work.mkdir(parents=True, exist_ok=True)
 
-    traces = _make_traces(a.models.split(","), a.dtypes.split(","), a.runs, a.warmup, a.work)
+    traces = _make_traces(comma_list(a.models), comma_list(a.dtypes), a.runs, a.warmup, a.work)
     if a.extra:
         traces += _extra_traces(a.extra)
     saved = {}

@@ -1,6 +1,6 @@
 """What do the seed-compatible CSVs cost per block? (Not a unit test: prints figures.)
 
-    python benchmarks/scripts/csv_cost.py [--models LIST] [--dtypes LIST] [--repeat 20]
+    python evaluations/csv_cost.py [--models LIST] [--dtypes LIST] [--repeat 20]
         [--work DIR]
 
 For each model and dtype, from the cached export (exported first if the cache is cold): one
@@ -21,6 +21,8 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+
+from _common import comma_list
 
 from pytest_sme2.analysis.summary import Analysis
 
@@ -73,8 +75,8 @@ def main() -> None:
     print(f"{'':<28} {'':>6} {'':>6}  {'median   min':>15}  {'median   min':>15}  "
           f"{'(median)':>8}")
     totals = {"pandas": 0.0, "new": 0.0}
-    for model in a.models.split(","):
-        for dtype in a.dtypes.split(","):
+    for model in comma_list(a.models):
+        for dtype in comma_list(a.dtypes):
             analysis = block_analysis(model, dtype, a.work)
             times: dict[str, list[float]] = {"pandas": [], "new": []}
             files = {}

@@ -4,7 +4,7 @@ the ETDump's XNNPACK operator names, the KleidiAI micro-kernels that executed (Q
 verdict, the outputs' difference from the SME2-on side, and the wall time. Emulated timings say
 nothing about speed; they are printed only as the cost of the emulated session.
 
-    python benchmarks/scripts/emulated_sme2.py [--models toy_cnn,mobilenet_v3_small]
+    python evaluations/emulated_sme2_evaluation.py [--models toy_cnn,mobilenet_v3_small]
         [--dtypes fp32,fp16,int8,int8_dynamic] [--runs 2] [--out DIR]
 
 Needs `pytest-sme2 setup qemu`.
@@ -17,6 +17,8 @@ import re
 import tempfile
 import time
 from pathlib import Path
+
+from _common import comma_list
 
 from pytest_sme2.measure.block import BenchmarkRun, run_benchmark
 from pytest_sme2.measure.comparison import check_outputs
@@ -63,8 +65,8 @@ def main() -> None:
     print("| model | dtype | view | GEMM-like operators (ETDump) | KleidiAI matmul kernels "
           "executed | SME2 verdict | max abs / rel diff vs on | wall s |")
     print("|---|---|---|---|---|---|---|---|")
-    for model in args.models.split(","):
-        for dtype in args.dtypes.split(","):
+    for model in comma_list(args.models):
+        for dtype in comma_list(args.dtypes):
             results = {}
             for view in VIEWS:
                 t0 = time.perf_counter()

@@ -3,7 +3,7 @@ per case is traced (every block QEMU translated: what certainly executed) and sa
 phone can see) at once; the sampled micro-kernels must be a subset of the traced ones, with
 SME2 kernels sampled on the SME2 side and none on the masked side.
 
-    python benchmarks/scripts/sampled_vs_traced.py [--models toy_cnn,mobilenet_v3_small]
+    python evaluations/sampled_vs_traced.py [--models toy_cnn,mobilenet_v3_small]
                                                    [--dtypes fp32,fp16,int8] [--runs N]
 
 Needs `pytest-sme2 setup qemu`. Emulated timings say nothing about speed: none are printed.
@@ -15,6 +15,8 @@ import argparse
 import sys
 import tempfile
 from pathlib import Path
+
+from _common import comma_list
 
 from pytest_sme2.analysis.addresses import kernel_key
 from pytest_sme2.analysis.kernel_sample import read_kernel_sample_csv
@@ -63,8 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     device = QemuDevice("qemu")
     out = Path(tempfile.mkdtemp(prefix="sampled-vs-traced-"))
     rows = []
-    for model in args.models.split(","):
-        for dtype in args.dtypes.split(","):
+    for model in comma_list(args.models):
+        for dtype in comma_list(args.dtypes):
             for side, spec in SIDES:
                 rows.append(one_case(device, model, dtype, side, spec, args.runs, out))
                 r = rows[-1]

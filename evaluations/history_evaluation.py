@@ -4,7 +4,7 @@ per session for each store, render time of the page for 200 commits x 50 benchma
 screenshot of the page (`--detection-only`: the change points alone).
 
 Sessions are the recorded QEMU session (tests/fakes) re-timed per commit with 2% noise, not
-fresh measurements: run `python benchmarks/scripts/history_eval.py [--postgres URL|local]
+fresh measurements: run `python evaluations/history_evaluation.py [--postgres URL|local]
 [--screenshot docs/history-page.png]`.
 """
 
@@ -16,6 +16,8 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+
+import _common  # noqa: F401  (the repository root on sys.path: tests/)
 
 import numpy as np
 import pandas as pd
@@ -100,7 +102,7 @@ def main() -> None:
             return
         write_times(str(folder / "w.sqlite"), "SQLite")
         if args.postgres == "local":
-            from pytest_sme2.history.setup import postgres_bin
+            from pytest_sme2.provision.history import postgres_bin
             from tests.pg_server import postgres_server
 
             with postgres_server(postgres_bin()) as url:

@@ -1,8 +1,8 @@
 """Measure the instruction-count gate against the time gate on this machine (not a unit test:
 ~25 minutes on 2 cores; prints figures; raw numbers in OUT/raw.json).
 
-    python benchmarks/scripts/instruction_gate_eval.py [--out DIR] [--models ...] [--dtypes ...]
-    python benchmarks/scripts/instruction_gate_eval.py --reanalyze OUT/raw.json
+    python evaluations/instruction_gate_evaluation.py [--out DIR] [--models ...] [--dtypes ...]
+    python evaluations/instruction_gate_evaluation.py --reanalyze OUT/raw.json
 
 Instructions per ``Method::execute`` come from ``pytest_sme2.instructions.count`` (the native
 runner under callgrind, slope between two processes, the thread pool's own code left out);
@@ -62,7 +62,7 @@ VARIANTS = [
 _DEEPER = textwrap.dedent('''
 
 
-    # --- added by benchmarks/scripts/instruction_gate_eval.py ---------------------------------
+    # --- added by evaluations/instruction_gate_evaluation.py ---------------------------------
     class _Deeper(ToyCNN):
         """ToyCNN with extra (kernel, depthwise) convolutions after the residual block."""
 
