@@ -1,6 +1,7 @@
 """What every report says about an LLM measured as a generation (issue 30): its per-phase
-figures pooled over a side's blocks, the kernels each phase ran and their ISA family, and the
-one sentence per quantization scheme that says which kernels reached which phase.
+figures pooled over a side's blocks, the kernels each phase ran and their ISA family (read from
+their names by :mod:`pytest_sme2.analysis.isa`), and the one sentence per quantization scheme
+that says which kernels reached which phase.
 
 A generation block (``BlockResult.generation`` set) keeps a forward pass's fields: ``e2e_ms``
 holds decode time per token (each timed decode step), and its analysis is of the decode
@@ -14,22 +15,16 @@ recommendations format them.
 
 from __future__ import annotations
 
-import re
-
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from pytest_sme2.analysis.isa import isa_family, kernel_isa
+from pytest_sme2.analysis.isa import PhaseKernel, kernel_phrase, phase_kernels
 from pytest_sme2.results import BlockResult, Judgement
 from pytest_sme2.results.generation import DECODE, PHASES, PREFILL, GenerationResult, PhaseStats
 from pytest_sme2.results.records import KernelEvidence
 
 TOKENS_SHOWN = 8      # the first generated token ids a report shows
-# Weight types a KleidiAI kernel's name carries (``qsi4c32``: signed int4 weights, ...).
-# XNNPACK's: ``qc4w``/``qb4w`` (per channel / blockwise int4), ``qc8w`` (per channel int8).
-_WEIGHT_TYPES = (("qsi4", "int4"), ("qai4", "int4"), ("qsu4", "int4"), ("qsi8", "int8"),
-                 ("qai8cx", "int8"), ("qc4w", "int4"), ("qb4w", "int4"), ("qc8w", "int8"))
 
 
 def is_generation(r: BlockResult) -> bool:
@@ -146,85 +141,6 @@ def tokens_text(tokens: Sequence[int], shown: int = TOKENS_SHOWN) -> str:
 
 
 # -- kernels per phase -----------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class PhaseKernel:
-    name: str
-    family: str         # SME2, NEON, ... (analysis.isa)
-    isa: str            # the name's ISA part: sme2_mopa, neon_i8mm
-    how: str            # executed (a trace), sampled, logged (XNNPACK's selection log)
-
-
-def _family(name: str, given: str = "") -> str:
-    return given or isa_family(kernel_isa(name))
-
-
-def phase_kernels(ev: KernelEvidence | None) -> list[PhaseKernel]:
-    """The kernels a phase's evidence names, the strongest source first: executed (a kernel
-    trace), else sampled, else the selection log; XNNPACK's packing and KleidiAI's
-    ``kai_get_*`` helpers included as the evidence lists them."""
-    if ev is None:
-        return []
-    if ev.executed_kernels:
-        return [PhaseKernel(k.name, _family(k.name, k.isa_family), kernel_isa(k.name),
-                            "executed") for k in ev.executed_kernels]
-    if ev.sampled_kernels:
-        return [PhaseKernel(k.name, _family(k.name, k.isa_family), kernel_isa(k.name),
-                            "sampled") for k in ev.sampled_kernels]
-    return [PhaseKernel(k.name, _family(k.name), kernel_isa(k.name), "logged")
-            for k in ev.kernels]
-
-
-def _weights(name: str) -> str:
-    low = name.lower()
-    return next((w for tag, w in _WEIGHT_TYPES if tag in low), "")
-
-
-_ACCESSOR = re.compile(r"(^kai_get_|_get_(mr|nr|kr|sr|m_step|n_step)$)", re.IGNORECASE)
-
-
-def _compute(kernels: Iterable[PhaseKernel]) -> list[PhaseKernel]:
-    """The compute kernels (matmul, conv, ...): KleidiAI's ``kai_run_*`` and XNNPACK's
-    micro-kernels, not packing helpers nor the accessors of a kernel's tile size
-    (``…__neonsme2_get_mr``, ``kai_get_mr_…``: a trace lists them beside the kernel), when any;
-    else all of them."""
-    ks = [k for k in kernels if k.family != "unknown"]
-    runs = [k for k in ks if "pack" not in k.name.lower() and not _ACCESSOR.search(k.name)]
-    return runs or ks
-
-
-def _variants(isa: str, family: str) -> list[str]:
-    """The ISA part's tokens from the family's on, the bare family word dropped:
-    ``neon_i8mm`` -> ``i8mm``, ``sme2_mopa`` -> ``mopa``, ``aarch64_neondot`` -> ``neondot``,
-    ``neonsme2`` -> nothing."""
-    tokens = isa.split("_")
-    start = next((i for i, t in enumerate(tokens) if isa_family(t) == family), 0)
-    return [t for t in tokens[start:] if t and not t.lower().endswith(family.lower())]
-
-
-def kernel_phrase(ev: KernelEvidence | None) -> str | None:
-    """What a phase ran, in a few words, from its evidence: ``NEON i8mm/dotprod int4
-    kernels``, ``SME2 mopa int8 kernels``; None without kernels named."""
-    ks = _compute(phase_kernels(ev))
-    if not ks:
-        return None
-    families: dict[str, tuple[list[str], list[str]]] = {}
-    for k in ks:
-        variants, weights = families.setdefault(k.family, ([], []))
-        for t in _variants(k.isa, k.family):
-            if t not in variants:
-                variants.append(t)
-        w = _weights(k.name)
-        if w and w not in weights:
-            weights.append(w)
-    # SME2 first: it is what the report is about.
-    order = sorted(families, key=lambda f: (f != "SME2", f != "SME", f))
-    parts = []
-    for fam in order:
-        variants, weights = families[fam]
-        parts.append(" ".join(x for x in (fam, "/".join(variants), "/".join(weights)) if x))
-    return " and ".join(parts) + " kernels"
-
 
 @dataclass(frozen=True)
 class SchemeKernels:

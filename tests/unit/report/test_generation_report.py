@@ -20,30 +20,6 @@ def _blocks(doc=None):
 
 # -- the kernels per phase, from the evidence ------------------------------------------------
 
-def test_kernel_phrase_names_family_variants_and_weights():
-    b = _blocks()
-    int4, int8 = b[1].generation, b[2].generation
-    assert gen.kernel_phrase(int4.prefill.kernel_evidence) == "NEON i8mm/dotprod int4 kernels"
-    assert gen.kernel_phrase(int4.decode.kernel_evidence) == "NEON dotprod int4 kernels"
-    assert gen.kernel_phrase(int8.prefill.kernel_evidence) == "SME2 mopa int8 kernels"
-    assert gen.kernel_phrase(int8.decode.kernel_evidence) == "SME2 dot int8 kernels"
-    assert gen.kernel_phrase(None) is None
-
-
-def test_kernel_phrase_of_sampled_xnnpack_kernels():
-    from pytest_sme2.results.records import KernelEvidence, SampledKernel
-
-    ev = KernelEvidence(sme2="indicated", samples_total=100, sampled_kernels=[
-        SampledKernel("xnn_qp8_f32_qc4w_gemm_minmax_ukernel_16x64c4__neonsme2", "SME2",
-                      "xnnpack", "xnnpack", 60, 0.6),
-        SampledKernel("xnn_qd8_f32_qc8w_gemm_minmax_ukernel_1x16c4__aarch64_neondot_ld128",
-                      "NEON", "xnnpack", "xnnpack", 30, 0.3),
-        SampledKernel("xnn_x32_packw_gemm_goi_ukernel_x16__neon_ld4lane_u4", "NEON",
-                      "xnnpack", "xnnpack", 10, 0.1)])
-    assert gen.kernel_phrase(ev) == "SME2 int4 and NEON neondot/ld128 int8 kernels"
-    assert [k.how for k in gen.phase_kernels(ev)] == ["sampled"] * 3
-
-
 def test_kernel_sentences_one_per_scheme_from_the_evidence():
     assert gen.kernel_sentences(_blocks()) == [
         "8da4w ran NEON i8mm/dotprod int4 kernels in prefill and NEON dotprod int4 kernels in "
@@ -200,21 +176,3 @@ def test_recommendations_say_which_scheme_reached_sme2_per_phase():
 def test_no_generation_recommendation_without_llms():
     doc = copy.deepcopy(single_doc())
     assert not [r for r in recommendations(doc) if r.rule == "generation-kernels"]
-
-
-def test_kleidiais_accessors_are_not_kernels_of_the_phrase():
-    """Found on QEMU: a trace lists XNNPACK's ``…__neonsme2_get_mr``/``_get_nr`` (and
-    KleidiAI's ``kai_get_mr_…``) beside the kernel they describe, and the phrase read "SME2
-    mopa/dot/get/mr/nr int8 kernels"."""
-    from pytest_sme2.results.records import KernelEvidence, TracedKernel
-
-    name = "kai_run_matmul_clamp_f32_qai8dxp1vlx4_qsi8cxp4vlx4_1vlx4vl_sme2_mopa"
-    ev = KernelEvidence(sme2="proven", executed_kernels=[
-        TracedKernel(name, "SME2", "kleidiai"),
-        TracedKernel(name.replace("kai_run_", "kai_get_mr_"), "SME2", "kleidiai"),
-        TracedKernel(name.replace("kai_run_", "kai_get_nr_"), "SME2", "kleidiai"),
-        TracedKernel("xnn_qp8_f32_qc8w_gemm_minmax_ukernel_16x64c4__neonsme2_get_mr", "SME2",
-                     "xnnpack"),
-        TracedKernel("xnn_qp8_f32_qc8w_gemm_minmax_ukernel_16x64c4__neonsme2_get_nr", "SME2",
-                     "xnnpack")])
-    assert gen.kernel_phrase(ev) == "SME2 mopa int8 kernels"
