@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import copy
 
-from pytest_sme2.report import generation as gen
 from pytest_sme2.report.markdown import render_details, render_markdown
 from pytest_sme2.report.recommend import recommendations
+from pytest_sme2.report.recommend.generation import kernel_sentences
 from pytest_sme2.report.terminal import GENERATION_NOTE, benchmark_line, summary_table
-from pytest_sme2.results import load_results
+from pytest_sme2.results import load_results, pool_generation
 from tests.fakes.results_docs import (INT4_DECODE, INT4_PREFILL, INT8_PREFILL, QEMU_SME2,
                                       generation_block, interval, llm_doc, single_doc)
 
@@ -18,10 +18,10 @@ def _blocks(doc=None):
     return load_results(doc or llm_doc()).benchmarks
 
 
-# -- the kernels per phase, from the evidence ------------------------------------------------
+# -- the kernels per scheme, and the pooled figures ----------------------------------------
 
 def test_kernel_sentences_one_per_scheme_from_the_evidence():
-    assert gen.kernel_sentences(_blocks()) == [
+    assert kernel_sentences(_blocks()) == [
         "8da4w ran NEON i8mm/dotprod int4 kernels in prefill and NEON dotprod int4 kernels in "
         "decode",
         "8da8w ran SME2 mopa int8 kernels in prefill and SME2 dot int8 kernels in decode"]
@@ -32,7 +32,7 @@ def test_kernel_sentences_follow_the_evidence_not_the_scheme():
     d = single_doc()
     d["benchmarks"] += [generation_block("8da4w", prefill_kernels=INT8_PREFILL,
                                          decode_kernels=INT8_PREFILL)]
-    assert gen.kernel_sentences(_blocks(d)) == [
+    assert kernel_sentences(_blocks(d)) == [
         "8da4w ran SME2 mopa int8 kernels in prefill and decode"]
 
 
@@ -43,7 +43,7 @@ def test_kernel_sentences_name_runners_and_skip_schemes_without_kernels():
                          decode_kernels=INT4_DECODE),
         generation_block("8da8w", "sme2_on", prefill_kernels=INT8_PREFILL, decode_kernels=None),
         generation_block("fp32", prefill_kernels=None, decode_kernels=None)]
-    assert gen.kernel_sentences(_blocks(d)) == [
+    assert kernel_sentences(_blocks(d)) == [
         "8da8w on sme2_off ran NEON i8mm/dotprod int4 kernels in prefill and NEON dotprod int4 "
         "kernels in decode",
         "8da8w on sme2_on ran SME2 mopa int8 kernels in prefill (no kernels named for decode)"]
@@ -53,11 +53,11 @@ def test_figures_pool_blocks_by_their_medians():
     blocks = _blocks({**single_doc(), "benchmarks": [
         generation_block(prefill_ms=10.0, block=0), generation_block(prefill_ms=20.0, block=1),
         generation_block(prefill_ms=40.0, block=2)]})
-    f = gen.figures(blocks)
+    f = pool_generation(blocks)
     assert f.blocks == 3 and f.prefill.generations == 30
     assert f.prefill.median_ms == 20.0 and f.prefill.tokens_per_s == 64e3 / 20.0
     assert f.ttft_ms == 20.05
-    assert gen.figures(_blocks(single_doc())) is None
+    assert pool_generation(_blocks(single_doc())) is None
 
 
 # -- terminal --------------------------------------------------------------------------------
