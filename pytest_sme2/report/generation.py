@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from pytest_sme2.analysis.isa import PhaseKernel, kernel_phrase, phase_kernels
-from pytest_sme2.report.cells import MISSING, code, fmt_ms, fmt_tokens_per_s
+from pytest_sme2.report.markdown.cells import MISSING, code, fmt_ms, fmt_tokens_per_s
 from pytest_sme2.report.digest import category_order
 from pytest_sme2.results import BlockResult, Judgement
 from pytest_sme2.results.generation import DECODE

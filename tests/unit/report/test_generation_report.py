@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 
-from pytest_sme2.report.markdown import render_details, render_markdown
+from pytest_sme2.report.markdown.render import render_details, render_markdown
 from pytest_sme2.report.recommend import recommendations
 from pytest_sme2.report.recommend.generation import kernel_sentences
 from pytest_sme2.report.terminal import GENERATION_NOTE, benchmark_line, summary_table
