@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from pytest_sme2.devices.kinds import HOST, device_help
 from pytest_sme2.devices.thermal import DEFAULT_TIMEOUT_S as COOLDOWN_TIMEOUT_S
 from pytest_sme2.gate.policy import (DEFAULT_CONFIRM_BLOCKS, DEFAULT_LOAD_THRESHOLD_PCT,
                                      DEFAULT_MEMORY_THRESHOLD_PCT, DEFAULT_PRECISION_BUDGET_S)
@@ -28,11 +29,7 @@ class Option(NamedTuple):
 
 # option dest (--dest-with-dashes) -> ini name, default, help
 OPTIONS: dict[str, Option] = {
-    "device": Option("sme2_device", "host", "where to run: host, android (the only attached "
-                     "device), android:SERIAL, android:SERIAL@HOST:PORT, android:* (every "
-                     "authorised device of the adb server; android:*@HOST:PORT), or qemu[:CPU] "
-                     "(an emulated Arm64 CPU with SME2); repeatable: the device becomes an "
-                     "axis of the matrix (ini: one per line)"),
+    "device": Option("sme2_device", HOST.name, device_help()),
     "runs": Option("sme2_runs", "30", "timed runs per benchmark (default 30; 5 on qemu)"),
     "warmup": Option("sme2_warmup", "3", "warm-up runs per benchmark, discarded (default 3; 1 "
                      "on qemu); the traced runs get as many"),
