@@ -109,7 +109,7 @@ def kernel_name_fields(name: str) -> tuple[str, str, str, str, str]:
 
 # Weight types a KleidiAI kernel's name carries (``qsi4c32``: signed int4 weights, ...).
 # XNNPACK's: ``qc4w``/``qb4w`` (per channel / blockwise int4), ``qc8w`` (per channel int8).
-_WEIGHT_TYPES = (("qsi4", "int4"), ("qai4", "int4"), ("qsu4", "int4"), ("qsi8", "int8"),
+WEIGHT_TYPES = (("qsi4", "int4"), ("qai4", "int4"), ("qsu4", "int4"), ("qsi8", "int8"),
                  ("qai8cx", "int8"), ("qc4w", "int4"), ("qb4w", "int4"), ("qc8w", "int8"))
 
 
@@ -144,7 +144,7 @@ def phase_kernels(ev: KernelEvidence | None) -> list[PhaseKernel]:
 def weight_type(name: str) -> str:
     """The weight type a kernel's name carries (``int4``, ``int8``), or ""."""
     low = name.lower()
-    return next((w for tag, w in _WEIGHT_TYPES if tag in low), "")
+    return next((w for tag, w in WEIGHT_TYPES if tag in low), "")
 
 
 _ACCESSOR = re.compile(r"(^kai_get_|_get_(mr|nr|kr|sr|m_step|n_step)$)", re.IGNORECASE)

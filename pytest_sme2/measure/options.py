@@ -15,6 +15,7 @@ from pytest_sme2.measure.matrix import DEFAULT_DTYPES, DEFAULT_MODELS, DEFAULT_T
 from pytest_sme2.measure.option_values import MEASURES, SAMPLING
 from pytest_sme2.measure.settings import DEFAULT_LOADS, DEFAULT_TRACE_RUNS, MIN_BLOCKS
 from pytest_sme2.programs.export import DTYPES
+from pytest_sme2.programs.llm_schemes import LLM_SCHEMES
 
 # Lower bounds asserted on the SME2 speed-up's confidence interval. The seed kit measured, on
 # one core, 3.9x (fp16) and 1.8x (int8) end to end on a conv-heavy model; a model whose time is
@@ -146,9 +147,9 @@ OPTIONS: dict[str, Option] = {
                               "--sme2-llm-schemes x --sme2-threads): registered LLMs, "
                               "executorch:llama?..., transformers:...ForCausalLM or .pte files"),
     "sme2_llm_schemes": Option("sme2_llm_schemes", "8da8w",
-                               "the LLMs' quantization schemes, their dtype axis (fp32, "
-                               "8da4w, 8da4w-pc, 8da8w, 8da4w-pc-pt2e; default 8da8w: one "
-                               "export of tiny_llama costs about a minute of CPU)"),
+                               "the LLMs' quantization schemes, their dtype axis "
+                               f"({', '.join(LLM_SCHEMES)}; default 8da8w: one export of "
+                               "tiny_llama costs about a minute of CPU)"),
     "sme2_prompt_tokens": Option("sme2_prompt_tokens", "64", "an LLM runs generations: "
                                  "prompt tokens prefilled per generation (default 64)"),
     "sme2_new_tokens": Option("sme2_new_tokens", "32", "an LLM's greedy decode steps per "
