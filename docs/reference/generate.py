@@ -1,9 +1,10 @@
-"""Write docs/reference/options.md and docs/reference/cli.md from the code, so they cannot go
+"""Write docs/reference/options.md, cli.md and llm-schemes.md from the code, so they cannot go
 stale: the pytest options from what the plugin registers (``pytest_addoption``, which reads
-the option table ``OPTIONS`` and its ini twins) and the ``pytest-sme2`` commands from the
-command line's argparse parser (``build_parser``).
+the option table ``OPTIONS`` and its ini twins), the ``pytest-sme2`` commands from the
+command line's argparse parser (``build_parser``), and the LLM schemes from their table
+(``SCHEMES``).
 
-    python docs/reference/generate.py            # rewrite both files
+    python docs/reference/generate.py            # rewrite the files
     python docs/reference/generate.py --check    # exit 1 when a committed file is stale
 
 The plugin module and the command line's module are found through ``pyproject.toml`` (the
@@ -173,7 +174,30 @@ def cli_markdown() -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-FILES = {"options.md": options_markdown, "cli.md": cli_markdown}
+# -- the LLM schemes ---------------------------------------------------------------------------
+
+def schemes_markdown() -> str:
+    from pytest_sme2.programs.llm_schemes import DEFAULT_SCHEMES, QUANTIZERS, SCHEMES
+
+    rows = [f"| `{s.name}` | {s.weight_bits or '-'} | {s.granularity} | "
+            f"{QUANTIZERS[s.quantizer] if s.quantized else '-'} | {s.tolerance:g} | "
+            f"{'yes' if s.name in DEFAULT_SCHEMES else 'by name'} | {_cell(s.description)} |"
+            for s in SCHEMES.values()]
+    return (BANNER + "\n# LLM quantization schemes\n\n"
+            "An LLM's dtype axis (`--sme2-llm-schemes`, `sme2_generate(scheme=...)`, a model's "
+            "dtype in `export_model`): the scheme table `SCHEMES` "
+            "(`pytest_sme2/programs/llm_schemes.py`). Activations of the quantized schemes are "
+            "int8, quantized dynamically per token. *tolerance*: the largest accepted max "
+            "\\|pte logits - reference logits\\| relative to the reference's largest; the "
+            "reference of a quantized scheme is the eager model after quantization. *default*: "
+            "in an LLM's dtype axis when none is asked for. Which kernels each scheme reaches, "
+            "per phase: [llms.md](../llms.md).\n\n"
+            "| scheme | weight bits | weights | quantizer | tolerance | default | what it is |\n"
+            "|---|--:|---|---|--:|---|---|\n" + "\n".join(rows) + "\n")
+
+
+FILES = {"options.md": options_markdown, "cli.md": cli_markdown,
+         "llm-schemes.md": schemes_markdown}
 
 
 def stale() -> list[str]:

@@ -250,7 +250,7 @@ def compare_analyses(base: Analysis, candidate: Analysis, *, base_name: str = "b
                      candidate_name: str = "candidate",
                      margin: float | None = None) -> EtdumpDiff:
     """The diff of two analyses; its ``recommendations`` are the report's to add
-    (:func:`pytest_sme2.report.diff_recommend.with_recommendations`)."""
+    (:func:`pytest_sme2.report.etdump_diff.with_recommendations`)."""
     from pytest_sme2.stats import DEFAULT_MARGIN
     from pytest_sme2.stats import verdict
 

@@ -1,10 +1,20 @@
-"""ISA names of micro-kernels: the ISA suffix of a kernel's name and its coarse family (SME2,
-SME, SVE, NEON, x86, ...). One rule table, used by every kernel evidence source (XNNPACK's log,
-the QEMU trace, sampling) and the verdict."""
+"""Micro-kernel names read: the one place a kernel's name is parsed.
+
+The ISA suffix of a name and its coarse family (SME2, SME, SVE, NEON, x86, ...): one rule
+table, used by every kernel evidence source (XNNPACK's log, the QEMU trace, sampling) and the
+verdict. Beside it what else a name carries: the GEMM datatype it serves
+(:func:`gemm_datatype`), the seed kit's fields of an XNNPACK name (:func:`kernel_name_fields`),
+its weight type (:func:`weight_type`), and what a phase's evidence ran, in a few words
+(:func:`kernel_phrase`).
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from pytest_sme2.results.records import KernelEvidence
 
 # Matched against each "_"-separated token of the suffix, since the ISA may follow a tile or
 # arch prefix ("4x4_sse", "aarch64_neonfma_ld128"). Ordered: "neonsme2" before "neonsme".
@@ -20,7 +30,6 @@ _ISA_FAMILIES: tuple[tuple[str, str], ...] = (
     (r"scalar", "scalar"),
 )
 _ISA_FAMILY_RES = tuple((re.compile(p), family) for p, family in _ISA_FAMILIES)
-
 
 
 def isa_family(isa: str) -> str:
@@ -50,3 +59,135 @@ def kernel_isa(name: str) -> str:
 def xnn_isa_suffix(name: str) -> str:
     _, sep, suffix = name.rpartition("__")
     return suffix if sep and suffix else "unknown"
+
+
+# -- what else a name carries ---------------------------------------------------------------
+
+_XNN_GEMM = re.compile(r"^xnn_([a-z0-9]+)_(?:[a-z0-9]+_)*?i?gemm_")
+_KAI_MATMUL = re.compile(r"^kai_(?:run|kernel)_i?matmul_clamp_([a-z0-9]+)_([a-z0-9]+)_")
+
+
+def gemm_datatype(name: str) -> str | None:
+    """The XNNPACK operator datatype (``PF32``, ``PF16``, ``PQS8``, ``QP8``, ``F32``...) a GEMM
+    micro-kernel serves, or None (not a GEMM kernel, or a datatype not mapped here)."""
+    if "pack" in name:
+        return None                # weight and activation packing, not the GEMM
+    if m := _XNN_GEMM.match(name):
+        return m.group(1).upper()
+    if m := _KAI_MATMUL.match(name):
+        out, lhs = m.group(1), m.group(2)
+        if lhs.startswith(("qai8dx", "qsi8d32")):
+            return "QP8"           # dynamically quantised activations, f32 out
+        if out == "qai8":
+            return "PQS8"
+        if out in ("f32", "f16") and lhs.startswith(out):
+            return "P" + out.upper()
+    return None
+
+
+def kernel_name_fields(name: str) -> tuple[str, str, str, str, str]:
+    """``(dtype, xnn_op, variant, ukernel_shape, arch_chain)`` of an XNNPACK micro-kernel name,
+    the seed kit's reading of ``xnn_<dtype>_<op>[_<variant>]_ukernel[_<shape>]__<arch...>``:
+    ``xnn_f32_igemm_minmax_ukernel_4x8__aarch64_neonfma`` gives ``f32, igemm, minmax, 4x8,
+    aarch64_neonfma``. ``arch_chain`` is everything after the first ``__``; the other four are
+    read from ``xnn_`` names only (empty for KleidiAI's ``kai_`` names and the rest)."""
+    base, sep, arch = name.partition("__")
+    if not name.startswith("xnn_"):
+        return "", "", "", "", arch if sep else ""
+    parts = base.split("_")
+    dtype = parts[1] if len(parts) > 2 else ""
+    op = parts[2] if len(parts) > 2 else ""
+    variant = shape = ""
+    if "ukernel" in parts:
+        at = parts.index("ukernel")
+        variant = parts[3] if at > 3 else ""
+        shape = parts[at + 1] if at + 1 < len(parts) else ""
+    return dtype, op, variant, shape, arch if sep else ""
+
+
+# -- what a phase ran, in a few words ---------------------------------------------------------
+
+# Weight types a KleidiAI kernel's name carries (``qsi4c32``: signed int4 weights, ...).
+# XNNPACK's: ``qc4w``/``qb4w`` (per channel / blockwise int4), ``qc8w`` (per channel int8).
+WEIGHT_TYPES = (("qsi4", "int4"), ("qai4", "int4"), ("qsu4", "int4"), ("qsi8", "int8"),
+                 ("qai8cx", "int8"), ("qc4w", "int4"), ("qb4w", "int4"), ("qc8w", "int8"))
+
+
+@dataclass(frozen=True)
+class PhaseKernel:
+    name: str
+    family: str         # SME2, NEON, ... (isa_family)
+    isa: str            # the name's ISA part: sme2_mopa, neon_i8mm
+    how: str            # executed (a trace), sampled, logged (XNNPACK's selection log)
+
+
+def _family(name: str, given: str = "") -> str:
+    return given or isa_family(kernel_isa(name))
+
+
+def phase_kernels(ev: KernelEvidence | None) -> list[PhaseKernel]:
+    """The kernels a phase's evidence names, the strongest source first: executed (a kernel
+    trace), else sampled, else the selection log; XNNPACK's packing and KleidiAI's
+    ``kai_get_*`` helpers included as the evidence lists them."""
+    if ev is None:
+        return []
+    if ev.executed_kernels:
+        return [PhaseKernel(k.name, _family(k.name, k.isa_family), kernel_isa(k.name),
+                            "executed") for k in ev.executed_kernels]
+    if ev.sampled_kernels:
+        return [PhaseKernel(k.name, _family(k.name, k.isa_family), kernel_isa(k.name),
+                            "sampled") for k in ev.sampled_kernels]
+    return [PhaseKernel(k.name, _family(k.name), kernel_isa(k.name), "logged")
+            for k in ev.kernels]
+
+
+def weight_type(name: str) -> str:
+    """The weight type a kernel's name carries (``int4``, ``int8``), or ""."""
+    low = name.lower()
+    return next((w for tag, w in WEIGHT_TYPES if tag in low), "")
+
+
+_ACCESSOR = re.compile(r"(^kai_get_|_get_(mr|nr|kr|sr|m_step|n_step)$)", re.IGNORECASE)
+
+
+def _compute(kernels: Iterable[PhaseKernel]) -> list[PhaseKernel]:
+    """The compute kernels (matmul, conv, ...): KleidiAI's ``kai_run_*`` and XNNPACK's
+    micro-kernels, not packing helpers nor the accessors of a kernel's tile size
+    (``…__neonsme2_get_mr``, ``kai_get_mr_…``: a trace lists them beside the kernel), when any;
+    else all of them."""
+    ks = [k for k in kernels if k.family != "unknown"]
+    runs = [k for k in ks if "pack" not in k.name.lower() and not _ACCESSOR.search(k.name)]
+    return runs or ks
+
+
+def _variants(isa: str, family: str) -> list[str]:
+    """The ISA part's tokens from the family's on, the bare family word dropped:
+    ``neon_i8mm`` -> ``i8mm``, ``sme2_mopa`` -> ``mopa``, ``aarch64_neondot`` -> ``neondot``,
+    ``neonsme2`` -> nothing."""
+    tokens = isa.split("_")
+    start = next((i for i, t in enumerate(tokens) if isa_family(t) == family), 0)
+    return [t for t in tokens[start:] if t and not t.lower().endswith(family.lower())]
+
+
+def kernel_phrase(ev: KernelEvidence | None) -> str | None:
+    """What a phase ran, in a few words, from its evidence: ``NEON i8mm/dotprod int4
+    kernels``, ``SME2 mopa int8 kernels``; None without kernels named."""
+    ks = _compute(phase_kernels(ev))
+    if not ks:
+        return None
+    families: dict[str, tuple[list[str], list[str]]] = {}
+    for k in ks:
+        variants, weights = families.setdefault(k.family, ([], []))
+        for t in _variants(k.isa, k.family):
+            if t not in variants:
+                variants.append(t)
+        w = weight_type(k.name)
+        if w and w not in weights:
+            weights.append(w)
+    # SME2 first: it is what the report is about.
+    order = sorted(families, key=lambda f: (f != "SME2", f != "SME", f))
+    parts = []
+    for fam in order:
+        variants, weights = families[fam]
+        parts.append(" ".join(x for x in (fam, "/".join(variants), "/".join(weights)) if x))
+    return " and ".join(parts) + " kernels"

@@ -21,7 +21,7 @@ results.json stores, and never claims more than the strongest source shows.
 
 ``kernels_frame`` gives our columns of the ``kernels.csv`` table, one row per distinct kernel
 (``pytest_sme2.measure.artifacts.csv`` puts the seed kit's columns, from
-:func:`kernel_name_fields` and :func:`xnntrace_counts`, in front of them;
+:func:`pytest_sme2.analysis.isa.kernel_name_fields` and :func:`xnntrace_counts`, in front of them;
 docs/reference/csv-files.md):
 
 ==============  ============================================================================
@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from pytest_sme2.analysis.categories import op_name
-from pytest_sme2.analysis.isa import isa_family, xnn_isa_suffix
+from pytest_sme2.analysis.isa import gemm_datatype, isa_family, xnn_isa_suffix
 from pytest_sme2.results.records import KernelEvidence, LoggedKernel, TracedKernel
 
 if TYPE_CHECKING:
@@ -240,28 +240,6 @@ def _executed_summary(ran: Sequence[TracedKernel]) -> str:
 _GEMM_OPS = re.compile(
     r"^(?:Convolution|Deconvolution|Fully Connected|Batch Matrix Multiply)\b")
 _OP_DTYPE_ALIASES = {"QC8": "QS8"}   # "Convolution (NHWC, QC8)" runs xnn_qs8_qc8w_* kernels
-_XNN_GEMM = re.compile(r"^xnn_([a-z0-9]+)_(?:[a-z0-9]+_)*?i?gemm_")
-_KAI_MATMUL = re.compile(r"^kai_(?:run|kernel)_i?matmul_clamp_([a-z0-9]+)_([a-z0-9]+)_")
-
-
-def gemm_datatype(name: str) -> str | None:
-    """The XNNPACK operator datatype (``PF32``, ``PF16``, ``PQS8``, ``QP8``, ``F32``...) a GEMM
-    micro-kernel serves, or None (not a GEMM kernel, or a datatype not mapped here)."""
-    if "pack" in name:
-        return None                # weight and activation packing, not the GEMM
-    if m := _XNN_GEMM.match(name):
-        return m.group(1).upper()
-    if m := _KAI_MATMUL.match(name):
-        out, lhs = m.group(1), m.group(2)
-        if lhs.startswith(("qai8dx", "qsi8d32")):
-            return "QP8"           # dynamically quantised activations, f32 out
-        if out == "qai8":
-            return "PQS8"
-        if out in ("f32", "f16") and lhs.startswith(out):
-            return "P" + out.upper()
-    return None
-
-
 def _op_datatype(name: str) -> str | None:
     args = _ARGS.search(name)
     if not _GEMM_OPS.match(name) or args is None or "DWConv" in name:
@@ -320,26 +298,6 @@ def log_category(kind: str) -> str:
     written ``transpose``."""
     kind = kind.lower()
     return "transpose" if kind == "transposec" else kind
-
-
-def kernel_name_fields(name: str) -> tuple[str, str, str, str, str]:
-    """``(dtype, xnn_op, variant, ukernel_shape, arch_chain)`` of an XNNPACK micro-kernel name,
-    the seed kit's reading of ``xnn_<dtype>_<op>[_<variant>]_ukernel[_<shape>]__<arch...>``:
-    ``xnn_f32_igemm_minmax_ukernel_4x8__aarch64_neonfma`` gives ``f32, igemm, minmax, 4x8,
-    aarch64_neonfma``. ``arch_chain`` is everything after the first ``__``; the other four are
-    read from ``xnn_`` names only (empty for KleidiAI's ``kai_`` names and the rest)."""
-    base, sep, arch = name.partition("__")
-    if not name.startswith("xnn_"):
-        return "", "", "", "", arch if sep else ""
-    parts = base.split("_")
-    dtype = parts[1] if len(parts) > 2 else ""
-    op = parts[2] if len(parts) > 2 else ""
-    variant = shape = ""
-    if "ukernel" in parts:
-        at = parts.index("ukernel")
-        variant = parts[3] if at > 3 else ""
-        shape = parts[at + 1] if at + 1 < len(parts) else ""
-    return dtype, op, variant, shape, arch if sep else ""
 
 
 def kernels_frame(kernels: Iterable[LoggedKernel]) -> pd.DataFrame:

@@ -13,8 +13,8 @@ def _compare(args: argparse.Namespace) -> int:
     # Light like analyze: no torch, no executorch.
     from pytest_sme2.analysis.diff import compare_analyses
     from pytest_sme2.analysis.summary import analyze_file
-    from pytest_sme2.report.diff_markdown import compare_lines, render_markdown
-    from pytest_sme2.report.diff_recommend import with_recommendations
+    from pytest_sme2.report.etdump_diff import (compare_lines, render_markdown,
+                                                with_recommendations)
 
     if args.name1 == args.name2:
         raise Sme2Error(f"--name1 and --name2 must differ (both {args.name1!r})")

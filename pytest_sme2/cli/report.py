@@ -9,7 +9,7 @@ from pytest_sme2.errors import Sme2Error
 
 
 def _report(args: argparse.Namespace) -> int:
-    from pytest_sme2.report.markdown import render_report
+    from pytest_sme2.report.markdown.render import render_report
     from pytest_sme2.results import load_results
 
     doc = load_results(args.results)      # one line naming the file for anything unreadable

@@ -8,6 +8,7 @@ import re
 import subprocess
 from pathlib import Path
 
+from pytest_sme2.devices.kinds import HOST
 from pytest_sme2.results.device import DeviceFacts
 from pytest_sme2._util.versions import package_version
 
@@ -78,7 +79,7 @@ def host_facts() -> DeviceFacts:
         extra["cpus_allowed"] = sorted(os.sched_getaffinity(0))
     except AttributeError:
         pass
-    return DeviceFacts(kind="host", serial=platform.node(), model=model, cpu=cpu, abi=machine,
+    return DeviceFacts(kind=HOST.name, serial=platform.node(), model=model, cpu=cpu, abi=machine,
                        os=os_name, kernel=platform.release(), cores=os.cpu_count() or 0,
                        sme=sme, sme2=sme2, executorch=package_version("executorch"), extra=extra)
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pytest_sme2.devices.base import DeviceBase
 from pytest_sme2.devices.facts import DeviceFacts, host_facts
+from pytest_sme2.devices.kinds import HOST
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.device_programs.hwcaps import MAPS_OUT_ENV, SAMPLE_OUT_ENV
 from pytest_sme2.runners.base import Runner, RunnerError, RunOutcome, RunRequest
@@ -58,7 +59,7 @@ def sample_kernels(samples: Path, maps: Path, out: Path, runner: str) -> Path:
 
 @dataclass
 class HostDevice(DeviceBase):
-    spec: str = "host"
+    spec: str = HOST.name
     target: str = "host"
     trace_kernels: bool = False
     _preload_lib: tuple[Path | None] | None = field(default=None, init=False, repr=False)

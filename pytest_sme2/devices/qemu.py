@@ -27,6 +27,7 @@ from pathlib import Path
 
 from pytest_sme2.devices.base import DeviceBase, DeviceError
 from pytest_sme2.devices.facts import DeviceFacts, host_facts
+from pytest_sme2.devices.kinds import QEMU
 from pytest_sme2.devices.host import run_local, sample_kernels
 from pytest_sme2.device_programs.hwcaps import (HWCAP2_CLEAR_ENV, MAPS_OUT_ENV, SAMPLE_OUT_ENV,
                                                 mask_bits, mask_problem, sme_flags)
@@ -43,7 +44,7 @@ KEEP_LOG_ENV = "PYTEST_SME2_KEEP_QEMU_LOG"   # keep the (large) translated-code 
 def parse_spec(spec: str) -> str:
     """The QEMU CPU model a ``qemu[:CPU]`` spec names."""
     kind, sep, cpu = spec.partition(":")
-    if kind != "qemu":
+    if kind != QEMU.name:
         raise DeviceError(f"--device {spec!r} is not a QEMU spec")
     cpu = cpu.strip()
     if sep and not cpu:
@@ -54,7 +55,7 @@ def parse_spec(spec: str) -> str:
 
 @dataclass
 class QemuDevice(DeviceBase):
-    spec: str = "qemu"
+    spec: str = QEMU.name
     trace_kernels: bool = True          # record which kernels executed, every run
     samples_kernels: bool = True        # the preload library runs in every process
     cpu: str = field(init=False)
@@ -109,13 +110,13 @@ class QemuDevice(DeviceBase):
         sme, sme2 = sme_flags(hwcap2)
         host = host_facts()
         return DeviceFacts(
-            kind="qemu", serial=f"qemu-{self.cpu}",
+            kind=QEMU.name, serial=f"qemu-{self.cpu}",
             model=f"QEMU {self.tools.version} user mode, -cpu {self.cpu}",
             cpu=f"QEMU {self.cpu} (emulated Arm64)", abi="arm64-v8a",
             os=f"Linux user mode on {host.os or platform.system()}",
             kernel=str(probe.get("kernel", "")), cores=int(probe.get("cpus", 0)),
             sme=sme, sme2=sme2, executorch=package_version("executorch"),
-            emulated=True,
+            emulated=QEMU.emulated,
             extra={"qemu_version": self.tools.version, "qemu_cpu": self.cpu,
                    "qemu": str(self.tools.qemu), "hwcap": hex(int(probe.get("hwcap", 0))),
                    "hwcap2": hex(hwcap2), "sme_source": "auxv (inside the guest)",

@@ -8,15 +8,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 from pytest_sme2.devices.base import Device, DeviceError, with_defaults
+from pytest_sme2.devices.kinds import ANDROID, HOST, KINDS, QEMU, spec_forms
 
 if TYPE_CHECKING:
     from pluggy import HookRelay
 
-# Devices whose runs execute on this machine's own CPU: the host, and QEMU (which emulates on
-# it). Their measurements share one scheduling group, so they never overlap each other.
-HOST_CPU_KINDS = ("host", "qemu")
-HOST_GROUP = "host"
-KINDS = ("host", "android", "qemu")
+# Devices whose runs execute on this machine's own CPU (the host, and QEMU, which emulates on
+# it: ``DeviceKind.on_host_cpu``) share one scheduling group, so they never overlap each other.
+HOST_GROUP = HOST.name
 
 
 @dataclass(frozen=True)
@@ -35,11 +34,16 @@ class DeviceSpec:
     @property
     def is_all_android(self) -> bool:
         """``android:*`` or ``android:*@HOST:PORT``: every ready device of an adb server."""
-        return self.kind == "android" and self.rest.partition("@")[0] == "*"
+        return self.kind == ANDROID.name and self.rest.partition("@")[0] == "*"
 
     @property
     def on_host_cpu(self) -> bool:
-        return self.kind in HOST_CPU_KINDS
+        return self.kind in KINDS and KINDS[self.kind].on_host_cpu
+
+    @property
+    def emulated(self) -> bool:
+        """A built-in kind whose CPU is emulated (QEMU); a plugin's kind is not."""
+        return self.kind in KINDS and KINDS[self.kind].emulated
 
 
 def resolve_devices(specs: Sequence[str]) -> tuple[tuple[str, ...], list[str]]:
@@ -64,7 +68,7 @@ def remote_adb_warning(specs: Sequence[str]) -> str | None:
     """The one line a session says when an Android spec names an adb server on another machine
     (:func:`pytest_sme2.devices.android.remote_server_warning`); None otherwise. Connects to
     nothing; adbutils is imported only when a spec is an Android one."""
-    if not any(DeviceSpec.parse(s).kind == "android" for s in specs):
+    if not any(DeviceSpec.parse(s).kind == ANDROID.name for s in specs):
         return None
     from pytest_sme2.devices.android import remote_server_warning
 
@@ -74,7 +78,7 @@ def remote_adb_warning(specs: Sequence[str]) -> str | None:
 def check_only_device(devices: Sequence[str]) -> None:
     """A session whose only device is a phone that adb does not list stops before its tests,
     with one line (several devices: the missing one's tests fail, the others go on)."""
-    if len(devices) == 1 and DeviceSpec.parse(devices[0]).kind == "android":
+    if len(devices) == 1 and DeviceSpec.parse(devices[0]).kind == ANDROID.name:
         from pytest_sme2.devices.android import attached
 
         attached(devices[0])
@@ -109,20 +113,19 @@ def open_device(spec: str, *, taskset: str | None = "auto",
         if device is not None:
             return with_defaults(device)
     parsed = DeviceSpec.parse(spec)
-    if parsed.kind == "host":
+    if parsed.kind == HOST.name:
         from pytest_sme2.devices.host import HostDevice
 
-        if spec != "host":
+        if spec != HOST.name:
             raise DeviceError(f"--device {spec!r}: the host takes no serial; use --device host")
         return HostDevice()
-    if parsed.kind == "android":
+    if parsed.kind == ANDROID.name:
         from pytest_sme2.devices.android import open_android
 
         return open_android(spec, taskset=taskset, session_id=session_id)
-    if parsed.kind == "qemu":
+    if parsed.kind == QEMU.name:
         from pytest_sme2.devices.qemu import QemuDevice
 
         return QemuDevice(spec)
-    raise DeviceError(f"--device {spec!r}: unknown device kind {parsed.kind!r}; use 'host', "
-                      "'android', 'android:SERIAL', 'android:SERIAL@HOST:PORT', 'qemu' or "
-                      "'qemu:CPU' (or a kind a plugin opens: pytest_sme2_open_device)")
+    raise DeviceError(f"--device {spec!r}: unknown device kind {parsed.kind!r}; use "
+                      f"{spec_forms()} (or a kind a plugin opens: pytest_sme2_open_device)")

@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from pytest_sme2 import units
+from pytest_sme2.devices.kinds import HOST
 from pytest_sme2.instructions.callgrind import Costs, Function
 from pytest_sme2.results.generation import Generation
 from pytest_sme2.results.instructions import InstructionCount
@@ -76,7 +77,7 @@ def host_only_reason(device: Device) -> str | None:
     """None where instructions can be counted (the host), else the one line to show."""
     from pytest_sme2.devices.registry import DeviceSpec
 
-    if DeviceSpec.parse(device.spec).kind == "host" and device.target == "host":
+    if DeviceSpec.parse(device.spec).kind == HOST.name and device.target == "host":
         return None
     return f"--device {device.spec}: {HOST_ONLY}"
 

@@ -22,6 +22,7 @@ from pytest_sme2.measure.matrix import (DEFAULT_DTYPES, DEFAULT_MODELS, DEFAULT_
                                         parse_threads)
 from pytest_sme2.measure.options import (DEFAULT_MIN_SPEEDUP, EMULATED_DEFAULTS, OPTIONS,
                                          RUNNERS_DEST, RUNNERS_INI)
+from pytest_sme2.devices.kinds import HOST
 from pytest_sme2.devices.registry import DeviceSpec
 from pytest_sme2.runners.spec import runner_specs
 from pytest_sme2._util.text import split_list
@@ -37,7 +38,7 @@ class Sme2Config:
     (``baseline_dir`` None: no baselines)."""
 
     settings: BenchSettings = BenchSettings()
-    devices: tuple[str, ...] = ("host",)      # --device specs as given (android:* unexpanded)
+    devices: tuple[str, ...] = (HOST.name,)      # --device specs as given (android:* unexpanded)
     runners: tuple[str, ...] = ()             # runner specs: ini lines, then --runner
     runner_kinds: tuple[str, ...] = ()        # kinds plugins make (pytest_sme2_runner_kinds)
     category_rules: tuple[Any, ...] | None = None   # None: the built-in table (hookspec.py)
@@ -90,7 +91,7 @@ class BaseDirs(NamedTuple):
 
 
 def is_emulated(device: str) -> bool:
-    return DeviceSpec.parse(device).kind == "qemu"
+    return DeviceSpec.parse(device).emulated
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from pytest_sme2.devices.kinds import HOST, device_help
 from pytest_sme2.devices.thermal import DEFAULT_TIMEOUT_S as COOLDOWN_TIMEOUT_S
 from pytest_sme2.gate.policy import (DEFAULT_CONFIRM_BLOCKS, DEFAULT_LOAD_THRESHOLD_PCT,
                                      DEFAULT_MEMORY_THRESHOLD_PCT, DEFAULT_PRECISION_BUDGET_S)
@@ -14,6 +15,7 @@ from pytest_sme2.measure.matrix import DEFAULT_DTYPES, DEFAULT_MODELS, DEFAULT_T
 from pytest_sme2.measure.option_values import MEASURES, SAMPLING
 from pytest_sme2.measure.settings import DEFAULT_LOADS, DEFAULT_TRACE_RUNS, MIN_BLOCKS
 from pytest_sme2.programs.export import DTYPES
+from pytest_sme2.programs.llm_schemes import LLM_SCHEMES
 
 # Lower bounds asserted on the SME2 speed-up's confidence interval. The seed kit measured, on
 # one core, 3.9x (fp16) and 1.8x (int8) end to end on a conv-heavy model; a model whose time is
@@ -28,11 +30,7 @@ class Option(NamedTuple):
 
 # option dest (--dest-with-dashes) -> ini name, default, help
 OPTIONS: dict[str, Option] = {
-    "device": Option("sme2_device", "host", "where to run: host, android (the only attached "
-                     "device), android:SERIAL, android:SERIAL@HOST:PORT, android:* (every "
-                     "authorised device of the adb server; android:*@HOST:PORT), or qemu[:CPU] "
-                     "(an emulated Arm64 CPU with SME2); repeatable: the device becomes an "
-                     "axis of the matrix (ini: one per line)"),
+    "device": Option("sme2_device", HOST.name, device_help()),
     "runs": Option("sme2_runs", "30", "timed runs per benchmark (default 30; 5 on qemu)"),
     "warmup": Option("sme2_warmup", "3", "warm-up runs per benchmark, discarded (default 3; 1 "
                      "on qemu); the traced runs get as many"),
@@ -149,9 +147,9 @@ OPTIONS: dict[str, Option] = {
                               "--sme2-llm-schemes x --sme2-threads): registered LLMs, "
                               "executorch:llama?..., transformers:...ForCausalLM or .pte files"),
     "sme2_llm_schemes": Option("sme2_llm_schemes", "8da8w",
-                               "the LLMs' quantization schemes, their dtype axis (fp32, "
-                               "8da4w, 8da4w-pc, 8da8w, 8da4w-pc-pt2e; default 8da8w: one "
-                               "export of tiny_llama costs about a minute of CPU)"),
+                               "the LLMs' quantization schemes, their dtype axis "
+                               f"({', '.join(LLM_SCHEMES)}; default 8da8w: one export of "
+                               "tiny_llama costs about a minute of CPU)"),
     "sme2_prompt_tokens": Option("sme2_prompt_tokens", "64", "an LLM runs generations: "
                                  "prompt tokens prefilled per generation (default 64)"),
     "sme2_new_tokens": Option("sme2_new_tokens", "32", "an LLM's greedy decode steps per "

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 from pytest_sme2.measure import cost as session_cost
 from pytest_sme2.measure.config import Sme2Config
 from pytest_sme2.devices.base import Device
+from pytest_sme2.devices.kinds import HOST
 from pytest_sme2.devices.registry import open_device
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.runners.base import Runner, RunnerError
@@ -131,7 +132,7 @@ class BenchSession:
         elsewhere the native runner, built for the device (the Python runtime runs on the host
         only)."""
         spec = self._spec(device)
-        if spec != "host":
+        if spec != HOST.name:
             return "native"
         if spec not in self._host_default:
             try:
@@ -174,7 +175,7 @@ class BenchSession:
         (:meth:`measuring` stops it around each measured process); :meth:`prepare` meanwhile
         looks up the exports of ``points`` (model, dtype) the collected benchmarks will
         measure."""
-        if "host" not in (self.devices or ()):
+        if HOST.name not in (self.devices or ()):
             return
         if any(spec.kind == "python" for name, spec in self.specs.items() if name in runners):
             from pytest_sme2.runners.fork_server import shared_server  # python runner only

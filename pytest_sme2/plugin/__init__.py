@@ -19,6 +19,7 @@ from pytest_sme2.plugin.collector import (COLLECTOR_NAME, Collector, is_xdist_wo
 from pytest_sme2.measure.config import BaseDirs, Sme2Config, config_from_options
 from pytest_sme2.measure.options import FLAGS, OPTIONS, REPEATABLE, RUNNERS_DEST, RUNNERS_INI
 from pytest_sme2.devices.base import Device
+from pytest_sme2.devices.kinds import HOST
 from pytest_sme2.devices.registry import (check_only_device, open_plugin_devices,
                                           remote_adb_warning, resolve_devices)
 from pytest_sme2.analysis.categories import category_rules
@@ -71,7 +72,7 @@ def _config(config: pytest.Config) -> Sme2Config:
         cfg = config_from_options(values, ini,
                                   BaseDirs(config.invocation_params.dir, config.rootpath),
                                   runner_kinds(config.hook), category_rules(config.hook))
-        if cfg.measure == "instructions" and "host" in cfg.devices:
+        if cfg.measure == "instructions" and HOST.name in cfg.devices:
             from pytest_sme2.instructions.count import find_valgrind
 
             find_valgrind()   # missing or too old: one line naming the package, up front

@@ -266,7 +266,8 @@ def sme2_generate(request: pytest.FixtureRequest, sme2_session: BenchSession,
             gen = sme2_generate("tiny_llama", scheme="8da8w", threads=1)
             assert gen.decode.tokens_per_s > 100
 
-    ``scheme`` is the LLM's quantization (``fp32``, ``8da4w``, ``8da4w-pc``, ``8da8w``; a
+    ``scheme`` is the LLM's quantization, a name of the scheme table
+    (``pytest_sme2.programs.llm_schemes.SCHEMES``, listed in docs/reference/llm-schemes.md; a
     ``.pte`` is taken as exported). None for a token count: the session's
     ``--sme2-prompt-tokens`` / ``--sme2-new-tokens``."""
     sme2_session.prepare()

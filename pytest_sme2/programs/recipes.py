@@ -14,7 +14,7 @@ import logging
 import operator
 import warnings
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, NamedTuple
 
 # Importing torchao logs "Failed to load ..._C_mxfp8 / _C_cutlass_90a" (CUDA extras a CPU build
 # lacks) and makes torch's pytree warn about an Enum it registers: harmless, and noise in every
@@ -24,6 +24,8 @@ for _name in ("torchao", "torch.utils._pytree"):
 
 import torch  # after the loggers are set
 
+from pytest_sme2.programs.llama import reset_kv_cache
+from pytest_sme2.programs.llm_schemes import PT2E, TORCHAO, Scheme, parse_scheme
 from pytest_sme2.programs.registry import ModelDef
 
 _NOT_OPERATORS = {"executorch_call_delegate", "getitem"}
@@ -97,7 +99,17 @@ def _run_pte(buffer: bytes, inputs: tuple) -> list:
     return _load_for_executorch_from_buffer(buffer).forward(inputs)
 
 
-def _quantize_llm(module, scheme) -> None:
+class LlmQuantize(NamedTuple):
+    """How one quantizer of the scheme table (``llm_schemes.QUANTIZERS``) is applied in an
+    export: ``quantize(module, scheme, definition)`` returns the quantized module and how to
+    reset its KV cache; ``strict`` is torch.export's mode for the module it returns."""
+
+    stage: str
+    quantize: Callable[[Any, Scheme, ModelDef], tuple[Any, Callable[[], None] | None]]
+    strict: bool
+
+
+def _quantize_torchao(module, scheme: Scheme, definition: ModelDef):
     """torchao's 8da{4,8}w on every Linear, in place, as ``export_llama -qmode`` does
     (``examples/models/llama/source_transformation/quantize.py``): a grouped scheme skips a
     Linear whose input size the group does not divide."""
@@ -113,18 +125,21 @@ def _quantize_llm(module, scheme) -> None:
         weight_dtype=torch.int4 if scheme.weight_bits == 4 else torch.int8,
         weight_granularity=PerAxis(0) if group is None else PerGroup(group),
         intx_choose_qparams_algorithm="affine"), filter_fn=linear)
+    return module, definition.llm.reset
 
 
-def _quantize_llm_pt2e(module, scheme, example: tuple, dynamic_shapes):
+def _quantize_pt2e(module, scheme: Scheme, definition: ModelDef):
     """PT2E dynamic quantization of every linear as ``export_llama --pt2e_quantize
     xnnpack_dynamic[_qc4]`` does (``extension/llm/export/quantizer_lib.py`` and
-    ``builder.py``): per-channel weights, int4 as int8 in [-8, 7] (XNNPACK's qc4w)."""
+    ``builder.py``): per-channel weights, int4 as int8 in [-8, 7] (XNNPACK's qc4w). Its KV
+    cache is the captured graph module's own buffers."""
     from executorch.backends.transforms.duplicate_dynamic_quant_chain import \
         DuplicateDynamicQuantChainPass
     from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
         XNNPACKQuantizer, get_symmetric_quantization_config)
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
+    example, dynamic_shapes = tuple(definition.example_inputs), definition.llm.dynamic_shapes
     bits = {"weight_qmin": -8, "weight_qmax": 7} if scheme.weight_bits == 4 else {}
     quantizer = XNNPACKQuantizer().set_global(
         get_symmetric_quantization_config(is_per_channel=True, is_dynamic=True, **bits))
@@ -135,7 +150,14 @@ def _quantize_llm_pt2e(module, scheme, example: tuple, dynamic_shapes):
         prepared(*example)
         converted = convert_pt2e(prepared)
     DuplicateDynamicQuantChainPass()(converted)
-    return converted
+    return converted, lambda: reset_kv_cache(converted)
+
+
+# Each quantizer of the scheme table, applied: a new one is a function and a line here.
+LLM_QUANTIZE: dict[str, LlmQuantize] = {
+    TORCHAO: LlmQuantize("quantize", _quantize_torchao, strict=True),
+    PT2E: LlmQuantize("quantize (PT2E)", _quantize_pt2e, strict=False),
+}
 
 
 def _steps(module, steps: list[tuple], reset) -> list:
@@ -173,9 +195,6 @@ def export_llm(definition: ModelDef, scheme_name: str, at_stage: Callable[[str],
 def _export_llm(definition: ModelDef, scheme_name: str, at_stage: Callable[[str], None]):
     from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 
-    from pytest_sme2.programs.llama import reset_kv_cache
-    from pytest_sme2.programs.llm_schemes import parse_scheme
-
     scheme = parse_scheme(scheme_name)
     llm = definition.llm
     module = definition.module.eval()
@@ -183,20 +202,16 @@ def _export_llm(definition: ModelDef, scheme_name: str, at_stage: Callable[[str]
     reference = _steps(module, steps, llm.reset)
     quantized_reference = None
     example = tuple(definition.example_inputs)
-    if scheme.quantized and scheme.quantizer == "pt2e":
-        at_stage("quantize (PT2E)")
-        module = _quantize_llm_pt2e(module, scheme, example, llm.dynamic_shapes)
-        reset = lambda: reset_kv_cache(module)  # noqa: E731 - the graph module's own buffers
+    how = LLM_QUANTIZE[scheme.quantizer]
+    if scheme.quantized:
+        at_stage(how.stage)
+        module, reset = how.quantize(module, scheme, definition)
         quantized_reference = _steps(module, steps, reset)
-    elif scheme.quantized:
-        at_stage("quantize")
-        _quantize_llm(module, scheme)
-        quantized_reference = _steps(module, steps, llm.reset)
     at_stage("torch.export")
     # Plain attention as export_llama traces it (the math SDPA: no fused kernel to capture).
     with torch.nn.attention.sdpa_kernel([torch.nn.attention.SDPBackend.MATH]), torch.no_grad():
         exported = torch.export.export(module, example, dynamic_shapes=llm.dynamic_shapes,
-                                       strict=scheme.quantizer != "pt2e")
+                                       strict=how.strict)
     at_stage("lower to XNNPACK")
     partitioners = _partitioners("int8_dynamic" if scheme.quantized else "fp32")
     edge = to_edge_transform_and_lower(

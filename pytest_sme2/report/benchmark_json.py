@@ -28,7 +28,7 @@ from typing import Any
 
 from pytest_sme2.report.grouping import BenchmarkSide, benchmark_sides
 from pytest_sme2.results import (BlockResult, ComparisonRecord, atomic_write_text, pool,
-                                 pool_startup)
+                                 pool_generation, pool_startup)
 from pytest_sme2._util.versions import package_version
 
 # The pytest-benchmark JSON layout this module writes (its "version" field names the writer's
@@ -147,10 +147,8 @@ def generation_entries(side: BenchmarkSide, seen: set[str] | None = None
     (results.json keeps no per-generation prefill times), so its ``rounds`` is the number of
     blocks. Both in seconds, with tokens/s, TTFT and the phase's SME2 verdict in
     ``extra_info``."""
-    from pytest_sme2.report.generation import figures
-
     base = benchmark_entry(side, set())
-    g = figures(side.blocks)
+    g = pool_generation(side.blocks)
     assert g is not None
     seen = set() if seen is None else seen
     r = side.first

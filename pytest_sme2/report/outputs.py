@@ -20,7 +20,7 @@ def write_reports(session: BenchSession) -> list[Path]:
     if not session.results:
         return []
     session.write()
-    from pytest_sme2.report.markdown import render_report
+    from pytest_sme2.report.markdown.render import render_report
     from pytest_sme2.results import results_document
 
     doc = results_document(session.results, session.comparisons, session.document_session())
@@ -67,7 +67,7 @@ def _write_ci_files(session: BenchSession) -> tuple[list[Path], list[str]]:
 def warm_up() -> None:
     """What the session's end imports anyway, done while a fork server imports torch beside
     us (``BenchSession.warm_ups``): the charts' plotting library and the compiled templates."""
-    from pytest_sme2.report.markdown import environment
+    from pytest_sme2.report.markdown.render import environment
 
     try:
         import matplotlib.figure  # noqa: F401 - the report's charts, drawn at the end

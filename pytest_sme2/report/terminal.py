@@ -12,7 +12,7 @@ from pytest_sme2.report import generation as gen
 from pytest_sme2.report.grouping import BenchmarkSide, comparison_record, sides_per_device
 from pytest_sme2.report.precision_notes import precision_lines
 from pytest_sme2.results import (BlockResult, ComparisonRecord, Judgement, Startup, pool,
-                                 pool_categories, pool_startup)
+                                 pool_categories, pool_generation, pool_startup)
 
 TOP_OPERATORS = 10
 COLUMNS = ("benchmark", "model", "dtype", "threads", "runner", "median ms", "p90 ms", "CV %",
@@ -52,7 +52,7 @@ def generation_line(r: BlockResult, device: bool = False) -> str:
     """An LLM's generation as it finishes: ``prefill N tok/s, decode N tok/s (per token
     median x ms, p90 y ms), TTFT z ms``, its timed generations and each phase's SME2 verdict
     where kernels were traced or sampled."""
-    g = gen.figures([r])
+    g = pool_generation([r])
     assert g is not None
     pre, dec = g.prefill, g.decode
     where = f" on {r.device_label}" if device else ""
@@ -301,7 +301,7 @@ def _phase_verdicts(r: BlockResult, baseline: Judgement | None = None) -> str:
 
 def generation_row(name: str, side: BenchmarkSide) -> tuple[str, ...] | None:
     """A side's generation as :data:`GENERATION_COLUMNS` cells; None for a forward pass."""
-    g = gen.figures(side.blocks)
+    g = pool_generation(side.blocks)
     if g is None:
         return None
     r = side.first

@@ -25,8 +25,9 @@ from pytest_sme2.results.document import (RESULTS_SCHEMA, ResultsDoc, ResultsWri
                                           load_results, results_document, write_results)
 from pytest_sme2.results.instructions import InstructionCount
 from pytest_sme2.results.judgement import Judgement
-from pytest_sme2.results.pooling import (PooledLatency, mean_per_block, pool,
-                                         pool_categories, pool_startup)
+from pytest_sme2.results.pooling import (GenerationFigures, PhaseFigures, PooledLatency,
+                                         mean_per_block, pool, pool_categories,
+                                         pool_generation, pool_startup)
 from pytest_sme2.results.records import (KernelEvidence, LoggedKernel, OperatorStats,
                                          ResultAnalysis, RunContext, SampledKernel,
                                          TracedKernel)
@@ -35,12 +36,12 @@ from pytest_sme2.results.session import SessionInfo
 from pytest_sme2.results.startup import ProcessStartup, Startup
 from pytest_sme2.results.timing import Timing
 
-__all__ = ["RESULTS_SCHEMA", "BlockResult", "ComparisonRecord",
-           "DeviceFacts", "Generation", "GenerationResult", "InstructionCount", "Judgement",
-           "KernelEvidence", "LoggedKernel", "OperatorStats", "OutputCheck", "PhaseStats",
-           "PooledLatency", "ProcessStartup", "ResultAnalysis",
+__all__ = ["RESULTS_SCHEMA", "BlockResult", "ComparisonRecord", "DeviceFacts", "Generation",
+           "GenerationFigures", "GenerationResult", "InstructionCount", "Judgement",
+           "KernelEvidence", "LoggedKernel", "OperatorStats", "OutputCheck", "PhaseFigures",
+           "PhaseStats", "PooledLatency", "ProcessStartup", "ResultAnalysis",
            "ResultsDoc", "ResultsWriter", "RunContext", "RunnerInfo", "SampledKernel",
            "SessionInfo",
            "Startup", "Timing", "TracedKernel", "atomic_write_text", "device_label",
-           "load_results", "mean_per_block", "pool", "pool_categories", "pool_startup",
-           "results_document", "write_results"]
+           "load_results", "mean_per_block", "pool", "pool_categories", "pool_generation",
+           "pool_startup", "results_document", "write_results"]

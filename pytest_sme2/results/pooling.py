@@ -1,14 +1,17 @@
-"""The one pooling of a benchmark's blocks: latency over blocks, categories per block."""
+"""The one pooling of a benchmark's blocks: latency over blocks, categories per block, an LLM's
+generation per phase."""
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pytest_sme2.results.latency import LatencyStats
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.results.block import BlockResult
+from pytest_sme2.results.generation import DECODE, PREFILL, GenerationResult, PhaseStats
+from pytest_sme2.results.records import KernelEvidence
 from pytest_sme2.results.startup import Startup
 
 # -- pooling blocks --------------------------------------------------------------------------
@@ -73,3 +76,89 @@ def pool_startup(blocks: Iterable[BlockResult]) -> Startup | None:
                    processes=[p for s in found for p in s.processes],
                    load_source=found[0].load_source, memory_source=found[0].memory_source,
                    problem="; ".join(dict.fromkeys(s.problem for s in found if s.problem)))
+
+
+# -- an LLM's generation --------------------------------------------------------------------
+
+def _median(values: Iterable[float | None]) -> float | None:
+    kept = [float(v) for v in values if v is not None]
+    return statistics.median(kept) if kept else None
+
+
+@dataclass
+class PhaseFigures:
+    """One phase of a side's blocks: each figure the median over blocks (one block: its own),
+    as :func:`pool` takes the median of block medians."""
+
+    phase: str
+    tokens: int = 0
+    executes: int = 0
+    generations: int = 0            # timed generations, all blocks
+    median_ms: float | None = None  # the phase's time per generation
+    p90_ms: float | None = None
+    cv_pct: float | None = None
+    tokens_per_s: float | None = None
+    token_median_ms: float | None = None
+    token_p90_ms: float | None = None
+    token_cv_pct: float | None = None
+    categories_ms: dict[str, float] = field(default_factory=dict)   # mean over blocks
+    evidence: KernelEvidence | None = None      # the first block's that has any
+
+    @property
+    def sme2(self) -> str:
+        return self.evidence.sme2 if self.evidence is not None else "unknown"
+
+
+@dataclass
+class GenerationFigures:
+    """A side's generation: its phases, time to first token and the first block's tokens."""
+
+    prompt_tokens: int
+    new_tokens: int
+    dynamic_shape: bool
+    blocks: int
+    prefill: PhaseFigures
+    decode: PhaseFigures
+    ttft_ms: float | None = None
+    generation_ms: float | None = None
+    tokens: list[int] = field(default_factory=list)
+    max_context_len: int | None = None
+
+    def phase(self, name: str) -> PhaseFigures:
+        return self.prefill if name == PREFILL else self.decode
+
+    @property
+    def phases(self) -> tuple[PhaseFigures, PhaseFigures]:
+        return self.prefill, self.decode
+
+
+def _phase(name: str, stats: Sequence[PhaseStats]) -> PhaseFigures:
+    first = stats[0]
+    return PhaseFigures(
+        phase=name, tokens=first.tokens, executes=first.executes,
+        generations=sum(s.generations for s in stats),
+        median_ms=_median(s.median_ms for s in stats), p90_ms=_median(s.p90_ms for s in stats),
+        cv_pct=_median(s.cv_pct for s in stats),
+        tokens_per_s=_median(s.tokens_per_s for s in stats),
+        token_median_ms=_median(s.token_median_ms for s in stats),
+        token_p90_ms=_median(s.token_p90_ms for s in stats),
+        token_cv_pct=_median(s.token_cv_pct for s in stats),
+        categories_ms=mean_per_block([s.categories_ms for s in stats]),
+        evidence=next((s.kernel_evidence for s in stats if s.kernel_evidence is not None),
+                      None))
+
+
+def pool_generation(blocks: Sequence[BlockResult]) -> GenerationFigures | None:
+    """The generation of a benchmark's (or a comparison side's) blocks, pooled; None when none
+    of them is a generation."""
+    gens: list[GenerationResult] = [b.generation for b in blocks if b.generation is not None]
+    if not gens:
+        return None
+    g = gens[0]
+    return GenerationFigures(
+        prompt_tokens=g.prompt_tokens, new_tokens=g.new_tokens, dynamic_shape=g.dynamic_shape,
+        blocks=len(gens), prefill=_phase(PREFILL, [x.prefill for x in gens]),
+        decode=_phase(DECODE, [x.decode for x in gens]),
+        ttft_ms=_median(x.ttft_ms for x in gens),
+        generation_ms=_median(x.generation_ms for x in gens), tokens=list(g.tokens),
+        max_context_len=g.max_context_len)

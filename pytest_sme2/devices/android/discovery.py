@@ -16,6 +16,7 @@ from adbutils.errors import AdbError
 from pytest_sme2.devices.android.adb import state_problem
 from pytest_sme2.devices.android.device import AndroidDevice
 from pytest_sme2.devices.base import DeviceError
+from pytest_sme2.devices.kinds import ANDROID
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,7 @@ class AndroidSpec:
 
 def parse_spec(spec: str) -> AndroidSpec:
     kind, _, rest = spec.partition(":")
-    if kind != "android":
+    if kind != ANDROID.name:
         raise DeviceError(f"--device {spec!r} is not an Android spec")
     serial, at, server = rest.partition("@")   # serials may hold ':' (127.0.0.1:5555)
     host = port = None
@@ -93,7 +94,7 @@ def remote_server_warning(specs: Sequence[str]) -> str | None:
     tunnel it. None when every server is local. Parses only: connects to nothing."""
     servers: dict[str, str] = {}            # "host:port" -> the first spec naming it
     for spec in specs:
-        if spec.partition(":")[0] != "android":
+        if spec.partition(":")[0] != ANDROID.name:
             continue
         try:
             parsed = parse_spec(spec)

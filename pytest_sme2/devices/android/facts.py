@@ -8,6 +8,7 @@ import re
 
 from pytest_sme2.devices.base import DeviceError
 from pytest_sme2.devices.facts import DeviceFacts, cpu_features
+from pytest_sme2.devices.kinds import ANDROID
 from pytest_sme2.devices.thermal import is_cpu_zone, throttling_causes
 from pytest_sme2.results.thermal import ThermalState
 from pytest_sme2._util.versions import package_version
@@ -228,7 +229,7 @@ def parse_facts(text: str, serial: str) -> DeviceFacts:
     if props.get(EMULATOR_PROP):          # its timings say nothing about speed
         extra["emulator"] = props[EMULATOR_PROP]
     release, sdk = props.get("ro.build.version.release", ""), props.get("ro.build.version.sdk", "")
-    return DeviceFacts(kind="android", serial=serial, model=props.get("ro.product.model") or "",
+    return DeviceFacts(kind=ANDROID.name, serial=serial, model=props.get("ro.product.model") or "",
                        cpu=cpu, abi=props.get("ro.product.cpu.abi", ""),
                        os=f"Android {release} (SDK {sdk})".strip(),
                        kernel=values.get("kernel", ""), cores=len(max_khz), sme=sme, sme2=sme2,

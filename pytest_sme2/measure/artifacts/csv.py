@@ -31,8 +31,8 @@ import numpy as np
 import pandas as pd
 
 from pytest_sme2.analysis.kernel_trace import executed_frame
-from pytest_sme2.analysis.kernels import (KERNEL_COLUMNS, kernel_name_fields, kernels_frame,
-                                          log_category)
+from pytest_sme2.analysis.isa import kernel_name_fields
+from pytest_sme2.analysis.kernels import KERNEL_COLUMNS, kernels_frame, log_category
 from pytest_sme2.analysis.operators import PORTABLE, UNKNOWN_DELEGATE
 from pytest_sme2.analysis.summary import Analysis
 from pytest_sme2.readers.etdump import TICKS_PER_MS

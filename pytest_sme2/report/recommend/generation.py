@@ -4,9 +4,74 @@ finding per scheme, never from a table of what a scheme is expected to run."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from pytest_sme2.analysis.isa import kernel_phrase
 from pytest_sme2.report.digest import Unit
-from pytest_sme2.report.generation import kernel_sentences, scheme_kernels
+from pytest_sme2.report.generation import generation_blocks
 from pytest_sme2.report.recommend.wording import Recommendation
+from pytest_sme2.results import BlockResult
+from pytest_sme2.results.generation import DECODE, PHASES, PREFILL
+from pytest_sme2.results.pooling import pool_generation
+
+
+@dataclass(frozen=True)
+class SchemeKernels:
+    """What one scheme's generation ran per phase, on one side (runner)."""
+
+    scheme: str
+    model: str
+    runner: str
+    device: str
+    phrases: dict[str, str | None]     # phase -> kernel_phrase
+    verdicts: dict[str, str]           # phase -> SME2 verdict
+
+    def sentence(self, name_runner: bool = False, name_model: bool = False) -> str:
+        who = self.scheme
+        if name_model:
+            who = f"{self.model} {who}"
+        if name_runner:
+            who = f"{who} on {self.runner}"
+        pre, dec = self.phrases.get(PREFILL), self.phrases.get(DECODE)
+        if pre and dec and pre == dec:
+            ran = f"ran {pre} in prefill and decode"
+        else:
+            parts = [f"{p} in {ph}" for ph, p in ((PREFILL, pre), (DECODE, dec)) if p]
+            ran = "ran " + " and ".join(parts) if parts else "named no kernels"
+            missing = [ph for ph, p in ((PREFILL, pre), (DECODE, dec)) if not p]
+            if parts and missing:
+                ran += f" (no kernels named for {' or '.join(missing)})"
+        return f"{who} {ran}"
+
+
+def scheme_kernels(results: Iterable[BlockResult]) -> list[SchemeKernels]:
+    """One record per (model, scheme, runner, device) generation, in the order they ran."""
+    seen: dict[tuple[str, str, str, str], list[BlockResult]] = {}
+    for r in generation_blocks(results):
+        seen.setdefault((r.model, r.dtype, r.runner_name, r.device_label), []).append(r)
+    out = []
+    for (model, scheme, runner, device), blocks in seen.items():
+        f = pool_generation(blocks)
+        assert f is not None
+        out.append(SchemeKernels(scheme, model, runner, device,
+                                 {p: kernel_phrase(f.phase(p).evidence) for p in PHASES},
+                                 {p: f.phase(p).sme2 for p in PHASES}))
+    return out
+
+
+def kernel_sentences(results: Iterable[BlockResult]) -> list[str]:
+    """One sentence per scheme (and runner, model, where several) on what each phase ran,
+    only where a phase's evidence names kernels."""
+    found = [s for s in scheme_kernels(results) if any(s.phrases.values())]
+    runners = len({s.runner for s in found}) > 1
+    models = len({s.model for s in found}) > 1
+    devices = len({s.device for s in found}) > 1
+    out = []
+    for s in found:
+        text = s.sentence(name_runner=runners, name_model=models)
+        out.append(text + (f" ({s.device})" if devices else ""))
+    return out
 
 
 def find_generation_kernels(us: list[Unit]) -> list[Recommendation]:

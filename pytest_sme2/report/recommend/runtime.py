@@ -5,6 +5,7 @@ from __future__ import annotations
 
 
 from pytest_sme2 import units
+from pytest_sme2.devices.kinds import ANDROID
 from pytest_sme2.report.digest import CV_NOISY_PCT, Side, Unit, finite
 from pytest_sme2.report.recommend.advice import OVERHEAD_PCT, SMALL_MODEL_MS, THERMAL_RISE_C
 from pytest_sme2.report.recommend.wording import (Recommendation, by_model, cases_text, focus_sides,
@@ -75,7 +76,7 @@ def find_noise(us: list[Unit]) -> list[Recommendation]:
                              + (f" ({outliers} outlier run{'' if outliers == 1 else 's'})"
                                 if outliers else ""))
                 figs.append(f"{side.runner}: max CV {units.percent(worst)}%{blocks}")
-                android = android or side.device.kind == "android"
+                android = android or side.device.kind == ANDROID.name
         if parts:
             noisy.append((unit, parts, figs))
             runs |= {s.runs for s in unit.sides if s.runs}

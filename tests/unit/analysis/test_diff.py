@@ -6,12 +6,12 @@ import sys
 
 import pytest
 
-from pytest_sme2.report.diff_recommend import with_recommendations
+from pytest_sme2.report.etdump_diff import (compare_lines, render_markdown,
+                                            with_recommendations)
 from pytest_sme2.analysis.diff import (ADDED, CHANGED, COMPARE_SCHEMA, REMOVED, REPACKED,
                                        compare_analyses)
 from pytest_sme2.analysis.summary import analyze_file
 from pytest_sme2.cli import main
-from pytest_sme2.report.diff_markdown import compare_lines, render_markdown
 from tests.fakes.etdumps import make_etdump, program_run
 
 

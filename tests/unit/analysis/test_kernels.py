@@ -11,7 +11,6 @@ import pytest
 from pytest_sme2.analysis import kernels as kernels_module
 from pytest_sme2.analysis.kernels import (
     KERNEL_COLUMNS,
-    gemm_datatype,
     is_kleidiai_op,
     kernel_hint,
     kernels_frame,
@@ -406,24 +405,6 @@ def test_kernel_trace_is_imported_for_types_only() -> None:
     assert not hasattr(kernels_module, "KernelTrace")
 
 
-# --- kernel_isa -----------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("name", "isa"),
-    [
-        ("kai_run_matmul_clamp_f32_f32p2vlx1_f32p2vlx1biasf32_sme2_mopa", "sme2_mopa"),
-        ("kai_run_matmul_clamp_f32_f32_f32p2vlx1b_1x8vl_sme_mla", "sme_mla"),
-        ("kai_run_matmul_clamp_f32_qai8dxp4x8_qsi8cxp4x8_16x4_neon_dotprod", "neon_dotprod"),
-        ("kai_run_rhs_pack_nxk_f32p2vlx1biasf32_f32_f32_sme", "sme"),
-        (SME2_GEMM, "neonsme2"),
-        ("xnn_x32_packw_gemm_goi_ukernel", "unknown"),
-    ],
-)
-def test_kernel_isa(name: str, isa: str) -> None:
-    assert kernel_isa(name) == isa
-
-
 # --- operator kernel hints --------------------------------------------------------------------
 
 F32_MOPA = "kai_run_matmul_clamp_f32_f32p2vlx1_f32p2vlx1biasf32_sme2_mopa"
@@ -436,29 +417,6 @@ F32_IMATMUL = "kai_run_imatmul_clamp_f32_f32p2vlx1_f32p2vlx1b_2vlx2vl_sme2_mopa"
 
 def ek(name: str) -> TracedKernel:
     return TracedKernel(name, isa_family(kernel_isa(name)), "kleidiai", "lib.so", 3)
-
-
-@pytest.mark.parametrize(
-    ("name", "dtype"),
-    [
-        (F32_MOPA, "PF32"),
-        (F32_GEMV, "PF32"),
-        (F32_IMATMUL, "PF32"),
-        (F16_MOPA, "PF16"),
-        (QP8_DOT, "QP8"),
-        ("kai_run_matmul_clamp_f32_qsi8d32p1vlx4_qai4c32p4vlx4_1vlx4vl_sme2_mopa", "QP8"),
-        (QS8_MOPA, "PQS8"),
-        ("kai_run_rhs_pack_nxk_f32p2vlx1biasf32_f32_f32_sme", None),
-        ("kai_run_lhs_imatmul_pack_x32p2vlx1_x32p_sme", None),
-        ("xnn_pf32_gemm_minmax_ukernel_1x32__neonsme2", "PF32"),
-        ("xnn_qd8_f32_qc8w_gemm_minmax_ukernel_4x16c4__neondot", "QD8"),
-        ("xnn_f32_igemm_minmax_ukernel_4x8__aarch64_neonfma_ld128", "F32"),
-        ("xnn_x32_packw_gemm_goi_ukernel_x16__neon_ld4lane", None),
-        ("xnn_f32_dwconv_minmax_ukernel_25p8c__neon_acc2", None),
-    ],
-)
-def test_gemm_datatype(name: str, dtype: str | None) -> None:
-    assert gemm_datatype(name) == dtype
 
 
 def test_one_operator_of_a_datatype_gets_its_kernels() -> None:

@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pytest_sme2.analysis.kernels import kernel_name_fields, log_category, xnntrace_counts
+from pytest_sme2.analysis.isa import kernel_name_fields
+from pytest_sme2.analysis.kernels import log_category, xnntrace_counts
 from pytest_sme2.analysis.summary import analyze
 from pytest_sme2.measure.artifacts.csv import (KIT_KERNEL_COLUMNS, OPS_STATS_COLUMNS,
                                                TIMELINE_COLUMNS, base_type, write_csvs)

@@ -122,7 +122,7 @@ def test_the_option_and_its_ini_twin(tmp_path):
 
 
 def test_the_session_writes_it_at_the_end(tmp_path, monkeypatch):
-    import pytest_sme2.report.markdown as markdown
+    import pytest_sme2.report.markdown.render as markdown
 
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     monkeypatch.setattr(markdown, "render_report", lambda doc, out: out / "report.md")
@@ -139,7 +139,7 @@ def test_the_session_writes_it_at_the_end(tmp_path, monkeypatch):
 
 
 def test_unwritable_ci_files_are_one_line_after_the_report(tmp_path, monkeypatch):
-    import pytest_sme2.report.markdown as markdown
+    import pytest_sme2.report.markdown.render as markdown
 
     rendered = []
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "no" / "such" / "summary.md"))

@@ -3,7 +3,7 @@ the hold cannot watch is named once, a hold that worked is one line."""
 
 from __future__ import annotations
 
-from pytest_sme2.report.markdown import render_markdown
+from pytest_sme2.report.markdown.render import render_markdown
 from pytest_sme2.report.terminal import cooldown_lines, summary_table
 from pytest_sme2.results import load_results
 from pytest_sme2.results.thermal import CooldownRecord

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import copy
 
-from pytest_sme2.report import generation as gen
-from pytest_sme2.report.markdown import render_details, render_markdown
+from pytest_sme2.report.markdown.render import render_details, render_markdown
 from pytest_sme2.report.recommend import recommendations
+from pytest_sme2.report.recommend.generation import kernel_sentences
 from pytest_sme2.report.terminal import GENERATION_NOTE, benchmark_line, summary_table
-from pytest_sme2.results import load_results
+from pytest_sme2.results import load_results, pool_generation
 from tests.fakes.results_docs import (INT4_DECODE, INT4_PREFILL, INT8_PREFILL, QEMU_SME2,
                                       generation_block, interval, llm_doc, single_doc)
 
@@ -18,34 +18,10 @@ def _blocks(doc=None):
     return load_results(doc or llm_doc()).benchmarks
 
 
-# -- the kernels per phase, from the evidence ------------------------------------------------
-
-def test_kernel_phrase_names_family_variants_and_weights():
-    b = _blocks()
-    int4, int8 = b[1].generation, b[2].generation
-    assert gen.kernel_phrase(int4.prefill.kernel_evidence) == "NEON i8mm/dotprod int4 kernels"
-    assert gen.kernel_phrase(int4.decode.kernel_evidence) == "NEON dotprod int4 kernels"
-    assert gen.kernel_phrase(int8.prefill.kernel_evidence) == "SME2 mopa int8 kernels"
-    assert gen.kernel_phrase(int8.decode.kernel_evidence) == "SME2 dot int8 kernels"
-    assert gen.kernel_phrase(None) is None
-
-
-def test_kernel_phrase_of_sampled_xnnpack_kernels():
-    from pytest_sme2.results.records import KernelEvidence, SampledKernel
-
-    ev = KernelEvidence(sme2="indicated", samples_total=100, sampled_kernels=[
-        SampledKernel("xnn_qp8_f32_qc4w_gemm_minmax_ukernel_16x64c4__neonsme2", "SME2",
-                      "xnnpack", "xnnpack", 60, 0.6),
-        SampledKernel("xnn_qd8_f32_qc8w_gemm_minmax_ukernel_1x16c4__aarch64_neondot_ld128",
-                      "NEON", "xnnpack", "xnnpack", 30, 0.3),
-        SampledKernel("xnn_x32_packw_gemm_goi_ukernel_x16__neon_ld4lane_u4", "NEON",
-                      "xnnpack", "xnnpack", 10, 0.1)])
-    assert gen.kernel_phrase(ev) == "SME2 int4 and NEON neondot/ld128 int8 kernels"
-    assert [k.how for k in gen.phase_kernels(ev)] == ["sampled"] * 3
-
+# -- the kernels per scheme, and the pooled figures ----------------------------------------
 
 def test_kernel_sentences_one_per_scheme_from_the_evidence():
-    assert gen.kernel_sentences(_blocks()) == [
+    assert kernel_sentences(_blocks()) == [
         "8da4w ran NEON i8mm/dotprod int4 kernels in prefill and NEON dotprod int4 kernels in "
         "decode",
         "8da8w ran SME2 mopa int8 kernels in prefill and SME2 dot int8 kernels in decode"]
@@ -56,7 +32,7 @@ def test_kernel_sentences_follow_the_evidence_not_the_scheme():
     d = single_doc()
     d["benchmarks"] += [generation_block("8da4w", prefill_kernels=INT8_PREFILL,
                                          decode_kernels=INT8_PREFILL)]
-    assert gen.kernel_sentences(_blocks(d)) == [
+    assert kernel_sentences(_blocks(d)) == [
         "8da4w ran SME2 mopa int8 kernels in prefill and decode"]
 
 
@@ -67,7 +43,7 @@ def test_kernel_sentences_name_runners_and_skip_schemes_without_kernels():
                          decode_kernels=INT4_DECODE),
         generation_block("8da8w", "sme2_on", prefill_kernels=INT8_PREFILL, decode_kernels=None),
         generation_block("fp32", prefill_kernels=None, decode_kernels=None)]
-    assert gen.kernel_sentences(_blocks(d)) == [
+    assert kernel_sentences(_blocks(d)) == [
         "8da8w on sme2_off ran NEON i8mm/dotprod int4 kernels in prefill and NEON dotprod int4 "
         "kernels in decode",
         "8da8w on sme2_on ran SME2 mopa int8 kernels in prefill (no kernels named for decode)"]
@@ -77,11 +53,11 @@ def test_figures_pool_blocks_by_their_medians():
     blocks = _blocks({**single_doc(), "benchmarks": [
         generation_block(prefill_ms=10.0, block=0), generation_block(prefill_ms=20.0, block=1),
         generation_block(prefill_ms=40.0, block=2)]})
-    f = gen.figures(blocks)
+    f = pool_generation(blocks)
     assert f.blocks == 3 and f.prefill.generations == 30
     assert f.prefill.median_ms == 20.0 and f.prefill.tokens_per_s == 64e3 / 20.0
     assert f.ttft_ms == 20.05
-    assert gen.figures(_blocks(single_doc())) is None
+    assert pool_generation(_blocks(single_doc())) is None
 
 
 # -- terminal --------------------------------------------------------------------------------
@@ -200,21 +176,3 @@ def test_recommendations_say_which_scheme_reached_sme2_per_phase():
 def test_no_generation_recommendation_without_llms():
     doc = copy.deepcopy(single_doc())
     assert not [r for r in recommendations(doc) if r.rule == "generation-kernels"]
-
-
-def test_kleidiais_accessors_are_not_kernels_of_the_phrase():
-    """Found on QEMU: a trace lists XNNPACK's ``…__neonsme2_get_mr``/``_get_nr`` (and
-    KleidiAI's ``kai_get_mr_…``) beside the kernel they describe, and the phrase read "SME2
-    mopa/dot/get/mr/nr int8 kernels"."""
-    from pytest_sme2.results.records import KernelEvidence, TracedKernel
-
-    name = "kai_run_matmul_clamp_f32_qai8dxp1vlx4_qsi8cxp4vlx4_1vlx4vl_sme2_mopa"
-    ev = KernelEvidence(sme2="proven", executed_kernels=[
-        TracedKernel(name, "SME2", "kleidiai"),
-        TracedKernel(name.replace("kai_run_", "kai_get_mr_"), "SME2", "kleidiai"),
-        TracedKernel(name.replace("kai_run_", "kai_get_nr_"), "SME2", "kleidiai"),
-        TracedKernel("xnn_qp8_f32_qc8w_gemm_minmax_ukernel_16x64c4__neonsme2_get_mr", "SME2",
-                     "xnnpack"),
-        TracedKernel("xnn_qp8_f32_qc8w_gemm_minmax_ukernel_16x64c4__neonsme2_get_nr", "SME2",
-                     "xnnpack")])
-    assert gen.kernel_phrase(ev) == "SME2 mopa int8 kernels"

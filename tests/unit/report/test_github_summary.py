@@ -64,7 +64,7 @@ def test_appended_only_when_github_step_summary_is_set(tmp_path, monkeypatch):
 
 
 def test_the_session_appends_it_at_the_end(tmp_path, monkeypatch):
-    import pytest_sme2.report.markdown as markdown
+    import pytest_sme2.report.markdown.render as markdown
 
     monkeypatch.setattr(markdown, "render_report", lambda doc, out: out / "report.md")
     target = tmp_path / "summary.md"

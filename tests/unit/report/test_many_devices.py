@@ -16,7 +16,7 @@ from pytest_sme2.devices.registry import resolve_devices, schedule_group
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.measure.matrix import Case, with_devices
 from pytest_sme2.report.digest import devices_side_by_side, units
-from pytest_sme2.report.markdown import render_markdown
+from pytest_sme2.report.markdown.render import render_markdown
 from pytest_sme2.report.terminal import summary_table
 from pytest_sme2.results import load_results
 from pytest_sme2.plugin.scheduling import read_groups, write_groups

@@ -15,12 +15,12 @@ import jinja2
 import pytest
 
 from pytest_sme2.analysis.latency import latency_stats
-from pytest_sme2.report import markdown
-from pytest_sme2.report import charts
+from pytest_sme2.report.markdown import render as markdown
+from pytest_sme2.report.markdown import charts
 from pytest_sme2.report.digest import by_model, units
-from pytest_sme2.report.cells import code
-from pytest_sme2.report.markdown import render_details, render_markdown, render_report
-from pytest_sme2.report.unit_page import VERDICT_WORDING
+from pytest_sme2.report.markdown.cells import code
+from pytest_sme2.report.markdown.render import render_details, render_markdown, render_report
+from pytest_sme2.report.markdown.unit_page import VERDICT_WORDING
 from pytest_sme2.results import load_results
 from tests.fakes.results_docs import (HOST_NO_SME2, evidence, interval, matrix_doc, noisy, op,
                                       single_doc, sme2_doc)
@@ -572,7 +572,7 @@ def test_importing_the_report_does_not_import_matplotlib():
     import subprocess
     import sys
 
-    code_ = ("import sys, pytest_sme2.report.markdown, pytest_sme2.report.charts; "
+    code_ = ("import sys, pytest_sme2.report.markdown.render, pytest_sme2.report.markdown.charts; "
              "print('matplotlib' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code_], capture_output=True, text=True,
                          check=True)
@@ -624,7 +624,7 @@ def test_no_significant_difference_is_reported_as_such():
 
 
 def test_regressions_section_lists_judged_benchmarks(tmp_path):
-    from pytest_sme2.report.markdown import render_markdown
+    from pytest_sme2.report.markdown.render import render_markdown
 
     doc = json.loads(json.dumps(_gate_doc()))
     text = render_markdown(doc, charts={})
@@ -636,7 +636,7 @@ def test_regressions_section_lists_judged_benchmarks(tmp_path):
 
 
 def test_regressions_section_shows_the_instruction_gate(tmp_path):
-    from pytest_sme2.report.markdown import render_markdown
+    from pytest_sme2.report.markdown.render import render_markdown
 
     doc = json.loads(json.dumps(_gate_doc()))
     doc["benchmarks"][2]["baseline_instructions"] = {

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_sme2.report.charts import render_all
+from pytest_sme2.report.markdown.charts import render_all
 
 
 def _touch(path: Path):
@@ -49,7 +49,7 @@ def test_one_process_draws_everything_itself(tmp_path, monkeypatch):
 def test_the_report_unfreezes_only_what_it_froze(tmp_path):
     import gc
 
-    from pytest_sme2.report.markdown import render_report
+    from pytest_sme2.report.markdown.render import render_report
 
     doc = {"schema": "pytest-sme2/results/1", "session": {}, "benchmarks": [], "comparisons": []}
     assert gc.get_freeze_count() == 0

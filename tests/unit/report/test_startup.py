@@ -19,7 +19,7 @@ from pytest_sme2.measure.config import BaseDirs, config_from_options
 from pytest_sme2.gate.policy import GatePolicy
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate.rule import LOAD, MEMORY, NOT_COMPARED, OK, REGRESSION, evaluate
-from pytest_sme2.report.markdown import render_markdown
+from pytest_sme2.report.markdown.render import render_markdown
 from pytest_sme2.report.terminal import benchmark_line, startup_cells, summary_table
 from pytest_sme2.results import (BlockResult, ProcessStartup, Startup, load_results,
                                  pool_startup, results_document)
@@ -313,7 +313,7 @@ def test_gate_command_names_a_memory_regression_and_its_threshold(tmp_path, caps
 
 
 def test_each_benchmark_page_has_its_load_and_memory(tmp_path):
-    from pytest_sme2.report.markdown import render_report
+    from pytest_sme2.report.markdown.render import render_report
     from tests.fakes.results_docs import sme2_doc
 
     doc = load_results(sme2_doc())
@@ -326,7 +326,7 @@ def test_each_benchmark_page_has_its_load_and_memory(tmp_path):
 
 
 def test_emulated_load_times_are_said_to_be_no_speed():
-    from pytest_sme2.report.sections import startup_notes
+    from pytest_sme2.report.markdown.sections import startup_notes
 
     rows = [{"runner": "sme2_on", "load_source": "x", "memory_source": "y", "emulated": True}]
     notes = startup_notes(rows)
@@ -336,7 +336,7 @@ def test_emulated_load_times_are_said_to_be_no_speed():
 
 
 def test_a_side_missing_cold_loads_is_said_in_the_report():
-    from pytest_sme2.report.sections import startup_notes
+    from pytest_sme2.report.markdown.sections import startup_notes
 
     row = {"point": "toy_cnn fp32 t1", "runner": "native", "load_source": "x",
            "memory_source": "y", "emulated": False, "problem": "load-only process 1 of 2 "

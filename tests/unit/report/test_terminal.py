@@ -49,7 +49,7 @@ def test_a_category_regression_shows_beside_the_end_to_end_verdict():
 
 
 def test_a_comparison_shows_its_tests_name_and_the_reports_medians():
-    from pytest_sme2.report.markdown import render_markdown
+    from pytest_sme2.report.markdown.render import render_markdown
 
     doc = load_results(sme2_doc())
     lines = summary_table(doc.benchmarks, doc.comparisons)

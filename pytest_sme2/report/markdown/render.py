@@ -14,8 +14,8 @@ runner is its blocks pooled by :func:`pytest_sme2.results.pool`.
 
 Python prepares rows of plain values (:func:`context`, :func:`detail_context`);
 ``templates/report.md.j2`` and ``templates/benchmark.md.j2`` lay them out, sharing the tables
-of ``templates/_blocks.md.j2``. The rows come from :mod:`pytest_sme2.report.sections`, the
-number formats (the templates' filters) from :mod:`pytest_sme2.report.cells`.
+of ``templates/_blocks.md.j2``. The rows come from :mod:`.sections`, the number formats (the
+templates' filters) from :mod:`.cells`.
 """
 
 from __future__ import annotations
@@ -30,16 +30,17 @@ from typing import Any
 
 import jinja2
 
-from pytest_sme2.report import sections as sec
+from pytest_sme2.report.markdown import sections as sec
 from pytest_sme2.report import generation as gen
-from pytest_sme2.report import unit_page as up
-from pytest_sme2.report.cells import (cell, code, e2e_cells, fmt_calls, fmt_interval, fmt_mb,
-                                      fmt_ms, fmt_percent, fmt_points, fmt_ratio,
-                                      fmt_tokens_per_s, ms_pct_cells, op_cells, th, tr)
+from pytest_sme2.report.markdown import unit_page as up
+from pytest_sme2.report.markdown.cells import (cell, code, e2e_cells, fmt_calls, fmt_interval,
+                                               fmt_mb, fmt_ms, fmt_percent, fmt_points,
+                                               fmt_ratio, fmt_tokens_per_s, ms_pct_cells,
+                                               op_cells, th, tr)
 from pytest_sme2.report.digest import SHARE_GROWTH_PP, Unit, by_model, units
 from pytest_sme2.report.precision_notes import precision_lines
 from pytest_sme2.report.recommend import recommendations
-from pytest_sme2.report.sections import DETAIL_DIR, MODEL_CHART
+from pytest_sme2.report.markdown.sections import DETAIL_DIR, MODEL_CHART
 from pytest_sme2.results import ResultsDoc, atomic_write_text, load_results
 
 REPORT_FILE = "report.md"
@@ -210,7 +211,7 @@ def _collector_ignores_what_exists() -> Iterator[None]:
 def _charts(us: list[Unit], out_dir: Path) -> tuple[dict[str, str], list[str]]:
     """The overview and one category figure per model: 1 + models figures, whatever the size
     of the matrix (each figure costs ~0.2-1 s of matplotlib)."""
-    from pytest_sme2.report import charts as charts_mod
+    from pytest_sme2.report.markdown import charts as charts_mod
 
     images: dict[str, str] = {}
     jobs = []
