@@ -184,7 +184,9 @@ class _Block:
         self.e2e_all = e2e_per_run(runs.timed, str(request.etdump)) if runs.separate \
             else self.analysis.e2e_all
         if len(self.e2e_all) != request.executions:
-            raise Sme2Error(f"{request.etdump}: {len(self.e2e_all)} timed runs, expected "
+            what = "timed runs in the runner's summary" if runs.separate else \
+                "runs with Method::execute"
+            raise Sme2Error(f"{request.etdump}: {len(self.e2e_all)} {what}, expected "
                             f"{request.executions} ({settings.warmup} warm-up + "
                             f"{settings.runs} timed)")
         self.timed_e2e = self.e2e_all[self.e2e_all.index >= settings.warmup]

@@ -37,8 +37,11 @@ def test_a_real_toy_cnn_benchmark_writes_its_trace(tmp_path):
     analysis = analyze(events, warmup=1)
     run = trace["otherData"]["run"]
     assert run == median_run(events, warmup=1) and run >= 1
-    assert sorted(result.e2e_ms)[(len(result.e2e_ms) - 1) // 2] == pytest.approx(
-        analysis.e2e_all[run], abs=1e-6)
+    # The trace is of the traced runs (the timed ones carry no tracer): their median run.
+    assert result.timing.mode == "untraced" and result.timing.traced_runs == 10
+    assert len(analysis.timed_e2e) == 10
+    assert sorted(analysis.timed_e2e)[(10 - 1) // 2] == pytest.approx(analysis.e2e_all[run],
+                                                                      abs=1e-6)
     (outer,) = [e for e in slices if e["depth"] == 0]
     assert outer["name"] == "Method::execute"
     assert outer["dur"] == pytest.approx(analysis.e2e_all[run] * 1000, abs=1e-3)
@@ -80,8 +83,9 @@ def test_a_real_toy_cnn_block_writes_the_csvs_pandas_wrote(tmp_path, dtype):
 @pytest.mark.parametrize("dtype", ["fp32", "int8"])
 def test_a_real_etdumps_timeline_csv_gives_our_e2e_per_run(tmp_path, dtype):
     """The seed kit's tools read a run's latency as Method::execute's duration_ms summed per
-    run_index: on a real toy_cnn ETDump that is our analysis' timed runs, value for value,
-    and the warm-up file holds the warm-up runs."""
+    run_index: on a real toy_cnn ETDump (its traced runs) that is our analysis' runs, value for
+    value, and the warm-up file holds the warm-up runs; the timed runs' CSV holds the block's
+    e2e_ms."""
     import pandas as pd
 
     from pytest_sme2.measure.block import BenchmarkRun, run_benchmark
@@ -102,6 +106,8 @@ def test_a_real_etdumps_timeline_csv_gives_our_e2e_per_run(tmp_path, dtype):
         return executes.groupby("run_index")["duration_ms"].sum().tolist()
 
     assert per_run("native_all_runs_timeline.csv") == analysis.timed_e2e.tolist()
-    assert per_run("native_all_runs_timeline.csv") == pytest.approx(result.e2e_ms, abs=1e-9)
+    timed = pd.read_csv(folder / "native_timed_runs.csv")
+    assert timed["e2e_ms"][~timed["warmup"]].tolist() == pytest.approx(result.e2e_ms, abs=1e-9)
+    assert timed["warmup"].sum() == 2 and len(timed) == 6
     assert per_run("native_run0_timeline.csv") == analysis.timed_e2e.tolist()[:1]
     assert per_run("native_warmup_timeline.csv") == analysis.e2e_all.tolist()[:2]

@@ -45,20 +45,28 @@ def test_runs_benchmark_prints_latency_and_writes_results(bench_dir, export_cach
     assert b["runs"] == 6 and b["warmup"] == 2 and len(b["e2e_ms"]) == 6
     assert b["median_ms"] == pytest.approx(statistics.median(b["e2e_ms"]))
     assert b["device"]["kind"] == "host"
-    # The figures are the ETDump's Method::execute values, warm-up removed.
+    # The figures are the untraced runs' (the runner's clock), warm-up removed; the ETDump
+    # holds the traced runs alone (as many warm-up, then --sme2-trace-runs), and what tracing
+    # added is recorded beside them.
+    assert b["timing"]["mode"] == "untraced" and b["timing"]["traced_runs"] == 10
     from_trace = e2e_per_run(read_etdump(b["etdump"])).tolist()
-    assert len(from_trace) == 8
-    assert b["e2e_ms"] == pytest.approx(from_trace[2:], abs=1e-6)
+    assert len(from_trace) == 2 + 10
+    assert b["timing"]["traced_median_ms"] == pytest.approx(statistics.median(from_trace[2:]),
+                                                            abs=1e-6)
+    assert b["timing"]["overhead_pct"] == pytest.approx(
+        100 * (b["timing"]["traced_median_ms"] / b["median_ms"] - 1), abs=0.01)
     folder = Path(b["etdump"]).parent
     assert {p.name for p in folder.glob("*.csv")} == {
         "native_all_runs_timeline.csv", "native_ops_stats.csv", "kernels.csv",
-        "native_run0_timeline.csv", "native_warmup_timeline.csv"}
+        "native_run0_timeline.csv", "native_warmup_timeline.csv", "native_timed_runs.csv"}
+    timed = pd.read_csv(folder / "native_timed_runs.csv")
+    assert timed["e2e_ms"][~timed["warmup"]].tolist() == pytest.approx(b["e2e_ms"], abs=1e-9)
     # The seed kit's reading of the timeline (Method::execute summed per run_index) gives the
-    # same timed runs, and its model_id names the block.
+    # traced runs, and its model_id names the block.
     timeline = pd.read_csv(folder / "native_all_runs_timeline.csv")
     executes = timeline[timeline["name"] == "Method::execute"]
     assert executes.groupby("run_index")["duration_ms"].sum().tolist() == pytest.approx(
-        b["e2e_ms"], abs=1e-9)
+        from_trace[2:], abs=1e-9)
     assert set(timeline["model_id"]) == {"toy_cnn_fp32_t1_native"}
 
 
@@ -131,9 +139,10 @@ def test_unknown_model_fails_clearly_and_the_others_go_on(bench_dir, export_cach
 
 
 def test_unknown_device_fails_clearly(bench_dir, export_cache, run_pytest):
+    # One usage error before anything runs (exit 4), not an error per benchmark.
     res = run_pytest(f"--sme2-cache-dir={export_cache}", "--device=toaster")
-    res.assert_outcomes(errors=1)
-    res.stdout.fnmatch_lines(["*--device 'toaster': unknown device kind 'toaster'*"])
+    assert res.ret == pytest.ExitCode.USAGE_ERROR
+    res.stderr.fnmatch_lines(["ERROR: --device 'toaster': unknown device kind 'toaster'*"])
 
 
 def test_a_session_without_benchmarks_does_not_import_the_measuring_stack(pytester, run_pytest):

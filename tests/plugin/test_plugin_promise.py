@@ -319,7 +319,7 @@ def test_damaged_pte_in_the_export_cache_fails_naming_it(pytester, damaged_cache
     assert one_line(res, "test_pte[pte_refused-python]") == (
         f"runner 'python' on model.pte {status1}[program.cpp:168] Program identifier 'ET99' != "
         f"expected 'ET12' | {p['pte_refused']}: the ExecuTorch runtime refused the program "
-        "(failed to retrieve method_meta for method forward, error 0x23)")
+        "(Failed to load program, error: 0x:23)")
     no_traceback(res)
     out = pytester.path / "out"
     assert [b["nodeid"] for b in results(out)] == ["test_pte.py::test_before",
