@@ -158,7 +158,7 @@ def test_phase_kernels_on_emulated_sme2(tiny_llama_8da4w):
     from pytest_sme2.errors import Sme2Error
     from tests.needs import missing
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks" / "scripts"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "evaluations"))
     from llm_phase_kernels import phase_kernels
 
     try:
