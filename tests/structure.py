@@ -35,6 +35,38 @@ LAYERS: dict[str, int] = {
     "provision": 10,                                  # the machine's needs: only cli/ calls it
     "plugin": 11, "cli": 11, "api": 11, "__init__": 11,
 }
+# Each layer's name and what it holds: with LAYERS, the layer table of docs/architecture.md
+# (written by docs/reference/generate.py; tests/unit/test_reference_docs.py fails when stale).
+LAYER_ROLES: dict[int, tuple[str, str]] = {
+    0: ("leaves", "no project imports: errors, units, _util/ (versions, locking, buildcache, "
+                  "fsutil, protocol_defaults, text)"),
+    1: ("readers", "files and statistics, no torch: readers/ (etdump, etrecord, tensorfile, "
+                   "pte_program), stats"),
+    2: ("records", "what results.json stores (records, latency, block, comparison, judgement, "
+                   "pooling, document...); the one loader. It does not import analysis/"),
+    3: ("analysis", "an ETDump's meaning: latency, categories, operators, isa (kernel naming), "
+                    "kernels (the SME2 verdict), addresses, kernel_trace (QEMU), kernel_sample, "
+                    "generation, startup, summary, diff"),
+    4: ("under test and judged against", "programs/ (export, recipes, .pte, library models, "
+                                         "LLMs, the scheme table); baselines/ (key, store, the "
+                                         "base programs)"),
+    5: ("the gate", "the judgement: rule, robust, ab, policy (GatePolicy), junit"),
+    6: ("runners", "what runs a .pte: runners/ (base, spec, python + fork server, binary, "
+                   "native/); device_programs/ (preload.c, sme2_probe.c, hwcaps); emulation/ "
+                   "(QEMU, the cross toolchain, the aarch64 wheel)"),
+    7: ("devices", "where it runs: devices/ (base, kinds, registry, facts, host, qemu, android/, "
+                   "thermal); fakephone/; instructions/ (valgrind, callgrind, count)"),
+    8: ("history, hooks", "history over commits (history/); the hooks plugins implement "
+                          "(hookspec)"),
+    9: ("the loop", "measure/: the benchmark loop as library code (options, config, session, "
+                    "matrix, block, benchmark, comparison, precision, artifacts/)"),
+    10: ("report, provision", "report/ (outputs, markdown/, terminal, digest, grouping, "
+                              "recommend/, etdump_diff, benchmark_json, github); provision/ "
+                              "(apt, qemu, history: what the machine needs, called by cli/ "
+                              "alone)"),
+    11: ("edges", "pytest (plugin/), the command line (cli/, one module per command), the "
+                  "public facade (api)"),
+}
 
 
 @dataclass(frozen=True)

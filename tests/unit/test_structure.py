@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.structure import LAYERS, MAX_LINES, PACKAGE, layer, read_structure
+from tests.structure import LAYER_ROLES, LAYERS, MAX_LINES, PACKAGE, layer, read_structure
 
 ROOT = Path(__file__).resolve().parents[2] / PACKAGE
 
@@ -25,6 +25,11 @@ def test_every_top_level_name_has_a_layer():
     top = {p.stem for p in ROOT.iterdir()
            if (p.suffix == ".py" or (p / "__init__.py").is_file())}
     assert top - set(LAYERS) == set()
+
+
+def test_every_layer_has_a_name_and_a_role():
+    """LAYER_ROLES names each layer of LAYERS (docs/architecture.md's table is made of both)."""
+    assert set(LAYER_ROLES) == set(LAYERS.values())
 
 
 def test_a_long_module_says_why_in_its_docstring():
