@@ -27,7 +27,7 @@ from pathlib import Path
 PACKAGE = "pytest_sme2"
 MAX_LINES = 450
 LONG_SIGNATURE = 7          # parameters from which a signature counts as long
-MAX_LONG_SIGNATURES = 9    # how many functions in the package may have one
+MAX_LONG_SIGNATURES = 6    # how many functions in the package may have one
 # A top-level package or module -> its layer, bottom to top. A module imports from its own
 # layer or below; inside a package, from anywhere in it (no circles still holds).
 LAYERS: dict[str, int] = {
