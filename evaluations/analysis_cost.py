@@ -92,6 +92,7 @@ def _time_one(etdump: Path, etrecord: Path, kernels: Path | None, load_only: boo
               warmup: int, repeat: int) -> tuple[dict, int, list[float | None]]:
     """Outputs, events and timings (read, analyze, to_json, record, startup) of one
     ETDump."""
+    from pytest_sme2.analysis.kernel_sources import KernelSources
     from pytest_sme2.analysis.kernel_trace import read_kernel_trace_csv
     from pytest_sme2.analysis.latency import e2e_per_run
     from pytest_sme2.analysis.startup import process_startup
@@ -114,7 +115,7 @@ def _time_one(etdump: Path, etrecord: Path, kernels: Path | None, load_only: boo
         return ({"startup": start, "e2e_all": e2e_per_run(events)}, len(events),
                 [read, None, None, None, cost])
     an, result = _ms(lambda: analyze(events, warmup=warmup, source=str(etdump), etrecord=rec,
-                                     kernel_trace=trace), repeat)
+                                     kernels=KernelSources(trace=trace)), repeat)
     tj, doc = _ms(result.to_json, repeat)
     if hasattr(result, "record"):      # this code: the analysis gives the block's record
         fj, _ = _ms(result.record, repeat)

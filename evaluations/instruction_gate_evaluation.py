@@ -276,7 +276,7 @@ def real_changes(bench: Bench, args: argparse.Namespace, toy) -> list[dict]:
 
 
 def judge_counts(base: list[float], current: float, pct: float):
-    return judge_levels([[v] for v in base], [current], pct, unit="instructions")
+    return judge_levels([[v] for v in base], [current], pct, measure="instructions")
 
 
 def judge_time(base: list[float], blocks: list[float], pct: float):

@@ -52,10 +52,10 @@ def program(scheme: str, phase: str, out: Path) -> tuple[Path, float]:
         return pte, 0.0
     from pytest_sme2.programs import recipes as _recipes
     from pytest_sme2.programs.export import accuracy_problem
-    from pytest_sme2.programs.llama import build_llama
+    from pytest_sme2.programs.llama import LlamaShape, build_llama
 
     t0 = time.perf_counter()
-    definition = build_llama(prompt_tokens=1 if phase == "decode" else 16)
+    definition = build_llama(LlamaShape(prompt_tokens=1 if phase == "decode" else 16))
     if phase == "decode":
         definition.llm.dynamic_shapes = None
     program, info = _recipes.export_llm(definition, scheme, at_stage=lambda s: print(

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 
 from _common import tiny_llama_pte
 
 from pytest_sme2.analysis.generation import analyze_generation_file
+from pytest_sme2.analysis.kernel_sources import KernelSources
 from pytest_sme2.analysis.kernel_trace import read_kernel_trace_csv
 from pytest_sme2.analysis.runner_summary import parse_summary
 from pytest_sme2.devices.qemu import QemuDevice
@@ -49,9 +51,10 @@ def phase_kernels(pte: Path, generation: Generation = DEFAULT_GENERATION) -> dic
                 summary = parse_summary(outcome.stdout).generation
                 # The phase's verdict as the analysis gives it: this process's ETDump (its
                 # packed operators) with its own trace as that phase's evidence.
-                result = analyze_generation_file(
-                    req.etdump, outcome.stdout, device_sme2=side == "sme2_on",
-                    **{f"{phase}_trace": outcome.kernel_trace})
+                sources = KernelSources(device_sme2=side == "sme2_on")
+                phases = {"prefill": sources, "decode": sources,
+                          phase: replace(sources, trace=outcome.kernel_trace)}
+                result = analyze_generation_file(req.etdump, outcome.stdout, **phases)
                 evidence = result.phase(phase).kernel_evidence
                 out[(side, phase)] = {
                     "generation": req.generation,

@@ -1,5 +1,6 @@
 """The package's import graph and size, read from the source (no import): circles, imports
-that run from a lower layer up to a higher one, modules over 450 lines, the longest functions.
+that run from a lower layer up to a higher one, modules over 450 lines, the longest functions,
+the functions with long parameter lists.
 
     python -m tests.structure [PACKAGE_DIR]      # a report; default: this checkout's pytest_sme2
 
@@ -7,7 +8,14 @@ Every import statement counts, as a reader counts them: those under ``if TYPE_CH
 those inside functions and those in a module's ``__getattr__``. ``from pkg import mod`` counts
 as importing ``pkg.mod`` (as import-linter does), not the package's ``__init__``. The layers
 (:data:`LAYERS`, keyed by the top level's packages and modules, bottom to top; see
-docs/architecture.md) are the rule: a module imports only from its own layer or below."""
+docs/architecture.md) are the rule: a module imports only from its own layer or below.
+
+A function's parameters (:func:`parameters`) are its positional-only, positional and
+keyword-only ones, less a method's leading ``self`` or ``cls``; ``*args`` and ``**kwargs``
+count one each (a list hidden behind them is still a list the reader must learn). At most
+:data:`MAX_LONG_SIGNATURES` functions in the package take :data:`LONG_SIGNATURE` or more:
+parameters that travel together are one frozen dataclass, and a loop of helpers passing the
+same ones is an object."""
 
 from __future__ import annotations
 
@@ -18,6 +26,8 @@ from pathlib import Path
 
 PACKAGE = "pytest_sme2"
 MAX_LINES = 450
+LONG_SIGNATURE = 7          # parameters from which a signature counts as long
+MAX_LONG_SIGNATURES = 6    # how many functions in the package may have one
 # A top-level package or module -> its layer, bottom to top. A module imports from its own
 # layer or below; inside a package, from anywhere in it (no circles still holds).
 LAYERS: dict[str, int] = {
@@ -35,6 +45,38 @@ LAYERS: dict[str, int] = {
     "provision": 10,                                  # the machine's needs: only cli/ calls it
     "plugin": 11, "cli": 11, "api": 11, "__init__": 11,
 }
+# Each layer's name and what it holds: with LAYERS, the layer table of docs/architecture.md
+# (written by docs/reference/generate.py; tests/unit/test_reference_docs.py fails when stale).
+LAYER_ROLES: dict[int, tuple[str, str]] = {
+    0: ("leaves", "no project imports: errors, units, _util/ (versions, locking, buildcache, "
+                  "fsutil, protocol_defaults, text)"),
+    1: ("readers", "files and statistics, no torch: readers/ (etdump, etrecord, tensorfile, "
+                   "pte_program), stats"),
+    2: ("records", "what results.json stores (records, latency, block, comparison, judgement, "
+                   "pooling, document...); the one loader. It does not import analysis/"),
+    3: ("analysis", "an ETDump's meaning: latency, categories, operators, isa (kernel naming), "
+                    "kernels (the SME2 verdict), addresses, kernel_trace (QEMU), kernel_sample, "
+                    "generation, startup, summary, diff"),
+    4: ("under test and judged against", "programs/ (export, recipes, .pte, library models, "
+                                         "LLMs, the scheme table); baselines/ (key, store, the "
+                                         "base programs)"),
+    5: ("the gate", "the judgement: rule, robust, ab, policy (GatePolicy), junit"),
+    6: ("runners", "what runs a .pte: runners/ (base, spec, python + fork server, binary, "
+                   "native/); device_programs/ (preload.c, sme2_probe.c, hwcaps); emulation/ "
+                   "(QEMU, the cross toolchain, the aarch64 wheel)"),
+    7: ("devices", "where it runs: devices/ (base, kinds, registry, facts, host, qemu, android/, "
+                   "thermal); fakephone/; instructions/ (valgrind, callgrind, count)"),
+    8: ("history, hooks", "history over commits (history/); the hooks plugins implement "
+                          "(hookspec)"),
+    9: ("the loop", "measure/: the benchmark loop as library code (options, config, session, "
+                    "matrix, block, benchmark, comparison, precision, artifacts/)"),
+    10: ("report, provision", "report/ (outputs, markdown/, terminal, digest, grouping, "
+                              "recommend/, etdump_diff, benchmark_json, github); provision/ "
+                              "(apt, qemu, history: what the machine needs, called by cli/ "
+                              "alone)"),
+    11: ("edges", "pytest (plugin/), the command line (cli/, one module per command), the "
+                  "public facade (api)"),
+}
 
 
 @dataclass(frozen=True)
@@ -42,6 +84,7 @@ class Function:
     module: str
     name: str
     lines: int
+    params: int = 0
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -50,6 +93,16 @@ def module_name(path: Path, root: Path) -> str:
     if parts[-1] == "__init__":
         parts = parts[:-1]
     return ".".join(parts)
+
+
+def parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """Positional-only, positional and keyword-only parameters, less a leading ``self`` or
+    ``cls``; ``*args`` and ``**kwargs`` one each."""
+    a = node.args
+    names = [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+    if a.posonlyargs + a.args and (a.posonlyargs + a.args)[0].arg in ("self", "cls"):
+        names = names[1:]
+    return len(names) + bool(a.vararg) + bool(a.kwarg)
 
 
 def layer(module: str) -> int:
@@ -155,6 +208,11 @@ class Structure:
         return sorted((a, b) for a, targets in self.modules.items() for b in targets
                       if layer(b) > layer(a) and not b.startswith(a + "."))
 
+    def long_signatures(self) -> list[Function]:
+        """The functions taking ``LONG_SIGNATURE`` parameters or more, the longest first."""
+        return sorted((f for f in self.functions if f.params >= LONG_SIGNATURE),
+                      key=lambda f: (-f.params, f.module, f.name))
+
     def long_modules(self) -> list[tuple[str, int]]:
         return sorted(((m, n) for m, n in self.lines.items() if n > MAX_LINES),
                       key=lambda x: -x[1])
@@ -176,7 +234,8 @@ def read_structure(root: Path) -> Structure:
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 functions.append(Function(name, node.name,
-                                          (node.end_lineno or node.lineno) - node.lineno + 1))
+                                          (node.end_lineno or node.lineno) - node.lineno + 1,
+                                          parameters(node)))
 
     existing = set(modules)
     for name, targets in modules.items():   # "pkg.mod.name" imports: keep the modules only
@@ -206,6 +265,10 @@ def report(root: Path) -> str:
     over = sum(f.lines > 60 for f in s.functions)
     out.append(f"functions over 60 lines: {over} of {len(s.functions)}")
     out.append(f"project imports inside functions: {s.inner_imports}")
+    signatures = s.long_signatures()
+    out.append(f"functions with {LONG_SIGNATURE} or more parameters: {len(signatures)} "
+               f"(at most {MAX_LONG_SIGNATURES})")
+    out += [f"  {f.module}.{f.name}: {f.params}" for f in signatures]
     return "\n".join(out)
 
 

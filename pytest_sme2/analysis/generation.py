@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pytest_sme2.analysis.categories import OTHER
+from pytest_sme2.analysis.kernel_sources import NO_KERNELS, KernelSources
 from pytest_sme2.analysis.latency import e2e_per_run, latency_stats
 from pytest_sme2.analysis.runner_summary import GenerationSummary
 from pytest_sme2.errors import Sme2Error
@@ -32,8 +33,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from pytest_sme2.analysis.categories import CategoryRule
-    from pytest_sme2.analysis.kernel_sample import KernelSample
-    from pytest_sme2.analysis.kernel_trace import KernelTrace
     from pytest_sme2.results.records import KernelEvidence
 
 
@@ -140,9 +139,7 @@ class _Leaves:
 
 
 def phase_evidence(operator_names: Sequence[str],
-                   kernel_trace: KernelTrace | str | Path | None = None,
-                   device_sme2: bool | None = None,
-                   kernel_sample: KernelSample | str | Path | None = None) -> KernelEvidence:
+                   kernels: KernelSources = NO_KERNELS) -> KernelEvidence:
     """The SME2 verdict of one phase: the KleidiAI (packed) operators among the operators its
     executes ran (main ETDump), and the kernels a phase-only process executed (its QEMU trace,
     ``RunRequest.phase_only``) or was sampled running (a phone), if given."""
@@ -150,26 +147,25 @@ def phase_evidence(operator_names: Sequence[str],
     from pytest_sme2.analysis.kernel_trace import KernelTrace, read_kernel_trace_csv
     from pytest_sme2.analysis.kernels import kleidiai_ops, sme2_verdict
 
+    kernel_trace, kernel_sample = kernels.trace, kernels.sample
     if kernel_trace is not None and not isinstance(kernel_trace, KernelTrace):
         kernel_trace = read_kernel_trace_csv(kernel_trace)
     if kernel_sample is not None and not isinstance(kernel_sample, KernelSample):
         kernel_sample = read_kernel_sample_csv(kernel_sample)
     return sme2_verdict(kernels=None, kleidiai=kleidiai_ops(operator_names),
-                        device_sme2=device_sme2, executed=kernel_trace, sampled=kernel_sample)
+                        device_sme2=kernels.device_sme2, executed=kernel_trace,
+                        sampled=kernel_sample)
 
 
 def analyze_generation(events: pd.DataFrame, summary: GenerationSummary, *,
                        source: str = "ETDump", rules: Sequence[CategoryRule] | None = None,
-                       prefill_trace: KernelTrace | str | Path | None = None,
-                       decode_trace: KernelTrace | str | Path | None = None,
-                       device_sme2: bool | None = None,
-                       prefill_sample: KernelSample | str | Path | None = None,
-                       decode_sample: KernelSample | str | Path | None = None
-                       ) -> GenerationResult:
+                       prefill: KernelSources = NO_KERNELS,
+                       decode: KernelSources = NO_KERNELS) -> GenerationResult:
     """Analyse the ETDump of one generation run (``events`` from
     :func:`pytest_sme2.readers.etdump.read_etdump`) with the runner's ``summary.generation``.
-    ``prefill_trace``/``decode_trace``: the executed-kernels CSVs of the phase-only evidence
-    processes (``RunRequest.phase_only``), for each phase's kernel evidence."""
+    ``prefill``/``decode``: each phase's kernel sources (the device's SME2, the executed or
+    sampled kernels of its phase-only evidence process, ``RunRequest.phase_only``), for each
+    phase's kernel evidence."""
     per_run = e2e_per_run(events, source=source)
     run_ids = per_run.index.to_numpy()
     if run_ids.size and not np.array_equal(run_ids, np.arange(run_ids.size)):
@@ -197,22 +193,19 @@ def analyze_generation(events: pd.DataFrame, summary: GenerationSummary, *,
     prefill_ms = per_generation(pre)
     decode_ms = per_generation(dec)
     one_token_prefill = summary.prefill_executes == summary.prompt_tokens
-    prefill = _phase_stats(
+    prefill_stats = _phase_stats(
         PREFILL, summary.prompt_tokens, summary.prefill_executes, prefill_ms,
         ms[pre] if one_token_prefill else None,
         leaves.categories_ms(pre_rows, n_timed, float(prefill_ms.mean())))
-    decode = _phase_stats(
+    decode_stats = _phase_stats(
         DECODE, summary.new_tokens, summary.decode_executes,
         decode_ms if dec.any() else np.zeros(0), ms[dec],
         leaves.categories_ms(dec_rows, n_timed, float(decode_ms.mean()))
         if dec.any() else {})
-    if (prefill_trace is not None or prefill_sample is not None
-            or device_sme2 is not None):
-        prefill.kernel_evidence = phase_evidence(leaves.names(pre_rows), prefill_trace,
-                                                 device_sme2, prefill_sample)
+    if prefill.given:
+        prefill_stats.kernel_evidence = phase_evidence(leaves.names(pre_rows), prefill)
         if dec.any():
-            decode.kernel_evidence = phase_evidence(leaves.names(dec_rows), decode_trace,
-                                                    device_sme2, decode_sample)
+            decode_stats.kernel_evidence = phase_evidence(leaves.names(dec_rows), decode)
 
     def runner_median(values: Sequence[float]) -> float | None:
         kept = list(values)[warmup:]
@@ -224,7 +217,7 @@ def analyze_generation(events: pd.DataFrame, summary: GenerationSummary, *,
     return GenerationResult(
         prompt_tokens=summary.prompt_tokens, new_tokens=summary.new_tokens,
         dynamic_shape=summary.dynamic_shape, generations=n_timed, warmup=warmup,
-        prefill=prefill, decode=decode, ttft_ms=ttft,
+        prefill=prefill_stats, decode=decode_stats, ttft_ms=ttft,
         sampling_ms=runner_median(summary.sampling_ms),
         generation_ms=runner_median(summary.generation_ms), tokens=list(summary.tokens),
         max_seq_len=summary.max_seq_len, max_context_len=summary.max_context_len,

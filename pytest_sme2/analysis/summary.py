@@ -4,7 +4,7 @@ evidence. The single entry point the CLI, the plugin and reports use."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +13,7 @@ import pandas as pd
 from pytest_sme2.analysis.categories import CategoryRule
 from pytest_sme2.analysis.events import name_codes
 from pytest_sme2.analysis.kernel_sample import KernelSample, read_kernel_sample_csv
+from pytest_sme2.analysis.kernel_sources import NO_KERNELS, KernelSources
 from pytest_sme2.analysis.kernel_trace import KernelTrace, read_kernel_trace_csv
 from pytest_sme2.analysis.kernels import (kernel_hint, kleidiai_ops, operator_kernel_hints,
                                           parse_xnntrace, sme2_verdict, xnntrace_counts)
@@ -83,15 +84,12 @@ class Analysis:
 
 
 def analyze(events: pd.DataFrame, *, warmup: int = 0, source: str = "ETDump",
-            etrecord: ETRecordInfo | None = None, xnntrace: str | None = None,
-            device_sme2: bool | None = None,
-            rules: Sequence[CategoryRule] | None = None,
-            kernel_trace: KernelTrace | str | Path | None = None,
-            kernel_sample: KernelSample | str | Path | None = None) -> Analysis:
+            etrecord: ETRecordInfo | None = None, rules: Sequence[CategoryRule] | None = None,
+            kernels: KernelSources = NO_KERNELS) -> Analysis:
     """Analyse a frame from :func:`pytest_sme2.readers.etdump.read_etdump`. ``warmup`` leading runs
-    are dropped from every statistic; ``xnntrace`` is the text of an XNNPACK kernel log;
-    ``kernel_trace`` the executed kernels (a :class:`KernelTrace` or its CSV's path);
-    ``kernel_sample`` the sampled ones (a :class:`KernelSample` or its CSV's path)."""
+    are dropped from every statistic; ``kernels``: what says which kernels ran besides the
+    operator names (the device's SME2, an XNNPACK kernel log's text, the executed or sampled
+    kernels)."""
     if warmup < 0:
         raise Sme2Error(f"{source}: warm-up must be 0 or more, got {warmup}")
     per_run = e2e_per_run(events, source=source)
@@ -107,12 +105,13 @@ def analyze(events: pd.DataFrame, *, warmup: int = 0, source: str = "ETDump",
     ops = operator_table(annotated, timed_runs, stats.mean_ms, etrecord)
     codes, uniques = name_codes(annotated["name"])
     names = uniques[np.unique(codes[annotated["leaf"].to_numpy()])]
+    xnntrace, kernel_trace, kernel_sample = kernels.xnntrace, kernels.trace, kernels.sample
     if kernel_trace is not None and not isinstance(kernel_trace, KernelTrace):
         kernel_trace = read_kernel_trace_csv(kernel_trace)
     if kernel_sample is not None and not isinstance(kernel_sample, KernelSample):
         kernel_sample = read_kernel_sample_csv(kernel_sample)
     evidence = sme2_verdict(kernels=parse_xnntrace(xnntrace) if xnntrace is not None else None,
-                            kleidiai=kleidiai_ops(names), device_sme2=device_sme2,
+                            kleidiai=kleidiai_ops(names), device_sme2=kernels.device_sme2,
                             executed=kernel_trace, sampled=kernel_sample)
     return Analysis(source=source, runs=runs, warmup=warmup, e2e_all=per_run, e2e=stats,
                     categories_ms=category_breakdown(ops, stats.mean_ms, rules),
@@ -122,10 +121,10 @@ def analyze(events: pd.DataFrame, *, warmup: int = 0, source: str = "ETDump",
 
 
 def analyze_file(etdump: str | Path, *, warmup: int = 0, etrecord: str | Path | None = None,
-                 xnntrace: str | Path | None = None, device_sme2: bool | None = None,
-                 rules: Sequence[CategoryRule] | None = None,
-                 kernel_trace: KernelTrace | str | Path | None = None,
-                 kernel_sample: KernelSample | str | Path | None = None) -> Analysis:
+                 xnntrace: str | Path | None = None, rules: Sequence[CategoryRule] | None = None,
+                 kernels: KernelSources = NO_KERNELS) -> Analysis:
+    """:func:`analyze` of an ETDump file, its ETRecord's path and an XNNPACK kernel log's path
+    (read into ``kernels.xnntrace``)."""
     from pytest_sme2.readers.etdump import read_etdump
     from pytest_sme2.readers.etrecord import read_etrecord
 
@@ -135,7 +134,8 @@ def analyze_file(etdump: str | Path, *, warmup: int = 0, etrecord: str | Path | 
             text = Path(xnntrace).read_text(errors="replace")
         except OSError as e:
             raise Sme2Error(f"{xnntrace}: cannot read the kernel trace ({e.strerror})") from None
+    if text is not None:
+        kernels = replace(kernels, xnntrace=text)
     return analyze(read_etdump(etdump), warmup=warmup, source=str(etdump),
-                   etrecord=read_etrecord(etrecord) if etrecord else None, xnntrace=text,
-                   device_sme2=device_sme2, rules=rules, kernel_trace=kernel_trace,
-                   kernel_sample=kernel_sample)
+                   etrecord=read_etrecord(etrecord) if etrecord else None, rules=rules,
+                   kernels=kernels)

@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from pytest_sme2.analysis.kernel_sources import KernelSources
 from pytest_sme2.errors import Sme2Error
 
 
@@ -34,8 +35,9 @@ def _analyze(args: argparse.Namespace) -> int:
     from pytest_sme2.report.terminal import analysis_summary
 
     analysis = analyze_file(args.etdump, warmup=args.warmup, etrecord=args.etrecord,
-                            xnntrace=args.xnntrace, device_sme2=_device_sme2(args),
-                            kernel_trace=args.kernel_trace, kernel_sample=args.kernel_sample)
+                            xnntrace=args.xnntrace,
+                            kernels=KernelSources(_device_sme2(args), trace=args.kernel_trace,
+                                                  sample=args.kernel_sample))
     print("\n".join(analysis_summary(analysis)))
     if args.json:
         try:

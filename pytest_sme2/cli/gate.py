@@ -15,13 +15,13 @@ def _gate(args: argparse.Namespace) -> int:
     compared), else 0."""
     from pytest_sme2.gate import rule as gate
     from pytest_sme2.baselines.store import group_by_key
-    from pytest_sme2.gate.policy import CLI_FLAGS, gate_policy
+    from pytest_sme2.gate.policy import CLI_FLAGS, GateOptions
     from pytest_sme2.results import load_results
 
     # Blocks cannot be measured again here: a suspected regression is judged as it stands.
-    policy = gate_policy(args.fail_on_regression, args.allow_foreign_baseline, args.categories,
+    policy = GateOptions(args.fail_on_regression, args.allow_foreign_baseline, args.categories,
                          confirm_blocks=0, load_threshold=args.load_threshold,
-                         memory_threshold=args.memory_threshold, flags=CLI_FLAGS)
+                         memory_threshold=args.memory_threshold).policy(flags=CLI_FLAGS)
     doc = load_results(args.results)
     if not doc.benchmarks:
         raise Sme2Error(f"{args.results}: no benchmarks to judge")

@@ -1,7 +1,7 @@
 """What the regression gate (:mod:`pytest_sme2.gate.rule`) is asked to do: :class:`GatePolicy`,
-its defaults, and the one function that builds it from option values — for pytest's options
-(:func:`pytest_sme2.measure.config.config_from_options`) and ``pytest-sme2 gate`` alike, so neither
-repeats the other's defaults or checks.
+its defaults, and the one place that builds it from option values (:class:`GateOptions`): for
+pytest's options (:func:`pytest_sme2.measure.config.config_from_options`) and ``pytest-sme2
+gate`` alike, so neither repeats the other's defaults or checks.
 
 Kept apart from ``gate.py`` because it is light: every pytest run builds a policy, and the gate
 itself imports numpy.
@@ -72,25 +72,37 @@ PYTEST_FLAGS = GateFlags()
 CLI_FLAGS = GateFlags("--categories", "--load-threshold", "--memory-threshold")
 
 
-def gate_policy(fail_on_regression: str = "", allow_foreign: bool = False,
-                categories: str = "", confirm_blocks: int = DEFAULT_CONFIRM_BLOCKS,
-                load_threshold: str = f"{DEFAULT_LOAD_THRESHOLD_PCT:g}",
-                memory_threshold: str = f"{DEFAULT_MEMORY_THRESHOLD_PCT:g}",
-                rules: tuple[Any, ...] | None = None,
-                flags: GateFlags = PYTEST_FLAGS, mode: str = "stored",
-                precision: str = "", precision_budget: str = f"{DEFAULT_PRECISION_BUDGET_S:g}",
-                base_runner: str = "") -> GatePolicy:
-    """The policy from option texts, each checked (an Sme2Error names the option in
-    ``flags``); ``rules``: the category table in use (plugins may add categories)."""
-    return GatePolicy(
-        fail_on_regression=parse_threshold(fail_on_regression), allow_foreign=allow_foreign,
-        categories=parse_gate_categories(categories, rules, flag=flags.categories),
-        confirm_blocks=confirm_blocks,
-        load_threshold_pct=_measure_threshold(load_threshold, flags.load_threshold),
-        memory_threshold_pct=_measure_threshold(memory_threshold, flags.memory_threshold),
-        mode=parse_gate_mode(mode), precision_pct=parse_precision(precision),
-        precision_budget_s=parse_precision_budget(precision_budget),
-        base_runner=base_runner.strip() or None)
+@dataclass(frozen=True)
+class GateOptions:
+    """The gate's options as given (texts, as on the command line or in an ini file), before
+    they are checked: :meth:`policy` checks each and builds the :class:`GatePolicy`."""
+
+    fail_on_regression: str = ""
+    allow_foreign: bool = False
+    categories: str = ""
+    confirm_blocks: int = DEFAULT_CONFIRM_BLOCKS
+    load_threshold: str = f"{DEFAULT_LOAD_THRESHOLD_PCT:g}"
+    memory_threshold: str = f"{DEFAULT_MEMORY_THRESHOLD_PCT:g}"
+    mode: str = "stored"
+    precision: str = ""
+    precision_budget: str = f"{DEFAULT_PRECISION_BUDGET_S:g}"
+    base_runner: str = ""
+
+    def policy(self, rules: tuple[Any, ...] | None = None,
+               flags: GateFlags = PYTEST_FLAGS) -> GatePolicy:
+        """The policy, each option checked (an Sme2Error names the option in ``flags``);
+        ``rules``: the category table in use (plugins may add categories)."""
+        return GatePolicy(
+            fail_on_regression=parse_threshold(self.fail_on_regression),
+            allow_foreign=self.allow_foreign,
+            categories=parse_gate_categories(self.categories, rules, flag=flags.categories),
+            confirm_blocks=self.confirm_blocks,
+            load_threshold_pct=_measure_threshold(self.load_threshold, flags.load_threshold),
+            memory_threshold_pct=_measure_threshold(self.memory_threshold,
+                                                    flags.memory_threshold),
+            mode=parse_gate_mode(self.mode), precision_pct=parse_precision(self.precision),
+            precision_budget_s=parse_precision_budget(self.precision_budget),
+            base_runner=self.base_runner.strip() or None)
 
 
 GATE_MODES = ("stored", "ab")

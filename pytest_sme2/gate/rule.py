@@ -78,15 +78,35 @@ __all__ = ["GatePolicy", "GateReport", "Judgement", "evaluate", "judge_levels",
 CONFIDENCE = 0.95
 RESAMPLES = 4000
 DEFAULT_POLICY = GatePolicy()
-# Per measure: the words for up and down, and the least noise floor below MIN_SESSIONS.
-_WORDS = {TIME: ("slower", "faster"), INSTRUCTIONS: ("more", "fewer"),
-          LOAD: ("slower", "faster"), MEMORY: ("more", "less"),
-          PREFILL: ("slower", "faster"), TTFT: ("slower", "faster"),
-          PREFILL_INSTRUCTIONS: ("more", "fewer")}
-_UNMEASURED = {TIME: UNMEASURED_DRIFT, INSTRUCTIONS: UNMEASURED_DRIFT_INSTRUCTIONS,
-               LOAD: UNMEASURED_DRIFT, MEMORY: UNMEASURED_DRIFT_MEMORY,
-               PREFILL: UNMEASURED_DRIFT, TTFT: UNMEASURED_DRIFT,
-               PREFILL_INSTRUCTIONS: UNMEASURED_DRIFT_INSTRUCTIONS}
+
+
+@dataclass(frozen=True)
+class _Measure:
+    unit: str               # how its values are written in the reason
+    more: str               # the word for up ...
+    fewer: str              # ... and for down
+    unmeasured: float       # the least noise floor below MIN_SESSIONS
+
+
+_MEASURES = {
+    TIME: _Measure("ms", "slower", "faster", UNMEASURED_DRIFT),
+    INSTRUCTIONS: _Measure("instructions", "more", "fewer", UNMEASURED_DRIFT_INSTRUCTIONS),
+    LOAD: _Measure("ms", "slower", "faster", UNMEASURED_DRIFT),
+    MEMORY: _Measure("kB", "more", "less", UNMEASURED_DRIFT_MEMORY),
+    PREFILL: _Measure("ms", "slower", "faster", UNMEASURED_DRIFT),
+    TTFT: _Measure("ms", "slower", "faster", UNMEASURED_DRIFT),
+    PREFILL_INSTRUCTIONS: _Measure("instructions", "more", "fewer",
+                                   UNMEASURED_DRIFT_INSTRUCTIONS),
+}
+
+
+@dataclass(frozen=True)
+class Bootstrap:
+    """How the rule's interval is drawn (:func:`pytest_sme2.stats.two_level_bootstrap`)."""
+
+    confidence: float = CONFIDENCE
+    resamples: int = RESAMPLES
+    seed: int = 0
 
 
 def not_compared(reason: str, threshold_pct: float = DEFAULT_THRESHOLD_PCT,
@@ -107,17 +127,17 @@ def classify(ratio: Interval, limit: float, more: str = "slower", fewer: str = "
 
 
 def judge_levels(base_sessions: Sequence[Sequence[float]], current: Sequence[float],
-                 threshold_pct: float = DEFAULT_THRESHOLD_PCT, unit: str = "ms",
-                 confidence: float = CONFIDENCE, resamples: int = RESAMPLES, seed: int = 0,
-                 category: str | None = None, measure: str | None = None) -> Judgement:
+                 threshold_pct: float = DEFAULT_THRESHOLD_PCT, measure: str = TIME,
+                 category: str | None = None, bootstrap: Bootstrap = Bootstrap()) -> Judgement:
     """The rule on block-level values: ``base_sessions`` holds one value per block for each
-    baseline session, ``current`` one value per block of this session. ``unit="instructions"``:
-    instruction counts (--sme2-measure instructions), judged by the same rule; below 3
-    baseline sessions their noise floor is at least ``UNMEASURED_DRIFT_INSTRUCTIONS`` (0.1%)
-    instead of time's 25%, and the judgement says it is of instructions. ``measure`` LOAD or
-    MEMORY: one value per cold process (load ms, peak kB), with their own least floor."""
-    if measure is None:
-        measure = INSTRUCTIONS if unit == INSTRUCTIONS else TIME
+    baseline session, ``current`` one value per block of this session. ``measure``
+    INSTRUCTIONS: instruction counts (--sme2-measure instructions), judged by the same rule;
+    below 3 baseline sessions their noise floor is at least ``UNMEASURED_DRIFT_INSTRUCTIONS``
+    (0.1%) instead of time's 25%, and the judgement says it is of instructions. ``measure``
+    LOAD or MEMORY: one value per cold process (load ms, peak kB), with their own least floor.
+    Each measure's unit and words are in ``_MEASURES``."""
+    kind = _MEASURES[measure]
+    unit = kind.unit
     if threshold_pct < 0:
         raise Sme2Error(f"the regression threshold must be 0% or more, got {threshold_pct:g}%")
     sessions = [np.asarray(s, dtype=float) for s in base_sessions if len(s)]
@@ -132,11 +152,13 @@ def judge_levels(base_sessions: Sequence[Sequence[float]], current: Sequence[flo
     base_level = float(np.median([np.median(s) for s in sessions]))
     cur_level = float(np.median(cur))
     point = cur_level / base_level
-    low, high = two_level_bootstrap(sessions, cur, confidence, resamples, seed)
+    confidence = bootstrap.confidence
+    low, high = two_level_bootstrap(sessions, cur, confidence, bootstrap.resamples,
+                                    bootstrap.seed)
     ratio = Interval(point, min(low, point), max(high, point), confidence)
-    floor, source = noise_floor(sessions, _UNMEASURED[measure])
+    floor, source = noise_floor(sessions, kind.unmeasured)
     limit = 1 + max(threshold_pct / 100, floor)
-    more, fewer = _WORDS[measure]
+    more, fewer = kind.more, kind.fewer
     status, word = classify(ratio, limit, more, fewer)
     what = f"{category} " if category else ""
     if measure != TIME:
@@ -318,8 +340,7 @@ def _judge_phases(base: baseline_store.Baseline, results: Sequence[BlockResult],
                                             "again with --save-baseline", threshold_pct),
                                measure=measure))
         elif current:
-            out.append(judge_levels(sessions, current, threshold_pct, unit="ms",
-                                    measure=measure))
+            out.append(judge_levels(sessions, current, threshold_pct, measure=measure))
     return out
 
 
@@ -329,9 +350,8 @@ def _judge_startup(base: baseline_store.Baseline, results: Sequence[BlockResult]
     when this benchmark measured neither (a runner that reports no memory, a document from
     before them). ``policy``'s threshold "off" (None) judges without ever failing."""
     out = []
-    for measure, attr, unit, threshold in (
-            (LOAD, "load_ms", "ms", policy.load_threshold_pct),
-            (MEMORY, "peak_rss_kb", "kB", policy.memory_threshold_pct)):
+    for measure, attr, threshold in ((LOAD, "load_ms", policy.load_threshold_pct),
+                                     (MEMORY, "peak_rss_kb", policy.memory_threshold_pct)):
         current = [float(v) for r in results if r.startup
                    for p in r.startup.processes if (v := getattr(p, attr)) is not None]
         if not current:
@@ -342,7 +362,7 @@ def _judge_startup(base: baseline_store.Baseline, results: Sequence[BlockResult]
             j = replace(not_compared(f"the baseline records no {measure}; record it again "
                                      "with --save-baseline", pct), measure=measure)
         else:
-            j = judge_levels(sessions, current, pct, unit=unit, measure=measure)
+            j = judge_levels(sessions, current, pct, measure=measure)
         out.append(replace(j, enforced=threshold is not None))
     return out
 
@@ -383,13 +403,12 @@ def _judge_instructions(results: Sequence[BlockResult], baseline_dir: Path | Non
                         "--allow-foreign-baseline, or re-record with --save-baseline)", True)
     base = found.baseline.excluding(exclude_session)
     verdicts = [judge_levels([s.block_medians for s in base.sessions], counts, pct,
-                             unit=INSTRUCTIONS)]
+                             measure=INSTRUCTIONS)]
     if prefills:   # an LLM: the count is its decode's, per token
         verdicts[0] = replace(verdicts[0], reason=f"decode (per token) {verdicts[0].reason}")
         sessions = [s.prefill_instructions for s in base.sessions if s.prefill_instructions]
         verdicts.append(
-            judge_levels(sessions, prefills, pct, unit=INSTRUCTIONS,
-                         measure=PREFILL_INSTRUCTIONS) if sessions else
+            judge_levels(sessions, prefills, pct, measure=PREFILL_INSTRUCTIONS) if sessions else
             replace(not_compared("the instruction baseline records no prefill; record it "
                                  "again with --sme2-measure instructions --save-baseline", pct),
                     measure=PREFILL_INSTRUCTIONS))

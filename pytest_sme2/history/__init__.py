@@ -13,7 +13,7 @@ from pytest_sme2.errors import Sme2Error
 EXTRA_HINT = "pip install 'pytest-sme2[history]'"
 # The least change (percent) called a regression or an improvement unless --min-change says
 # otherwise; a series' noise floor raises it (the larger wins). Issue 32 named it "the gate's
-# default threshold, 5%"; the gate's default (gate_policy.DEFAULT_THRESHOLD_PCT) is 10%, which
+# default threshold, 5%"; the gate's default (gate.policy.DEFAULT_THRESHOLD_PCT) is 10%, which
 # would put a real +10% step on the edge. A step that held over 3+ commits is better evidence
 # than one gated session, so the history keeps its own, smaller value.
 MIN_CHANGE_PCT = 5.0

@@ -215,17 +215,26 @@ class Found:
     noise_floor_pct: float
 
 
-def _record(s: pd.DataFrame, values: np.ndarray, start: int, cut: int, end: int, name: str,
-            kind: str | None = None) -> ChangePoint:
-    """The change at ``cut``, measured between ``values[start:cut]`` and ``values[cut:end]``."""
-    pct, low, high = _interval(values[start:cut], values[cut:end])
-    prev, row = s.iloc[cut - 1], s.iloc[cut]
-    return ChangePoint(
-        key_digest=str(row["key_digest"]), series=name, before_commit=str(prev["commit"]),
-        commit=str(row["commit"]), order=int(row["order"]), change_pct=round(pct, 2),
-        low_pct=round(low, 2), high_pct=round(high, 2),
-        kind=kind or ("regression" if pct > 0 else "improvement"),
-        what_changed=what_changed(prev, row))
+@dataclass(frozen=True)
+class _Series:
+    """One key's per-commit rows in commit order (``rows``), their medians (``values``) and
+    the series' name: what every change point of it is measured on."""
+
+    rows: pd.DataFrame
+    values: np.ndarray
+    name: str
+
+    def change(self, start: int, cut: int, end: int, kind: str | None = None) -> ChangePoint:
+        """The change at ``cut``, measured between ``values[start:cut]`` and
+        ``values[cut:end]``."""
+        pct, low, high = _interval(self.values[start:cut], self.values[cut:end])
+        prev, row = self.rows.iloc[cut - 1], self.rows.iloc[cut]
+        return ChangePoint(
+            key_digest=str(row["key_digest"]), series=self.name,
+            before_commit=str(prev["commit"]), commit=str(row["commit"]),
+            order=int(row["order"]), change_pct=round(pct, 2), low_pct=round(low, 2),
+            high_pct=round(high, 2), kind=kind or ("regression" if pct > 0 else "improvement"),
+            what_changed=what_changed(prev, row))
 
 
 def find(series: pd.DataFrame, name: str, min_change: float | None = None) -> Found:
@@ -236,10 +245,10 @@ def find(series: pd.DataFrame, name: str, min_change: float | None = None) -> Fo
     least = min_change_pct(values, min_change)
     kept, small = split_by_size(values, significant(values, breakpoints(values)), least)
     edges = [0, *kept, len(values)]
-    changes = [_record(s, values, edges[i], cut, edges[i + 2], name)
-               for i, cut in enumerate(kept)]
+    measured = _Series(s, values, name)
+    changes = [measured.change(edges[i], cut, edges[i + 2]) for i, cut in enumerate(kept)]
     # A shift is measured between the kept changes around it.
-    shifts = [_record(s, values, max([0, *[k for k in kept if k < cut]]), cut,
-                      min([len(values), *[k for k in kept if k > cut]]), name, SHIFT)
+    shifts = [measured.change(max([0, *[k for k in kept if k < cut]]), cut,
+                              min([len(values), *[k for k in kept if k > cut]]), SHIFT)
               for cut in small]
     return Found(changes, shifts, round(least, 2), round(noise_floor_pct(values), 2))

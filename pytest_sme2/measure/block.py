@@ -15,6 +15,7 @@ from pytest_sme2.analysis.categories import CategoryRule
 from pytest_sme2.analysis.latency import e2e_per_run, latency_stats
 from pytest_sme2.analysis.startup import load_source, memory_source, process_startup
 from pytest_sme2.analysis.generation import analyze_generation
+from pytest_sme2.analysis.kernel_sources import KernelSources
 from pytest_sme2.analysis.output_values import output_problem
 from pytest_sme2.analysis.summary import analyze
 from pytest_sme2.analysis.timing import (process_runs, traced_generation,
@@ -173,9 +174,10 @@ class _Block:
                                                      request, self.outcome.wall_s)
         self.analysis = analyze(self.events, warmup=runs.traced_warmup,
                                 source=str(request.etdump), etrecord=self.etrecord,
-                                device_sme2=self.device_sme2, rules=run.rules,
-                                kernel_trace=self.outcome.kernel_trace,
-                                kernel_sample=self.sample)
+                                rules=run.rules,
+                                kernels=KernelSources(self.device_sme2,
+                                                      trace=self.outcome.kernel_trace,
+                                                      sample=self.sample))
         traced = request.trace_warmup + request.trace_runs
         if runs.separate and len(self.analysis.e2e_all) != traced:
             raise Sme2Error(f"{request.etdump}: {len(self.analysis.e2e_all)} traced runs "

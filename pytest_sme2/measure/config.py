@@ -17,7 +17,7 @@ from pytest_sme2.errors import Sme2Error
 from pytest_sme2.programs.export import DTYPES
 from pytest_sme2.programs.llm_schemes import parse_schemes
 from pytest_sme2.programs.spec import matrix_models
-from pytest_sme2.gate.policy import GatePolicy, gate_policy
+from pytest_sme2.gate.policy import GateOptions, GatePolicy
 from pytest_sme2.measure.matrix import (DEFAULT_DTYPES, DEFAULT_MODELS, DEFAULT_THREADS,
                                         parse_threads)
 from pytest_sme2.measure.options import (DEFAULT_MIN_SPEEDUP, EMULATED_DEFAULTS, OPTIONS,
@@ -207,17 +207,17 @@ def _bench_settings(r: _Reader) -> BenchSettings:
 
 
 def _gate(r: _Reader, category_rules: tuple[Any, ...] | None) -> GatePolicy:
-    """The gate's policy (gate_policy checks its own options' values)."""
-    return gate_policy(r.text("fail_on_regression")[0],
+    """The gate's policy (GateOptions checks its own options' values)."""
+    return GateOptions(r.text("fail_on_regression")[0],
                        allow_foreign=bool(r.values.get("allow_foreign_baseline")),
                        categories=r.text("sme2_gate_categories")[0],
                        confirm_blocks=r.whole("sme2_confirm_blocks", 0, "0 or more"),
                        load_threshold=r.text("sme2_load_threshold")[0],
                        memory_threshold=r.text("sme2_memory_threshold")[0],
-                       rules=category_rules, mode=r.text("sme2_gate_mode")[0],
+                       mode=r.text("sme2_gate_mode")[0],
                        precision=r.text("sme2_precision")[0],
                        precision_budget=r.text("sme2_precision_budget")[0],
-                       base_runner=r.text("sme2_ab_base_runner")[0])
+                       base_runner=r.text("sme2_ab_base_runner")[0]).policy(category_rules)
 
 
 def _llm_schemes(text: str) -> tuple[str, ...]:

@@ -32,6 +32,7 @@ import pandas as pd
 
 from pytest_sme2.analysis.categories import CategoryRule
 from pytest_sme2.analysis.generation import analyze_generation, keep_runs, phase_tags
+from pytest_sme2.analysis.kernel_sources import KernelSources
 from pytest_sme2.analysis.llm_observer import ObserverStats
 from pytest_sme2.analysis.observed_generation import (forwards_only, observed_summary,
                                                       observer_report, report_line,
@@ -257,18 +258,18 @@ def analyze_block(events: pd.DataFrame, summary: GenerationSummary | None, *, so
     if summary is None:
         raise Sme2Error(f"{source}: the runner printed no generation summary: it did not run "
                         "the token loop (a runner without --generate?)")
+    sme2 = evidence.device_sme2
     generation = analyze_generation(
-        events, summary, source=source, rules=rules, prefill_trace=phases.prefill_trace,
-        decode_trace=phases.decode_trace, prefill_sample=phases.prefill_sample,
-        decode_sample=phases.decode_sample, device_sme2=evidence.device_sme2)
+        events, summary, source=source, rules=rules,
+        prefill=KernelSources(sme2, trace=phases.prefill_trace, sample=phases.prefill_sample),
+        decode=KernelSources(sme2, trace=phases.decode_trace, sample=phases.decode_sample))
     if summary.decode_executes < 1:
         raise Sme2Error(f"{source}: a generation without decode steps (new tokens 0) has "
                         "nothing to time per token; ask for 1 or more")
     decode = analyze(decode_steps(events, summary.generations, summary.warmup,
                                   summary.prefill_executes, summary.decode_executes, source),
-                     warmup=0, source=source, etrecord=etrecord,
-                     device_sme2=evidence.device_sme2, rules=rules,
-                     kernel_trace=kernel_trace, kernel_sample=kernel_sample)
+                     warmup=0, source=source, etrecord=etrecord, rules=rules,
+                     kernels=KernelSources(sme2, trace=kernel_trace, sample=kernel_sample))
     return GenerationBlock(decode, generation, kernel_trace, kernel_sample)
 
 

@@ -41,11 +41,11 @@ class ExecutorchModel:
 
 
 def _llama(overrides: list[tuple[str, str]], text: str):
-    from pytest_sme2.programs.llama import build_llama, typed_params
+    from pytest_sme2.programs.llama import LlamaShape, build_llama, typed_params
 
     params = typed_params(overrides, text)
     try:
-        return build_llama(**params)
+        return build_llama(LlamaShape(**params))
     except ValueError as e:
         raise ExecutorchModelError(f"{text}: {e}") from None
 

@@ -12,17 +12,32 @@ The parameters are the ``params.json`` keys of ``export_llama`` plus ``max_seq_l
 from __future__ import annotations
 
 import re
+from dataclasses import asdict, dataclass
 from typing import Any
 
-# The model's own parameters and their defaults: stories15M's shape is dim 288, 6 layers,
-# vocab 32000; these defaults are smaller still (tiny_llama, see pytest_sme2_models).
-PARAMS: dict[str, Any] = {
-    "dim": 64, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2, "vocab_size": 512,
-    "multiple_of": 32, "norm_eps": 1e-5, "max_seq_len": 128, "max_context_len": None,
-    "seed": 0, "prompt_tokens": 16,
-}
-INT_PARAMS = {"dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "multiple_of",
-              "max_seq_len", "max_context_len", "seed", "prompt_tokens"}
+
+@dataclass(frozen=True)
+class LlamaShape:
+    """The model's own parameters and their defaults: stories15M's shape is dim 288, 6
+    layers, vocab 32000; these defaults are smaller still (tiny_llama, see
+    pytest_sme2_models). ``max_context_len`` None: ``max_seq_len``; ``prompt_tokens``: the
+    verification's prefill length."""
+
+    dim: int = 64
+    n_layers: int = 2
+    n_heads: int = 4
+    n_kv_heads: int = 2
+    vocab_size: int = 512
+    multiple_of: int = 32
+    norm_eps: float = 1e-5
+    max_seq_len: int = 128
+    max_context_len: int | None = None
+    seed: int = 0
+    prompt_tokens: int = 16
+
+
+PARAMS: dict[str, Any] = asdict(LlamaShape())
+INT_PARAMS = set(PARAMS) - {"norm_eps"}
 
 
 def constant_methods(max_seq_len: int, max_context_len: int, vocab_size: int,
@@ -67,11 +82,8 @@ def reset_kv_cache(module) -> None:
                 buf.zero_()
 
 
-def build_llama(dim: int = 64, n_layers: int = 2, n_heads: int = 4, n_kv_heads: int = 2,
-                vocab_size: int = 512, multiple_of: int = 32, norm_eps: float = 1e-5,
-                max_seq_len: int = 128, max_context_len: int | None = None, seed: int = 0,
-                prompt_tokens: int = 16):
-    """A :class:`~pytest_sme2_models.ModelDef` of the Llama: ``example_inputs`` a
+def build_llama(shape: LlamaShape = LlamaShape()):
+    """A :class:`~pytest_sme2_models.ModelDef` of the Llama of ``shape``: ``example_inputs`` a
     ``prompt_tokens`` prefill at position 0; ``verify_inputs`` that prefill then one decode
     step (the KV cache carried between them, as in a generation)."""
     import torch
@@ -80,25 +92,27 @@ def build_llama(dim: int = 64, n_layers: int = 2, n_heads: int = 4, n_kv_heads: 
 
     from pytest_sme2.programs.registry import LlmDef, ModelDef
 
-    max_context_len = max_context_len or max_seq_len
+    s = shape
+    max_seq_len, prompt_tokens, vocab_size = s.max_seq_len, s.prompt_tokens, s.vocab_size
+    max_context_len = s.max_context_len or max_seq_len
     if not 1 <= prompt_tokens <= max_seq_len - 2:
         raise ValueError(f"prompt_tokens={prompt_tokens} must be 1..max_seq_len-2 "
                          f"({max_seq_len - 2})")
-    args = ModelArgs(dim=dim, n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv_heads,
-                     vocab_size=vocab_size, multiple_of=multiple_of, norm_eps=norm_eps,
+    args = ModelArgs(dim=s.dim, n_layers=s.n_layers, n_heads=s.n_heads, n_kv_heads=s.n_kv_heads,
+                     vocab_size=vocab_size, multiple_of=s.multiple_of, norm_eps=s.norm_eps,
                      max_seq_len=max_seq_len, max_context_len=max_context_len,
                      use_kv_cache=True, enable_dynamic_shape=True,
                      use_sdpa_with_kv_cache_op=False, generate_full_logits=False)
-    torch.manual_seed(seed)
+    torch.manual_seed(s.seed)
     module = _wrapper_class()(construct_transformer(args)).eval()
-    gen = torch.Generator().manual_seed(seed)
+    gen = torch.Generator().manual_seed(s.seed)
     prefill = (torch.randint(0, vocab_size, (1, prompt_tokens), generator=gen),
                torch.tensor([0], dtype=torch.long))
     decode = (torch.randint(0, vocab_size, (1, 1), generator=gen),
               torch.tensor([prompt_tokens], dtype=torch.long))
     dynamic = ({1: torch.export.Dim("token_dim", max=max_seq_len - 1)}, {0: 1})
     llm = LlmDef(constant_methods=constant_methods(max_seq_len, max_context_len, vocab_size,
-                                                   n_layers),
+                                                   s.n_layers),
                  dynamic_shapes=dynamic, verify_inputs=[prefill, decode],
                  reset=lambda: reset_kv_cache(module))
     return ModelDef(module=module, example_inputs=prefill, llm=llm)

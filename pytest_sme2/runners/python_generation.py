@@ -8,7 +8,7 @@ import json
 import sys
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pytest_sme2.readers.tensorfile import SCALAR_TYPES
 from pytest_sme2.runners.python_process import (Refused, Steps, TimedMethod, first_line,
@@ -156,50 +156,6 @@ def _prompt_steps(plan: _Plan, prompt: list[int], torch) -> list:
     return [prompt_t[:, i:i + 1] for i in range(plan.gen.prompt_tokens)]
 
 
-def _generate_once(forward, torch, plan: _Plan, steps: list, g: int, total: int,
-                   pte: str, seen: list[str], record: Steps) -> tuple[list[int],
-                                                                      tuple[float, ...]]:
-    """One generation (the native runner's generate_once): the prefill, then greedy one-token
-    steps, each a ``forward`` call. Returns the sampled tokens and the times named by _TIMERS,
-    timed as natively; the first generation's non-finite steps are counted in ``record``."""
-    clock = time.perf_counter
-    tokens: list[int] = []
-    pos = 0
-
-    def sample(logits) -> None:
-        tokens.append(_argmax_last(logits))
-        if g == 0 and not _finite_last(logits, torch):  # checked in the first generation only
-            record.nonfinite += 1
-
-    try:
-        t0 = clock()
-        for chunk_t in steps:
-            if g == 0 and pos == 0:  # this runtime loads the method here: watch its log
-                with watched_stderr(seen):
-                    out = forward((chunk_t, torch.tensor([pos], dtype=torch.long)))
-            else:
-                out = forward((chunk_t, torch.tensor([pos], dtype=torch.long)))
-            pos += chunk_t.shape[1]
-        prefill_ms = (clock() - t0) * 1e3
-        s0 = clock()
-        sample(out[0])
-        first_ms = sampling = (clock() - s0) * 1e3
-        d0 = clock()
-        for _ in range(plan.gen.new_tokens):
-            out = forward((torch.tensor([[tokens[-1]]], dtype=torch.long),
-                           torch.tensor([pos], dtype=torch.long)))
-            pos += 1
-            s0 = clock()
-            sample(out[0])
-            sampling += (clock() - s0) * 1e3
-        decode_ms = (clock() - d0) * 1e3
-        whole_ms = (clock() - t0) * 1e3
-    except Exception as e:  # noqa: BLE001 - reported in one line
-        raise refusal(pte, seen, f"{pte}: generation {g + 1} of {total} failed at position "
-                                  f"{pos} ({first_line(e)})") from None
-    return tokens, (prefill_ms, first_ms, sampling, decode_ms, whole_ms)
-
-
 def _leak_line(pte: str, g: int, tokens: list[int], first_tokens: list[int]) -> str:
     """Why a generation that sampled other tokens than the first makes the timings worthless."""
     k = next(i for i, (x, y) in enumerate(zip(tokens, first_tokens)) if x != y)
@@ -209,27 +165,81 @@ def _leak_line(pte: str, g: int, tokens: list[int], first_tokens: list[int]) -> 
             "generation; nothing was measured")
 
 
-def _run_generations(forward, torch, plan: _Plan, prompt: list[int], a, seen: list[str],
-                     total: int, record: Steps):
-    """``total`` generations through ``forward`` (the native runner's run_generations). Each
-    must sample the first's tokens: the same prompt from position 0 gives the same tokens
-    unless state leaks between generations. Returns the timers, the first generation's tokens
-    and the RSS after it."""
-    steps = _prompt_steps(plan, prompt, torch)
-    timers: dict[str, list[float]] = {k: [] for k in _TIMERS}
-    first_tokens: list[int] | None = None
-    rss_after_load = None
-    for g in range(total):
-        tokens, times = _generate_once(forward, torch, plan, steps, g, total, a.pte, seen,
-                                       record)
-        if g == 0:
-            rss_after_load = status_kb("VmRSS:")
-            first_tokens = tokens
-        elif tokens != first_tokens:
-            raise Refused(_leak_line(a.pte, g, tokens, first_tokens))
-        for key, v in zip(timers, times):
-            timers[key].append(v)
-    return timers, first_tokens, rss_after_load
+@dataclass
+class _Generations:
+    """The generation loop over one program (the native runner's run_generations and
+    generate_once): ``torch``, what the program allows (``plan``), the prompt's token ids,
+    the program's path and the runtime's log so far (``seen``, where it names a missing
+    operator)."""
+
+    torch: Any
+    plan: _Plan
+    prompt: list[int]
+    pte: str
+    seen: list[str]
+
+    def run(self, forward, total: int, record: Steps):
+        """``total`` generations through ``forward``. Each must sample the first's tokens: the
+        same prompt from position 0 gives the same tokens unless state leaks between
+        generations. Returns the timers, the first generation's tokens and the RSS after
+        it."""
+        steps = _prompt_steps(self.plan, self.prompt, self.torch)
+        timers: dict[str, list[float]] = {k: [] for k in _TIMERS}
+        first_tokens: list[int] | None = None
+        rss_after_load = None
+        for g in range(total):
+            tokens, times = self.once(forward, steps, g, total, record)
+            if g == 0:
+                rss_after_load = status_kb("VmRSS:")
+                first_tokens = tokens
+            elif tokens != first_tokens:
+                raise Refused(_leak_line(self.pte, g, tokens, first_tokens))
+            for key, v in zip(timers, times):
+                timers[key].append(v)
+        return timers, first_tokens, rss_after_load
+
+    def once(self, forward, steps: list, g: int, total: int,
+             record: Steps) -> tuple[list[int], tuple[float, ...]]:
+        """One generation: the prefill, then greedy one-token steps, each a ``forward`` call.
+        Returns the sampled tokens and the times named by _TIMERS, timed as natively; the
+        first generation's non-finite steps are counted in ``record``."""
+        torch, plan, pte, seen = self.torch, self.plan, self.pte, self.seen
+        clock = time.perf_counter
+        tokens: list[int] = []
+        pos = 0
+
+        def sample(logits) -> None:
+            tokens.append(_argmax_last(logits))
+            if g == 0 and not _finite_last(logits, torch):  # checked in the first generation only
+                record.nonfinite += 1
+
+        try:
+            t0 = clock()
+            for chunk_t in steps:
+                if g == 0 and pos == 0:  # this runtime loads the method here: watch its log
+                    with watched_stderr(seen):
+                        out = forward((chunk_t, torch.tensor([pos], dtype=torch.long)))
+                else:
+                    out = forward((chunk_t, torch.tensor([pos], dtype=torch.long)))
+                pos += chunk_t.shape[1]
+            prefill_ms = (clock() - t0) * 1e3
+            s0 = clock()
+            sample(out[0])
+            first_ms = sampling = (clock() - s0) * 1e3
+            d0 = clock()
+            for _ in range(plan.gen.new_tokens):
+                out = forward((torch.tensor([[tokens[-1]]], dtype=torch.long),
+                               torch.tensor([pos], dtype=torch.long)))
+                pos += 1
+                s0 = clock()
+                sample(out[0])
+                sampling += (clock() - s0) * 1e3
+            decode_ms = (clock() - d0) * 1e3
+            whole_ms = (clock() - t0) * 1e3
+        except Exception as e:  # noqa: BLE001 - reported in one line
+            raise refusal(pte, seen, f"{pte}: generation {g + 1} of {total} failed at position "
+                                      f"{pos} ({first_line(e)})") from None
+        return tokens, (prefill_ms, first_ms, sampling, decode_ms, whole_ms)
 
 
 def _generation_summary(a, plan: _Plan, prompt: list[int], tokens, timers,
@@ -264,22 +274,21 @@ def generate(a, runtime, torch, rss_before_load) -> int:
         plan = _plan_generation(a.pte, meta, values, gen)
         prompt = prompt_token_ids(gen.prompt_tokens, plan.vocab)
         timed = Steps([])
+        loop = _Generations(torch, plan, prompt, a.pte, seen)
         if a.trace_runs < 0:
-            timers, tokens, extra["rss_after_load_kb"] = _run_generations(
-                module.forward, torch, plan, prompt, a, seen, a.warmup + a.runs, timed)
+            timers, tokens, extra["rss_after_load_kb"] = loop.run(
+                module.forward, a.warmup + a.runs, timed)
             module.write_etdump_result_to_file(a.etdump)
             peak = status_kb("VmHWM:")
         else:
-            timers, tokens, _ = _run_generations(TimedMethod(method, timed).forward, torch,
-                                                 plan, prompt, a, seen, a.warmup + a.runs,
-                                                 timed)
+            timers, tokens, _ = loop.run(TimedMethod(method, timed).forward,
+                                         a.warmup + a.runs, timed)
             peak = status_kb("VmHWM:")  # before the traced pass adds its own
             del method, program
             traced = (a.trace_warmup + a.trace_runs) * (plan.prefill_executes + gen.new_tokens)
             if a.trace_runs > 0:
                 module = _load_traced(runtime, a.pte, seen)[0]
-                _run_generations(module.forward, torch, plan, prompt, a, seen,
-                                 a.trace_warmup + a.trace_runs, Steps([]))
+                loop.run(module.forward, a.trace_warmup + a.trace_runs, Steps([]))
                 module.write_etdump_result_to_file(a.etdump)
             extra.update(untraced_keys(a, timed, traced if a.trace_runs > 0 else 0))
     except Refused as e:

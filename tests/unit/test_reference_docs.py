@@ -1,6 +1,8 @@
 """The generated reference (docs/reference/options.md from the plugin's options, cli.md from
-the command line's parser) matches the code: an option or a command changed without
-regenerating fails here, naming the command that brings the files up to date."""
+the command line's parser, llm-schemes.md from the scheme table, and the layer table of
+docs/architecture.md from tests/structure.py's LAYERS and LAYER_ROLES) matches the code: an
+option, a command or a layer changed without regenerating fails here, naming the command that
+brings the files up to date."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ def _generator():
 def test_generated_reference_is_current():
     generate = _generator()
     stale = generate.stale()
-    assert stale == [], (f"docs/reference/{', '.join(stale)} stale: run `{generate.COMMAND}` "
+    assert stale == [], (f"docs/{', '.join(stale)} stale: run `{generate.COMMAND}` "
                          "and commit the result")
 
 
@@ -35,3 +37,14 @@ def test_every_option_and_command_is_documented():
     for command in ("analyze", "compare", "export", "run", "report", "gate", "setup",
                     "history import", "history report", "fake-phone"):
         assert f"## `pytest-sme2 {command}`" in cli
+
+
+def test_the_architecture_page_lists_every_layer_of_the_structure_test():
+    generate = _generator()
+    structure = generate._structure()
+    table = generate.layers_table()
+    for key, number in structure.LAYERS.items():
+        if key != "__init__":
+            row = next(line for line in table.splitlines()
+                       if line.startswith(f"| {number} "))
+            assert f"`{key}`" in row or f"`{key}/`" in row

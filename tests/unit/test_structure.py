@@ -6,7 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.structure import LAYERS, MAX_LINES, PACKAGE, layer, read_structure
+from tests.structure import (LAYER_ROLES, LAYERS, LONG_SIGNATURE, MAX_LINES, MAX_LONG_SIGNATURES,
+                             PACKAGE, layer, read_structure)
 
 ROOT = Path(__file__).resolve().parents[2] / PACKAGE
 
@@ -27,6 +28,11 @@ def test_every_top_level_name_has_a_layer():
     assert top - set(LAYERS) == set()
 
 
+def test_every_layer_has_a_name_and_a_role():
+    """LAYER_ROLES names each layer of LAYERS (docs/architecture.md's table is made of both)."""
+    assert set(LAYER_ROLES) == set(LAYERS.values())
+
+
 def test_a_long_module_says_why_in_its_docstring():
     s = read_structure(ROOT)
     unexplained = []
@@ -37,6 +43,15 @@ def test_a_long_module_says_why_in_its_docstring():
         if str(MAX_LINES) not in doc:
             unexplained.append(f"{module}: {lines} lines")
     assert unexplained == []
+
+
+def test_few_functions_take_long_parameter_lists():
+    """At most MAX_LONG_SIGNATURES functions in the package take LONG_SIGNATURE (7) parameters
+    or more (how they are counted: tests/structure.py's docstring)."""
+    long = [f"{f.module}.{f.name}: {f.params}" for f in read_structure(ROOT).long_signatures()]
+    assert len(long) <= MAX_LONG_SIGNATURES, (
+        f"{len(long)} functions take {LONG_SIGNATURE} or more parameters, at most "
+        f"{MAX_LONG_SIGNATURES} may: group the ones that travel together", long)
 
 
 def test_the_benchmark_loop_passes_state_on_objects_not_in_long_parameter_lists():

@@ -7,6 +7,7 @@ import pytest
 
 from pytest_sme2.analysis.generation import (GenerationAnalysisError, analyze_generation,
                                              phase_tags)
+from pytest_sme2.analysis.kernel_sources import KernelSources
 from pytest_sme2.analysis.runner_summary import GenerationSummary, parse_summary
 from pytest_sme2.readers.etdump import parse_etdump
 from pytest_sme2.results.generation import Generation, GenerationResult, prompt_token_ids
@@ -108,7 +109,8 @@ def test_all_warmup_is_an_error():
 
 def test_result_round_trips_through_json():
     s = _summary()
-    r = analyze_generation(parse_etdump(_generation_etdump(4, 1, 5)), s, device_sme2=True)
+    sme2 = KernelSources(device_sme2=True)
+    r = analyze_generation(parse_etdump(_generation_etdump(4, 1, 5)), s, prefill=sme2, decode=sme2)
     d = r.to_json()
     back = GenerationResult.from_json(d)
     assert back.to_json() == d

@@ -1,5 +1,6 @@
 import pytest
 
+from pytest_sme2.analysis.kernel_sources import KernelSources
 from pytest_sme2.analysis.summary import analyze
 from pytest_sme2.readers.etdump import parse_etdump
 from tests.fakes.etdumps import Ev, make_etdump, program_run
@@ -68,15 +69,15 @@ def test_kleidiai_name_gives_indicated_only_when_device_has_sme2(events):
     # Packed names mean KleidiAI, which also runs SME1 and NEON kernels: without the device's
     # SME2 capability they indicate nothing about SME2.
     assert analyze(events).evidence.sme2 == "unknown"             # device unknown
-    assert analyze(events, device_sme2=True).evidence.sme2 == "indicated"
-    absent = analyze(events, device_sme2=False).evidence
+    assert analyze(events, kernels=KernelSources(device_sme2=True)).evidence.sme2 == "indicated"
+    absent = analyze(events, kernels=KernelSources(device_sme2=False)).evidence
     assert absent.sme2 == "absent"
     assert absent.kleidiai_ops == ["Fully Connected (NC, PF32)"]
 
 
 def test_sme2_kernel_in_trace_is_proof(events):
     trace = "XNNPACK: Using gemm microkernel 'xnn_pf32_gemm_minmax_ukernel_1x32__neonsme2'.\n"
-    ev = analyze(events, xnntrace=trace, device_sme2=True).evidence
+    ev = analyze(events, kernels=KernelSources(device_sme2=True, xnntrace=trace)).evidence
     assert ev.sme2 == "proven" and ev.kernels[0].isa == "neonsme2"
 
 

@@ -17,7 +17,7 @@ from pytest_sme2.baselines.key import BaselineKey
 from pytest_sme2.baselines.store import find, save
 from pytest_sme2.gate.policy import GatePolicy
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.gate.rule import (IMPROVEMENT, NOT_COMPARED, OK, REGRESSION, evaluate,
+from pytest_sme2.gate.rule import (IMPROVEMENT, NOT_COMPARED, OK, REGRESSION, Bootstrap, evaluate,
                                    judge_levels, run_with_confirmation)
 from pytest_sme2.results import BlockResult
 from tests.fakes.baselines import AT_10, T0, bench_result, under_test_result
@@ -105,8 +105,9 @@ def _world(seed: int, effect: float, sessions: int, blocks: int, current: int,
 
 
 def _count(effect: float, status: str, seeds: int, **world) -> int:
-    return sum(judge_levels(*_world(seed, effect, **world), threshold_pct=10, resamples=1000,
-                            seed=seed).status == status for seed in range(seeds))
+    return sum(judge_levels(*_world(seed, effect, **world), threshold_pct=10,
+                            bootstrap=Bootstrap(resamples=1000, seed=seed)).status == status
+               for seed in range(seeds))
 
 
 def test_aa_no_false_alarms_with_three_block_sessions():

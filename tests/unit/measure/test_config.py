@@ -144,11 +144,11 @@ def test_an_unknown_measure_is_a_usage_error_listing_both(bad):
 
 
 def test_gate_mode_and_precision_parse_into_the_policy():
-    from pytest_sme2.gate.policy import gate_policy
+    from pytest_sme2.gate.policy import GateOptions
 
     assert (_config().gate.mode, _config().gate.precision_pct) == ("stored", None)
     assert _config({"sme2_gate_mode": "stored"}).gate.mode == "stored"
-    told = gate_policy(mode="AB", precision="2%")
+    told = GateOptions(mode="AB", precision="2%").policy()
     assert (told.mode, told.precision_pct) == ("ab", 2.0)
 
 

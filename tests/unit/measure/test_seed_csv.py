@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from pytest_sme2.analysis.isa import kernel_name_fields
+from pytest_sme2.analysis.kernel_sources import KernelSources
 from pytest_sme2.analysis.kernels import log_category, xnntrace_counts
 from pytest_sme2.analysis.summary import analyze
 from pytest_sme2.measure.artifacts.csv import (KIT_KERNEL_COLUMNS, OPS_STATS_COLUMNS,
@@ -192,7 +193,8 @@ def test_kernels_file_from_an_xnntrace_log(tmp_path):
            + "Using igemm microkernel 'xnn_f32_igemm_minmax_ukernel_4x8__neonsme'.\n"
            + "Using transposec microkernel 'xnn_x32_transposec_ukernel__4x4_neon'.\n")
     calls = [("delegate", 0, [("Add (ND) #1", 100)])]
-    analysis = analyze(parse_etdump(make_etdump([program_run(0, calls)])), xnntrace=log)
+    analysis = analyze(parse_etdump(make_etdump([program_run(0, calls)])),
+                       kernels=KernelSources(xnntrace=log))
     kernels = pd.read_csv(write_csvs(analysis, tmp_path, "x", model_id="m")[2],
                           keep_default_na=False)
     assert kernels[KIT_KERNEL_COLUMNS].to_dict("records") == [

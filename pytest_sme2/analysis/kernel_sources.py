@@ -1,0 +1,36 @@
+"""What says which kernels ran, beside an ETDump's operator names: :class:`KernelSources`, the
+inputs of the SME2 verdict (:func:`pytest_sme2.analysis.kernels.sme2_verdict`) that
+:func:`pytest_sme2.analysis.summary.analyze` and, per phase,
+:func:`pytest_sme2.analysis.generation.analyze_generation` take. Light (no pandas), so the
+generation analysis can name it at its top."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pytest_sme2.analysis.kernel_sample import KernelSample
+    from pytest_sme2.analysis.kernel_trace import KernelTrace
+
+
+@dataclass(frozen=True)
+class KernelSources:
+    """``device_sme2``: whether the device has SME2 (None: unknown); ``xnntrace``: the text of
+    an XNNPACK kernel log; ``trace``: the kernels a process executed (QEMU; a
+    :class:`KernelTrace` or its CSV's path); ``sample``: the kernels it was sampled running (a
+    :class:`KernelSample` or its CSV's path)."""
+
+    device_sme2: bool | None = None
+    xnntrace: str | None = None
+    trace: KernelTrace | str | Path | None = None
+    sample: KernelSample | str | Path | None = None
+
+    @property
+    def given(self) -> bool:
+        """Anything beyond the operator names: a verdict to make."""
+        return self != NO_KERNELS
+
+
+NO_KERNELS = KernelSources()     # the operator names alone: the default of every analysis
