@@ -264,16 +264,17 @@ def test_an_atomic_write_leaves_the_mode_open_would(tmp_path):
         os.umask(old)
 
 
-def test_records_that_were_dicts_still_answer_item_access():
-    from pytest_sme2.results import KernelEvidence, OperatorStats, TracedKernel
+def test_the_analysis_records_are_read_by_attribute_only():
+    from pytest_sme2.results import (KernelEvidence, OperatorStats, ProcessStartup, Startup,
+                                     TracedKernel)
 
     ev = KernelEvidence("proven", "why", executed_kernels=[TracedKernel("kai_x", "SME2")])
-    assert ev["sme2"] == ev.sme2 == "proven"
-    assert ev["executed_kernels"][0]["isa_family"] == "SME2"
-    assert ev.get("nope", 7) == 7
-    with pytest.raises(KeyError):
-        ev["nope"]
-    assert OperatorStats("Conv")["name"] == "Conv"
+    assert ev.sme2 == "proven" and ev.executed_kernels[0].isa_family == "SME2"
+    for record in (ev, ev.executed_kernels[0], OperatorStats("Conv"), Startup(),
+                   ProcessStartup()):
+        with pytest.raises(TypeError):
+            record["name"]  # noqa: B018
+        assert not hasattr(record, "get")
 
 
 def test_the_block_is_a_block_result_and_its_old_name_is_gone():
