@@ -308,3 +308,21 @@ def test_a_blocks_timing_round_trips_and_says_what_the_breakdown_adds_up_to():
     loud = Timing(UNTRACED, "", overhead_pct=52.0)
     assert loud.terminal_note() == ("operator tracing adds +52.0% here: latency from untraced "
                                     "runs, breakdown from traced ones")
+
+
+def test_the_projects_own_keys_are_typed_fields_written_under_their_old_keys():
+    from pytest_sme2.results import PrecisionOutcome
+
+    r = _result(etrecord_missing="no .etrecord", under_test={"export_key": "k"},
+                precision=PrecisionOutcome(2.0, 1.5, 4, True, 3.25, True, ""), cpu_mask="f0",
+                extra={"build_id": "ci-7"})
+    d = json.loads(json.dumps(r.to_json()))
+    assert list(d)[-5:] == ["etrecord_missing", "precision", "under_test", "cpu_mask",
+                            "build_id"]
+    back = BlockResult.from_json(d)
+    assert back == r and back.extra == {"build_id": "ci-7"}
+    assert isinstance(back.precision, PrecisionOutcome) and back.precision.paired
+    assert back.to_json() == d
+    old = BlockResult.from_json({k: v for k, v in d.items() if k not in (
+        "etrecord_missing", "precision", "under_test", "cpu_mask")})
+    assert (old.etrecord_missing, old.precision, old.under_test, old.cpu_mask) == (None,) * 4
