@@ -169,8 +169,9 @@ def two_level_bootstrap(sessions: Sequence[Sequence[float]], current: Sequence[f
 FASTER, SLOWER, SAME = "faster", "slower", "no significant difference"
 
 
-def verdict(speedup: Interval, margin: float) -> str:
-    """Faster or slower only when the whole interval clears the noise margin."""
+def verdict(speedup: Interval, margin: float = DEFAULT_MARGIN) -> str:
+    """Faster or slower only when the whole interval clears the noise margin (by default the
+    session's, :data:`DEFAULT_MARGIN`)."""
     if speedup.low > 1 + margin:
         return FASTER
     if speedup.high < 1 / (1 + margin):

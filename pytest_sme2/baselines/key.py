@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     from pytest_sme2.results import BlockResult
 
 MEASURE_TIME = "time"                       # Method::execute wall time (issue 13 adds more)
-UNDER_TEST = "under_test"                   # the results.json key of a block's UnderTest
 VERSIONED = ("torch", "executorch", "torchao")
 
 _WHERE = {"device_kind": "device kind", "cpu": "CPU/SoC", "abi": "ABI", "sme": "SME capability",
@@ -61,7 +60,7 @@ def _cpu_set(result: BlockResult) -> str:
     """The CPUs a benchmark could run on: the taskset mask it was pinned to, if recorded, else
     the process's allowed CPUs (a container limited to 2 of 8 cores is another machine)."""
     extra = result.device.extra
-    mask = result.extra.get("cpu_mask") or extra.get("cpu_mask")
+    mask = result.cpu_mask or extra.get("cpu_mask")
     if mask:
         return f"mask={mask}"
     allowed = extra.get("cpus_allowed")
@@ -157,10 +156,10 @@ class UnderTest:
 
     @classmethod
     def of(cls, result: BlockResult) -> UnderTest:
-        """The result's record (``extra["under_test"]``, set when it was measured), else
+        """The result's record (``under_test``, set when it was measured), else
         worked out now: right in the process that measured it, where the export cache key
         guarantees that the current model source, recipe and versions made its program."""
-        recorded = result.extra.get(UNDER_TEST)
+        recorded = result.under_test
         if isinstance(recorded, dict):
             return cls.from_dict(recorded)
         meta = _export_meta(result.pte)

@@ -33,7 +33,7 @@ from pytest_sme2.gate import rule as gate
 from pytest_sme2.gate import ab as gate_ab
 from pytest_sme2.baselines import programs as base_programs
 from pytest_sme2.baselines import store as baseline_store
-from pytest_sme2.baselines.key import UNDER_TEST, BaselineKey, UnderTest
+from pytest_sme2.baselines.key import BaselineKey, UnderTest
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate.rule import GateReport
 from pytest_sme2.gate.ab import Pairs
@@ -130,7 +130,8 @@ def record(out: Benchmarked, session: BenchSession, recorder: Recorder | None = 
     for result in out.blocks:
         report = out.reports.get(result.runner_name) or \
             GateReport.unjudged("not judged: the test stopped first")
-        result.extra.setdefault(UNDER_TEST, UnderTest.of(result).to_dict())
+        if result.under_test is None:
+            result.under_test = UnderTest.of(result).to_dict()
         report.record_on(result)
         if session.hook is not None:
             session.hook.pytest_sme2_amend_result(result=result)
@@ -306,7 +307,7 @@ class BenchmarkLoop:
     def _record_precision(self, outcome: Precision, blocks: list[BlockResult],
                           run: BenchmarkRun, runner: str) -> None:
         for r in blocks:
-            r.extra["precision"] = outcome.to_dict()
+            r.precision = outcome.record()
         if not outcome.reached:
             self._say(run, runner, f"--sme2-precision {outcome.target_pct:g}% not reached: "
                                    f"{outcome.why}")

@@ -319,8 +319,7 @@ class _Block:
                 output_problem=output_problem(self.summary)),
             startup=startup, generation=self.generated, timing=self.timing(),
             # A user's .pte without an .etrecord: what the report cannot show, said with it.
-            extra={"etrecord_missing": meta["etrecord_missing"]}
-            if meta.get("etrecord_missing") else {})
+            etrecord_missing=meta.get("etrecord_missing") or None)
 
 
 def _label(run: BenchmarkRun, runner: Runner) -> str:

@@ -10,9 +10,7 @@ import numpy as np
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.results import BlockResult, ComparisonRecord, Judgement, OutputCheck, pool
-from pytest_sme2.stats import DEFAULT_MARGIN
-from pytest_sme2.stats import Interval, paired_ratio
-from pytest_sme2.stats import verdict as speedup_verdict
+from pytest_sme2.stats import DEFAULT_MARGIN, Interval, paired_ratio, verdict
 
 EMULATED_NOTE = " (emulated CPU: timings say nothing about speed)"
 # Largest |a - b| between two runners' outputs of one program, relative to max |a|. fp16: two
@@ -118,12 +116,6 @@ class Comparison:
 
     def to_json(self) -> dict:
         return self.record().to_json()
-
-
-def verdict(speedup: Interval, margin: float = DEFAULT_MARGIN) -> str:
-    """Faster or slower only when the whole interval clears the noise margin (the rule lives
-    in :func:`pytest_sme2.stats.verdict`; this gives the session's default margin)."""
-    return speedup_verdict(speedup, margin)
 
 
 def category_speedups(base: list[BlockResult], candidate: list[BlockResult]

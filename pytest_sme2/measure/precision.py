@@ -20,11 +20,12 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 from pytest_sme2 import units
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate.ab import Pairs, slowdown
+from pytest_sme2.results import PrecisionOutcome
 from pytest_sme2.stats import Interval, t_quantile
 
 MIN_PAIRS = 3
@@ -69,11 +70,12 @@ class Precision:
         """Blocks of the program under test (one per pair when paired)."""
         return _size(self.sample)
 
-    def to_dict(self) -> dict[str, Any]:
+    def record(self) -> PrecisionOutcome:
         """As results.json keeps it (``precision`` on each block of the benchmark)."""
-        return {"target_pct": self.target_pct, "half_width_pct": self.half_width_pct,
-                "blocks": self.blocks, "paired": _paired(self.sample),
-                "seconds": round(self.seconds, 3), "reached": self.reached, "why": self.why}
+        return PrecisionOutcome(
+            target_pct=self.target_pct, half_width_pct=self.half_width_pct, blocks=self.blocks,
+            paired=_paired(self.sample), seconds=round(self.seconds, 3), reached=self.reached,
+            why=self.why)
 
 
 def half_width_pct(interval: Interval) -> float:

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pytest_sme2.analysis.categories import NAMED_CATEGORIES, OTHER
-from pytest_sme2.measure.comparison import DEFAULT_MARGIN, verdict
 from pytest_sme2.report import grouping
 from pytest_sme2.report.grouping import (comparison_blocks, point_runners, runner_point_devices,
                                          unclaimed)
@@ -27,7 +26,7 @@ from pytest_sme2.results import (BlockResult, ComparisonRecord, DeviceFacts,
                                  KernelEvidence, LoggedKernel, OperatorStats, PooledLatency,
                                  ResultsDoc, RunnerInfo, TracedKernel, mean_per_block, pool,
                                  pool_categories)
-from pytest_sme2.stats import Interval
+from pytest_sme2.stats import DEFAULT_MARGIN, Interval, verdict
 
 CV_NOISY_PCT = 10.0          # a block whose runs vary more than this is noisy
 SHARE_GROWTH_PP = 2.0        # a category's share of E2E "grew" by at least this many points

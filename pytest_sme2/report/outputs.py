@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_sme2.errors import Sme2Error
+from pytest_sme2.results import ResultsDoc, SessionInfo
 
 if TYPE_CHECKING:
     from pytest_sme2.measure.session import BenchSession
@@ -21,9 +22,10 @@ def write_reports(session: BenchSession) -> list[Path]:
         return []
     session.write()
     from pytest_sme2.report.markdown.render import render_report
-    from pytest_sme2.results import results_document
 
-    doc = results_document(session.results, session.comparisons, session.document_session())
+    # The records the session holds, rendered as they are: results.json was written from them.
+    doc = ResultsDoc(session=SessionInfo.from_json(session.document_session()),
+                     benchmarks=list(session.results), comparisons=list(session.comparisons))
     extra, problems = _write_ci_files(session)
     report_dir = session.settings.report_dir
     try:

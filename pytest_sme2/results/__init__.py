@@ -28,6 +28,7 @@ from pytest_sme2.results.judgement import Judgement
 from pytest_sme2.results.pooling import (GenerationFigures, PhaseFigures, PooledLatency,
                                          mean_per_block, pool, pool_categories,
                                          pool_generation, pool_startup)
+from pytest_sme2.results.precision import PrecisionOutcome
 from pytest_sme2.results.records import (KernelEvidence, LoggedKernel, OperatorStats,
                                          ResultAnalysis, RunContext, SampledKernel,
                                          TracedKernel)
@@ -39,7 +40,7 @@ from pytest_sme2.results.timing import Timing
 __all__ = ["RESULTS_SCHEMA", "BlockResult", "ComparisonRecord", "DeviceFacts", "Generation",
            "GenerationFigures", "GenerationResult", "InstructionCount", "Judgement",
            "KernelEvidence", "LoggedKernel", "OperatorStats", "OutputCheck", "PhaseFigures",
-           "PhaseStats", "PooledLatency", "ProcessStartup", "ResultAnalysis",
+           "PhaseStats", "PooledLatency", "PrecisionOutcome", "ProcessStartup", "ResultAnalysis",
            "ResultsDoc", "ResultsWriter", "RunContext", "RunnerInfo", "SampledKernel",
            "SessionInfo",
            "Startup", "Timing", "TracedKernel", "atomic_write_text", "device_label",

@@ -18,6 +18,7 @@ from pytest_sme2.results.device import DeviceFacts
 from pytest_sme2.results.generation import GenerationResult
 from pytest_sme2.results.instructions import InstructionCount
 from pytest_sme2.results.judgement import Judgement, judgement, judgements
+from pytest_sme2.results.precision import PrecisionOutcome
 from pytest_sme2.results.records import (KernelEvidence, OperatorStats, ResultAnalysis,
                                          RunContext, known_fields)
 from pytest_sme2.results.runner import RunnerInfo
@@ -45,6 +46,11 @@ _GENERATION = ("generation", "baseline_phases")
 # How the latency was timed (untraced or through the operator tracer) and what tracing costs
 # (Timing.to_dict()); absent from documents written before it.
 _TIMING = ("timing",)
+# The project's own keys after those, in this order, each only when set: a user's .pte without
+# an .etrecord (what the report cannot show), --sme2-precision's outcome, what was under test
+# (baselines.key.UnderTest.to_dict(), set when the block is recorded) and the taskset mask it
+# was pinned to. A plugin's keys (``extra``) follow them.
+_TAIL = ("etrecord_missing", "precision", "under_test", "cpu_mask")
 
 
 def device_label(device: DeviceFacts | Mapping[str, Any]) -> str:
@@ -96,7 +102,13 @@ class BlockResult:
     phase_judgements: dict[str, Judgement] | None = None
     # How ``e2e_ms`` was timed, and the traced runs' E2E beside it (the breakdown's own).
     timing: Timing | None = None
-    extra: dict[str, Any] = field(default_factory=dict)     # keys this version does not know
+    etrecord_missing: str | None = None     # why a user's .pte has no .etrecord beside it
+    precision: PrecisionOutcome | None = None               # with --sme2-precision
+    # What was under test (UnderTest.to_dict(): baselines/ reads it as its record).
+    under_test: dict[str, Any] | None = None
+    cpu_mask: str | None = None             # the taskset mask the block was pinned to
+    # Keys this version does not know: a plugin's own (pytest_sme2_amend_result).
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def __setattr__(self, name: str, value: Any) -> None:
         # A dict given for a record (results.json's form: tests, plugins, older code) becomes
@@ -169,7 +181,10 @@ class BlockResult:
             ("baseline_startup", _dicts(self.startup_judgements)),
             ("generation", self.generation.to_json() if self.generation else None),
             ("baseline_phases", _dicts(self.phase_judgements)),
-            ("timing", self.timing.to_dict() if self.timing else None)) if v is not None}
+            ("timing", self.timing.to_dict() if self.timing else None),
+            ("etrecord_missing", self.etrecord_missing),
+            ("precision", self.precision.to_dict() if self.precision else None),
+            ("under_test", self.under_test), ("cpu_mask", self.cpu_mask)) if v is not None}
         return {
             "nodeid": self.nodeid, "model": self.model, "dtype": self.dtype,
             "threads": self.threads, "runner": self.runner_name,
@@ -184,7 +199,8 @@ class BlockResult:
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "BlockResult":
         known = set(_CORE + _ANALYSIS + _CONTEXT + _GATE + _INSTRUCTIONS + _STARTUP
-                    + _GENERATION + _TIMING)
+                    + _GENERATION + _TIMING + _TAIL)
+        precision = d.get("precision")
         generation = d.get("generation")
         info = d.get("runner_info")
         instructions = d.get("instructions")
@@ -205,6 +221,9 @@ class BlockResult:
                    generation=GenerationResult.from_json(generation) if generation else None,
                    phase_judgements=judgements(d.get("baseline_phases")),
                    timing=Timing.from_dict(d["timing"]) if d.get("timing") else None,
+                   etrecord_missing=d.get("etrecord_missing"),
+                   precision=PrecisionOutcome.from_dict(precision) if precision else None,
+                   under_test=d.get("under_test"), cpu_mask=d.get("cpu_mask"),
                    extra={k: v for k, v in d.items() if k not in known})
 
 
@@ -216,7 +235,7 @@ _RECORDS = {"runner": _record(RunnerInfo), "device": _record(DeviceFacts),
             "instructions": _record(InstructionCount), "judgement": judgement,
             "category_judgements": judgements, "instructions_judgement": judgement,
             "startup_judgements": judgements, "phase_judgements": judgements,
-            "timing": _record(Timing)}
+            "timing": _record(Timing), "precision": _record(PrecisionOutcome)}
 
 
 def _dicts(judged: dict[str, Judgement] | None) -> dict[str, dict[str, Any]] | None:

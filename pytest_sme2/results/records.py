@@ -23,26 +23,10 @@ def known_fields(cls: type, d: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in d.items() if k in names}
 
 
-class ItemAccess:
-    """``record["name"]`` and ``record.get("name")`` as well as ``record.name``: these records
-    were plain dicts before, and users' tests index them (``kernel_evidence["sme2"]``)."""
-
-    def __getitem__(self, key: str) -> Any:
-        if key not in _field_names(type(self)):
-            raise KeyError(key)
-        return getattr(self, key)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        try:
-            return self[key]
-        except KeyError:
-            return default
-
-
 # -- the analysis of one block --------------------------------------------------------------
 
 @dataclass
-class OperatorStats(ItemAccess):
+class OperatorStats:
     """One operator (name and instruction) of a benchmark, as ``analysis/operators.py``
     computed it: per timed run means, share of E2E and the bottleneck flags."""
 
@@ -72,7 +56,7 @@ class OperatorStats(ItemAccess):
 
 
 @dataclass
-class LoggedKernel(ItemAccess):
+class LoggedKernel:
     """A micro-kernel an XNNPACK log (xnntrace) names as selected (``kind``: the word before
     "microkernel" in the log line; ``isa``: the name's suffix after its last ``__``)."""
 
@@ -83,7 +67,7 @@ class LoggedKernel(ItemAccess):
 
 
 @dataclass
-class TracedKernel(ItemAccess):
+class TracedKernel:
     """A micro-kernel a kernel trace shows executed; ``blocks``: its translated blocks, of which
     ``streaming_blocks`` hold SME instructions. ``kind``: kleidiai, xnnpack or other.
 
@@ -103,7 +87,7 @@ class TracedKernel(ItemAccess):
 
 
 @dataclass
-class SampledKernel(ItemAccess):
+class SampledKernel:
     """A micro-kernel the sampler caught executing; ``samples``, and their share of all."""
 
     name: str
@@ -115,7 +99,7 @@ class SampledKernel(ItemAccess):
 
 
 @dataclass
-class KernelEvidence(ItemAccess):
+class KernelEvidence:
     """The SME2 verdict (``proven``, ``indicated``, ``absent``, ``unknown``; ``mixed`` for
     blocks that disagree) and what it rests on."""
 

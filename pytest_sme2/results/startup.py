@@ -8,12 +8,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pytest_sme2.results.records import ItemAccess, known_fields
+from pytest_sme2.results.records import known_fields
 
 # -- load, first inference, memory ------------------------------------------------------------
 
 @dataclass
-class ProcessStartup(ItemAccess):
+class ProcessStartup:
     """One runner process from its start to its first inference: one cold load."""
 
     load_ms: float | None = None          # program + method load (see Startup.load_source)
@@ -34,7 +34,7 @@ def _median(values: Iterable[float | int | None]) -> float | None:
 
 
 @dataclass
-class Startup(ItemAccess):
+class Startup:
     """What a benchmark costs before its steady state: the ``.pte`` size, and per cold process
     (the block's own first, then the load-only processes of ``--sme2-loads``) its load time,
     first inference and memory. Medians over processes: a process is the unit of a cold load."""

@@ -25,10 +25,11 @@ def bench_result(samples=(1.0, 1.1, 0.9), **kw) -> BlockResult:
                 device=device, runs=len(samples), warmup=1, e2e_ms=list(samples),
                 e2e=latency_stats(samples), etdump="a.etdump", pte="m.pte",
                 export_key="2e9e4915a511dbff")
-    # extra= as results.json has it: categories_ms and block go to their typed homes
+    # extra= as results.json has it: categories_ms, block and cpu_mask go to their typed homes
     extra = dict(kw.pop("extra", {"categories_ms": {"GEMM": 0.5}}))
     base.update(kw, analysis=ResultAnalysis(categories_ms=extra.pop("categories_ms", {})),
-                context=RunContext(block=extra.pop("block", None)), extra=extra)
+                context=RunContext(block=extra.pop("block", None)),
+                cpu_mask=extra.pop("cpu_mask", None), extra=extra)
     return BlockResult(**base)
 
 
@@ -47,4 +48,4 @@ UNDER_TEST = {"export_key": "2e9e4915a511dbff", "model_source": "aaaa", "recipe"
 def under_test_result(samples=(1.0, 1.1, 0.9), **changes) -> BlockResult:
     """A result with an explicit record of what is under test (``UNDER_TEST`` amended)."""
     under = {**UNDER_TEST, **changes}
-    return bench_result(samples, extra={"categories_ms": {"GEMM": 0.5}, "under_test": under})
+    return bench_result(samples, under_test=under)

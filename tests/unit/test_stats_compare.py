@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from pytest_sme2.analysis.latency import latency_stats
-from pytest_sme2.measure.comparison import check_outputs, make_comparison, verdict
-from pytest_sme2.stats import FASTER, SAME, SLOWER
+from pytest_sme2.measure.comparison import check_outputs, make_comparison
+from pytest_sme2.stats import FASTER, SAME, SLOWER, verdict
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.results import BlockResult, ResultAnalysis, RunContext
 from pytest_sme2.stats import (Interval, bootstrap_ratio_of_medians, noise_floor, paired_ratio,

@@ -193,7 +193,7 @@ def etrecord_notes(doc: ResultsDoc) -> list[str]:
     """One note per user's .pte benchmarked without an .etrecord: what the report cannot show."""
     seen: dict[str, str] = {}
     for b in doc.benchmarks:
-        missing = b.extra.get("etrecord_missing")
+        missing = b.etrecord_missing
         if missing:
             seen.setdefault(b.pte, f"{b.pte}: {missing}.")
     return list(seen.values())

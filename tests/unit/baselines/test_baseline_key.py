@@ -131,7 +131,7 @@ def test_under_test_is_read_from_the_export_and_the_registry(tmp_path, monkeypat
     assert UnderTest.of(result).changes_since(first) == ["model source",
                                                          "exported program unchanged"]
     # Recorded once when measured, then read back: the record wins.
-    result.extra["under_test"] = first.to_dict()
+    result.under_test = first.to_dict()
     assert UnderTest.of(result) == first
     assert UnderTest.of(bench_result(model="no_such_model")).model_source is None
 

@@ -94,4 +94,4 @@ def test_precision_with_a_spent_budget_still_judges_two_pairs():
     report = loop._judge_ab(run, "native", out)
     assert report.e2e.status != NOT_COMPARED, report.e2e.reason   # 2 pairs: a verdict
     assert len(out.blocks) == 2
-    assert out.blocks[0].extra["precision"]["why"].startswith("time budget")
+    assert out.blocks[0].precision.why.startswith("time budget")

@@ -58,7 +58,7 @@ def test_a_benchmark_alone_is_made_precise_on_its_level_over_processes():
             break
     got = goal.outcome(values)
     assert got.reached and got.blocks == len(values) >= 3 and got.pairs.base == ()
-    assert got.to_dict()["paired"] is False and got.half_width_pct <= 5.0
+    assert got.record().paired is False and got.half_width_pct <= 5.0
     assert level((1.0, 1.0)).low == pytest.approx(1.0)      # no spread: a point
     spread = level((1.0, 1.2, 0.8))
     assert spread.low < 1.0 < spread.high

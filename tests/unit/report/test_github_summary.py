@@ -115,3 +115,20 @@ def test_no_llm_rows_without_generations():
     from tests.fakes.results_docs import single_doc
 
     assert "LLM generations" not in step_summary(load_results(single_doc()).benchmarks)
+
+
+def test_write_reports_renders_the_sessions_records_as_results_json_would(tmp_path,
+                                                                          monkeypatch):
+    """No round trip through a document at the session's end, and the same report.md as
+    ``pytest-sme2 report results.json`` gives."""
+    import pytest_sme2.results.block as block
+    from pytest_sme2.report.markdown.render import render_report
+
+    cfg = Sme2Config(settings=BenchSettings(report_dir=tmp_path / "r"))
+    doc = load_results(sme2_doc())
+    session = BenchSession(cfg, results=doc.benchmarks, comparisons=doc.comparisons)
+    monkeypatch.setattr(block.BlockResult, "from_json", None)   # any reload fails
+    write_reports(session)
+    monkeypatch.undo()
+    again = render_report(load_results(session.results_path), tmp_path / "again")
+    assert (tmp_path / "r" / "report.md").read_text() == again.read_text()

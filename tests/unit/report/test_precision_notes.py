@@ -5,15 +5,15 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from pytest_sme2.report.precision_notes import precision_lines
+from pytest_sme2.results import PrecisionOutcome
 
 
 def _block(name: str, reached: bool, why: str = "") -> SimpleNamespace:
-    return SimpleNamespace(name=name, extra={"precision": {
-        "target_pct": 2.0, "reached": reached, "why": why}})
+    return SimpleNamespace(name=name, precision=PrecisionOutcome(2.0, reached=reached, why=why))
 
 
 def test_nothing_is_said_when_precision_was_not_asked():
-    assert precision_lines([SimpleNamespace(name="test_a", extra={})]) == []
+    assert precision_lines([SimpleNamespace(name="test_a", precision=None)]) == []
 
 
 def test_the_benchmarks_that_missed_are_named_with_what_stopped_them():

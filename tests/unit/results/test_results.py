@@ -264,16 +264,17 @@ def test_an_atomic_write_leaves_the_mode_open_would(tmp_path):
         os.umask(old)
 
 
-def test_records_that_were_dicts_still_answer_item_access():
-    from pytest_sme2.results import KernelEvidence, OperatorStats, TracedKernel
+def test_the_analysis_records_are_read_by_attribute_only():
+    from pytest_sme2.results import (KernelEvidence, OperatorStats, ProcessStartup, Startup,
+                                     TracedKernel)
 
     ev = KernelEvidence("proven", "why", executed_kernels=[TracedKernel("kai_x", "SME2")])
-    assert ev["sme2"] == ev.sme2 == "proven"
-    assert ev["executed_kernels"][0]["isa_family"] == "SME2"
-    assert ev.get("nope", 7) == 7
-    with pytest.raises(KeyError):
-        ev["nope"]
-    assert OperatorStats("Conv")["name"] == "Conv"
+    assert ev.sme2 == "proven" and ev.executed_kernels[0].isa_family == "SME2"
+    for record in (ev, ev.executed_kernels[0], OperatorStats("Conv"), Startup(),
+                   ProcessStartup()):
+        with pytest.raises(TypeError):
+            record["name"]  # noqa: B018
+        assert not hasattr(record, "get")
 
 
 def test_the_block_is_a_block_result_and_its_old_name_is_gone():
@@ -307,3 +308,21 @@ def test_a_blocks_timing_round_trips_and_says_what_the_breakdown_adds_up_to():
     loud = Timing(UNTRACED, "", overhead_pct=52.0)
     assert loud.terminal_note() == ("operator tracing adds +52.0% here: latency from untraced "
                                     "runs, breakdown from traced ones")
+
+
+def test_the_projects_own_keys_are_typed_fields_written_under_their_old_keys():
+    from pytest_sme2.results import PrecisionOutcome
+
+    r = _result(etrecord_missing="no .etrecord", under_test={"export_key": "k"},
+                precision=PrecisionOutcome(2.0, 1.5, 4, True, 3.25, True, ""), cpu_mask="f0",
+                extra={"build_id": "ci-7"})
+    d = json.loads(json.dumps(r.to_json()))
+    assert list(d)[-5:] == ["etrecord_missing", "precision", "under_test", "cpu_mask",
+                            "build_id"]
+    back = BlockResult.from_json(d)
+    assert back == r and back.extra == {"build_id": "ci-7"}
+    assert isinstance(back.precision, PrecisionOutcome) and back.precision.paired
+    assert back.to_json() == d
+    old = BlockResult.from_json({k: v for k, v in d.items() if k not in (
+        "etrecord_missing", "precision", "under_test", "cpu_mask")})
+    assert (old.etrecord_missing, old.precision, old.under_test, old.cpu_mask) == (None,) * 4
