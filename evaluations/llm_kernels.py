@@ -52,7 +52,7 @@ def program(scheme: str, phase: str, out: Path) -> tuple[Path, float]:
         return pte, 0.0
     from pytest_sme2.programs import recipes as _recipes
     from pytest_sme2.programs.export import accuracy_problem
-    from pytest_sme2.programs.llama import LlamaShape, build_llama
+    from pytest_sme2.programs.llm.llama import LlamaShape, build_llama
 
     t0 = time.perf_counter()
     definition = build_llama(LlamaShape(prompt_tokens=1 if phase == "decode" else 16))

@@ -8,6 +8,6 @@ from __future__ import annotations
 
 
 def build(**params):
-    from pytest_sme2.programs.llama import LlamaShape, build_llama
+    from pytest_sme2.programs.llm.llama import LlamaShape, build_llama
 
     return build_llama(LlamaShape(**params))

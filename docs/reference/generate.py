@@ -181,7 +181,7 @@ def cli_markdown() -> str:
 # -- the LLM schemes ---------------------------------------------------------------------------
 
 def schemes_markdown() -> str:
-    from pytest_sme2.programs.llm_schemes import DEFAULT_SCHEMES, QUANTIZERS, SCHEMES
+    from pytest_sme2.programs.llm.schemes import DEFAULT_SCHEMES, QUANTIZERS, SCHEMES
 
     rows = [f"| `{s.name}` | {s.weight_bits or '-'} | {s.granularity} | "
             f"{QUANTIZERS[s.quantizer] if s.quantized else '-'} | {s.tolerance:g} | "
@@ -190,7 +190,7 @@ def schemes_markdown() -> str:
     return (BANNER + "\n# LLM quantization schemes\n\n"
             "An LLM's dtype axis (`--sme2-llm-schemes`, `sme2_generate(scheme=...)`, a model's "
             "dtype in `export_model`): the scheme table `SCHEMES` "
-            "(`pytest_sme2/programs/llm_schemes.py`). Activations of the quantized schemes are "
+            "(`pytest_sme2/programs/llm/schemes.py`). Activations of the quantized schemes are "
             "int8, quantized dynamically per token. *tolerance*: the largest accepted max "
             "\\|pte logits - reference logits\\| relative to the reference's largest; the "
             "reference of a quantized scheme is the eager model after quantization. *default*: "

@@ -15,7 +15,7 @@ from typing import Any, Collection, Mapping, NamedTuple
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.programs.export import DTYPES
-from pytest_sme2.programs.llm_schemes import parse_schemes
+from pytest_sme2.programs.llm.schemes import parse_schemes
 from pytest_sme2.programs.spec import matrix_models
 from pytest_sme2.gate.policy import GateOptions, GatePolicy
 from pytest_sme2.measure.matrix import (DEFAULT_DTYPES, DEFAULT_MODELS, DEFAULT_THREADS,

@@ -42,7 +42,7 @@ from pytest_sme2.analysis.runner_summary import (GenerationSummary, RunnerSummar
 from pytest_sme2.analysis.summary import Analysis, analyze
 from pytest_sme2.devices.base import Device
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.programs.llm_facts import LlmFacts, llm_facts
+from pytest_sme2.programs.llm.facts import LlmFacts, llm_facts
 from pytest_sme2.readers.etdump import read_etdump
 from pytest_sme2.readers.etrecord import ETRecordInfo
 from pytest_sme2.results import Generation, GenerationResult, OutputCheck, PhaseStats

@@ -15,7 +15,7 @@ from pytest_sme2.measure.matrix import DEFAULT_DTYPES, DEFAULT_MODELS, DEFAULT_T
 from pytest_sme2.measure.option_values import MEASURES, SAMPLING
 from pytest_sme2.measure.settings import DEFAULT_LOADS, DEFAULT_TRACE_RUNS, MIN_BLOCKS
 from pytest_sme2.programs.export import DTYPES
-from pytest_sme2.programs.llm_schemes import LLM_SCHEMES
+from pytest_sme2.programs.llm.schemes import LLM_SCHEMES
 
 # Lower bounds asserted on the SME2 speed-up's confidence interval. The seed kit measured, on
 # one core, 3.9x (fp16) and 1.8x (int8) end to end on a conv-heavy model; a model whose time is

@@ -267,7 +267,7 @@ def sme2_generate(request: pytest.FixtureRequest, sme2_session: BenchSession,
             assert gen.decode.tokens_per_s > 100
 
     ``scheme`` is the LLM's quantization, a name of the scheme table
-    (``pytest_sme2.programs.llm_schemes.SCHEMES``, listed in docs/reference/llm-schemes.md; a
+    (``pytest_sme2.programs.llm.schemes.SCHEMES``, listed in docs/reference/llm-schemes.md; a
     ``.pte`` is taken as exported). None for a token count: the session's
     ``--sme2-prompt-tokens`` / ``--sme2-new-tokens``."""
     sme2_session.prepare()

@@ -2,7 +2,7 @@
 as a model library, like ``transformers:``. Random seeded weights, nothing downloaded:
 
 - ``executorch:llama?dim=…&n_layers=…``: ExecuTorch's Llama from its params
-  (:mod:`pytest_sme2.programs.llama`; the keys of ``export_llama``'s ``params.json`` plus
+  (:mod:`pytest_sme2.programs.llm.llama`; the keys of ``export_llama``'s ``params.json`` plus
   ``max_seq_len``, ``seed``, ``prompt_tokens``). An LLM: its dtypes are the LLM schemes.
 - ``executorch:efficient_sam``: the EfficientSAM ViT-T of the examples registry
   (``build_efficient_sam(encoder_patch_embed_dim=192, encoder_num_heads=3, checkpoint=None)``:
@@ -41,7 +41,7 @@ class ExecutorchModel:
 
 
 def _llama(overrides: list[tuple[str, str]], text: str):
-    from pytest_sme2.programs.llama import LlamaShape, build_llama, typed_params
+    from pytest_sme2.programs.llm.llama import LlamaShape, build_llama, typed_params
 
     params = typed_params(overrides, text)
     try:

@@ -28,14 +28,14 @@ from pytest_sme2.programs.exported import (ETRECORD, INPUTS, META, PTE, Exported
 from pytest_sme2._util.fsutil import file_sha256
 from pytest_sme2._util.locking import file_lock
 from pytest_sme2.programs.spec import is_pte
-from pytest_sme2.programs.llm_schemes import LLM_SCHEMES, SCHEMES
+from pytest_sme2.programs.llm.schemes import LLM_SCHEMES, SCHEMES
 from pytest_sme2._util.versions import package_version
 
 # The dtypes of a model that is not an LLM (the matrix's dtype axis).
 DTYPES = ("fp32", "fp16", "int8", "int8_dynamic")
 MODEL_DTYPES = DTYPES
 # What export_model takes: an LLM's dtypes are its quantization schemes (fp32, 8da4w, 8da4w-pc,
-# 8da8w, :mod:`pytest_sme2.programs.llm_schemes`).
+# 8da8w, :mod:`pytest_sme2.programs.llm.schemes`).
 EXPORT_DTYPES = DTYPES + tuple(s for s in LLM_SCHEMES if s not in DTYPES)
 # Largest accepted |exported - reference| relative to max |reference|. The reference is the
 # eager model, and for int8 the quantized eager model: quantization error against the float
@@ -60,7 +60,7 @@ RECIPE_SOURCES = (Path(__file__), Path(__file__).with_name("recipes.py"))
 # An LLM's recipe also holds how its program is made (ExecuTorch's Llama, its KV cache, the
 # constant methods) and its schemes: part of every LLM's key, of no other model's.
 LLM_RECIPE_SOURCES = tuple(Path(importlib.util.find_spec(m).origin) for m in (
-    "pytest_sme2.programs.llama", "pytest_sme2.programs.llm_schemes"))
+    "pytest_sme2.programs.llm.llama", "pytest_sme2.programs.llm.schemes"))
 
 
 def default_cache_dir() -> Path:

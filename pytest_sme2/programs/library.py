@@ -19,7 +19,7 @@ from typing import Any
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.programs.spec import LibrarySpec
-from pytest_sme2.programs import transformers_llm
+from pytest_sme2.programs.llm import causal_lm
 from pytest_sme2._util.versions import package_version
 
 SEED = 0
@@ -110,16 +110,16 @@ def _transformers_model(spec: LibrarySpec, text: str):
                                 "EfficientNetModel, LevitModel, SwiftFormerModel)")
     defaults = config_class()
     overrides, ours = {}, {}
-    causal_lm = transformers_llm.is_causal_lm(spec.name)
+    is_lm = causal_lm.is_causal_lm(spec.name)
     for key, value in spec.overrides:
-        if causal_lm and key in transformers_llm.OURS:
-            ours[key] = _typed(transformers_llm.OURS[key], key, value, text)
+        if is_lm and key in causal_lm.OURS:
+            ours[key] = _typed(causal_lm.OURS[key], key, value, text)
             continue
         if not hasattr(defaults, key):
             raise LibraryModelError(f"{text}: {config_class.__name__} has no setting {key!r}")
         overrides[key] = _typed(getattr(defaults, key), key, value, text)
-    if causal_lm:
-        return transformers_llm.build(cls, config_class, overrides, ours, text), None
+    if is_lm:
+        return causal_lm.build(cls, config_class, overrides, ours, text), None
     config = config_class(**overrides)
     if not hasattr(config, "image_size") or not hasattr(config, "num_channels"):
         raise LibraryModelError(f"{text}: only image models (a config with image_size and "
@@ -167,7 +167,7 @@ class LibraryModel:
         the spec, nothing built."""
         spec = self.spec
         if spec.library == "transformers":
-            return transformers_llm.is_causal_lm(spec.name)
+            return causal_lm.is_causal_lm(spec.name)
         if spec.library != "executorch":
             return False
         from pytest_sme2.programs.executorch_models import executorch_model
@@ -177,7 +177,7 @@ class LibraryModel:
     @property
     def dtypes(self) -> tuple[str, ...]:
         """Its default dtype axis: an LLM's schemes; empty: the session's dtypes."""
-        from pytest_sme2.programs.llm_schemes import DEFAULT_SCHEMES
+        from pytest_sme2.programs.llm.schemes import DEFAULT_SCHEMES
 
         return DEFAULT_SCHEMES if self.llm else ()
 
@@ -219,7 +219,7 @@ class LibraryModel:
 
             h.update(Path(executorch_models.__file__).read_bytes())
         if self.llm and self.spec.library == "transformers":
-            h.update(Path(transformers_llm.__file__).read_bytes())
+            h.update(Path(causal_lm.__file__).read_bytes())
         return h.hexdigest()
 
 

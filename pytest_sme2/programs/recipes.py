@@ -4,7 +4,7 @@ symmetric config and calibration; dynamic int8 needs the dynamically quantized p
 front of the plain one.
 
 An LLM (``ModelDef.llm``) has its own recipe, :func:`export_llm`: the schemes of
-:mod:`pytest_sme2.programs.llm_schemes` applied with torchao as ExecuTorch's ``export_llama``
+:mod:`pytest_sme2.programs.llm.schemes` applied with torchao as ExecuTorch's ``export_llama``
 does, a dynamic sequence length, the constant methods, and a verification that runs a prefill
 then a decode step in one loaded program."""
 
@@ -24,8 +24,8 @@ for _name in ("torchao", "torch.utils._pytree"):
 
 import torch  # after the loggers are set
 
-from pytest_sme2.programs.llama import reset_kv_cache
-from pytest_sme2.programs.llm_schemes import PT2E, TORCHAO, Scheme, parse_scheme
+from pytest_sme2.programs.llm.llama import reset_kv_cache
+from pytest_sme2.programs.llm.schemes import PT2E, TORCHAO, Scheme, parse_scheme
 from pytest_sme2.programs.registry import ModelDef
 
 _NOT_OPERATORS = {"executorch_call_delegate", "getitem"}
@@ -100,7 +100,7 @@ def _run_pte(buffer: bytes, inputs: tuple) -> list:
 
 
 class LlmQuantize(NamedTuple):
-    """How one quantizer of the scheme table (``llm_schemes.QUANTIZERS``) is applied in an
+    """How one quantizer of the scheme table (``llm.schemes.QUANTIZERS``) is applied in an
     export: ``quantize(module, scheme, definition)`` returns the quantized module and how to
     reset its KV cache; ``strict`` is torch.export's mode for the module it returns."""
 

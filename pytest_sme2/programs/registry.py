@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.programs.llm_schemes import DEFAULT_SCHEMES
+from pytest_sme2.programs.llm.schemes import DEFAULT_SCHEMES
 
 ENTRY_POINT_GROUP = "pytest_sme2.models"
 
@@ -50,7 +50,7 @@ class ModelDef:
     """What a builder returns: the eager module (eval mode, seeded weights), the example inputs
     used for export and correctness checks, and calibration batches for static int8. ``llm``:
     set for a language model (its dtype axis is then the LLM schemes,
-    :mod:`pytest_sme2.programs.llm_schemes`)."""
+    :mod:`pytest_sme2.programs.llm.schemes`)."""
 
     module: Any
     example_inputs: tuple

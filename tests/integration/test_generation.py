@@ -59,7 +59,7 @@ def test_native_and_python_generate_the_same_tokens(native, tiny_llama_8da4w, tm
 
 
 def test_llm_programs_are_told_by_their_methods(tiny_llama_8da4w, toy_export, tmp_path):
-    from pytest_sme2.programs.llm_facts import is_llm_program
+    from pytest_sme2.programs.llm.facts import is_llm_program
     from tests.llm_export import export_static_program
 
     assert is_llm_program(tiny_llama_8da4w)

@@ -11,8 +11,8 @@ import time
 import pytest
 
 from pytest_sme2.programs.export import ExportError, export_model
-from pytest_sme2.programs.llm_facts import llm_facts
-from pytest_sme2.programs.llm_schemes import LLM_SCHEMES
+from pytest_sme2.programs.llm.facts import llm_facts
+from pytest_sme2.programs.llm.schemes import LLM_SCHEMES
 
 CONSTANTS = {"get_max_seq_len": 128, "get_max_context_len": 128, "get_vocab_size": 512,
              "get_n_layers": 2, "use_kv_cache": True, "use_sdpa_with_kv_cache": False,
@@ -120,7 +120,7 @@ def test_transformers_causal_lm_exports_as_an_llm(export_cache, cls):
 
 
 def test_llm_program_is_the_cached_export_and_its_facts(llm_export, export_cache):
-    from pytest_sme2.programs.llm_programs import llm_program
+    from pytest_sme2.programs.llm.program import llm_program
 
     program = llm_program("tiny_llama", "8da8w", export_cache)
     assert program.pte == llm_export("8da8w").pte and program.scheme == "8da8w"

@@ -11,7 +11,7 @@ from dataclasses import replace
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.measure import generation as gen_block
 from pytest_sme2.measure.generation import analyze_block, check_tokens, decode_steps
-from pytest_sme2.programs.llm_facts import LlmFacts
+from pytest_sme2.programs.llm.facts import LlmFacts
 from pytest_sme2.readers.etdump import parse_etdump
 from pytest_sme2.results import Generation, GenerationResult
 from tests.unit.analysis.test_generation_analysis import _generation_etdump, _summary

@@ -27,7 +27,7 @@ def test_the_recipe_is_export_py_and_recipes_py():
 
 
 def test_an_llm_key_also_holds_the_llm_recipe(monkeypatch, tmp_path):
-    assert {p.name for p in export.LLM_RECIPE_SOURCES} == {"llama.py", "llm_schemes.py"}
+    assert {p.name for p in export.LLM_RECIPE_SOURCES} == {"llama.py", "schemes.py"}
     llm, cnn = export.cache_key("tiny_llama", "8da4w"), export.cache_key("toy_cnn", "fp32")
     copies = []
     for path in export.LLM_RECIPE_SOURCES:

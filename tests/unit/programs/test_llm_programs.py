@@ -10,10 +10,10 @@ from pytest_sme2.errors import Sme2Error
 from pytest_sme2.programs.library import LibraryModel
 from pytest_sme2.programs.spec import LibrarySpec, is_library
 from pytest_sme2.programs.executorch_models import MODELS, executorch_model
-from pytest_sme2.programs.llama import PARAMS, typed_params
-from pytest_sme2.programs.llm_facts import (facts_from_methods, is_llm_methods, is_llm_program,
+from pytest_sme2.programs.llm.llama import PARAMS, typed_params
+from pytest_sme2.programs.llm.facts import (facts_from_methods, is_llm_methods, is_llm_program,
                                             llm_facts)
-from pytest_sme2.programs.llm_schemes import (DEFAULT_SCHEMES, LLM_SCHEMES, SchemeError,
+from pytest_sme2.programs.llm.schemes import (DEFAULT_SCHEMES, LLM_SCHEMES, SchemeError,
                                               parse_scheme, parse_schemes)
 from pytest_sme2.readers.pte_program import MethodInput, MethodSignature, read_signatures
 from tests.fakes.pte_programs import write_program
@@ -193,7 +193,7 @@ def test_not_an_llm(tmp_path):
 # --- llm_program: the loop's one call ---------------------------------------------------------
 
 def test_llm_program_refuses_a_model_that_is_not_an_llm(tmp_path):
-    from pytest_sme2.programs.llm_programs import NotAnLlmError, llm_program
+    from pytest_sme2.programs.llm.program import NotAnLlmError, llm_program
 
     with pytest.raises(NotAnLlmError, match="toy_cnn is not an LLM"):
         llm_program("toy_cnn", "8da8w", tmp_path)
@@ -202,7 +202,7 @@ def test_llm_program_refuses_a_model_that_is_not_an_llm(tmp_path):
 
 
 def test_llm_program_refuses_a_pte_without_the_methods(tmp_path):
-    from pytest_sme2.programs.llm_programs import NotAnLlmError, llm_program
+    from pytest_sme2.programs.llm.program import NotAnLlmError, llm_program
 
     pte = write_program(tmp_path / "cnn.pte", {"forward": [("tensor", 6, [1, 3, 8, 8])]})
     with pytest.raises(NotAnLlmError, match="cnn.pte is not an LLM program: it lacks the "
@@ -211,7 +211,7 @@ def test_llm_program_refuses_a_pte_without_the_methods(tmp_path):
 
 
 def test_llm_program_takes_a_users_llm_pte(tmp_path):
-    from pytest_sme2.programs.llm_programs import llm_program
+    from pytest_sme2.programs.llm.program import llm_program
 
     pte = write_program(tmp_path / "llm.pte", {"forward": TOKENS_AND_POS}, LLAMA_CONSTANTS)
     program = llm_program(str(pte), cache_dir=tmp_path / "cache")

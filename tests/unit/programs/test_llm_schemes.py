@@ -8,7 +8,7 @@ import pytest
 
 from pytest_sme2.analysis.isa import WEIGHT_TYPES
 from pytest_sme2.measure.options import OPTIONS
-from pytest_sme2.programs.llm_schemes import (DEFAULT_SCHEMES, LLM_SCHEMES, QUANTIZERS, SCHEMES,
+from pytest_sme2.programs.llm.schemes import (DEFAULT_SCHEMES, LLM_SCHEMES, QUANTIZERS, SCHEMES,
                                               SchemeError, parse_scheme)
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -1,7 +1,7 @@
 """An LLM program for the generation loop, in one call: the cached, verified export of a model
 in a scheme (or a user's ``.pte`` as it is) and the facts its methods give.
 
-    from pytest_sme2.programs.llm_programs import llm_program
+    from pytest_sme2.programs.llm.program import llm_program
 
     program = llm_program("tiny_llama", "8da8w")      # exports once, then a cache hit
     program.pte, program.facts.max_seq_len, program.facts.vocab_size
@@ -17,7 +17,7 @@ from typing import Callable
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.programs.exported import ExportedModel
-from pytest_sme2.programs.llm_facts import LLM_MARKERS, LlmFacts, llm_facts
+from pytest_sme2.programs.llm.facts import LLM_MARKERS, LlmFacts, llm_facts
 
 
 class NotAnLlmError(Sme2Error):
@@ -45,7 +45,7 @@ def llm_program(model: str, scheme: str = "8da8w", cache_dir: Path | None = None
     ``.pte``) as an LLM program in ``scheme`` (ignored for a ``.pte``)."""
     from pytest_sme2.programs.export import export_model, is_llm_model
     from pytest_sme2.programs.spec import is_pte, model_label
-    from pytest_sme2.programs.llm_schemes import parse_scheme
+    from pytest_sme2.programs.llm.schemes import parse_scheme
 
     if not is_pte(model):
         scheme = parse_scheme(scheme).name

@@ -51,7 +51,7 @@ def build(cls, config_class, overrides: dict[str, Any], ours: dict[str, Any], te
     """The :class:`~pytest_sme2_models.ModelDef` of ``cls`` (a ``...ForCausalLM``)."""
     import torch
 
-    from pytest_sme2.programs.llama import constant_methods, reset_kv_cache
+    from pytest_sme2.programs.llm.llama import constant_methods, reset_kv_cache
     from pytest_sme2.programs.registry import LlmDef, ModelDef
 
     settings = {k: v for k, v in SMALL.items() if hasattr(config_class(), k)}
