@@ -42,9 +42,7 @@ from _common import comma_list
 def _make_traces(models: list[str], dtypes: list[str], runs: int, warmup: int,
                  work: Path) -> list[tuple[str, Path, Path, Path | None, bool]]:
     """(label, etdump, etrecord, kernel trace, load-only) for every trace to time."""
-    from pytest_sme2.programs.export import export_model
-    from pytest_sme2.runners.base import RunRequest
-    from pytest_sme2.runners.native import native_runner
+    from pytest_sme2.api import export_model, RunRequest, native_runner
 
     runner = native_runner(progress=print)
     out = []
@@ -63,7 +61,7 @@ def _make_traces(models: list[str], dtypes: list[str], runs: int, warmup: int,
 
 
 def _extra_traces(folder: Path) -> list[tuple[str, Path, Path, Path | None, bool]]:
-    from pytest_sme2.programs.export import export_model
+    from pytest_sme2.api import export_model
 
     out = []
     for etdump in sorted(folder.glob("*.etdump")):
@@ -92,15 +90,10 @@ def _time_one(etdump: Path, etrecord: Path, kernels: Path | None, load_only: boo
               warmup: int, repeat: int) -> tuple[dict, int, list[float | None]]:
     """Outputs, events and timings (read, analyze, to_json, record, startup) of one
     ETDump."""
-    from pytest_sme2.analysis.kernel_sources import KernelSources
-    from pytest_sme2.analysis.kernel_trace import read_kernel_trace_csv
-    from pytest_sme2.analysis.latency import e2e_per_run
+    from pytest_sme2.api import (KernelSources, read_kernel_trace_csv, e2e_per_run, analyze,
+                                 read_etdump, read_etrecord, RunnerSummary)
     from pytest_sme2.analysis.startup import process_startup
-    from pytest_sme2.analysis.summary import analyze
-    from pytest_sme2.readers.etdump import read_etdump
-    from pytest_sme2.readers.etrecord import read_etrecord
     from pytest_sme2.results import ResultAnalysis
-    from pytest_sme2.analysis.runner_summary import RunnerSummary
 
     summary = RunnerSummary(program_load_ms=1.5, method_load_ms=2.5, peak_rss_kb=1000,
                             rss_before_load_kb=10, rss_after_load_kb=20)

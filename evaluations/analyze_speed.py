@@ -35,10 +35,7 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=3)
     a = p.parse_args()
 
-    from pytest_sme2.devices.host import HostDevice
-    from pytest_sme2.programs.export import export_model
-    from pytest_sme2.runners.base import RunRequest
-    from pytest_sme2.runners.python import PythonRunner
+    from pytest_sme2.api import HostDevice, export_model, RunRequest, PythonRunner
 
     exported = export_model(a.model, "fp32", a.work / "cache")
     trace = a.work / "trace.etdump"

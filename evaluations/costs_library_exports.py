@@ -28,7 +28,8 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")   # nothing from a hub: config defaults only
 
-from pytest_sme2.programs.export import DTYPES, export_model  # noqa: E402
+from pytest_sme2.api import export_model  # noqa: E402
+from pytest_sme2.programs.export import DTYPES  # noqa: E402
 
 DEFAULT_SPECS = ("transformers:MobileViTModel?image_size=128",)
 

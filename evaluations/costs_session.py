@@ -84,7 +84,7 @@ def pytest_configure(config) -> None:
              "report (results.json, report.md, charts)"),
             ("pytest_sme2.measure.session", "BenchSession.close", "session close (fork server)")):
         _patch(module, attr, phase)
-    from pytest_sme2.measure.session import BenchSession
+    from pytest_sme2.api import BenchSession
 
     prepare = _timed("preparing (imports, exports, templates)", BenchSession.prepare)
 
@@ -149,9 +149,7 @@ def _cases(models: list[str], dtypes: list[str], threads: list[int]) -> list[tup
 def hand_loop(cases: list[tuple], compare: bool, runs: int, warmup: int, blocks: int,
               tmp: Path, loads: int = 1) -> tuple[float, int]:
     """Seconds for the session's runner invocations done by hand, and how many there were."""
-    from pytest_sme2.programs.export import export_model
-    from pytest_sme2.runners.base import RunRequest
-    from pytest_sme2.runners.native import native_runner
+    from pytest_sme2.api import export_model, RunRequest, native_runner
 
     runner = native_runner(progress=print)
     requests = []
@@ -223,7 +221,8 @@ def breakdown(probe: Path, launch: float, wall: float) -> list[tuple[str, float,
 
 def main(argv: list[str] | None = None) -> int:
     from pytest_sme2.measure.matrix import DEFAULT_DTYPES, DEFAULT_MODELS, DEFAULT_THREADS
-    from pytest_sme2.measure.settings import MIN_BLOCKS, BenchSettings
+    from pytest_sme2.api import BenchSettings
+    from pytest_sme2.measure.settings import MIN_BLOCKS
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", default=",".join(DEFAULT_MODELS))

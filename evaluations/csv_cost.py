@@ -24,7 +24,7 @@ from pathlib import Path
 
 from _common import comma_list
 
-from pytest_sme2.analysis.summary import Analysis
+from pytest_sme2.api import Analysis
 
 
 def write_csvs_pandas(analysis: Analysis, out_dir: Path, stem: str) -> list[Path]:
@@ -46,12 +46,8 @@ def write_csvs_pandas(analysis: Analysis, out_dir: Path, stem: str) -> list[Path
 
 
 def block_analysis(model: str, dtype: str, work: Path) -> Analysis:
-    from pytest_sme2.analysis.summary import analyze
-    from pytest_sme2.readers.etdump import read_etdump
-    from pytest_sme2.readers.etrecord import read_etrecord
-    from pytest_sme2.programs.export import export_model
-    from pytest_sme2.runners.base import RunRequest
-    from pytest_sme2.runners.native import native_runner
+    from pytest_sme2.api import (analyze, read_etdump, read_etrecord, export_model, RunRequest,
+                                 native_runner)
 
     ex = export_model(model, dtype, progress=print)
     req = RunRequest(ex.pte, work / f"{model}-{dtype}.etdump", 1, 30, 3, inputs=ex.inputs)

@@ -20,13 +20,9 @@ from pathlib import Path
 
 from _common import comma_list
 
-from pytest_sme2.measure.block import BenchmarkRun, run_benchmark
-from pytest_sme2.measure.comparison import check_outputs
-from pytest_sme2.devices.qemu import QemuDevice
-from pytest_sme2.results import KernelEvidence, OperatorStats
-from pytest_sme2.runners.spec import masked_pair
-from pytest_sme2.measure.settings import BenchSettings
-from pytest_sme2.readers.tensorfile import read_tensors
+from pytest_sme2.api import (BenchmarkRun, run_benchmark, check_outputs, QemuDevice,
+                             KernelEvidence, OperatorStats, masked_pair, BenchSettings,
+                             read_tensors)
 
 VIEWS = ("sme2_on", "sme2_off", "sme_only")
 

@@ -56,7 +56,7 @@ def main() -> None:
             cold, meta = export_in_child(model, dtype, cache)
             warm, _ = export_in_child(model, dtype, cache)
             # In-process hit, without interpreter startup: what a session pays per benchmark.
-            from pytest_sme2.programs.export import export_model
+            from pytest_sme2.api import export_model
             t0 = time.perf_counter()
             export_model(model, dtype, cache)
             hit = time.perf_counter() - t0

@@ -50,13 +50,8 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=7)
     a = p.parse_args()
 
-    from pytest_sme2.analysis.generation import analyze_generation
-    from pytest_sme2.analysis.runner_summary import parse_summary
-    from pytest_sme2.analysis.summary import analyze
-    from pytest_sme2.readers.etdump import read_etdump
-    from pytest_sme2.results.generation import Generation
-    from pytest_sme2.runners.base import RunRequest
-    from pytest_sme2.runners.native import native_runner
+    from pytest_sme2.api import (analyze_generation, parse_summary, analyze, read_etdump,
+                                 Generation, RunRequest, native_runner)
 
     pte = tiny_llama_pte(a.pte)
     with tempfile.TemporaryDirectory() as tmp:

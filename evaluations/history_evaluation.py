@@ -23,10 +23,8 @@ import numpy as np
 import pandas as pd
 
 from pytest_sme2.history import page, report
-from pytest_sme2.history.importer import import_files
+from pytest_sme2.api import import_files, open_store, load_results
 from pytest_sme2.history.records import session_points
-from pytest_sme2.history.store import open_store
-from pytest_sme2.results import load_results
 from tests.fakes.history_docs import session_doc, write_series
 
 N = 24

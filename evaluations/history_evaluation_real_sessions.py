@@ -116,8 +116,7 @@ def main() -> None:
         paths = sorted(out.glob("session-*/results.json"))
 
     from pytest_sme2.history import report as history_report
-    from pytest_sme2.history.importer import import_files
-    from pytest_sme2.history.store import open_store
+    from pytest_sme2.api import import_files, open_store
 
     (out / "history.sqlite").unlink(missing_ok=True)
     store = open_store(str(out / "history.sqlite"))

@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 
 import pytest_sme2_models as _models
-from pytest_sme2.gate.rule import REGRESSION, judge_levels
+from pytest_sme2.api import REGRESSION, judge_levels
 
 from pytest_sme2.instructions import count as ins
 from pytest_sme2.instructions.callgrind import Costs, read_profiles
@@ -109,8 +109,7 @@ class Bench:
     """Exports, the native runner, and the two measures of one (model, dtype, threads)."""
 
     def __init__(self, out: Path):
-        from pytest_sme2.devices.host import HostDevice
-        from pytest_sme2.runners.native import native_runner
+        from pytest_sme2.api import HostDevice, native_runner
 
         self.out = out
         self.runner = native_runner(progress=say)
@@ -118,7 +117,7 @@ class Bench:
         self.variant_cache = out / "exports"
 
     def export(self, model: str, dtype: str, variant_cache: bool = False):
-        from pytest_sme2.programs.export import export_model
+        from pytest_sme2.api import export_model
 
         return export_model(model, dtype, self.variant_cache if variant_cache else None)
 
@@ -130,9 +129,7 @@ class Bench:
 
     def time_block(self, exported, threads: int, tag: str) -> dict:
         """One runner process: 3 warm-up + 30 timed runs; the block's median ms."""
-        from pytest_sme2.analysis.latency import e2e_per_run
-        from pytest_sme2.readers.etdump import read_etdump
-        from pytest_sme2.runners.base import RunRequest
+        from pytest_sme2.api import e2e_per_run, read_etdump, RunRequest
 
         request = RunRequest(pte=exported.pte, etdump=self.out / "etdumps" / f"{tag}.etdump",
                              threads=threads, runs=30, warmup=3, inputs=exported.inputs)
@@ -162,7 +159,7 @@ def method_check(bench: Bench, models: list[str]) -> list[dict]:
                     for n in (2, 4):
                         folder = bench.out / "method" / f"{row['case']}-{label}-{rep}-n{n}"
                         folder.mkdir(parents=True, exist_ok=True)
-                        from pytest_sme2.runners.base import RunRequest
+                        from pytest_sme2.api import RunRequest
 
                         request = RunRequest(pte=exported.pte, etdump=folder / "run.etdump",
                                              threads=threads, runs=n, warmup=0,

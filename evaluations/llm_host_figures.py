@@ -30,11 +30,8 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=1)
     a = p.parse_args()
 
-    from pytest_sme2.analysis.generation import analyze_generation_file
-    from pytest_sme2.results.generation import Generation
-    from pytest_sme2.runners.base import RunRequest
-    from pytest_sme2.runners.native import native_runner
-    from pytest_sme2.runners.python import PythonRunner
+    from pytest_sme2.api import (analyze_generation_file, Generation, RunRequest, native_runner,
+                                 PythonRunner)
 
     ptes = a.pte or [tiny_llama_pte(None)]
     runners = {"native": native_runner(), "python": PythonRunner(fork=False)}

@@ -36,7 +36,7 @@ from _common import comma_list
 
 import numpy as np
 
-from pytest_sme2.readers.tensorfile import write_tensors
+from pytest_sme2.api import write_tensors
 
 PREFILL_TOKENS, DECODE_POS = 127, 64
 SIDES = {"SME2": "native", "masked": "native,sme2=off"}
@@ -73,7 +73,7 @@ def kernels(trace: Path) -> list[dict]:
 
 
 def xnnpack_ops(etdump: Path) -> list[str]:
-    from pytest_sme2.readers.etdump import read_etdump
+    from pytest_sme2.api import read_etdump
 
     frame = read_etdump(etdump)
     names = set()

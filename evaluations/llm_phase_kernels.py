@@ -22,14 +22,8 @@ from pathlib import Path
 
 from _common import tiny_llama_pte
 
-from pytest_sme2.analysis.generation import analyze_generation_file
-from pytest_sme2.analysis.kernel_sources import KernelSources
-from pytest_sme2.analysis.kernel_trace import read_kernel_trace_csv
-from pytest_sme2.analysis.runner_summary import parse_summary
-from pytest_sme2.devices.qemu import QemuDevice
-from pytest_sme2.results.generation import Generation
-from pytest_sme2.runners.base import RunRequest
-from pytest_sme2.runners.spec import masked_pair
+from pytest_sme2.api import (analyze_generation_file, KernelSources, read_kernel_trace_csv,
+                             parse_summary, QemuDevice, Generation, RunRequest, masked_pair)
 
 
 DEFAULT_GENERATION = Generation(32, 8)

@@ -143,8 +143,7 @@ def instructions(ours_runner, minimal: Path, pte: Path, prompt: int, tmp: Path,
                  steps: tuple[int, int] = (10, 50)) -> None:
     """Per decode token, the slope between two decode lengths of one generation: load, prefill
     and the ETDump write cancel out, what each decode step costs is left."""
-    from pytest_sme2.results.generation import Generation
-    from pytest_sme2.runners.base import RunRequest
+    from pytest_sme2.api import Generation, RunRequest
 
     counts: dict[str, list[int]] = {"ours": [], "minimal": []}
     for d in steps:
@@ -170,10 +169,7 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=7)
     a = p.parse_args()
 
-    from pytest_sme2.analysis.runner_summary import parse_summary
-    from pytest_sme2.results.generation import Generation
-    from pytest_sme2.runners.base import RunRequest
-    from pytest_sme2.runners.native import native_runner
+    from pytest_sme2.api import parse_summary, Generation, RunRequest, native_runner
 
     pte = tiny_llama_pte(a.pte)
     ours_runner = native_runner()

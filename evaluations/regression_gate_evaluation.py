@@ -46,9 +46,8 @@ from _common import ROOT
 
 import numpy as np
 
-from pytest_sme2.gate.policy import DEFAULT_THRESHOLD_PCT
-from pytest_sme2.gate.rule import REGRESSION, Judgement, judge_levels
-from pytest_sme2.stats import Interval, paired_ratio
+from pytest_sme2.api import (DEFAULT_THRESHOLD_PCT, REGRESSION, Judgement, judge_levels, Interval,
+                             paired_ratio)
 
 AFFECTED = 1.25            # a true slowdown at least this large must be flagged
 LOAD_LIMIT_S = 1800        # a competing process never outlives this, whatever happens here

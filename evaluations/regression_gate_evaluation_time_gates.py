@@ -151,7 +151,7 @@ def measure(args) -> dict:
 
 
 def _verdicts(cell: dict, trial: dict) -> dict:
-    from pytest_sme2.gate.rule import REGRESSION, judge_levels
+    from pytest_sme2.api import REGRESSION, judge_levels
     from pytest_sme2.gate.ab import Pairs, judge_ab, line, needs_more, slowdown
     from pytest_sme2.gate.robust import judge_robust
 
@@ -185,7 +185,7 @@ def _verdicts(cell: dict, trial: dict) -> dict:
 def analyze(raw: dict) -> None:
     import numpy as np
 
-    from pytest_sme2.gate.rule import judge_levels
+    from pytest_sme2.api import judge_levels
     from pytest_sme2.gate.robust import judge_robust
     from pytest_sme2.stats import noise_floor
 

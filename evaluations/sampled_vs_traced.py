@@ -19,11 +19,8 @@ from pathlib import Path
 from _common import comma_list
 
 from pytest_sme2.analysis.addresses import kernel_key
-from pytest_sme2.analysis.kernel_sample import read_kernel_sample_csv
-from pytest_sme2.analysis.kernel_trace import read_kernel_trace_csv
-from pytest_sme2.devices.qemu import QemuDevice
-from pytest_sme2.programs.export import export_model
-from pytest_sme2.runners import RunRequest, parse_runner_spec
+from pytest_sme2.api import (read_kernel_sample_csv, read_kernel_trace_csv, QemuDevice,
+                             export_model, RunRequest, parse_runner_spec)
 
 SIDES = (("sme2_on", "native"), ("sme2_off", "native,sme2=off"))
 

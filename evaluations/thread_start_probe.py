@@ -23,9 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pytest_sme2.analysis.latency import e2e_per_run
-from pytest_sme2.readers.etdump import read_etdump
-from pytest_sme2.programs.export import export_model
+from pytest_sme2.api import e2e_per_run, read_etdump, export_model
 
 SLOW = 1.25          # "slow": more than this times the process's own steady level
 BLOCK = slice(3, 33)  # what the plugin times by default: 3 warm-ups, then 30 runs

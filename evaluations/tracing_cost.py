@@ -34,11 +34,8 @@ import tempfile
 from pathlib import Path
 
 
-from pytest_sme2.analysis.latency import e2e_per_run
-from pytest_sme2.analysis.runner_summary import parse_summary
+from pytest_sme2.api import e2e_per_run, parse_summary, export_model, native_runner, read_etdump
 from pytest_sme2.analysis.timing import process_runs
-from pytest_sme2.api import export_model, native_runner
-from pytest_sme2.readers.etdump import read_etdump
 
 PROGRAMS = (("toy_cnn", "fp32", None), ("mobilenet_v3_small", "fp32", None),
             ("vit_tiny", "int8", None), ("tiny_llama", "8da8w", (64, 32)),
