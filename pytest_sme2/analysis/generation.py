@@ -22,12 +22,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pytest_sme2.analysis.categories import OTHER
+from pytest_sme2.analysis.categories import OTHER, classify, is_framework_event, named_categories
 from pytest_sme2.analysis.kernel_sources import NO_KERNELS, KernelSources
 from pytest_sme2.analysis.latency import e2e_per_run, latency_stats
-from pytest_sme2.analysis.runner_summary import GenerationSummary
+from pytest_sme2.analysis.runner_summary import GenerationSummary, parse_summary
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.results.generation import DECODE, PREFILL, GenerationResult, PhaseStats
+from pytest_sme2.analysis.events import name_codes
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -94,8 +95,6 @@ class _Leaves:
     (the generation analysis must cost no more per event than today's)."""
 
     def __init__(self, events: pd.DataFrame, rules: Sequence[CategoryRule] | None) -> None:
-        from pytest_sme2.analysis.categories import classify, is_framework_event, named_categories
-        from pytest_sme2.analysis.events import name_codes
 
         self.codes, self.uniques = name_codes(events["name"])
         self.categories = named_categories(rules)
@@ -226,7 +225,6 @@ def analyze_generation(events: pd.DataFrame, summary: GenerationSummary, *,
 
 def analyze_generation_file(etdump: str | Path, stdout: str, **kwargs) -> GenerationResult:
     """:func:`analyze_generation` of an ETDump file and the runner's stdout (its summary)."""
-    from pytest_sme2.analysis.runner_summary import parse_summary
     from pytest_sme2.readers.etdump import read_etdump
 
     summary = parse_summary(stdout).generation

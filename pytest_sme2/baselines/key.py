@@ -29,6 +29,9 @@ from pytest_sme2.errors import Sme2Error
 from pytest_sme2.programs.spec import is_pte
 from pytest_sme2.results.timing import timing_change
 from pytest_sme2._util.versions import package_version
+from pytest_sme2.programs.pte import content_hash
+from pytest_sme2.programs.registry import get_model
+from pytest_sme2.programs.export import recipe_digest
 
 if TYPE_CHECKING:
     from pytest_sme2.results import BlockResult
@@ -222,7 +225,6 @@ def _export_meta(pte: str) -> dict[str, Any]:
 
 
 def _pte_hash(pte: str) -> str | None:
-    from pytest_sme2.programs.pte import content_hash
 
     try:
         return content_hash(Path(pte))
@@ -232,7 +234,6 @@ def _pte_hash(pte: str) -> str | None:
 
 def _model_source(model: str) -> str | None:
     try:
-        from pytest_sme2.programs.registry import get_model
 
         return get_model(model).source_digest()[:16]
     except (ImportError, Sme2Error, OSError):
@@ -240,6 +241,5 @@ def _model_source(model: str) -> str | None:
 
 
 def _recipe() -> str:
-    from pytest_sme2.programs.export import recipe_digest
 
     return recipe_digest()[:16]

@@ -6,6 +6,9 @@ import argparse
 from pathlib import Path
 
 from pytest_sme2.errors import Sme2Error
+from pytest_sme2.gate.policy import (CLI_FLAGS, GateOptions, DEFAULT_LOAD_THRESHOLD_PCT,
+                                     DEFAULT_MEMORY_THRESHOLD_PCT, DEFAULT_THRESHOLD_PCT)
+from pytest_sme2.results import load_results
 
 
 def _gate(args: argparse.Namespace) -> int:
@@ -15,8 +18,6 @@ def _gate(args: argparse.Namespace) -> int:
     compared), else 0."""
     from pytest_sme2.gate import rule as gate
     from pytest_sme2.baselines.store import group_by_key
-    from pytest_sme2.gate.policy import CLI_FLAGS, GateOptions
-    from pytest_sme2.results import load_results
 
     # Blocks cannot be measured again here: a suspected regression is judged as it stands.
     policy = GateOptions(args.fail_on_regression, args.allow_foreign_baseline, args.categories,
@@ -39,8 +40,6 @@ def _gate(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub) -> None:
-    from pytest_sme2.gate.policy import (DEFAULT_LOAD_THRESHOLD_PCT, DEFAULT_MEMORY_THRESHOLD_PCT,
-                                         DEFAULT_THRESHOLD_PCT)
 
     g = sub.add_parser("gate", help="judge a results.json against stored baselines: exit 1 on "
                                     "a regression, 0 otherwise")

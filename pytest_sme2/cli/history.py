@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 
 from pytest_sme2.history import MIN_CHANGE_PCT
+from pytest_sme2.results import atomic_write_text
 
 
 def add_parser(sub) -> None:
@@ -67,7 +68,6 @@ def run_report(args: argparse.Namespace) -> int:
     from pytest_sme2.history import page, report
     from pytest_sme2.history.series import Filters
     from pytest_sme2.history.store import open_store
-    from pytest_sme2.results import atomic_write_text
 
     store = open_store(args.store)
     try:

@@ -7,6 +7,12 @@ import sys
 from pathlib import Path
 
 from pytest_sme2.errors import Sme2Error
+from pytest_sme2 import units
+from pytest_sme2.analysis.latency import latency_stats
+from pytest_sme2.devices import open_device
+from pytest_sme2.devices.registry import remote_adb_warning
+from pytest_sme2.runners import RunRequest, parse_runner_spec
+from pytest_sme2.measure.settings import BenchSettings
 
 
 def _program_and_inputs(args: argparse.Namespace) -> tuple[Path, Path]:
@@ -23,12 +29,7 @@ def _program_and_inputs(args: argparse.Namespace) -> tuple[Path, Path]:
 def _run(args: argparse.Namespace) -> int:
     """One runner process, measured and read back as a benchmark's load-only processes are
     (:func:`pytest_sme2.measure.process.measure_process`)."""
-    from pytest_sme2 import units
-    from pytest_sme2.analysis.latency import latency_stats
     from pytest_sme2.measure.process import measure_process
-    from pytest_sme2.devices import open_device
-    from pytest_sme2.devices.registry import remote_adb_warning
-    from pytest_sme2.runners import RunRequest, parse_runner_spec
 
     for flag in ("threads", "runs"):
         if getattr(args, flag) < 1:
@@ -84,7 +85,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub) -> None:
-    from pytest_sme2.measure.settings import BenchSettings
 
     run = sub.add_parser("run", help="run one .pte (or a model name: its export) with one runner "
                          "on one device, write the ETDump")

@@ -17,6 +17,8 @@ from pytest_sme2.devices.kinds import HOST
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.device_programs.hwcaps import MAPS_OUT_ENV, SAMPLE_OUT_ENV
 from pytest_sme2.runners.base import Runner, RunnerError, RunOutcome, RunRequest
+from pytest_sme2.device_programs.build import build_target_helpers
+from pytest_sme2.runners.binary import explain_failure, missing_etdump
 
 STDERR_TAIL_LINES = 8
 
@@ -78,7 +80,6 @@ class HostDevice(DeviceBase):
 
     def _preload(self) -> Path | None:
         if self._preload_lib is None:
-            from pytest_sme2.device_programs.build import build_target_helpers
 
             try:
                 self._preload_lib = (build_target_helpers("host").preload,)
@@ -145,7 +146,6 @@ def run_local(name: str, request: RunRequest, argv: list[str],
         raise RunnerError(f"runner {name!r} on {request.pte.name}{where} was killed by {sig}; "
                           f"stderr: {stderr_tail(stderr)}")
     if proc.returncode != 0:
-        from pytest_sme2.runners.binary import explain_failure
 
         cause = explain_failure(stderr)
         what = f"{cause} (exited with status {proc.returncode})" if cause else \
@@ -154,7 +154,6 @@ def run_local(name: str, request: RunRequest, argv: list[str],
                           f"stderr: {stderr_tail(stderr)}")
     if request.writes_etdump and (not request.etdump.is_file()
                                   or request.etdump.stat().st_size == 0):
-        from pytest_sme2.runners.binary import missing_etdump
 
         raise RunnerError(f"runner {name!r} on {request.pte.name}{where} succeeded but wrote no "
                           f"ETDump at {request.etdump} ({missing_etdump(stdout)})")

@@ -35,6 +35,9 @@ from pytest_sme2.errors import Sme2Error
 from pytest_sme2.runners.base import Runner, RunnerError, RunOutcome, RunRequest
 from pytest_sme2.device_programs import parse_probe
 from pytest_sme2._util.versions import package_version
+from pytest_sme2.emulation.tools import find_qemu, guest_env
+from pytest_sme2.device_programs.build import build_target_helpers
+from pytest_sme2.runners.binary import elf_machine
 
 TARGET = "aarch64-linux-gnu"
 DEFAULT_CPU = "max"
@@ -71,13 +74,11 @@ class QemuDevice(DeviceBase):
 
     @cached_property
     def tools(self):
-        from pytest_sme2.emulation.tools import find_qemu
 
         return find_qemu()
 
     @cached_property
     def helpers(self):
-        from pytest_sme2.device_programs.build import build_target_helpers
 
         return build_target_helpers(TARGET)
 
@@ -153,7 +154,6 @@ class QemuDevice(DeviceBase):
             samples = Path(f"{stem}.samples.txt")
             samples.unlink(missing_ok=True)
             env[SAMPLE_OUT_ENV] = str(samples)
-        from pytest_sme2.emulation.tools import guest_env
 
         try:
             via_e, inherited = guest_env(env)
@@ -194,7 +194,6 @@ class QemuDevice(DeviceBase):
 
     def _check_runner(self, runner: Runner) -> None:
         """Only aarch64 Linux programs run here; say which runner and what to use instead."""
-        from pytest_sme2.runners.binary import elf_machine
 
         name = runner.info.name
         if runner.info.kind == "python":

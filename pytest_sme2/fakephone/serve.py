@@ -22,6 +22,8 @@ from pathlib import Path
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.fakephone.adbd import FakeAdbDevice
 from pytest_sme2.fakephone.sandbox import FakeAndroidConfig
+from pytest_sme2.device_programs.build import build_target_helpers
+from pytest_sme2.emulation.tools import find_qemu
 
 CONNECT_TIMEOUT_S = 20.0
 
@@ -29,8 +31,6 @@ CONNECT_TIMEOUT_S = 20.0
 def arm64_config(cpu: str = "max", trace_dir: Path | None = None) -> FakeAndroidConfig:
     """An aarch64 fake phone with what ``pytest-sme2 setup qemu`` provisions (QEMU 11, the
     cross toolchain's glibc for the host-side probe, the probe itself)."""
-    from pytest_sme2.device_programs.build import build_target_helpers
-    from pytest_sme2.emulation.tools import find_qemu
 
     qemu = find_qemu()
     probe = build_target_helpers("aarch64-linux-gnu").probe

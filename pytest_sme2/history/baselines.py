@@ -13,6 +13,8 @@ from pytest_sme2.baselines.key import BaselineKey, UnderTest
 from pytest_sme2.history.records import DECODE, phase_of
 from pytest_sme2.baselines.store import Baseline, Session, dumps
 from pytest_sme2.results import atomic_write_text
+from pytest_sme2.errors import Sme2Error
+from pytest_sme2.history.store import describe, open_store
 
 DEFAULT_SESSIONS = 10      # as many as a baseline file keeps (baseline_store.DEFAULT_KEEP)
 
@@ -69,8 +71,6 @@ def baseline_dir_from_store(url: str, spec: str, report_dir: Path) -> tuple[Path
     why the configured folder stays)."""
     import os
 
-    from pytest_sme2.errors import Sme2Error
-    from pytest_sme2.history.store import describe, open_store
 
     try:
         store = open_store(url)

@@ -22,6 +22,7 @@ from pytest_sme2.results import ResultsWriter
 from pytest_sme2.runners.spec import RunnerSpec, masked_pair, runner_specs
 from pytest_sme2.measure.settings import BenchSettings
 from pytest_sme2._util.versions import versions
+from pytest_sme2.results.generation import Generation
 
 if TYPE_CHECKING:  # the measuring stack (pandas) is imported when a benchmark runs
     from pytest_sme2.results import ComparisonRecord
@@ -243,7 +244,6 @@ class BenchSession:
         # stay out of every other pytest run's start-up.
         from pytest_sme2.instructions.count import (
             count_generation, count_instructions, host_only_reason)
-        from pytest_sme2.results.generation import Generation
         from pytest_sme2.runners.native import native_runner
 
         say = progress or (lambda msg: None)

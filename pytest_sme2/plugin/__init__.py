@@ -31,6 +31,7 @@ from pytest_sme2.plugin.fixtures import (  # noqa: F401 - pytest finds the fixtu
 from pytest_sme2.measure.matrix import Case, build_llm_matrix, build_matrix, with_devices
 from pytest_sme2.report.outputs import warm_up
 from pytest_sme2.measure.session import BenchSession
+from pytest_sme2 import hookspec
 
 MATRIX_KEY = pytest.StashKey[list[Case]]()
 NOTES_KEY = pytest.StashKey[list[str]]()      # header lines: devices left out, --dist chosen
@@ -39,7 +40,6 @@ REMOTE_ADB_KEY = pytest.StashKey[str]()       # the line saying an adb server is
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     """The hooks plugins and conftest.py files implement: :mod:`pytest_sme2.hookspec`."""
-    from pytest_sme2 import hookspec
 
     pluginmanager.add_hookspecs(hookspec)
 

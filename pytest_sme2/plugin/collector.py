@@ -14,6 +14,7 @@ from pytest_sme2.report.outputs import write_reports
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.plugin.progress import SessionProgress
 from pytest_sme2.programs.export_output import ExportOutput
+from pytest_sme2.results import BlockResult, ComparisonRecord
 
 if TYPE_CHECKING:
     from pytest_sme2.measure.session import BenchSession
@@ -105,7 +106,6 @@ class Collector:
 
     def _add_block(self, value: dict) -> None:
         from pytest_sme2.report.terminal import benchmark_line, cooldown_lines
-        from pytest_sme2.results import BlockResult
 
         result = BlockResult.from_json(value)
         self.session.add(result, write=False)
@@ -119,7 +119,6 @@ class Collector:
 
     def _add_comparison(self, value: dict) -> None:
         from pytest_sme2.report.terminal import comparison_line
-        from pytest_sme2.results import ComparisonRecord
 
         record = ComparisonRecord.from_json(value)
         self.session.add_comparison(record, write=False)

@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Collection
 
 from pytest_sme2.runners.base import Runner, RunnerError, with_defaults
+from pytest_sme2.results.runner import RunnerInfo
+from pytest_sme2.device_programs.hwcaps import MASKS, describe_mask
 
 if TYPE_CHECKING:
     from pluggy import HookRelay
@@ -59,7 +61,6 @@ class RunnerSpec:
             raise RunnerError(f"runner {self.name!r}: no plugin made a runner of kind "
                               f"{self.kind!r} (their pytest_sme2_make_runner returned None)")
         if self.kind == "python":
-            from pytest_sme2.results.runner import RunnerInfo
             from pytest_sme2.runners.python import PythonRunner
 
             if self.hwcap_mask:
@@ -70,7 +71,6 @@ class RunnerSpec:
                                                 {**base.info.labels, **self.labels}),
                                 progress=progress)
         if self.kind == "native":
-            from pytest_sme2.results.runner import RunnerInfo
             from pytest_sme2.runners.native import NativeRunner, build_native_runner
 
             binary = build_native_runner(progress=progress, target=target)
@@ -174,7 +174,6 @@ def masked_pair() -> list[RunnerSpec]:
 
 def mask_labels(mask: str, labels: dict[str, str], text: str = "") -> dict[str, str]:
     """The labels a hwcap mask implies: SME2 is off, and how (recorded with every result)."""
-    from pytest_sme2.device_programs.hwcaps import MASKS, describe_mask
 
     if mask not in MASKS:
         raise RunnerError(f"--runner {text!r}: unknown mask {mask!r}; use mask=sme (no SME, no "
