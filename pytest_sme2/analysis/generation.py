@@ -95,7 +95,6 @@ class _Leaves:
     (the generation analysis must cost no more per event than today's)."""
 
     def __init__(self, events: pd.DataFrame, rules: Sequence[CategoryRule] | None) -> None:
-
         self.codes, self.uniques = name_codes(events["name"])
         self.categories = named_categories(rules)
         names = self.uniques.tolist()

@@ -31,7 +31,6 @@ def e2e_per_run(events: pd.DataFrame, source: str = "ETDump") -> pd.Series:
     callers compare the length with the number of runs they asked for."""
     import pandas as pd
 
-
     run = events["run"].to_numpy()
     in_run = run >= 0
     if not in_run.any():

@@ -225,7 +225,6 @@ def _export_meta(pte: str) -> dict[str, Any]:
 
 
 def _pte_hash(pte: str) -> str | None:
-
     try:
         return content_hash(Path(pte))
     except OSError:
@@ -241,5 +240,4 @@ def _model_source(model: str) -> str | None:
 
 
 def _recipe() -> str:
-
     return recipe_digest()[:16]

@@ -40,7 +40,6 @@ def _gate(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub) -> None:
-
     g = sub.add_parser("gate", help="judge a results.json against stored baselines: exit 1 on "
                                     "a regression, 0 otherwise")
     g.add_argument("results", type=Path)

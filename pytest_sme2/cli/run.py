@@ -85,7 +85,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub) -> None:
-
     run = sub.add_parser("run", help="run one .pte (or a model name: its export) with one runner "
                          "on one device, write the ETDump")
     run.add_argument("model", help="a .pte file, a registered model or library:ClassName")

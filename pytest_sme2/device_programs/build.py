@@ -100,7 +100,6 @@ def helpers_cache_key(target: str, cc: str, cc_version: str) -> str:
 
 
 def _compiler_version(cc: str) -> str:
-
     return compiler_version(cc)
 
 

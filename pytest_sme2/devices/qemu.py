@@ -24,6 +24,8 @@ import platform
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+import subprocess
+import tempfile
 
 from pytest_sme2.devices.base import DeviceBase, DeviceError
 from pytest_sme2.devices.facts import DeviceFacts, host_facts
@@ -74,12 +76,10 @@ class QemuDevice(DeviceBase):
 
     @cached_property
     def tools(self):
-
         return find_qemu()
 
     @cached_property
     def helpers(self):
-
         return build_target_helpers(TARGET)
 
     def _qemu_argv(self, argv: list[str], env: dict[str, str],
@@ -93,8 +93,6 @@ class QemuDevice(DeviceBase):
 
     @cached_property
     def _facts(self) -> DeviceFacts:
-        import subprocess
-
         argv = self._qemu_argv([str(self.helpers.probe)], {})
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=120)
@@ -146,7 +144,6 @@ class QemuDevice(DeviceBase):
                 # is refused): write the log under a name of our own beside it.
                 log = log.with_name(f"qemu-in_asm-{os.getpid()}-{id(request):x}.log")
                 if "%" in str(log):     # in the folder's own name: the temporary folder
-                    import tempfile
 
                     log = Path(tempfile.gettempdir(), log.name)
             log.unlink(missing_ok=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -41,7 +42,6 @@ def arm64_config(cpu: str = "max", trace_dir: Path | None = None) -> FakeAndroid
 def register(addr: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
     """``adb connect`` the phone to the adb server of this environment (ANDROID_ADB_SERVER_PORT,
     or 5037, started if needed) and wait until it is listed ready."""
-    import subprocess
 
     import adbutils
 

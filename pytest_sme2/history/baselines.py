@@ -5,6 +5,7 @@ working as it does."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -69,8 +70,6 @@ def write_baseline_folder(points: pd.DataFrame, spec: str, folder: Path) -> list
 def baseline_dir_from_store(url: str, spec: str, report_dir: Path) -> tuple[Path | None, str]:
     """The folder the gate should read, and one line saying where its baselines came from (or
     why the configured folder stays)."""
-    import os
-
 
     try:
         store = open_store(url)

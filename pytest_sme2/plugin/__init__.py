@@ -32,6 +32,7 @@ from pytest_sme2.measure.matrix import Case, build_llm_matrix, build_matrix, wit
 from pytest_sme2.report.outputs import warm_up
 from pytest_sme2.measure.session import BenchSession
 from pytest_sme2 import hookspec
+from pytest_sme2.plugin.scheduling import configure_worker, configure_controller
 
 MATRIX_KEY = pytest.StashKey[list[Case]]()
 NOTES_KEY = pytest.StashKey[list[str]]()      # header lines: devices left out, --dist chosen
@@ -103,7 +104,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[NOTES_KEY] = []
     opened: dict[str, Device] = {}
     if is_xdist_worker(config):   # the controller's list: every worker collects the same ids
-        from pytest_sme2.plugin.scheduling import configure_worker
 
         devices = configure_worker(config, item_device) or cfg.devices
     else:
@@ -144,7 +144,6 @@ def _resolve_devices(config: pytest.Config, cfg: Sme2Config) -> tuple[str, ...]:
         raise pytest.UsageError(str(e)) from None
     config.stash[NOTES_KEY].extend(f"sme2: {n}" for n in notes)
     if config.pluginmanager.hasplugin("xdist"):
-        from pytest_sme2.plugin.scheduling import configure_controller
 
         config.stash[NOTES_KEY].extend(configure_controller(config, devices))
     return devices

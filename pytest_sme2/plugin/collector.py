@@ -15,6 +15,7 @@ from pytest_sme2.errors import Sme2Error
 from pytest_sme2.plugin.progress import SessionProgress
 from pytest_sme2.programs.export_output import ExportOutput
 from pytest_sme2.results import BlockResult, ComparisonRecord
+from pytest_sme2.plugin import progress
 
 if TYPE_CHECKING:
     from pytest_sme2.measure.session import BenchSession
@@ -78,7 +79,6 @@ class Collector:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Count the benchmark cases for the progress lines (pytest_sme2.plugin.progress). Under
         pytest-xdist the controller collects nothing and workers print no live lines: none."""
-        from pytest_sme2.plugin import progress
 
         self.cases = {item.nodeid for item in session.items
                       if any(f in getattr(item, "fixturenames", ()) for f in BENCH_FIXTURES)}

@@ -22,6 +22,7 @@ from pytest_sme2.measure.settings import BenchSettings
 from pytest_sme2.results.generation import Generation, GenerationResult
 from pytest_sme2.stats import DEFAULT_MARGIN
 from pytest_sme2.gate.junit import junit_properties
+from pytest_sme2.plugin.scheduling import overlap_problem
 
 if TYPE_CHECKING:  # the measuring stack (numpy, pandas) is imported when a benchmark runs
     from pytest_sme2.measure.benchmark import Benchmarked, BenchmarkLoop
@@ -84,7 +85,6 @@ def sme2_device(pytestconfig: pytest.Config, sme2_session: BenchSession, sme2_de
     device that cannot be opened, or is gone, fails each test that needs it with one line
     saying what to do."""
     if is_xdist_worker(pytestconfig):
-        from pytest_sme2.plugin.scheduling import overlap_problem
 
         problem = overlap_problem(pytestconfig)
         if problem:
