@@ -233,7 +233,6 @@ def _pte_hash(pte: str) -> str | None:
 
 def _model_source(model: str) -> str | None:
     try:
-
         return get_model(model).source_digest()[:16]
     except (ImportError, Sme2Error, OSError):
         return None

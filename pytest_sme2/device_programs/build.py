@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,10 +56,8 @@ def android_clang(ndk: Path, api: int = ANDROID_API, host_tag: str | None = None
 def find_target_cc(target: str) -> str:
     """The C compiler for ``target``; EmulationError naming what is missing."""
     if target == "aarch64-linux-gnu":
-
         return find_cross_compiler()[0]
     if target == "host":
-        import shutil
 
         cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
         if not cc:

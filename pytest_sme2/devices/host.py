@@ -80,7 +80,6 @@ class HostDevice(DeviceBase):
 
     def _preload(self) -> Path | None:
         if self._preload_lib is None:
-
             try:
                 self._preload_lib = (build_target_helpers("host").preload,)
             except Sme2Error:
@@ -146,7 +145,6 @@ def run_local(name: str, request: RunRequest, argv: list[str],
         raise RunnerError(f"runner {name!r} on {request.pte.name}{where} was killed by {sig}; "
                           f"stderr: {stderr_tail(stderr)}")
     if proc.returncode != 0:
-
         cause = explain_failure(stderr)
         what = f"{cause} (exited with status {proc.returncode})" if cause else \
             f"exited with status {proc.returncode}"
@@ -154,7 +152,6 @@ def run_local(name: str, request: RunRequest, argv: list[str],
                           f"stderr: {stderr_tail(stderr)}")
     if request.writes_etdump and (not request.etdump.is_file()
                                   or request.etdump.stat().st_size == 0):
-
         raise RunnerError(f"runner {name!r} on {request.pte.name}{where} succeeded but wrote no "
                           f"ETDump at {request.etdump} ({missing_etdump(stdout)})")
     return RunOutcome(request.etdump, wall, stdout, stderr)

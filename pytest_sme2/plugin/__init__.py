@@ -144,7 +144,6 @@ def _resolve_devices(config: pytest.Config, cfg: Sme2Config) -> tuple[str, ...]:
         raise pytest.UsageError(str(e)) from None
     config.stash[NOTES_KEY].extend(f"sme2: {n}" for n in notes)
     if config.pluginmanager.hasplugin("xdist"):
-
         config.stash[NOTES_KEY].extend(configure_controller(config, devices))
     return devices
 

@@ -85,7 +85,6 @@ def sme2_device(pytestconfig: pytest.Config, sme2_session: BenchSession, sme2_de
     device that cannot be opened, or is gone, fails each test that needs it with one line
     saying what to do."""
     if is_xdist_worker(pytestconfig):
-
         problem = overlap_problem(pytestconfig)
         if problem:
             pytest.fail(problem, pytrace=False)

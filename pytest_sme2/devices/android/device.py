@@ -149,7 +149,6 @@ class AndroidDevice(DeviceBase):
                                               f"({TARGET_PROP}={target}), which have no Arm64 "
                                               "hwcaps to hide")
             else:
-
                 try:
                     self._preload[glibc] = (build_target_helpers(helper).preload, "")
                 except Sme2Error as e:
