@@ -141,9 +141,12 @@ def phase_evidence(operator_names: Sequence[str],
     """The SME2 verdict of one phase: the KleidiAI (packed) operators among the operators its
     executes ran (main ETDump), and the kernels a phase-only process executed (its QEMU trace,
     ``RunRequest.phase_only``) or was sampled running (a phone), if given."""
-    from pytest_sme2.analysis.kernel_sample import KernelSample, read_kernel_sample_csv
-    from pytest_sme2.analysis.kernel_trace import KernelTrace, read_kernel_trace_csv
-    from pytest_sme2.analysis.kernels import kleidiai_ops, sme2_verdict
+    from pytest_sme2.analysis.kernel_sample import (  # pandas: only phase_evidence() needs it
+        KernelSample, read_kernel_sample_csv)
+    from pytest_sme2.analysis.kernel_trace import (  # pandas: only phase_evidence() needs it
+        KernelTrace, read_kernel_trace_csv)
+    from pytest_sme2.analysis.kernels import (  # pandas: only phase_evidence() needs it
+        kleidiai_ops, sme2_verdict)
 
     kernel_trace, kernel_sample = kernels.trace, kernels.sample
     if kernel_trace is not None and not isinstance(kernel_trace, KernelTrace):
@@ -224,7 +227,8 @@ def analyze_generation(events: pd.DataFrame, summary: GenerationSummary, *,
 
 def analyze_generation_file(etdump: str | Path, stdout: str, **kwargs) -> GenerationResult:
     """:func:`analyze_generation` of an ETDump file and the runner's stdout (its summary)."""
-    from pytest_sme2.readers.etdump import read_etdump
+    from pytest_sme2.readers.etdump import (  # pandas: only analyze_generation_file() needs it
+        read_etdump)
 
     summary = parse_summary(stdout).generation
     if summary is None:

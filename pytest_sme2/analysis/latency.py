@@ -29,7 +29,7 @@ def e2e_per_run(events: pd.DataFrame, source: str = "ETDump") -> pd.Series:
 
     A run without a Method::execute event (a truncated trace) is left out rather than guessed;
     callers compare the length with the number of runs they asked for."""
-    import pandas as pd
+    import pandas as pd  # pandas: only e2e_per_run() needs it
 
     run = events["run"].to_numpy()
     in_run = run >= 0

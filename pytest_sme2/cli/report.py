@@ -10,7 +10,7 @@ from pytest_sme2.results import load_results
 
 
 def _report(args: argparse.Namespace) -> int:
-    from pytest_sme2.report.markdown.render import render_report
+    from pytest_sme2.report.markdown.render import render_report  # jinja2: not at --help
 
     doc = load_results(args.results)      # one line naming the file for anything unreadable
     out_dir = Path(args.out or Path(args.results).parent)

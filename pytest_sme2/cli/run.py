@@ -18,8 +18,9 @@ from pytest_sme2.measure.settings import BenchSettings
 def _program_and_inputs(args: argparse.Namespace) -> tuple[Path, Path]:
     """``run``'s model: a .pte (inputs from forward's metadata unless --inputs), or a
     registered or library model name (exported, or the cached export, in --dtype)."""
-    from pytest_sme2.programs.export import export_model
-    from pytest_sme2.programs.export_output import lines_only
+    from pytest_sme2.programs.export import export_model  # programs.export: not at --help
+    from pytest_sme2.programs.export_output import (  # programs.export_output: not at --help
+        lines_only)
 
     exported = export_model(args.model, args.dtype, progress=lines_only(lambda msg: print(
         msg, file=sys.stderr, flush=True)))
@@ -29,7 +30,7 @@ def _program_and_inputs(args: argparse.Namespace) -> tuple[Path, Path]:
 def _run(args: argparse.Namespace) -> int:
     """One runner process, measured and read back as a benchmark's load-only processes are
     (:func:`pytest_sme2.measure.process.measure_process`)."""
-    from pytest_sme2.measure.process import measure_process
+    from pytest_sme2.measure.process import measure_process  # pandas: not at --help
 
     for flag in ("threads", "runs"):
         if getattr(args, flag) < 1:
@@ -73,12 +74,13 @@ def _run(args: argparse.Namespace) -> int:
           + (" [emulated CPU: timings say nothing about speed]"
              if device.facts().emulated else ""))
     if outcome.kernel_trace:
-        from pytest_sme2.analysis.kernel_trace import read_kernel_trace_csv
+        from pytest_sme2.analysis.kernel_trace import read_kernel_trace_csv  # pandas: not at --help
 
         trace = read_kernel_trace_csv(outcome.kernel_trace)
         print(f"{outcome.kernel_trace}: {trace.summary()}")
     if outcome.kernel_sample:
-        from pytest_sme2.analysis.kernel_sample import read_kernel_sample_csv
+        from pytest_sme2.analysis.kernel_sample import (  # pandas: not at --help
+            read_kernel_sample_csv)
 
         print(f"{outcome.kernel_sample}: {read_kernel_sample_csv(outcome.kernel_sample).summary()}")
     return 0

@@ -50,7 +50,8 @@ def _kill_group(proc: subprocess.Popen) -> None:
 def sample_kernels(samples: Path, maps: Path, out: Path, runner: str) -> Path:
     """Map a local process's samples (files it wrote at exit) to kernels; the CSV at ``out``.
     The libraries are where the address map says (this machine, or QEMU's guest paths)."""
-    from pytest_sme2.analysis.kernel_sample import sampled_kernels, write_kernel_sample_csv
+    from pytest_sme2.analysis.kernel_sample import (  # pandas: only sample_kernels() needs it
+        sampled_kernels, write_kernel_sample_csv)
 
     for p, what in ((samples, "kernel samples"), (maps, "address map")):
         if not p.is_file():

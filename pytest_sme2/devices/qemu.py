@@ -178,7 +178,8 @@ class QemuDevice(DeviceBase):
                           traced, sampled)
 
     def _kernel_trace(self, request: RunRequest, log: Path, maps: Path) -> Path:
-        from pytest_sme2.analysis.kernel_trace import executed_kernels, write_kernel_trace_csv
+        from pytest_sme2.analysis.kernel_trace import (  # pandas: only _kernel_trace() needs it
+            executed_kernels, write_kernel_trace_csv)
 
         out = request.kernel_trace or Path(f"{request.etdump.with_suffix('')}.kernels.csv")
         try:

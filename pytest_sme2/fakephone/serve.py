@@ -43,7 +43,7 @@ def register(addr: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
     """``adb connect`` the phone to the adb server of this environment (ANDROID_ADB_SERVER_PORT,
     or 5037, started if needed) and wait until it is listed ready."""
 
-    import adbutils
+    import adbutils  # adbutils: only register() needs it
 
     # Start the server quietly first: adbutils would start it with its "daemon started"
     # lines on our stdout, whose first line must be the serial.
@@ -61,7 +61,7 @@ def register(addr: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
 
 
 def unregister(addr: str) -> None:
-    import adbutils
+    import adbutils  # adbutils: only unregister() needs it
 
     try:
         adbutils.AdbClient().disconnect(addr)

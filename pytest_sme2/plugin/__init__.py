@@ -74,7 +74,8 @@ def _config(config: pytest.Config) -> Sme2Config:
                                   BaseDirs(config.invocation_params.dir, config.rootpath),
                                   runner_kinds(config.hook), category_rules(config.hook))
         if cfg.measure == "instructions" and HOST.name in cfg.devices:
-            from pytest_sme2.instructions.count import find_valgrind
+            from pytest_sme2.instructions.count import (  # instructions.count: not at start-up
+                find_valgrind)
 
             find_valgrind()   # missing or too old: one line naming the package, up front
         return cfg
@@ -110,7 +111,7 @@ def pytest_configure(config: pytest.Config) -> None:
         opened = _open_plugin_devices(config, cfg.devices)
         devices = _resolve_devices(config, cfg)
     if cfg.history and cfg.history_baseline:   # the gate reads the store's last sessions
-        from pytest_sme2.history.baselines import baseline_dir_from_store
+        from pytest_sme2.history.baselines import baseline_dir_from_store  # pandas: not at start-up
 
         folder, note = baseline_dir_from_store(cfg.history, cfg.history_baseline,
                                                cfg.settings.report_dir)

@@ -105,7 +105,8 @@ class Collector:
         self.session.write()        # once per test, however many blocks it measured
 
     def _add_block(self, value: dict) -> None:
-        from pytest_sme2.report.terminal import benchmark_line, cooldown_lines
+        from pytest_sme2.report.terminal import (  # report.terminal: not at the plugin's start-up
+            benchmark_line, cooldown_lines)
 
         result = BlockResult.from_json(value)
         self.session.add(result, write=False)
@@ -118,7 +119,7 @@ class Collector:
         self.cooldown_told |= held is not None and not held.applied
 
     def _add_comparison(self, value: dict) -> None:
-        from pytest_sme2.report.terminal import comparison_line
+        from pytest_sme2.report.terminal import comparison_line  # report.terminal: not at start-up
 
         record = ComparisonRecord.from_json(value)
         self.session.add_comparison(record, write=False)
@@ -149,7 +150,7 @@ class Collector:
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not self.session.results:
             return
-        from pytest_sme2.report.terminal import summary_table
+        from pytest_sme2.report.terminal import summary_table  # report.terminal: not at start-up
 
         terminalreporter.section("pytest-sme2 summary")
         for line in summary_table(self.session.results, self.session.comparisons):
@@ -170,7 +171,8 @@ class Collector:
         for path in written:
             terminalreporter.write_line(f"wrote {path}")
         if self.session.config.history:
-            from pytest_sme2.history.recording import record_session
+            from pytest_sme2.history.recording import (  # history.recording: not at start-up
+                record_session)
 
             line, ok = record_session(self.session.config.history, self.session.results_path)
             terminalreporter.write_line(line, red=not ok)

@@ -72,7 +72,8 @@ def missing_etdump(stdout: str) -> str:
     """Why a runner that succeeded may have written no ETDump, for the one line that says so:
     built without the event tracer; a llama_main's own report (its PyTorchObserver line) is
     quoted, so what it measured is not lost."""
-    from pytest_sme2.analysis.observed_generation import report_line
+    from pytest_sme2.analysis.observed_generation import (  # pandas: only missing_etdump() needs it
+        report_line)
 
     reports = parse_observer(stdout)
     if not reports:

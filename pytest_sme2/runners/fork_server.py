@@ -115,7 +115,7 @@ def _die_with(parent: int) -> None:
     """Be killed when ``parent`` ends, whatever state this process is in: the session stops
     the server (SIGSTOP) while it measures, and a stopped process never reads the end of its
     stdin — a session killed mid-measurement would leave it stopped for good."""
-    import ctypes
+    import ctypes  # ctypes: only the forked server calls prctl
 
     PR_SET_PDEATHSIG = 1
     try:

@@ -378,7 +378,8 @@ class AndroidDevice(DeviceBase):
         """The sampled kernels, mapped on the host through the files we pushed."""
         if request.kernel_sample is None or device.kernel_sample is None:
             return None
-        from pytest_sme2.analysis.kernel_sample import sampled_kernels, write_kernel_sample_csv
+        from pytest_sme2.analysis.kernel_sample import (  # pandas: only _pull_sample() needs it
+            sampled_kernels, write_kernel_sample_csv)
 
         stem = request.kernel_sample.with_suffix("")
         samples, maps = Path(f"{stem}.samples.txt"), Path(f"{stem}.maps.txt")

@@ -223,7 +223,7 @@ def _charts(us: list[Unit], out_dir: Path) -> tuple[dict[str, str], list[str]]:
             jobs.append(partial(charts_mod.model_chart, model, mu, out_dir / rel))
     try:
         if jobs:
-            import matplotlib.figure  # noqa: F401 - once, before render_all shares the work
+            import matplotlib.figure  # matplotlib: once, before render_all shares it  # noqa: F401
         charts_mod.render_all(jobs)
     except ImportError as e:
         return {}, [f"Charts left out: {e.name or 'matplotlib'} is not installed "
