@@ -21,7 +21,6 @@ from pytest_sme2.measure.session import BenchSession
 from pytest_sme2.measure.settings import BenchSettings
 from pytest_sme2.results.generation import Generation, GenerationResult
 from pytest_sme2.stats import DEFAULT_MARGIN
-from pytest_sme2.gate.junit import junit_properties
 from pytest_sme2.plugin.scheduling import overlap_problem
 
 if TYPE_CHECKING:  # the measuring stack (numpy, pandas) is imported when a benchmark runs
@@ -326,6 +325,7 @@ def _conclude(request: pytest.FixtureRequest, done: Benchmarked) -> None:
     cannot be compared (never a silent pass)."""
     if done.error is not None:
         fail(done.error, request.config)
+    from pytest_sme2.gate.junit import junit_properties  # gate.junit: not at start-up
 
     report = done.report
     for judgement in report.judgements:
