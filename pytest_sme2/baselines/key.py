@@ -29,7 +29,6 @@ from pytest_sme2.errors import Sme2Error
 from pytest_sme2.programs.spec import is_pte
 from pytest_sme2.results.timing import timing_change
 from pytest_sme2._util.versions import package_version
-from pytest_sme2.programs.pte import content_hash
 from pytest_sme2.programs.registry import get_model
 from pytest_sme2.programs.export import recipe_digest
 
@@ -225,6 +224,8 @@ def _export_meta(pte: str) -> dict[str, Any]:
 
 
 def _pte_hash(pte: str) -> str | None:
+    from pytest_sme2.programs.pte import content_hash  # programs.pte: not at start-up
+
     try:
         return content_hash(Path(pte))
     except OSError:

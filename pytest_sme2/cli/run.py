@@ -8,7 +8,6 @@ from pathlib import Path
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2 import units
-from pytest_sme2.analysis.latency import latency_stats
 from pytest_sme2.devices import open_device
 from pytest_sme2.devices.registry import remote_adb_warning
 from pytest_sme2.runners import RunRequest, parse_runner_spec
@@ -30,6 +29,7 @@ def _program_and_inputs(args: argparse.Namespace) -> tuple[Path, Path]:
 def _run(args: argparse.Namespace) -> int:
     """One runner process, measured and read back as a benchmark's load-only processes are
     (:func:`pytest_sme2.measure.process.measure_process`)."""
+    from pytest_sme2.analysis.latency import latency_stats  # analysis.latency: not at --help
     from pytest_sme2.measure.process import measure_process  # pandas: not at --help
 
     for flag in ("threads", "runs"):

@@ -15,7 +15,6 @@ from typing import Any, NamedTuple
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2._util.text import split_list
-from pytest_sme2.analysis.categories import OTHER, named_categories
 
 # Blocks measured again when the baseline gate suspects a regression (0: judge the first alone).
 # On a 2-core VM one 2-thread process in ~15 starts (or stays) in a state where its threads do
@@ -175,6 +174,7 @@ def parse_gate_categories(text: str, rules: tuple[Any, ...] | None = None,
                           flag: str = "--sme2-gate-categories") -> tuple[str, ...]:
     """``--sme2-gate-categories``: category names (any case) or ``all``; ``rules``: the
     category table in use (plugins may add categories)."""
+    from pytest_sme2.analysis.categories import OTHER, named_categories  # analysis: not at --help
 
     known = {c.lower(): c for c in (*named_categories(rules), OTHER)}
     out = []
