@@ -15,19 +15,38 @@ keyword-only ones, less a method's leading ``self`` or ``cls``; ``*args`` and ``
 count one each (a list hidden behind them is still a list the reader must learn). At most
 :data:`MAX_LONG_SIGNATURES` functions in the package take :data:`LONG_SIGNATURE` or more:
 parameters that travel together are one frozen dataclass, and a loop of helpers passing the
-same ones is an object."""
+same ones is an object.
+
+An import inside a function (an inner import) defers something, and says what on its line:
+``import torch  # torch: only an export needs it`` (:data:`SAYS_WHAT_IT_DEFERS`: a comment
+``# WHAT: WHY``). At most :data:`MAX_INNER_IMPORTS` of the project's own modules are imported
+inside functions; every other import is at the top of its module."""
 
 from __future__ import annotations
 
 import ast
+import io
+import re
 import sys
-from dataclasses import dataclass
+import tokenize
+from dataclasses import dataclass, field
 from pathlib import Path
 
 PACKAGE = "pytest_sme2"
 MAX_LINES = 450
 LONG_SIGNATURE = 7          # parameters from which a signature counts as long
 MAX_LONG_SIGNATURES = 6    # how many functions in the package may have one
+# Project imports inside functions. Issue 39's move 7 aims at 70: it took them from 173 to
+# 111, of which programs/ holds 29 (left to its move); the rest defer pandas, torch, jinja2,
+# sqlalchemy or adbutils, or keep a module off the plugin's start-up and --help. Lower it as
+# they go; never raise it.
+MAX_INNER_IMPORTS = 111
+# Inner imports still without their comment, by package: programs/ is being moved (issue 39),
+# its imports get their comment there. Lower it as they go; never raise it.
+SILENT_INNER_IMPORTS = {f"{PACKAGE}.programs": 56}
+# The comment an inner import carries on its line: what it defers, then why ("# torch: only
+# an export needs it"). A linter's "noqa:" or "type:" says nothing of the kind.
+SAYS_WHAT_IT_DEFERS = re.compile(r"^#(?!\s*(?:noqa\b|type:))[^:]*\w[^:]*:\s*\S")
 # A top-level package or module -> its layer, bottom to top. A module imports from its own
 # layer or below; inside a package, from anywhere in it (no circles still holds).
 LAYERS: dict[str, int] = {
@@ -140,16 +159,42 @@ def imports(tree: ast.AST, module: str, is_package: bool) -> set[str]:
     return found
 
 
-def inner_imports(tree: ast.AST) -> list[ast.stmt]:
-    """The project imports made inside a function body."""
-    found: list[ast.stmt] = []
+@dataclass(frozen=True)
+class InnerImport:
+    """An import statement inside a function body."""
+    module: str
+    line: int
+    project: bool       # of this package (relative imports included)
+    says_why: bool      # a comment on its lines names what it defers
+
+
+def is_project_import(node: ast.Import | ast.ImportFrom) -> bool:
+    if isinstance(node, ast.Import):
+        return any(a.name == PACKAGE or a.name.startswith(PACKAGE + ".") for a in node.names)
+    return bool(node.level) or (node.module or "").split(".")[0] == PACKAGE
+
+
+def comments(text: str) -> dict[int, list[str]]:
+    """Line -> the comments on it, each split at a further ``#`` (``# x: y  # noqa: F401``)."""
+    out: dict[int, list[str]] = {}
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type == tokenize.COMMENT:
+            out.setdefault(tok.start[0], []).extend(
+                "#" + part for part in tok.string.split("#")[1:])
+    return out
+
+
+def inner_imports(tree: ast.AST, module: str = PACKAGE, text: str = "") -> list[InnerImport]:
+    """The imports made inside a function body, the project's and third parties'."""
+    notes = comments(text) if text else {}
+    found: list[InnerImport] = []
 
     def visit(node: ast.AST, in_function: bool) -> None:
-        if in_function and (
-                (isinstance(node, ast.Import) and
-                 any(a.name.startswith(PACKAGE) for a in node.names)) or
-                (isinstance(node, ast.ImportFrom) and (node.module or "").startswith(PACKAGE))):
-            found.append(node)
+        if in_function and isinstance(node, (ast.Import, ast.ImportFrom)):
+            lines = range(node.lineno, (node.end_lineno or node.lineno) + 1)
+            says = any(SAYS_WHAT_IT_DEFERS.match(c.strip()) for n in lines
+                       for c in notes.get(n, ()))
+            found.append(InnerImport(module, node.lineno, is_project_import(node), says))
         inside = in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
         for child in ast.iter_child_nodes(node):
             visit(child, inside)
@@ -163,7 +208,16 @@ class Structure:
     modules: dict[str, set[str]]        # module -> the project modules it imports
     lines: dict[str, int]
     functions: list[Function]
-    inner_imports: int = 0              # project imports inside functions
+    inner: list[InnerImport] = field(default_factory=list)
+
+    @property
+    def inner_imports(self) -> int:
+        """Project imports inside functions."""
+        return sum(i.project for i in self.inner)
+
+    def silent_inner_imports(self) -> list[InnerImport]:
+        """Inner imports whose line does not say what they defer."""
+        return [i for i in self.inner if not i.says_why]
 
     def circles(self) -> list[list[str]]:
         """Strongly connected groups of more than one module (Tarjan)."""
@@ -222,14 +276,14 @@ def read_structure(root: Path) -> Structure:
     modules: dict[str, set[str]] = {}
     lines: dict[str, int] = {}
     functions: list[Function] = []
-    inner = 0
+    inner: list[InnerImport] = []
     for path in sorted(root.rglob("*.py")):
         name = module_name(path, root)
         text = path.read_text()
         tree = ast.parse(text)
         known = imports(tree, name, path.name == "__init__.py")
         modules[name] = known
-        inner += len(inner_imports(tree))
+        inner += inner_imports(tree, name, text)
         lines[name] = len(text.splitlines())
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -264,7 +318,11 @@ def report(root: Path) -> str:
     out.append("longest functions: " + ", ".join(f"{f.module}.{f.name} {f.lines}" for f in top))
     over = sum(f.lines > 60 for f in s.functions)
     out.append(f"functions over 60 lines: {over} of {len(s.functions)}")
-    out.append(f"project imports inside functions: {s.inner_imports}")
+    out.append(f"project imports inside functions: {s.inner_imports} (at most "
+               f"{MAX_INNER_IMPORTS}); third-party: {len(s.inner) - s.inner_imports}")
+    silent = s.silent_inner_imports()
+    out.append(f"inner imports without a comment saying what they defer: {len(silent)}")
+    out += [f"  {i.module}:{i.line}" for i in silent]
     signatures = s.long_signatures()
     out.append(f"functions with {LONG_SIGNATURE} or more parameters: {len(signatures)} "
                f"(at most {MAX_LONG_SIGNATURES})")

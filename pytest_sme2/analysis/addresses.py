@@ -100,8 +100,8 @@ def read_symbols(path: Path) -> SymbolTable:
 
 @functools.lru_cache(maxsize=64)
 def _read_symbols(path: str, size: int, mtime_ns: int) -> SymbolTable:
-    from elftools.common.exceptions import ELFError
-    from elftools.elf.elffile import ELFFile
+    from elftools.common.exceptions import ELFError  # elftools: only _read_symbols() needs it
+    from elftools.elf.elffile import ELFFile  # elftools: only _read_symbols() needs it
 
     try:
         with open(path, "rb") as fh:

@@ -23,7 +23,7 @@ from pytest_sme2.analysis.categories import OTHER, op_name
 from pytest_sme2.analysis.kernels import is_kleidiai_op
 from pytest_sme2.analysis.operators import BOTTLENECK_PCT
 from pytest_sme2.analysis.summary import Analysis
-from pytest_sme2.stats import Interval, bootstrap_ratio_of_medians
+from pytest_sme2.stats import Interval, bootstrap_ratio_of_medians, DEFAULT_MARGIN, verdict
 
 COMPARE_SCHEMA = "pytest-sme2/etdump-compare/1"
 ONE_PROCESS_NOTE = ("One process per side cannot separate process-to-process noise: this "
@@ -251,8 +251,6 @@ def compare_analyses(base: Analysis, candidate: Analysis, *, base_name: str = "b
                      margin: float | None = None) -> EtdumpDiff:
     """The diff of two analyses; its ``recommendations`` are the report's to add
     (:func:`pytest_sme2.report.etdump_diff.with_recommendations`)."""
-    from pytest_sme2.stats import DEFAULT_MARGIN
-    from pytest_sme2.stats import verdict
 
     margin = DEFAULT_MARGIN if margin is None else margin
     speedup = bootstrap_ratio_of_medians(list(base.timed_e2e), list(candidate.timed_e2e))

@@ -19,7 +19,7 @@ def name_codes(names: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """(code of each row, distinct names as an object array): ``uniques[codes[i]]`` is row
     i's name. A missing name is a distinct value of its own (NaN), as ``pd.factorize`` with
     ``use_na_sentinel=False`` gives it."""
-    import pandas as pd
+    import pandas as pd  # pandas: only name_codes() needs it
 
     if isinstance(names.dtype, pd.CategoricalDtype):
         codes = names.array.codes

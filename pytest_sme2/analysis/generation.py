@@ -22,12 +22,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pytest_sme2.analysis.categories import OTHER
+from pytest_sme2.analysis.categories import OTHER, classify, is_framework_event, named_categories
 from pytest_sme2.analysis.kernel_sources import NO_KERNELS, KernelSources
 from pytest_sme2.analysis.latency import e2e_per_run, latency_stats
-from pytest_sme2.analysis.runner_summary import GenerationSummary
+from pytest_sme2.analysis.runner_summary import GenerationSummary, parse_summary
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.results.generation import DECODE, PREFILL, GenerationResult, PhaseStats
+from pytest_sme2.analysis.events import name_codes
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -94,9 +95,6 @@ class _Leaves:
     (the generation analysis must cost no more per event than today's)."""
 
     def __init__(self, events: pd.DataFrame, rules: Sequence[CategoryRule] | None) -> None:
-        from pytest_sme2.analysis.categories import classify, is_framework_event, named_categories
-        from pytest_sme2.analysis.events import name_codes
-
         self.codes, self.uniques = name_codes(events["name"])
         self.categories = named_categories(rules)
         names = self.uniques.tolist()
@@ -143,9 +141,12 @@ def phase_evidence(operator_names: Sequence[str],
     """The SME2 verdict of one phase: the KleidiAI (packed) operators among the operators its
     executes ran (main ETDump), and the kernels a phase-only process executed (its QEMU trace,
     ``RunRequest.phase_only``) or was sampled running (a phone), if given."""
-    from pytest_sme2.analysis.kernel_sample import KernelSample, read_kernel_sample_csv
-    from pytest_sme2.analysis.kernel_trace import KernelTrace, read_kernel_trace_csv
-    from pytest_sme2.analysis.kernels import kleidiai_ops, sme2_verdict
+    from pytest_sme2.analysis.kernel_sample import (  # pandas: only phase_evidence() needs it
+        KernelSample, read_kernel_sample_csv)
+    from pytest_sme2.analysis.kernel_trace import (  # pandas: only phase_evidence() needs it
+        KernelTrace, read_kernel_trace_csv)
+    from pytest_sme2.analysis.kernels import (  # pandas: only phase_evidence() needs it
+        kleidiai_ops, sme2_verdict)
 
     kernel_trace, kernel_sample = kernels.trace, kernels.sample
     if kernel_trace is not None and not isinstance(kernel_trace, KernelTrace):
@@ -226,8 +227,8 @@ def analyze_generation(events: pd.DataFrame, summary: GenerationSummary, *,
 
 def analyze_generation_file(etdump: str | Path, stdout: str, **kwargs) -> GenerationResult:
     """:func:`analyze_generation` of an ETDump file and the runner's stdout (its summary)."""
-    from pytest_sme2.analysis.runner_summary import parse_summary
-    from pytest_sme2.readers.etdump import read_etdump
+    from pytest_sme2.readers.etdump import (  # pandas: only analyze_generation_file() needs it
+        read_etdump)
 
     summary = parse_summary(stdout).generation
     if summary is None:

@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # only annotations: results.json readers need no pandas
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.results.latency import LatencyStats
+from pytest_sme2.analysis.events import name_is
 
 E2E_EVENT = "Method::execute"
 
@@ -28,9 +29,7 @@ def e2e_per_run(events: pd.DataFrame, source: str = "ETDump") -> pd.Series:
 
     A run without a Method::execute event (a truncated trace) is left out rather than guessed;
     callers compare the length with the number of runs they asked for."""
-    import pandas as pd
-
-    from pytest_sme2.analysis.events import name_is
+    import pandas as pd  # pandas: only e2e_per_run() needs it
 
     run = events["run"].to_numpy()
     in_run = run >= 0

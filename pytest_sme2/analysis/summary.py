@@ -22,8 +22,9 @@ from pytest_sme2.results.latency import LatencyStats
 from pytest_sme2.analysis.operators import (annotate, category_breakdown, operator_table,
                                             overheads)
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.readers.etrecord import ETRecordInfo
+from pytest_sme2.readers.etrecord import ETRecordInfo, read_etrecord
 from pytest_sme2.results.records import KernelEvidence, OperatorStats, ResultAnalysis
+from pytest_sme2.readers.etdump import read_etdump
 
 ANALYSIS_SCHEMA = "pytest-sme2/analysis/1"
 
@@ -125,8 +126,6 @@ def analyze_file(etdump: str | Path, *, warmup: int = 0, etrecord: str | Path | 
                  kernels: KernelSources = NO_KERNELS) -> Analysis:
     """:func:`analyze` of an ETDump file, its ETRecord's path and an XNNPACK kernel log's path
     (read into ``kernels.xnntrace``)."""
-    from pytest_sme2.readers.etdump import read_etdump
-    from pytest_sme2.readers.etrecord import read_etrecord
 
     text = None
     if xnntrace is not None:

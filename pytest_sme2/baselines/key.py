@@ -29,6 +29,8 @@ from pytest_sme2.errors import Sme2Error
 from pytest_sme2.programs.spec import is_pte
 from pytest_sme2.results.timing import timing_change
 from pytest_sme2._util.versions import package_version
+from pytest_sme2.programs.registry import get_model
+from pytest_sme2.programs.export import recipe_digest
 
 if TYPE_CHECKING:
     from pytest_sme2.results import BlockResult
@@ -222,7 +224,7 @@ def _export_meta(pte: str) -> dict[str, Any]:
 
 
 def _pte_hash(pte: str) -> str | None:
-    from pytest_sme2.programs.pte import content_hash
+    from pytest_sme2.programs.pte import content_hash  # programs.pte: not at start-up
 
     try:
         return content_hash(Path(pte))
@@ -232,14 +234,10 @@ def _pte_hash(pte: str) -> str | None:
 
 def _model_source(model: str) -> str | None:
     try:
-        from pytest_sme2.programs.registry import get_model
-
         return get_model(model).source_digest()[:16]
     except (ImportError, Sme2Error, OSError):
         return None
 
 
 def _recipe() -> str:
-    from pytest_sme2.programs.export import recipe_digest
-
     return recipe_digest()[:16]

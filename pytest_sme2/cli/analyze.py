@@ -31,8 +31,8 @@ def _device_sme2(args: argparse.Namespace) -> bool | None:
 
 def _analyze(args: argparse.Namespace) -> int:
     # Deliberately light: no torch, no executorch on this path.
-    from pytest_sme2.analysis.summary import analyze_file
-    from pytest_sme2.report.terminal import analysis_summary
+    from pytest_sme2.analysis.summary import analyze_file  # pandas: not at --help
+    from pytest_sme2.report.terminal import analysis_summary  # report.terminal: not at --help
 
     analysis = analyze_file(args.etdump, warmup=args.warmup, etrecord=args.etrecord,
                             xnntrace=args.xnntrace,
@@ -46,7 +46,7 @@ def _analyze(args: argparse.Namespace) -> int:
             raise Sme2Error(f"{args.json}: cannot write ({e.strerror or e})") from None
         print(f"wrote {args.json}")
     if args.csv_dir:
-        from pytest_sme2.measure.artifacts.csv import write_csvs
+        from pytest_sme2.measure.artifacts.csv import write_csvs  # pandas: not at --help
 
         for p in write_csvs(analysis, Path(args.csv_dir), Path(args.etdump).stem):
             print(f"wrote {p}")

@@ -11,10 +11,10 @@ from pytest_sme2.errors import Sme2Error
 
 def _compare(args: argparse.Namespace) -> int:
     # Light like analyze: no torch, no executorch.
-    from pytest_sme2.analysis.diff import compare_analyses
-    from pytest_sme2.analysis.summary import analyze_file
+    from pytest_sme2.analysis.diff import compare_analyses  # pandas: not at --help
+    from pytest_sme2.analysis.summary import analyze_file  # pandas: not at --help
     from pytest_sme2.report.etdump_diff import (compare_lines, render_markdown,
-                                                with_recommendations)
+                                                with_recommendations)  # pandas: not at --help
 
     if args.name1 == args.name2:
         raise Sme2Error(f"--name1 and --name2 must differ (both {args.name1!r})")

@@ -6,6 +6,9 @@ import argparse
 from pathlib import Path
 
 from pytest_sme2.errors import Sme2Error
+from pytest_sme2.gate.policy import (CLI_FLAGS, GateOptions, DEFAULT_LOAD_THRESHOLD_PCT,
+                                     DEFAULT_MEMORY_THRESHOLD_PCT, DEFAULT_THRESHOLD_PCT)
+from pytest_sme2.results import load_results
 
 
 def _gate(args: argparse.Namespace) -> int:
@@ -13,10 +16,8 @@ def _gate(args: argparse.Namespace) -> int:
     as --save-baseline groups them) against the stored baselines: one line per benchmark;
     exit 1 when the gate fails (a regression, or a baseline from another device that was not
     compared), else 0."""
-    from pytest_sme2.gate import rule as gate
-    from pytest_sme2.baselines.store import group_by_key
-    from pytest_sme2.gate.policy import CLI_FLAGS, GateOptions
-    from pytest_sme2.results import load_results
+    from pytest_sme2.gate import rule as gate  # gate.rule: not at --help
+    from pytest_sme2.baselines.store import group_by_key  # baselines.store: not at --help
 
     # Blocks cannot be measured again here: a suspected regression is judged as it stands.
     policy = GateOptions(args.fail_on_regression, args.allow_foreign_baseline, args.categories,
@@ -39,9 +40,6 @@ def _gate(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub) -> None:
-    from pytest_sme2.gate.policy import (DEFAULT_LOAD_THRESHOLD_PCT, DEFAULT_MEMORY_THRESHOLD_PCT,
-                                         DEFAULT_THRESHOLD_PCT)
-
     g = sub.add_parser("gate", help="judge a results.json against stored baselines: exit 1 on "
                                     "a regression, 0 otherwise")
     g.add_argument("results", type=Path)

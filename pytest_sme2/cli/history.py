@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 
 from pytest_sme2.history import MIN_CHANGE_PCT
+from pytest_sme2.results import atomic_write_text
 
 
 def add_parser(sub) -> None:
@@ -50,8 +51,8 @@ def _percent(text: str) -> float:
 
 def run_import(args: argparse.Namespace) -> int:
     # numpy (through results/): only this command needs it, not `pytest-sme2 --help`.
-    from pytest_sme2.history.importer import import_files
-    from pytest_sme2.history.store import open_store
+    from pytest_sme2.history.importer import import_files  # history.importer: not at --help
+    from pytest_sme2.history.store import open_store  # history.store: not at --help
 
     store = open_store(args.store)
     try:
@@ -64,10 +65,9 @@ def run_import(args: argparse.Namespace) -> int:
 
 def run_report(args: argparse.Namespace) -> int:
     # pandas and numpy: only this command needs them, not `pytest-sme2 --help`.
-    from pytest_sme2.history import page, report
-    from pytest_sme2.history.series import Filters
-    from pytest_sme2.history.store import open_store
-    from pytest_sme2.results import atomic_write_text
+    from pytest_sme2.history import page, report  # pandas: not at --help
+    from pytest_sme2.history.series import Filters  # pandas: not at --help
+    from pytest_sme2.history.store import open_store  # history.store: not at --help
 
     store = open_store(args.store)
     try:

@@ -6,11 +6,11 @@ import argparse
 from pathlib import Path
 
 from pytest_sme2.errors import Sme2Error
+from pytest_sme2.results import load_results
 
 
 def _report(args: argparse.Namespace) -> int:
-    from pytest_sme2.report.markdown.render import render_report
-    from pytest_sme2.results import load_results
+    from pytest_sme2.report.markdown.render import render_report  # jinja2: not at --help
 
     doc = load_results(args.results)      # one line naming the file for anything unreadable
     out_dir = Path(args.out or Path(args.results).parent)

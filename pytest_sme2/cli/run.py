@@ -7,13 +7,19 @@ import sys
 from pathlib import Path
 
 from pytest_sme2.errors import Sme2Error
+from pytest_sme2 import units
+from pytest_sme2.devices import open_device
+from pytest_sme2.devices.registry import remote_adb_warning
+from pytest_sme2.runners import RunRequest, parse_runner_spec
+from pytest_sme2.measure.settings import BenchSettings
 
 
 def _program_and_inputs(args: argparse.Namespace) -> tuple[Path, Path]:
     """``run``'s model: a .pte (inputs from forward's metadata unless --inputs), or a
     registered or library model name (exported, or the cached export, in --dtype)."""
-    from pytest_sme2.programs.export import export_model
-    from pytest_sme2.programs.export_output import lines_only
+    from pytest_sme2.programs.export import export_model  # programs.export: not at --help
+    from pytest_sme2.programs.export_output import (  # programs.export_output: not at --help
+        lines_only)
 
     exported = export_model(args.model, args.dtype, progress=lines_only(lambda msg: print(
         msg, file=sys.stderr, flush=True)))
@@ -23,12 +29,8 @@ def _program_and_inputs(args: argparse.Namespace) -> tuple[Path, Path]:
 def _run(args: argparse.Namespace) -> int:
     """One runner process, measured and read back as a benchmark's load-only processes are
     (:func:`pytest_sme2.measure.process.measure_process`)."""
-    from pytest_sme2 import units
-    from pytest_sme2.analysis.latency import latency_stats
-    from pytest_sme2.measure.process import measure_process
-    from pytest_sme2.devices import open_device
-    from pytest_sme2.devices.registry import remote_adb_warning
-    from pytest_sme2.runners import RunRequest, parse_runner_spec
+    from pytest_sme2.analysis.latency import latency_stats  # analysis.latency: not at --help
+    from pytest_sme2.measure.process import measure_process  # pandas: not at --help
 
     for flag in ("threads", "runs"):
         if getattr(args, flag) < 1:
@@ -72,20 +74,19 @@ def _run(args: argparse.Namespace) -> int:
           + (" [emulated CPU: timings say nothing about speed]"
              if device.facts().emulated else ""))
     if outcome.kernel_trace:
-        from pytest_sme2.analysis.kernel_trace import read_kernel_trace_csv
+        from pytest_sme2.analysis.kernel_trace import read_kernel_trace_csv  # pandas: not at --help
 
         trace = read_kernel_trace_csv(outcome.kernel_trace)
         print(f"{outcome.kernel_trace}: {trace.summary()}")
     if outcome.kernel_sample:
-        from pytest_sme2.analysis.kernel_sample import read_kernel_sample_csv
+        from pytest_sme2.analysis.kernel_sample import (  # pandas: not at --help
+            read_kernel_sample_csv)
 
         print(f"{outcome.kernel_sample}: {read_kernel_sample_csv(outcome.kernel_sample).summary()}")
     return 0
 
 
 def add_parser(sub) -> None:
-    from pytest_sme2.measure.settings import BenchSettings
-
     run = sub.add_parser("run", help="run one .pte (or a model name: its export) with one runner "
                          "on one device, write the ETDump")
     run.add_argument("model", help="a .pte file, a registered model or library:ClassName")

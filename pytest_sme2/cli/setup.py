@@ -16,7 +16,7 @@ def _setup(args: argparse.Namespace) -> int:
     if args.what == "history":
         return history.run_setup(args.dry_run, out=_print)
     # numpy and the runner builds (through runners/): only `setup qemu` needs them.
-    from pytest_sme2.provision import qemu
+    from pytest_sme2.provision import qemu  # provision.qemu: not at --help
 
     return qemu.run_setup(args.dry_run, out=_print)
 

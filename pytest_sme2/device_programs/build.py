@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ from typing import Callable
 from pytest_sme2._util.buildcache import cached_build, sources_hash
 from pytest_sme2.emulation import EmulationError, cache_root
 from pytest_sme2.device_programs import SOURCE_DIR
+from pytest_sme2.emulation.tools import find_cross_compiler, compiler_version
 
 TARGETS = ("aarch64-linux-gnu", "android-arm64", "host")
 PRELOAD_LIB = "libpytest_sme2_preload.so"
@@ -54,11 +56,8 @@ def android_clang(ndk: Path, api: int = ANDROID_API, host_tag: str | None = None
 def find_target_cc(target: str) -> str:
     """The C compiler for ``target``; EmulationError naming what is missing."""
     if target == "aarch64-linux-gnu":
-        from pytest_sme2.emulation.tools import find_cross_compiler
-
         return find_cross_compiler()[0]
     if target == "host":
-        import shutil
 
         cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
         if not cc:
@@ -100,8 +99,6 @@ def helpers_cache_key(target: str, cc: str, cc_version: str) -> str:
 
 
 def _compiler_version(cc: str) -> str:
-    from pytest_sme2.emulation.tools import compiler_version
-
     return compiler_version(cc)
 
 

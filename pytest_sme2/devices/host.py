@@ -17,6 +17,8 @@ from pytest_sme2.devices.kinds import HOST
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.device_programs.hwcaps import MAPS_OUT_ENV, SAMPLE_OUT_ENV
 from pytest_sme2.runners.base import Runner, RunnerError, RunOutcome, RunRequest
+from pytest_sme2.device_programs.build import build_target_helpers
+from pytest_sme2.runners.binary import explain_failure, missing_etdump
 
 STDERR_TAIL_LINES = 8
 
@@ -48,7 +50,8 @@ def _kill_group(proc: subprocess.Popen) -> None:
 def sample_kernels(samples: Path, maps: Path, out: Path, runner: str) -> Path:
     """Map a local process's samples (files it wrote at exit) to kernels; the CSV at ``out``.
     The libraries are where the address map says (this machine, or QEMU's guest paths)."""
-    from pytest_sme2.analysis.kernel_sample import sampled_kernels, write_kernel_sample_csv
+    from pytest_sme2.analysis.kernel_sample import (  # pandas: only sample_kernels() needs it
+        sampled_kernels, write_kernel_sample_csv)
 
     for p, what in ((samples, "kernel samples"), (maps, "address map")):
         if not p.is_file():
@@ -78,8 +81,6 @@ class HostDevice(DeviceBase):
 
     def _preload(self) -> Path | None:
         if self._preload_lib is None:
-            from pytest_sme2.device_programs.build import build_target_helpers
-
             try:
                 self._preload_lib = (build_target_helpers("host").preload,)
             except Sme2Error:
@@ -145,8 +146,6 @@ def run_local(name: str, request: RunRequest, argv: list[str],
         raise RunnerError(f"runner {name!r} on {request.pte.name}{where} was killed by {sig}; "
                           f"stderr: {stderr_tail(stderr)}")
     if proc.returncode != 0:
-        from pytest_sme2.runners.binary import explain_failure
-
         cause = explain_failure(stderr)
         what = f"{cause} (exited with status {proc.returncode})" if cause else \
             f"exited with status {proc.returncode}"
@@ -154,8 +153,6 @@ def run_local(name: str, request: RunRequest, argv: list[str],
                           f"stderr: {stderr_tail(stderr)}")
     if request.writes_etdump and (not request.etdump.is_file()
                                   or request.etdump.stat().st_size == 0):
-        from pytest_sme2.runners.binary import missing_etdump
-
         raise RunnerError(f"runner {name!r} on {request.pte.name}{where} succeeded but wrote no "
                           f"ETDump at {request.etdump} ({missing_etdump(stdout)})")
     return RunOutcome(request.etdump, wall, stdout, stderr)

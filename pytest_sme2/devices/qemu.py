@@ -24,6 +24,8 @@ import platform
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+import subprocess
+import tempfile
 
 from pytest_sme2.devices.base import DeviceBase, DeviceError
 from pytest_sme2.devices.facts import DeviceFacts, host_facts
@@ -35,6 +37,9 @@ from pytest_sme2.errors import Sme2Error
 from pytest_sme2.runners.base import Runner, RunnerError, RunOutcome, RunRequest
 from pytest_sme2.device_programs import parse_probe
 from pytest_sme2._util.versions import package_version
+from pytest_sme2.emulation.tools import find_qemu, guest_env
+from pytest_sme2.device_programs.build import build_target_helpers
+from pytest_sme2.runners.binary import elf_machine
 
 TARGET = "aarch64-linux-gnu"
 DEFAULT_CPU = "max"
@@ -71,14 +76,10 @@ class QemuDevice(DeviceBase):
 
     @cached_property
     def tools(self):
-        from pytest_sme2.emulation.tools import find_qemu
-
         return find_qemu()
 
     @cached_property
     def helpers(self):
-        from pytest_sme2.device_programs.build import build_target_helpers
-
         return build_target_helpers(TARGET)
 
     def _qemu_argv(self, argv: list[str], env: dict[str, str],
@@ -92,8 +93,6 @@ class QemuDevice(DeviceBase):
 
     @cached_property
     def _facts(self) -> DeviceFacts:
-        import subprocess
-
         argv = self._qemu_argv([str(self.helpers.probe)], {})
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=120)
@@ -145,7 +144,6 @@ class QemuDevice(DeviceBase):
                 # is refused): write the log under a name of our own beside it.
                 log = log.with_name(f"qemu-in_asm-{os.getpid()}-{id(request):x}.log")
                 if "%" in str(log):     # in the folder's own name: the temporary folder
-                    import tempfile
 
                     log = Path(tempfile.gettempdir(), log.name)
             log.unlink(missing_ok=True)
@@ -153,7 +151,6 @@ class QemuDevice(DeviceBase):
             samples = Path(f"{stem}.samples.txt")
             samples.unlink(missing_ok=True)
             env[SAMPLE_OUT_ENV] = str(samples)
-        from pytest_sme2.emulation.tools import guest_env
 
         try:
             via_e, inherited = guest_env(env)
@@ -181,7 +178,8 @@ class QemuDevice(DeviceBase):
                           traced, sampled)
 
     def _kernel_trace(self, request: RunRequest, log: Path, maps: Path) -> Path:
-        from pytest_sme2.analysis.kernel_trace import executed_kernels, write_kernel_trace_csv
+        from pytest_sme2.analysis.kernel_trace import (  # pandas: only _kernel_trace() needs it
+            executed_kernels, write_kernel_trace_csv)
 
         out = request.kernel_trace or Path(f"{request.etdump.with_suffix('')}.kernels.csv")
         try:
@@ -194,7 +192,6 @@ class QemuDevice(DeviceBase):
 
     def _check_runner(self, runner: Runner) -> None:
         """Only aarch64 Linux programs run here; say which runner and what to use instead."""
-        from pytest_sme2.runners.binary import elf_machine
 
         name = runner.info.name
         if runner.info.kind == "python":

@@ -54,7 +54,7 @@ def resolve_devices(specs: Sequence[str]) -> tuple[tuple[str, ...], list[str]]:
     notes: list[str] = []
     for text in specs:
         if DeviceSpec.parse(text).is_all_android:
-            from pytest_sme2.devices.android import expand_all
+            from pytest_sme2.devices.android import expand_all  # adbutils: not at start-up
 
             ready, skipped = expand_all(text)
             out += ready
@@ -70,7 +70,7 @@ def remote_adb_warning(specs: Sequence[str]) -> str | None:
     nothing; adbutils is imported only when a spec is an Android one."""
     if not any(DeviceSpec.parse(s).kind == ANDROID.name for s in specs):
         return None
-    from pytest_sme2.devices.android import remote_server_warning
+    from pytest_sme2.devices.android import remote_server_warning  # adbutils: not at start-up
 
     return remote_server_warning(specs)
 
@@ -79,7 +79,7 @@ def check_only_device(devices: Sequence[str]) -> None:
     """A session whose only device is a phone that adb does not list stops before its tests,
     with one line (several devices: the missing one's tests fail, the others go on)."""
     if len(devices) == 1 and DeviceSpec.parse(devices[0]).kind == ANDROID.name:
-        from pytest_sme2.devices.android import attached
+        from pytest_sme2.devices.android import attached  # adbutils: not at start-up
 
         attached(devices[0])
 
@@ -114,17 +114,17 @@ def open_device(spec: str, *, taskset: str | None = "auto",
             return with_defaults(device)
     parsed = DeviceSpec.parse(spec)
     if parsed.kind == HOST.name:
-        from pytest_sme2.devices.host import HostDevice
+        from pytest_sme2.devices.host import HostDevice  # devices.host: not at start-up
 
         if spec != HOST.name:
             raise DeviceError(f"--device {spec!r}: the host takes no serial; use --device host")
         return HostDevice()
     if parsed.kind == ANDROID.name:
-        from pytest_sme2.devices.android import open_android
+        from pytest_sme2.devices.android import open_android  # adbutils: not at start-up
 
         return open_android(spec, taskset=taskset, session_id=session_id)
     if parsed.kind == QEMU.name:
-        from pytest_sme2.devices.qemu import QemuDevice
+        from pytest_sme2.devices.qemu import QemuDevice  # devices.qemu: not at start-up
 
         return QemuDevice(spec)
     raise DeviceError(f"--device {spec!r}: unknown device kind {parsed.kind!r}; use "

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -22,6 +23,8 @@ from pathlib import Path
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.fakephone.adbd import FakeAdbDevice
 from pytest_sme2.fakephone.sandbox import FakeAndroidConfig
+from pytest_sme2.device_programs.build import build_target_helpers
+from pytest_sme2.emulation.tools import find_qemu
 
 CONNECT_TIMEOUT_S = 20.0
 
@@ -29,8 +32,6 @@ CONNECT_TIMEOUT_S = 20.0
 def arm64_config(cpu: str = "max", trace_dir: Path | None = None) -> FakeAndroidConfig:
     """An aarch64 fake phone with what ``pytest-sme2 setup qemu`` provisions (QEMU 11, the
     cross toolchain's glibc for the host-side probe, the probe itself)."""
-    from pytest_sme2.device_programs.build import build_target_helpers
-    from pytest_sme2.emulation.tools import find_qemu
 
     qemu = find_qemu()
     probe = build_target_helpers("aarch64-linux-gnu").probe
@@ -41,9 +42,8 @@ def arm64_config(cpu: str = "max", trace_dir: Path | None = None) -> FakeAndroid
 def register(addr: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
     """``adb connect`` the phone to the adb server of this environment (ANDROID_ADB_SERVER_PORT,
     or 5037, started if needed) and wait until it is listed ready."""
-    import subprocess
 
-    import adbutils
+    import adbutils  # adbutils: only register() needs it
 
     # Start the server quietly first: adbutils would start it with its "daemon started"
     # lines on our stdout, whose first line must be the serial.
@@ -61,7 +61,7 @@ def register(addr: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
 
 
 def unregister(addr: str) -> None:
-    import adbutils
+    import adbutils  # adbutils: only unregister() needs it
 
     try:
         adbutils.AdbClient().disconnect(addr)

@@ -174,7 +174,7 @@ def parse_gate_categories(text: str, rules: tuple[Any, ...] | None = None,
                           flag: str = "--sme2-gate-categories") -> tuple[str, ...]:
     """``--sme2-gate-categories``: category names (any case) or ``all``; ``rules``: the
     category table in use (plugins may add categories)."""
-    from pytest_sme2.analysis.categories import OTHER, named_categories
+    from pytest_sme2.analysis.categories import OTHER, named_categories  # analysis: not at --help
 
     known = {c.lower(): c for c in (*named_categories(rules), OTHER)}
     out = []

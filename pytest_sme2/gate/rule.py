@@ -178,7 +178,8 @@ def _judge_category(base: baseline_store.Baseline, results: Sequence[BlockResult
     category that is not a bottleneck is not gated: a 50% change of 1% of the time is noise in
     a small number, not a regression anyone would act on."""
     # Imported here: the gate reads and writes baseline files without pandas.
-    from pytest_sme2.analysis.operators import BOTTLENECK_PCT
+    from pytest_sme2.analysis.operators import (  # pandas: only _judge_category() needs it
+        BOTTLENECK_PCT)
 
     shares = [b.get(category, 0.0) / float(np.mean(blk)) for s in base.sessions
               for b, blk in zip(s.categories_ms, s.blocks) if blk]

@@ -8,6 +8,7 @@ SQLAlchemy, psycopg and ruptures come with the ``history`` extra: without them a
 says, in one line, ``pip install 'pytest-sme2[history]'``.
 """
 
+import importlib.util
 from pytest_sme2.errors import Sme2Error
 
 EXTRA_HINT = "pip install 'pytest-sme2[history]'"
@@ -25,7 +26,6 @@ class HistoryError(Sme2Error):
 
 def require(module: str) -> None:
     """Raise one line naming the extra when ``module`` (an optional dependency) is missing."""
-    import importlib.util
 
     if importlib.util.find_spec(module) is None:
         raise HistoryError(f"the history needs {module}, which is not installed: {EXTRA_HINT}")

@@ -5,6 +5,7 @@ working as it does."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -13,6 +14,8 @@ from pytest_sme2.baselines.key import BaselineKey, UnderTest
 from pytest_sme2.history.records import DECODE, phase_of
 from pytest_sme2.baselines.store import Baseline, Session, dumps
 from pytest_sme2.results import atomic_write_text
+from pytest_sme2.errors import Sme2Error
+from pytest_sme2.history.store import describe, open_store
 
 DEFAULT_SESSIONS = 10      # as many as a baseline file keeps (baseline_store.DEFAULT_KEEP)
 
@@ -67,10 +70,6 @@ def write_baseline_folder(points: pd.DataFrame, spec: str, folder: Path) -> list
 def baseline_dir_from_store(url: str, spec: str, report_dir: Path) -> tuple[Path | None, str]:
     """The folder the gate should read, and one line saying where its baselines came from (or
     why the configured folder stays)."""
-    import os
-
-    from pytest_sme2.errors import Sme2Error
-    from pytest_sme2.history.store import describe, open_store
 
     try:
         store = open_store(url)

@@ -75,7 +75,7 @@ def _cumulative_l2_cost():
     """ruptures' l2 cost (sum of squared deviations from the segment mean) from cumulative
     sums: O(1) per segment where ruptures' own CostL2 computes a variance each time (0.5 s per
     200-commit series, 25 s for 50 series)."""
-    from ruptures.base import BaseCost
+    from ruptures.base import BaseCost  # ruptures: an optional extra ([history])
 
     class CumulativeL2(BaseCost):
         model = "l2_cumulative"
@@ -110,7 +110,7 @@ def median3(x: np.ndarray) -> np.ndarray:
 def breakpoints(values: np.ndarray) -> list[int]:
     """Indices where a new level starts (PELT, l2 cost, on the noise-scaled log series)."""
     require("ruptures")
-    import ruptures as rpt
+    import ruptures as rpt  # ruptures: an optional extra ([history])
 
     n = len(values)
     if n < 2 * MIN_SEGMENT:
@@ -124,7 +124,7 @@ def breakpoints(values: np.ndarray) -> list[int]:
 
 def _interval(before: np.ndarray, after: np.ndarray) -> tuple[float, float, float]:
     """Ratio of geometric means - 1 (percent) and its 95% Welch interval on the logs."""
-    from scipy import stats
+    from scipy import stats  # scipy: an optional extra ([history])
 
     a, b = np.log(before), np.log(after)
     diff = b.mean() - a.mean()

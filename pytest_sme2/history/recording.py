@@ -7,14 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from pytest_sme2.errors import Sme2Error
+from pytest_sme2.history.importer import record_doc
+from pytest_sme2.history.store import open_store
+from pytest_sme2.results import load_results
 
 
 def record_session(url: str, results_path: Path) -> tuple[str, bool]:
     """One line for the terminal and whether the session was recorded."""
     try:
-        from pytest_sme2.history.importer import record_doc
-        from pytest_sme2.history.store import open_store
-        from pytest_sme2.results import load_results
 
         store = open_store(url)
         try:

@@ -34,7 +34,7 @@ def engine_url(url: str) -> str:
 def describe(url: str) -> str:
     """The URL without its password, for messages."""
     require("sqlalchemy")
-    from sqlalchemy.engine import make_url
+    from sqlalchemy.engine import make_url  # sqlalchemy: an optional extra ([history])
 
     return make_url(engine_url(url)).render_as_string(hide_password=True)
 
@@ -44,7 +44,7 @@ class HistoryStore:
 
     def __init__(self, url: str) -> None:
         require("sqlalchemy")
-        from sqlalchemy import create_engine
+        from sqlalchemy import create_engine  # sqlalchemy: an optional extra ([history])
 
         self.url = url
         full = engine_url(url)
@@ -58,7 +58,8 @@ class HistoryStore:
         self._guard("open", self._prepare)
 
     def _guard(self, what: str, fn, *args):
-        from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+        from sqlalchemy.exc import (  # sqlalchemy: an optional extra ([history])
+            DBAPIError, SQLAlchemyError)
 
         try:
             return fn(*args)
@@ -73,9 +74,10 @@ class HistoryStore:
                                f"{str(e).splitlines()[0]}") from None
 
     def _prepare(self) -> None:
-        from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
+        from sqlalchemy.exc import (  # sqlalchemy: an optional extra ([history])
+            IntegrityError, OperationalError, ProgrammingError)
 
-        from pytest_sme2.history import schema
+        from pytest_sme2.history import schema  # sqlalchemy: an optional extra ([history])
 
         for attempt in range(3):   # two writers creating the tables at once: one wins
             try:
@@ -106,9 +108,9 @@ class HistoryStore:
             self._migrate(found)
 
     def _migrate(self, found: int) -> None:
-        from sqlalchemy import text
+        from sqlalchemy import text  # sqlalchemy: an optional extra ([history])
 
-        from pytest_sme2.history import schema
+        from pytest_sme2.history import schema  # sqlalchemy: an optional extra ([history])
 
         with self.engine.begin() as conn:
             for version in range(found + 1, schema.SCHEMA_VERSION + 1):
@@ -123,9 +125,9 @@ class HistoryStore:
         return self._guard("record the session", self._record, sp)
 
     def _record(self, sp: SessionPoints) -> bool:
-        from sqlalchemy.exc import IntegrityError
+        from sqlalchemy.exc import IntegrityError  # sqlalchemy: an optional extra ([history])
 
-        from pytest_sme2.history import schema
+        from pytest_sme2.history import schema  # sqlalchemy: an optional extra ([history])
 
         try:
             with self.engine.begin() as conn:
@@ -141,9 +143,9 @@ class HistoryStore:
         return True
 
     def _has(self, uid: str) -> bool:
-        from sqlalchemy import select
+        from sqlalchemy import select  # sqlalchemy: an optional extra ([history])
 
-        from pytest_sme2.history import schema
+        from pytest_sme2.history import schema  # sqlalchemy: an optional extra ([history])
 
         with self.engine.connect() as conn:
             return conn.execute(select(schema.sessions.c.id).where(
@@ -154,11 +156,11 @@ class HistoryStore:
         return self._guard("read", self._frame)
 
     def _frame(self) -> pd.DataFrame:
-        import pandas as pd
-        from sqlalchemy import select
+        import pandas as pd  # pandas: only a read of the points needs it
+        from sqlalchemy import select  # sqlalchemy: an optional extra ([history])
 
-        from pytest_sme2.history import schema
-        from pytest_sme2.history.series import COLUMNS
+        from pytest_sme2.history import schema  # sqlalchemy: an optional extra ([history])
+        from pytest_sme2.history.series import COLUMNS  # pandas: only a read of the points needs it
 
         s, p = schema.sessions, schema.points
         query = select(p, s.c.uid, s.c.commit_sha, s.c.branch, s.c.time, s.c.ci_run, s.c.host,

@@ -59,6 +59,8 @@ from pytest_sme2.instructions.valgrind import (
     DEFAULT_TIMEOUT_S, METHOD_EXECUTE, THREAD_START,
     InstructionCountError, process_costs, ValgrindProcess, run_all, callgrind_argv,
     execute_symbol, find_valgrind)
+from pytest_sme2.devices.registry import DeviceSpec
+from pytest_sme2.runners.native import native_runner
 
 if TYPE_CHECKING:   # types only
     from pytest_sme2.devices.base import Device
@@ -75,7 +77,6 @@ METHOD = "callgrind"
 
 def host_only_reason(device: Device) -> str | None:
     """None where instructions can be counted (the host), else the one line to show."""
-    from pytest_sme2.devices.registry import DeviceSpec
 
     if DeviceSpec.parse(device.spec).kind == HOST.name and device.target == "host":
         return None
@@ -228,7 +229,6 @@ def _profiles(pte: Path, requests: list[RunRequest], runner: Any, timeout_s: flo
     under callgrind side by side; the (calling thread, other threads) costs of each, the wall
     time and valgrind's version. The profiles stay in ``keep_dir`` if given, else in a
     temporary folder, removed."""
-    from pytest_sme2.runners.native import native_runner
 
     valgrind, version = find_valgrind()
     runner = runner if runner is not None else native_runner(progress=progress)

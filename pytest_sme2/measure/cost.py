@@ -61,8 +61,8 @@ def warm_imports(prefetch: Iterable[tuple[str, str]], cache_dir: Path | None,
     export (``prefetch``: model, dtype) verified and its .etrecord read once, here rather than
     per block."""
     # Once per session, after start-up: the plugin imports this module at every pytest run.
-    from pytest_sme2.programs.export import cached_export
-    from pytest_sme2.readers.etrecord import read_etrecord
+    from pytest_sme2.programs.export import cached_export  # programs.export: not at start-up
+    from pytest_sme2.readers.etrecord import read_etrecord  # readers.etrecord: not at start-up
 
     for warm in warm_ups:
         warm()
@@ -79,7 +79,7 @@ def warm_imports(prefetch: Iterable[tuple[str, str]], cache_dir: Path | None,
 def fork_server_paused() -> Iterator[None]:
     """Around each measured process (on any device: the host runs the adb server and the
     emulator too): a fork server still importing is stopped, and goes on importing after."""
-    from pytest_sme2.runners.fork_server import shared_server  # not at the plugin's start-up
+    from pytest_sme2.runners.fork_server import shared_server  # fork_server: not at start-up
 
     server = shared_server()
     server.pause()

@@ -22,6 +22,7 @@ from pytest_sme2.results import ResultsWriter
 from pytest_sme2.runners.spec import RunnerSpec, masked_pair, runner_specs
 from pytest_sme2.measure.settings import BenchSettings
 from pytest_sme2._util.versions import versions
+from pytest_sme2.results.generation import Generation
 
 if TYPE_CHECKING:  # the measuring stack (pandas) is imported when a benchmark runs
     from pytest_sme2.results import ComparisonRecord
@@ -38,7 +39,7 @@ FALLBACK_HOST_RUNNER = "python"
 
 def _identity() -> dict[str, Any]:
     # Only when a session records itself (git and CI variables): not at the plugin's start-up.
-    from pytest_sme2.history.identity import session_identity
+    from pytest_sme2.history.identity import session_identity  # history.identity: not at start-up
 
     return session_identity()
 
@@ -178,7 +179,7 @@ class BenchSession:
         if HOST.name not in (self.devices or ()):
             return
         if any(spec.kind == "python" for name, spec in self.specs.items() if name in runners):
-            from pytest_sme2.runners.fork_server import shared_server  # python runner only
+            from pytest_sme2.runners.fork_server import shared_server  # fork_server: python runner
 
             shared_server().start()
             self._prefetch = list(dict.fromkeys(points))
@@ -188,7 +189,7 @@ class BenchSession:
         """Export the collected (model, dtype) points the cache lacks side by side, before
         anything is measured (:mod:`pytest_sme2.programs.ahead`); not with --sme2-export-jobs
         1, nor with --sme2-reexport (each benchmark exports its own again)."""
-        from pytest_sme2.programs.ahead import default_jobs, export_ahead  # not at start-up
+        from pytest_sme2.programs.ahead import default_jobs, export_ahead  # pool: not at start-up
 
         jobs = self.config.export_jobs or default_jobs()
         if jobs > 1 and not self.settings.reexport:
@@ -201,11 +202,11 @@ class BenchSession:
         imports made out of the garbage collector's walks (:mod:`pytest_sme2.measure.cost`)."""
         if self._settled:
             return
-        from pytest_sme2.runners.fork_server import shared_server  # not at start-up
+        from pytest_sme2.runners.fork_server import shared_server  # fork_server: not at start-up
 
         self._settled = True
         with session_cost.settling() as froze:
-            import pytest_sme2.measure.block  # noqa: F401 - pandas and the analysis
+            import pytest_sme2.measure.block  # pandas: and the analysis, once  # noqa: F401
             if shared_server().starting:
                 session_cost.warm_imports(self._prefetch, self.settings.cache_dir,
                                           self.warm_ups)
@@ -241,10 +242,9 @@ class BenchSession:
         killed under valgrind) raises: that benchmark fails, the others go on."""
         # Only under --sme2-measure instructions: valgrind's and the native build's modules
         # stay out of every other pytest run's start-up.
-        from pytest_sme2.instructions.count import (
+        from pytest_sme2.instructions.count import (  # instructions.count: not at start-up
             count_generation, count_instructions, host_only_reason)
-        from pytest_sme2.results.generation import Generation
-        from pytest_sme2.runners.native import native_runner
+        from pytest_sme2.runners.native import native_runner  # runners.native: not at start-up
 
         say = progress or (lambda msg: None)
         reason = host_only_reason(self.device(device))
@@ -268,7 +268,7 @@ class BenchSession:
 
     def save_baselines(self) -> list[Path]:
         """Add this session's results to the baselines, one session per benchmark key."""
-        from pytest_sme2.baselines.store import group_by_key, save  # --save-baseline only
+        from pytest_sme2.baselines.store import group_by_key, save  # baselines: --save-baseline
 
         if self.config.baseline_dir is None:
             return []
@@ -327,7 +327,7 @@ class BenchSession:
                 problems.append(str(e))
         for runner in self._runners.values():  # the python runner's fork server
             runner.close()
-        from pytest_sme2.runners.fork_server import shared_server  # not at start-up
+        from pytest_sme2.runners.fork_server import shared_server  # fork_server: not at start-up
 
         shared_server().stop()   # started ahead and never used, or used: ends with the session
         if problems:

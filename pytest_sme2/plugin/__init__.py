@@ -31,6 +31,8 @@ from pytest_sme2.plugin.fixtures import (  # noqa: F401 - pytest finds the fixtu
 from pytest_sme2.measure.matrix import Case, build_llm_matrix, build_matrix, with_devices
 from pytest_sme2.report.outputs import warm_up
 from pytest_sme2.measure.session import BenchSession
+from pytest_sme2 import hookspec
+from pytest_sme2.plugin.scheduling import configure_worker, configure_controller
 
 MATRIX_KEY = pytest.StashKey[list[Case]]()
 NOTES_KEY = pytest.StashKey[list[str]]()      # header lines: devices left out, --dist chosen
@@ -39,7 +41,6 @@ REMOTE_ADB_KEY = pytest.StashKey[str]()       # the line saying an adb server is
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     """The hooks plugins and conftest.py files implement: :mod:`pytest_sme2.hookspec`."""
-    from pytest_sme2 import hookspec
 
     pluginmanager.add_hookspecs(hookspec)
 
@@ -73,7 +74,8 @@ def _config(config: pytest.Config) -> Sme2Config:
                                   BaseDirs(config.invocation_params.dir, config.rootpath),
                                   runner_kinds(config.hook), category_rules(config.hook))
         if cfg.measure == "instructions" and HOST.name in cfg.devices:
-            from pytest_sme2.instructions.count import find_valgrind
+            from pytest_sme2.instructions.count import (  # instructions.count: not at start-up
+                find_valgrind)
 
             find_valgrind()   # missing or too old: one line naming the package, up front
         return cfg
@@ -103,14 +105,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[NOTES_KEY] = []
     opened: dict[str, Device] = {}
     if is_xdist_worker(config):   # the controller's list: every worker collects the same ids
-        from pytest_sme2.plugin.scheduling import configure_worker
 
         devices = configure_worker(config, item_device) or cfg.devices
     else:
         opened = _open_plugin_devices(config, cfg.devices)
         devices = _resolve_devices(config, cfg)
     if cfg.history and cfg.history_baseline:   # the gate reads the store's last sessions
-        from pytest_sme2.history.baselines import baseline_dir_from_store
+        from pytest_sme2.history.baselines import baseline_dir_from_store  # pandas: not at start-up
 
         folder, note = baseline_dir_from_store(cfg.history, cfg.history_baseline,
                                                cfg.settings.report_dir)
@@ -144,8 +145,6 @@ def _resolve_devices(config: pytest.Config, cfg: Sme2Config) -> tuple[str, ...]:
         raise pytest.UsageError(str(e)) from None
     config.stash[NOTES_KEY].extend(f"sme2: {n}" for n in notes)
     if config.pluginmanager.hasplugin("xdist"):
-        from pytest_sme2.plugin.scheduling import configure_controller
-
         config.stash[NOTES_KEY].extend(configure_controller(config, devices))
     return devices
 

@@ -14,6 +14,8 @@ from pytest_sme2.report.outputs import write_reports
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.plugin.progress import SessionProgress
 from pytest_sme2.programs.export_output import ExportOutput
+from pytest_sme2.results import BlockResult, ComparisonRecord
+from pytest_sme2.plugin import progress
 
 if TYPE_CHECKING:
     from pytest_sme2.measure.session import BenchSession
@@ -77,7 +79,6 @@ class Collector:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Count the benchmark cases for the progress lines (pytest_sme2.plugin.progress). Under
         pytest-xdist the controller collects nothing and workers print no live lines: none."""
-        from pytest_sme2.plugin import progress
 
         self.cases = {item.nodeid for item in session.items
                       if any(f in getattr(item, "fixturenames", ()) for f in BENCH_FIXTURES)}
@@ -104,8 +105,8 @@ class Collector:
         self.session.write()        # once per test, however many blocks it measured
 
     def _add_block(self, value: dict) -> None:
-        from pytest_sme2.report.terminal import benchmark_line, cooldown_lines
-        from pytest_sme2.results import BlockResult
+        from pytest_sme2.report.terminal import (  # report.terminal: not at the plugin's start-up
+            benchmark_line, cooldown_lines)
 
         result = BlockResult.from_json(value)
         self.session.add(result, write=False)
@@ -118,8 +119,7 @@ class Collector:
         self.cooldown_told |= held is not None and not held.applied
 
     def _add_comparison(self, value: dict) -> None:
-        from pytest_sme2.report.terminal import comparison_line
-        from pytest_sme2.results import ComparisonRecord
+        from pytest_sme2.report.terminal import comparison_line  # report.terminal: not at start-up
 
         record = ComparisonRecord.from_json(value)
         self.session.add_comparison(record, write=False)
@@ -150,7 +150,7 @@ class Collector:
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not self.session.results:
             return
-        from pytest_sme2.report.terminal import summary_table
+        from pytest_sme2.report.terminal import summary_table  # report.terminal: not at start-up
 
         terminalreporter.section("pytest-sme2 summary")
         for line in summary_table(self.session.results, self.session.comparisons):
@@ -171,7 +171,8 @@ class Collector:
         for path in written:
             terminalreporter.write_line(f"wrote {path}")
         if self.session.config.history:
-            from pytest_sme2.history.recording import record_session
+            from pytest_sme2.history.recording import (  # history.recording: not at start-up
+                record_session)
 
             line, ok = record_session(self.session.config.history, self.session.results_path)
             terminalreporter.write_line(line, red=not ok)

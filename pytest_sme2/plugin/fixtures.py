@@ -21,6 +21,7 @@ from pytest_sme2.measure.session import BenchSession
 from pytest_sme2.measure.settings import BenchSettings
 from pytest_sme2.results.generation import Generation, GenerationResult
 from pytest_sme2.stats import DEFAULT_MARGIN
+from pytest_sme2.plugin.scheduling import overlap_problem
 
 if TYPE_CHECKING:  # the measuring stack (numpy, pandas) is imported when a benchmark runs
     from pytest_sme2.measure.benchmark import Benchmarked, BenchmarkLoop
@@ -83,8 +84,6 @@ def sme2_device(pytestconfig: pytest.Config, sme2_session: BenchSession, sme2_de
     device that cannot be opened, or is gone, fails each test that needs it with one line
     saying what to do."""
     if is_xdist_worker(pytestconfig):
-        from pytest_sme2.plugin.scheduling import overlap_problem
-
         problem = overlap_problem(pytestconfig)
         if problem:
             pytest.fail(problem, pytrace=False)
@@ -326,7 +325,7 @@ def _conclude(request: pytest.FixtureRequest, done: Benchmarked) -> None:
     cannot be compared (never a silent pass)."""
     if done.error is not None:
         fail(done.error, request.config)
-    from pytest_sme2.gate.junit import junit_properties
+    from pytest_sme2.gate.junit import junit_properties  # gate.junit: not at start-up
 
     report = done.report
     for judgement in report.judgements:

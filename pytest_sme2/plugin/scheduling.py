@@ -148,7 +148,7 @@ def read_groups(folder: Path) -> dict[str, str]:
 
 def device_scheduler(config: Any, log: Any, folder: Path) -> Any:
     """xdist's LoadGroupScheduling, told each device test's group by the workers' files."""
-    from xdist.scheduler import LoadGroupScheduling
+    from xdist.scheduler import LoadGroupScheduling  # xdist: only a session under xdist needs it
 
     class DeviceGroupScheduling(LoadGroupScheduling):
         _groups: dict[str, str] | None = None

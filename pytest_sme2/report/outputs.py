@@ -21,7 +21,7 @@ def write_reports(session: BenchSession) -> list[Path]:
     if not session.results:
         return []
     session.write()
-    from pytest_sme2.report.markdown.render import render_report
+    from pytest_sme2.report.markdown.render import render_report  # jinja2: not at start-up
 
     # The records the session holds, rendered as they are: results.json was written from them.
     doc = ResultsDoc(session=SessionInfo.from_json(session.document_session()),
@@ -43,13 +43,14 @@ def _write_ci_files(session: BenchSession) -> tuple[list[Path], list[str]]:
     """--sme2-benchmark-json (pytest-benchmark's format) and, in GitHub Actions, the step
     summary: written before report.md, so a report that fails to render loses neither.
     Returns what was written and, one line each, what could not be."""
-    from pytest_sme2.report.github import append_step_summary
+    from pytest_sme2.report.github import append_step_summary  # report.github: not at start-up
 
     written: list[Path] = []
     problems: list[str] = []
     target = session.config.benchmark_json
     if target is not None:
-        from pytest_sme2.report.benchmark_json import write_benchmark_json
+        from pytest_sme2.report.benchmark_json import (  # report.benchmark_json: not at start-up
+            write_benchmark_json)
 
         try:
             written.append(write_benchmark_json(target, session.results, session.comparisons))
@@ -69,10 +70,10 @@ def _write_ci_files(session: BenchSession) -> tuple[list[Path], list[str]]:
 def warm_up() -> None:
     """What the session's end imports anyway, done while a fork server imports torch beside
     us (``BenchSession.warm_ups``): the charts' plotting library and the compiled templates."""
-    from pytest_sme2.report.markdown.render import environment
+    from pytest_sme2.report.markdown.render import environment  # jinja2: not at start-up
 
     try:
-        import matplotlib.figure  # noqa: F401 - the report's charts, drawn at the end
+        import matplotlib.figure  # matplotlib: the report's charts, at the end  # noqa: F401
     except ImportError:
         pass   # the report says charts were left out
     environment()   # the report's templates, compiled once per process

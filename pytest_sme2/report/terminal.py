@@ -13,6 +13,7 @@ from pytest_sme2.report.grouping import BenchmarkSide, comparison_record, sides_
 from pytest_sme2.report.precision_notes import precision_lines
 from pytest_sme2.results import (BlockResult, ComparisonRecord, Judgement, Startup, pool,
                                  pool_categories, pool_generation, pool_startup)
+from pytest_sme2.instructions.count import format_count
 
 TOP_OPERATORS = 10
 COLUMNS = ("benchmark", "model", "dtype", "threads", "runner", "median ms", "p90 ms", "CV %",
@@ -121,7 +122,6 @@ def _instructions(r: BlockResult) -> str:
     """`` | instructions X per execute ...`` where they were counted (--sme2-measure)."""
     if not r.instructions:
         return ""
-    from pytest_sme2.instructions.count import format_count
 
     return f" | instructions {format_count(r.instructions)}"
 

@@ -4,6 +4,7 @@ executes; the device (host, Android) owns processes, files and time limits."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+import dataclasses
 from pathlib import Path
 from typing import Protocol
 
@@ -60,7 +61,6 @@ class RunRequest:
         """This generation request as a phase-only evidence process (``"prefill"`` or
         ``"decode"``): one generation, no warm-up, the phase's executes alone in the process
         (:meth:`Generation.prefill_only`, :meth:`Generation.decode_only`)."""
-        import dataclasses
 
         if self.generation is None:
             raise RunnerError("a phase-only process needs a request with a generation")

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pytest_sme2.runners.base import RunnerBase, RunnerError, RunRequest
 from pytest_sme2.results.runner import RunnerInfo
+from pytest_sme2.analysis.llm_observer import parse_observer
 
 # ELF e_machine values (System V gABI) for the architectures a benchmark binary can have.
 ELF_MACHINES = {3: "x86", 8: "mips", 40: "arm", 62: "x86_64", 183: "aarch64", 243: "riscv"}
@@ -71,8 +72,8 @@ def missing_etdump(stdout: str) -> str:
     """Why a runner that succeeded may have written no ETDump, for the one line that says so:
     built without the event tracer; a llama_main's own report (its PyTorchObserver line) is
     quoted, so what it measured is not lost."""
-    from pytest_sme2.analysis.llm_observer import parse_observer
-    from pytest_sme2.analysis.observed_generation import report_line
+    from pytest_sme2.analysis.observed_generation import (  # pandas: only missing_etdump() needs it
+        report_line)
 
     reports = parse_observer(stdout)
     if not reports:

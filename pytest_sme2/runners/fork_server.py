@@ -85,7 +85,7 @@ def _run_child(request: dict, fds: list[int], keep_closed: list[int]) -> NoRetur
             if fd > 2:
                 os.close(fd)
         os.chdir(request["cwd"])
-        from pytest_sme2.runners import python_child
+        from pytest_sme2.runners import python_child  # python_child: the server's, not a session's
 
         status = python_child.main(list(request["argv"]))
     except SystemExit as e:  # argparse, or a one-line error raised as SystemExit(message)
@@ -115,7 +115,7 @@ def _die_with(parent: int) -> None:
     """Be killed when ``parent`` ends, whatever state this process is in: the session stops
     the server (SIGSTOP) while it measures, and a stopped process never reads the end of its
     stdin — a session killed mid-measurement would leave it stopped for good."""
-    import ctypes
+    import ctypes  # ctypes: only the forked server calls prctl
 
     PR_SET_PDEATHSIG = 1
     try:
@@ -132,7 +132,7 @@ def serve(address: str, parent: int | None = None) -> NoReturn:
         _die_with(parent)
     # Ctrl-C in the terminal is for the session, which kills its clients; we end on stdin EOF.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from pytest_sme2.runners import python_child
+    from pytest_sme2.runners import python_child  # python_child: the server's, not a session's
 
     python_child.import_runtime()   # modules only: no program, no thread pool
     os.close(os.pidfd_open(os.getpid()))  # a kernel without pidfds fails here, not per run

@@ -71,12 +71,14 @@ def import_runtime() -> ModuleType:
     # failure is reported with, if the fallback below imports torchao.
     for name in ("torchao", "torch.utils._pytree"):
         logging.getLogger(name).setLevel(logging.ERROR)
-    import torch  # noqa: F401 - before the extension, see above
+    import torch  # torch: before the extension, see above  # noqa: F401
 
     try:
-        from executorch.extension.pybindings import _C as runtime
+        from executorch.extension.pybindings import (  # executorch: after torch, on purpose
+            _C as runtime)
     except ImportError:  # a layout without the bare extension: the public wrapper
-        from executorch.extension.pybindings import portable_lib as runtime
+        from executorch.extension.pybindings import (  # executorch: after torch, on purpose
+            portable_lib as runtime)
     return runtime
 
 
@@ -185,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         print(problem, file=sys.stderr)
         return 1
 
-    import torch
+    import torch  # torch: the child's alone, before the runtime
 
     runtime = import_runtime()
     runtime._unsafe_reset_threadpool(a.threads)  # before the load, never after

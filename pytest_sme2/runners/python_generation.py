@@ -14,6 +14,7 @@ from pytest_sme2.readers.tensorfile import SCALAR_TYPES
 from pytest_sme2.runners.python_process import (Refused, Steps, TimedMethod, first_line,
                                                 load_untraced, refusal, status_kb,
                                                 untraced_keys, watched_stderr)
+from pytest_sme2.results.generation import Generation, prompt_token_ids
 
 if TYPE_CHECKING:
     from pytest_sme2.results.generation import Generation
@@ -52,7 +53,6 @@ _TIMERS = ("prefill_ms", "first_sampling_ms", "sampling_ms", "decode_ms", "gener
 
 def _parse_generate(text: str) -> Generation:
     """--generate's PROMPT_TOKENS,NEW_TOKENS, checked before the (slow) load."""
-    from pytest_sme2.results.generation import Generation
 
     p_tokens, _, d_tokens = text.partition(",")
     try:
@@ -261,7 +261,6 @@ def generate(a, runtime, torch, rss_before_load) -> int:
     native runner's --generate. A refusal at any step is one line on stderr, status 1. With
     --trace-runs, the timed generations run untraced (each execute timed alone), then the
     traced ones on the program loaded again with the tracer."""
-    from pytest_sme2.results.generation import prompt_token_ids
 
     seen: list[str] = []  # the runtime's log, where it names a missing operator
     try:

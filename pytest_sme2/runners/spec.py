@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Collection
 
 from pytest_sme2.runners.base import Runner, RunnerError, with_defaults
+from pytest_sme2.results.runner import RunnerInfo
 
 if TYPE_CHECKING:
     from pluggy import HookRelay
@@ -59,8 +60,7 @@ class RunnerSpec:
             raise RunnerError(f"runner {self.name!r}: no plugin made a runner of kind "
                               f"{self.kind!r} (their pytest_sme2_make_runner returned None)")
         if self.kind == "python":
-            from pytest_sme2.results.runner import RunnerInfo
-            from pytest_sme2.runners.python import PythonRunner
+            from pytest_sme2.runners.python import PythonRunner  # runners.python: not at start-up
 
             if self.hwcap_mask:
                 raise RunnerError(f"runner {self.name!r}: mask= needs a native or binary runner "
@@ -70,8 +70,8 @@ class RunnerSpec:
                                                 {**base.info.labels, **self.labels}),
                                 progress=progress)
         if self.kind == "native":
-            from pytest_sme2.results.runner import RunnerInfo
-            from pytest_sme2.runners.native import NativeRunner, build_native_runner
+            from pytest_sme2.runners.native import (  # runners.native: not at start-up
+                NativeRunner, build_native_runner)
 
             binary = build_native_runner(progress=progress, target=target)
             runner = NativeRunner.from_build(binary, self.name)
@@ -80,11 +80,12 @@ class RunnerSpec:
                                                                  **self.labels}),
                                 runner.libs, self.hwcap_mask)
         if self.kind == "llama_main":
-            from pytest_sme2.runners.llama_main import LlamaMainRunner
+            from pytest_sme2.runners.llama_main import (  # runners.llama_main: not at start-up
+                LlamaMainRunner)
 
             return LlamaMainRunner(self.name, self.path, self.lib_dir, dict(self.labels),
                                    self.hwcap_mask, tokenizer=self.tokenizer)
-        from pytest_sme2.runners.binary import BinaryRunner
+        from pytest_sme2.runners.binary import BinaryRunner  # runners.binary: not at start-up
 
         return BinaryRunner(self.name, self.path, self.lib_dir, dict(self.labels),
                             self.hwcap_mask)
@@ -147,7 +148,7 @@ def parse_runner_spec(text: str, kinds: Collection[str] = ()) -> RunnerSpec:
         plugins = f", a kind a plugin makes ({', '.join(sorted(kinds))})" if kinds else ""
         raise RunnerError(f"--runner {text!r}: {target!r} is neither a built-in runner "
                           f"({', '.join(BUILTIN)}){plugins} nor a path; {usage}")
-    from pytest_sme2.runners.llama_main import is_llama_main
+    from pytest_sme2.runners.llama_main import is_llama_main  # runners.llama_main: not at start-up
 
     if tokenizer is not None or is_llama_main(target):
         if tokenizer is None:
@@ -174,7 +175,7 @@ def masked_pair() -> list[RunnerSpec]:
 
 def mask_labels(mask: str, labels: dict[str, str], text: str = "") -> dict[str, str]:
     """The labels a hwcap mask implies: SME2 is off, and how (recorded with every result)."""
-    from pytest_sme2.device_programs.hwcaps import MASKS, describe_mask
+    from pytest_sme2.device_programs.hwcaps import MASKS, describe_mask  # hwcaps: not at start-up
 
     if mask not in MASKS:
         raise RunnerError(f"--runner {text!r}: unknown mask {mask!r}; use mask=sme (no SME, no "

@@ -1,13 +1,15 @@
 """The package's shape, held: no import circles, no import up a layer (tests/structure.py has
-the layer table), and no module over 450 lines unless its docstring says why."""
+the layer table), no module over 450 lines unless its docstring says why, few imports inside
+functions and each saying what it defers."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-from tests.structure import (LAYER_ROLES, LAYERS, LONG_SIGNATURE, MAX_LINES, MAX_LONG_SIGNATURES,
-                             PACKAGE, layer, read_structure)
+from tests.structure import (LAYER_ROLES, LAYERS, LONG_SIGNATURE, MAX_INNER_IMPORTS, MAX_LINES,
+                             MAX_LONG_SIGNATURES, PACKAGE, SILENT_INNER_IMPORTS, inner_imports,
+                             layer, read_structure)
 
 ROOT = Path(__file__).resolve().parents[2] / PACKAGE
 
@@ -67,3 +69,43 @@ def test_the_benchmark_loop_passes_state_on_objects_not_in_long_parameter_lists(
                 if count > 6:
                     long.append(f"{path.relative_to(ROOT)}:{node.name} ({count})")
     assert long == []
+
+
+def test_few_project_imports_are_made_inside_functions():
+    """An import of the project's own modules goes at the top of its module unless it defers
+    something (a heavy package, a module kept off start-up): at most MAX_INNER_IMPORTS."""
+    count = read_structure(ROOT).inner_imports
+    assert count <= MAX_INNER_IMPORTS, (
+        f"{count} project imports inside functions, at most {MAX_INNER_IMPORTS}: move the ones "
+        f"that defer nothing to the top of their module")
+
+
+def test_every_inner_import_says_what_it_defers():
+    """An import inside a function, the project's or a third party's, carries a comment on its
+    line naming what it defers and why: ``import torch  # torch: only an export needs it``.
+    SILENT_INNER_IMPORTS lists the packages not there yet, with how many they have left."""
+    silent = read_structure(ROOT).silent_inner_imports()
+    pending = {package: [i for i in silent if i.module.startswith(package + ".")]
+               for package in SILENT_INNER_IMPORTS}
+    elsewhere = [f"{i.module}:{i.line}" for i in silent
+                 if not any(i.module.startswith(p + ".") for p in SILENT_INNER_IMPORTS)]
+    assert elsewhere == [], "say what each import defers: # WHAT: WHY"
+    over = {p: len(found) for p, found in pending.items() if len(found) > SILENT_INNER_IMPORTS[p]}
+    assert over == {}, "more inner imports without a comment than SILENT_INNER_IMPORTS allows"
+
+
+def test_an_inner_import_comment_names_what_and_why():
+    """The rule the two tests above read by: a ``# WHAT: WHY`` comment on one of the
+    statement's lines; a linter's ``noqa`` alone says nothing."""
+    source = ("def f():\n"
+              "    import torch  # torch: only an export needs it\n"
+              "    import pandas  # noqa: F401\n"
+              "    import numpy  # numpy: the arrays  # noqa: F401\n"
+              "    from pytest_sme2 import units\n"
+              "    from pytest_sme2.errors import (  # errors: a cycle otherwise\n"
+              "        Sme2Error)\n"
+              "import os\n")
+    found = inner_imports(ast.parse(source), "m", source)
+    assert [(i.line, i.project, i.says_why) for i in found] == [
+        (2, False, True), (3, False, False), (4, False, True), (5, True, False),
+        (6, True, True)]

@@ -56,6 +56,10 @@ from pytest_sme2.runners.native.bundle import GlibcBundle, glibc_bundle, is_glib
 from pytest_sme2.runners.base import Runner, RunnerError, RunOutcome, RunRequest
 from pytest_sme2.readers.tensorfile import sidecar
 from pytest_sme2.results.thermal import ThermalState
+from pytest_sme2.device_programs.build import build_target_helpers
+from pytest_sme2.emulation.tools import find_sysroot
+from pytest_sme2.runners.binary import missing_etdump, explain_failure
+from pytest_sme2.analysis.addresses import files_resolver
 
 LOCK_DIR: Path | None = None            # None: the system temp folder (tests point it elsewhere)
 KILL_GRACE_S = 2                        # `timeout -k`: SIGKILL this long after SIGTERM
@@ -145,8 +149,6 @@ class AndroidDevice(DeviceBase):
                                               f"({TARGET_PROP}={target}), which have no Arm64 "
                                               "hwcaps to hide")
             else:
-                from pytest_sme2.device_programs.build import build_target_helpers
-
                 try:
                     self._preload[glibc] = (build_target_helpers(helper).preload, "")
                 except Sme2Error as e:
@@ -229,7 +231,6 @@ class AndroidDevice(DeviceBase):
                                   f"{self.serial} is {self.facts().abi or 'not arm64'}; use an "
                                   "arm64 phone, or pass an executor_runner built for its ABI "
                                   "with --runner NAME=/path/to/executor_runner,libs=DIR")
-            from pytest_sme2.emulation.tools import find_sysroot
 
             try:
                 sysroot_lib = find_sysroot() / "lib"
@@ -360,7 +361,6 @@ class AndroidDevice(DeviceBase):
 
     def _pull_results(self, name: str, request: RunRequest, device: RunRequest,
                       stdout: str) -> None:
-        from pytest_sme2.runners.binary import missing_etdump
 
         if request.writes_etdump:   # none when it traced no run (timed untraced only)
             self.adb.pull(self._inside(device.etdump.as_posix()), request.etdump, required=(
@@ -378,8 +378,8 @@ class AndroidDevice(DeviceBase):
         """The sampled kernels, mapped on the host through the files we pushed."""
         if request.kernel_sample is None or device.kernel_sample is None:
             return None
-        from pytest_sme2.analysis.addresses import files_resolver
-        from pytest_sme2.analysis.kernel_sample import sampled_kernels, write_kernel_sample_csv
+        from pytest_sme2.analysis.kernel_sample import (  # pandas: only _pull_sample() needs it
+            sampled_kernels, write_kernel_sample_csv)
 
         stem = request.kernel_sample.with_suffix("")
         samples, maps = Path(f"{stem}.samples.txt"), Path(f"{stem}.maps.txt")
@@ -425,7 +425,6 @@ def loader_failed(rc: int, stderr: str) -> bool:
 def _explain(stderr: str) -> str | None:
     """A known cause from the binary runner's failure explainer (a phrase that follows
     "runner 'X' ..."), when it recognises the stderr."""
-    from pytest_sme2.runners.binary import explain_failure
 
     try:
         return explain_failure(stderr)

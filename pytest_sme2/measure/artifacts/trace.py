@@ -32,6 +32,7 @@ from pytest_sme2.analysis.latency import E2E_EVENT, e2e_per_run
 from pytest_sme2.analysis.operators import DELEGATE_CALL, OPERATOR_CALL, annotate
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.readers.etdump import TICKS_PER_MS
+from pytest_sme2.analysis.generation import phase_tags
 
 TRACE_SCHEMA = "pytest-sme2/trace/1"
 PID, TID = 1, 1
@@ -165,7 +166,6 @@ def median_generation(events: pd.DataFrame, loop: GenerationLoop, source: str = 
     """The timed generation whose summed ``Method::execute`` time is the median (the lower of
     an even count; the earliest among equal), and its runs (execute ids) in order. The
     executes are tagged as :func:`pytest_sme2.analysis.generation.phase_tags` tags them."""
-    from pytest_sme2.analysis.generation import phase_tags
 
     generations, warmup = loop.generations, loop.warmup
     per_run = e2e if e2e is not None else e2e_per_run(events, source=source)
@@ -189,7 +189,6 @@ def generation_trace_events(events: pd.DataFrame, loop: GenerationLoop, *,
     run, placed at its own start on one time line from the generation's first execute, inside
     a ``prefill`` and a ``decode`` slice (``cat`` ``phase``). Every event's ``args`` carry its
     ``phase`` and ``run``; a decode execute's its ``token`` (1 .. decode_executes)."""
-    from pytest_sme2.analysis.generation import phase_tags
 
     generations, warmup = loop.generations, loop.warmup
     prefill_executes, decode_executes = loop.prefill_executes, loop.decode_executes

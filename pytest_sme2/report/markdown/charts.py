@@ -115,7 +115,7 @@ def overview_figure(us: list[Unit]) -> Figure:
     differ by orders of magnitude), a bar per (dtype, threads, runner), its length the median
     of block medians. A comparison's two bars sit together, the candidate's annotated with its
     speed-up, 95% CI and verdict (green faster, red slower); emulated ones get no speed-up."""
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # matplotlib: only overview_figure() needs it
 
     panels = [(model, bars(mu)) for model, mu in by_model(us).items()]
     panels = [(m, bs) for m, bs in panels if bs]
@@ -180,7 +180,7 @@ def model_figure(model: str, us: list[Unit]) -> Figure:
     category as % of its E2E (the cases of a model differ several-fold in ms, and a share reads
     the same at any size), its mean ms on top; comparisons' base and candidate side by side."""
     # A bare Figure renders with Agg and touches no pyplot state or backend of the caller's.
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # matplotlib: only model_figure() needs it
 
     bs = [b for b in bars(us) if b.side.categories_ms and b.side.breakdown_ms > 0]
     sides = [b.side for b in bs]

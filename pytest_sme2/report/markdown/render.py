@@ -30,9 +30,8 @@ from typing import Any
 
 import jinja2
 
-from pytest_sme2.report.markdown import sections as sec
+from pytest_sme2.report.markdown import sections as sec, unit_page as up, charts as charts_mod
 from pytest_sme2.report import generation as gen
-from pytest_sme2.report.markdown import unit_page as up
 from pytest_sme2.report.markdown.cells import (cell, code, e2e_cells, fmt_calls, fmt_interval,
                                                fmt_mb, fmt_ms, fmt_percent, fmt_points,
                                                fmt_ratio, fmt_tokens_per_s, ms_pct_cells,
@@ -211,7 +210,6 @@ def _collector_ignores_what_exists() -> Iterator[None]:
 def _charts(us: list[Unit], out_dir: Path) -> tuple[dict[str, str], list[str]]:
     """The overview and one category figure per model: 1 + models figures, whatever the size
     of the matrix (each figure costs ~0.2-1 s of matplotlib)."""
-    from pytest_sme2.report.markdown import charts as charts_mod
 
     images: dict[str, str] = {}
     jobs = []
@@ -225,7 +223,7 @@ def _charts(us: list[Unit], out_dir: Path) -> tuple[dict[str, str], list[str]]:
             jobs.append(partial(charts_mod.model_chart, model, mu, out_dir / rel))
     try:
         if jobs:
-            import matplotlib.figure  # noqa: F401 - once, before render_all shares the work
+            import matplotlib.figure  # matplotlib: once, before render_all shares it  # noqa: F401
         charts_mod.render_all(jobs)
     except ImportError as e:
         return {}, [f"Charts left out: {e.name or 'matplotlib'} is not installed "

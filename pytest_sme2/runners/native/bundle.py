@@ -53,9 +53,9 @@ class GlibcBundle:
 
 @functools.lru_cache(maxsize=256)
 def _elf_facts(path: str, size: int, mtime_ns: int) -> tuple[str | None, tuple[str, ...]]:
-    from elftools.common.exceptions import ELFError
-    from elftools.elf.dynamic import DynamicSection
-    from elftools.elf.elffile import ELFFile
+    from elftools.common.exceptions import ELFError  # elftools: only _elf_facts() needs it
+    from elftools.elf.dynamic import DynamicSection  # elftools: only _elf_facts() needs it
+    from elftools.elf.elffile import ELFFile  # elftools: only _elf_facts() needs it
 
     try:
         with open(path, "rb") as fh:

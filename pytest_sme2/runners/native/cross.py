@@ -18,6 +18,8 @@ from pytest_sme2.runners.base import RunnerError
 from pytest_sme2.runners.native.cmake import (BUILD_TYPE, HOST, SOURCE_DIR, SOURCES,
                                               Toolchain, cmake_build, find_cmake, write_manifest)
 from pytest_sme2._util.versions import package_version
+from pytest_sme2.emulation.tools import compiler_version, find_cross_compiler
+from pytest_sme2.emulation.wheel import cached_executorch_dir, target_executorch_dir
 
 CROSS_TARGETS = ("aarch64-linux-gnu",)
 TOOLCHAIN_FILE = "toolchain.cmake"
@@ -45,8 +47,6 @@ class CrossBuild:
 def find_cross_build(target: str, progress: Callable[[str], None] | None = None,
                      fetch: bool = True) -> CrossBuild:
     """Tools and wheel for ``target``; ``fetch=False`` never downloads (RunnerError instead)."""
-    from pytest_sme2.emulation.tools import compiler_version, find_cross_compiler
-    from pytest_sme2.emulation.wheel import cached_executorch_dir, target_executorch_dir
 
     if target == "android":             # a phone that is not arm64: no build of ours runs there
         raise RunnerError("the native runner runs on arm64 phones (built for aarch64-linux-gnu "
