@@ -158,7 +158,7 @@ def measure(args: argparse.Namespace) -> dict:
 
 
 def judge(history: list[list[list[float]]], blocks: list[list[float]], pct: float) -> Judgement:
-    """The gate's rule (pytest_sme2.gate.rule.judge_levels) on sessions of blocks of samples and
+    """The gate's rule (pytest_sme2.gate.levels.judge_levels) on sessions of blocks of samples and
     this session's blocks: a block's value is its median, as the plugin judges it."""
     return judge_levels([[float(np.median(b)) for b in s] for s in history],
                         [float(np.median(b)) for b in blocks], pct)

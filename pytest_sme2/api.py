@@ -27,8 +27,8 @@ from pytest_sme2.emulation.wheel import target_executorch_dir
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate.policy import DEFAULT_THRESHOLD_PCT, GatePolicy
 from pytest_sme2.gate.junit import junit_properties
-from pytest_sme2.gate.rule import (REGRESSION, GateReport, evaluate, judge_levels,
-                                  run_with_confirmation)
+from pytest_sme2.gate.levels import REGRESSION, judge_levels
+from pytest_sme2.gate.rule import GateReport, evaluate, run_with_confirmation
 from pytest_sme2.history.importer import import_files
 from pytest_sme2.history.store import open_store
 from pytest_sme2.instructions.count import count_generation, count_instructions, format_count

@@ -39,7 +39,7 @@ from statistics import median
 from typing import Sequence
 
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.gate.rule import OK, PREFILL, TTFT, Judgement, classify, not_compared
+from pytest_sme2.gate.levels import OK, PREFILL, TTFT, Judgement, classify, not_compared
 from pytest_sme2.gate.policy import DEFAULT_THRESHOLD_PCT
 from pytest_sme2.results import BlockResult
 from pytest_sme2.stats import Interval, paired_ratio

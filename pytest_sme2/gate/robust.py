@@ -1,7 +1,7 @@
 """The stored-baseline rule that one bad session cannot blind (issue 24).
 
-Today's rule (:func:`pytest_sme2.gate.rule.judge_levels`) learns its noise floor from the spread of
-the baseline's session levels. With three sessions and one that ran under a CPU hog, that
+Today's rule (:func:`pytest_sme2.gate.levels.judge_levels`) learns its noise floor from the
+spread of the baseline's session levels. With three sessions and one that ran under a CPU hog, that
 spread — and Student's t with 2 degrees of freedom — made a floor of 52% at 1 thread: nothing
 short of +52% could fail. This rule screens the sessions first:
 
@@ -77,7 +77,7 @@ def screen(sessions: Sequence[Sequence[float]]) -> list[Outlier]:
 
 def judge_robust(judge: Callable[..., Judgement], base_sessions: Sequence[Sequence[float]],
                  current: Sequence[float], threshold_pct: float, **kwargs) -> Judgement:
-    """``judge`` (today's rule, :func:`pytest_sme2.gate.rule.judge_levels`: passed in, so the gate
+    """``judge`` (today's rule, :func:`pytest_sme2.gate.levels.judge_levels`: passed in, so the gate
     can call this without a circle) on the screened sessions, the reason for a wide floor
     said."""
     kept_idx = [i for i, s in enumerate(base_sessions) if len(s)]

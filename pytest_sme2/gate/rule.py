@@ -11,41 +11,8 @@ Entry points — the pytest fixtures and ``pytest-sme2 gate`` call nothing else:
 - the verdict as JUnit ``record_property`` pairs: :func:`pytest_sme2.gate.junit.junit_properties`.
 
 The policy (:class:`GatePolicy`, built from option values) is in :mod:`pytest_sme2.gate.policy`:
-light enough for every pytest run to build. This module runs past ~450 lines because this
-docstring states the method: the code proper is ~420.
-
-The rule (:func:`judge_levels`) and why it looks like this
-----------------------------------------------------------
-Timings on a shared machine drift between processes and between sessions far more than runs
-within one process vary (±30% between sessions, 15% between two processes a minute apart,
-1-3% within one: docs/regression-gate.md). So:
-
-1. The unit of replication is a block (its median), never a run. Pooling runs would make a
-   30-run block look like 30 independent observations and shrink every interval to nothing.
-2. Levels are medians of medians: a session's level is the median of its block medians, the
-   baseline's level the median of its session levels (every session weighs the same, however
-   many blocks it had); the candidate's level is the median of its block medians.
-   ``ratio = candidate / baseline`` (above 1 = slower).
-3. Interval: a two-level (cluster) percentile bootstrap — resample baseline sessions, then
-   blocks within each drawn session; resample candidate blocks — of the ratio of levels
-   (:func:`pytest_sme2.stats.two_level_bootstrap`).
-4. Noise floor: how far one fresh session may land from the baseline level with no change in
-   the code — the baseline's own spread between sessions, as a one-sided 97.5% prediction
-   bound on the log scale (:func:`pytest_sme2.stats.noise_floor`). Below 3 sessions all blocks
-   are pooled instead and the floor is at least 25%: drift between sessions has not been
-   observed yet. End to end, a session that ran slow or fast while the next one agrees with
-   the rest is left out first and named (:mod:`pytest_sme2.gate.robust`).
-5. Verdict: ``regression`` only when the interval's *lower* bound exceeds
-   ``1 + max(threshold, noise floor)``; ``improvement`` when its upper bound is below the
-   reciprocal; else ``ok``. A baseline from another device is ``not_compared`` with the
-   reason, never compared silently; a change under test (model, recipe, versions, runner
-   build) is judged, and named.
-6. Confirmation: a regression suspected on one block is measured again in fresh processes and
-   judged on all blocks, so one process in a bad state cannot fail CI.
-
-This trades sensitivity for the absence of false alarms: a CI gate that cries wolf gets
-disabled. On a quiet, pinned device the floor is small and the threshold decides; on a noisy VM
-the floor grows until recording more sessions (or a quieter runner) narrows it.
+light enough for every pytest run to build. The rule itself — one benchmark's block levels
+against a baseline's sessions, and why it looks as it does — is :mod:`pytest_sme2.gate.levels`.
 """
 
 from __future__ import annotations
@@ -62,114 +29,16 @@ from pytest_sme2 import units
 from pytest_sme2.baselines.key import BaselineKey, UnderTest
 from pytest_sme2.gate.policy import DEFAULT_THRESHOLD_PCT, GatePolicy
 from pytest_sme2.gate.robust import judge_robust
-from pytest_sme2.errors import Sme2Error
 from pytest_sme2.results import BlockResult
 # The verdict record and its words live with results.json, which stores them.
 from pytest_sme2.results.judgement import (IMPROVEMENT, INSTRUCTIONS, LOAD, MEMORY,  # noqa: F401
                                            NOT_COMPARED, OK, PREFILL, PREFILL_INSTRUCTIONS,
                                            REGRESSION, TIME, TTFT, Judgement)
-from pytest_sme2.stats import (UNMEASURED_DRIFT, UNMEASURED_DRIFT_INSTRUCTIONS,
-                               UNMEASURED_DRIFT_MEMORY, Interval, noise_floor,
-                               two_level_bootstrap)
+from pytest_sme2.gate.levels import judge_levels, not_compared
 
-__all__ = ["GatePolicy", "GateReport", "Judgement", "evaluate", "judge_levels",
-           "run_with_confirmation"]
+__all__ = ["GatePolicy", "GateReport", "Judgement", "evaluate", "run_with_confirmation"]
 
-CONFIDENCE = 0.95
-RESAMPLES = 4000
 DEFAULT_POLICY = GatePolicy()
-
-
-@dataclass(frozen=True)
-class _Measure:
-    unit: str               # how its values are written in the reason
-    more: str               # the word for up ...
-    fewer: str              # ... and for down
-    unmeasured: float       # the least noise floor below MIN_SESSIONS
-
-
-_MEASURES = {
-    TIME: _Measure("ms", "slower", "faster", UNMEASURED_DRIFT),
-    INSTRUCTIONS: _Measure("instructions", "more", "fewer", UNMEASURED_DRIFT_INSTRUCTIONS),
-    LOAD: _Measure("ms", "slower", "faster", UNMEASURED_DRIFT),
-    MEMORY: _Measure("kB", "more", "less", UNMEASURED_DRIFT_MEMORY),
-    PREFILL: _Measure("ms", "slower", "faster", UNMEASURED_DRIFT),
-    TTFT: _Measure("ms", "slower", "faster", UNMEASURED_DRIFT),
-    PREFILL_INSTRUCTIONS: _Measure("instructions", "more", "fewer",
-                                   UNMEASURED_DRIFT_INSTRUCTIONS),
-}
-
-
-@dataclass(frozen=True)
-class Bootstrap:
-    """How the rule's interval is drawn (:func:`pytest_sme2.stats.two_level_bootstrap`)."""
-
-    confidence: float = CONFIDENCE
-    resamples: int = RESAMPLES
-    seed: int = 0
-
-
-def not_compared(reason: str, threshold_pct: float = DEFAULT_THRESHOLD_PCT,
-                 category: str | None = None) -> Judgement:
-    return Judgement(NOT_COMPARED, None, threshold_pct, None, reason, category=category)
-
-
-def classify(ratio: Interval, limit: float, more: str = "slower", fewer: str = "faster"
-             ) -> tuple[str, str]:
-    """The status of a ratio interval against ``limit`` (1 + the margin a change must pass),
-    and its word for people: ``("regression", "21.0% slower")``. One rule for the stored and
-    the A/B gate."""
-    if ratio.low > limit:
-        return REGRESSION, f"{(ratio.point - 1) * 100:.1f}% {more}"
-    if ratio.high < 1 / limit:
-        return IMPROVEMENT, f"{(1 - ratio.point) * 100:.1f}% {fewer}"
-    return OK, "within noise"
-
-
-def judge_levels(base_sessions: Sequence[Sequence[float]], current: Sequence[float],
-                 threshold_pct: float = DEFAULT_THRESHOLD_PCT, measure: str = TIME,
-                 category: str | None = None, bootstrap: Bootstrap = Bootstrap()) -> Judgement:
-    """The rule on block-level values: ``base_sessions`` holds one value per block for each
-    baseline session, ``current`` one value per block of this session. ``measure``
-    INSTRUCTIONS: instruction counts (--sme2-measure instructions), judged by the same rule;
-    below 3 baseline sessions their noise floor is at least ``UNMEASURED_DRIFT_INSTRUCTIONS``
-    (0.1%) instead of time's 25%, and the judgement says it is of instructions. ``measure``
-    LOAD or MEMORY: one value per cold process (load ms, peak kB), with their own least floor.
-    Each measure's unit and words are in ``_MEASURES``."""
-    kind = _MEASURES[measure]
-    unit = kind.unit
-    if threshold_pct < 0:
-        raise Sme2Error(f"the regression threshold must be 0% or more, got {threshold_pct:g}%")
-    sessions = [np.asarray(s, dtype=float) for s in base_sessions if len(s)]
-    cur = np.asarray(current, dtype=float)
-    if not sessions:
-        return not_compared("the baseline holds no sessions; record one with --save-baseline",
-                            threshold_pct, category)
-    if cur.size == 0:
-        return not_compared("nothing measured to compare", threshold_pct, category)
-    if (cur <= 0).any() or any((s <= 0).any() for s in sessions):
-        return not_compared("a zero time cannot form a ratio", threshold_pct, category)
-    base_level = float(np.median([np.median(s) for s in sessions]))
-    cur_level = float(np.median(cur))
-    point = cur_level / base_level
-    confidence = bootstrap.confidence
-    low, high = two_level_bootstrap(sessions, cur, confidence, bootstrap.resamples,
-                                    bootstrap.seed)
-    ratio = Interval(point, min(low, point), max(high, point), confidence)
-    floor, source = noise_floor(sessions, kind.unmeasured)
-    limit = 1 + max(threshold_pct / 100, floor)
-    more, fewer = kind.more, kind.fewer
-    status, word = classify(ratio, limit, more, fewer)
-    what = f"{category} " if category else ""
-    if measure != TIME:
-        what = f"{measure} {what}"
-    reason = (f"{what}{word}: median {cur_level:.4g} {unit} ({cur.size} block(s)) vs baseline "
-              f"{base_level:.4g} {unit} ({len(sessions)} session(s)); ratio {ratio} "
-              f"{int(confidence * 100)}% CI; limit {units.fraction(limit - 1)} {more} = "
-              f"max(threshold {threshold_pct:g}%, noise floor {units.fraction(floor)} from "
-              f"{source})")
-    return Judgement(status, ratio, threshold_pct, floor * 100, reason, base_level, cur_level,
-                     len(sessions), int(cur.size), category, measure=measure)
 
 
 def _judge_category(base: baseline_store.Baseline, results: Sequence[BlockResult],

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from pytest_sme2.gate.rule import REGRESSION, judge_levels
+from pytest_sme2.gate.levels import REGRESSION, judge_levels
 from tests.unit.gate.test_gate import _count, _world
 
 

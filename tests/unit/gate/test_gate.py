@@ -17,8 +17,9 @@ from pytest_sme2.baselines.key import BaselineKey
 from pytest_sme2.baselines.store import find, save
 from pytest_sme2.gate.policy import GatePolicy
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.gate.rule import (IMPROVEMENT, NOT_COMPARED, OK, REGRESSION, Bootstrap, evaluate,
-                                   judge_levels, run_with_confirmation)
+from pytest_sme2.gate.levels import (IMPROVEMENT, NOT_COMPARED, OK, REGRESSION, Bootstrap,
+                                     judge_levels)
+from pytest_sme2.gate.rule import evaluate, run_with_confirmation
 from pytest_sme2.results import BlockResult
 from tests.fakes.baselines import AT_10, T0, bench_result, under_test_result
 

@@ -12,8 +12,9 @@ from tests.fakes.baselines import bench_result as _result
 from pytest_sme2.baselines.key import BaselineKey
 from pytest_sme2.baselines.store import load, save
 from pytest_sme2.gate.policy import GatePolicy
-from pytest_sme2.gate.rule import (INSTRUCTIONS, NOT_COMPARED, OK, PREFILL_INSTRUCTIONS, REGRESSION,
-                                   evaluate, judge_levels)
+from pytest_sme2.gate.levels import (INSTRUCTIONS, NOT_COMPARED, OK, PREFILL_INSTRUCTIONS,
+                                     REGRESSION, judge_levels)
+from pytest_sme2.gate.rule import evaluate
 from pytest_sme2.gate.junit import junit_properties
 from pytest_sme2.stats import UNMEASURED_DRIFT, noise_floor
 
