@@ -59,8 +59,7 @@ def test_one_load_means_no_extra_process(tmp_path, export_cache, native):
     settings = BenchSettings(runs=2, warmup=0, report_dir=tmp_path, cache_dir=export_cache,
                              timeout_s=300, loads=1)
     r = run_benchmark(BenchmarkRun("toy_cnn", label="toy"), native, HostDevice(), settings)
-    assert r.startup.loads == 1
-    assert not list(Path(r.etdump).parent.glob("*.load*.etdump"))
+    assert r.startup.loads == 1 and len(r.startup.processes) == 1
 
 
 def test_a_failed_load_only_process_keeps_the_measured_block(tmp_path, export_cache, native):
