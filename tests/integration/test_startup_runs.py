@@ -58,8 +58,15 @@ def test_every_cold_load_is_a_process_with_its_own_figures(tmp_path, export_cach
 def test_one_load_means_no_extra_process(tmp_path, export_cache, native):
     settings = BenchSettings(runs=2, warmup=0, report_dir=tmp_path, cache_dir=export_cache,
                              timeout_s=300, loads=1)
-    r = run_benchmark(BenchmarkRun("toy_cnn", label="toy"), native, HostDevice(), settings)
-    assert r.startup.loads == 1 and len(r.startup.processes) == 1
+    class Counting(HostDevice):
+        started = 0
+
+        def run(self, runner, request):
+            Counting.started += 1
+            return super().run(runner, request)
+
+    r = run_benchmark(BenchmarkRun("toy_cnn", label="toy"), native, Counting(), settings)
+    assert r.startup.loads == 1 and Counting.started == 1     # the block's own process only
 
 
 def test_a_failed_load_only_process_keeps_the_measured_block(tmp_path, export_cache, native):
