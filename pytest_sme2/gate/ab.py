@@ -21,14 +21,13 @@ core, and its pair's ratio lands 20-40% off (measured: ``1.10 1.37 1.11 0.94 1.1
 - **screening** (:func:`screen`): a pair whose log ratio lies more than ``SCREEN_SCALES``
   robust scales (1.4826 x MAD) *and* more than 5% from the median of the others is left out
   of the interval, at most one pair in four, and the verdict names it;
-- **sequential confirmation** (:func:`needs_more`): a regression is *suspected* when the
-  median pair ratio passes the line (a median, so one wild pair neither raises nor hides the
-  suspicion); the caller then measures pairs one at a time, judging all after each, until the
-  interval clears the line or :data:`MAX_PAIRS` are taken.
+- **pairs until told** (:func:`pytest_sme2.gate.decide.until_told`): while the verdict is
+  "cannot tell", the caller doubles the pairs, up to ``--sme2-max-pairs`` and the time budget,
+  and judges again; then "cannot tell" stays, saying what the pairs can resolve.
 
-Chosen on two runs of ``evaluations/regression_gate_evaluation_time_gates.py``
-(docs/regression-gate.md): at 1 thread +10% was caught in 78 of 80 trials (3 + 2 fixed pairs
-without screening: 69/80), with no false alarm in 400 unchanged trials.
+The verdicts (regression, improvement, no change, cannot tell) are
+:func:`pytest_sme2.gate.decide.decide`'s, the rule every comparison shares; measured in
+docs/regression-gate.md.
 """
 
 from __future__ import annotations
@@ -39,14 +38,15 @@ from statistics import median
 from typing import Sequence
 
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.gate.levels import OK, PREFILL, TTFT, Judgement, classify, not_compared
+from pytest_sme2.gate.decide import decide, unresolved
+from pytest_sme2.gate.levels import PREFILL, TTFT, Judgement, not_compared
+from pytest_sme2.results.judgement import CANNOT_TELL
 from pytest_sme2.gate.policy import DEFAULT_THRESHOLD_PCT
 from pytest_sme2.results import BlockResult
 from pytest_sme2.stats import Interval, paired_ratio
 
 AGAINST = "the base program, re-measured in this session"
 CONFIDENCE = 0.95
-MAX_PAIRS = 10          # confirmation pairs stop here
 SCREEN_SCALES = 4.0     # robust scales from the others' median that make a pair disturbed ...
 SCREEN_LEAST = math.log(1.05)   # ... and at least 5% away: ordinary spread stays in
 
@@ -110,21 +110,6 @@ def _kept(pairs: Pairs, out: list[int]) -> Pairs:
     return Pairs(tuple(pairs.base[i] for i in keep), tuple(pairs.candidate[i] for i in keep))
 
 
-def suspected(pairs: Pairs, threshold_pct: float = DEFAULT_THRESHOLD_PCT) -> bool:
-    """Worth confirmation pairs: the median pair ratio passes the line."""
-    if not pairs.base or min(pairs.base + pairs.candidate) <= 0:
-        return False
-    return math.exp(median(_logs(pairs))) > line(threshold_pct)
-
-
-def needs_more(pairs: Pairs, threshold_pct: float = DEFAULT_THRESHOLD_PCT,
-               max_pairs: int = MAX_PAIRS) -> bool:
-    """Another confirmation pair is due: a regression is suspected, not yet called, and
-    fewer than ``max_pairs`` are measured."""
-    return (len(pairs.base) < max_pairs and suspected(pairs, threshold_pct)
-            and judge_ab(pairs, threshold_pct).status == OK)
-
-
 def judge_ab(pairs: Pairs, threshold_pct: float = DEFAULT_THRESHOLD_PCT,
              confidence: float = CONFIDENCE, category: str | None = None) -> Judgement:
     """The verdict on paired blocks (disturbed pairs screened out and named); ``summary``
@@ -139,7 +124,9 @@ def judge_ab(pairs: Pairs, threshold_pct: float = DEFAULT_THRESHOLD_PCT,
     out = screen(pairs)
     r = slowdown(_kept(pairs, out), confidence)
     limit = line(threshold_pct)
-    status, word = classify(r, limit)
+    status, word = decide(r, threshold_pct, limit)
+    if status == CANNOT_TELL:
+        word = f"cannot tell: {unresolved(r, len(pairs.base) - len(out), threshold_pct)}"
     left_out = ""
     if out:
         ratios = [pairs.candidate[i] / pairs.base[i] for i in out]

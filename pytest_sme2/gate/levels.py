@@ -1,7 +1,7 @@
 """The regression gate's rule: a benchmark's block-level values judged against a baseline's
-sessions (:func:`judge_levels`), and the verdict of a ratio interval against a limit
-(:func:`classify`, shared with the A/B gate). :mod:`pytest_sme2.gate.rule` finds the baseline
-and applies it.
+sessions (:func:`judge_levels`); the verdict on a ratio interval is
+:mod:`pytest_sme2.gate.decide`'s, shared with every other comparison.
+:mod:`pytest_sme2.gate.rule` finds the baseline and applies it.
 
 The rule (:func:`judge_levels`) and why it looks like this
 ----------------------------------------------------------
@@ -24,9 +24,11 @@ within one process vary (±30% between sessions, 15% between two processes a min
    are pooled instead and the floor is at least 25%: drift between sessions has not been
    observed yet. End to end, a session that ran slow or fast while the next one agrees with
    the rest is left out first and named (:mod:`pytest_sme2.gate.robust`).
-5. Verdict: ``regression`` only when the interval's *lower* bound exceeds
-   ``1 + max(threshold, noise floor)``; ``improvement`` when its upper bound is below the
-   reciprocal; else ``ok``. A baseline from another device is ``not_compared`` with the
+5. Verdict (:func:`pytest_sme2.gate.decide.decide`, one rule for every comparison):
+   ``regression`` only when the interval's *lower* bound exceeds ``1 + max(threshold, noise
+   floor)``; ``improvement`` when its upper bound is below the reciprocal; ``no change`` when
+   the interval, widened by the noise floor, lies within the threshold either way; else
+   ``cannot tell``. A baseline from another device is ``not_compared`` with the
    reason, never compared silently; a change under test (model, recipe, versions, runner
    build) is judged, and named.
 6. Confirmation: a regression suspected on one block is measured again in fresh processes and
@@ -47,9 +49,11 @@ import numpy as np
 from pytest_sme2 import units
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate.policy import DEFAULT_THRESHOLD_PCT
-from pytest_sme2.results.judgement import (IMPROVEMENT, INSTRUCTIONS, LOAD, MEMORY,
-                                           NOT_COMPARED, OK, PREFILL, PREFILL_INSTRUCTIONS,
-                                           REGRESSION, TIME, TTFT, Judgement)
+from pytest_sme2.gate.decide import decide
+from pytest_sme2.results.judgement import (CANNOT_TELL, IMPROVEMENT, INSTRUCTIONS,  # noqa: F401
+                                           LOAD, MEMORY, NO_CHANGE, NOT_COMPARED, OK,
+                                           PREFILL, PREFILL_INSTRUCTIONS, REGRESSION, TIME,
+                                           TTFT, Judgement)
 from pytest_sme2.stats import (UNMEASURED_DRIFT, UNMEASURED_DRIFT_INSTRUCTIONS,
                                UNMEASURED_DRIFT_MEMORY, Interval, noise_floor,
                                two_level_bootstrap)
@@ -92,18 +96,6 @@ def not_compared(reason: str, threshold_pct: float = DEFAULT_THRESHOLD_PCT,
     return Judgement(NOT_COMPARED, None, threshold_pct, None, reason, category=category)
 
 
-def classify(ratio: Interval, limit: float, more: str = "slower", fewer: str = "faster"
-             ) -> tuple[str, str]:
-    """The status of a ratio interval against ``limit`` (1 + the margin a change must pass),
-    and its word for people: ``("regression", "21.0% slower")``. One rule for the stored and
-    the A/B gate."""
-    if ratio.low > limit:
-        return REGRESSION, f"{(ratio.point - 1) * 100:.1f}% {more}"
-    if ratio.high < 1 / limit:
-        return IMPROVEMENT, f"{(1 - ratio.point) * 100:.1f}% {fewer}"
-    return OK, "within noise"
-
-
 def judge_levels(base_sessions: Sequence[Sequence[float]], current: Sequence[float],
                  threshold_pct: float = DEFAULT_THRESHOLD_PCT, measure: str = TIME,
                  category: str | None = None, bootstrap: Bootstrap = Bootstrap()) -> Judgement:
@@ -137,7 +129,11 @@ def judge_levels(base_sessions: Sequence[Sequence[float]], current: Sequence[flo
     floor, source = noise_floor(sessions, kind.unmeasured)
     limit = 1 + max(threshold_pct / 100, floor)
     more, fewer = kind.more, kind.fewer
-    status, word = classify(ratio, limit, more, fewer)
+    status, word = decide(ratio, threshold_pct, limit, floor, more, fewer)
+    if status == CANNOT_TELL:
+        word = (f"cannot tell: {threshold_pct:g}% is not resolvable against this baseline "
+                f"(the interval and the noise floor {units.fraction(floor)} admit both no "
+                f"change and a change of {threshold_pct:g}%)")
     what = f"{category} " if category else ""
     if measure != TIME:
         what = f"{measure} {what}"

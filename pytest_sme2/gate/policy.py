@@ -26,6 +26,11 @@ DEFAULT_THRESHOLD_PCT = 10.0      # the gate's threshold when --fail-on-regressi
 DEFAULT_LOAD_THRESHOLD_PCT = 25.0
 DEFAULT_MEMORY_THRESHOLD_PCT = 10.0
 DEFAULT_PRECISION_BUDGET_S = 60.0
+# How many pairs a "cannot tell" may grow to (pytest_sme2.gate.decide, where it was chosen).
+DEFAULT_MAX_PAIRS = 40
+# What a "cannot tell" does to the exit status: fail the test, warn in the summary, or pass.
+ON_UNRESOLVED = ("fail", "warn", "pass")
+DEFAULT_ON_UNRESOLVED = "warn"
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,8 @@ class GatePolicy:
     # --sme2-ab-base-runner: the runner the A/B gate measures the base with (a runtime
     # change); None: the benchmark's own runner.
     base_runner: str | None = None
+    max_pairs: int = DEFAULT_MAX_PAIRS        # --sme2-max-pairs: a "cannot tell" grows to this
+    on_unresolved: str = DEFAULT_ON_UNRESOLVED   # --sme2-on-unresolved: fail, warn or pass
 
     @property
     def enforced(self) -> bool:
@@ -87,6 +94,8 @@ class GateOptions:
     precision: str = ""
     precision_budget: str = f"{DEFAULT_PRECISION_BUDGET_S:g}"
     base_runner: str = ""
+    max_pairs: str = str(DEFAULT_MAX_PAIRS)
+    on_unresolved: str = DEFAULT_ON_UNRESOLVED
 
     def policy(self, rules: tuple[Any, ...] | None = None,
                flags: GateFlags = PYTEST_FLAGS) -> GatePolicy:
@@ -102,7 +111,30 @@ class GateOptions:
                                                     flags.memory_threshold),
             mode=parse_gate_mode(self.mode), precision_pct=parse_precision(self.precision),
             precision_budget_s=parse_precision_budget(self.precision_budget),
-            base_runner=self.base_runner.strip() or None)
+            base_runner=self.base_runner.strip() or None,
+            max_pairs=parse_max_pairs(self.max_pairs),
+            on_unresolved=parse_on_unresolved(self.on_unresolved))
+
+
+def parse_max_pairs(text: str) -> int:
+    """``--sme2-max-pairs``: a whole number of pairs, 2 or more."""
+    try:
+        n = int(str(text).strip())
+    except ValueError:
+        n = 0
+    if n < 2:
+        raise Sme2Error(f"--sme2-max-pairs: expected a whole number of pairs, 2 or more, got "
+                        f"{text!r}")
+    return n
+
+
+def parse_on_unresolved(text: str) -> str:
+    """``--sme2-on-unresolved``: fail, warn or pass."""
+    word = text.strip().lower() or DEFAULT_ON_UNRESOLVED
+    if word not in ON_UNRESOLVED:
+        raise Sme2Error(f"--sme2-on-unresolved: expected one of {', '.join(ON_UNRESOLVED)}, "
+                        f"got {text!r}")
+    return word
 
 
 GATE_MODES = ("stored", "ab")

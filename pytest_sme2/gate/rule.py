@@ -31,7 +31,8 @@ from pytest_sme2.gate.policy import DEFAULT_THRESHOLD_PCT, GatePolicy
 from pytest_sme2.gate.robust import judge_robust
 from pytest_sme2.results import BlockResult
 # The verdict record and its words live with results.json, which stores them.
-from pytest_sme2.results.judgement import (IMPROVEMENT, INSTRUCTIONS, LOAD, MEMORY,  # noqa: F401
+from pytest_sme2.results.judgement import (CANNOT_TELL, IMPROVEMENT,  # noqa: F401
+                                           INSTRUCTIONS, LOAD, MEMORY, NO_CHANGE,
                                            NOT_COMPARED, OK, PREFILL, PREFILL_INSTRUCTIONS,
                                            REGRESSION, TIME, TTFT, Judgement)
 from pytest_sme2.gate.levels import judge_levels, not_compared

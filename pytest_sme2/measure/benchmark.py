@@ -26,19 +26,17 @@ onto the test report in a pytest session (results travel to the xdist controller
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from statistics import median
 from typing import TYPE_CHECKING, Callable, Protocol
 
 from pytest_sme2.gate import rule as gate
-from pytest_sme2.gate import ab as gate_ab
-from pytest_sme2.baselines import programs as base_programs
-from pytest_sme2.baselines import store as baseline_store
-from pytest_sme2.baselines.key import BaselineKey, UnderTest
+from pytest_sme2.baselines.key import UnderTest
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate.rule import GateReport
 from pytest_sme2.gate.ab import Pairs
 from pytest_sme2.measure.block import BenchmarkRun, Interleaving, run_comparison
 from pytest_sme2.measure.matrix import Case
+from pytest_sme2.measure.paired_gate import (AGAINST_RUNNER, BaseProgram,  # noqa: F401
+                                             PairedGate, block_value)
 from pytest_sme2.measure.precision import Goal, Precision
 from pytest_sme2.stats import DEFAULT_MARGIN
 from pytest_sme2.programs.spec import AS_EXPORTED, is_pte
@@ -141,26 +139,10 @@ def record(out: Benchmarked, session: BenchSession, recorder: Recorder | None = 
         recorder.comparison(out.comparison)
 
 
-def block_value(result: BlockResult) -> float:
-    """A block's one number for precision and the A/B pairs: its end-to-end median."""
-    return float(median(result.e2e_ms))
-
-
-AGAINST_RUNNER = "the same program re-measured in this session on runner"
-
-
-@dataclass(frozen=True)
-class BaseProgram:
-    """What the A/B gate re-measures: a program (None: the candidate's own) with a runner;
-    ``missing`` says why there is nothing to re-measure."""
-
-    pte: str | None
-    runner: str
-    missing: str = ""
 
 
 @dataclass
-class BenchmarkLoop:
+class BenchmarkLoop(PairedGate):
     """The measure → suspect → confirm → judge → record loop for one test: the session, the
     device it runs on (None: the session's only one), the name it is recorded under (a pytest
     node id; None: model-dtype-threads), where progress lines and finished blocks are told,
@@ -200,7 +182,7 @@ class BenchmarkLoop:
             else:
                 if out.policy.precision_pct is not None:
                     self._until_precise(run, runner, out)
-                out.reports[runner] = self._judge(run, runner, out)
+                out.reports[runner] = self._judge_stored(run, runner, out)
         except Sme2Error as e:  # a failed run, a corrupt baseline file
             out.reports[runner] = GateReport.unjudged(f"not judged: {e}")
             out.error = e
@@ -311,127 +293,6 @@ class BenchmarkLoop:
         if not outcome.reached:
             self._say(run, runner, f"--sme2-precision {outcome.target_pct:g}% not reached: "
                                    f"{outcome.why}")
-
-    def _ab_base(self, first: BlockResult, runner: str) -> BaseProgram:
-        """The base program: the one the baseline's newest session measured, kept by hash
-        beside the baseline (pytest_sme2.baselines.programs); and --sme2-ab-base-runner. Neither
-        differing from what is under test leaves nothing to compare."""
-        config = self.session.config
-        base_runner = config.gate.base_runner or runner
-        folder = config.baseline_dir
-        if folder is None:
-            return BaseProgram(None, base_runner, "" if base_runner != runner
-                               else "no baseline folder configured")
-        found = baseline_store.find(folder, BaselineKey.from_result(first))
-        under_test = found.baseline.under_test if found.baseline is not None else None
-        if found.baseline is None:
-            why = f"no baseline in {folder} to take the base program from"
-        elif under_test is None or not under_test.program:
-            why = "the baseline's sessions do not record which program they measured"
-        else:
-            program = base_programs.find(folder, under_test.program)
-            why = program.missing
-            if program.path is not None:
-                if UnderTest.of(first).program != under_test.program:
-                    return BaseProgram(str(program.path), base_runner)
-                why = "the program under test is the baseline's"
-        if base_runner != runner:
-            return BaseProgram(None, base_runner)  # a runtime change: one program, two runners
-        return BaseProgram(None, base_runner, why)
-
-    def _judge_ab(self, run: BenchmarkRun, runner: str, out: Benchmarked) -> GateReport:
-        """--sme2-gate-mode ab: the base re-measured in interleaved pairs with the candidate
-        (:meth:`_measure_pairs`), judged by the paired rule
-        (:func:`pytest_sme2.gate.ab.judge_ab`). Categories, load and memory are judged
-        against the stored baseline on all the candidate's blocks. With nothing to
-        re-measure (no stored program, the same program and runner), the stored rule judges,
-        and its verdict says why."""
-        policy = out.policy
-        base = self._ab_base(out.blocks[0], runner)
-        if base.missing:
-            return self._stored_instead(run, runner, out, base.missing)
-        pairs, precision, base_blocks = self._measure_pairs(run, runner, base, out)
-        # An LLM's prefill and TTFT by the same pairs (its decode: the blocks' own e2e).
-        phases = gate_ab.judge_phases(base_blocks, out.blocks, policy.threshold_pct)
-        verdict = gate_ab.judge_ab(pairs, policy.threshold_pct)
-        if base.runner != runner:           # say what the pairs compared, in the summary too
-            what = f"{base.pte} on runner {base.runner}" if base.pte else \
-                f"the same program on runner {base.runner}"
-            against = f"{AGAINST_RUNNER} {base.runner}" if not base.pte else \
-                f"{gate_ab.AGAINST} on runner {base.runner}"
-            verdict, *phases = (replace(j, reason=f"{j.reason}; base: {what}, candidate on "
-                                                  f"runner {runner}", against=against)
-                                for j in (verdict, *phases))
-        if precision is not None:
-            self._record_precision(precision, out.blocks, run, runner)
-        stored = gate.evaluate(out.blocks, self.session.config.baseline_dir, policy)
-        verdict = replace(verdict, changed_since_baseline=stored.e2e.changed_since_baseline)
-        self._say(run, runner, verdict.summary)
-        paired = {j.measure for j in phases}
-        return replace(stored, judgements=(verdict, *(j for j in stored.judgements[1:]
-                                                      if j.measure not in paired), *phases))
-
-    def _stored_instead(self, run: BenchmarkRun, runner: str, out: Benchmarked,
-                        missing: str) -> GateReport:
-        """The stored rule (with --sme2-precision's blocks), its verdict saying why not
-        A/B."""
-        if out.policy.precision_pct is not None:
-            self._until_precise(run, runner, out)
-        report = self._judge(run, runner, out)
-        note = f"A/B gate not run: {missing}; judged against the stored sessions"
-        self._say(run, runner, note)
-        e2e = replace(report.e2e, reason=f"{report.e2e.reason}; {note}")
-        return replace(report, judgements=(e2e, *report.judgements[1:]))
-
-    def _measure_pairs(self, run: BenchmarkRun, runner: str, base: BaseProgram, out: Benchmarked
-                       ) -> tuple[Pairs, Precision | None, list[BlockResult]]:
-        """The pairs (``gate_ab.Pairs``), --sme2-precision's outcome (None when not asked)
-        and the base's blocks. Pair 0 is the benchmark's first block and a base block; then
-        ABBA order, up to ``--sme2-blocks`` pairs; a suspected regression takes pairs one at a time
-        (``gate_ab.needs_more``); --sme2-precision takes them until precise (2 at least).
-        The candidate's blocks go to ``out.blocks``; the base's are judged, never recorded."""
-        policy = out.policy
-        candidate = self._more_blocks(run, runner, out)
-        base_run = replace(run, model=base.pte or run.model,
-                           dtype=AS_EXPORTED if base.pte else run.dtype)
-        base_blocks: list[BlockResult] = []
-
-        def measure_base(i: int) -> None:
-            try:
-                result = self.measure_block(
-                    replace(base_run, label=f"{run.label}[base#{i}]", block=i + 1),
-                    base.runner, export_again=False)
-            except Sme2Error as e:      # say it was the base, not the program under test
-                what = f"base program {base.pte}" if base.pte else "base (the same program)"
-                raise Sme2Error(f"A/B gate: {what} on runner {base.runner}, block {i}: "
-                                f"{e}") from e
-            base_blocks.append(result)
-
-        def pairs() -> Pairs:
-            return Pairs(tuple(map(block_value, base_blocks)),
-                         tuple(block_value(r) for r in out.blocks))
-
-        def one_pair() -> None:
-            i = len(base_blocks)
-            if i % 2:                                # ABBA: B A, A B, B A ...
-                measure_base(i)
-                candidate(len(out.blocks))
-            else:
-                candidate(len(out.blocks))
-                measure_base(i)
-
-        measure_base(0)
-        if policy.precision_pct is not None:
-            goal = Goal(policy.precision_pct, policy.precision_budget_s).start()
-            while len(base_blocks) < 2 or goal.more(pairs()):   # a verdict needs 2 pairs
-                one_pair()
-            return pairs(), goal.outcome(pairs()), base_blocks
-        while len(base_blocks) < max(2, self.session.config.blocks):
-            one_pair()
-        if policy.confirm_blocks > 0:
-            while gate_ab.needs_more(pairs(), policy.threshold_pct):
-                one_pair()
-        return pairs(), None, base_blocks
 
     def _judge(self, run: BenchmarkRun, runner: str, out: Benchmarked,
                side_label: bool = False) -> GateReport:

@@ -217,7 +217,9 @@ def _gate(r: _Reader, category_rules: tuple[Any, ...] | None) -> GatePolicy:
                        mode=r.text("sme2_gate_mode")[0],
                        precision=r.text("sme2_precision")[0],
                        precision_budget=r.text("sme2_precision_budget")[0],
-                       base_runner=r.text("sme2_ab_base_runner")[0]).policy(category_rules)
+                       base_runner=r.text("sme2_ab_base_runner")[0],
+                       max_pairs=r.text("sme2_max_pairs")[0],
+                       on_unresolved=r.text("sme2_on_unresolved")[0]).policy(category_rules)
 
 
 def _llm_schemes(text: str) -> tuple[str, ...]:

@@ -10,7 +10,8 @@ from typing import NamedTuple
 from pytest_sme2.devices.kinds import HOST, device_help
 from pytest_sme2.devices.thermal import DEFAULT_TIMEOUT_S as COOLDOWN_TIMEOUT_S
 from pytest_sme2.gate.policy import (DEFAULT_CONFIRM_BLOCKS, DEFAULT_LOAD_THRESHOLD_PCT,
-                                     DEFAULT_MEMORY_THRESHOLD_PCT, DEFAULT_PRECISION_BUDGET_S)
+                                     DEFAULT_MAX_PAIRS, DEFAULT_MEMORY_THRESHOLD_PCT,
+                                     DEFAULT_ON_UNRESOLVED, DEFAULT_PRECISION_BUDGET_S)
 from pytest_sme2.measure.matrix import DEFAULT_DTYPES, DEFAULT_MODELS, DEFAULT_THREADS
 from pytest_sme2.measure.option_values import MEASURES, SAMPLING
 from pytest_sme2.measure.settings import DEFAULT_LOADS, DEFAULT_TRACE_RUNS, MIN_BLOCKS
@@ -82,9 +83,19 @@ OPTIONS: dict[str, Option] = {
                              "interval is within +-PCT percent, at least 3, up to the budget; "
                              "the summary and results.json name those that could not, and why"),
     "sme2_precision_budget": Option("sme2_precision_budget", f"{DEFAULT_PRECISION_BUDGET_S:g}",
-                                    "seconds of measuring --sme2-precision may spend on one "
-                                    "benchmark or comparison (default "
+                                    "seconds of extra measuring one benchmark or comparison "
+                                    "may spend: --sme2-precision's blocks, and the pairs a "
+                                    "'cannot tell' verdict takes (default "
                                     f"{DEFAULT_PRECISION_BUDGET_S:g})"),
+    "sme2_max_pairs": Option("sme2_max_pairs", str(DEFAULT_MAX_PAIRS),
+                             "when a comparison or the gate cannot tell a change of its "
+                             "threshold's size from none, it doubles its interleaved pairs up "
+                             f"to this many (default {DEFAULT_MAX_PAIRS}) within the time "
+                             "budget, then says 'cannot tell' and what it could resolve"),
+    "sme2_on_unresolved": Option("sme2_on_unresolved", DEFAULT_ON_UNRESOLVED,
+                                 "what a 'cannot tell' verdict does under --fail-on-regression: "
+                                 "fail the test, warn (default: a line of its own in the "
+                                 "summary) or pass"),
     "sme2_ab_base_runner": Option("sme2_ab_base_runner", "",
                                   "with --sme2-gate-mode ab: the runner (a --runner name) that "
                                   "measures the base, for a runtime change; default: the "

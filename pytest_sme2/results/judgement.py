@@ -11,11 +11,14 @@ from typing import Any
 from pytest_sme2 import units
 from pytest_sme2.stats import Interval
 
-__all__ = ["IMPROVEMENT", "INSTRUCTIONS", "LOAD", "MEMORY", "NOT_COMPARED", "OK", "PREFILL",
-           "PREFILL_INSTRUCTIONS", "REGRESSION", "TIME", "TTFT", "Judgement", "judgement",
-           "judgements"]
+__all__ = ["CANNOT_TELL", "IMPROVEMENT", "INSTRUCTIONS", "LOAD", "MEMORY", "NOT_COMPARED",
+           "NO_CHANGE", "OK", "PREFILL", "PREFILL_INSTRUCTIONS", "REGRESSION", "TIME", "TTFT",
+           "Judgement", "judgement", "judgements"]
 
-OK, REGRESSION, IMPROVEMENT, NOT_COMPARED = "ok", "regression", "improvement", "not_compared"
+REGRESSION, IMPROVEMENT, NOT_COMPARED = "regression", "improvement", "not_compared"
+# Neither: the interval rules out a change of the threshold's size (no change), or it does not
+# (cannot tell: pytest_sme2.gate.decide). OK is what documents written before the split said.
+NO_CHANGE, CANNOT_TELL, OK = "no_change", "cannot_tell", "ok"
 TIME, INSTRUCTIONS = "time", "instructions"     # the measures a judgement can be of
 LOAD, MEMORY = "load time", "peak memory"       # ... and what a benchmark costs to start
 PREFILL, TTFT = "prefill time", "time to first token"   # an LLM's phases beside its decode
@@ -56,6 +59,16 @@ class Judgement:
         return self.status == REGRESSION
 
     @property
+    def unresolved(self) -> bool:
+        """The interval could neither call a change nor rule one out ("cannot tell")."""
+        return self.status == CANNOT_TELL
+
+    @property
+    def word(self) -> str:
+        """The verdict as people read it: ``no change``, ``cannot tell``, ``regression``."""
+        return self.status.replace("_", " ")
+
+    @property
     def limit(self) -> float | None:
         """The ratio the interval's lower bound must exceed to call a regression."""
         if self.noise_floor_pct is None:
@@ -76,7 +89,9 @@ class Judgement:
             reason = self.reason.removeprefix("not compared: ")
             return f"{what}not compared: {reason}"
         ratio = units.ratio_interval(r, units.COMPACT_RATIO_DIGITS)
-        line = f"{what}{self.status} {ratio} vs {self.against}"
+        line = f"{what}{self.word} {ratio} vs {self.against}"
+        if self.against != "baseline" and self.current_blocks:
+            line += f" ({self.current_blocks} pairs)"
         if self.changed_since_baseline:
             line += "; changed since baseline: " + ", ".join(self.changed_since_baseline)
         return line

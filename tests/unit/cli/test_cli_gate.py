@@ -55,7 +55,7 @@ def test_gate_command_passes_the_same_code_and_never_judges_a_session_by_itself(
     folder = _steady_past(tmp_path)
     code, lines, _ = _gate_cli(capsys, _results_json(tmp_path, [bench_result((1.0, 1.01, 0.99))]),
                                "--baseline-dir", folder)
-    assert code == 0 and re.fullmatch(r"toy_cnn fp32 t1 python: ok \d\.\d\dx .* vs baseline",
+    assert code == 0 and re.fullmatch(r"toy_cnn fp32 t1 python: no change \d\.\d\dx .* vs baseline",
                                       lines[0])
     # A session saved with --save-baseline names its baseline session in results.json, and is
     # judged against the sessions before it: 5x slower is a regression against those three,
@@ -83,7 +83,7 @@ def test_gate_command_judges_categories_when_asked(tmp_path, capsys):
         "categories_ms": {"GEMM": 1.0, "Convolution": 0.4}})])
     assert _gate_cli(capsys, doc, "--baseline-dir", folder)[0] == 0
     code, lines, _ = _gate_cli(capsys, doc, "--baseline-dir", folder, "--categories", "all")
-    assert code == 1 and re.fullmatch(r"toy_cnn fp32 t1 python: ok .* vs baseline; GEMM "
+    assert code == 1 and re.fullmatch(r"toy_cnn fp32 t1 python: no change .* vs baseline; GEMM "
                                       r"regression 2\.\d\dx .* vs baseline", lines[0])
 
 

@@ -17,7 +17,7 @@ from pytest_sme2.baselines.key import BaselineKey
 from pytest_sme2.baselines.store import find, save
 from pytest_sme2.gate.policy import GatePolicy
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.gate.levels import (IMPROVEMENT, NOT_COMPARED, OK, REGRESSION, Bootstrap,
+from pytest_sme2.gate.levels import (CANNOT_TELL, NO_CHANGE, IMPROVEMENT, NOT_COMPARED, OK, REGRESSION, Bootstrap,
                                      judge_levels)
 from pytest_sme2.gate.rule import evaluate, run_with_confirmation
 from pytest_sme2.results import BlockResult
@@ -47,7 +47,7 @@ def test_a_change_under_test_is_judged_and_named_never_refused(tmp_path):
                         r"baseline: model source, executorch 1\.5\.1 -> 1\.5\.2, runner build "
                         r"labels sme2=\(none\) -> on", j.summary)
     same = evaluate([under_test_result((1.0, 1.0, 1.0))], tmp_path, AT_10).e2e
-    assert same.status == OK and same.changed_since_baseline == ()
+    assert same.status == NO_CHANGE and same.changed_since_baseline == ()
     assert "changed since baseline" not in same.reason + same.summary
 
 
@@ -63,7 +63,7 @@ def test_gate_refuses_a_foreign_baseline_unless_allowed(tmp_path):
     assert "--allow-foreign-baseline" in refused.reason
     assert refused.summary == refused.reason
     allowed = evaluate([now], tmp_path, GatePolicy(fail_on_regression=10, allow_foreign=True)).e2e
-    assert allowed.status in (OK, REGRESSION, IMPROVEMENT)
+    assert allowed.status in (NO_CHANGE, CANNOT_TELL, REGRESSION, IMPROVEMENT)
     assert "foreign baseline allowed" in allowed.reason
 
 
@@ -145,7 +145,7 @@ def test_a_noisy_baseline_raises_the_limit():
     """A baseline whose sessions differ by ±20% cannot vouch for a 25% change."""
     sessions = [[0.8], [1.2], [1.0], [0.85], [1.15]]
     j = judge_levels(sessions, [1.25], threshold_pct=10)
-    assert j.status == OK and j.noise_floor_pct > 25 and "within noise" in j.reason
+    assert j.status == CANNOT_TELL and j.noise_floor_pct > 25 and "cannot tell: 10% is not resolvable" in j.reason
 
 
 def test_bad_threshold_and_empty_input():
@@ -165,7 +165,7 @@ def test_category_gate(tmp_path):
     report = evaluate([res(1.0), res(1.01), res(0.99)], tmp_path, policy)
     gemm, conv, pool = (report.categories[c] for c in ("GEMM", "Convolution", "Pooling"))
     assert gemm.status == REGRESSION and gemm.category == "GEMM" and gemm.reason.startswith("GEMM ")
-    assert conv.status == OK
+    assert conv.status == NO_CHANGE
     assert pool.status == NOT_COMPARED
     assert [j.category for j in report.judgements] == [None, "GEMM", "Convolution", "Pooling"]
 
@@ -205,7 +205,7 @@ def test_one_slow_process_is_outvoted_by_the_confirmation_blocks(tmp_path):
     assert evaluate([first], folder, AT_10).e2e.status == REGRESSION
     report, measured, progress = _confirming(folder, first,
                                              [(1.0, 1.01, 0.99), (1.02, 1.0, 1.01)])
-    assert report.e2e.status == OK and report.e2e.current_blocks == 3 and report.confirmed
+    assert report.e2e.status == CANNOT_TELL and report.e2e.current_blocks == 3 and report.confirmed
     assert measured == [1, 2]
     assert progress == ["toy_cnn fp32 t1 python: a regression is suspected (end to end "
                         "1.584x); measuring 2 more block(s) to confirm it"]
@@ -223,7 +223,7 @@ def test_a_real_regression_is_in_every_block_and_stays_one(tmp_path):
 def test_nothing_is_measured_again_without_a_suspected_regression_or_when_disabled(tmp_path):
     folder = _steady_past(tmp_path)
     report, measured, _ = _confirming(folder, bench_result((1.0, 1.0, 1.0)), [])
-    assert report.e2e.status == OK and measured == [] and not report.confirmed
+    assert report.e2e.status == NO_CHANGE and measured == [] and not report.confirmed
     report, measured, _ = _confirming(folder, bench_result((1.6, 1.6, 1.6)), [],
                                       GatePolicy(fail_on_regression=10, confirm_blocks=0))
     assert report.e2e.status == REGRESSION and report.e2e.current_blocks == 1 and measured == []
@@ -263,10 +263,10 @@ def test_a_category_regression_is_caught_while_end_to_end_is_within_noise(tmp_pa
                       GatePolicy(fail_on_regression=10,
                                  categories=("GEMM", "Convolution", "Pooling")))
     e2e, gemm, conv, pool = report.judgements
-    assert (e2e.category, e2e.status) == (None, OK)
+    assert (e2e.category, e2e.status) == (None, NO_CHANGE)
     assert (gemm.category, gemm.status) == ("GEMM", REGRESSION)
     assert gemm.reason.startswith("GEMM ") and "slower" in gemm.reason
-    assert (conv.category, conv.status) == ("Convolution", OK)
+    assert (conv.category, conv.status) == ("Convolution", NO_CHANGE)
     assert pool.status == NOT_COMPARED and "Pooling is 1.0% of the baseline's end-to-end " \
         "time, below the 5% a category needs to be gated" in pool.reason
     assert report.regressions == [gemm]
@@ -297,7 +297,7 @@ def test_every_category_with_time_is_gated_when_asked_for_all(tmp_path):
     assert [j.category for j in report.judgements] == [None, "GEMM", "Other"]
     first = bench_result()
     report.record_on(first)
-    assert first.judgement.category is None and first.judgement.status == OK
+    assert first.judgement.category is None and first.judgement.status == NO_CHANGE
     assert set(first.category_judgements) == {"GEMM", "Other"}
     evaluate([first], folder).record_on(first)
     assert first.category_judgements == {}          # the key is there whatever was gated
@@ -308,7 +308,7 @@ def test_a_suspected_category_regression_is_confirmed_too(tmp_path):
     folder = _steady_past(tmp_path)
     policy = GatePolicy(fail_on_regression=10, categories=("GEMM",))
     first = bench_result((1.0, 1.0, 1.0), extra={"categories_ms": {"GEMM": 1.5}})
-    assert [j.status for j in evaluate([first], folder, policy).judgements] == [OK, REGRESSION]
+    assert [j.status for j in evaluate([first], folder, policy).judgements] == [NO_CHANGE, REGRESSION]
     measured, progress = [], []
 
     def measure_more(block):
@@ -316,7 +316,7 @@ def test_a_suspected_category_regression_is_confirmed_too(tmp_path):
         return bench_result((1.0, 1.0, 1.0), extra={"categories_ms": {"GEMM": 0.5}})
 
     _, again = run_with_confirmation([first], measure_more, folder, policy, progress.append)
-    assert measured == [1, 2] and [j.status for j in again.judgements] == [OK, OK]
+    assert measured == [1, 2] and [j.status for j in again.judgements] == [NO_CHANGE, CANNOT_TELL]
     assert "(GEMM 3.000x)" in progress[0]
 
 

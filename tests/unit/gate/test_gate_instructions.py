@@ -12,7 +12,7 @@ from tests.fakes.baselines import bench_result as _result
 from pytest_sme2.baselines.key import BaselineKey
 from pytest_sme2.baselines.store import load, save
 from pytest_sme2.gate.policy import GatePolicy
-from pytest_sme2.gate.levels import (INSTRUCTIONS, NOT_COMPARED, OK, PREFILL_INSTRUCTIONS,
+from pytest_sme2.gate.levels import (CANNOT_TELL, NO_CHANGE, INSTRUCTIONS, NOT_COMPARED, OK, PREFILL_INSTRUCTIONS,
                                      REGRESSION, judge_levels)
 from pytest_sme2.gate.rule import evaluate
 from pytest_sme2.gate.junit import junit_properties
@@ -62,7 +62,7 @@ def test_a_5_percent_regression_is_caught_at_threshold_2(tmp_path):
 def test_a_and_a_is_not_a_regression(tmp_path):
     _record(tmp_path, [COUNT, COUNT + 2, COUNT - 1])
     report = evaluate([_counted(COUNT + 1)], tmp_path, AT_2)
-    assert report.instructions.status == OK and not report.regressions
+    assert report.instructions.status == NO_CHANGE and not report.regressions
     assert report.failure(AT_2) is None
 
 
@@ -72,7 +72,7 @@ def test_below_3_sessions_the_floor_is_small_for_instructions_only(tmp_path):
     assert j.status == REGRESSION and j.noise_floor_pct == 0.1
     assert noise_floor([[1.0, 1.01]])[0] >= UNMEASURED_DRIFT     # time's floor unchanged
     t = judge_levels([[1.0, 1.01]], [1.05], 2)
-    assert t.noise_floor_pct == 25.0 and t.status == OK and t.measure == "time"
+    assert t.noise_floor_pct == 25.0 and t.status == CANNOT_TELL and t.measure == "time"
 
 
 def test_a_baseline_measured_in_time_only_is_not_compared_with_the_reason(tmp_path):
@@ -145,7 +145,7 @@ def test_a_prefill_regression_fails_while_decode_is_unchanged(tmp_path):
     _record_llm(tmp_path, [PREFILL_COUNT, PREFILL_COUNT + 1, PREFILL_COUNT - 1])
     report = evaluate([_generation_counted(COUNT, PREFILL_COUNT * 1.04)], tmp_path, AT_2)
     decode, prefill = report.instructions, report.phases[PREFILL_INSTRUCTIONS]
-    assert decode.status == OK and decode.reason.startswith("decode (per token) instructions")
+    assert decode.status == NO_CHANGE and decode.reason.startswith("decode (per token) instructions")
     assert prefill.status == REGRESSION and prefill.measure == PREFILL_INSTRUCTIONS
     assert prefill.reason.startswith("prefill instructions 4.0% more")
     failure = report.failure(AT_2)
@@ -170,7 +170,7 @@ def test_an_instruction_baseline_without_prefill_is_not_compared_with_the_fix(tm
     assert prefill.status == NOT_COMPARED
     assert prefill.reason == ("the instruction baseline records no prefill; record it again "
                               "with --sme2-measure instructions --save-baseline")
-    assert report.instructions.status == OK and report.failure(AT_2) is None
+    assert report.instructions.status == NO_CHANGE and report.failure(AT_2) is None
 
 
 def test_a_generation_is_counted_per_phase_by_the_session(monkeypatch):

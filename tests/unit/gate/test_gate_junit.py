@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from pytest_sme2.gate.levels import judge_levels
+from pytest_sme2.gate.levels import CANNOT_TELL, NO_CHANGE, judge_levels
 from pytest_sme2.gate.junit import junit_properties
 
 
@@ -26,6 +26,6 @@ def test_junit_properties():
     nc = dict(junit_properties(judge_levels([], [1.0])))
     assert nc["sme2_gate_status"] == "not_compared" and "sme2_gate_ratio" not in nc
     cat = junit_properties(judge_levels([[1.0]], [1.0], category="Data Movement"))
-    assert cat[0] == ("sme2_gate_Data_Movement_status", "ok")
+    assert cat[0] == ("sme2_gate_Data_Movement_status", "cannot_tell")
     changed = dict(junit_properties(replace(j, changed_since_baseline=("model source",))))
     assert changed["sme2_gate_changed_since_baseline"] == "model source"

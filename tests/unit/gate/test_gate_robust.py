@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_sme2.gate.levels import OK, REGRESSION, judge_levels
+from pytest_sme2.gate.levels import CANNOT_TELL, NO_CHANGE, OK, REGRESSION, judge_levels
 from pytest_sme2.gate.robust import AB_HINT, screen
 from pytest_sme2.gate.robust import judge_robust as _judge_robust
 
@@ -37,7 +37,7 @@ def test_three_sessions_one_slow_keep_the_least_floor_and_suggest_ab():
     assert today.noise_floor_pct > 45                   # the 52%
     assert j.noise_floor_pct == 25                      # 2 sessions left: at least 25%
     assert f"noise floor 25% ({today.noise_floor_pct:.0f}% with it)" in j.reason
-    assert AB_HINT in j.reason and j.status == OK
+    assert AB_HINT in j.reason and j.status == CANNOT_TELL
 
 
 def test_ordinary_drift_is_not_an_outlier():

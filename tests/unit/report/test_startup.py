@@ -18,7 +18,7 @@ from pytest_sme2.baselines.store import load, save
 from pytest_sme2.measure.config import BaseDirs, config_from_options
 from pytest_sme2.gate.policy import GatePolicy
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.gate.rule import LOAD, MEMORY, NOT_COMPARED, OK, REGRESSION, evaluate
+from pytest_sme2.gate.rule import CANNOT_TELL, NO_CHANGE, LOAD, MEMORY, NOT_COMPARED, OK, REGRESSION, evaluate
 from pytest_sme2.report.markdown.render import render_markdown
 from pytest_sme2.report.terminal import benchmark_line, startup_cells, summary_table
 from pytest_sme2.results import (BlockResult, ProcessStartup, Startup, load_results,
@@ -232,7 +232,7 @@ def test_more_memory_fails_an_enforced_gate_with_its_own_threshold(tmp_path):
     report = evaluate([_measured((10.1, 10.0, 9.8), (39000, 39010, 38990))], tmp_path,
                       GatePolicy(fail_on_regression=10))
     judged = report.startup
-    assert judged[LOAD].status == OK and judged[MEMORY].status == REGRESSION
+    assert judged[LOAD].status == NO_CHANGE and judged[MEMORY].status == REGRESSION
     assert judged[MEMORY].reason.startswith("peak memory 50.0% more: median 3.9e+04 kB")
     assert "limit 10.0% more" in judged[MEMORY].reason
     assert report.failure(GatePolicy(fail_on_regression=10)).startswith(
@@ -251,7 +251,7 @@ def test_slower_loads_fail_with_the_load_threshold_and_off_only_reports(tmp_path
     assert evaluate(slow, tmp_path, at_25).startup[LOAD].status == REGRESSION
     assert "load time 50.0% slower" in evaluate(slow, tmp_path, at_25).failure(at_25)
     at_60 = replace(at_25, load_threshold_pct=60)
-    assert evaluate(slow, tmp_path, at_60).startup[LOAD].status == OK
+    assert evaluate(slow, tmp_path, at_60).startup[LOAD].status == NO_CHANGE
     off = replace(at_25, load_threshold_pct=None)
     report = evaluate(slow, tmp_path, off)
     assert report.startup[LOAD].status == REGRESSION and not report.startup[LOAD].enforced
@@ -299,7 +299,7 @@ def test_gate_command_names_a_memory_regression_and_its_threshold(tmp_path, caps
         [_measured((10.0, 10.1, 9.9), (39000, 39010, 38990))], ())))
     assert main(["gate", str(doc), "--baseline-dir", str(folder)]) == 1
     out = capsys.readouterr().out
-    assert out.startswith("toy_cnn fp32 t1 python: ok 1.00x ")
+    assert out.startswith("toy_cnn fp32 t1 python: no change 1.00x ")
     assert "; peak memory regression 1.50x [" in out
     assert main(["gate", str(doc), "--baseline-dir", str(folder),
                  "--memory-threshold", "off"]) == 0

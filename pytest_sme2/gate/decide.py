@@ -1,0 +1,138 @@
+"""The one verdict every comparison ends in — the stored-baseline gate, the A/B gate (per phase
+for an LLM), ``sme2_compare`` and ``pytest-sme2 bisect``'s probes — and the rule that measures
+more pairs until it can be given.
+
+Four verdicts (:func:`decide`), from a ratio interval (candidate / base, above 1 = slower):
+
+- **regression**: the interval's lower bound passes the caller's line (the A/B gate: half the
+  threshold; the stored gate: the threshold or the baseline's noise floor, whichever is larger);
+- **improvement**: its upper bound lies below the reciprocal of that line;
+- **no change**: the interval rules out a change of the threshold's size either way — its
+  upper bound below ``1 + T`` and its lower bound above ``1 / (1 + T)``, each widened by the
+  drift the interval cannot see (``spread``: the stored gate's noise floor; 0 for pairs, whose
+  drift cancels within a pair);
+- **cannot tell**: anything else. The interval admits both "no change" and a change of the
+  threshold's size. It is never printed as ``ok``.
+
+On "cannot tell" the caller measures more pairs (:func:`until_told`): the count doubles, as
+Chromium's Pinpoint doubles its attempts, up to ``PairBudget.max_pairs`` and a time budget.
+Doubling keeps the number of looks at the data small (3, 6, 12, 24, 40: five looks), so
+judging after each look inflates the false-alarm rate little, while a change near the
+threshold still gets the pairs it needs. When the budget is spent the verdict stays "cannot
+tell" and says what the data can resolve (:func:`unresolved`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from pytest_sme2.gate.policy import DEFAULT_MAX_PAIRS, DEFAULT_PRECISION_BUDGET_S
+from pytest_sme2.results.judgement import (CANNOT_TELL, IMPROVEMENT, NO_CHANGE, REGRESSION,
+                                           Judgement)
+from pytest_sme2.stats import Interval
+
+START_PAIRS = 3          # the first look, when the caller has measured fewer
+
+
+def decide(ratio: Interval, threshold_pct: float, limit: float, spread: float = 0.0,
+           more: str = "slower", fewer: str = "faster") -> tuple[str, str]:
+    """The verdict on ``ratio`` and its word for people: ``("regression", "21.0% slower")``,
+    ``("no_change", "no change of 10%")``, ``("cannot_tell", "cannot tell")``. ``limit``: the
+    ratio the lower bound must pass to call a regression; ``spread``: drift the interval does
+    not hold (the stored gate's noise floor, a fraction)."""
+    if ratio.low > limit:
+        return REGRESSION, f"{(ratio.point - 1) * 100:.1f}% {more}"
+    if ratio.high < 1 / limit:
+        return IMPROVEMENT, f"{(1 - ratio.point) * 100:.1f}% {fewer}"
+    band = 1 + threshold_pct / 100
+    if ratio.high * (1 + spread) < band and ratio.low / (1 + spread) > 1 / band:
+        return NO_CHANGE, f"no change of {threshold_pct:g}%"
+    return CANNOT_TELL, "cannot tell"
+
+
+def half_width(ratio: Interval) -> float:
+    """Half the interval's width on the log scale (inf when unbounded)."""
+    if ratio.low <= 0 or not math.isfinite(ratio.high):
+        return math.inf
+    return (math.log(ratio.high) - math.log(ratio.low)) / 2
+
+
+def detectable_pct(ratio: Interval) -> float:
+    """The smallest change (percent) paired data this precise would call a regression by the
+    A/B line (half the change): ``ln(1 + D) - h > ln(1 + D / 2)``, so
+    ``D = (e^h - 1) / (1 - e^h / 2)``."""
+    h = half_width(ratio)
+    e = math.exp(min(h, 50.0))
+    return math.inf if e >= 2 else 100 * (e - 1) / (1 - e / 2)
+
+
+def pairs_to_resolve(ratio: Interval, pairs: int, threshold_pct: float) -> int:
+    """About how many pairs would resolve ``threshold_pct``: the half-width shrinks as
+    1/sqrt(n), and the threshold is resolved once ``h < ln((1 + T) / (1 + T / 2))``."""
+    h = half_width(ratio)
+    t = threshold_pct / 100
+    need = math.log((1 + t) / (1 + t / 2))
+    if not math.isfinite(h) or need <= 0:
+        return 0
+    return max(pairs, math.ceil(pairs * (h / need) ** 2))
+
+
+def unresolved(ratio: Interval, pairs: int, threshold_pct: float, what: str = "pairs") -> str:
+    """``10% is not resolvable here (interval [0.97, 1.19] after 40 pairs; minimum detectable
+    change now ~14%; ~120 pairs would resolve 10%)``."""
+    detect = detectable_pct(ratio)
+    need = pairs_to_resolve(ratio, pairs, threshold_pct)
+    now = f"~{detect:.0f}%" if math.isfinite(detect) else "unbounded"
+    tail = f"; ~{need} {what} would resolve {threshold_pct:g}%" if need else ""
+    return (f"{threshold_pct:g}% is not resolvable here (interval [{ratio.low:.2f}, "
+            f"{ratio.high:.2f}] after {pairs} {what}; minimum detectable change now {now}"
+            f"{tail})")
+
+
+@dataclass(frozen=True)
+class PairBudget:
+    """How far a "cannot tell" may go: ``max_pairs`` pairs in all, and ``seconds`` of
+    measuring from the first extra pair (``--sme2-max-pairs``, ``--sme2-precision-budget``)."""
+
+    max_pairs: int = DEFAULT_MAX_PAIRS
+    seconds: float = DEFAULT_PRECISION_BUDGET_S
+
+
+@dataclass(frozen=True)
+class Told:
+    """What :func:`until_told` ended with: the verdict, the pairs it rests on, and whether the
+    budget stopped it (``spent``: why, "" when the verdict came first)."""
+
+    judgement: Judgement
+    pairs: int
+    seconds: float
+    spent: str = ""
+
+
+def until_told(pairs: int, measure_pair: Callable[[], None], judge: Callable[[], Judgement],
+               budget: PairBudget = PairBudget(),
+               clock: Callable[[], float] = time.monotonic) -> Told:
+    """Judge; while the verdict is "cannot tell", measure pairs (``measure_pair`` measures one
+    and keeps it where ``judge`` reads it) until their count doubles, then judge again — up to
+    ``budget.max_pairs`` pairs and ``budget.seconds``. ``pairs``: how many there are now."""
+    start = clock()
+    verdict = judge()
+    spent = ""
+    while verdict.status == CANNOT_TELL:
+        if pairs >= budget.max_pairs:
+            spent = f"the most pairs asked ({budget.max_pairs}, --sme2-max-pairs)"
+            break
+        target = min(max(2 * pairs, START_PAIRS), budget.max_pairs)
+        while pairs < target:
+            if clock() - start >= budget.seconds:
+                spent = f"the time budget ({budget.seconds:g} s, --sme2-precision-budget)"
+                break
+            measure_pair()
+            pairs += 1
+        verdict = judge()
+        if spent:
+            break
+    return Told(verdict, pairs, clock() - start, spent if verdict.status == CANNOT_TELL else "")
