@@ -17,8 +17,8 @@ from pytest_sme2.baselines.key import BaselineKey
 from pytest_sme2.baselines.store import find, save
 from pytest_sme2.gate.policy import GatePolicy
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.gate.levels import (CANNOT_TELL, NO_CHANGE, IMPROVEMENT, NOT_COMPARED, OK, REGRESSION, Bootstrap,
-                                     judge_levels)
+from pytest_sme2.gate.levels import (CANNOT_TELL, IMPROVEMENT, NO_CHANGE, NOT_COMPARED,
+                                     REGRESSION, Bootstrap, judge_levels)
 from pytest_sme2.gate.rule import evaluate, run_with_confirmation
 from pytest_sme2.results import BlockResult
 from tests.fakes.baselines import AT_10, T0, bench_result, under_test_result
@@ -145,7 +145,8 @@ def test_a_noisy_baseline_raises_the_limit():
     """A baseline whose sessions differ by ±20% cannot vouch for a 25% change."""
     sessions = [[0.8], [1.2], [1.0], [0.85], [1.15]]
     j = judge_levels(sessions, [1.25], threshold_pct=10)
-    assert j.status == CANNOT_TELL and j.noise_floor_pct > 25 and "cannot tell: 10% is not resolvable" in j.reason
+    assert j.status == CANNOT_TELL and j.noise_floor_pct > 25
+    assert "cannot tell: 10% is not resolvable" in j.reason
 
 
 def test_bad_threshold_and_empty_input():
@@ -308,7 +309,8 @@ def test_a_suspected_category_regression_is_confirmed_too(tmp_path):
     folder = _steady_past(tmp_path)
     policy = GatePolicy(fail_on_regression=10, categories=("GEMM",))
     first = bench_result((1.0, 1.0, 1.0), extra={"categories_ms": {"GEMM": 1.5}})
-    assert [j.status for j in evaluate([first], folder, policy).judgements] == [NO_CHANGE, REGRESSION]
+    judged = evaluate([first], folder, policy).judgements
+    assert [j.status for j in judged] == [NO_CHANGE, REGRESSION]
     measured, progress = [], []
 
     def measure_more(block):

@@ -12,8 +12,8 @@ from tests.fakes.baselines import bench_result as _result
 from pytest_sme2.baselines.key import BaselineKey
 from pytest_sme2.baselines.store import load, save
 from pytest_sme2.gate.policy import GatePolicy
-from pytest_sme2.gate.levels import (CANNOT_TELL, NO_CHANGE, INSTRUCTIONS, NOT_COMPARED, OK, PREFILL_INSTRUCTIONS,
-                                     REGRESSION, judge_levels)
+from pytest_sme2.gate.levels import (CANNOT_TELL, INSTRUCTIONS, NO_CHANGE, NOT_COMPARED,
+                                     PREFILL_INSTRUCTIONS, REGRESSION, judge_levels)
 from pytest_sme2.gate.rule import evaluate
 from pytest_sme2.gate.junit import junit_properties
 from pytest_sme2.stats import UNMEASURED_DRIFT, noise_floor
@@ -145,7 +145,8 @@ def test_a_prefill_regression_fails_while_decode_is_unchanged(tmp_path):
     _record_llm(tmp_path, [PREFILL_COUNT, PREFILL_COUNT + 1, PREFILL_COUNT - 1])
     report = evaluate([_generation_counted(COUNT, PREFILL_COUNT * 1.04)], tmp_path, AT_2)
     decode, prefill = report.instructions, report.phases[PREFILL_INSTRUCTIONS]
-    assert decode.status == NO_CHANGE and decode.reason.startswith("decode (per token) instructions")
+    assert decode.status == NO_CHANGE
+    assert decode.reason.startswith("decode (per token) instructions")
     assert prefill.status == REGRESSION and prefill.measure == PREFILL_INSTRUCTIONS
     assert prefill.reason.startswith("prefill instructions 4.0% more")
     failure = report.failure(AT_2)

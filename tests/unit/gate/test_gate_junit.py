@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from pytest_sme2.gate.levels import CANNOT_TELL, NO_CHANGE, judge_levels
+from pytest_sme2.gate.levels import judge_levels
 from pytest_sme2.gate.junit import junit_properties
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_sme2.gate.levels import CANNOT_TELL, NO_CHANGE, OK, REGRESSION, judge_levels
+from pytest_sme2.gate.levels import CANNOT_TELL, REGRESSION, judge_levels
 from pytest_sme2.gate.robust import AB_HINT, screen
 from pytest_sme2.gate.robust import judge_robust as _judge_robust
 

@@ -18,7 +18,7 @@ from pytest_sme2.baselines.store import load, save
 from pytest_sme2.measure.config import BaseDirs, config_from_options
 from pytest_sme2.gate.policy import GatePolicy
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.gate.rule import CANNOT_TELL, NO_CHANGE, LOAD, MEMORY, NOT_COMPARED, OK, REGRESSION, evaluate
+from pytest_sme2.gate.rule import NO_CHANGE, LOAD, MEMORY, NOT_COMPARED, REGRESSION, evaluate
 from pytest_sme2.report.markdown.render import render_markdown
 from pytest_sme2.report.terminal import benchmark_line, startup_cells, summary_table
 from pytest_sme2.results import (BlockResult, ProcessStartup, Startup, load_results,
