@@ -104,14 +104,18 @@ class GateReport:
         return [j for j in self.judgements if j.regressed]
 
     def failure(self, policy: GatePolicy) -> str | None:
-        """Why this fails under ``policy`` — every regression, or (never a silent pass) a
-        baseline from another device that was not compared — or None. Only an enforced
+        """Why this fails under ``policy`` — every regression, a "cannot tell" under
+        ``--sme2-on-unresolved fail``, or (never a silent pass) a baseline from another device
+        that was not compared — or None. Only an enforced
         policy (``--fail-on-regression``) fails."""
         if not policy.enforced:
             return None
         regressions = [j.reason for j in self.regressions if j.enforced]
         if regressions:
             return "regression against the baseline: " + "; and ".join(regressions)
+        unresolved = [j.reason for j in self.judgements if j.unresolved and j.enforced]
+        if unresolved and policy.on_unresolved == "fail":
+            return ("--sme2-on-unresolved fail: " + "; and ".join(unresolved))
         foreign = list(dict.fromkeys(j.reason for j in self.judgements if j.foreign))
         return "; ".join(foreign) or None
 

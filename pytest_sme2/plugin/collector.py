@@ -150,11 +150,15 @@ class Collector:
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not self.session.results:
             return
-        from pytest_sme2.report.terminal import summary_table  # report.terminal: not at start-up
+        from pytest_sme2.report.terminal import (  # report.terminal: not at start-up
+            summary_table, unresolved_lines)
 
         terminalreporter.section("pytest-sme2 summary")
         for line in summary_table(self.session.results, self.session.comparisons):
             terminalreporter.write_line(line)
+        if self.session.config.gate.on_unresolved != "pass":
+            for line in unresolved_lines(self.session.results):
+                terminalreporter.write_line(line, yellow=True)
         try:
             written = write_reports(self.session)
         except Sme2Error as e:

@@ -13,6 +13,7 @@ from pytest_sme2 import units
 from pytest_sme2.units import COMPACT_RATIO_DIGITS, COUNT_RATIO_DIGITS
 from pytest_sme2.report.grouping import BenchmarkSide, benchmark_sides
 from pytest_sme2.report.terminal import GENERATION_COLUMNS, baseline_cell, generation_row
+from pytest_sme2.report.unresolved_notes import unresolved_lines
 from pytest_sme2.results import BlockResult, ComparisonRecord, Judgement, pool
 
 ENV = "GITHUB_STEP_SUMMARY"
@@ -87,6 +88,8 @@ def step_summary(results: Iterable[BlockResult],
         lines += ["", "Emulated CPU (QEMU): its times and speed-ups say nothing about speed."]
     lines += ["", "**Regressions:** " + ("none" if not regressions else "")]
     lines += [f"- {r}" for r in regressions]
+    for line in unresolved_lines(results):        # never summed up as "none" or ok
+        lines += ["", "**Cannot tell:** " + line.removeprefix("cannot tell: ")]
     speedups = []
     for base, cand in zip(sides, sides[1:]):
         c = cand.comparison

@@ -11,6 +11,7 @@ from pytest_sme2.units import COMPACT_RATIO_DIGITS, COUNT_RATIO_DIGITS
 from pytest_sme2.report import generation as gen
 from pytest_sme2.report.grouping import BenchmarkSide, comparison_record, sides_per_device
 from pytest_sme2.report.precision_notes import precision_lines
+from pytest_sme2.report.unresolved_notes import unresolved_lines  # noqa: F401 (the summary's)
 from pytest_sme2.results import (BlockResult, ComparisonRecord, Judgement, Startup, pool,
                                  pool_categories, pool_generation, pool_startup)
 from pytest_sme2.instructions.count import format_count
@@ -174,8 +175,11 @@ def baseline_cell(j: Judgement | None) -> str:
         return "-"
     if j.status == "not_compared":
         return "foreign (not compared)" if j.foreign else "-"
-    word = {"regression": "REGRESSION", "improvement": "faster"}.get(j.status, "ok")
-    return f"{word} {units.ratio_interval(j.ratio, COMPACT_RATIO_DIGITS)}"
+    word = {"regression": "REGRESSION", "improvement": "faster",
+            "cannot_tell": "CANNOT TELL"}.get(j.status, j.word)
+    pairs = f" ({j.current_blocks} pairs)" if j.against != "baseline" and j.current_blocks \
+        else ""
+    return f"{word} {units.ratio_interval(j.ratio, COMPACT_RATIO_DIGITS)}{pairs}"
 
 
 def _row(name: str, rs: list[BlockResult], speedup: str,
@@ -202,7 +206,8 @@ def _instructions_cell(j: Judgement | None) -> str:
     """The verdict on instruction counts, where they were judged."""
     if not j or not j.ratio:
         return ""
-    word = {"regression": "REGRESSION", "improvement": "fewer"}.get(j.status, "ok")
+    word = {"regression": "REGRESSION", "improvement": "fewer",
+            "cannot_tell": "CANNOT TELL"}.get(j.status, j.word)
     return f"; instructions {word} {units.ratio(j.ratio.point, COUNT_RATIO_DIGITS)}"
 
 

@@ -38,6 +38,7 @@ from pytest_sme2.report.markdown.cells import (cell, code, e2e_cells, fmt_calls,
                                                op_cells, th, tr)
 from pytest_sme2.report.digest import SHARE_GROWTH_PP, Unit, by_model, units
 from pytest_sme2.report.precision_notes import precision_lines
+from pytest_sme2.report.unresolved_notes import unresolved_lines
 from pytest_sme2.report.recommend import recommendations
 from pytest_sme2.report.markdown.sections import DETAIL_DIR, MODEL_CHART
 from pytest_sme2.results import ResultsDoc, atomic_write_text, load_results
@@ -91,7 +92,7 @@ def context(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = No
         "regressions": regressions,
         "notes": up.output_notes(doc) + up.emulated_notes(doc) + up.cooldown_notes(doc)
         + up.etrecord_notes(doc)
-        + precision_lines(doc.benchmarks) + (notes or []),
+        + precision_lines(doc.benchmarks) + unresolved_lines(doc.benchmarks) + (notes or []),
     }
 
 

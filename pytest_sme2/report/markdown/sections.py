@@ -316,7 +316,7 @@ def regression_rows(doc: ResultsDoc) -> list[dict[str, str]]:
             return
         r = j.ratio
         rows.append({"benchmark": name, "runner": runner,
-                     "status": "not compared (foreign baseline)" if j.foreign else j.status,
+                     "status": "not compared (foreign baseline)" if j.foreign else j.word,
                      "ratio": units.ratio(r.point) if r else "-",
                      "ci": units.interval(r) if r else "-",
                      "reason": j.reason})

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import types
 
+from pytest_sme2.gate.policy import GatePolicy
 from pytest_sme2.plugin import collector
 from pytest_sme2.plugin.progress import SessionProgress
 
@@ -79,9 +80,10 @@ def test_ctrl_c_while_writing_report_md_is_still_status_2(monkeypatch, tmp_path)
 
     monkeypatch.setattr(collector, "write_reports", interrupted)
     monkeypatch.setattr(terminal, "summary_table", lambda results, comparisons: [])
+    monkeypatch.setattr(terminal, "unresolved_lines", lambda results: [])
     bench = types.SimpleNamespace(results=[{"nodeid": "t"}], comparisons=[],
                                   results_path=tmp_path / "results.json",
-                                  config=types.SimpleNamespace(history=None))
+                                  config=types.SimpleNamespace(history=None, gate=GatePolicy()))
     c = collector.Collector(_config({}), bench)
     session = types.SimpleNamespace(exitstatus=pytest.ExitCode.OK)
     c.pytest_sessionstart(session)

@@ -1,0 +1,61 @@
+""""Cannot tell" in the summaries, on a line of its own (``--sme2-on-unresolved warn``, the
+default): which benchmarks' gate could neither call a change of its threshold's size nor rule
+one out, and what their data could resolve — from the verdicts every block of a judged
+benchmark carries. A "cannot tell" is never summed up as ``ok``."""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+from pytest_sme2.gate.decide import unresolved
+from pytest_sme2.results import BlockResult, Judgement
+
+NAMED = 5      # benchmarks a note names; results.json has them all
+
+
+def _benchmark(r: BlockResult) -> str:
+    """A comparison's blocks (``test[runner#3]``) count once per side, as their test."""
+    return re.sub(r"\[[^\[\]#]*#\d+\]$", "", r.name)
+
+
+def _why(j: Judgement) -> str:
+    """What the data could resolve: pairs say their minimum detectable change; a stored
+    baseline its noise floor."""
+    if j.ratio is None:
+        return j.reason
+    if j.against != "baseline":
+        return unresolved(j.ratio, j.current_blocks, j.threshold_pct)
+    return (f"{j.threshold_pct:g}% is not resolvable against the stored baseline (ratio "
+            f"{j.ratio}; its noise floor {j.noise_floor_pct or 0:.1f}%)")
+
+
+def _what(r: BlockResult) -> Iterable[tuple[str, str]]:
+    """(what was judged, why it is unresolved) for each unresolved verdict on the block."""
+    judged = [("end to end", r.judgement), *((c, j) for c, j in (r.category_judgements or {}).items()),
+              *((p, j) for p, j in (r.phase_judgements or {}).items()),
+              *((m, j) for m, j in (r.startup_judgements or {}).items()),
+              ("instructions", r.instructions_judgement)]
+    return [(what, _why(j)) for what, j in judged if j is not None and j.unresolved]
+
+
+def unresolved_lines(blocks: Iterable[BlockResult]) -> list[str]:
+    """``cannot tell: 2 of 6 judged benchmarks could neither call nor rule out a change of
+    their threshold's size: test_x end to end (10% is not resolvable here (…)); …``; nothing
+    when every verdict was told."""
+    judged: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for r in blocks:
+        if r.judgement is None or r.judgement.status == "not_compared":
+            continue
+        judged.setdefault((_benchmark(r), r.runner_name), _what(r))
+    missed = {k: v for k, v in judged.items() if v}
+    if not missed:
+        return []
+    named = list(missed.items())[:NAMED]
+    line = (f"cannot tell: {len(missed)} of {len(judged)} judged benchmark(s) could neither "
+            "call nor rule out a change of their threshold's size: "
+            + "; ".join(f"{name} ({runner}) {what}: {why}"
+                        for (name, runner), got in named for what, why in got[:1]))
+    if len(missed) > NAMED:
+        line += f"; and {len(missed) - NAMED} more (results.json)"
+    return [line + " (more pairs: --sme2-max-pairs, --sme2-precision-budget)"]
