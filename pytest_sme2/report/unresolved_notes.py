@@ -32,7 +32,8 @@ def _why(j: Judgement) -> str:
 
 def _what(r: BlockResult) -> Iterable[tuple[str, str]]:
     """(what was judged, why it is unresolved) for each unresolved verdict on the block."""
-    judged = [("end to end", r.judgement), *((c, j) for c, j in (r.category_judgements or {}).items()),
+    judged = [("end to end", r.judgement),
+              *((c, j) for c, j in (r.category_judgements or {}).items()),
               *((p, j) for p, j in (r.phase_judgements or {}).items()),
               *((m, j) for m, j in (r.startup_judgements or {}).items()),
               ("instructions", r.instructions_judgement)]
