@@ -112,27 +112,53 @@ class Told:
     spent: str = ""
 
 
+@dataclass
+class Doubling:
+    """The stopping rule of :func:`until_told`, for callers that measure pairs in their own
+    loop (a comparison's interleaved blocks): ask :meth:`more` after every pair."""
+
+    budget: PairBudget = PairBudget()
+    clock: Callable[[], float] = time.monotonic
+    started: float | None = None
+    target: int = 0
+    spent: str = ""                 # why the budget stopped it ("" when told)
+    last: Judgement | None = None   # the verdict at the latest look
+
+    def more(self, pairs: int, judge: Callable[[], Judgement]) -> bool:
+        """Another pair is due: short of the doubled count within the time budget, or, at
+        it, the verdict is still "cannot tell" and the budget not spent."""
+        if self.started is None:
+            self.started = self.clock()
+        out_of_time = self.clock() - self.started >= self.budget.seconds
+        if pairs < self.target and not out_of_time:
+            return True
+        self.last = judge()
+        self.spent = ""
+        if self.last.status != CANNOT_TELL:
+            return False
+        if pairs >= self.budget.max_pairs:
+            self.spent = f"the most pairs asked ({self.budget.max_pairs}, --sme2-max-pairs)"
+        elif out_of_time:
+            self.spent = f"the time budget ({self.budget.seconds:g} s, --sme2-precision-budget)"
+        else:
+            self.target = min(max(2 * pairs, START_PAIRS), self.budget.max_pairs)
+            return True
+        return False
+
+    @property
+    def seconds(self) -> float:
+        return 0.0 if self.started is None else self.clock() - self.started
+
+
 def until_told(pairs: int, measure_pair: Callable[[], None], judge: Callable[[], Judgement],
                budget: PairBudget = PairBudget(),
                clock: Callable[[], float] = time.monotonic) -> Told:
     """Judge; while the verdict is "cannot tell", measure pairs (``measure_pair`` measures one
     and keeps it where ``judge`` reads it) until their count doubles, then judge again — up to
     ``budget.max_pairs`` pairs and ``budget.seconds``. ``pairs``: how many there are now."""
-    start = clock()
-    verdict = judge()
-    spent = ""
-    while verdict.status == CANNOT_TELL:
-        if pairs >= budget.max_pairs:
-            spent = f"the most pairs asked ({budget.max_pairs}, --sme2-max-pairs)"
-            break
-        target = min(max(2 * pairs, START_PAIRS), budget.max_pairs)
-        while pairs < target:
-            if clock() - start >= budget.seconds:
-                spent = f"the time budget ({budget.seconds:g} s, --sme2-precision-budget)"
-                break
-            measure_pair()
-            pairs += 1
-        verdict = judge()
-        if spent:
-            break
-    return Told(verdict, pairs, clock() - start, spent if verdict.status == CANNOT_TELL else "")
+    doubling = Doubling(budget, clock)
+    while doubling.more(pairs, judge):
+        measure_pair()
+        pairs += 1
+    verdict = doubling.last or judge()
+    return Told(verdict, pairs, doubling.seconds, doubling.spent)

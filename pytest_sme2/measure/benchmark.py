@@ -33,12 +33,14 @@ from pytest_sme2.baselines.key import UnderTest
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate.rule import GateReport
 from pytest_sme2.gate.ab import Pairs
+from pytest_sme2.gate.decide import Doubling
 from pytest_sme2.measure.block import BenchmarkRun, Interleaving, run_comparison
 from pytest_sme2.measure.matrix import Case
+from pytest_sme2.measure.comparison import comparison_judgement
 from pytest_sme2.measure.paired_gate import (AGAINST_RUNNER, BaseProgram,  # noqa: F401
-                                             PairedGate, block_value)
+                                             PairedGate, block_value, pair_budget)
 from pytest_sme2.measure.precision import Goal, Precision
-from pytest_sme2.stats import DEFAULT_MARGIN
+from pytest_sme2.stats import DEFAULT_MARGIN, paired_ratio
 from pytest_sme2.programs.spec import AS_EXPORTED, is_pte
 from pytest_sme2.results.generation import Generation
 
@@ -203,23 +205,38 @@ class BenchmarkLoop(PairedGate):
 
         def on_block(result: BlockResult) -> None:
             out.blocks.append(result)
-            # --sme2-precision: how many pairs it takes is not known ahead
-            self._tell(len(out.blocks), None if goal else 2 * per_side)
+            # --sme2-precision, or a "cannot tell" taking more pairs: the total is not known
+            planned = len(out.blocks) <= 2 * per_side and goal is None
+            self._tell(len(out.blocks), 2 * per_side if planned else None)
 
         goal = None
-        if out.policy.precision_pct is not None:
-            goal = Goal(out.policy.precision_pct, out.policy.precision_budget_s).start()
+        policy = out.policy
+        if policy.precision_pct is not None:
+            goal = Goal(policy.precision_pct, policy.precision_budget_s).start()
+        doubling = Doubling(pair_budget(policy))
 
         def paired(a: list[BlockResult], b: list[BlockResult]):
             return Pairs(tuple(map(block_value, a)), tuple(map(block_value, b)))
+
+        def more(a: list[BlockResult], b: list[BlockResult]) -> bool:
+            if goal is not None:
+                return goal.more(paired(a, b))
+            if policy.confirm_blocks <= 0 or a[0].emulated:   # emulated times: no verdict
+                return False
+            speedup = lambda: paired_ratio(list(map(block_value, a)),  # noqa: E731
+                                           list(map(block_value, b)))
+            return doubling.more(len(a), lambda: comparison_judgement(
+                speedup(), margin, policy.threshold_pct))
 
         try:
             out.comparison = run_comparison(
                 run, session.runner(base, progress, device),
                 session.runner(candidate, progress, device), session.device(device),
                 session.settings,
-                Interleaving(per_side, margin, on_block,
-                             (lambda a, b: goal.more(paired(a, b))) if goal else None))
+                Interleaving(per_side, margin, on_block, more, policy.threshold_pct))
+            if doubling.spent:
+                self._say(run, f"{base} vs {candidate}", f"cannot tell after "
+                          f"{len(out.comparison.base_blocks)} pairs; stopped by {doubling.spent}")
             if goal is not None:
                 c = out.comparison
                 self._record_precision(goal.outcome(paired(c.base_blocks, c.candidate_blocks)),

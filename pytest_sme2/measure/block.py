@@ -42,6 +42,7 @@ from pytest_sme2.runners.base import Runner, RunRequest
 from pytest_sme2.measure.process import (measure_process, process_sme2, sample_kernels,
                                          wants_sample)
 from pytest_sme2.measure.settings import MIN_BLOCKS, BenchSettings
+from pytest_sme2.gate.policy import DEFAULT_THRESHOLD_PCT
 from pytest_sme2.stats import DEFAULT_MARGIN
 from pytest_sme2.readers.tensorfile import read_tensors
 from pytest_sme2.devices.thermal import hold
@@ -375,6 +376,7 @@ class Interleaving:
     margin: float = DEFAULT_MARGIN
     on_block: Callable[[BlockResult], None] | None = None
     more: Callable[[list[BlockResult], list[BlockResult]], bool] | None = None
+    threshold_pct: float = DEFAULT_THRESHOLD_PCT    # the change "no change" rules out
 
 
 def run_comparison(run: BenchmarkRun, base: Runner, candidate: Runner, device: Device,
@@ -414,4 +416,5 @@ def run_comparison(run: BenchmarkRun, base: Runner, candidate: Runner, device: D
                                 read_tensors(Path(b[0].context.outputs)), run.dtype)
     elif a[0].generation is not None and b[0].generation is not None:
         outputs = check_tokens(a[0].generation, b[0].generation)   # the same token ids
-    return make_comparison(a, b, outputs, plan.margin, nodeid=label)
+    return make_comparison(a, b, outputs, plan.margin, nodeid=label,
+                           threshold_pct=plan.threshold_pct)

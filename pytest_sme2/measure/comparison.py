@@ -9,8 +9,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pytest_sme2.errors import Sme2Error
+from pytest_sme2.gate.decide import decide
+from pytest_sme2.gate.policy import DEFAULT_THRESHOLD_PCT
 from pytest_sme2.results import BlockResult, ComparisonRecord, Judgement, OutputCheck, pool
-from pytest_sme2.stats import DEFAULT_MARGIN, Interval, paired_ratio, verdict
+from pytest_sme2.results.judgement import CANNOT_TELL, IMPROVEMENT, NO_CHANGE, REGRESSION
+from pytest_sme2.stats import DEFAULT_MARGIN, FASTER, SLOWER, Interval, paired_ratio
 
 EMULATED_NOTE = " (emulated CPU: timings say nothing about speed)"
 # Largest |a - b| between two runners' outputs of one program, relative to max |a|. fp16: two
@@ -20,6 +23,31 @@ EMULATED_NOTE = " (emulated CPU: timings say nothing about speed)"
 # own error is not a wrong result.
 # "pte": a user's program, whose precision we do not know: the loosest of the others.
 OUTPUT_TOLERANCE = {"fp32": 1e-4, "fp16": 3e-2, "int8": 0.05, "int8_dynamic": 0.05, "pte": 0.05}
+
+
+# A comparison's verdict in its own words (the candidate against the base), from the rule every
+# comparison shares (pytest_sme2.gate.decide): slower or faster once the interval clears the
+# margin; "no change" once it rules out the threshold's change either way; else "cannot tell".
+NO_CHANGE_WORD, CANNOT_TELL_WORD = "no change", "cannot tell"
+_WORDS = {REGRESSION: SLOWER, IMPROVEMENT: FASTER, NO_CHANGE: NO_CHANGE_WORD,
+          CANNOT_TELL: CANNOT_TELL_WORD}
+
+
+def comparison_judgement(speedup: Interval, margin: float = DEFAULT_MARGIN,
+                         threshold_pct: float = DEFAULT_THRESHOLD_PCT) -> Judgement:
+    """The shared rule on a speed-up (base time / candidate time): its slow-down interval
+    against the line ``1 + margin``, "no change" within ``threshold_pct`` either way."""
+    inf = float("inf")
+    slowdown = Interval(1 / speedup.point, 1 / speedup.high if speedup.high else 0.0,
+                        1 / speedup.low if speedup.low else inf, speedup.confidence)
+    status, word = decide(slowdown, threshold_pct, 1 + margin)
+    return Judgement(status, slowdown, threshold_pct, 0.0, word, against="the base runner")
+
+
+def comparison_verdict(speedup: Interval, margin: float = DEFAULT_MARGIN,
+                       threshold_pct: float = DEFAULT_THRESHOLD_PCT) -> str:
+    """faster, slower, no change or cannot tell (:func:`comparison_judgement`)."""
+    return _WORDS[comparison_judgement(speedup, margin, threshold_pct).status]
 
 
 @dataclass(frozen=True)
@@ -54,6 +82,7 @@ class Comparison:
     # An LLM's generations: the speed-up of each phase's time (``prefill``, ``decode`` per
     # token, ``ttft``); empty for a forward pass. ``speedup`` is the decode one there.
     phase_speedups: dict[str, Interval] = field(default_factory=dict)
+    threshold_pct: float = DEFAULT_THRESHOLD_PCT    # the change "no change" rules out
 
     @property
     def prefill(self) -> PhaseSpeedup:
@@ -74,7 +103,8 @@ class Comparison:
             raise Sme2Error(f"{self.model} {self.dtype}: no {name} speed-up: the comparison "
                             "was not of generations (an LLM program)")
         speedup = self.phase_speedups[name]
-        return PhaseSpeedup(name, speedup, verdict(speedup, self.margin))
+        return PhaseSpeedup(name, speedup,
+                            comparison_verdict(speedup, self.margin, self.threshold_pct))
 
     @property
     def emulated(self) -> bool:
@@ -143,7 +173,8 @@ def check_outputs(a: list[np.ndarray], b: list[np.ndarray], dtype: str) -> Outpu
 
 def make_comparison(base_blocks: list[BlockResult], candidate_blocks: list[BlockResult],
                     outputs: OutputCheck | None = None, margin: float = DEFAULT_MARGIN,
-                    nodeid: str = "") -> Comparison:
+                    nodeid: str = "", threshold_pct: float = DEFAULT_THRESHOLD_PCT
+                    ) -> Comparison:
     if len(base_blocks) != len(candidate_blocks) or len(base_blocks) < 2:
         raise Sme2Error(f"a comparison needs the same number (>= 2) of blocks on each side, got "
                         f"{len(base_blocks)} and {len(candidate_blocks)}")
@@ -158,8 +189,8 @@ def make_comparison(base_blocks: list[BlockResult], candidate_blocks: list[Block
         base=first.runner_name, candidate=candidate_blocks[0].runner_name,
         base_blocks=base_blocks, candidate_blocks=candidate_blocks, speedup=speedup,
         category_speedups=category_speedups(base_blocks, candidate_blocks),
-        outputs=outputs, verdict=verdict(speedup, margin), margin=margin, nodeid=nodeid,
-        phase_speedups=phases)
+        outputs=outputs, verdict=comparison_verdict(speedup, margin, threshold_pct),
+        margin=margin, nodeid=nodeid, phase_speedups=phases, threshold_pct=threshold_pct)
 
 
 def phase_speedups(base: list[BlockResult], candidate: list[BlockResult]

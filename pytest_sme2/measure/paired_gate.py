@@ -108,8 +108,8 @@ class PairedGate:
         leaves the threshold resolvable; the verdict says which."""
         report = self._judge(run, runner, out)
         policy = out.policy
-        if not report.e2e.unresolved or policy.confirm_blocks <= 0:
-            return report
+        if not report.e2e.unresolved or policy.confirm_blocks <= 0 or out.blocks[0].emulated:
+            return report                   # emulated times say nothing: no pairs for them
         base = self._ab_base(out.blocks[0], runner)
         if not base.missing:
             self._say(run, runner, f"{report.e2e.summary}: re-measuring the base program in "
@@ -222,7 +222,7 @@ class PairedGate:
             return took(goal.outcome(pairs()))
         while len(base_blocks) < max(2, self.session.config.blocks):
             one_pair()
-        if policy.confirm_blocks <= 0:
+        if policy.confirm_blocks <= 0 or out.blocks[0].emulated:
             return took()
         told = until_told(len(base_blocks), one_pair,
                           lambda: gate_ab.judge_ab(pairs(), policy.threshold_pct),

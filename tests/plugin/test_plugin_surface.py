@@ -74,8 +74,8 @@ def test_comparison_records_blocks_and_shows_numbers_on_failure(pytester, export
     res.stdout.fnmatch_lines(["E       assert 0.* >= 1.5",
                               "E        +  where 0.* = Interval(point=*, low=*, high=*).low",
                               "E        +    where Interval(*) = Comparison(b vs a on toy_cnn fp32 "
-                              "t1: speed-up *: no significant difference).speedup"])
-    assert ("over 3 blocks each: no significant difference, outputs equal" in out
+                              "t1: speed-up *: no change).speedup"])
+    assert ("over 3 blocks each: no change, outputs equal" in out
             and "sme2: b vs a on toy_cnn fp32 t1: speed-up " in out)
     doc = _doc(pytester)
     assert len(doc["benchmarks"]) == 6 and [b["block"] for b in doc["benchmarks"]] == \
@@ -83,7 +83,7 @@ def test_comparison_records_blocks_and_shows_numbers_on_failure(pytester, export
     # ABBA order: pair 0 runs a first, pair 1 runs b first.
     assert [b["runner"] for b in doc["benchmarks"]] == ["a", "b", "b", "a", "a", "b"]
     (c,) = doc["comparisons"]
-    assert (c["base"], c["candidate"], c["verdict"]) == ("a", "b", "no significant difference")
+    assert (c["base"], c["candidate"], c["verdict"]) == ("a", "b", "no change")
     assert c["outputs"]["equal"] and c["outputs"]["max_abs_diff"] == 0.0
     assert len(c["base_block_medians_ms"]) == 3
 

@@ -104,3 +104,15 @@ def test_few_sessions_get_a_floor_of_at_least_25_percent():
     assert floor > 0.5
     floor, source = noise_floor([[1.0], [1.01], [0.99], [1.0]])
     assert floor < 0.1 and source == "4 sessions"
+
+
+@pytest.mark.parametrize("speedup,expected", [
+    (Interval(1.5, 1.4, 1.6), "faster"),
+    (Interval(0.7, 0.65, 0.75), "slower"),
+    (Interval(1.0, 0.97, 1.03), "no change"),          # rules out 10% either way
+    (Interval(1.0, 0.85, 1.15), "cannot tell"),        # admits none and 10%
+])
+def test_a_comparison_says_one_of_four_verdicts_by_the_shared_rule(speedup, expected):
+    from pytest_sme2.measure.comparison import comparison_verdict
+
+    assert comparison_verdict(speedup, margin=0.02, threshold_pct=10) == expected

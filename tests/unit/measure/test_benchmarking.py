@@ -210,3 +210,31 @@ def test_a_comparison_that_fails_leaves_every_measured_side_not_judged(monkeypat
     assert str(done.error) == "device gone" and done.comparison is None
     assert session.added[0].judgement.reason == "not judged: device gone"
     assert session.compared == []
+
+
+def test_a_comparison_that_cannot_tell_doubles_its_pairs_until_told(monkeypatch):
+    session = _Session(None, [], blocks=3)
+    # candidate / base per pair: three wide pairs, then steady ones
+    ratios = [0.95, 1.12, 1.04] + [1.0, 1.01, 0.99] * 10
+
+    def run_comparison(run, base, candidate, device, settings, plan):
+        sides = {base: [], candidate: []}
+        i = 0
+        while i < plan.blocks or plan.more(sides[base], sides[candidate]):
+            sides[base].append(_block(STEADY, f"x[{base}#{i}]", base, i))
+            sides[candidate].append(_block(tuple(v * ratios[i] for v in STEADY),
+                                           f"x[{candidate}#{i}]", candidate, i))
+            i += 1
+        from pytest_sme2.measure.comparison import make_comparison
+
+        return make_comparison(sides[base], sides[candidate], nodeid=run.label,
+                               threshold_pct=plan.threshold_pct)
+
+    monkeypatch.setattr(benchmarking, "run_comparison", run_comparison)
+    done = benchmarking.compare(session, "off", "on", "toy_cnn")
+    assert len(done.comparison.base_blocks) in (6, 12)      # doubled from 3, then told
+    assert done.comparison.verdict == "no change"
+    # with --sme2-max-pairs 3 it stops where it began and says it cannot tell
+    session = _Session(None, [], blocks=3, policy=GatePolicy(max_pairs=3))
+    done = benchmarking.compare(session, "off", "on", "toy_cnn")
+    assert len(done.comparison.base_blocks) == 3 and done.comparison.verdict == "cannot tell"
