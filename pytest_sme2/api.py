@@ -27,7 +27,10 @@ from pytest_sme2.emulation.wheel import target_executorch_dir
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate.policy import DEFAULT_THRESHOLD_PCT, GatePolicy
 from pytest_sme2.gate.junit import junit_properties
-from pytest_sme2.gate.levels import REGRESSION, judge_levels
+from pytest_sme2.gate.ab import Pairs, judge_ab
+from pytest_sme2.gate.decide import PairBudget, decide, until_told
+from pytest_sme2.gate.levels import (CANNOT_TELL, IMPROVEMENT, NO_CHANGE, REGRESSION,
+                                     judge_levels)
 from pytest_sme2.gate.rule import GateReport, evaluate, run_with_confirmation
 from pytest_sme2.history.importer import import_files
 from pytest_sme2.history.store import open_store
@@ -88,6 +91,8 @@ __all__ = [
     # the gate
     "GatePolicy", "GateReport", "evaluate", "run_with_confirmation", "junit_properties",
     "judge_levels", "REGRESSION", "DEFAULT_THRESHOLD_PCT", "paired_ratio", "Interval",
+    "IMPROVEMENT", "NO_CHANGE", "CANNOT_TELL", "decide", "until_told", "PairBudget", "Pairs",
+    "judge_ab",
     # the history store
     "open_store", "import_files",
     # operator categories (plugins' rules)

@@ -46,16 +46,18 @@ def add_parser(sub) -> None:
     g.add_argument("--baseline-dir", type=Path, required=True,
                    help="the baseline folder (pytest's --baseline-dir)")
     g.add_argument("--fail-on-regression", default=f"{DEFAULT_THRESHOLD_PCT:g}", metavar="PCT",
-                   help="a slow-down beyond PCT percent that noise cannot explain fails "
-                        f"(default {DEFAULT_THRESHOLD_PCT:g})")
+                   help="the change to detect: a slow-down clear of noise and at least half "
+                        f"of PCT percent fails (default {DEFAULT_THRESHOLD_PCT:g})")
     g.add_argument("--allow-foreign-baseline", action="store_true",
                    help="compare with a baseline recorded on another device instead of failing")
     g.add_argument("--categories", default="", metavar="LIST",
                    help="operator categories judged besides end to end (Convolution,GEMM or all)")
     g.add_argument("--load-threshold", default=f"{DEFAULT_LOAD_THRESHOLD_PCT:g}", metavar="PCT",
-                   help="cold load time grown beyond PCT percent fails, or off (default "
+                   help="cold load time grown by the change to detect, PCT percent, fails, "
+                        "or off (default "
                         f"{DEFAULT_LOAD_THRESHOLD_PCT:g})")
     g.add_argument("--memory-threshold", default=f"{DEFAULT_MEMORY_THRESHOLD_PCT:g}",
-                   metavar="PCT", help="peak memory grown beyond PCT percent fails, or off "
+                   metavar="PCT", help="peak memory grown by the change to detect, PCT "
+                                       "percent, fails, or off "
                                        f"(default {DEFAULT_MEMORY_THRESHOLD_PCT:g})")
     g.set_defaults(func=_gate)

@@ -43,7 +43,7 @@ from pytest_sme2.gate.levels import PREFILL, TTFT, Judgement, not_compared
 from pytest_sme2.results.judgement import CANNOT_TELL
 from pytest_sme2.gate.policy import DEFAULT_THRESHOLD_PCT
 from pytest_sme2.results import BlockResult
-from pytest_sme2.stats import Interval, paired_ratio
+from pytest_sme2.stats import DEFAULT_MARGIN, Interval, paired_ratio
 
 AGAINST = "the base program, re-measured in this session"
 CONFIDENCE = 0.95
@@ -68,7 +68,7 @@ class Pairs:
 
 
 def line(threshold_pct: float) -> float:
-    """The ratio a lower bound must pass to call a regression (see the module docstring)."""
+    """The ratio the point estimate must pass to call a regression: half the threshold."""
     return 1 + threshold_pct / 200
 
 
@@ -123,8 +123,7 @@ def judge_ab(pairs: Pairs, threshold_pct: float = DEFAULT_THRESHOLD_PCT,
         return _unjudged("a zero time cannot form a ratio", threshold_pct)
     out = screen(pairs)
     r = slowdown(_kept(pairs, out), confidence)
-    limit = line(threshold_pct)
-    status, word = decide(r, threshold_pct, limit)
+    status, word = decide(r, threshold_pct)
     if status == CANNOT_TELL:
         word = f"cannot tell: {unresolved(r, len(pairs.base) - len(out), threshold_pct)}"
     left_out = ""
@@ -133,8 +132,10 @@ def judge_ab(pairs: Pairs, threshold_pct: float = DEFAULT_THRESHOLD_PCT,
         left_out = " (" + ", ".join(f"pair {i + 1} left out: ratio {x:.2f}x, disturbed"
                                     for i, x in zip(out, ratios)) + ")"
     reason = (f"{word}: {n} interleaved pair(s) of blocks against {AGAINST}{left_out}; "
-              f"ratio {r} {int(confidence * 100)}% CI; limit {(limit - 1) * 100:.1f}% = half "
-              f"the threshold {threshold_pct:g}% (the change to detect)")
+              f"ratio {r} {int(confidence * 100)}% CI; a change is called when the interval "
+              f"clears the {DEFAULT_MARGIN:.0%} noise margin and its point passes "
+              f"{(line(threshold_pct) - 1) * 100:.1f}% = half the threshold {threshold_pct:g}% "
+              "(the change to detect)")
     base_level = sorted(pairs.base)[n // 2]
     cur_level = sorted(pairs.candidate)[n // 2]
     return Judgement(status, r, threshold_pct, 0.0, reason, base_level, cur_level, 1, n,

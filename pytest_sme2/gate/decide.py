@@ -32,20 +32,29 @@ from typing import Callable
 from pytest_sme2.gate.policy import DEFAULT_MAX_PAIRS, DEFAULT_PRECISION_BUDGET_S
 from pytest_sme2.results.judgement import (CANNOT_TELL, IMPROVEMENT, NO_CHANGE, REGRESSION,
                                            Judgement)
-from pytest_sme2.stats import Interval
+from pytest_sme2.stats import DEFAULT_MARGIN, Interval
 
 START_PAIRS = 3          # the first look, when the caller has measured fewer
 
 
-def decide(ratio: Interval, threshold_pct: float, limit: float, spread: float = 0.0,
-           more: str = "slower", fewer: str = "faster") -> tuple[str, str]:
-    """The verdict on ``ratio`` and its word for people: ``("regression", "21.0% slower")``,
-    ``("no_change", "no change of 10%")``, ``("cannot_tell", "cannot tell")``. ``limit``: the
-    ratio the lower bound must pass to call a regression; ``spread``: drift the interval does
-    not hold (the stored gate's noise floor, a fraction)."""
-    if ratio.low > limit:
+def decide(ratio: Interval, threshold_pct: float, margin: float = DEFAULT_MARGIN,
+           spread: float = 0.0, relevant_pct: float | None = None,
+           words: tuple[str, str] = ("slower", "faster")) -> tuple[str, str]:
+    """The verdict on ``ratio`` (candidate / base) and its word for people:
+    ``("regression", "21.0% slower")``, ``("no_change", "no change of 10%")``,
+    ``("cannot_tell", "cannot tell")``.
+
+    - ``margin``: the least change that is not noise (a fraction); the interval must clear it,
+      widened by ``spread`` (drift the interval does not hold: the stored gate's noise floor);
+    - ``relevant_pct``: the size the point estimate must pass to be called a change at all
+      (default half the threshold: a change of the threshold's size is called once the data
+      are precise enough, a change of a quarter of it never)."""
+    more, fewer = words
+    relevant = 1 + (threshold_pct / 2 if relevant_pct is None else relevant_pct) / 100
+    clear = (1 + margin) * (1 + spread)
+    if ratio.low > clear and ratio.point > relevant:
         return REGRESSION, f"{(ratio.point - 1) * 100:.1f}% {more}"
-    if ratio.high < 1 / limit:
+    if ratio.high < 1 / clear and ratio.point < 1 / relevant:
         return IMPROVEMENT, f"{(1 - ratio.point) * 100:.1f}% {fewer}"
     band = 1 + threshold_pct / 100
     if ratio.high * (1 + spread) < band and ratio.low / (1 + spread) > 1 / band:

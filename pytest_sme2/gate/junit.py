@@ -26,6 +26,8 @@ def junit_properties(judgement: Judgement) -> list[tuple[str, object]]:
                   (f"{pre}_noise_floor_pct", round(judgement.noise_floor_pct or 0.0, 2)),
                   (f"{pre}_baseline_sessions", judgement.baseline_sessions),
                   (f"{pre}_current_blocks", judgement.current_blocks)]
+        if judgement.against != "baseline":      # pairs measured in this session
+            props.append((f"{pre}_pairs", judgement.current_blocks))
     if judgement.changed_since_baseline:
         props.append((f"{pre}_changed_since_baseline",
                       ", ".join(judgement.changed_since_baseline)))

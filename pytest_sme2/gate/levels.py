@@ -54,7 +54,7 @@ from pytest_sme2.results.judgement import (CANNOT_TELL, IMPROVEMENT, INSTRUCTION
                                            LOAD, MEMORY, NO_CHANGE, NOT_COMPARED, OK,
                                            PREFILL, PREFILL_INSTRUCTIONS, REGRESSION, TIME,
                                            TTFT, Judgement)
-from pytest_sme2.stats import (UNMEASURED_DRIFT, UNMEASURED_DRIFT_INSTRUCTIONS,
+from pytest_sme2.stats import (DEFAULT_MARGIN, UNMEASURED_DRIFT, UNMEASURED_DRIFT_INSTRUCTIONS,
                                UNMEASURED_DRIFT_MEMORY, Interval, noise_floor,
                                two_level_bootstrap)
 
@@ -68,17 +68,18 @@ class _Measure:
     more: str               # the word for up ...
     fewer: str              # ... and for down
     unmeasured: float       # the least noise floor below MIN_SESSIONS
+    margin: float           # the least change that is not noise (counts: none)
 
 
 _MEASURES = {
-    TIME: _Measure("ms", "slower", "faster", UNMEASURED_DRIFT),
-    INSTRUCTIONS: _Measure("instructions", "more", "fewer", UNMEASURED_DRIFT_INSTRUCTIONS),
-    LOAD: _Measure("ms", "slower", "faster", UNMEASURED_DRIFT),
-    MEMORY: _Measure("kB", "more", "less", UNMEASURED_DRIFT_MEMORY),
-    PREFILL: _Measure("ms", "slower", "faster", UNMEASURED_DRIFT),
-    TTFT: _Measure("ms", "slower", "faster", UNMEASURED_DRIFT),
+    TIME: _Measure("ms", "slower", "faster", UNMEASURED_DRIFT, DEFAULT_MARGIN),
+    INSTRUCTIONS: _Measure("instructions", "more", "fewer", UNMEASURED_DRIFT_INSTRUCTIONS, 0.0),
+    LOAD: _Measure("ms", "slower", "faster", UNMEASURED_DRIFT, DEFAULT_MARGIN),
+    MEMORY: _Measure("kB", "more", "less", UNMEASURED_DRIFT_MEMORY, 0.0),
+    PREFILL: _Measure("ms", "slower", "faster", UNMEASURED_DRIFT, DEFAULT_MARGIN),
+    TTFT: _Measure("ms", "slower", "faster", UNMEASURED_DRIFT, DEFAULT_MARGIN),
     PREFILL_INSTRUCTIONS: _Measure("instructions", "more", "fewer",
-                                   UNMEASURED_DRIFT_INSTRUCTIONS),
+                                   UNMEASURED_DRIFT_INSTRUCTIONS, 0.0),
 }
 
 
@@ -127,9 +128,9 @@ def judge_levels(base_sessions: Sequence[Sequence[float]], current: Sequence[flo
                                     bootstrap.seed)
     ratio = Interval(point, min(low, point), max(high, point), confidence)
     floor, source = noise_floor(sessions, kind.unmeasured)
-    limit = 1 + max(threshold_pct / 100, floor)
     more, fewer = kind.more, kind.fewer
-    status, word = decide(ratio, threshold_pct, limit, floor, more, fewer)
+    status, word = decide(ratio, threshold_pct, kind.margin, floor, words=(more, fewer))
+    clear = (1 + kind.margin) * (1 + floor) - 1
     if status == CANNOT_TELL:
         word = (f"cannot tell: {threshold_pct:g}% is not resolvable against this baseline "
                 f"(the interval and the noise floor {units.fraction(floor)} admit both no "
@@ -139,8 +140,9 @@ def judge_levels(base_sessions: Sequence[Sequence[float]], current: Sequence[flo
         what = f"{measure} {what}"
     reason = (f"{what}{word}: median {cur_level:.4g} {unit} ({cur.size} block(s)) vs baseline "
               f"{base_level:.4g} {unit} ({len(sessions)} session(s)); ratio {ratio} "
-              f"{int(confidence * 100)}% CI; limit {units.fraction(limit - 1)} {more} = "
-              f"max(threshold {threshold_pct:g}%, noise floor {units.fraction(floor)} from "
-              f"{source})")
+              f"{int(confidence * 100)}% CI; a change is called when the interval clears "
+              f"{units.fraction(clear)} (margin {units.fraction(kind.margin)} and noise floor "
+              f"{units.fraction(floor)} from {source}) and its point passes half the "
+              f"threshold {threshold_pct:g}%")
     return Judgement(status, ratio, threshold_pct, floor * 100, reason, base_level, cur_level,
                      len(sessions), int(cur.size), category, measure=measure)

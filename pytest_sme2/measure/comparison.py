@@ -40,7 +40,7 @@ def comparison_judgement(speedup: Interval, margin: float = DEFAULT_MARGIN,
     inf = float("inf")
     slowdown = Interval(1 / speedup.point, 1 / speedup.high if speedup.high else 0.0,
                         1 / speedup.low if speedup.low else inf, speedup.confidence)
-    status, word = decide(slowdown, threshold_pct, 1 + margin)
+    status, word = decide(slowdown, threshold_pct, margin, relevant_pct=100 * margin)
     return Judgement(status, slowdown, threshold_pct, 0.0, word, against="the base runner")
 
 

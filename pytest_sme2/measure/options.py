@@ -117,24 +117,27 @@ OPTIONS: dict[str, Option] = {
                            "count instructions per Method::execute once under valgrind, "
                            "recorded, saved and gated like time (docs/instruction-counts.md)"),
     "fail_on_regression": Option("sme2_fail_on_regression", "",
-                                 "fail a benchmark (and the session) whose slow-down beyond PCT "
-                                 "percent is statistically clear against its baseline (without it, "
-                                 "verdicts are still reported, with a 10% threshold)"),
+                                 "the change to detect, PCT percent: fail a benchmark (and the "
+                                 "session) whose slow-down is clear of noise and at least half of "
+                                 "PCT against its baseline; 'no change' once a change of PCT is "
+                                 "ruled out, else 'cannot tell' (without it, verdicts are still "
+                                 "reported, with a 10% threshold)"),
     "sme2_loads": Option("sme2_loads", str(DEFAULT_LOADS),
                          "cold loads per benchmark: its own process plus load-only processes "
                          f"(load and one execute each); load time and first inference are "
                          f"their medians (default {DEFAULT_LOADS}; one on an emulated CPU)"),
     "sme2_load_threshold": Option("sme2_load_threshold", f"{DEFAULT_LOAD_THRESHOLD_PCT:g}",
                                   "with --fail-on-regression, also fail a benchmark whose cold "
-                                  "load time grew beyond PCT percent against its baseline, by "
+                                  "load time grew by a change of PCT percent to detect, by "
                                   f"the same rule (default {DEFAULT_LOAD_THRESHOLD_PCT:g}; off: "
                                   "judge and report only)"),
     "sme2_memory_threshold": Option("sme2_memory_threshold",
                                     f"{DEFAULT_MEMORY_THRESHOLD_PCT:g}",
                                     "with --fail-on-regression, also fail a benchmark whose "
-                                    "peak resident memory grew beyond PCT percent against its "
-                                    f"baseline (default {DEFAULT_MEMORY_THRESHOLD_PCT:g}; off: "
-                                    "judge and report only)"),
+                                    "peak resident memory grew by a change of PCT percent to "
+                                    "detect, by the same rule (default "
+                                    f"{DEFAULT_MEMORY_THRESHOLD_PCT:g}; off: judge and report "
+                                    "only)"),
     "sme2_cooldown": Option("sme2_cooldown", "",
                             "before each block on a device with thermal sensors (Android), "
                             "wait until its hottest CPU sensor is at or below TEMP_C degrees "

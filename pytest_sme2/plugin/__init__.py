@@ -50,12 +50,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     for dest, option in OPTIONS.items():
         flag = "--" + dest.replace("_", "-")
         help_text = plain(option.help)     # shown on a terminal: no reST markup
-        group.addoption(flag, dest=dest, default=None, help=f"{help_text} [ini: {option.ini}]",
+        # argparse formats help with %: "5% of" would read as a conversion ("% o")
+        group.addoption(flag, dest=dest, default=None,
+                        help=f"{help_text} [ini: {option.ini}]".replace("%", "%%"),
                         **({"action": "append"} if dest in REPEATABLE else {}))
         parser.addini(option.ini, help_text, default=option.default)
     for dest, help_text in FLAGS.items():
         group.addoption("--" + dest.replace("_", "-"), dest=dest, action="store_true",
-                        default=False, help=plain(help_text))
+                        default=False, help=plain(help_text).replace("%", "%%"))
     group.addoption("--runner", dest=RUNNERS_DEST, action="append", default=[],
                     metavar="NAME=SPEC",
                     help="add a runner: NAME=python, NAME=native or NAME=/path/to/executor_runner"

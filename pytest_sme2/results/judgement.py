@@ -69,15 +69,6 @@ class Judgement:
         return self.status.replace("_", " ")
 
     @property
-    def limit(self) -> float | None:
-        """The ratio the interval's lower bound must exceed to call a regression."""
-        if self.noise_floor_pct is None:
-            return None
-        if self.against != "baseline":     # gate_ab: halfway to the threshold
-            return 1 + self.threshold_pct / 200
-        return 1 + max(self.threshold_pct, self.noise_floor_pct) / 100
-
-    @property
     def summary(self) -> str:
         """One line: ``regression 1.34x [1.28, 1.41] vs baseline; changed since baseline:
         model source, executorch 1.5.1 -> 1.5.2``, or ``not compared: <why>``."""

@@ -121,3 +121,13 @@ def test_unknown_runner_name_fails_listing_configured(pytester, export_cache, to
     res = run_pytest("-rs", f"--sme2-cache-dir={export_cache}", "--runner=mine=native")
     res.assert_outcomes(failed=1)
     res.stdout.fnmatch_lines(["*unknown runner 'turbo'; configured: mine, native, python*"])
+
+
+def test_help_lists_every_option_and_a_percent_sign_does_not_break_it(run_pytest):
+    """argparse formats option help with %: "5% of" once crashed ``pytest --help``."""
+    res = run_pytest("--help")
+    assert res.ret == 0, res.stderr.str()
+    out = " ".join(res.stdout.str().split())      # help wraps at any word
+    assert "a category under 5% of the end-to-end time" in out
+    for flag in ("--sme2-max-pairs", "--sme2-on-unresolved", "--sme2-precision-budget"):
+        assert flag in out

@@ -13,32 +13,38 @@ from pytest_sme2.results.judgement import (CANNOT_TELL, IMPROVEMENT, NO_CHANGE, 
                                            Judgement)
 from pytest_sme2.stats import Interval
 
-LINE = 1.05     # the A/B line for a 10% threshold
-
-
-@pytest.mark.parametrize("low,high,expected", [
-    (1.06, 1.20, REGRESSION),          # the lower bound passes the line
-    (0.80, 0.94, IMPROVEMENT),         # the upper bound below its reciprocal
-    (0.95, 1.06, NO_CHANGE),           # rules out 10% either way
-    (0.97, 1.19, CANNOT_TELL),         # admits both none and +10%
-    (0.88, 1.02, CANNOT_TELL),         # admits -10% (below 1/1.1) and none
-    (1.02, 1.12, CANNOT_TELL),         # above 1 but not past the line, and not within 10%
+@pytest.mark.parametrize("point,low,high,expected", [
+    (1.12, 1.06, 1.20, REGRESSION),    # clears the 2% margin, point past half the threshold
+    (1.07, 1.05, 1.09, REGRESSION),    # a 7% change, precisely measured: called
+    (1.03, 1.02, 1.04, NO_CHANGE),     # clear of noise but a quarter of the threshold: not
+    (0.88, 0.80, 0.94, IMPROVEMENT),
+    (1.00, 0.95, 1.06, NO_CHANGE),     # rules out 10% either way
+    (1.07, 0.97, 1.19, CANNOT_TELL),   # admits both none and +10%
+    (0.95, 0.88, 1.02, CANNOT_TELL),   # admits -10% (below 1/1.1) and none
+    (1.07, 1.01, 1.12, CANNOT_TELL),   # past half the threshold, but not clear of the margin
 ])
-def test_four_verdicts_from_one_interval(low, high, expected):
-    status, _ = decide(Interval(math.sqrt(low * high), low, high), 10, LINE)
+def test_four_verdicts_from_one_interval(point, low, high, expected):
+    status, _ = decide(Interval(point, low, high), 10)
     assert status == expected
 
 
-def test_drift_the_interval_cannot_see_widens_it_before_no_change_is_said():
+def test_drift_the_interval_cannot_see_widens_it_before_anything_is_said():
     ratio = Interval(1.0, 0.97, 1.04)
-    assert decide(ratio, 10, 1.25)[0] == NO_CHANGE
-    assert decide(ratio, 10, 1.25, spread=0.25)[0] == CANNOT_TELL   # floor 25%: can't rule out 10%
-    assert decide(ratio, 10, 1.10, spread=0.03)[0] == NO_CHANGE      # 1.04 * 1.03 < 1.10
+    assert decide(ratio, 10)[0] == NO_CHANGE
+    assert decide(ratio, 10, spread=0.25)[0] == CANNOT_TELL   # floor 25%: cannot rule out 10%
+    assert decide(ratio, 10, spread=0.03)[0] == NO_CHANGE      # 1.04 * 1.03 < 1.10
+    slower = Interval(1.3, 1.2, 1.4)
+    assert decide(slower, 10, spread=0.25)[0] == CANNOT_TELL   # 1.2 < 1.02 * 1.25
+    assert decide(slower, 10, spread=0.10)[0] == REGRESSION
+
+
+def test_counts_have_no_noise_margin():
+    assert decide(Interval(1.011, 1.010, 1.012), 1, margin=0.0)[0] == REGRESSION
 
 
 def test_the_word_says_the_size_or_what_was_ruled_out():
-    assert decide(Interval(1.21, 1.15, 1.27), 10, LINE) == (REGRESSION, "21.0% slower")
-    assert decide(Interval(1.0, 0.98, 1.02), 5, 1.025) == (NO_CHANGE, "no change of 5%")
+    assert decide(Interval(1.21, 1.15, 1.27), 10) == (REGRESSION, "21.0% slower")
+    assert decide(Interval(1.0, 0.98, 1.02), 5) == (NO_CHANGE, "no change of 5%")
 
 
 def test_what_the_data_can_resolve_is_said_with_the_pairs_it_would_take():

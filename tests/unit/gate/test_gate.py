@@ -125,12 +125,13 @@ def test_aa_single_blocks_and_shared_session_drift_rarely_alarm():
     shared = _count(1.0, REGRESSION, 300, sessions=5, blocks=3, current=3, session_sd=0.05)
     assert single <= 3 and shared <= 3, (single, shared)
 
-def test_a_5_percent_change_at_10_percent_is_not_flagged():
-    """(c) Below the threshold: with ±15% drift between processes a 5% slowdown plus noise
-    looks like more than 10% in 2 of 200 seeds (1%); with a quiet device (±2%), never."""
-    assert _count(1.05, REGRESSION, 200, sessions=5, blocks=3, current=3) <= 2
+def test_a_change_under_half_the_threshold_is_not_flagged():
+    """(c) The threshold is the change to detect: a change is called once its point passes
+    half of it, clear of noise. A 3% slowdown at 10% — with ±15% drift between processes,
+    flagged in at most 2 of 200 seeds (1%); on a quiet device (±2%), at most 1; 30%, always."""
+    assert _count(1.03, REGRESSION, 200, sessions=5, blocks=3, current=3) <= 2
     quiet = dict(sessions=5, blocks=3, current=3, block_sd=0.01)
-    assert _count(1.05, REGRESSION, 200, **quiet) == 0
+    assert _count(1.03, REGRESSION, 200, **quiet) <= 1
     assert _count(1.3, REGRESSION, 50, **quiet) == 50
 
 
