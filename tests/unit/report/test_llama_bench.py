@@ -10,11 +10,16 @@ import csv
 import json
 import sqlite3
 import subprocess
+from dataclasses import replace
 from datetime import datetime, timezone
 
 import pytest
 
+import pytest_sme2.report.markdown.render as markdown
 from pytest_sme2.errors import Sme2Error
+from pytest_sme2.measure.config import BaseDirs, Sme2Config, config_from_options
+from pytest_sme2.measure.session import BenchSession
+from pytest_sme2.report.outputs import write_reports
 from pytest_sme2.report.llama_bench import (FIELDS, SAMPLES, TABLE, build_info,
                                             llama_bench_rows, write_llama_bench)
 from pytest_sme2.results import load_results
@@ -97,3 +102,25 @@ def test_build_commit_is_the_users_repository_commit(tmp_path):
     head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], check=True,
                           capture_output=True, text=True).stdout.strip()
     assert build_info(tmp_path) == (head, 1)
+
+
+def test_the_option_its_ini_twin_and_the_session_writes_it(tmp_path, monkeypatch):
+    dirs = BaseDirs(invocation=tmp_path / "cwd", rootdir=tmp_path / "root")
+    assert config_from_options({}, {}, dirs).llama_bench is None
+    cfg = config_from_options({}, {"sme2_llama_bench": "out/lb.sqlite"}, dirs)
+    assert cfg.llama_bench == (tmp_path / "root" / "out" / "lb.sqlite").resolve()
+    assert cfg.rootdir == tmp_path / "root"
+    for bad in ("lb.txt", str(tmp_path)):
+        with pytest.raises(Sme2Error) as e:
+            config_from_options({"sme2_llama_bench": bad}, {}, dirs)
+        assert "--sme2-llama-bench: " in str(e.value) and ".json, .jsonl, .csv, .sqlite" in \
+            str(e.value) and "\n" not in str(e.value)
+
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    monkeypatch.setattr(markdown, "render_report", lambda doc, out: out / "report.md")
+    doc = load_results(llm_doc())
+    cfg = Sme2Config(llama_bench=tmp_path / "lb.jsonl", rootdir=tmp_path)
+    cfg = replace(cfg, settings=replace(cfg.settings, report_dir=tmp_path / "r"))
+    assert tmp_path / "lb.jsonl" in write_reports(BenchSession(cfg, results=doc.benchmarks))
+    rows = [json.loads(line) for line in (tmp_path / "lb.jsonl").read_text().splitlines()]
+    assert len(rows) == 4 and {r["build_commit"] for r in rows} == {"unknown"}
