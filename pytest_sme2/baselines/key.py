@@ -170,7 +170,8 @@ class UnderTest:
         return cls(export_key=result.export_key,
                    model_source=None if taken_as_is else _model_source(result.model),
                    recipe=None if taken_as_is else _recipe(),
-                   program=_pte_hash(result.pte) if taken_as_is else meta.get("pte_sha256"),
+                   program=_pte_hash(result.pte) if taken_as_is else
+                   meta.get("program_sha256") or meta.get("pte_sha256"),
                    versions={p: str(versions.get(p) or package_version(p)) for p in VERSIONED},
                    runner_labels={str(k): str(v) for k, v in
                                   result.runner.labels.items()},

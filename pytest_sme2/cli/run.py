@@ -14,7 +14,7 @@ from pytest_sme2.runners import RunRequest, parse_runner_spec
 from pytest_sme2.measure.settings import BenchSettings
 
 
-def _program_and_inputs(args: argparse.Namespace) -> tuple[Path, Path]:
+def _program_and_inputs(args: argparse.Namespace) -> tuple[Path, Path, Path | None]:
     """``run``'s model: a .pte (inputs from forward's metadata unless --inputs), or a
     registered or library model name (exported, or the cached export, in --dtype)."""
     from pytest_sme2.programs.export import export_model  # programs.export: not at --help
@@ -23,7 +23,8 @@ def _program_and_inputs(args: argparse.Namespace) -> tuple[Path, Path]:
 
     exported = export_model(args.model, args.dtype, progress=lines_only(lambda msg: print(
         msg, file=sys.stderr, flush=True)))
-    return exported.pte.resolve(), Path(args.inputs or exported.inputs).resolve()
+    return (exported.pte.resolve(), Path(args.inputs or exported.inputs).resolve(),
+            exported.ptd.resolve() if exported.ptd else None)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -49,8 +50,8 @@ def _run(args: argparse.Namespace) -> int:
     try:
         # Built for the device: on --device qemu the native runner is cross-built for aarch64.
         runner = spec.make(lambda m: print(m, file=sys.stderr), target=device.target)
-        pte, inputs = _program_and_inputs(args)     # after the flags, device and runner
-        request = RunRequest(pte=pte.resolve(), etdump=Path(args.etdump).resolve(),
+        pte, inputs, data = _program_and_inputs(args)   # after the flags, device and runner
+        request = RunRequest(pte=pte.resolve(), data=data, etdump=Path(args.etdump).resolve(),
                              threads=args.threads, runs=args.runs, warmup=args.warmup,
                              inputs=inputs,
                              timeout_s=args.timeout,

@@ -122,7 +122,8 @@ class _Block:
         # Timed untraced, traced apart (same process, after them) where the runner can.
         untraced = runner.times_untraced
         self.request = RunRequest(
-            pte=pte, etdump=self.out / f"{self.stem}.etdump", threads=run.threads,
+            pte=pte, data=self.exported.ptd, etdump=self.out / f"{self.stem}.etdump",
+            threads=run.threads,
             runs=settings.runs, warmup=settings.warmup,
             inputs=self.exported.inputs if tensors else None,
             outputs=self.out / f"{self.stem}.outputs.bin" if run.save_outputs and tensors
@@ -250,6 +251,7 @@ class _Block:
         events = self.observed.process_events if self.observed is not None else self.runs.timed
         startup = Startup(
             pte_bytes=self.exported.pte.stat().st_size,
+            ptd_bytes=self.exported.ptd.stat().st_size if self.exported.ptd else None,
             processes=[process_startup(events, e2e_per_run(events, etdump), summary)],
             load_source=load_source(events, summary),
             memory_source=memory_source(summary, self.facts.emulated))

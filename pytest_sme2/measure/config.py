@@ -20,8 +20,9 @@ from pytest_sme2.programs.spec import matrix_models
 from pytest_sme2.gate.policy import GateOptions, GatePolicy
 from pytest_sme2.measure.matrix import (DEFAULT_DTYPES, DEFAULT_MODELS, DEFAULT_THREADS,
                                         parse_threads)
-from pytest_sme2.measure.options import (DEFAULT_MIN_SPEEDUP, EMULATED_DEFAULTS, OPTIONS,
-                                         RUNNERS_DEST, RUNNERS_INI)
+from pytest_sme2.measure.options import (DEFAULT_MIN_SPEEDUP, EMULATED_DEFAULTS,
+                                         LLAMA_BENCH_FORMATS, OPTIONS, RUNNERS_DEST,
+                                         RUNNERS_INI)
 from pytest_sme2.devices.kinds import HOST
 from pytest_sme2.devices.registry import DeviceSpec
 from pytest_sme2.runners.spec import runner_specs
@@ -57,6 +58,8 @@ class Sme2Config:
     gate: GatePolicy = GatePolicy()
     measure: str = MEASURES[0]                # "time", or "instructions" (counted too)
     benchmark_json: Path | None = None        # --sme2-benchmark-json: pytest-benchmark format
+    llama_bench: Path | None = None           # --sme2-llama-bench: llama-bench rows
+    rootdir: Path | None = None               # the user's repository (llama-bench's commit)
     progress: float | str | None = "auto"     # --sme2-progress: seconds, "auto", None (off)
     history: str | None = None                # --sme2-history: store URL or SQLite path
     history_baseline: str | None = None       # --sme2-history-baseline BRANCH[:N]
@@ -161,6 +164,7 @@ def config_from_options(values: Mapping[str, Any], ini: Mapping[str, Any],
     if benchmark_json is not None and benchmark_json.is_dir():
         raise Sme2Error(f"--sme2-benchmark-json: {benchmark_json} is a folder; give a file "
                         "path")
+    llama_bench = _llama_bench(r.path("sme2_llama_bench"))
     gate = _gate(r, category_rules)
     _check_base_runner(gate, runners, runner_kinds)
     history = r.text("sme2_history")[0]
@@ -177,7 +181,8 @@ def config_from_options(values: Mapping[str, Any], ini: Mapping[str, Any],
         baseline_dir=r.path("baseline_dir"), save_baseline=bool(values.get("save_baseline")),
         strict_outputs=bool(values.get("sme2_strict_outputs")),
         gate=gate,
-        measure=measure, benchmark_json=benchmark_json,
+        measure=measure, benchmark_json=benchmark_json, llama_bench=llama_bench,
+        rootdir=base_dirs.rootdir,
         progress=parse_progress(r.text("sme2_progress")[0]),
         # A URL as given; a bare SQLite path relative to where it was given (as other paths).
         history=(history if "://" in history
@@ -263,6 +268,16 @@ def _models(models: tuple[str, bool], pte_globs: tuple[str, bool],
 
     return matrix_models(split_list(models[0]), split_list(pte_globs[0]), base(models[1]),
                          base(pte_globs[1]))
+
+
+def _llama_bench(path: Path | None) -> Path | None:
+    """--sme2-llama-bench: a file whose extension names llama-bench's format."""
+    if path is None:
+        return None
+    if path.is_dir() or path.suffix.lower() not in LLAMA_BENCH_FORMATS:
+        raise Sme2Error(f"--sme2-llama-bench: {path}: give a file ending in "
+                        f"{', '.join(LLAMA_BENCH_FORMATS)} (the extension names the format)")
+    return path
 
 
 def _flag(dest: str) -> str:

@@ -23,6 +23,10 @@ from pytest_sme2.programs.llm.schemes import LLM_SCHEMES
 # not in Convolution/GEMM gains less, so the defaults ask for a clear but modest effect.
 DEFAULT_MIN_SPEEDUP = "fp32=1.2,fp16=1.5,int8=1.2,int8_dynamic=1.2"
 DEFAULT_BASELINE_DIR = "benchmarks/baselines"
+# --sme2-llama-bench's formats, named by the file's extension (pytest_sme2.report.llama_bench).
+LLAMA_BENCH_FORMATS = (".json", ".jsonl", ".csv", ".sqlite")
+
+
 class Option(NamedTuple):
     ini: str
     default: str
@@ -180,6 +184,11 @@ OPTIONS: dict[str, Option] = {
                                   "at session end, also write the results to this file in "
                                   "pytest-benchmark's JSON format (pytest-benchmark compare, "
                                   "CI charts; every block's times, per benchmark)"),
+    "sme2_llama_bench": Option("sme2_llama_bench", "",
+                               "at session end, also write the LLM generations as llama-bench "
+                               "rows (a test per phase: pp P, tg N) to this file, in the "
+                               "format its extension names: .json, .jsonl, .csv or .sqlite "
+                               "(appended); llama.cpp's compare-llama-bench.py reads it"),
 }
 # store_true options (command line only): dest -> help
 FLAGS: dict[str, str] = {

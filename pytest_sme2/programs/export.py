@@ -23,11 +23,12 @@ from typing import Callable
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.programs.export_output import ExportOutput, caught_warnings, warning_lines
-from pytest_sme2.programs.exported import (ETRECORD, INPUTS, META, PTE, ExportedModel,  # noqa: F401
-                                  ExportError)
+from pytest_sme2.programs.exported import (ETRECORD, INPUTS, META, PTD, PTE,  # noqa: F401
+                                           ExportedModel, ExportError)
+from pytest_sme2.readers.pte_data import program_digest
 from pytest_sme2._util.fsutil import file_sha256
 from pytest_sme2._util.locking import file_lock
-from pytest_sme2.programs.spec import is_pte
+from pytest_sme2.programs.spec import is_pte, split_weights
 from pytest_sme2.programs.llm.schemes import LLM_SCHEMES, SCHEMES
 from pytest_sme2._util.versions import package_version
 
@@ -97,6 +98,8 @@ def cache_key(model: str, dtype: str) -> str:
     h.update(dtype.encode())
     h.update(recipe_digest(llm=bool(getattr(entry, "llm", False))).encode())
     h.update(json.dumps(_versions(), sort_keys=True).encode())
+    if split_weights(model)[1] != "pte":    # keys of programs with their weights inside unchanged
+        h.update(f"weights={split_weights(model)[1]}".encode())
     return h.hexdigest()[:16]
 
 
@@ -116,8 +119,11 @@ def _load_hit(model: str, dtype: str, key: str, folder: Path) -> ExportedModel |
     seen = (str(folder / PTE), stat.st_size, stat.st_mtime_ns)
     if seen in _VERIFIED and _VERIFIED[seen].meta == meta:
         return _VERIFIED[seen]
-    # A damaged or replaced .pte is a miss, not a hit: hashing ~10 MB costs milliseconds.
+    # A damaged or replaced .pte (or .ptd) is a miss, not a hit: hashing ~10 MB costs ms.
     if meta.get("pte_sha256") != file_sha256(folder / PTE):
+        return None
+    if meta.get("ptd_sha256") and (not (folder / PTD).is_file()
+                                   or meta["ptd_sha256"] != file_sha256(folder / PTD)):
         return None
     _VERIFIED[seen] = ExportedModel(model, dtype, key, folder, meta)
     return _VERIFIED[seen]
@@ -269,7 +275,8 @@ def _run_recipe(folder: Path, model: str, dtype: str, key: str,
             stage[0] = name
             say(f"  {model} {dtype}: {name} ({time.perf_counter() - t0:.1f} s)")
 
-        program, info = recipes.export(definition, dtype, at_stage=at_stage)
+        program, info = recipes.export(definition, dtype, at_stage=at_stage,
+                                       weights=split_weights(model)[1])
     except Sme2Error:
         raise
     except Exception as e:  # noqa: BLE001 - turned into one clear line
@@ -280,6 +287,11 @@ def _run_recipe(folder: Path, model: str, dtype: str, key: str,
         raise ExportError(f"export of model {model!r} as {dtype} is wrong: {problem}")
     (folder / PTE).write_bytes(program.buffer)
     info["pte_sha256"] = hashlib.sha256(program.buffer).hexdigest()
+    data = recipes.data_file_bytes(program)
+    if data is not None:
+        (folder / PTD).write_bytes(data)
+        info["ptd_sha256"] = hashlib.sha256(data).hexdigest()
+    info["program_sha256"] = program_digest(info["pte_sha256"], info.get("ptd_sha256"))
     program.get_etrecord().save(str(folder / ETRECORD))
     recipes.save_inputs(definition.example_inputs, dtype, folder / INPUTS)
     meta = {

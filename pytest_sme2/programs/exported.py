@@ -10,10 +10,12 @@ from pathlib import Path
 from pytest_sme2.errors import Sme2Error
 
 PTE, ETRECORD, INPUTS, META = "model.pte", "model.etrecord", "inputs.bin", "meta.json"
+PTD = "model.ptd"   # an export's weights, with ?weights=ptd (programs.spec.WEIGHTS)
 
 
 class ExportError(Sme2Error):
     pass
+
 
 
 @dataclass(frozen=True)
@@ -27,10 +29,19 @@ class ExportedModel:
     # live in the cache folder. None: our own export, whose files are all in the folder.
     program_file: Path | None = None
     etrecord_file: Path | None = None
+    # A user's .pte: the .ptd found beside it (pytest_sme2.readers.pte_data), if any.
+    data_file: Path | None = None
 
     @property
     def pte(self) -> Path:
         return self.program_file or self.folder / PTE
+
+    @property
+    def ptd(self) -> Path | None:
+        """The program's weights file, loaded and pushed with it; None: they are in the .pte."""
+        if self.program_file is not None:
+            return self.data_file
+        return self.folder / PTD if self.meta.get("ptd_sha256") else None
 
     @property
     def etrecord(self) -> Path:

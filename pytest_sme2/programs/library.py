@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.programs.spec import LibrarySpec
+from pytest_sme2.programs.spec import LibrarySpec, is_library, split_weights
 from pytest_sme2.programs.llm import causal_lm
 from pytest_sme2._util.versions import package_version
 
@@ -224,9 +224,9 @@ class LibraryModel:
 
 
 def model_entry(model: str):
-    """The registry entry of ``model``, or a :class:`LibraryModel` for a library spec."""
-    from pytest_sme2.programs.spec import is_library
-
+    """The registry entry of ``model``, or a :class:`LibraryModel` for a library spec (its
+    ``weights=`` choice is the export's, not the model's: :func:`~.spec.split_weights`)."""
+    model = split_weights(model)[0]
     if is_library(model):
         return LibraryModel(model)
     from pytest_sme2.programs.registry import get_model

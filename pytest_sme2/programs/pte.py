@@ -35,6 +35,8 @@ from pytest_sme2.programs.exported import INPUTS, META, ExportedModel, ExportErr
 from pytest_sme2.programs.spec import AS_EXPORTED
 from pytest_sme2.readers.pte_program import (MethodInput, MethodSignature, PteProgramError,
                                      forward_signature)
+from pytest_sme2.readers.pte_data import (DataFileError, check_data_file, data_file_beside,
+                                          program_digest)
 from pytest_sme2.readers.tensorfile import read_tensors, write_tensors
 
 INPUT_SEED = 0
@@ -43,8 +45,10 @@ ETRECORD_MISSING = ("no .etrecord beside the .pte: operators are shown by their 
                     "only (no edge operator types or module paths, no portable-op origins)")
 
 def content_hash(pte: Path) -> str:
-    """The program's identity: its file's sha256."""
-    return file_sha256(pte)
+    """The program's identity: its file's sha256, with its .ptd's when one lies beside it
+    (:func:`~pytest_sme2.readers.pte_data.data_file_beside`)."""
+    data = data_file_beside(pte)
+    return program_digest(file_sha256(pte), file_sha256(data) if data else None)
 
 
 def user_inputs_file(pte: Path) -> Path:
@@ -195,6 +199,12 @@ def import_pte(pte: Path, cache_dir: Path,
         signature = forward_signature(pte)   # also: is it a program, has it forward
     except PteProgramError as e:
         raise ExportError(str(e)) from None
+    data = data_file_beside(pte)
+    if data is not None:
+        try:
+            check_data_file(data, pte)
+        except DataFileError as e:
+            raise ExportError(str(e)) from None
     digest = content_hash(pte)
     key = digest[:16]
     folder = Path(cache_dir) / "pte" / key
@@ -217,18 +227,22 @@ def import_pte(pte: Path, cache_dir: Path,
                 if (tmp / f).exists():
                     os.replace(tmp / f, folder / f)
             tmp.rmdir()
-        meta = {"model": str(pte), "dtype": AS_EXPORTED, "key": key, "pte_sha256": digest,
+        meta = {"model": str(pte), "dtype": AS_EXPORTED, "key": key,
+                "pte_sha256": file_sha256(pte), "program_sha256": digest,
+                "ptd_sha256": file_sha256(data) if data else None,
                 "source": "pte file", "inputs_from": source,
                 "inputs_source_sha256": _own_sha256(pte),
                 "inputs": [{"kind": i.kind, "dtype": i.dtype, "shape": list(i.shape)}
                            for i in signature.inputs]}
         meta_path.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
         if progress:
-            progress(f"{pte.name}: taken as exported (sha256 {key}), inputs from {source}")
+            weights = f", weights in {data.name}" if data else ""
+            progress(f"{pte.name}: taken as exported (sha256 {key}{weights}), inputs from "
+                     f"{source}")
     meta = {**meta, "etrecord": str(etrecord) if etrecord else None,
             "etrecord_missing": None if etrecord else ETRECORD_MISSING}
     return ExportedModel(str(pte), AS_EXPORTED, key, folder, meta, program_file=pte,
-                         etrecord_file=etrecord or pte.with_suffix(".etrecord"))
+                         etrecord_file=etrecord or pte.with_suffix(".etrecord"), data_file=data)
 
 
 def _own_sha256(pte: Path) -> str | None:

@@ -93,10 +93,52 @@ def _max_abs(outputs, reference) -> tuple[float, float]:
     return err, max(float(r.float().abs().max()) for r in ref)
 
 
-def _run_pte(buffer: bytes, inputs: tuple) -> list:
-    from executorch.extension.pybindings.portable_lib import _load_for_executorch_from_buffer
+def _run_pte(program, inputs: tuple) -> list:
+    loaded, _data = _loaded(program)    # the data must outlive the calls
+    return loaded.forward(inputs)
 
-    return _load_for_executorch_from_buffer(buffer).forward(inputs)
+
+# The tag every constant gets with weights="ptd": ExecuTorch writes its data to model.ptd
+# (programs.exported.PTD), as export_llm's export.foundation_weights_file does for a Llama.
+PTD_TAG = "model"
+
+
+def _weights_apart(exported, inputs: tuple, **export_kw):
+    """``exported`` exported again with every constant tagged for the ``.ptd``: those the
+    delegate takes (XNNPACK's packed weights) through ExecuTorch's pass on the unlifted module,
+    the others through ``to_executorch``'s config (:func:`_to_executorch`)."""
+    from executorch.exir.passes.external_constants_pass import (  # executorch: exports only
+        delegate_external_constants_pass_unlifted)
+
+    module = exported.module()
+    delegate_external_constants_pass_unlifted(module, gen_tag_fn=lambda node: PTD_TAG)
+    return torch.export.export(module, inputs, **export_kw)
+
+
+def _to_executorch(edge, weights: str):
+    """The ExecuTorch program; with ``weights="ptd"`` its constants go to the ``.ptd``."""
+    from executorch.exir import ExecutorchBackendConfig  # executorch: exports only
+
+    if weights == "pte":
+        return edge.to_executorch()
+    return edge.to_executorch(ExecutorchBackendConfig(external_constants=lambda node: PTD_TAG))
+
+
+def data_file_bytes(program) -> bytes | None:
+    """The program's ``.ptd`` bytes, None when its weights are in the ``.pte``."""
+    program.buffer     # serialises the program, which fills its tensor data
+    data = program._tensor_data or {}
+    return bytes(data[PTD_TAG]) if PTD_TAG in data else None
+
+
+def _loaded(program):
+    """The exported program loaded from memory with its ``.ptd`` when it has one, and those
+    bytes: the runtime reads them in place, so the caller keeps them while it runs it."""
+    from executorch.extension.pybindings.portable_lib import (  # executorch: exports only
+        _load_for_executorch_from_buffer)
+
+    data = data_file_bytes(program)
+    return _load_for_executorch_from_buffer(program.buffer, data_map_buffer=data), data
 
 
 class LlmQuantize(NamedTuple):
@@ -182,17 +224,19 @@ _LLM_EXPORT_WARNINGS = ("_check_is_size will be removed",
                         "Mutation on a buffer in the model is detected")
 
 
-def export_llm(definition: ModelDef, scheme_name: str, at_stage: Callable[[str], None]):
+def export_llm(definition: ModelDef, scheme_name: str, at_stage: Callable[[str], None],
+               weights: str = "pte"):
     """Lower an LLM in ``scheme_name``; return (ExecutorchProgramManager, info). Verified by
     running ``llm.verify_inputs`` (prefill, then decode) in one loaded program against the same
     steps on the eager model (quantized by torchao for a quantized scheme)."""
     with warnings.catch_warnings():
         for message in _LLM_EXPORT_WARNINGS:
             warnings.filterwarnings("ignore", message=message)
-        return _export_llm(definition, scheme_name, at_stage)
+        return _export_llm(definition, scheme_name, at_stage, weights)
 
 
-def _export_llm(definition: ModelDef, scheme_name: str, at_stage: Callable[[str], None]):
+def _export_llm(definition: ModelDef, scheme_name: str, at_stage: Callable[[str], None],
+                weights: str):
     from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 
     scheme = parse_scheme(scheme_name)
@@ -212,6 +256,9 @@ def _export_llm(definition: ModelDef, scheme_name: str, at_stage: Callable[[str]
     with torch.nn.attention.sdpa_kernel([torch.nn.attention.SDPBackend.MATH]), torch.no_grad():
         exported = torch.export.export(module, example, dynamic_shapes=llm.dynamic_shapes,
                                        strict=how.strict)
+        if weights == "ptd":
+            exported = _weights_apart(exported, example, dynamic_shapes=llm.dynamic_shapes,
+                                      strict=how.strict)
     at_stage("lower to XNNPACK")
     partitioners = _partitioners("int8_dynamic" if scheme.quantized else "fp32")
     edge = to_edge_transform_and_lower(
@@ -219,11 +266,9 @@ def _export_llm(definition: ModelDef, scheme_name: str, at_stage: Callable[[str]
         compile_config=EdgeCompileConfig(_check_ir_validity=False), generate_etrecord=True)
     delegates, portable = _partition(edge.exported_program())
     at_stage("to_executorch")
-    program = edge.to_executorch()
+    program = _to_executorch(edge, weights)
     at_stage("verify against eager")
-    from executorch.extension.pybindings.portable_lib import _load_for_executorch_from_buffer
-
-    loaded = _load_for_executorch_from_buffer(program.buffer)
+    loaded, _data = _loaded(program)    # the data must outlive the calls below
     outputs = [loaded.forward(step) for step in steps]
     target = quantized_reference or reference
     per_step = [_max_abs(o, r) for o, r in zip(outputs, target)]
@@ -255,12 +300,14 @@ def _export_llm(definition: ModelDef, scheme_name: str, at_stage: Callable[[str]
     return program, info
 
 
-def export(definition: ModelDef, dtype: str, at_stage: Callable[[str], None]):
-    """Lower ``definition`` for XNNPACK in ``dtype``; return (ExecutorchProgramManager, info)."""
+def export(definition: ModelDef, dtype: str, at_stage: Callable[[str], None],
+           weights: str = "pte"):
+    """Lower ``definition`` for XNNPACK in ``dtype``; return (ExecutorchProgramManager, info).
+    ``weights="ptd"``: its constants go to a ``.ptd`` (:func:`data_file_bytes`)."""
     from executorch.exir import to_edge_transform_and_lower
 
     if definition.llm is not None:
-        return export_llm(definition, dtype, at_stage)
+        return export_llm(definition, dtype, at_stage, weights)
 
     module = definition.module.eval()
     example = tuple(definition.example_inputs)
@@ -279,14 +326,16 @@ def export(definition: ModelDef, dtype: str, at_stage: Callable[[str], None]):
             quantized_reference = module(*example)
     at_stage("torch.export")
     exported = torch.export.export(module, inputs)
+    if weights == "ptd":
+        exported = _weights_apart(exported, inputs)
     at_stage("lower to XNNPACK")
     partitioners = _partitioners(dtype)
     edge = to_edge_transform_and_lower(exported, partitioner=partitioners, generate_etrecord=True)
     delegates, portable = _partition(edge.exported_program())
     at_stage("to_executorch")
-    program = edge.to_executorch()
+    program = _to_executorch(edge, weights)
     at_stage("verify against eager")
-    outputs = _run_pte(program.buffer, inputs)
+    outputs = _run_pte(program, inputs)
     float_err, scale = _max_abs(outputs, reference)
     err, ref_scale = (float_err, scale) if dtype not in ("int8", "int8_dynamic") else \
         _max_abs(outputs, quantized_reference)

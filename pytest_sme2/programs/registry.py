@@ -27,6 +27,7 @@ from typing import Any, Callable
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.programs.llm.schemes import DEFAULT_SCHEMES
+from pytest_sme2.programs.spec import split_weights
 
 ENTRY_POINT_GROUP = "pytest_sme2.models"
 
@@ -161,9 +162,10 @@ def registered_models() -> list[str]:
 
 
 def get_model(name: str) -> ModelEntry:
+    """The registered model ``name`` (a ``?weights=`` choice after it is the export's)."""
     _load_entry_points()
     try:
-        return _REGISTRY[name]
+        return _REGISTRY[split_weights(name)[0]]
     except KeyError:
         raise UnknownModelError(
             f"unknown model {name!r}; registered models: {', '.join(registered_models())} "

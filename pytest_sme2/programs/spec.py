@@ -13,10 +13,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_sme2.errors import Sme2Error
+
 PTE_SUFFIX = ".pte"
 # The dtype of a .pte case: the file is what it is, the dtype axis does not apply.
 AS_EXPORTED = "pte"
 LIBRARIES = ("transformers", "torchvision", "timm", "executorch")
+# Where an export keeps its weights, chosen per model by ``?weights=ptd`` after a registered
+# or library model's name (``toy_cnn?weights=ptd``, ``transformers:X?a=1&weights=ptd``).
+WEIGHTS = {"pte": "in the program (the default)",
+           "ptd": "in a model.ptd beside the .pte (ExecuTorch's program-data separation)"}
+WEIGHTS_KEY = "weights"
 
 
 def is_pte(model: str) -> bool:
@@ -52,6 +59,24 @@ class LibrarySpec:
                 raise Sme2Error(f"model {text!r}: override {item!r} is not key=value")
             pairs.append((key, value))
         return cls(library, name, tuple(pairs))
+
+
+def split_weights(model: str) -> tuple[str, str]:
+    """``(the model without its weights choice, where its export keeps its weights)``:
+    ``toy_cnn?weights=ptd`` -> ``("toy_cnn", "ptd")``; a name without one -> ``(name, "pte")``;
+    an unknown choice is one line."""
+    name, mark, query = model.partition("?")
+    if not mark or is_pte(model):
+        return model, "pte"
+    items = query.split("&")
+    chosen = [v for k, _, v in (i.partition("=") for i in items) if k == WEIGHTS_KEY]
+    if not chosen:
+        return model, "pte"
+    if len(chosen) > 1 or chosen[0] not in WEIGHTS:
+        raise Sme2Error(f"model {model!r}: {WEIGHTS_KEY}= takes one of "
+                        + "; ".join(f"{k} ({v})" for k, v in WEIGHTS.items()))
+    rest = "&".join(i for i in items if i.partition("=")[0] != WEIGHTS_KEY)
+    return name + (f"?{rest}" if rest else ""), chosen[0]
 
 
 def model_label(model: str) -> str:

@@ -1,14 +1,16 @@
 """A finished session's files: the final results.json, report.md with its charts and pages,
-``--sme2-benchmark-json`` and, in GitHub Actions, the step summary. The session records; this
+``--sme2-benchmark-json``, ``--sme2-llama-bench`` and, in GitHub Actions, the step summary. The session records; this
 renders (the layer above it), so the session never imports the report."""
 
 from __future__ import annotations
 
 import os
+import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_sme2.errors import Sme2Error
+from pytest_sme2.report.llama_bench import build_info, llama_bench_rows, write_llama_bench
 from pytest_sme2.results import ResultsDoc, SessionInfo
 
 if TYPE_CHECKING:
@@ -57,6 +59,14 @@ def _write_ci_files(session: BenchSession) -> tuple[list[Path], list[str]]:
         except OSError as e:
             problems.append(f"--sme2-benchmark-json {target}: cannot write it "
                             f"({e.strerror or e})")
+    if session.config.llama_bench is not None:
+        try:
+            written.append(write_llama_bench(session.config.llama_bench, llama_bench_rows(
+                session.results, session.comparisons,
+                build_info(session.config.rootdir or Path.cwd()))))
+        except (OSError, sqlite3.Error) as e:
+            problems.append(f"--sme2-llama-bench {session.config.llama_bench}: cannot write "
+                            f"it ({getattr(e, 'strerror', None) or e})")
     try:
         summary = append_step_summary(session.results, session.comparisons,
                                       session.settings.report_dir, written)

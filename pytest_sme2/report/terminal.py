@@ -102,12 +102,14 @@ def _mb(kb: float | int | None) -> str:
 
 
 def startup_cells(s: Startup | None) -> tuple[str, str]:
-    """(cold load and first inference in ms, peak resident memory and .pte size in MB)."""
+    """(cold load and first inference in ms, peak resident memory and .pte size in MB, and
+    its .ptd's after a ``+`` when its weights live apart)."""
     if s is None:
         return "-", "-"
     pte = None if s.pte_bytes is None else s.pte_bytes / 1024
+    ptd = "" if s.ptd_bytes is None else f"+{_mb(s.ptd_bytes / 1024)}"
     return (f"{_sig(s.load_ms)}, {_sig(s.first_inference_ms)}",
-            f"{_mb(s.peak_rss_kb)}, {_mb(pte)}")
+            f"{_mb(s.peak_rss_kb)}, {_mb(pte)}{ptd}")
 
 
 def _startup(s: Startup | None) -> str:

@@ -72,7 +72,7 @@ def pool_startup(blocks: Iterable[BlockResult]) -> Startup | None:
     found = [b.startup for b in blocks if b.startup is not None]
     if not found:
         return None
-    return Startup(pte_bytes=found[0].pte_bytes,
+    return Startup(pte_bytes=found[0].pte_bytes, ptd_bytes=found[0].ptd_bytes,
                    processes=[p for s in found for p in s.processes],
                    load_source=found[0].load_source, memory_source=found[0].memory_source,
                    problem="; ".join(dict.fromkeys(s.problem for s in found if s.problem)))

@@ -40,6 +40,7 @@ class Startup:
     first inference and memory. Medians over processes: a process is the unit of a cold load."""
 
     pte_bytes: int | None = None
+    ptd_bytes: int | None = None    # its weights file's, when they live apart (a .ptd)
     processes: list[ProcessStartup] = field(default_factory=list)
     load_source: str = ""       # which events / timers load_ms comes from
     memory_source: str = ""     # what peak and load memory are of, or why there are none
@@ -71,8 +72,9 @@ class Startup:
         return sum(1 for p in self.processes if p.load_ms is not None)
 
     def to_json(self) -> dict[str, Any]:
-        return {"pte_bytes": self.pte_bytes, "load_ms": self.load_ms,
-                "method_load_ms": self.method_load_ms,
+        return {"pte_bytes": self.pte_bytes,
+                **({"ptd_bytes": self.ptd_bytes} if self.ptd_bytes is not None else {}),
+                "load_ms": self.load_ms, "method_load_ms": self.method_load_ms,
                 "first_inference_ms": self.first_inference_ms,
                 "peak_rss_kb": self.peak_rss_kb, "load_rss_kb": self.load_rss_kb,
                 "load_source": self.load_source, "memory_source": self.memory_source,
@@ -83,7 +85,7 @@ class Startup:
     def from_json(cls, d: Mapping[str, Any] | None) -> "Startup | None":
         if not d:
             return None
-        return cls(pte_bytes=d.get("pte_bytes"),
+        return cls(pte_bytes=d.get("pte_bytes"), ptd_bytes=d.get("ptd_bytes"),
                    processes=[ProcessStartup.from_json(p) for p in d.get("processes") or []],
                    load_source=str(d.get("load_source") or ""),
                    memory_source=str(d.get("memory_source") or ""),

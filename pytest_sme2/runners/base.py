@@ -26,6 +26,9 @@ class RunRequest:
     runs: int = 30
     warmup: int = 3
     inputs: Path | None = None      # tensor file (pytest_sme2.readers.tensorfile) of the inputs
+    # The program's .ptd: its weights, kept apart from the .pte (ExecuTorch's program-data
+    # separation, pytest_sme2.readers.pte_data); loaded with it, pushed with it. None: none.
+    data: Path | None = None
     outputs: Path | None = None     # where to save the last run's outputs, if wanted
     timeout_s: float = 600.0
     # Where to write the executed-kernels CSV, on devices that can trace execution (QEMU).

@@ -167,7 +167,8 @@ class BinaryRunner(RunnerBase):
             raise RunnerError(f"runner {self.name!r} is an executor_runner: it has no token loop "
                               "for an LLM generation; use the native or python runner, or a "
                               "llama_main (NAME=/path/llama_main,tokenizer=PATH)")
-        return [str(self.path), "--model_path", str(request.pte),
+        data = ["--data_path", str(request.data)] if request.data else []  # upstream's flag
+        return [str(self.path), "--model_path", str(request.pte), *data,
                 "--etdump_path", str(request.etdump),
                 "--num_executions", str(request.executions),  # warm-up included, see module doc
                 "--cpu_threads", str(request.threads)]

@@ -39,6 +39,8 @@ class PythonRunner(RunnerBase):
         argv = ["--pte", str(request.pte), "--etdump", str(request.etdump),
                 "--threads", str(request.threads), "--runs", str(request.runs),
                 "--warmup", str(request.warmup)]
+        if request.data:
+            argv += ["--data", str(request.data)]
         if request.untraced:
             argv += ["--trace-runs", str(request.trace_runs),
                      "--trace-warmup", str(request.trace_warmup)]

@@ -24,7 +24,7 @@ import numpy as np
 from pytest_sme2.runners.python_generation import generate
 from pytest_sme2.runners.python_process import (Refused, Steps, TimedMethod, first_line,
                                                 load_untraced, nonfinite_elements, status_kb,
-                                                refusal, untraced_keys)
+                                                refusal, untraced_keys, watched_stderr)
 from pytest_sme2.readers.tensorfile import SCALAR_TYPES, read_tensors, write_tensors
 
 
@@ -104,14 +104,20 @@ def _traced_pass(a, runtime, torch, inputs, total: int) -> dict:
     first call. Returns the pass's summary keys and its last outputs."""
     try:
         t0 = time.perf_counter()
-        module = runtime._load_for_executorch(a.pte, enable_etdump=True, debug_buffer_size=0)
+        module = runtime._load_for_executorch(a.pte, data_path=a.data, enable_etdump=True,
+                                              debug_buffer_size=0)
         meta = module.method_meta("forward")
         program_load_ms = (time.perf_counter() - t0) * 1e3
     except Exception as e:  # noqa: BLE001 - the runtime's refusal, reported in one line
         raise refusal(a.pte, [], f"{a.pte}: the ExecuTorch runtime refused the program "
-                                 f"({first_line(e)})") from None
+                                 f"({first_line(e)})", a.data) from None
     inputs = inputs if inputs is not None else _inputs(a, meta, torch)
-    outputs, rss_after_load = _forwards(module.forward, inputs, total, a.pte)
+    seen: list[str] = []    # its load is lazy: a refusal for its .ptd shows in the first call
+    try:
+        with watched_stderr(seen):
+            outputs, rss_after_load = _forwards(module.forward, inputs, total, a.pte)
+    except Refused as e:
+        raise refusal(a.pte, seen, str(e), a.data) from None
     module.write_etdump_result_to_file(a.etdump)
     return {"outputs": outputs, "program_load_ms": program_load_ms,
             "rss_after_load_kb": rss_after_load, "rss_after_load_includes": "first run"}
@@ -132,10 +138,11 @@ def _forward_pass(a, runtime, torch, rss_before_load) -> int:
         else:
             seen: list[str] = []
             try:
-                program, method, program_ms, method_ms = load_untraced(runtime, a.pte, seen)
+                program, method, program_ms, method_ms = load_untraced(runtime, a.pte, seen,
+                                                                       a.data)
             except Exception as e:  # noqa: BLE001 - the runtime's refusal, in one line
                 raise refusal(a.pte, seen, f"{a.pte}: the ExecuTorch runtime refused the "
-                                           f"program ({first_line(e)})") from None
+                                           f"program ({first_line(e)})", a.data) from None
             rss_after_load = status_kb("VmRSS:")
             inputs = _inputs(a, method.method_meta(), torch)
             timed = Steps([])
@@ -172,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="pytest_sme2.runners.python_child")
     p.add_argument("--pte", required=True)
     p.add_argument("--etdump", required=True)
+    p.add_argument("--data", help="the program's .ptd data file (its weights)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--runs", type=int, default=30)
     p.add_argument("--warmup", type=int, default=3)

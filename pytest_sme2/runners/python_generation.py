@@ -62,10 +62,10 @@ def _parse_generate(text: str) -> Generation:
                        "(e.g. 64,32)") from None
 
 
-def _constant_values(runtime, pte: str) -> dict[str, int]:
+def _constant_values(runtime, pte: str, data: str | None) -> dict[str, int]:
     """export_llama's constant methods (get_max_seq_len, use_kv_cache...) the program has, read
     through an untraced second load: through the traced one they would add Execute blocks."""
-    constants = runtime._load_for_executorch(pte, enable_etdump=False)
+    constants = runtime._load_for_executorch(pte, data_path=data, enable_etdump=False)
     have = set(constants.method_names())
     values = {}
     for name in _CONSTANT_METHODS:
@@ -75,34 +75,35 @@ def _constant_values(runtime, pte: str) -> dict[str, int]:
     return values
 
 
-def _load_traced(runtime, pte: str, seen: list[str]):
+def _load_traced(runtime, pte: str, seen: list[str], data: str | None):
     """The traced module, forward's metadata, the timed load and the constant values, with the
     runtime's log watched so that a refusal can name a missing operator."""
     try:
         with watched_stderr(seen):
             t0 = time.perf_counter()
-            module = runtime._load_for_executorch(pte, enable_etdump=True, debug_buffer_size=0)
+            module = runtime._load_for_executorch(pte, data_path=data, enable_etdump=True,
+                                                  debug_buffer_size=0)
             meta = module.method_meta("forward")
             program_load_ms = (time.perf_counter() - t0) * 1e3
-            values = _constant_values(runtime, pte)
+            values = _constant_values(runtime, pte, data)
     except Exception as e:  # noqa: BLE001 - the runtime's refusal, reported in one line
         raise refusal(pte, seen, f"{pte}: the ExecuTorch runtime refused the program "
-                                  f"({first_line(e)})") from None
+                                  f"({first_line(e)})", data) from None
     return module, meta, program_load_ms, values
 
 
-def _load_timed(runtime, pte: str, seen: list[str]):
+def _load_timed(runtime, pte: str, seen: list[str], data: str | None):
     """The untraced program and its forward method (loads timed apart), forward's metadata,
     the summary's load keys and the constant values; a refusal names a missing operator."""
     try:
-        program, method, program_ms, method_ms = load_untraced(runtime, pte, seen)
+        program, method, program_ms, method_ms = load_untraced(runtime, pte, seen, data)
         extra = {"program_load_ms": program_ms, "method_load_ms": method_ms,
                  "rss_after_load_kb": status_kb("VmRSS:")}
         with watched_stderr(seen):
-            values = _constant_values(runtime, pte)
+            values = _constant_values(runtime, pte, data)
     except Exception as e:  # noqa: BLE001 - the runtime's refusal, reported in one line
         raise refusal(pte, seen, f"{pte}: the ExecuTorch runtime refused the program "
-                                 f"({first_line(e)})") from None
+                                 f"({first_line(e)})", data) from None
     return program, method, method.method_meta(), extra, values
 
 
@@ -266,10 +267,10 @@ def generate(a, runtime, torch, rss_before_load) -> int:
     try:
         gen = _parse_generate(a.generate)
         if a.trace_runs < 0:
-            module, meta, program_load_ms, values = _load_traced(runtime, a.pte, seen)
+            module, meta, program_load_ms, values = _load_traced(runtime, a.pte, seen, a.data)
             extra = {"program_load_ms": program_load_ms, "rss_after_load_includes": "first run"}
         else:
-            program, method, meta, extra, values = _load_timed(runtime, a.pte, seen)
+            program, method, meta, extra, values = _load_timed(runtime, a.pte, seen, a.data)
         plan = _plan_generation(a.pte, meta, values, gen)
         prompt = prompt_token_ids(gen.prompt_tokens, plan.vocab)
         timed = Steps([])
@@ -286,7 +287,7 @@ def generate(a, runtime, torch, rss_before_load) -> int:
             del method, program
             traced = (a.trace_warmup + a.trace_runs) * (plan.prefill_executes + gen.new_tokens)
             if a.trace_runs > 0:
-                module = _load_traced(runtime, a.pte, seen)[0]
+                module = _load_traced(runtime, a.pte, seen, a.data)[0]
                 loop.run(module.forward, a.trace_warmup + a.trace_runs, Steps([]))
                 module.write_etdump_result_to_file(a.etdump)
             extra.update(untraced_keys(a, timed, traced if a.trace_runs > 0 else 0))

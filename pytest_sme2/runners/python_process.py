@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pytest_sme2.readers.pte_data import data_problem
+
 
 def status_kb(field: str) -> int | None:
     """A ``VmRSS:`` / ``VmHWM:`` value of /proc/self/status in kB; None where there is none."""
@@ -100,11 +102,14 @@ class Steps:
     nonfinite: int = 0
 
 
-def refusal(pte: str, seen: list[str], otherwise: str) -> Refused:
-    """The runtime's log names a missing operator only on stderr: that line when it did (it
-    says what to do), else ``otherwise``."""
-    ops = MISSING_OP.findall("".join(seen))
-    return Refused(missing_operator_line(pte, "forward", ops) if ops else otherwise)
+def refusal(pte: str, seen: list[str], otherwise: str, data: str | None = None) -> Refused:
+    """The runtime's log names a missing operator, or a missing or wrong ``.ptd`` (``data``),
+    only on stderr: that line when it did (it says what to do), else ``otherwise``."""
+    log = "".join(seen)
+    ops = MISSING_OP.findall(log)
+    if ops:
+        return Refused(missing_operator_line(pte, "forward", ops))
+    return Refused(data_problem(pte, data, log) or otherwise)
 
 
 class TimedMethod:
@@ -124,13 +129,14 @@ class TimedMethod:
         return self.method.get_outputs()
 
 
-def load_untraced(runtime, pte: str, seen: list[str]):
+def load_untraced(runtime, pte: str, seen: list[str], data: str | None = None):
     """(program, its ``forward`` method, program load ms, method load ms), without any event
     tracer, the runtime's log watched (a missing operator is named only there). The method
-    loads here, not lazily in a first call: its load is timed apart from the first execute."""
+    loads here, not lazily in a first call: its load is timed apart from the first execute.
+    ``data``: the program's ``.ptd`` (its weights), loaded with it."""
     with watched_stderr(seen):
         t0 = time.perf_counter()
-        program = runtime._load_program(pte, enable_etdump=False)
+        program = runtime._load_program(pte, enable_etdump=False, data_path=data)
         t1 = time.perf_counter()
         method = program.load_method("forward")
         t2 = time.perf_counter()

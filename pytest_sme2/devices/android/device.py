@@ -54,6 +54,7 @@ from pytest_sme2.device_programs.hwcaps import (HWCAP2_CLEAR_ENV, MAPS_OUT_ENV, 
 from pytest_sme2._util.locking import file_lock
 from pytest_sme2.runners.native.bundle import GlibcBundle, glibc_bundle, is_glibc_program
 from pytest_sme2.runners.base import Runner, RunnerError, RunOutcome, RunRequest
+from pytest_sme2.readers.pte_data import program_digest
 from pytest_sme2.readers.tensorfile import sidecar
 from pytest_sme2.results.thermal import ThermalState
 from pytest_sme2.device_programs.build import build_target_helpers
@@ -251,7 +252,11 @@ class AndroidDevice(DeviceBase):
         """``request`` with the paths the phone sees (the model and inputs by content, outputs
         in the session's ``out/``)."""
         out = PurePosixPath(self.session_dir, "out")
-        pte_sha = file_sha256(request.pte)
+        # The program's folder is named by both files' content: a .pte with another .ptd is
+        # another program.
+        pte_sha = program_digest(file_sha256(request.pte),
+                                 file_sha256(request.data) if request.data else None)
+        program = PurePosixPath(self.session_dir, f"model-{pte_sha[:16]}")
         inputs = None
         if request.inputs:
             inputs = PurePosixPath(self.session_dir, f"inputs-{self._inputs_tag(request)}",
@@ -260,7 +265,8 @@ class AndroidDevice(DeviceBase):
         # generation) reaches the phone as the caller asked.
         return replace(
             request,
-            pte=PurePosixPath(self.session_dir, f"model-{pte_sha[:16]}", request.pte.name),
+            pte=program / request.pte.name,
+            data=program / request.data.name if request.data else None,
             etdump=out / request.etdump.name, inputs=inputs,
             outputs=out / request.outputs.name if request.outputs else None,
             kernel_trace=None,
@@ -275,6 +281,8 @@ class AndroidDevice(DeviceBase):
 
     def _data_pushes(self, request: RunRequest, device: RunRequest) -> list[Push]:
         pushes = [Push(request.pte, str(device.pte), 0o644, file_sha256(request.pte))]
+        if request.data and device.data:     # the weights beside it, pushed once per content
+            pushes.append(Push(request.data, str(device.data), 0o644, file_sha256(request.data)))
         if request.inputs and device.inputs:
             folder = device.inputs.parent
             group = [request.inputs] + [p for p in [sidecar(request.inputs)] if p.is_file()]

@@ -126,6 +126,7 @@ def startup_rows(us: list[Unit]) -> list[dict[str, Any]]:
                     if new is not None and old)
             rows.append({"point": u.point, "runner": side.runner,
                          "pte_mb": None if st.pte_bytes is None else st.pte_bytes / 2 ** 20,
+                         "ptd_mb": None if st.ptd_bytes is None else st.ptd_bytes / 2 ** 20,
                          "loads": st.loads, "load": st.load_ms, "method_load": st.method_load_ms,
                          "first": st.first_inference_ms,
                          "steady": side.latency.median_ms if side.latency else None,

@@ -103,6 +103,7 @@ std::string describe(Error e) {
 
 struct Options {
   std::string model_path = "model.pte";
+  std::string data_path;  // the program's .ptd (its weights), upstream's --data_path
   std::string etdump_path = "model.etdump";
   uint32_t num_executions = 1;
   int32_t cpu_threads = -1; // -1: performant-core heuristic, 0: keep the runtime default
@@ -119,7 +120,8 @@ struct Options {
 };
 
 const char* kUsage =
-    "usage: sme2_runner --model_path M.pte [--etdump_path OUT.etdump] [--num_executions N]\n"
+    "usage: sme2_runner --model_path M.pte [--data_path M.ptd] [--etdump_path OUT.etdump]\n"
+    "                   [--num_executions N]\n"
     "                   [--warmup W] [--cpu_threads T] [--input_file IN] [--output_file OUT]\n"
     "                   [--generate PROMPT_TOKENS,NEW_TOKENS]\n"
     "                   [--trace_executions T [--trace_warmup TW]]\n";
@@ -161,6 +163,8 @@ Options parse_flags(int argc, char** argv) {
     }
     if (name == "model_path") {
       o.model_path = value;
+    } else if (name == "data_path") {
+      o.data_path = value;
     } else if (name == "etdump_path") {
       o.etdump_path = value;
     } else if (name == "num_executions") {
@@ -195,6 +199,11 @@ Options parse_flags(int argc, char** argv) {
 bool is_file(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// The Module's data files: the program's .ptd, or none.
+std::vector<std::string> data_files(const Options& o) {
+  return o.data_path.empty() ? std::vector<std::string>{} : std::vector<std::string>{o.data_path};
 }
 
 // Upstream aborts (SIGABRT) when the ETDump folder is missing, after all the runs. We check every
@@ -433,11 +442,34 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 // went, and the names are kept for the one-line error.
 pal_emit_log_message_method g_previous_log = nullptr;
 std::vector<std::string> g_missing_operators;
+// What the runtime logged about the program's data file (pytest_sme2.readers.pte_data reads
+// the same messages): a program loaded without one, a key the file lacks, a file it cannot read.
+bool g_no_data_map = false;
+bool g_not_flat_tensor = false;
+std::string g_missing_key;
+
+void capture_data_log(const std::string& text) {
+  static const char kKey[] = " for key ";
+  if (text.find("external_data_map is null") != std::string::npos) {
+    g_no_data_map = true;
+  }
+  if (text.find("Failed to parse FlatTensor header") != std::string::npos) {
+    g_not_flat_tensor = true;
+  }
+  const size_t key = text.find(kKey);
+  if (g_missing_key.empty() && key != std::string::npos &&
+      (text.find("Failed to get metadata") != std::string::npos ||
+       text.find("Failed to get constant data") != std::string::npos)) {
+    std::string rest = text.substr(key + sizeof kKey - 1);
+    g_missing_key = rest.substr(0, rest.find_first_of(" \n"));
+  }
+}
 
 void capture_log(et_timestamp_t timestamp, et_pal_log_level_t level, const char* filename,
                  const char* function, size_t line, const char* message, size_t length) {
   static const char kMissing[] = "Missing operator: ";
   const std::string text(message, length);
+  capture_data_log(text);
   const size_t at = text.find(kMissing);
   if (at != std::string::npos) {
     std::string rest = text.substr(at + sizeof kMissing - 1);
@@ -463,6 +495,29 @@ void watch_log() {
   g_previous_log = pal != nullptr ? pal->emit_log_message : nullptr;
   executorch::runtime::register_pal(
       executorch::runtime::PalImpl::create(capture_log, __FILE__));
+}
+
+// The line for a program refused for its data file, worded as pytest_sme2.readers.pte_data's;
+// empty when the log named no such cause.
+std::string data_failure(const Options& o) {
+  const std::string& pte = o.model_path;
+  const std::string name = pte.substr(pte.find_last_of('/') + 1);
+  const std::string redo = "; put the .ptd exported with " + name + " beside it";
+  if (g_no_data_map) {
+    const std::string stem = name.substr(0, name.rfind('.'));
+    return pte + ": its weights live in a separate .ptd data file and none was found; put " +
+           "the .ptd exported with it beside it as " +
+           (stem == "model" ? std::string("model.ptd") : stem + ".ptd or model.ptd");
+  }
+  if (!o.data_path.empty() && !g_missing_key.empty()) {
+    return o.data_path + " is not the data file of " + name + ": it lacks the weight '" +
+           g_missing_key + "' the program needs" + redo;
+  }
+  if (!o.data_path.empty() && g_not_flat_tensor) {
+    return o.data_path + ": not an ExecuTorch data file (the runtime cannot read its header)" +
+           redo;
+  }
+  return "";
 }
 
 // The line for a method that failed to load: a missing operator is named, with the way out.
@@ -649,7 +704,7 @@ GenerationPlan plan_generation(Module& module, const std::string& method, const 
   GenerationPlan plan;
   // The constant methods, read through a second, untraced Module over the same file: executed
   // through the traced one they would add Execute blocks to the ETDump.
-  Module constants(o.model_path, Module::LoadMode::Mmap);
+  Module constants(o.model_path, data_files(o), Module::LoadMode::Mmap);
   auto names = constants.method_names();
   std::vector<std::string> have;
   if (names.ok()) {
@@ -877,8 +932,9 @@ std::string load_program(Module& module, const Options& o, double& program_ms,
                          double& method_ms) {
   const auto load_t0 = std::chrono::steady_clock::now();
   if (const Error e = module.load(); e != Error::Ok) {
-    throw Failure(o.model_path + ": the ExecuTorch runtime refused the program (" + describe(e) +
-                  ")");
+    const std::string data = data_failure(o);
+    throw Failure(!data.empty() ? data : o.model_path + ": the ExecuTorch runtime refused the " +
+                  "program (" + describe(e) + ")");
   }
   auto names = module.method_names();
   if (!names.ok() || names->empty()) {
@@ -889,7 +945,9 @@ std::string load_program(Module& module, const Options& o, double& program_ms,
   program_ms = ms_since(load_t0); // method_names() above loads nothing more
   const auto method_t0 = std::chrono::steady_clock::now();
   if (const Error e = module.load_method(method); e != Error::Ok) {
-    throw Failure(load_failure(o.model_path, method, e));
+    const std::string data = data_failure(o);
+    throw Failure(!data.empty() && e != Error::OperatorMissing ? data
+                  : load_failure(o.model_path, method, e));
   }
   method_ms = ms_since(method_t0);
   return method;
@@ -927,6 +985,9 @@ int run(const Options& o) {
   if (!is_file(o.model_path)) {
     throw Failure(o.model_path + ": model file not found");
   }
+  if (!o.data_path.empty() && !is_file(o.data_path)) {
+    throw Failure(o.data_path + ": data file not found (the .ptd of " + o.model_path + ")");
+  }
   if (!o.input_file.empty() && !is_file(o.input_file)) {
     throw Failure(o.input_file + ": input file not found");
   }
@@ -955,7 +1016,7 @@ int run(const Options& o) {
 
   const long rss_before_load = status_kb("VmRSS:");
   // Untraced: no event tracer at all on the Module whose executions are timed.
-  Module module(o.model_path, Module::LoadMode::File,
+  Module module(o.model_path, data_files(o), Module::LoadMode::File,
                 o.untraced() ? nullptr : std::make_unique<ETDumpGen>());
   double program_load_ms = 0, method_load_ms = 0;
   const std::string method = load_program(module, o, program_load_ms, method_load_ms);
@@ -971,7 +1032,8 @@ int run(const Options& o) {
   if (!o.untraced()) {
     write_etdump(module, o);
   } else if (o.trace_executions > 0) {
-    Module traced_module(o.model_path, Module::LoadMode::File, std::make_unique<ETDumpGen>());
+    Module traced_module(o.model_path, data_files(o), Module::LoadMode::File,
+                         std::make_unique<ETDumpGen>());
     double ignored_program_ms = 0, ignored_method_ms = 0;
     load_program(traced_module, o, ignored_program_ms, ignored_method_ms);
     Pass pass = run_pass(traced_module, method, o, o.trace_warmup,

@@ -46,6 +46,8 @@ class NativeRunner(RunnerBase):
         argv = [str(self.binary), "--model_path", str(request.pte),
                 "--etdump_path", str(request.etdump), "--num_executions", str(request.runs),
                 "--warmup", str(request.warmup), "--cpu_threads", str(request.threads)]
+        if request.data:
+            argv += ["--data_path", str(request.data)]
         if request.untraced:
             argv += ["--trace_executions", str(request.trace_runs),
                      "--trace_warmup", str(request.trace_warmup)]
