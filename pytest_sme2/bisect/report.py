@@ -34,8 +34,9 @@ def terminal(o: Outcome) -> list[str]:
     lines.append(f"{len(o.probes)} probe(s), {measured} pair(s) measured, "
                  f"{len(o.reused)} commit(s) reused, {len(o.skipped)} skipped")
     t = o.seconds
+    rest = t["wall"] - t["exports"] - t["measuring"]
     lines.append(f"wall {t['wall']:.0f} s: exports {t['exports']:.0f} s, measuring "
-                 f"{t['measuring']:.0f} s, the rest {t['wall'] - t['exports'] - t['measuring']:.0f} s")
+                 f"{t['measuring']:.0f} s, the rest {rest:.0f} s")
     return lines
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import replace
 from pathlib import Path
 
 from pytest_sme2._util.fsutil import atomic_write_text
@@ -34,11 +33,12 @@ def runner_specs(pytest_args: list[str]) -> dict[str, str]:
 def _bisect(args: argparse.Namespace) -> int:
     from pytest_sme2.bisect import pairs, report, run  # measure.block, pandas: not at --help
 
-    pytest_args = [a for a in args.pytest_args if a != "--"] if args.pytest_args[:1] == ["--"] \
-        else list(args.pytest_args)
-    for flag in ("max_pairs", "runs"):
-        if getattr(args, flag) < 2 if flag == "max_pairs" else getattr(args, flag) < 1:
-            raise Sme2Error(f"--{flag.replace('_', '-')} is too small: "
+    pytest_args = list(args.pytest_args)
+    if pytest_args[:1] == ["--"]:
+        pytest_args = pytest_args[1:]
+    for flag, least in (("max_pairs", 2), ("runs", 1), ("warmup", 0), ("most_steps", 1)):
+        if getattr(args, flag) < least:
+            raise Sme2Error(f"--{flag.replace('_', '-')} must be {least} or more, got "
                             f"{getattr(args, flag)}")
     settings = BenchSettings(runs=args.runs, warmup=args.warmup, loads=1, trace_runs=3,
                              sample="off")
