@@ -30,8 +30,7 @@ def terminal(o: Outcome) -> list[str]:
     lines += [f"not reproducible: {x}" for x in o.flat if o.verdict != FOUND]
     lines += [f"cannot tell where: {x}" for x in o.unresolved]
     lines += [f"skipped {k[:10]}: {v}" for k, v in o.skipped.items()]
-    measured = sum(p.pairs for p in o.probes)
-    lines.append(f"{len(o.probes)} probe(s), {measured} pair(s) measured, "
+    lines.append(f"{len(o.probes)} probe(s), {o.pairs_measured} pair(s) measured, "
                  f"{len(o.reused)} commit(s) reused, {len(o.skipped)} skipped")
     t = o.seconds
     rest = t["wall"] - t["exports"] - t["measuring"]

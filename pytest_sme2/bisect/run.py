@@ -93,6 +93,7 @@ class Bisect:
         self.state.compared[k] = got
         self.state.save()
         self.outcome.seconds["measuring"] += got.seconds
+        self.outcome.pairs_measured += got.pairs
         return got, False
 
     def differs(self, a: Program, b: Program, what: str) -> Compared | None:
