@@ -15,6 +15,7 @@
                      [--allow-foreign-baseline] [--categories LIST]
     pytest-sme2 setup qemu|history [--dry-run]
     pytest-sme2 history import|report ...
+    pytest-sme2 bisect [--setup CMD] [--improvement] [--resume] [--json F] GOOD BAD [PYTEST_ARGS]
     pytest-sme2 fake-phone [--no-sme2] [--cpu CPU]
 
 User errors print one line on stderr and exit with status 2; no traceback.
@@ -26,14 +27,14 @@ import argparse
 import sys
 
 from pytest_sme2._util.text import plain
-from pytest_sme2.cli import (analyze, compare, export, fake_phone, gate, history, report, run,
-                             setup)
+from pytest_sme2.cli import (analyze, bisect, compare, export, fake_phone, gate, history, report,
+                             run, setup)
 from pytest_sme2.errors import Sme2Error
 
 # One function per subcommand, each adding its parser; in the order --help lists them.
 SUBCOMMANDS = (analyze.add_parser, compare.add_parser, export.add_parser, run.add_parser,
                report.add_parser, gate.add_parser, setup.add_parser, history.add_parser,
-               fake_phone.add_parser)
+               bisect.add_parser, fake_phone.add_parser)
 
 
 def build_parser() -> argparse.ArgumentParser:

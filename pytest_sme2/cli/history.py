@@ -89,4 +89,7 @@ def run_report(args: argparse.Namespace) -> int:
     print(f"history: {len(built.series)} series, {len(built.commits)} commits, "
           f"{len(built.change_points)} change point(s) of at least {built.min_change_text()}, "
           f"{len(built.shifts)} shift(s) below")
+    if args.json or args.md or args.html:       # the markdown printed holds them already
+        for cmd in built.bisect_commands():
+            print(f"find it: {cmd}")
     return 0

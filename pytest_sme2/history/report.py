@@ -82,6 +82,11 @@ class HistoryReport:
                             "noise_floor_pct": s.noise_floor_pct,
                             "points": s.points_json()} for s in self.series]}
 
+    def bisect_commands(self) -> list[str]:
+        """Per change point, the ``pytest-sme2 bisect`` command that finds its commit in the
+        range between the last commit of the old level and the first of the new."""
+        return [bisect_command(s, c) for s in self.series for c in s.change_points]
+
     def to_markdown(self) -> str:
         lines = ["# Benchmark history", "",
                  f"{len(self.series)} series over {len(self.commits)} commits.", ""]
@@ -89,6 +94,9 @@ class HistoryReport:
         lines += ["## Regressions and improvements", "",
                   f"Changes of at least {least} ({_rule(self.min_change)}).", ""]
         lines += _table(self.change_points) or ["No change points."]
+        if self.change_points:
+            lines += ["", "To find each change point's commit, from the repository's root:", ""]
+            lines += [f"    {cmd}" for cmd in self.bisect_commands()]
         if self.shifts:
             lines += ["", f"## Shifts below {least}", "",
                       "Real (their 95% interval clears zero) but smaller than the minimum "
@@ -109,6 +117,15 @@ def _rule(min_change: float | None) -> str:
         return "--min-change"
     return (f"per series, the larger of {changepoints.MIN_CHANGE_PCT:g}% and its noise floor; "
             "--min-change sets it")
+
+
+def bisect_command(series: Series, c: changepoints.ChangePoint) -> str:
+    """``pytest-sme2 bisect BEFORE COMMIT -k MODEL --device DEVICE`` (``--improvement`` for a
+    speed-up): the range ``before_commit..commit`` of a change point."""
+    flag = "--improvement " if c.kind == "improvement" else ""
+    before, commit = (x.split("@")[0] for x in (c.before_commit, c.commit))
+    return (f"pytest-sme2 bisect {flag}{before} {commit} -k {series.model} "
+            f"--device {series.device}")
 
 
 def _table(found: list[changepoints.ChangePoint]) -> list[str]:

@@ -148,6 +148,16 @@ PARSER_BEFORE_SPLIT = {
         "--load-threshold": ("load_threshold", False, "store"),
         "--memory-threshold": ("memory_threshold", False, "store"),
         "results": ("results", True, "store")},
+    "bisect": {  # issue 37
+        "--all-commits": ("all_commits", False, "store_true"),
+        "--budget": ("budget", False, "store"),
+        "--improvement": ("improvement", False, "store_true"), "--json": ("json", False, "store"),
+        "--max-pairs": ("max_pairs", False, "store"), "--md": ("md", False, "store"),
+        "--most-steps": ("most_steps", False, "store"),
+        "--resume": ("resume", False, "store_true"), "--runs": ("runs", False, "store"),
+        "--setup": ("setup", False, "store"), "--threshold": ("threshold", False, "store"),
+        "--warmup": ("warmup", False, "store"), "bad": ("bad", True, "store"),
+        "good": ("good", True, "store"), "pytest_args": ("pytest_args", True, "store")},
     "history": {},
     "history import": {"--store": ("store", False, "store"), "results": ("results", True, "store")},
     "history report": {

@@ -91,6 +91,9 @@ def test_a_step_is_found_at_its_commit_and_the_unchanged_model_has_none(tmp_path
     assert changed and all(c.commit == f"{12:040x}" for c in changed)
     assert all(5 < c.change_pct < 15 and c.low_pct > 0 for c in changed)
     assert not [c for c in built.change_points if not c.series.startswith("toy_cnn")]
+    assert f"pytest-sme2 bisect {11:040x} {12:040x} -k toy_cnn --device " in \
+        built.bisect_commands()[0]
+    assert built.bisect_commands()[0] in built.to_markdown()
 
 
 def test_cli_report_writes_json_md_and_a_self_contained_page(tmp_path, capsys):

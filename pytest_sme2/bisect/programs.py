@@ -1,0 +1,129 @@
+"""A commit's programs: its ``--setup`` command, then the user's pytest selection in that
+commit's worktree, with a session as short as the plugin allows (one timed run, one traced
+run, one load), read back from its results.json: each benchmark's exported ``.pte``, its
+sha256, its runner and device. The ``.pte`` is copied into the bisect's store under its hash,
+so that the worktree can go and a resumed bisect still has it.
+
+A commit whose setup, export or run fails is skipped (``git bisect``'s exit 125), with the
+last line that says why."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from pytest_sme2.errors import Sme2Error
+from pytest_sme2.results.document import load_results
+
+# The shortest session that still exports and records each selected benchmark.
+SHORT_SESSION = ("--runs=1", "--warmup=0", "--sme2-trace-runs=1", "--sme2-loads=1",
+                 "--sme2-confirm-blocks=0", "--sme2-progress=off", "-p", "no:cacheprovider",
+                 "-q")
+
+
+@dataclass(frozen=True)
+class Program:
+    """One benchmark's program at one commit, and where it is measured."""
+
+    benchmark: str          # the pytest node id
+    sha256: str
+    pte: str                # the copy in the bisect's store
+    runner: str             # the runner's name in results.json
+    runner_kind: str
+    device: str             # the --device spec it ran on
+    threads: int
+
+    @property
+    def where(self) -> str:
+        """What a measurement is keyed by besides the program's bytes."""
+        return f"{self.runner}@{self.device}/t{self.threads}"
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict) -> Program:
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
+class Exported:
+    """A commit's programs by benchmark, or why it was skipped (``skipped`` non-empty)."""
+
+    programs: dict[str, Program]
+    skipped: str = ""
+    seconds: float = 0.0
+
+    def to_json(self) -> dict:
+        return {"programs": {k: p.to_json() for k, p in self.programs.items()},
+                "skipped": self.skipped, "seconds": self.seconds}
+
+    @classmethod
+    def from_json(cls, d: dict) -> Exported:
+        return cls({k: Program.from_json(p) for k, p in d["programs"].items()},
+                   d.get("skipped", ""), d.get("seconds", 0.0))
+
+
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _last_line(text: str) -> str:
+    lines = [x.strip() for x in text.splitlines() if x.strip() and not set(x.strip()) <= set("=-_")]
+    failed = [x for x in lines if x.startswith(("E ", "ERROR", "FAILED")) or "Error" in x]
+    return (failed or lines or ["no output"])[-1][:300]
+
+
+def export_commit(worktree: Path, pytest_args: list[str], setup: str | None, store: Path,
+                  timeout_s: float) -> Exported:
+    """Run ``setup`` then the user's pytest selection in ``worktree``; the programs it
+    exported, copied into ``store``, or a skip saying why."""
+    report = worktree / ".sme2-bisect-report"
+    try:
+        if setup:
+            done = subprocess.run(setup, shell=True, cwd=worktree, capture_output=True,
+                                  text=True, timeout=timeout_s)
+            if done.returncode != 0:
+                return Exported({}, f"--setup failed (exit {done.returncode}): "
+                                    f"{_last_line(done.stderr + done.stdout)}")
+        cmd = [sys.executable, "-m", "pytest", *pytest_args, *SHORT_SESSION,
+               f"--report-dir={report}"]
+        done = subprocess.run(cmd, cwd=worktree, capture_output=True, text=True,
+                              timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return Exported({}, f"timed out after {timeout_s:g} s")
+    results = report / "results.json"
+    if done.returncode == 5:
+        return Exported({}, "no benchmark selected (pytest exit 5)")
+    if not results.is_file():
+        return Exported({}, f"pytest exit {done.returncode}: {_last_line(done.stdout)}")
+    try:
+        doc = load_results(results)
+    except Sme2Error as e:
+        return Exported({}, str(e))
+    programs = {}
+    for b in doc.benchmarks:
+        pte = Path(b.pte)
+        if b.nodeid in programs or not pte.is_file():   # a comparison's later blocks
+            continue
+        sha = sha256_of(pte)
+        copy = store / f"{sha}.pte"
+        if not copy.is_file():
+            store.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(pte, copy)
+        programs[b.nodeid] = Program(b.nodeid, sha, str(copy), b.runner_name,
+                                     b.runner.kind, b.device.spec, int(b.threads))
+    if not programs:
+        return Exported({}, f"no program recorded (pytest exit {done.returncode}: "
+                            f"{_last_line(done.stdout)})")
+    if done.returncode not in (0, 1):
+        return Exported({}, f"pytest exit {done.returncode}: {_last_line(done.stdout)}")
+    return Exported(programs)

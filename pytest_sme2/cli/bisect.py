@@ -1,0 +1,94 @@
+"""``pytest-sme2 bisect GOOD BAD [pytest args ...]``: the commit that made a benchmark slower
+(or, with --improvement, faster), found by the gate's paired rule; see docs/bisect.md.
+
+Run from the root of the git repository; bisect's own options come before GOOD, everything
+after BAD is the pytest selection, as you would pass it to pytest."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from pytest_sme2._util.fsutil import atomic_write_text
+from pytest_sme2.errors import Sme2Error
+from pytest_sme2.gate.decide import PairBudget
+from pytest_sme2.gate.policy import (DEFAULT_MAX_PAIRS, DEFAULT_PRECISION_BUDGET_S,
+                                     DEFAULT_THRESHOLD_PCT)
+from pytest_sme2.measure.settings import BenchSettings
+from pytest_sme2.runners.spec import parse_runner_spec
+
+
+def runner_specs(pytest_args: list[str]) -> dict[str, str]:
+    """``--runner NAME=SPEC`` values in the pytest arguments, by runner name."""
+    out: dict[str, str] = {}
+    for i, arg in enumerate(pytest_args):
+        value = pytest_args[i + 1] if arg == "--runner" and i + 1 < len(pytest_args) else \
+            arg.split("=", 1)[1] if arg.startswith("--runner=") else None
+        if value:
+            out[parse_runner_spec(value).name] = value
+    return out
+
+
+def _bisect(args: argparse.Namespace) -> int:
+    from pytest_sme2.bisect import pairs, report, run  # measure.block, pandas: not at --help
+
+    pytest_args = list(args.pytest_args)
+    if pytest_args[:1] == ["--"]:
+        pytest_args = pytest_args[1:]
+    for flag, least in (("max_pairs", 2), ("runs", 1), ("warmup", 0), ("most_steps", 1)):
+        if getattr(args, flag) < least:
+            raise Sme2Error(f"--{flag.replace('_', '-')} must be {least} or more, got "
+                            f"{getattr(args, flag)}")
+    settings = BenchSettings(runs=args.runs, warmup=args.warmup, loads=1, trace_runs=3,
+                             sample="off")
+    plan = pairs.PairPlan(args.threshold, PairBudget(args.max_pairs, args.budget), settings)
+    ask = run.Ask(args.good, args.bad, tuple(pytest_args), args.setup, args.improvement,
+              args.all_commits, args.resume, plan, runner_specs(pytest_args),
+              most_steps=args.most_steps)
+    outcome = run.Bisect(Path.cwd(), ask).run()
+    for line in report.terminal(outcome):
+        print(line)
+    if args.json:
+        atomic_write_text(args.json, json.dumps(outcome.to_json(), indent=2) + "\n")
+        print(f"wrote {args.json}")
+    if args.md:
+        atomic_write_text(args.md, report.markdown(outcome))
+        print(f"wrote {args.md}")
+    return 0
+
+
+def add_parser(sub) -> None:
+    b = sub.add_parser("bisect", help="find the commit between GOOD and BAD that made a "
+                       "benchmark slower, measured by the gate's paired rule",
+                       description=__doc__.split("\n\n")[0])
+    b.add_argument("good", metavar="GOOD", help="a commit (ref) where the benchmark was fine")
+    b.add_argument("bad", metavar="BAD", help="a later commit (ref) where it is slower")
+    b.add_argument("pytest_args", nargs=argparse.REMAINDER, metavar="PYTEST_ARGS",
+                   help="the pytest selection: paths, -k, --device, --runner, ...")
+    b.add_argument("--setup", metavar="CMD", help="a shell command run in each commit's "
+                   "worktree before its benchmarks (e.g. building the project's runner)")
+    b.add_argument("--improvement", action="store_true",
+                   help="look for the commit that made it faster instead")
+    b.add_argument("--all-commits", action="store_true",
+                   help="search merged branches' commits too (default: first-parent only)")
+    b.add_argument("--resume", action="store_true",
+                   help="continue a bisect of the same range stopped by Ctrl-C or a lost "
+                        "device (its state is kept under .git/sme2-bisect/)")
+    b.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD_PCT, metavar="PCT",
+                   help=f"the change to find, percent (default {DEFAULT_THRESHOLD_PCT:g})")
+    b.add_argument("--max-pairs", type=int, default=DEFAULT_MAX_PAIRS,
+                   help=f"most pairs of blocks per comparison (default {DEFAULT_MAX_PAIRS})")
+    b.add_argument("--budget", type=float, default=DEFAULT_PRECISION_BUDGET_S, metavar="S",
+                   help="seconds of extra pairs per comparison while it cannot tell "
+                        f"(default {DEFAULT_PRECISION_BUDGET_S:g})")
+    b.add_argument("--runs", type=int, default=BenchSettings.runs,
+                   help=f"timed runs per block (default {BenchSettings.runs})")
+    b.add_argument("--warmup", type=int, default=BenchSettings.warmup,
+                   help=f"warm-up runs per block (default {BenchSettings.warmup})")
+    b.add_argument("--most-steps", type=int, default=3,
+                   help="most steps (culprits) to search for in the range (default 3)")
+    b.add_argument("--json", type=Path, help="write the outcome here (verdict, culprits, "
+                   "skipped, reused, probes)")
+    b.add_argument("--md", type=Path, help="write a markdown report here")
+    b.set_defaults(func=_bisect)

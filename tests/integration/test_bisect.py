@@ -1,0 +1,94 @@
+"""``pytest-sme2 bisect`` on a user project built in the test (tests/bisect_repo.py): ten
+commits with a slowdown planted at one, a comment-only commit (reused, never measured), an
+unbuildable commit (skipped), a device lost mid-bisect (resumed), and a flat range (not
+reproducible)."""
+
+import json
+import subprocess
+
+import pytest
+
+from pytest_sme2.bisect import pairs
+from pytest_sme2.cli import main
+from pytest_sme2.errors import Sme2Error
+from tests.bisect_repo import COMMENT_ONLY, SLOWDOWN, UNBUILDABLE, build_repo
+
+FAST = ["--runs", "10", "--warmup", "2"]
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    repo = tmp_path_factory.mktemp("project")
+    return repo, build_repo(repo), tmp_path_factory.mktemp("bisect-exports")
+
+
+def _selection(cache):
+    return ["test_bench.py", f"--sme2-cache-dir={cache}"]
+
+
+def _left_behind(repo):
+    worktrees = subprocess.run(["git", "-C", str(repo), "worktree", "list"],
+                               capture_output=True, text=True).stdout.splitlines()
+    return len(worktrees) - 1
+
+
+def test_a_lost_device_keeps_the_state_and_resume_finds_the_culprit(project, monkeypatch,
+                                                                      capsys, tmp_path):
+    repo, shas, cache = project
+    monkeypatch.chdir(repo)
+    real = pairs.Bench.compare
+    calls = []
+
+    def lose_the_device(self, base, candidate, label):
+        calls.append(label)
+        if len(calls) == 2:
+            raise Sme2Error("adb: device 'R5C' not found")
+        return real(self, base, candidate, label)
+
+    monkeypatch.setattr(pairs.Bench, "compare", lose_the_device)
+    assert main(["bisect", *FAST, shas[0], shas[-1], *_selection(cache)]) == 2
+    err = capsys.readouterr().err
+    assert "device 'R5C' not found" in err and "--resume" in err and err.count("\n") == 1
+    assert (repo / ".git" / "sme2-bisect").is_dir() and _left_behind(repo) == 0
+
+    monkeypatch.setattr(pairs.Bench, "compare", real)
+    out_json = tmp_path / "bisect.json"
+    assert main(["bisect", *FAST, "--resume", "--json", str(out_json), "--md",
+                 str(tmp_path / "bisect.md"), shas[0], shas[-1], *_selection(cache)]) == 0
+    out = capsys.readouterr().out
+    print(out)
+    doc = json.loads(out_json.read_text())
+    assert doc["verdict"] == "found"
+    (culprit,) = doc["culprits"]
+    assert culprit["commit"] == shas[SLOWDOWN] and culprit["subject"].startswith("widen")
+    assert culprit["interval"][0] > 1.05 and culprit["pairs"] >= 3
+    assert "requirements.txt: executorch 1.5.0 -> 1.5.1" in culprit["dependency_pins"]
+    assert shas[UNBUILDABLE] in doc["skipped"] and shas[UNBUILDABLE] != culprit["commit"]
+    assert shas[COMMENT_ONLY] in doc["reused"]
+    assert {p["commit"] for p in doc["probes"]} >= {shas[SLOWDOWN], shas[COMMENT_ONLY]}
+    assert f"culprit {shas[SLOWDOWN][:10]}" in out and "byte-identical" in out
+    assert not (repo / ".git" / "sme2-bisect").exists() and _left_behind(repo) == 0
+
+
+def test_a_flat_range_is_not_reproducible_and_spends_nothing_more(project, monkeypatch,
+                                                                  capsys):
+    repo, shas, cache = project
+    monkeypatch.chdir(repo)
+    assert main(["bisect", *FAST, shas[SLOWDOWN], shas[-1], *_selection(cache)]) == 0
+    out = capsys.readouterr().out
+    assert "bisect: not reproducible" in out and "1 probe(s)" in out
+
+
+@pytest.mark.parametrize("good,bad,args,msg", [
+    (COMMENT_ONLY, UNBUILDABLE, [], "BAD * cannot be exported"),
+    (0, 1, ["-k", "nothing_matches"], "GOOD * cannot be exported: no benchmark selected"),
+])
+def test_unbuildable_ends_and_no_benchmark_say_one_line(project, monkeypatch, capsys, good,
+                                                       bad, args, msg):
+    repo, shas, cache = project
+    monkeypatch.chdir(repo)
+    assert main(["bisect", shas[good], shas[bad], *_selection(cache), *args]) == 2
+    err = capsys.readouterr().err.strip()
+    head, tail = msg.split("*")
+    assert err.count("\n") == 0 and head in err and tail in err
+    assert not (repo / ".git" / "sme2-bisect").exists() and _left_behind(repo) == 0
