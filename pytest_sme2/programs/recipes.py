@@ -126,7 +126,7 @@ def _to_executorch(edge, weights: str):
 
 def data_file_bytes(program) -> bytes | None:
     """The program's ``.ptd`` bytes, None when its weights are in the ``.pte``."""
-    program.buffer     # serialises the program, which fills its tensor data
+    _ = program.buffer     # serialises the program, which fills its tensor data
     data = program._tensor_data or {}
     return bytes(data[PTD_TAG]) if PTD_TAG in data else None
 

@@ -1,6 +1,7 @@
 """A finished session's files: the final results.json, report.md with its charts and pages,
-``--sme2-benchmark-json``, ``--sme2-llama-bench`` and, in GitHub Actions, the step summary. The session records; this
-renders (the layer above it), so the session never imports the report."""
+``--sme2-benchmark-json``, ``--sme2-llama-bench`` and, in GitHub Actions, the step summary.
+The session records; this renders (the layer above it), so the session never imports the
+report."""
 
 from __future__ import annotations
 
