@@ -201,7 +201,8 @@ def analyze(raw: dict) -> None:
                 + " ".join(f"{x:>18s}" for x in row))
         seconds += [tr["seconds"] for tr in cell["trials"]]
         levels = [float(np.median(s)) for s in cell["sessions"]]
-        size = {c: float(np.exp(np.median([np.log(np.array(tr["cand"]) / np.array(tr["base"]))
+        size = {c: float(np.exp(np.median([np.median(np.log(np.array(tr["cand"])
+                                                            / np.array(tr["base"])))
                                            for tr in cell["trials"] if tr["change"] == c])))
                 for c in changes}
         say(f"{'':>7s} {'':>8s} baseline levels " + ", ".join(f"{x:.4f}" for x in levels)
