@@ -92,8 +92,11 @@ def _svg(s: Series, commits: int) -> str:
         tip = (f"commit {_short(r.commit)} ({r.time[:19]}, {r.branch or '?'})\n{s.device}\n"
                f"median {r.median_ms:.4g} {unit} [{r.low_ms:.4g}, {r.high_ms:.4g}], "
                f"{r.sessions} session(s)\nexecutorch {r.executorch or '?'}; "
-               f"versions {json.dumps(r.versions or {})}\nSME2 {r.sme2}")
-        parts.append(f'<circle cx="{x(r.order):.1f}" cy="{y(r.median_ms):.1f}" r="2" '
+               f"versions {json.dumps(r.versions or {})}\nSME2 {r.sme2}{gate_text(r.gate)}")
+        # A point the gate could not tell is drawn hollow: never shown as an ok point.
+        hollow = ' fill="none" stroke="currentColor" class="cannot-tell"' \
+            if isinstance(r.gate, dict) and r.gate.get("status") == "cannot_tell" else ""
+        parts.append(f'<circle cx="{x(r.order):.1f}" cy="{y(r.median_ms):.1f}" r="2"{hollow} '
                      f'data-commit="{html.escape(_short(r.commit))}">'
                      f'<title>{html.escape(tip)}</title></circle>')
     # The x axis: the first and last commit and each change's, where they do not overlap.
@@ -111,6 +114,16 @@ def _svg(s: Series, commits: int) -> str:
     parts.append(f'<text x="2" y="{PAD - 14}">{hi:.4g} {unit}</text>'
                  f'<text x="2" y="{HEIGHT - PAD + 12}">{lo:.4g} {unit}</text></svg>')
     return "".join(parts)
+
+
+def gate_text(gate: object) -> str:
+    """The gate's verdict on a point, for its hover text: ``gate: cannot tell 1.05x [0.97,
+    1.19] (40 pairs)``; "" when it was not compared (or recorded before the store kept it)."""
+    if not isinstance(gate, dict) or "status" not in gate:
+        return ""
+    pairs = f" ({gate['pairs']} pairs)" if gate.get("pairs") else ""
+    return (f"\ngate: {str(gate['status']).replace('_', ' ')} {gate['ratio']:.2f}x "
+            f"[{gate['low']:.2f}, {gate['high']:.2f}]{pairs}")
 
 
 def _cp_text(c, s: Series | None = None) -> str:

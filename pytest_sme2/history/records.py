@@ -10,7 +10,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pytest_sme2.baselines.key import BaselineKey, UnderTest
-from pytest_sme2.results import BlockResult, ResultsDoc, pool
+from pytest_sme2.results import BlockResult, Judgement, ResultsDoc, pool
+from pytest_sme2.results.judgement import NOT_COMPARED
 
 
 
@@ -47,6 +48,7 @@ class PointRecord:
     sme2: str = "unknown"
     export_key: str = ""
     executorch: str = ""
+    gate: dict[str, Any] | None = None    # gate_of(): the verdict, when it was compared
 
 
 @dataclass(frozen=True)
@@ -116,7 +118,19 @@ def point(blocks: list[BlockResult]) -> PointRecord:
         categories_ms=categories,
         sme2=str(evidence.sme2) if evidence else "unknown",
         export_key=first.export_key,
-        executorch=str(first.device.executorch or ""))
+        executorch=str(first.device.executorch or ""), gate=gate_of(first.judgement))
+
+
+def gate_of(j: Judgement | None) -> dict[str, Any] | None:
+    """What the history keeps of the gate's verdict: its status ("cannot_tell" included),
+    ratio and interval, and the pairs behind a paired verdict."""
+    if j is None or j.ratio is None or j.status == NOT_COMPARED:
+        return None
+    out: dict[str, Any] = {"status": j.status, "ratio": j.ratio.point, "low": j.ratio.low,
+                           "high": j.ratio.high, "threshold_pct": j.threshold_pct}
+    if j.against != "baseline":
+        out["pairs"] = j.current_blocks
+    return out
 
 
 # -- an LLM measured as a generation: a series per phase --------------------------------------
@@ -158,6 +172,7 @@ def points(blocks: list[BlockResult]) -> list[PointRecord]:
                            block_medians_ms=kept, runs_ms=[[v] for v in kept],
                            instructions=(statistics.median(counted)
                                          if phase == PREFILL and counted else None),
+                           gate=gate_of((blocks[0].phase_judgements or {}).get(phase)),
                            categories_ms=(
                                _mean_categories([g.prefill.categories_ms for g in gens])
                                if phase == PREFILL else {})))

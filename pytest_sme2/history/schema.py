@@ -12,7 +12,7 @@ from sqlalchemy import (JSON, Boolean, Column, Float, ForeignKey, Integer, MetaD
                         Table, Text, UniqueConstraint)
 
 # Bump on any change a reader of the old layout would misread; add a step to MIGRATIONS.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 metadata = MetaData()
 
@@ -60,7 +60,12 @@ points = Table(
     Column("sme2", String(16), nullable=False),  # proven / indicated / absent / unknown
     Column("export_key", String(128), nullable=False),
     Column("executorch", String(64), nullable=False),
+    # The gate's end-to-end verdict on it (status, ratio and interval, pairs); None: not
+    # compared, or recorded before schema 2.
+    Column("gate", JSON),
 )
 
 # version -> SQL statements taking a store from the version before it to this one.
-MIGRATIONS: dict[int, tuple[str, ...]] = {}
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    2: ("ALTER TABLE sme2_points ADD COLUMN gate JSON",),
+}

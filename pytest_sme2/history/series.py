@@ -10,7 +10,7 @@ import pandas as pd
 COLUMNS = ["id", "session_id", "key_digest", "key", "device", "model", "dtype", "threads",
            "runner", "emulated", "median_ms", "block_medians_ms", "runs_ms", "under_test",
            "instructions",
-           "load_ms", "peak_rss_kb", "categories_ms", "sme2", "export_key", "executorch",
+           "load_ms", "peak_rss_kb", "categories_ms", "sme2", "export_key", "executorch", "gate",
            "uid", "commit_sha", "branch", "time", "ci_run", "host", "versions"]
 UNKNOWN_COMMIT = "unknown"
 
@@ -55,6 +55,8 @@ def per_commit(points: pd.DataFrame) -> pd.DataFrame:
     if points.empty:
         return points.assign(commit=[], order=[], low_ms=[], high_ms=[], sessions=[])
     p = points.assign(commit=points["commit_sha"].fillna(UNKNOWN_COMMIT))
+    if "gate" not in p:              # points from before the store kept the gate's verdict
+        p["gate"] = None
     # Sessions without a commit stay apart (one "commit" each), placed by their time.
     p.loc[p["commit_sha"].isna(), "commit"] = UNKNOWN_COMMIT + "@" + p["time"]
     first_seen = p.groupby("commit")["time"].min().sort_values()
@@ -67,7 +69,7 @@ def per_commit(points: pd.DataFrame) -> pd.DataFrame:
     groups = p.sort_values("time").groupby(["key_digest", "commit"], sort=False)
     last = groups[["device", "model", "dtype", "threads", "runner", "emulated", "sme2",
                    "export_key", "executorch", "branch", "time", "versions", "categories_ms",
-                   "instructions", "order", "key"]].last()
+                   "instructions", "order", "key", "gate"]].last()
     pooled = groups.agg(median_ms=("median_ms", "median"), low_ms=("low_ms", "min"),
                         high_ms=("high_ms", "max"), sessions=("uid", "size"))
     rows = last.join(pooled).reset_index()
