@@ -224,7 +224,12 @@ class PairedGate:
             one_pair()
         if policy.confirm_blocks <= 0 or out.blocks[0].emulated:
             return took()
-        told = until_told(len(base_blocks), one_pair,
-                          lambda: gate_ab.judge_ab(pairs(), policy.threshold_pct),
-                          pair_budget(policy))
+        def judge():
+            """End to end, and an LLM's prefill and TTFT: pairs go on while any cannot tell."""
+            verdicts = [gate_ab.judge_ab(pairs(), policy.threshold_pct),
+                        *gate_ab.judge_phases(base_blocks, out.blocks[first:],
+                                              policy.threshold_pct)]
+            return next((j for j in verdicts if j.unresolved), verdicts[0])
+
+        told = until_told(len(base_blocks), one_pair, judge, pair_budget(policy))
         return took(told=told)

@@ -95,3 +95,41 @@ def test_precision_with_a_spent_budget_still_judges_two_pairs():
     assert report.e2e.status != NOT_COMPARED, report.e2e.reason   # 2 pairs: a verdict
     assert len(out.blocks) == 2
     assert out.blocks[0].precision.why.startswith("time budget")
+
+
+class _WobblySession(_SteadySession):
+    """The candidate's first blocks wobble around the base (3 pairs cannot tell), then hold
+    still: the gate doubles its pairs until it can say no change."""
+
+    def measure(self, run, runner, progress, export_again=False, device=None):
+        self.calls.append(f"{run.label}@{runner}")
+        n = sum(c.endswith("@native") for c in self.calls)
+        factor = (0.9, 1.12, 1.03, 1.1, 0.95)[n - 1] if runner == "native" and n <= 5 else 1.0
+        return bench_result(samples=(factor, factor * 1.001, factor * 0.999))
+
+
+def test_cannot_tell_doubles_the_pairs_until_told_and_says_how_many():
+    session = _WobblySession(base_runner="python")
+    session.config.blocks = 3
+    out = Benchmarked(GatePolicy(mode="ab"))
+    loop = BenchmarkLoop(session, label="t")
+    run = loop.run_of(TOY)
+    out.blocks.append(session.measure(run, "native", None))
+    report = loop._judge_ab(run, "native", out)
+    assert len(out.blocks) in (6, 12, 24)              # 3, then doubled until told
+    assert report.e2e.status == "no_change", report.e2e.reason
+    assert report.e2e.current_blocks == len(out.blocks)
+    assert report.e2e.summary.endswith(f"({len(out.blocks)} pairs)")
+
+
+def test_cannot_tell_at_the_most_pairs_says_what_stopped_it():
+    session = _WobblySession(base_runner="python")
+    session.config.blocks = 3
+    out = Benchmarked(GatePolicy(mode="ab", max_pairs=3))
+    loop = BenchmarkLoop(session, label="t")
+    run = loop.run_of(TOY)
+    out.blocks.append(session.measure(run, "native", None))
+    report = loop._judge_ab(run, "native", out)
+    assert len(out.blocks) == 3 and report.e2e.status == "cannot_tell"
+    assert "stopped by the most pairs asked (3, --sme2-max-pairs)" in report.e2e.reason
+    assert "10% is not resolvable here (interval [" in report.e2e.reason
