@@ -43,6 +43,7 @@ import _common  # noqa: F401  (the repository root on sys.path)
 import instruction_gate_evaluation as ige  # its Bench and variant modules
 from pytest_sme2.api import (CANNOT_TELL, IMPROVEMENT, NO_CHANGE, REGRESSION, PairBudget, Pairs,
                              RunRequest, judge_ab, judge_levels, parse_summary, until_told)
+from pytest_sme2.gate.ab import screen, slowdown
 from pytest_sme2.gate.robust import judge_robust
 
 THRESHOLD = 10.0
@@ -170,6 +171,55 @@ def _stored(cell: dict, trial: dict) -> tuple[str, int]:
     return _ab(trial).status, blocks + 2 * len(trial["base"])
 
 
+def _ab_before(trial: dict) -> tuple[str, int]:
+    """The A/B rule before issue 37, on the same blocks: regression when the interval's lower
+    bound passed 1 + T/2, else ok; one more pair while the median pair ratio passed that line,
+    up to 10 pairs."""
+    line = 1 + THRESHOLD / 200
+
+    def called(n: int) -> tuple[bool, bool]:
+        pairs = Pairs(tuple(trial["base"][:n]), tuple(trial["cand"][:n]))
+        out = screen(pairs)
+        keep = [i for i in range(n) if i not in out]
+        kept = Pairs(tuple(pairs.base[i] for i in keep), tuple(pairs.candidate[i] for i in keep))
+        ratios = sorted(c / b for b, c in zip(pairs.base, pairs.candidate))
+        return slowdown(kept).low > line, ratios[n // 2] > line
+
+    n = START_PAIRS
+    regressed, suspected = called(n)
+    while suspected and not regressed and n < min(10, len(trial["base"])):
+        n += 1
+        regressed, suspected = called(n)
+    return ("regression" if regressed else "ok"), 2 * n
+
+
+def _stored_before(cell: dict, trial: dict) -> tuple[str, int]:
+    """The stored rule before issue 37: regression when the interval's lower bound passed
+    1 + max(T, noise floor), confirmed on 3 blocks; else ok."""
+    def called(current) -> bool:
+        j = judge_robust(judge_levels, cell["sessions"], current, THRESHOLD)
+        return j.ratio is not None and j.ratio.low > 1 + max(THRESHOLD, j.noise_floor_pct) / 100
+
+    if not called(trial["cand"][:1]):
+        return "ok", 1
+    return ("regression" if called(trial["cand"][:3]) else "ok"), 3
+
+
+def analyze_before(raw: dict) -> None:
+    """The rules before issue 37 on the same blocks: regression or ok (nothing else)."""
+    changes = ["unchanged"] + [c for c, _ in CHANGES]
+    say("\n== before issue 37, the same blocks: regression / ok ==")
+    for cell in raw["cells"]:
+        for gate, rule in (("A/B", lambda tr: _ab_before(tr)),
+                           ("stored", lambda tr: _stored_before(cell, tr))):
+            row = []
+            for c in changes:
+                got = [rule(tr)[0] for tr in cell["trials"] if tr["change"] == c]
+                row.append(f"R{got.count('regression')} ok{got.count('ok')}/{len(got)}")
+            say(f"{cell['threads']:>7d} {cell['condition']:>8s} {gate:6s} "
+                + " ".join(f"{x:>18s}" for x in row))
+
+
 def analyze(raw: dict) -> None:
     changes = ["unchanged"] + [c for c, _ in CHANGES]
     say(f"\nload average {raw['load_before']} before, {raw['load_after']} after; "
@@ -230,6 +280,7 @@ def main() -> None:
     args = ap.parse_args()
     raw = json.loads(args.reanalyze.read_text()) if args.reanalyze else measure(args)
     analyze(raw)
+    analyze_before(raw)
 
 
 if __name__ == "__main__":

@@ -48,7 +48,9 @@ INTERNAL = {
                     "pytest_sme2.programs.llm.llama:build_llama"},
     "llm_runner_overhead": {"pytest_sme2.runners.native.cmake:SOURCE_DIR",
                             "pytest_sme2.runners.native.cmake:executorch_cmake_dir"},
-    "regression_gate_evaluation_time_gates": {"pytest_sme2.gate.robust:judge_robust"},
+    "regression_gate_evaluation_time_gates": {"pytest_sme2.gate.ab:screen",
+                                              "pytest_sme2.gate.ab:slowdown",
+                                              "pytest_sme2.gate.robust:judge_robust"},
     "sampled_vs_traced": {"pytest_sme2.analysis.addresses:kernel_key"},
     "tracing_cost": {"pytest_sme2.analysis.timing:process_runs"},
 }
