@@ -106,11 +106,21 @@ def test_an_emulated_device_measures_less_unless_told_otherwise():
                                    "got 'tight'"),
     (dict(sme2_precision="0%"), "--sme2-precision: must lie above 0 and below 100 percent, "
                                 "got 0"),
+    (dict(sme2_max_pairs="1"), "--sme2-max-pairs: expected a whole number of pairs, 2 or more, "
+                               "got '1'"),
+    (dict(sme2_on_unresolved="ignore"), "--sme2-on-unresolved: expected one of fail, warn, "
+                                        "pass, got 'ignore'"),
 ])
 def test_bad_values_are_one_line_naming_the_option(values, message):
     with pytest.raises(Sme2Error) as e:
         _config(**values)
     assert message in str(e.value)
+
+
+def test_cannot_tell_options_reach_the_policy():
+    gate = _config(sme2_max_pairs="80", sme2_on_unresolved="FAIL").gate
+    assert (gate.max_pairs, gate.on_unresolved) == (80, "fail")
+    assert (_config().gate.max_pairs, _config().gate.on_unresolved) == (40, "warn")
 
 
 def test_every_option_has_an_ini_twin():
