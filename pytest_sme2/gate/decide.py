@@ -2,15 +2,16 @@
 for an LLM), ``sme2_compare`` and ``pytest-sme2 bisect``'s probes — and the rule that measures
 more pairs until it can be given.
 
-Four verdicts (:func:`decide`), from a ratio interval (candidate / base, above 1 = slower):
+Four verdicts (:func:`decide`), from a ratio interval (candidate / base, above 1 = slower); the
+threshold ``T`` is the change to detect:
 
-- **regression**: the interval's lower bound passes the caller's line (the A/B gate: half the
-  threshold; the stored gate: the threshold or the baseline's noise floor, whichever is larger);
-- **improvement**: its upper bound lies below the reciprocal of that line;
+- **regression**: the interval clears the noise margin (2%: drift between processes here),
+  widened by what it cannot see (``spread``: the stored gate's noise floor), *and* its point
+  passes half the threshold — noise cannot explain it, and it is big enough to matter;
+- **improvement**: the same, downwards;
 - **no change**: the interval rules out a change of the threshold's size either way — its
-  upper bound below ``1 + T`` and its lower bound above ``1 / (1 + T)``, each widened by the
-  drift the interval cannot see (``spread``: the stored gate's noise floor; 0 for pairs, whose
-  drift cancels within a pair);
+  upper bound below ``1 + T`` and its lower bound above ``1 / (1 + T)``, each widened by
+  ``spread`` (0 for pairs, whose drift cancels within a pair);
 - **cannot tell**: anything else. The interval admits both "no change" and a change of the
   threshold's size. It is never printed as ``ok``.
 
@@ -69,21 +70,20 @@ def half_width(ratio: Interval) -> float:
     return (math.log(ratio.high) - math.log(ratio.low)) / 2
 
 
-def detectable_pct(ratio: Interval) -> float:
-    """The smallest change (percent) paired data this precise would call a regression by the
-    A/B line (half the change): ``ln(1 + D) - h > ln(1 + D / 2)``, so
-    ``D = (e^h - 1) / (1 - e^h / 2)``."""
+def detectable_pct(ratio: Interval, margin: float = DEFAULT_MARGIN) -> float:
+    """The smallest change (percent) data this precise would call: one whose interval, of this
+    half-width ``h`` on the log scale, clears the noise margin: ``(1 + margin) e^h - 1``."""
     h = half_width(ratio)
-    e = math.exp(min(h, 50.0))
-    return math.inf if e >= 2 else 100 * (e - 1) / (1 - e / 2)
+    return math.inf if h > 50 else 100 * ((1 + margin) * math.exp(h) - 1)
 
 
-def pairs_to_resolve(ratio: Interval, pairs: int, threshold_pct: float) -> int:
-    """About how many pairs would resolve ``threshold_pct``: the half-width shrinks as
-    1/sqrt(n), and the threshold is resolved once ``h < ln((1 + T) / (1 + T / 2))``."""
+def pairs_to_resolve(ratio: Interval, pairs: int, threshold_pct: float,
+                     margin: float = DEFAULT_MARGIN) -> int:
+    """About how many pairs would resolve ``threshold_pct`` — call a change of its size, and
+    rule it out when there is none: the half-width shrinks as 1/sqrt(n), and both hold once
+    ``h < ln((1 + T) / (1 + margin))``."""
     h = half_width(ratio)
-    t = threshold_pct / 100
-    need = math.log((1 + t) / (1 + t / 2))
+    need = math.log((1 + threshold_pct / 100) / (1 + margin))
     if not math.isfinite(h) or need <= 0:
         return 0
     return max(pairs, math.ceil(pairs * (h / need) ** 2))

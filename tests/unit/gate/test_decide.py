@@ -50,10 +50,9 @@ def test_the_word_says_the_size_or_what_was_ruled_out():
 def test_what_the_data_can_resolve_is_said_with_the_pairs_it_would_take():
     wide = Interval(1.08, 0.97, 1.19)
     h = (math.log(1.19) - math.log(0.97)) / 2
-    e = math.exp(h)
-    assert detectable_pct(wide) == pytest.approx(100 * (e - 1) / (1 - e / 2))
+    assert detectable_pct(wide) == pytest.approx(100 * (1.02 * math.exp(h) - 1))
     need = pairs_to_resolve(wide, 40, 10)
-    assert need == math.ceil(40 * (h / math.log(1.1 / 1.05)) ** 2) and need > 40
+    assert need == math.ceil(40 * (h / math.log(1.1 / 1.02)) ** 2) and need > 40
     text = unresolved(wide, 40, 10)
     assert text.startswith("10% is not resolvable here (interval [0.97, 1.19] after 40 pairs; "
                            "minimum detectable change now ~")
