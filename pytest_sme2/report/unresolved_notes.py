@@ -37,7 +37,9 @@ def _what(r: BlockResult) -> Iterable[tuple[str, str]]:
               *((p, j) for p, j in (r.phase_judgements or {}).items()),
               *((m, j) for m, j in (r.startup_judgements or {}).items()),
               ("instructions", r.instructions_judgement)]
-    return [(what, _why(j)) for what, j in judged if j is not None and j.unresolved]
+    # Judged and reported only (a threshold "off") is never a failure: not a warning either.
+    return [(what, _why(j)) for what, j in judged
+            if j is not None and j.unresolved and j.enforced]
 
 
 def unresolved_lines(blocks: Iterable[BlockResult]) -> list[str]:

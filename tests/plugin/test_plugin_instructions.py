@@ -49,10 +49,10 @@ def test_record_instructions_then_the_same_code_passes(pytester, run_pytest, exp
                          )["benchmarks"]
     assert block["instructions"]["per_execute"] > 0
     assert block["baseline_instructions"]["measure"] == "instructions"
-    assert block["baseline_instructions"]["status"] == "ok"
+    assert block["baseline_instructions"]["status"] == "no_change"
     props = {p.get("name"): p.get("value")
              for p in ET.parse(pytester.path / "j.xml").iter("property")}
-    assert props["sme2_gate_instructions_status"] == "ok"
+    assert props["sme2_gate_instructions_status"] == "no_change"
     assert props["sme2_gate_status"] == "improvement"
 
 
@@ -82,15 +82,15 @@ def test_an_llm_is_counted_and_gated_per_phase(pytester, run_pytest, export_cach
                      "--sme2-load-threshold=off", "--sme2-memory-threshold=off")
     print(res.stdout.str())
     res.stdout.fnmatch_lines(["*instructions * per decode token, * per prefill of 16 tokens*"])
-    res.stdout.fnmatch_lines(["test_llm *native*decode instructions ok 1.0000x; prefill "
-                              "instructions ok 1.0000x"])
+    res.stdout.fnmatch_lines(["test_llm *native*decode instructions no change 1.0000x; prefill "
+                              "instructions no change 1.0000x"])
     [block] = json.loads((pytester.path / "sme2-report" / "results.json").read_text()
                          )["benchmarks"]
     counted = block["instructions"]
     assert counted["per_execute"] > 0 and counted["prefill"] > counted["per_execute"]
     assert (counted["prompt_tokens"], counted["new_tokens"]) == (16, 4)
-    assert block["baseline_instructions"]["status"] == "ok"
-    assert block["baseline_phases"]["prefill_instructions"]["status"] == "ok"
+    assert block["baseline_instructions"]["status"] == "no_change"
+    assert block["baseline_phases"]["prefill_instructions"]["status"] == "no_change"
     props = {p.get("name"): p.get("value")
              for p in ET.parse(pytester.path / "j.xml").iter("property")}
-    assert props["sme2_gate_prefill_instructions_status"] == "ok"
+    assert props["sme2_gate_prefill_instructions_status"] == "no_change"
