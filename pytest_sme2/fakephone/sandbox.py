@@ -198,7 +198,7 @@ def _fake_taskset(start: str, applies: bool, ncpu: int) -> str:
     cpus = ('m=$((0x$1)); i=0; list=; while [ "$m" -gt 0 ]; do [ $((m & 1)) -eq 1 ] && '
             'list="$list${list:+,}$i"; m=$((m >> 1)); i=$((i + 1)); done\n') if applies \
         else f"list=0-{ncpu - 1}\n"
-    mirror = ('d="$FAKE_ANDROID_ROOT/proc/$$"; pid=$$\n'
+    mirror = ('d="$FAKE_ANDROID_ROOT/proc/$$"; pid=$$; mkdir -p "$d/task"\n'
               '(while [ -d /proc/$pid ]; do for t in /proc/$pid/task/*; do '
               'mkdir -p "$d/task/${t##*/}"; sed "s/^Cpus_allowed_list:.*/Cpus_allowed_list:\t$list/" '
               '"$t/status" > "$d/task/${t##*/}/status.part" 2>/dev/null && '

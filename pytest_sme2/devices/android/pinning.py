@@ -29,7 +29,8 @@ def pinned_command(prefix: str, mask: str, argv: list[str], out_dir: str, thread
     start = f"echo $$ > {q(pid)}; exec taskset {q(mask)} \"$@\""
     reader = (f"rm -f {q(pid)} {q(aff)}; (i=0; r=; while [ $i -lt {POLLS} ]; do "
               f"sleep {POLL_S}; i=$((i+1)); r=$(cat {q(pid)} 2>/dev/null); "
-              f"[ -n \"$r\" ] && [ \"$(ls /proc/$r/task 2>/dev/null | wc -l)\" -ge {threads} ] "
+              f"[ -n \"$r\" ] && {{ [ ! -d /proc/$r ] || "
+              f"[ \"$(ls /proc/$r/task 2>/dev/null | wc -l)\" -ge {threads} ]; }} "
               f"&& break; done; [ -n \"$r\" ] && grep -h Cpus_allowed_list "
               f"/proc/$r/task/*/status > {q(aff)} 2>/dev/null) & ")
     return (f"{reader}{prefix} sh -c {q(start)} sh "
