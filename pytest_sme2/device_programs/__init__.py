@@ -9,7 +9,11 @@ bundled glibc loader, Android with an NDK, or the host) and run there beside the
 * ``sme2_probe.c`` -> ``sme2_probe``: prints what a process on the target sees (``key value``
   lines: machine, kernel, hwcap, hwcap2, cpus, pagesize), read with ``parse_probe``.
 
-``build.build_target_helpers`` compiles both, cached.
+* ``copy_bandwidth.c`` -> ``copy_bandwidth``: the device's memory copy bandwidth (``copy_gbps``,
+  read + written per second, STREAM Copy's convention), what decode's achieved GB/s is set
+  against (:mod:`pytest_sme2.devices.bandwidth`).
+
+``build.build_target_helpers`` compiles them, cached.
 """
 
 from __future__ import annotations
@@ -17,18 +21,24 @@ from __future__ import annotations
 from pathlib import Path
 
 SOURCE_DIR = Path(__file__).parent
-_INTEGERS = {"hwcap", "hwcap2", "cpus", "pagesize"}
+_INTEGERS = {"hwcap", "hwcap2", "cpus", "pagesize", "buffer_mb", "threads", "repeats", "check"}
+_FLOATS = {"copy_gbps", "read_gbps"}
 
 
-def parse_probe(text: str) -> dict[str, str | int]:
+def parse_probe(text: str) -> dict[str, str | int | float]:
     """The probe's ``key value`` lines; hwcap/hwcap2 (hex) and cpus/pagesize become ints.
     Unknown keys are kept as text; malformed lines are skipped."""
-    facts: dict[str, str | int] = {}
+    facts: dict[str, str | int | float] = {}
     for line in text.splitlines():
         key, _, value = line.strip().partition(" ")
         if not key or not value:
             continue
-        if key in _INTEGERS:
+        if key in _FLOATS:
+            try:
+                facts[key] = float(value)
+            except ValueError:
+                continue
+        elif key in _INTEGERS:
             try:
                 facts[key] = int(value, 0)
             except ValueError:

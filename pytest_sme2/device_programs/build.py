@@ -1,4 +1,4 @@
-"""Build the target helpers (the preload library and the probe) with the target's C compiler,
+"""Build the target helpers (the preload library, the SME2 probe and the copy-bandwidth probe) with the target's C compiler,
 cached under ``~/.cache/pytest-sme2/target-helpers/<target>-<key>``.
 
 Key = both sources + the compile commands + the compiler (path and version) + target. Like the
@@ -29,7 +29,8 @@ from pytest_sme2.emulation.tools import find_cross_compiler, compiler_version
 TARGETS = ("aarch64-linux-gnu", "android-arm64", "host")
 PRELOAD_LIB = "libpytest_sme2_preload.so"
 PROBE = "sme2_probe"
-SOURCES = ("preload.c", "sme2_probe.c")
+COPY_PROBE = "copy_bandwidth"
+SOURCES = ("preload.c", "sme2_probe.c", "copy_bandwidth.c")
 MANIFEST = "helpers.json"
 NDK_ENVS = ("ANDROID_NDK", "ANDROID_NDK_HOME")
 ANDROID_API = 28   # Android 9: the oldest API level pytest-sme2 documents for arm64 phones
@@ -40,6 +41,7 @@ STEP_TIMEOUT_S = 300.0
 class TargetHelpers:
     preload: Path         # the .so to preload (hwcap mask, maps, sampler: preload.c)
     probe: Path           # the probe executable
+    copy_probe: Path      # the copy-bandwidth probe (copy_bandwidth.c)
 
 
 def default_cache_dir() -> Path:
@@ -86,6 +88,8 @@ def helper_commands(cc: str, out: Path, src: Path = SOURCE_DIR) -> dict[str, lis
         PRELOAD_LIB: [cc, "-O2", "-shared", "-fPIC", "-o", str(out / PRELOAD_LIB),
                       str(src / "preload.c"), "-ldl"],
         PROBE: [cc, "-O2", "-o", str(out / PROBE), str(src / "sme2_probe.c")],
+        COPY_PROBE: [cc, "-O2", "-pthread", "-o", str(out / COPY_PROBE),
+                     str(src / "copy_bandwidth.c")],
     }
 
 
@@ -103,9 +107,10 @@ def _compiler_version(cc: str) -> str:
 
 
 def _helpers_in(folder: Path) -> TargetHelpers | None:
-    helpers = TargetHelpers(folder / PRELOAD_LIB, folder / PROBE)
-    if (helpers.preload.is_file() and helpers.probe.is_file()
-            and os.access(helpers.probe, os.X_OK) and (folder / MANIFEST).is_file()):
+    helpers = TargetHelpers(folder / PRELOAD_LIB, folder / PROBE, folder / COPY_PROBE)
+    if (helpers.preload.is_file() and all(os.access(p, os.X_OK) for p in
+                                           (helpers.probe, helpers.copy_probe))
+            and (folder / MANIFEST).is_file()):
         return helpers
     return None
 

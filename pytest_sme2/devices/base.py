@@ -11,6 +11,7 @@ from pytest_sme2._util.protocol_defaults import WithDefaults
 from pytest_sme2.runners.base import Runner, RunOutcome, RunRequest
 
 if TYPE_CHECKING:
+    from pytest_sme2.devices.bandwidth import CopyBandwidth
     from pytest_sme2.results.thermal import ThermalState
 
 
@@ -52,6 +53,11 @@ class Device(Protocol):
         """Remove what the session left on the device; False if it could not be reached."""
         ...
 
+    def copy_bandwidth(self) -> CopyBandwidth | None:
+        """The device's measured memory copy bandwidth (:mod:`pytest_sme2.devices.bandwidth`,
+        cached per device); None: this kind of device measures none."""
+        ...
+
 
 class DeviceBase:
     """The defaults of a device without sensors, kernel tracing or sampling, and nothing to
@@ -69,10 +75,13 @@ class DeviceBase:
     def cleanup(self) -> bool:
         return True
 
+    def copy_bandwidth(self) -> CopyBandwidth | None:
+        return None
+
 
 _DEVICE_DEFAULTS = {"trace_kernels": False, "samples_kernels": False,
                     "thermal": lambda: None, "thermal_state": lambda: None,
-                    "cleanup": lambda: True}
+                    "cleanup": lambda: True, "copy_bandwidth": lambda: None}
 
 
 def with_defaults(device: object) -> Device:

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
+from pytest_sme2.devices.bandwidth import (BUFFER_MB, REPEATS, CopyBandwidth, measure,
+                                           run_probe)
 from pytest_sme2.devices.base import DeviceBase
 from pytest_sme2.devices.facts import DeviceFacts, host_facts
 from pytest_sme2.devices.kinds import HOST
@@ -73,6 +75,22 @@ class HostDevice(DeviceBase):
 
     def facts(self) -> DeviceFacts:
         return self._cached_facts
+
+    @cached_property
+    def _bandwidth(self) -> CopyBandwidth:
+        try:
+            probe = build_target_helpers("host").copy_probe
+        except Sme2Error as e:
+            return CopyBandwidth(None, source=f"the copy-bandwidth probe could not be built: {e}")
+        try:
+            return measure(self.facts(), lambda threads: run_probe(
+                [str(probe), str(BUFFER_MB), str(threads), str(REPEATS)], "this machine"))
+        except RuntimeError as e:
+            return CopyBandwidth(None, source=str(e))
+
+    def copy_bandwidth(self) -> CopyBandwidth:
+        """This machine's copy bandwidth, measured once per machine (cached)."""
+        return self._bandwidth
 
     @property
     def samples_kernels(self) -> bool:

@@ -54,6 +54,9 @@ class FakeAndroidConfig:
     # CPU layout: (cpu count, max kHz) per cluster, little to big.
     clusters: tuple[tuple[int, int], ...] = ((4, 2000000), (3, 3250000), (1, 4210000))
     governor: str = "schedutil"
+    # The fake kernel applies taskset's mask (its /proc/<pid>/task/*/status say so); False: it
+    # ignores it, as llama.cpp's -C was on Android (#26836): the threads keep every CPU.
+    taskset_applies: bool = True
     thermal: tuple[tuple[str, int], ...] = (("cpu-0-0", 41200), ("cpu-1-0", 43500),
                                             ("battery", 30100))
     # Cooling devices (type, cur_state): a CPU one above 0 is throttling
@@ -187,6 +190,26 @@ def _fake_exec(cfg: FakeAndroidConfig) -> str:
             f'exec env -u LD_LIBRARY_PATH -u {GUEST_PRELOAD} {qemu} "$@"\n')
 
 
+def _fake_taskset(start: str, applies: bool, ncpu: int) -> str:
+    """Logs the mask and runs the command unpinned on the host (it may have fewer CPUs), while
+    the phone's /proc/<pid>/task/<tid>/status mirror the host's with the affinity the phone's
+    kernel gave: the mask's CPUs (``taskset_applies``) or every CPU (a mask it ignored). The
+    mirror lives while the process does; /proc in these scripts is the host's."""
+    cpus = ('m=$((0x$1)); i=0; list=; while [ "$m" -gt 0 ]; do [ $((m & 1)) -eq 1 ] && '
+            'list="$list${list:+,}$i"; m=$((m >> 1)); i=$((i + 1)); done\n') if applies \
+        else f"list=0-{ncpu - 1}\n"
+    mirror = ('d="$FAKE_ANDROID_ROOT/proc/$$"; pid=$$; mkdir -p "$d/task"\n'
+              '(while [ -d /proc/$pid ]; do for t in /proc/$pid/task/*; do '
+              'mkdir -p "$d/task/${t##*/}"; sed "s/^Cpus_allowed_list:.*/Cpus_allowed_list:\t$list/" '
+              '"$t/status" > "$d/task/${t##*/}/status.part" 2>/dev/null && '
+              'mv "$d/task/${t##*/}/status.part" "$d/task/${t##*/}/status"; done; sleep 0.01; '
+              'done; rm -rf "$d") >/dev/null 2>&1 </dev/null &\n')
+    return ("#!/bin/sh\n# fake taskset: logs the mask, runs the command unpinned, reports the "
+            "affinity in the phone's /proc\n"
+            'echo "$1" >> "$FAKE_ANDROID_ROOT/taskset.log"\n' + cpus + mirror
+            + f'shift\nexec {start}"$@"\n')
+
+
 def _fake_timeout() -> str:
     real = shutil.which("timeout", path="/usr/bin:/bin") or "timeout"
     return ("#!/bin/sh\n# fake toybox timeout: the host's, its command started through fake-exec\n"
@@ -234,6 +257,9 @@ def build_sandbox(root: Path, cfg: FakeAndroidConfig) -> dict[str, str]:
         for _ in range(count):
             _write(cpu_dir / f"cpu{cpu}/cpufreq/cpuinfo_max_freq", f"{khz}\n")
             _write(cpu_dir / f"cpu{cpu}/cpufreq/scaling_governor", f"{cfg.governor}\n")
+            # Android's sysfs capacity: 1024 for the biggest core, scaled by frequency here.
+            top = max(k for _, k in cfg.clusters)
+            _write(cpu_dir / f"cpu{cpu}/cpu_capacity", f"{1024 * khz // top}\n")
             cpu += 1
     for i, (kind, milli) in enumerate(cfg.thermal):
         _write(root / f"sys/class/thermal/thermal_zone{i}/type", f"{kind}\n")
@@ -259,9 +285,7 @@ def build_sandbox(root: Path, cfg: FakeAndroidConfig) -> dict[str, str]:
            '  *) echo Linux ;;\nesac\n', 0o755)
     # The host may have fewer CPUs than the fake phone: record the mask instead of applying it.
     start = '"$FAKE_ANDROID_ROOT/bin/fake-exec" ' if emulated is not None else ""
-    _write(root / "bin/taskset",
-           "#!/bin/sh\n# fake taskset: logs the mask, runs the command unpinned\n"
-           f'echo "$1" >> "$FAKE_ANDROID_ROOT/taskset.log"\nshift\nexec {start}"$@"\n', 0o755)
+    _write(root / "bin/taskset", _fake_taskset(start, cfg.taskset_applies, ncpu), 0o755)
     if emulated is not None:
         _write(root / "bin/fake-exec", _fake_exec(cfg), 0o755)
         _write(root / "bin/timeout", _fake_timeout(), 0o755)

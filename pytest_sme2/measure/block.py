@@ -23,7 +23,7 @@ from pytest_sme2.analysis.timing import (process_runs, traced_generation,
 from pytest_sme2.measure.comparison import Comparison, check_outputs, make_comparison
 from pytest_sme2.measure.generation import (BlockEvidence, PhaseEvidence, analyze_block,
                                             check_tokens, decode_steps, generation_for,
-                                            observed_generation, phase_evidence,
+                                            observed_generation, phase_evidence, traffic_of,
                                             with_traced_phases)
 from pytest_sme2.devices.base import Device
 from pytest_sme2.errors import Sme2Error
@@ -238,6 +238,8 @@ class _Block:
                                      "llama_main's PyTorchObserver report")
         # The decode steps' evidence files (the decode-only process's where one ran).
         self.kernel_trace, self.sample = block.kernel_trace, block.kernel_sample
+        self.generated.traffic = traffic_of(self.device, request.pte, request.data,
+                                            self.generated, self.facts.emulated)
 
     def startup(self) -> Startup:
         """Load, first inference and memory of this process; more cold loads for a

@@ -40,7 +40,10 @@ from pytest_sme2.analysis.observed_generation import (forwards_only, observed_su
 from pytest_sme2.analysis.runner_summary import (GenerationSummary, RunnerSummary,
                                                   parse_summary)
 from pytest_sme2.analysis.summary import Analysis, analyze
+from pytest_sme2.analysis.traffic import decode_traffic
 from pytest_sme2.devices.base import Device
+from pytest_sme2.readers.pte_traffic import decode_bytes
+from pytest_sme2.results.traffic import DecodeTraffic
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.programs.llm.facts import LlmFacts, llm_facts
 from pytest_sme2.readers.etdump import read_etdump
@@ -301,3 +304,19 @@ def check_tokens(base: GenerationResult, candidate: GenerationResult) -> OutputC
     a, b = base.tokens, candidate.tokens
     differ = sum(x != y for x, y in zip(a, b)) + abs(len(a) - len(b))
     return OutputCheck(float(differ), 0.0, differ == 0, differ / max(len(a), 1))
+
+
+def traffic_of(device: Device, pte: Path, ptd: Path | None, g: GenerationResult,
+               emulated: bool) -> DecodeTraffic | None:
+    """What each decode step of ``g`` reads, with the device's copy bandwidth (issue 38);
+    None on an emulated device (the report says why) or when the program cannot tell."""
+    if emulated:
+        return None
+    try:
+        read = decode_bytes(pte, ptd, g.max_context_len)
+    except Sme2Error:
+        return None
+    bw = device.copy_bandwidth()
+    return decode_traffic(read.weight_bytes, read.kv_bytes_per_position, g,
+                          bw.gbps if bw is not None else None,
+                          bw.source if bw is not None else "this device measures none")

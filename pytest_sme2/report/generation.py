@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from pytest_sme2.analysis.isa import PhaseKernel, kernel_phrase, phase_kernels
+from pytest_sme2.analysis.traffic import bandwidth_line
 from pytest_sme2.report.markdown.cells import MISSING, code, fmt_ms, fmt_tokens_per_s
 from pytest_sme2.report.digest import category_order
 from pytest_sme2.results import BlockResult, Judgement
@@ -112,4 +113,22 @@ def summary_lines(us) -> list[str]:
                        f"median {fmt_ms(g.decode.token_median_ms)} ms, p90 "
                        f"{fmt_ms(g.decode.token_p90_ms)} ms), TTFT {fmt_ms(g.ttft_ms)} ms"
                        f"{emulated}.")
+    return out
+
+
+def bandwidth_lines(blocks: Iterable[BlockResult]) -> list[str]:
+    """Decode against the memory-bandwidth limit, one line per LLM benchmark (device, model,
+    scheme, threads, runner): ``tiny_llama 8da8w t1 native on host: decode reads ...``."""
+    groups: dict[tuple, list[BlockResult]] = {}
+    for b in generation_blocks(blocks):
+        groups.setdefault((b.device.label, b.model, b.dtype, b.threads, b.runner_name),
+                          []).append(b)
+    out = []
+    for (device, model, dtype, threads, runner), bs in groups.items():
+        g = pool_generation(bs)
+        traffic = next((b.generation.traffic for b in bs if b.generation.traffic), None)
+        line = bandwidth_line(traffic, g.decode.tokens_per_s if g else None,
+                              any(b.emulated for b in bs))
+        if line:
+            out.append(f"{model} {dtype} t{threads} {runner} on {device}: {line}")
     return out

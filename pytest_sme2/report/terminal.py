@@ -8,7 +8,8 @@ from typing import Any
 from pytest_sme2 import units
 from pytest_sme2.analysis.categories import OTHER
 from pytest_sme2.units import COMPACT_RATIO_DIGITS, COUNT_RATIO_DIGITS
-from pytest_sme2.report import generation as gen
+from pytest_sme2.report import generation as gen, scaling
+from pytest_sme2.analysis.scaling import thread_scaling
 from pytest_sme2.report.grouping import BenchmarkSide, comparison_record, sides_per_device
 from pytest_sme2.report.precision_notes import precision_lines
 from pytest_sme2.report.unresolved_notes import unresolved_lines  # noqa: F401 (the summary's)
@@ -283,7 +284,8 @@ def summary_table(results: Iterable[BlockResult],
                      "fails them)")
     if any(r.emulated for r in results):
         lines.append(EMULATED_SUMMARY)
-    return lines + generation_table(per_device) + precision_lines(results)
+    return (lines + generation_table(per_device) + gen.bandwidth_lines(results)
+            + scaling.terminal_lines(thread_scaling(results)) + precision_lines(results))
 
 
 GENERATION_COLUMNS = ("benchmark", "runner", "scheme", "prompt+new", "prefill tok/s",

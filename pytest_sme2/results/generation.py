@@ -21,6 +21,7 @@ from pytest_sme2.results.device import DeviceFacts
 from pytest_sme2.results.records import KernelEvidence, known_fields
 from pytest_sme2.results.runner import RunnerInfo
 from pytest_sme2.results.startup import Startup
+from pytest_sme2.results.traffic import DecodeTraffic
 
 PREFILL = "prefill"
 DECODE = "decode"
@@ -133,6 +134,9 @@ class GenerationResult:
     # PyTorchObserver line's load_ms, prefill_ms, decode_ms, ttft_ms, tokens/s and token
     # counts); None for our runners, whose figures are all the ETDump's.
     runner_report: dict[str, Any] | None = None
+    # What a decode step reads (weights + KV cache) and the device's copy bandwidth; None
+    # where it was not measured (an emulated device, an older document).
+    traffic: DecodeTraffic | None = None
     # Where and how it ran, for ``sme2_generate``'s caller; results.json keeps them once, on
     # the block that holds this generation, so they are not written here.
     startup: Startup | None = field(default=None, compare=False, repr=False)
@@ -151,6 +155,10 @@ class GenerationResult:
         d["tokens"] = list(self.tokens)
         if self.runner_report is None:   # a document without it writes back as it was
             d.pop("runner_report")
+        if self.traffic is None:
+            d.pop("traffic")
+        else:
+            d["traffic"] = self.traffic.to_json()
         return d
 
     @classmethod
@@ -159,4 +167,5 @@ class GenerationResult:
         known["prefill"] = PhaseStats.from_json(d.get("prefill") or {"phase": PREFILL})
         known["decode"] = PhaseStats.from_json(d.get("decode") or {"phase": DECODE})
         known["tokens"] = [int(t) for t in d.get("tokens") or []]
+        known["traffic"] = DecodeTraffic.from_json(d.get("traffic"))
         return cls(**known)

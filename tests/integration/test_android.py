@@ -352,8 +352,9 @@ def test_full_run_pushes_runs_pinned_and_pulls_a_valid_etdump(fake_android, tmp_
     assert all(p.startswith(SESSION + "/") for p in (model, ins))
     assert fake_android.device.taskset_log == ["f0"]   # 2 threads: the big core + 3 mid cores
     run_cmd = fake_android.device.commands[-1]
-    assert f"LD_LIBRARY_PATH={lib} timeout -k 2 20 taskset f0 {lib}/runner.sh" in run_cmd
-    assert fake_android.device.recvs == [f"{SESSION}/out/fake.etdump"]
+    assert (f"LD_LIBRARY_PATH={lib} timeout -k 2 20 sh -c 'echo $$ > {SESSION}/out/runner.pid; "
+            f"exec taskset f0 \"$@\"' sh {lib}/runner.sh") in run_cmd
+    assert fake_android.device.recvs[-1] == f"{SESSION}/out/fake.etdump"
     assert os.access(fake_android.root / lib.lstrip("/") / "runner.sh", os.X_OK)
 
 
@@ -636,3 +637,22 @@ def test_a_missing_data_file_is_one_line(fake_android, tmp_path, etdump_blob):
     with pytest.raises(RunnerError) as ei:
         _open(fake_android).run(runner, _request(tmp_path))
     assert _msg(ei) == f"runner 'fake': {tmp_path / 'gone.model'} does not exist on the host"
+
+
+# -- pinning proven (issue 38) -----------------------------------------------------------------
+
+def test_the_runners_threads_affinity_is_read_and_checked(fake_android, tmp_path, etdump_blob):
+    """The fake phone's kernel applies the mask: its /proc/<pid>/task/*/status say CPUs 4-7."""
+    runner = _runner(tmp_path, etdump_blob, body="sleep 0.5\n" + WRITE_ETDUMP)
+    _open(fake_android, taskset="f0").run(runner, _request(tmp_path))
+    assert f"{SESSION}/out/affinity.txt" in fake_android.device.recvs
+
+
+def test_a_mask_that_did_not_apply_fails_in_one_line(adb_server, tmp_path, etdump_blob):
+    phone = connect_phone(adb_server, tmp_path / "p", FakeAndroidConfig(taskset_applies=False))
+    runner = _runner(tmp_path, etdump_blob, body="sleep 0.5\n" + WRITE_ETDUMP)
+    with pytest.raises(RunnerError) as ei:
+        _open(phone, taskset="f0").run(runner, _request(tmp_path))
+    assert _msg(ei) == (f"runner 'fake' on device {phone.serial}: taskset mask f0 (CPUs "
+                        "4,5,6,7) did not apply: its 1 thread(s) were allowed CPUs 0-7 "
+                        "(/proc/<pid>/task/*/status); fix --sme2-taskset or pass none")

@@ -42,6 +42,7 @@ from pytest_sme2.devices.android.facts import (FACTS_SCRIPT, TARGET_PROP, THERMA
                                                THERMAL_STATE_SCRIPT, check_mask, cpu_mask,
                                                fastest_cpus, parse_facts, parse_thermal,
                                                parse_thermal_state)
+from pytest_sme2.devices.android.pinning import pinned_command, read_pinning
 from pytest_sme2.devices.android.staging import (CACHE_DIR, DEVICE_TMP, Push,
                                                  check_inside, check_session_dir, file_sha256,
                                                  prune_command, runner_folder, stage)
@@ -200,7 +201,8 @@ class AndroidDevice(DeviceBase):
             pushed = stage(self.adb, pushes, f"{self.session_dir}/out", launch.folder)
             res, wall = self._execute(runner, launch, device_request, mask, clear)
             self._check_exit(name, request, launch, res, wall)
-            problem = mask_problem(res.stderr, clear) if clear else None
+            problem = (mask_problem(res.stderr, clear) if clear else None) or (
+                read_pinning(self.adb, self.session_dir, mask) if mask else None)
             if problem:
                 raise RunnerError(f"runner {name!r} on device {self.serial}: {problem}")
             with self.adb.link("while copying results from it"):
@@ -311,10 +313,11 @@ class AndroidDevice(DeviceBase):
             preload = {"LD_PRELOAD": launch.preload} if launch.preload is not None else {}
             env = {"LD_LIBRARY_PATH": launch.folder, **preload, **env}
         secs = f"{limit:.3f}".rstrip("0").rstrip(".")
-        pin = f"taskset {q(mask)} " if mask else ""
         assignments = " ".join(f"{k}={q(v)}" for k, v in env.items())
-        return (f"cd {q(launch.folder)} && {assignments} timeout -k {KILL_GRACE_S} {secs} "
-                f"{pin}{' '.join(q(a) for a in argv)}")
+        prefix = f"cd {q(launch.folder)} && {assignments} timeout -k {KILL_GRACE_S} {secs}"
+        if mask:        # pinned, and its threads' affinity read back (pinning.py)
+            return pinned_command(prefix, mask, argv, f"{self.session_dir}/out", request.threads)
+        return f"{prefix} {' '.join(q(a) for a in argv)}"
 
     def _execute(self, runner: Runner, launch: Launch, request: RunRequest, mask: str | None,
                  clear: int) -> tuple[adbutils.ShellReturn, float]:

@@ -49,7 +49,8 @@ FACTS_SCRIPT = "; ".join([
     'echo "kernel $(uname -r)"',
     'for c in /sys/devices/system/cpu/cpu[0-9]*; do echo "cpu ${c##*/cpu} '
     '$(cat $c/cpufreq/cpuinfo_max_freq 2>/dev/null || echo -) '
-    '$(cat $c/cpufreq/scaling_governor 2>/dev/null || echo -)"; done',
+    '$(cat $c/cpufreq/scaling_governor 2>/dev/null || echo -) '
+    '$(cat $c/cpu_capacity 2>/dev/null || echo -)"; done',
     'echo "allowed $(grep Cpus_allowed_list /proc/self/status 2>/dev/null | cut -d: -f2)"',
     'echo auxv $(od -v -A n -t u8 /proc/self/auxv 2>/dev/null)',   # unquoted: one line
     'echo "features $(grep -m 1 ^Features /proc/cpuinfo 2>/dev/null | cut -d: -f2)"',
@@ -122,12 +123,21 @@ def parse_thermal_state(text: str) -> ThermalState:
                         zones=tuple(zones))
 
 
-def clusters(max_khz: dict[int, int]) -> list[dict]:
-    """CPUs grouped by maximum frequency, slowest first: the little/mid/big clusters."""
-    groups: dict[int, list[int]] = {}
+CLUSTER_NAMES = {1: ("all",), 2: ("little", "big"), 3: ("little", "mid", "big")}
+
+
+def clusters(max_khz: dict[int, int], capacity: dict[int, int] | None = None) -> list[dict]:
+    """CPUs grouped by sysfs ``cpu_capacity`` (Android's scheduler's view) where the kernel
+    gives it, else by maximum frequency, slowest first, each named (little, mid, big; with
+    more: cluster0 .. N)."""
+    groups: dict[tuple[int, int], list[int]] = {}
     for cpu, khz in sorted(max_khz.items()):
-        groups.setdefault(khz, []).append(cpu)
-    return [{"cpus": cpus, "max_khz": khz} for khz, cpus in sorted(groups.items())]
+        groups.setdefault(((capacity or {}).get(cpu, 0), khz), []).append(cpu)
+    ordered = sorted(groups.items())
+    names = CLUSTER_NAMES.get(len(ordered), tuple(f"cluster{i}" for i in range(len(ordered))))
+    return [{"name": name, "cpus": cpus, "max_khz": khz,
+             **({"capacity": cap} if cap else {})}
+            for name, ((cap, khz), cpus) in zip(names, ordered)]
 
 
 def fastest_cpus(max_khz: dict[int, int], threads: int) -> list[int]:
@@ -177,6 +187,7 @@ def parse_facts(text: str, serial: str) -> DeviceFacts:
     props: dict[str, str] = {}
     max_khz: dict[int, int] = {}
     governors: dict[int, str] = {}
+    capacity: dict[int, int] = {}
     values: dict[str, str] = {}
     for line in text.splitlines():
         key, _, rest = line.partition(" ")
@@ -190,6 +201,8 @@ def parse_facts(text: str, serial: str) -> DeviceFacts:
                 max_khz[cpu] = int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else 0
                 if len(fields) > 2 and fields[2] != "-":
                     governors[cpu] = fields[2]
+                if len(fields) > 3 and fields[3].isdigit():
+                    capacity[cpu] = int(fields[3])
         elif key in ("kernel", "allowed", "auxv", "features"):
             values[key] = rest.strip()
     if not props.get("ro.product.model") and not max_khz:
@@ -216,7 +229,7 @@ def parse_facts(text: str, serial: str) -> DeviceFacts:
         "sdk": int(props["ro.build.version.sdk"]) if props.get("ro.build.version.sdk",
                                                                "").isdigit() else None,
         "cpu_max_khz": {str(c): k for c, k in sorted(known.items())},
-        "clusters": clusters(known),
+        "clusters": clusters(known, capacity),
         "big_cores": fastest_cpus(known, 1) if known else [],
         "governor": gov_set[0] if len(gov_set) == 1 else {str(c): g for c, g in
                                                           sorted(governors.items())},

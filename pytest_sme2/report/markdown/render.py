@@ -31,7 +31,8 @@ from typing import Any
 import jinja2
 
 from pytest_sme2.report.markdown import sections as sec, unit_page as up, charts as charts_mod
-from pytest_sme2.report import generation as gen
+from pytest_sme2.report import generation as gen, scaling
+from pytest_sme2.analysis.scaling import thread_scaling
 from pytest_sme2.report.markdown.cells import (cell, code, e2e_cells, fmt_calls, fmt_interval,
                                                fmt_mb, fmt_ms, fmt_percent, fmt_points,
                                                fmt_ratio, fmt_tokens_per_s, ms_pct_cells,
@@ -70,7 +71,7 @@ def context(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = No
         "any_units": bool(us),
         "overview_chart": charts.get(OVERVIEW),
         "summary": [up.comparison_line(u) for u in us if u.comparison] + sec.gate_line(regressions)
-        + gen.summary_lines(us) + sec.where_time_goes(us),
+        + gen.summary_lines(us) + gen.bandwidth_lines(doc.benchmarks) + sec.where_time_goes(us),
         "device": sec.device_table(doc),
         "runners": sec.runner_rows(doc),
         "versions": sec.version_rows(doc),
@@ -81,6 +82,7 @@ def context(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = No
         "startup": (startup := sec.startup_rows(us)),
         "startup_notes": sec.startup_notes(startup),
         "generation": gen.report_rows(us),
+        "scaling": scaling.markdown_lines(thread_scaling(doc.benchmarks)),
         "models": sec.model_rows(us, paths, charts),
         "acceleration": sec.acceleration_rows(us, unit_ctx, paths),
         "operators": operators,

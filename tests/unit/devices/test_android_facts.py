@@ -38,9 +38,14 @@ def test_state_problems_say_what_to_do():
 
 def test_cpu_lists_and_masks():
     assert parse_cpu_list("0-3,6") == [0, 1, 2, 3, 6] and parse_cpu_list("junk") == []
-    assert clusters(KHZ) == [{"cpus": [0, 1, 2, 3], "max_khz": 1800000},
-                             {"cpus": [4, 5, 6], "max_khz": 2850000},
-                             {"cpus": [7], "max_khz": 3300000}]
+    assert clusters(KHZ) == [{"name": "little", "cpus": [0, 1, 2, 3], "max_khz": 1800000},
+                             {"name": "mid", "cpus": [4, 5, 6], "max_khz": 2850000},
+                             {"name": "big", "cpus": [7], "max_khz": 3300000}]
+    # sysfs cpu_capacity groups first: two cores at one frequency, other capacities
+    cap = {0: 300, 1: 300, 2: 300, 3: 300, 4: 800, 5: 800, 6: 1024, 7: 1024}
+    assert [(c["name"], c["cpus"], c.get("capacity")) for c in clusters(
+        {c: 2000000 for c in range(8)}, cap)] == [
+        ("little", [0, 1, 2, 3], 300), ("mid", [4, 5], 800), ("big", [6, 7], 1024)]
     assert fastest_cpus(KHZ, 1) == [7] and fastest_cpus(KHZ, 4) == [4, 5, 6, 7]
     assert fastest_cpus(KHZ, 5) == list(range(8))
     assert cpu_mask([4, 5, 6, 7]) == "f0"
