@@ -211,7 +211,7 @@ def analyze_before(raw: dict) -> None:
     say("\n== before issue 37, the same blocks: regression / ok ==")
     for cell in raw["cells"]:
         for gate, rule in (("A/B", lambda tr: _ab_before(tr)),
-                           ("stored", lambda tr: _stored_before(cell, tr))):
+                           ("stored", lambda tr, cell=cell: _stored_before(cell, tr))):
             row = []
             for c in changes:
                 got = [rule(tr)[0] for tr in cell["trials"] if tr["change"] == c]

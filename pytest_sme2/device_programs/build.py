@@ -1,4 +1,5 @@
-"""Build the target helpers (the preload library, the SME2 probe and the copy-bandwidth probe) with the target's C compiler,
+"""Build the target helpers (the preload library, the SME2 probe and the copy-bandwidth probe)
+with the target's C compiler,
 cached under ``~/.cache/pytest-sme2/target-helpers/<target>-<key>``.
 
 Key = both sources + the compile commands + the compiler (path and version) + target. Like the

@@ -200,7 +200,8 @@ def _fake_taskset(start: str, applies: bool, ncpu: int) -> str:
         else f"list=0-{ncpu - 1}\n"
     mirror = ('d="$FAKE_ANDROID_ROOT/proc/$$"; pid=$$; mkdir -p "$d/task"\n'
               '(while [ -d /proc/$pid ]; do for t in /proc/$pid/task/*; do '
-              'mkdir -p "$d/task/${t##*/}"; sed "s/^Cpus_allowed_list:.*/Cpus_allowed_list:\t$list/" '
+              'mkdir -p "$d/task/${t##*/}"; '
+              'sed "s/^Cpus_allowed_list:.*/Cpus_allowed_list:\t$list/" '
               '"$t/status" > "$d/task/${t##*/}/status.part" 2>/dev/null && '
               'mv "$d/task/${t##*/}/status.part" "$d/task/${t##*/}/status"; done; sleep 0.01; '
               'done; rm -rf "$d") >/dev/null 2>&1 </dev/null &\n')
