@@ -1,6 +1,5 @@
 """Build the target helpers (the preload library, the SME2 probe and the copy-bandwidth probe)
-with the target's C compiler,
-cached under ``~/.cache/pytest-sme2/target-helpers/<target>-<key>``.
+with the target's C compiler, cached under ``~/.cache/pytest-sme2/target-helpers/<target>-<key>``.
 
 Key = both sources + the compile commands + the compiler (path and version) + target. Like the
 native runner: a per-key file lock, a temporary folder renamed into place, a hit runs nothing.
