@@ -75,6 +75,8 @@ def report_rows(us) -> list[dict]:
                 "title": f"{u.point} {side.runner}", "scheme": u.dtype,
                 "emulated": any(b.emulated for b in side.blocks),
                 "prompt_tokens": g.prompt_tokens, "new_tokens": g.new_tokens,
+                "depth": g.depth, "depth_executes": _depth_executes(side.blocks),
+                "tests": {p.phase: g.bench_name(p.phase) for p in g.phases},
                 "prefill_how": ("one execute" if g.dynamic_shape
                                 else f"{pre.executes} one-token executes"),
                 "generations": pre.generations, "blocks": g.blocks,
@@ -96,6 +98,11 @@ def report_rows(us) -> list[dict]:
     return out
 
 
+def _depth_executes(blocks) -> int:
+    """The depth fill's executes per generation (the first generation block's)."""
+    return next((b.generation.depth_executes for b in blocks if b.generation is not None), 0)
+
+
 def summary_lines(us) -> list[str]:
     """report.md's Summary: one line per LLM benchmark and runner."""
     out = []
@@ -106,10 +113,10 @@ def summary_lines(us) -> list[str]:
                 continue
             emulated = " (emulated CPU: says nothing about speed)" if any(
                 b.emulated for b in side.blocks) else ""
-            out.append(f"{u.point} {side.runner} (LLM, {g.prompt_tokens} + {g.new_tokens} "
-                       f"tokens): prefill {fmt_tokens_per_s(g.prefill.tokens_per_s)} tok/s, "
-                       f"decode {fmt_tokens_per_s(g.decode.tokens_per_s)} tok/s (per token "
-                       f"median {fmt_ms(g.decode.token_median_ms)} ms, p90 "
+            out.append(f"{u.point} {side.runner} (LLM, {g.tests}): prefill "
+                       f"{fmt_tokens_per_s(g.prefill.tokens_per_s)} tok/s, decode "
+                       f"{fmt_tokens_per_s(g.decode.tokens_per_s)} tok/s (per token median "
+                       f"{fmt_ms(g.decode.token_median_ms)} ms, p90 "
                        f"{fmt_ms(g.decode.token_p90_ms)} ms), TTFT {fmt_ms(g.ttft_ms)} ms"
                        f"{emulated}.")
     return out

@@ -62,13 +62,19 @@ def generation_line(r: BlockResult, device: bool = False) -> str:
                 if p.evidence is not None and (p.evidence.traced or p.evidence.sampled)]
     sme2 = f"; SME2 {', '.join(verdicts)}" if verdicts else ""
     return (f"sme2: {r.model} {r.dtype} t{r.threads} {r.runner_name}{where}: generation of "
-            f"{g.prompt_tokens} prompt + {g.new_tokens} new tokens: prefill "
+            f"{g.prompt_tokens} prompt + {g.new_tokens} new tokens{_at_depth(g.depth)} "
+            f"({g.tests}): prefill "
             f"{_tok_s(pre.tokens_per_s)} tok/s, decode {_tok_s(dec.tokens_per_s)} tok/s "
             f"(per token median {_ms(dec.token_median_ms)} ms, p90 {_ms(dec.token_p90_ms)} ms), "
             f"TTFT {_ms(g.ttft_ms)} ms, n={pre.generations} generations "
             f"(+{r.warmup} warm-up discarded){sme2}"
             + _outputs(r) + _timing(r) + _instructions(r) + _startup(r.startup)
             + (EMULATED if r.emulated else ""))
+
+
+def _at_depth(depth: int) -> str:
+    """`` at depth 512 (the KV cache filled first, untimed)``; nothing at depth 0."""
+    return f" at depth {depth} (the KV cache filled first, untimed)" if depth else ""
 
 
 def _outputs(r: BlockResult) -> str:
@@ -286,7 +292,7 @@ def summary_table(results: Iterable[BlockResult],
     return lines + generation_table(per_device) + precision_lines(results)
 
 
-GENERATION_COLUMNS = ("benchmark", "runner", "scheme", "prompt+new", "prefill tok/s",
+GENERATION_COLUMNS = ("benchmark", "runner", "scheme", "tests", "prefill tok/s",
                       "decode tok/s", "decode/token ms", "p90 ms", "TTFT ms", "SME2 prefill",
                       "SME2 decode", "vs baseline")
 _GENERATION_NUMERIC = {4, 5, 6, 7, 8}
@@ -318,7 +324,7 @@ def generation_row(name: str, side: BenchmarkSide) -> tuple[str, ...] | None:
     pre, dec = g.prefill, g.decode
     c = side.comparison
     baseline = (c.baselines or {}).get(side.runner) or None if c is not None else None
-    return (name, r.runner_name, r.dtype, f"{g.prompt_tokens}+{g.new_tokens}",
+    return (name, r.runner_name, r.dtype, g.tests,
             _tok_s(pre.tokens_per_s), _tok_s(dec.tokens_per_s), _ms(dec.token_median_ms),
             _ms(dec.token_p90_ms), _ms(g.ttft_ms), pre.sme2 if pre.evidence else "-",
             dec.sme2 if dec.evidence else "-", _phase_verdicts(r, baseline))
