@@ -25,12 +25,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pytest_sme2.analysis.runner_summary import parse_summary
-from pytest_sme2.programs.export import export_model
-from pytest_sme2.results.generation import Generation
-from pytest_sme2.runners.base import RunRequest
-from pytest_sme2.runners.native import native_runner
-from pytest_sme2.runners.python import PythonRunner
+from pytest_sme2.api import (Generation, PythonRunner, RunRequest, export_model, native_runner,
+                             parse_summary)
 
 DEEP = "executorch:llama?max_context_len=1024"
 SHALLOW = "tiny_llama"
