@@ -65,7 +65,9 @@ class Generation:
         return self.depth + self.prompt_tokens + self.new_tokens
 
     def executes(self, dynamic_shape: bool) -> int:
-        """``Method::execute`` calls per generation."""
+        """``Method::execute`` calls per generation, the prompt's and the decode steps' (a
+        depth fill's depend on the program's longest forward: the runner's summary counts
+        them)."""
         return (1 if dynamic_shape else self.prompt_tokens) + self.new_tokens
 
     def prefill_only(self) -> Generation:
