@@ -75,7 +75,7 @@ def report_rows(us) -> list[dict]:
                 "title": f"{u.point} {side.runner}", "scheme": u.dtype,
                 "emulated": any(b.emulated for b in side.blocks),
                 "prompt_tokens": g.prompt_tokens, "new_tokens": g.new_tokens,
-                "depth": g.depth, "depth_executes": _depth_executes(side.blocks),
+                "depth": g.depth, **_fill(side.blocks),
                 "tests": {p.phase: g.bench_name(p.phase) for p in g.phases},
                 "prefill_how": ("one execute" if g.dynamic_shape
                                 else f"{pre.executes} one-token executes"),
@@ -98,9 +98,13 @@ def report_rows(us) -> list[dict]:
     return out
 
 
-def _depth_executes(blocks) -> int:
-    """The depth fill's executes per generation (the first generation block's)."""
-    return next((b.generation.depth_executes for b in blocks if b.generation is not None), 0)
+def _fill(blocks) -> dict:
+    """The depth fill per generation: its executes (the first generation block's) and its
+    time (the median of the blocks' medians, ms; None where none was measured)."""
+    gens = [b.generation for b in blocks if b.generation is not None]
+    times = sorted(g.depth_ms for g in gens if g.depth_ms is not None)
+    return {"depth_executes": gens[0].depth_executes if gens else 0,
+            "depth_ms": times[(len(times) - 1) // 2] if times else None}
 
 
 def summary_lines(us) -> list[str]:

@@ -62,7 +62,7 @@ def generation_line(r: BlockResult, device: bool = False) -> str:
                 if p.evidence is not None and (p.evidence.traced or p.evidence.sampled)]
     sme2 = f"; SME2 {', '.join(verdicts)}" if verdicts else ""
     return (f"sme2: {r.model} {r.dtype} t{r.threads} {r.runner_name}{where}: generation of "
-            f"{g.prompt_tokens} prompt + {g.new_tokens} new tokens{_at_depth(g.depth)} "
+            f"{g.prompt_tokens} prompt + {g.new_tokens} new tokens{_at_depth(r)} "
             f"({g.tests}): prefill "
             f"{_tok_s(pre.tokens_per_s)} tok/s, decode {_tok_s(dec.tokens_per_s)} tok/s "
             f"(per token median {_ms(dec.token_median_ms)} ms, p90 {_ms(dec.token_p90_ms)} ms), "
@@ -72,9 +72,14 @@ def generation_line(r: BlockResult, device: bool = False) -> str:
             + (EMULATED if r.emulated else ""))
 
 
-def _at_depth(depth: int) -> str:
-    """`` at depth 512 (the KV cache filled first, untimed)``; nothing at depth 0."""
-    return f" at depth {depth} (the KV cache filled first, untimed)" if depth else ""
+def _at_depth(r: BlockResult) -> str:
+    """`` at depth 512 (the KV cache filled first: 91.1 ms, in no phase)``; nothing at depth
+    0."""
+    g = r.generation
+    if g is None or not g.depth:
+        return ""
+    took = f": {_ms(g.depth_ms)} ms" if g.depth_ms is not None else ""
+    return f" at depth {g.depth} (the KV cache filled first{took}, in no phase)"
 
 
 def _outputs(r: BlockResult) -> str:

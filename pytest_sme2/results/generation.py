@@ -161,6 +161,7 @@ class GenerationResult:
     dynamic_shape: bool = True      # prefill in one execute
     depth: int = 0                  # tokens in the KV cache before the prompt (untimed fill)
     depth_executes: int = 0         # Method::execute calls of the fill, per generation
+    depth_ms: float | None = None   # the fill's time per generation (median), in no phase
     generations: int = 0            # timed generations (warm-up ones dropped)
     warmup: int = 0
     prefill: PhaseStats = field(default_factory=lambda: PhaseStats(PREFILL))

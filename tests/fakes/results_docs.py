@@ -322,6 +322,7 @@ def generation_block(scheme: str = "8da4w", runner: str = "native", *, model: st
     b["generation"] = {
         "prompt_tokens": prompt, "new_tokens": new, "dynamic_shape": True,
         "depth": depth, "depth_executes": -(-depth // 127),
+        "depth_ms": 0.18 * depth if depth else None,
         "generations": generations, "warmup": 2,
         "prefill": phase("prefill", prompt, 1, prefill_ms, generations=generations,
                          categories={"GEMM": 0.8 * prefill_ms,

@@ -29,6 +29,7 @@ def test_generate(sme2_generate):
 def test_generate_at_depth(sme2_generate):
     gen = sme2_generate("llm.pte", scheme="pte", prompt_tokens=12, new_tokens=6, depth=32)
     assert gen.depth == 32 and gen.depth_executes == 1     # one execute fills 32 tokens
+    assert gen.depth_ms > 0                                # timed apart from both phases
     assert gen.prefill.executes == 1 and gen.decode.executes == 6 and len(gen.tokens) == 7
     assert gen.bench_name("decode") == "tg6 @ d32"
 

@@ -75,6 +75,7 @@ def test_at_depth_the_fill_is_neither_prefill_nor_decode():
     events = parse_etdump(_generation_etdump(4, 1, 5, depth_executes=5))
     r = analyze_generation(events, s)
     assert r.depth == 512 and r.depth_executes == 5
+    assert r.depth_ms == pytest.approx(5 * 5.0002)     # counted apart: five 5 ms executes
     assert r.prefill.median_ms == pytest.approx(0.8002)
     assert r.decode.median_ms == pytest.approx(5 * 0.2002)
     assert r.decode.token_median_ms == pytest.approx(0.2002)

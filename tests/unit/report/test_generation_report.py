@@ -154,13 +154,14 @@ def test_tables_name_tests_at_depth_as_llama_bench_does():
     assert rows[1].split()[:8] == ["test_llm[tiny_llama-8da8w-t1-d512]", "native", "8da8w",
                                    "pp64", "@", "d512,", "tg32", "@"]
     line = benchmark_line(_blocks(_depth_doc())[-1])
-    assert "64 prompt + 32 new tokens at depth 512 (the KV cache filled first, untimed) " \
-        "(pp64 @ d512, tg32 @ d512)" in line
+    assert "64 prompt + 32 new tokens at depth 512 (the KV cache filled first: 92.160 ms, in " \
+        "no phase) (pp64 @ d512, tg32 @ d512)" in line
     text = render_markdown(_depth_doc())
     s = _section(text, "## Generation")
     assert "| prefill | pp64 @ d512 | 64 | 1 |" in s and "| decode | tg32 @ d512 | 32 |" in s
     assert ("At context depth 512: each generation first filled the KV cache with 512 tokens "
-            "(5 executes, untimed, in no phase's figures), then 64 prompt tokens") in s
+            "(5 executes, 92.160 ms per generation, counted apart: in no phase's figures), "
+            "then 64 prompt tokens") in s
     assert "(LLM, pp64 @ d512, tg32 @ d512)" in _section(text, "## Summary")
 
 
