@@ -11,6 +11,10 @@ sequence length is dynamic, P where the prompt goes token by token) then ``decod
 generation) and is prefill when ``r % E < prefill_executes``. A count that is not
 ``generations * E`` is an error, never a guess.
 
+At context depth K each generation starts with ``depth_executes`` executes that fill the KV
+cache (untimed, positions 0 .. K - 1): E counts them, and they belong to no timed phase (their
+generation is -1 here), so neither the prompt's prefill nor a decode step is ever one of them.
+
 Pure: events frame and the runner's summary in, records out; nothing here runs anything.
 """
 
@@ -55,22 +59,25 @@ def keep_runs(events: pd.DataFrame, keep: np.ndarray) -> pd.DataFrame:
 
 
 def phase_tags(executes: int, generations: int, prefill_executes: int, decode_executes: int,
-               source: str = "ETDump") -> tuple[np.ndarray, np.ndarray]:
+               source: str = "ETDump", depth_executes: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """(generation of each execute, True where it is a prefill execute), for ``executes``
-    Execute blocks in order. Raises when the count does not match the loop's."""
-    per = prefill_executes + decode_executes
-    if per <= 0 or generations <= 0:
+    Execute blocks in order; a depth fill's execute has generation -1 (it is timed in no
+    phase). Raises when the count does not match the loop's."""
+    per = depth_executes + prefill_executes + decode_executes
+    if per <= depth_executes or generations <= 0:
         raise GenerationAnalysisError(f"{source}: a generation of {prefill_executes} prefill "
                                       f"and {decode_executes} decode executes, {generations} "
                                       "times, runs nothing")
     if executes != generations * per:
+        fill = f"{depth_executes} depth-fill + " if depth_executes else ""
         raise GenerationAnalysisError(
             f"{source}: {executes} Method::execute events, but {generations} generations of "
-            f"{prefill_executes} prefill + {decode_executes} decode executes make "
+            f"{fill}{prefill_executes} prefill + {decode_executes} decode executes make "
             f"{generations * per}: the ETDump is not of this generation loop (truncated, or a "
             "runner that executes other methods in the same trace)")
     step = np.arange(executes)
-    return step // per, (step % per) < prefill_executes
+    within = step % per - depth_executes
+    return np.where(within >= 0, step // per, -1), (within >= 0) & (within < prefill_executes)
 
 
 def _phase_stats(phase: str, tokens: int, executes: int, per_gen_ms: np.ndarray,
@@ -158,6 +165,19 @@ def phase_evidence(operator_names: Sequence[str],
                         sampled=kernel_sample)
 
 
+def _fill_ms(ms: np.ndarray, summary: GenerationSummary) -> float | None:
+    """The depth fill's time per timed generation (median, ms): its executes summed, counted
+    apart from every phase; None at depth 0."""
+    if not summary.depth_executes:
+        return None
+    step = np.arange(ms.size)
+    gen, within = step // summary.executes_per_generation, step % summary.executes_per_generation
+    keep = (within < summary.depth_executes) & (gen >= summary.warmup)
+    n = summary.generations - summary.warmup
+    return float(np.median(np.bincount(gen[keep] - summary.warmup, weights=ms[keep],
+                                       minlength=n)[:n]))
+
+
 def analyze_generation(events: pd.DataFrame, summary: GenerationSummary, *,
                        source: str = "ETDump", rules: Sequence[CategoryRule] | None = None,
                        prefill: KernelSources = NO_KERNELS,
@@ -175,7 +195,7 @@ def analyze_generation(events: pd.DataFrame, summary: GenerationSummary, *,
                                       f"{missing[:5]}): a truncated trace cannot be split into "
                                       "phases")
     gen_of, is_prefill = phase_tags(run_ids.size, summary.generations, summary.prefill_executes,
-                                    summary.decode_executes, source)
+                                    summary.decode_executes, source, summary.depth_executes)
     warmup = summary.warmup
     if warmup >= summary.generations:
         raise GenerationAnalysisError(f"{source}: {warmup} warm-up generations leave none of "
@@ -217,7 +237,9 @@ def analyze_generation(events: pd.DataFrame, summary: GenerationSummary, *,
             if len(first) == n_timed else None)
     return GenerationResult(
         prompt_tokens=summary.prompt_tokens, new_tokens=summary.new_tokens,
-        dynamic_shape=summary.dynamic_shape, generations=n_timed, warmup=warmup,
+        dynamic_shape=summary.dynamic_shape, depth=summary.depth,
+        depth_executes=summary.depth_executes, depth_ms=_fill_ms(ms, summary),
+        generations=n_timed, warmup=warmup,
         prefill=prefill_stats, decode=decode_stats, ttft_ms=ttft,
         sampling_ms=runner_median(summary.sampling_ms),
         generation_ms=runner_median(summary.generation_ms), tokens=list(summary.tokens),

@@ -22,6 +22,8 @@ class GenerationSummary:
     prefill_executes: int           # per generation: 1 (dynamic length) or prompt_tokens
     decode_executes: int            # per generation: new_tokens
     dynamic_shape: bool
+    depth: int = 0                  # tokens filled into the KV cache before the prompt, untimed
+    depth_executes: int = 0         # per generation: the fill's executes, before the prompt's
     use_kv_cache: bool | None = None
     max_seq_len: int | None = None
     max_context_len: int | None = None
@@ -39,7 +41,7 @@ class GenerationSummary:
 
     @property
     def executes_per_generation(self) -> int:
-        return self.prefill_executes + self.decode_executes
+        return self.depth_executes + self.prefill_executes + self.decode_executes
 
     @classmethod
     def from_json(cls, d: dict) -> GenerationSummary:
@@ -56,6 +58,7 @@ class GenerationSummary:
                    prefill_executes=int(d["prefill_executes"]),
                    decode_executes=int(d.get("decode_executes", d["new_tokens"])),
                    dynamic_shape=bool(d.get("dynamic_shape", True)),
+                   depth=int(d.get("depth", 0)), depth_executes=int(d.get("depth_executes", 0)),
                    use_kv_cache=kv if isinstance(kv, bool) else None,
                    max_seq_len=limit("max_seq_len"), max_context_len=limit("max_context_len"),
                    vocab_size=limit("vocab_size"),

@@ -41,7 +41,7 @@ VERSIONED = ("torch", "executorch", "torchao")
 _WHERE = {"device_kind": "device kind", "cpu": "CPU/SoC", "abi": "ABI", "sme": "SME capability",
           "sme2": "SME2 capability", "cpu_set": "CPU set", "emulated": "emulated"}
 _ASKED = {"model": "model", "dtype": "dtype", "threads": "threads", "runner": "runner",
-          "measure": "measure"}
+          "measure": "measure", "depth": "context depth"}
 
 
 def cpu_ranges(cpus: Iterable[int]) -> str:
@@ -85,6 +85,10 @@ class BaselineKey:
     threads: int
     runner: str
     measure: str = MEASURE_TIME
+    # An LLM's context depth (tokens in its KV cache before the timed prompt): decode at depth
+    # 512 is another workload than at 0. Left out of the key's JSON at 0, so every key written
+    # before it keeps its digest and file.
+    depth: int = 0
 
     @classmethod
     def from_result(cls, result: BlockResult, measure: str = MEASURE_TIME) -> BaselineKey:
@@ -92,14 +96,18 @@ class BaselineKey:
         return cls(device_kind=dev.kind, cpu=dev.cpu, abi=dev.abi, sme=dev.sme, sme2=dev.sme2,
                    cpu_set=_cpu_set(result), emulated=dev.emulated,
                    model=result.model, dtype=result.dtype, threads=int(result.threads),
-                   runner=result.runner_name, measure=measure)
+                   runner=result.runner_name, measure=measure,
+                   depth=result.generation.depth if result.generation is not None else 0)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        if not d["depth"]:
+            del d["depth"]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> BaselineKey:
-        return cls(**{f: d[f] for f in cls.__dataclass_fields__})
+        return cls(**{f: d[f] for f in cls.__dataclass_fields__ if f in d or f != "depth"})
 
     @property
     def digest(self) -> str:
@@ -110,7 +118,8 @@ class BaselineKey:
     @property
     def stem(self) -> str:
         """The readable part of the file name, shared by every environment of one benchmark."""
-        raw = f"{self.model}-{self.dtype}-t{self.threads}-{self.runner}"
+        at = f"-d{self.depth}" if self.depth else ""
+        raw = f"{self.model}-{self.dtype}-t{self.threads}{at}-{self.runner}"
         return re.sub(r"[^A-Za-z0-9._-]+", "_", raw)
 
     @property

@@ -309,6 +309,10 @@ def count_generation(pte: Path, generation: Generation, *, threads: int = 1,
     generation, at positions P .. P+D-1 (attention grows with the position)."""
     n_low, n_high = executions
     pte = _checked(pte, threads, executions)
+    if generation.depth:
+        raise InstructionCountError(f"{pte}: instructions at context depth {generation.depth} "
+                                    "are not counted yet (the prefill-only processes would "
+                                    "count the depth fill as prefill); count at depth 0")
     if progress:
         progress(f"counting instructions of {_shown(pte)}'s prefill and decode "
                  f"({generation.prompt_tokens} + {generation.new_tokens} tokens) at {threads} "

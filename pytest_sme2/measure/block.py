@@ -224,9 +224,7 @@ class _Block:
             self.generated = with_traced_phases(
                 analyze_generation(runs.timed, timed_summary, source=str(request.etdump)),
                 block.generation)
-            steps = decode_steps(runs.timed, timed_summary.generations, timed_summary.warmup,
-                                 timed_summary.prefill_executes, timed_summary.decode_executes,
-                                 str(request.etdump))
+            steps = decode_steps(runs.timed, timed_summary, str(request.etdump))
             self.e2e_all = e2e_per_run(steps, str(request.etdump))
         else:
             self.e2e_all = self.analysis.e2e_all

@@ -19,7 +19,7 @@ from pytest_sme2.programs.llm.schemes import parse_schemes
 from pytest_sme2.programs.spec import matrix_models
 from pytest_sme2.gate.policy import GateOptions, GatePolicy
 from pytest_sme2.measure.matrix import (DEFAULT_DTYPES, DEFAULT_MODELS, DEFAULT_THREADS,
-                                        parse_threads)
+                                        parse_depths, parse_threads)
 from pytest_sme2.measure.options import (DEFAULT_MIN_SPEEDUP, EMULATED_DEFAULTS,
                                          LLAMA_BENCH_FORMATS, OPTIONS, RUNNERS_DEST,
                                          RUNNERS_INI)
@@ -47,6 +47,7 @@ class Sme2Config:
     models: tuple[str, ...] = DEFAULT_MODELS
     llm_models: tuple[str, ...] = ("tiny_llama",)   # the generation matrix (sme2_llm_case)
     llm_schemes: tuple[str, ...] = ("8da8w",)
+    context_depths: tuple[int, ...] = (0,)    # --sme2-context-depth: the LLMs' depth axis
     dtypes: tuple[str, ...] = DEFAULT_DTYPES
     threads: tuple[int, ...] = DEFAULT_THREADS
     blocks: int = MIN_BLOCKS                  # per side, in a comparison
@@ -175,6 +176,7 @@ def config_from_options(values: Mapping[str, Any], ini: Mapping[str, Any],
         models=_models(r.text("sme2_models"), r.text("sme2_pte"), base_dirs), dtypes=dtypes,
         llm_models=tuple(split_list(r.text("sme2_llm_models")[0])),
         llm_schemes=_llm_schemes(r.text("sme2_llm_schemes")[0]),
+        context_depths=parse_depths(r.text("sme2_context_depth")[0]),
         threads=parse_threads(r.text("sme2_threads")[0]),
         blocks=r.whole("sme2_blocks", 2, "2 or more"),
         min_speedup=parse_min_speedup(r.text("sme2_min_speedup")[0]),

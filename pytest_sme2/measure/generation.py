@@ -112,7 +112,8 @@ def check_program(pte: Path, facts: LlmFacts, generation: Generation) -> None:
                         "int64[1]), the interface the generation loop drives")
     context = facts.max_context_len or facts.max_seq_len
     if context and generation.positions > context:
-        raise Sme2Error(f"{pte}: prompt {generation.prompt_tokens} + new "
+        depth = f"depth {generation.depth} + " if generation.depth else ""
+        raise Sme2Error(f"{pte}: {depth}prompt {generation.prompt_tokens} + new "
                         f"{generation.new_tokens} tokens is over the program's limits "
                         f"(max_seq_len {facts.max_seq_len}, max_context_len "
                         f"{facts.max_context_len}): ask for {context} tokens or fewer in all")
@@ -269,8 +270,7 @@ def analyze_block(events: pd.DataFrame, summary: GenerationSummary | None, *, so
     if summary.decode_executes < 1:
         raise Sme2Error(f"{source}: a generation without decode steps (new tokens 0) has "
                         "nothing to time per token; ask for 1 or more")
-    decode = analyze(decode_steps(events, summary.generations, summary.warmup,
-                                  summary.prefill_executes, summary.decode_executes, source),
+    decode = analyze(decode_steps(events, summary, source),
                      warmup=0, source=source, etrecord=etrecord, rules=rules,
                      kernels=KernelSources(sme2, trace=kernel_trace, sample=kernel_sample))
     return GenerationBlock(decode, generation, kernel_trace, kernel_sample)
@@ -286,16 +286,17 @@ def with_traced_phases(timed: GenerationResult, traced: GenerationResult) -> Gen
                    decode=phase(timed.decode, traced.decode))
 
 
-def decode_steps(events: pd.DataFrame, generations: int, warmup: int, prefill_executes: int,
-                 decode_executes: int, source: str = "ETDump") -> pd.DataFrame:
+def decode_steps(events: pd.DataFrame, loop: GenerationSummary,
+                 source: str = "ETDump") -> pd.DataFrame:
     """The events of the timed generations' decode steps, one run per step numbered from 0
-    in order, with the program's load block (run -1) kept."""
+    in order, with the program's load block (run -1) kept; a depth fill's executes are not
+    decode steps (they belong to no generation: ``phase_tags``)."""
     run = events["run"].to_numpy()
     executes = int(np.unique(run[run >= 0]).size)
-    gen_of, is_prefill = phase_tags(executes, generations, prefill_executes, decode_executes,
-                                    source)
+    gen_of, is_prefill = phase_tags(executes, loop.generations, loop.prefill_executes,
+                                    loop.decode_executes, source, loop.depth_executes)
     # Execute blocks are numbered 0.. in order (the analysis checked there are no gaps).
-    return keep_runs(events, np.flatnonzero((gen_of >= warmup) & ~is_prefill))
+    return keep_runs(events, np.flatnonzero((gen_of >= loop.warmup) & ~is_prefill))
 
 
 def check_tokens(base: GenerationResult, candidate: GenerationResult) -> OutputCheck:

@@ -1,7 +1,8 @@
 """The benchmark matrix: models x dtypes x threads (x devices, when a session has several),
 with readable ids (``mobilenet_v3_small-fp16-t1``, ``...-t1-android:R5CX``) that ``-k`` can
 filter. Configured by --sme2-models, --sme2-dtypes, --sme2-threads, --device or their ini
-keys."""
+keys. The generation matrix (LLMs) adds context depths (--sme2-context-depth): a case at depth
+512 is ``tiny_llama-8da8w-t1-d512``."""
 
 from __future__ import annotations
 
@@ -25,14 +26,16 @@ class Case:
     dtype: str
     threads: int
     device: str | None = None       # the --device spec it runs on (set by with_devices)
+    depth: int = 0                  # an LLM's context depth (tokens in its KV cache first)
 
     @property
     def id(self) -> str:
         """The id without the device: a session on one device keeps the ids it always had. A
         .pte has no dtype axis: ``m.pte-t1``."""
+        at = f"-d{self.depth}" if self.depth else ""
         if self.dtype == AS_EXPORTED:
-            return f"{model_label(self.model)}-t{self.threads}"
-        return f"{model_label(self.model)}-{self.dtype}-t{self.threads}"
+            return f"{model_label(self.model)}-t{self.threads}{at}"
+        return f"{model_label(self.model)}-{self.dtype}-t{self.threads}{at}"
 
     @property
     def device_id(self) -> str:
@@ -58,6 +61,24 @@ def parse_threads(text: str) -> tuple[int, ...]:
     return tuple(dict.fromkeys(out))
 
 
+def parse_depths(text: str) -> tuple[int, ...]:
+    """--sme2-context-depth: ``0,512`` -> (0, 512), in the order given, once each."""
+    out = []
+    for item in split_list(text):
+        try:
+            n = int(item)
+        except ValueError:
+            raise Sme2Error(f"--sme2-context-depth: {item!r} is not a whole number of "
+                            "tokens") from None
+        if n < 0:
+            raise Sme2Error(f"--sme2-context-depth: {n} tokens; give 0 or more")
+        out.append(n)
+    if not out:
+        raise Sme2Error("--sme2-context-depth: no depth given; 0 is a generation from an "
+                        "empty KV cache")
+    return tuple(dict.fromkeys(out))
+
+
 def build_matrix(models: list[str], dtypes: list[str], threads: tuple[int, ...]) -> list[Case]:
     """Validate names up front: a typo should stop the session with one line, not fail every
     benchmark. A .pte is not opened here: a missing or bad file fails its own benchmarks (one
@@ -77,9 +98,11 @@ def build_matrix(models: list[str], dtypes: list[str], threads: tuple[int, ...])
             for d in ((AS_EXPORTED,) if is_pte(m) else dict.fromkeys(dtypes)) for t in threads]
 
 
-def build_llm_matrix(models: list[str], schemes: tuple[str, ...], threads: tuple[int, ...]
-                     ) -> list[Case]:
-    """The generation matrix (``sme2_llm_case``): LLMs x schemes x threads. A registered
+def build_llm_matrix(models: list[str], schemes: tuple[str, ...], threads: tuple[int, ...],
+                     depths: tuple[int, ...] = (0,)) -> list[Case]:
+    """The generation matrix (``sme2_llm_case``): LLMs x schemes x threads x context depths
+    (``--sme2-context-depth``; whether a depth fits a program is checked once it is
+    exported, before its first process). A registered
     model that is not an LLM stops the session with one line; a .pte is taken as exported
     (its own benchmarks say if it is not an LLM)."""
     for m in models:
@@ -87,5 +110,6 @@ def build_llm_matrix(models: list[str], schemes: tuple[str, ...], threads: tuple
             raise Sme2Error(f"--sme2-llm-models: {m} is not an LLM (registered without "
                             "llm=True); LLMs: " + ", ".join(
                                 n for n in registered_models() if get_model(n).llm))
-    return [Case(m, s, t) for m in dict.fromkeys(models)
-            for s in ((AS_EXPORTED,) if is_pte(m) else schemes) for t in threads]
+    return [Case(m, s, t, depth=d) for m in dict.fromkeys(models)
+            for s in ((AS_EXPORTED,) if is_pte(m) else schemes) for t in threads
+            for d in depths]

@@ -168,6 +168,10 @@ OPTIONS: dict[str, Option] = {
                                "the LLMs' quantization schemes, their dtype axis "
                                f"({', '.join(LLM_SCHEMES)}; default 8da8w: one export of "
                                "tiny_llama costs about a minute of CPU)"),
+    "sme2_context_depth": Option("sme2_context_depth", "0",
+                                 "the LLMs' context depths, an axis of the generation matrix: "
+                                 "tokens filled into the KV cache, untimed, before each timed "
+                                 "prompt (llama-bench's -d; e.g. 0,512: pp64 and pp64 @ d512)"),
     "sme2_prompt_tokens": Option("sme2_prompt_tokens", "64", "an LLM runs generations: "
                                  "prompt tokens prefilled per generation (default 64)"),
     "sme2_new_tokens": Option("sme2_new_tokens", "32", "an LLM's greedy decode steps per "

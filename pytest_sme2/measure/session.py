@@ -253,8 +253,12 @@ class BenchSession:
                 self.instructions_note_shown = True
                 say(reason)
             return
-        runner = native_runner(progress=progress)
         g = result.generation
+        if g is not None and g.depth:   # the prefill-only processes would count the fill
+            say(f"{result.model} {result.dtype} at depth {g.depth}: instructions are "
+                "counted at depth 0 only; this benchmark is timed")
+            return
+        runner = native_runner(progress=progress)
         if g is not None:
             result.instructions = count_generation(
                 Path(result.pte), Generation(g.prompt_tokens, g.new_tokens),

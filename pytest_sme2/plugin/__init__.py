@@ -237,7 +237,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             threads = tuple(t for t in threads if t in set(marker.kwargs["threads"]))
         try:
             cases = with_devices(build_llm_matrix(list(cfg.llm_models), cfg.llm_schemes,
-                                                  threads), devices)
+                                                  threads, cfg.context_depths), devices)
         except Sme2Error as e:
             raise pytest.UsageError(str(e)) from None
         metafunc.parametrize("sme2_llm_case", cases,

@@ -253,6 +253,10 @@ def sme2_bench(request: pytest.FixtureRequest, sme2_session: BenchSession,
     return bench
 
 
+# sme2_generate's keywords for the generation's size (None or absent: the session's; depth 0).
+GENERATION_SIZE = ("prompt_tokens", "new_tokens", "depth")
+
+
 @pytest.fixture
 def sme2_generate(request: pytest.FixtureRequest, sme2_session: BenchSession,
                   sme2_device, sme2_device_spec: str) -> Callable[..., GenerationResult]:
@@ -268,16 +272,24 @@ def sme2_generate(request: pytest.FixtureRequest, sme2_session: BenchSession,
     ``scheme`` is the LLM's quantization, a name of the scheme table
     (``pytest_sme2.programs.llm.schemes.SCHEMES``, listed in docs/reference/llm-schemes.md; a
     ``.pte`` is taken as exported). None for a token count: the session's
-    ``--sme2-prompt-tokens`` / ``--sme2-new-tokens``."""
+    ``--sme2-prompt-tokens`` / ``--sme2-new-tokens``. ``depth``: tokens filled into the KV
+    cache, untimed, before the timed prompt (llama-bench's ``pp64 @ d512``; the generation
+    matrix's ``sme2_llm_case.depth``). The size's keywords (``prompt_tokens``, ``new_tokens``,
+    ``depth``) travel together as ``**size``."""
     sme2_session.prepare()
     settings = sme2_session.settings
 
     def generate(model: str, scheme: str = "8da8w", threads: int = 1,
-                 prompt_tokens: int | None = None, new_tokens: int | None = None,
-                 runner: str | None = None) -> GenerationResult:
+                 runner: str | None = None, **size: int | None) -> GenerationResult:
+        unknown = set(size) - set(GENERATION_SIZE)
+        if unknown:
+            raise TypeError(f"sme2_generate() got {', '.join(sorted(unknown))}; a generation's "
+                            f"size is given by {', '.join(GENERATION_SIZE)}")
+        prompt_tokens, new_tokens = size.get("prompt_tokens"), size.get("new_tokens")
         try:
             asked = Generation(prompt_tokens or settings.prompt_tokens,
-                               settings.new_tokens if new_tokens is None else new_tokens)
+                               settings.new_tokens if new_tokens is None else new_tokens,
+                               size.get("depth") or 0)
         except ValueError as e:
             fail(Sme2Error(str(e)), request.config)
         loop = replace(_loop(request, sme2_session, sme2_device_spec), generation=asked)
@@ -303,13 +315,14 @@ def sme2_compare(request: pytest.FixtureRequest, sme2_session: BenchSession,
 
     def compare(base: str, candidate: str, model: str, dtype: str = "fp32", threads: int = 1,
                 blocks: int | None = None, margin: float = DEFAULT_MARGIN,
-                prompt_tokens: int | None = None, new_tokens: int | None = None
-                ) -> Comparison:
+                prompt_tokens: int | None = None, new_tokens: int | None = None,
+                depth: int = 0) -> Comparison:
         asked = None
-        if prompt_tokens is not None or new_tokens is not None:   # an LLM, these tokens
+        if prompt_tokens is not None or new_tokens is not None or depth:   # an LLM, these
             settings = sme2_session.settings
             asked = Generation(prompt_tokens or settings.prompt_tokens,
-                               settings.new_tokens if new_tokens is None else new_tokens)
+                               settings.new_tokens if new_tokens is None else new_tokens,
+                               depth)
         loop = replace(_loop(request, sme2_session, sme2_device_spec), generation=asked)
         done = loop.compare(base, candidate, Case(model, dtype, threads), blocks, margin)
         _conclude(request, done)

@@ -121,11 +121,13 @@ class Unit:
     sides: list[Side]
     comparison: ComparisonRecord | None = None
     device: str = ""                # set when the document holds several devices
+    depth: int = 0                  # an LLM's context depth
 
     @property
     def point(self) -> str:
         where = f" on {self.device}" if self.device else ""
-        return f"{self.model} {self.dtype} t{self.threads}{where}"
+        at = f" @ d{self.depth}" if self.depth else ""
+        return f"{self.model} {self.dtype} t{self.threads}{at}{where}"
 
     @property
     def title(self) -> str:
@@ -136,7 +138,8 @@ class Unit:
     @property
     def slug(self) -> str:
         sep = "-vs-" if self.comparison else "-"
-        text = f"{self.model}-{self.dtype}-t{self.threads}-" + sep.join(s.runner
+        at = f"-d{self.depth}" if self.depth else ""
+        text = f"{self.model}-{self.dtype}-t{self.threads}{at}-" + sep.join(s.runner
                                                                         for s in self.sides)
         if self.device:
             text += f"-{self.device}"
@@ -262,12 +265,13 @@ def units(doc: ResultsDoc) -> list[Unit]:
         base, candidate = comparison_blocks(c, doc.benchmarks)
         sides = [make_side(c.base, base), make_side(c.candidate, candidate)]
         device = sides[0].blocks[0].device_label if several and sides[0].blocks else ""
-        out.append(Unit(c.model, c.dtype, int(c.threads), sides, c, device))
+        depth = grouping.depth_of(sides[0].blocks[0]) if sides[0].blocks else 0
+        out.append(Unit(c.model, c.dtype, int(c.threads), sides, c, device, depth))
     points = point_runners(unclaimed(doc.benchmarks, doc.comparisons), per_device=several)
-    for (model, dtype, threads, device), runners_ in points.items():
+    for (model, dtype, threads, device, depth), runners_ in points.items():
         out.append(Unit(model, dtype, threads,
                         [make_side(name, blocks) for name, blocks in runners_.items()],
-                        device=device))
+                        device=device, depth=depth))
     return out
 
 
@@ -279,7 +283,7 @@ def by_model(us: list[Unit]) -> dict[str, list[Unit]]:
     for u in us:
         out.setdefault(u.model, []).append(u)
     for model_units in out.values():
-        model_units.sort(key=lambda u: (dtypes.index(u.dtype), u.threads,
+        model_units.sort(key=lambda u: (dtypes.index(u.dtype), u.threads, u.depth,
                                         u.comparison is None))
     return out
 
@@ -298,6 +302,7 @@ class DeviceRow:
     dtype: str
     threads: int
     runner: str
+    depth: int
     latency: dict[str, PooledLatency | None]
 
 

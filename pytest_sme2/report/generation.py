@@ -76,6 +76,8 @@ def report_rows(us) -> list[dict]:
                 "title": f"{u.point} {side.runner}", "scheme": u.dtype,
                 "emulated": any(b.emulated for b in side.blocks),
                 "prompt_tokens": g.prompt_tokens, "new_tokens": g.new_tokens,
+                "depth": g.depth, **_fill(side.blocks),
+                "tests": {p.phase: g.bench_name(p.phase) for p in g.phases},
                 "prefill_how": ("one execute" if g.dynamic_shape
                                 else f"{pre.executes} one-token executes"),
                 "generations": pre.generations, "blocks": g.blocks,
@@ -97,6 +99,15 @@ def report_rows(us) -> list[dict]:
     return out
 
 
+def _fill(blocks) -> dict:
+    """The depth fill per generation: its executes (the first generation block's) and its
+    time (the median of the blocks' medians, ms; None where none was measured)."""
+    gens = [b.generation for b in blocks if b.generation is not None]
+    times = sorted(g.depth_ms for g in gens if g.depth_ms is not None)
+    return {"depth_executes": gens[0].depth_executes if gens else 0,
+            "depth_ms": times[(len(times) - 1) // 2] if times else None}
+
+
 def summary_lines(us) -> list[str]:
     """report.md's Summary: one line per LLM benchmark and runner."""
     out = []
@@ -107,10 +118,10 @@ def summary_lines(us) -> list[str]:
                 continue
             emulated = " (emulated CPU: says nothing about speed)" if any(
                 b.emulated for b in side.blocks) else ""
-            out.append(f"{u.point} {side.runner} (LLM, {g.prompt_tokens} + {g.new_tokens} "
-                       f"tokens): prefill {fmt_tokens_per_s(g.prefill.tokens_per_s)} tok/s, "
-                       f"decode {fmt_tokens_per_s(g.decode.tokens_per_s)} tok/s (per token "
-                       f"median {fmt_ms(g.decode.token_median_ms)} ms, p90 "
+            out.append(f"{u.point} {side.runner} (LLM, {g.tests}): prefill "
+                       f"{fmt_tokens_per_s(g.prefill.tokens_per_s)} tok/s, decode "
+                       f"{fmt_tokens_per_s(g.decode.tokens_per_s)} tok/s (per token median "
+                       f"{fmt_ms(g.decode.token_median_ms)} ms, p90 "
                        f"{fmt_ms(g.decode.token_p90_ms)} ms), TTFT {fmt_ms(g.ttft_ms)} ms"
                        f"{emulated}.")
     return out

@@ -136,23 +136,31 @@ def sides_per_device(results: Iterable[BlockResult],
     return out
 
 
+def depth_of(b: BlockResult) -> int:
+    """An LLM block's context depth (0: an empty KV cache, or not a generation)."""
+    return b.generation.depth if b.generation is not None else 0
+
+
 def point_runners(blocks: Iterable[BlockResult], per_device: bool
-                  ) -> dict[tuple[str, str, int, str], dict[str, list[BlockResult]]]:
+                  ) -> dict[tuple[str, str, int, str, int], dict[str, list[BlockResult]]]:
     """Blocks by the point they measured — (model, dtype, threads, device label, or "" unless
-    ``per_device``) — then by runner; points, runners and blocks in document order."""
-    out: dict[tuple[str, str, int, str], dict[str, list[BlockResult]]] = {}
+    ``per_device``, context depth) — then by runner; points, runners and blocks in document
+    order."""
+    out: dict[tuple[str, str, int, str, int], dict[str, list[BlockResult]]] = {}
     for b in blocks:
-        key = (b.model, b.dtype, int(b.threads), b.device_label if per_device else "")
+        key = (b.model, b.dtype, int(b.threads), b.device_label if per_device else "",
+               depth_of(b))
         out.setdefault(key, {}).setdefault(b.runner_name, []).append(b)
     return out
 
 
 def runner_point_devices(blocks: Iterable[BlockResult]
-                         ) -> dict[tuple[str, str, int, str], dict[str, list[BlockResult]]]:
-    """Blocks by (model, dtype, threads, runner), then by device label; in document order."""
-    out: dict[tuple[str, str, int, str], dict[str, list[BlockResult]]] = {}
+                         ) -> dict[tuple[str, str, int, str, int], dict[str, list[BlockResult]]]:
+    """Blocks by (model, dtype, threads, runner, context depth), then by device label; in
+    document order."""
+    out: dict[tuple[str, str, int, str, int], dict[str, list[BlockResult]]] = {}
     for b in blocks:
-        key = (b.model, b.dtype, int(b.threads), b.runner_name)
+        key = (b.model, b.dtype, int(b.threads), b.runner_name, depth_of(b))
         out.setdefault(key, {}).setdefault(b.device_label, []).append(b)
     return out
 

@@ -63,13 +63,24 @@ def generation_line(r: BlockResult, device: bool = False) -> str:
                 if p.evidence is not None and (p.evidence.traced or p.evidence.sampled)]
     sme2 = f"; SME2 {', '.join(verdicts)}" if verdicts else ""
     return (f"sme2: {r.model} {r.dtype} t{r.threads} {r.runner_name}{where}: generation of "
-            f"{g.prompt_tokens} prompt + {g.new_tokens} new tokens: prefill "
+            f"{g.prompt_tokens} prompt + {g.new_tokens} new tokens{_at_depth(r)} "
+            f"({g.tests}): prefill "
             f"{_tok_s(pre.tokens_per_s)} tok/s, decode {_tok_s(dec.tokens_per_s)} tok/s "
             f"(per token median {_ms(dec.token_median_ms)} ms, p90 {_ms(dec.token_p90_ms)} ms), "
             f"TTFT {_ms(g.ttft_ms)} ms, n={pre.generations} generations "
             f"(+{r.warmup} warm-up discarded){sme2}"
             + _outputs(r) + _timing(r) + _instructions(r) + _startup(r.startup)
             + (EMULATED if r.emulated else ""))
+
+
+def _at_depth(r: BlockResult) -> str:
+    """`` at depth 512 (the KV cache filled first: 91.1 ms, in no phase)``; nothing at depth
+    0."""
+    g = r.generation
+    if g is None or not g.depth:
+        return ""
+    took = f": {_ms(g.depth_ms)} ms" if g.depth_ms is not None else ""
+    return f" at depth {g.depth} (the KV cache filled first{took}, in no phase)"
 
 
 def _outputs(r: BlockResult) -> str:
@@ -288,7 +299,7 @@ def summary_table(results: Iterable[BlockResult],
             + scaling.terminal_lines(thread_scaling(results)) + precision_lines(results))
 
 
-GENERATION_COLUMNS = ("benchmark", "runner", "scheme", "prompt+new", "prefill tok/s",
+GENERATION_COLUMNS = ("benchmark", "runner", "scheme", "tests", "prefill tok/s",
                       "decode tok/s", "decode/token ms", "p90 ms", "TTFT ms", "SME2 prefill",
                       "SME2 decode", "vs baseline")
 _GENERATION_NUMERIC = {4, 5, 6, 7, 8}
@@ -320,7 +331,7 @@ def generation_row(name: str, side: BenchmarkSide) -> tuple[str, ...] | None:
     pre, dec = g.prefill, g.decode
     c = side.comparison
     baseline = (c.baselines or {}).get(side.runner) or None if c is not None else None
-    return (name, r.runner_name, r.dtype, f"{g.prompt_tokens}+{g.new_tokens}",
+    return (name, r.runner_name, r.dtype, g.tests,
             _tok_s(pre.tokens_per_s), _tok_s(dec.tokens_per_s), _ms(dec.token_median_ms),
             _ms(dec.token_p90_ms), _ms(g.ttft_ms), pre.sme2 if pre.evidence else "-",
             dec.sme2 if dec.evidence else "-", _phase_verdicts(r, baseline))

@@ -7,6 +7,11 @@ length is dynamic, P one-token executes where it is not) + decode (D executes of
 greedy argmax, EOS ignored). The runner samples one token from the prefill's logits and one
 after each decode step: D + 1 token ids per generation, the positions 0 .. P + D - 1 used.
 
+At context depth K (llama-bench's ``@ dK``) each generation first fills the KV cache with K
+tokens at positions 0 .. K - 1, untimed (executes of up to ``depth_chunk`` tokens: the
+program's longest forward where 0), then its prompt and decode steps run at K .. K + P + D - 1
+and are timed: ``pp P @ dK``, ``tg D @ dK``.
+
 The prompt is fixed and the same in every runner (:func:`prompt_token_ids`), so token ids are
 comparable across runners and SME2 on/off.
 """
@@ -37,36 +42,73 @@ class Generation:
 
     prompt_tokens: int = 64
     new_tokens: int = 32
+    depth: int = 0          # K: tokens in the KV cache before the prompt, filled untimed
+    depth_chunk: int = 0    # tokens per execute of the fill; 0: the program's longest forward
 
     def __post_init__(self) -> None:
         if self.prompt_tokens < 1 or self.new_tokens < 0:
             raise ValueError(f"a generation needs prompt_tokens >= 1 and new_tokens >= 0, got "
                              f"{self.prompt_tokens},{self.new_tokens}")
+        if self.depth < 0 or self.depth_chunk < 0:
+            raise ValueError(f"a context depth is 0 or more tokens, got {self.depth}")
 
     @property
     def arg(self) -> str:
-        """The runners' ``--generate`` value."""
-        return f"{self.prompt_tokens},{self.new_tokens}"
+        """The runners' ``--generate`` value: ``P,D``, at depth ``P,D,K`` (``P,D,K,C`` with a
+        fill chunk)."""
+        extra = (f",{self.depth}" if self.depth else "") + (
+            f",{self.depth_chunk}" if self.depth and self.depth_chunk else "")
+        return f"{self.prompt_tokens},{self.new_tokens}{extra}"
 
     @property
     def positions(self) -> int:
         """KV-cache positions one generation uses (must fit max_context_len)."""
-        return self.prompt_tokens + self.new_tokens
+        return self.depth + self.prompt_tokens + self.new_tokens
 
     def executes(self, dynamic_shape: bool) -> int:
-        """``Method::execute`` calls per generation."""
+        """``Method::execute`` calls per generation, the prompt's and the decode steps' (a
+        depth fill's depend on the program's longest forward: the runner's summary counts
+        them)."""
         return (1 if dynamic_shape else self.prompt_tokens) + self.new_tokens
 
     def prefill_only(self) -> Generation:
         """The prefill-only evidence process: P tokens, no decode step. Under QEMU the trace
         logs each translated block once per process, so only a process that runs one phase
         tells which kernels that phase ran."""
-        return Generation(self.prompt_tokens, 0)
+        return Generation(self.prompt_tokens, 0, self.depth, self.depth_chunk)
 
     def decode_only(self) -> Generation:
         """The decode-only evidence process: only one-token executes, at positions
-        0 .. D - 1 (a one-token "prompt", then D - 1 decode steps): the decode kernels."""
-        return Generation(1, max(self.new_tokens - 1, 0))
+        0 .. D - 1 (a one-token "prompt", then D - 1 decode steps): the decode kernels. At
+        depth K its fill goes one token per execute (a longer one would run prefill kernels),
+        and its steps run at K .. K + D - 1."""
+        return Generation(1, max(self.new_tokens - 1, 0), self.depth, 1 if self.depth else 0)
+
+
+def parse_generate(text: str) -> Generation:
+    """A runner's ``--generate P,D[,K[,C]]`` (:attr:`Generation.arg`); ValueError names it."""
+    parts = text.split(",")
+    try:
+        if not 2 <= len(parts) <= 4:
+            raise ValueError
+        return Generation(*(int(p) for p in parts))
+    except ValueError:
+        raise ValueError(f"--generate: {text!r} is not PROMPT_TOKENS,NEW_TOKENS[,DEPTH"
+                         "[,DEPTH_CHUNK]] of whole numbers (e.g. 64,32 or 64,32,512)") from None
+
+
+def llama_bench_name(phase: str, tokens: int, depth: int = 0) -> str:
+    """llama-bench's name of a phase's test: ``pp64``, ``tg32``, ``pp64 @ d512``."""
+    name = f"{'pp' if phase == PREFILL else 'tg'}{tokens}"
+    return f"{name} @ d{depth}" if depth else name
+
+
+def context_token_ids(depth: int, n: int, vocab: int) -> tuple[list[int], list[int]]:
+    """The depth fill's token ids and the prompt's: one fixed sequence of ``depth + n``
+    (:func:`prompt_token_ids`), the first ``depth`` filling the cache; at depth 0 the prompt is
+    the one every earlier version used."""
+    ids = prompt_token_ids(depth + n, vocab)
+    return ids[:depth], ids[depth:]
 
 
 def prompt_token_ids(n: int, vocab: int) -> list[int]:
@@ -118,6 +160,9 @@ class GenerationResult:
     prompt_tokens: int = 0
     new_tokens: int = 0
     dynamic_shape: bool = True      # prefill in one execute
+    depth: int = 0                  # tokens in the KV cache before the prompt (untimed fill)
+    depth_executes: int = 0         # Method::execute calls of the fill, per generation
+    depth_ms: float | None = None   # the fill's time per generation (median), in no phase
     generations: int = 0            # timed generations (warm-up ones dropped)
     warmup: int = 0
     prefill: PhaseStats = field(default_factory=lambda: PhaseStats(PREFILL))
@@ -142,6 +187,11 @@ class GenerationResult:
     startup: Startup | None = field(default=None, compare=False, repr=False)
     device: DeviceFacts | None = field(default=None, compare=False, repr=False)
     runner: RunnerInfo | None = field(default=None, compare=False, repr=False)
+
+    def bench_name(self, name: str) -> str:
+        """llama-bench's name of phase ``name``: ``pp64``, ``tg32 @ d512``."""
+        tokens = self.prompt_tokens if name == PREFILL else self.new_tokens
+        return llama_bench_name(name, tokens, self.depth)
 
     def phase(self, name: str) -> PhaseStats:
         if name not in PHASES:

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from pytest_sme2.results.latency import LatencyStats
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.results.block import BlockResult
-from pytest_sme2.results.generation import DECODE, PREFILL, GenerationResult, PhaseStats
+from pytest_sme2.results.generation import (DECODE, PREFILL, GenerationResult, PhaseStats,
+                                            llama_bench_name)
 from pytest_sme2.results.records import KernelEvidence
 from pytest_sme2.results.startup import Startup
 
@@ -123,9 +124,19 @@ class GenerationFigures:
     generation_ms: float | None = None
     tokens: list[int] = field(default_factory=list)
     max_context_len: int | None = None
+    depth: int = 0          # tokens in the KV cache before the prompt (filled untimed)
 
     def phase(self, name: str) -> PhaseFigures:
         return self.prefill if name == PREFILL else self.decode
+
+    def bench_name(self, name: str) -> str:
+        """llama-bench's name of phase ``name``: ``pp64``, ``tg32 @ d512``."""
+        return llama_bench_name(name, self.phase(name).tokens, self.depth)
+
+    @property
+    def tests(self) -> str:
+        """Both phases' names: ``pp64, tg32``; ``pp64 @ d512, tg32 @ d512``."""
+        return f"{self.bench_name(PREFILL)}, {self.bench_name(DECODE)}"
 
     @property
     def phases(self) -> tuple[PhaseFigures, PhaseFigures]:
@@ -161,4 +172,4 @@ def pool_generation(blocks: Sequence[BlockResult]) -> GenerationFigures | None:
         decode=_phase(DECODE, [x.decode for x in gens]),
         ttft_ms=_median(x.ttft_ms for x in gens),
         generation_ms=_median(x.generation_ms for x in gens), tokens=list(g.tokens),
-        max_context_len=g.max_context_len)
+        max_context_len=g.max_context_len, depth=g.depth)

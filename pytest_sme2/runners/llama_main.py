@@ -52,6 +52,10 @@ class LlamaMainRunner(BinaryRunner):
         if g is None:
             raise RunnerError(f"runner {self.name!r} is a llama_main: it runs LLM generations "
                               "only (the request has no generation)")
+        if g.depth:
+            raise RunnerError(f"runner {self.name!r} is a llama_main: it cannot fill a context "
+                              f"depth ({g.depth} tokens) before its prompt; measure depth 0 "
+                              "with it, or use the native or python runner")
         argv = [str(self.path), "--model_path", str(request.pte),
                 "--tokenizer_path", str(self.tokenizer),
                 "--prompt", " ".join([PROMPT_WORD] * g.prompt_tokens),

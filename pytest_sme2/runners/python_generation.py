@@ -1,6 +1,7 @@
-"""The Python runner's generation loop (``--generate P,D``), the native runner's
-run_generations through the ExecuTorch Python runtime: W + N generations, each a prefill then
-greedy one-token steps, and the same summary line (see pytest_sme2.results.generation)."""
+"""The Python runner's generation loop (``--generate P,D[,K[,C]]``), the native runner's
+run_generations through the ExecuTorch Python runtime: W + N generations, each an untimed fill
+of K tokens (context depth) then a prefill then greedy one-token steps, and the same summary
+line (see pytest_sme2.results.generation)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pytest_sme2.readers.tensorfile import SCALAR_TYPES
 from pytest_sme2.runners.python_process import (Refused, Steps, TimedMethod, first_line,
                                                 load_untraced, refusal, status_kb,
                                                 untraced_keys, watched_stderr)
-from pytest_sme2.results.generation import Generation, prompt_token_ids
+from pytest_sme2.results.generation import Generation, context_token_ids, parse_generate
 
 if TYPE_CHECKING:
     from pytest_sme2.results.generation import Generation
@@ -40,10 +41,20 @@ class _Plan:
     vocab: int
     dynamic: bool  # the whole prompt in one forward; else one token per forward
     use_kv_cache: bool
+    chunk: int = 1  # the depth fill's tokens per forward
 
     @property
     def prefill_executes(self) -> int:
         return 1 if self.dynamic else self.gen.prompt_tokens
+
+    @property
+    def depth_executes(self) -> int:
+        return -(-self.gen.depth // self.chunk)
+
+    @property
+    def executes(self) -> int:
+        """Forward calls per generation, the depth fill's included."""
+        return self.depth_executes + self.prefill_executes + self.gen.new_tokens
 
 
 _CONSTANT_METHODS = ("get_max_seq_len", "get_max_context_len", "get_vocab_size",
@@ -52,14 +63,12 @@ _TIMERS = ("prefill_ms", "first_sampling_ms", "sampling_ms", "decode_ms", "gener
 
 
 def _parse_generate(text: str) -> Generation:
-    """--generate's PROMPT_TOKENS,NEW_TOKENS, checked before the (slow) load."""
-
-    p_tokens, _, d_tokens = text.partition(",")
+    """--generate's PROMPT_TOKENS,NEW_TOKENS[,DEPTH[,DEPTH_CHUNK]], checked before the (slow)
+    load."""
     try:
-        return Generation(int(p_tokens), int(d_tokens))
-    except ValueError:
-        raise Refused(f"--generate: {text!r} is not PROMPT_TOKENS,NEW_TOKENS "
-                       "(e.g. 64,32)") from None
+        return parse_generate(text)
+    except ValueError as e:
+        raise Refused(str(e)) from None
 
 
 def _constant_values(runtime, pte: str, data: str | None) -> dict[str, int]:
@@ -142,10 +151,15 @@ def _plan_generation(pte: str, meta, values: dict[str, int], gen: Generation) ->
     context = max_ctx if max_ctx > 0 else max_seq
     if (context > 0 and gen.positions > context) or (dynamic and gen.prompt_tokens > upper):
         chunk = f"; one prefill takes at most {upper} tokens" if dynamic else ""
-        raise Refused(f"{pte}: prompt {gen.prompt_tokens} + new {gen.new_tokens} tokens is "
-                       f"over the program's limits (max_seq_len {max_seq}, max_context_len "
-                       f"{max_ctx}: prompt + new tokens <= {context}{chunk})")
-    return _Plan(gen, max_seq, max_ctx, vocab, dynamic, values.get("use_kv_cache") == 1)
+        depth = f"depth {gen.depth} + " if gen.depth else ""
+        raise Refused(f"{pte}: {depth}prompt {gen.prompt_tokens} + new {gen.new_tokens} "
+                       f"tokens is over the program's limits (max_seq_len {max_seq}, "
+                       f"max_context_len {max_ctx}: {depth}prompt + new tokens <= "
+                       f"{context}{chunk})")
+    longest = upper if dynamic else 1
+    chunk = min(gen.depth_chunk, longest) if gen.depth_chunk else longest
+    return _Plan(gen, max_seq, max_ctx, vocab, dynamic, values.get("use_kv_cache") == 1,
+                 max(chunk, 1))
 
 
 def _prompt_steps(plan: _Plan, prompt: list[int], torch) -> list:
@@ -178,6 +192,7 @@ class _Generations:
     prompt: list[int]
     pte: str
     seen: list[str]
+    fill: list[int]     # the depth fill's token ids (none at depth 0)
 
     def run(self, forward, total: int, record: Steps):
         """``total`` generations through ``forward``. Each must sample the first's tokens: the
@@ -185,11 +200,14 @@ class _Generations:
         generations. Returns the timers, the first generation's tokens and the RSS after
         it."""
         steps = _prompt_steps(self.plan, self.prompt, self.torch)
+        fill_t = self.torch.tensor([self.fill], dtype=self.torch.long)
+        fill = [fill_t[:, i:i + self.plan.chunk] for i in range(0, len(self.fill),
+                                                                 self.plan.chunk)]
         timers: dict[str, list[float]] = {k: [] for k in _TIMERS}
         first_tokens: list[int] | None = None
         rss_after_load = None
         for g in range(total):
-            tokens, times = self.once(forward, steps, g, total, record)
+            tokens, times = self.once(forward, fill, steps, g, total, record)
             if g == 0:
                 rss_after_load = status_kb("VmRSS:")
                 first_tokens = tokens
@@ -199,11 +217,12 @@ class _Generations:
                 timers[key].append(v)
         return timers, first_tokens, rss_after_load
 
-    def once(self, forward, steps: list, g: int, total: int,
+    def once(self, forward, fill: list, steps: list, g: int, total: int,
              record: Steps) -> tuple[list[int], tuple[float, ...]]:
-        """One generation: the prefill, then greedy one-token steps, each a ``forward`` call.
-        Returns the sampled tokens and the times named by _TIMERS, timed as natively; the
-        first generation's non-finite steps are counted in ``record``."""
+        """One generation: the depth fill (untimed by the timers; ``forward`` may time each
+        call), the prefill, then greedy one-token steps, each a ``forward`` call. Returns the
+        sampled tokens and the times named by _TIMERS, timed as natively; the first
+        generation's non-finite steps are counted in ``record``."""
         torch, plan, pte, seen = self.torch, self.plan, self.pte, self.seen
         clock = time.perf_counter
         tokens: list[int] = []
@@ -215,6 +234,13 @@ class _Generations:
                 record.nonfinite += 1
 
         try:
+            for chunk_t in fill:    # the context depth: positions 0 .. K - 1, untimed
+                if g == 0 and pos == 0:  # this runtime loads the method here: watch its log
+                    with watched_stderr(seen):
+                        forward((chunk_t, torch.tensor([pos], dtype=torch.long)))
+                else:
+                    forward((chunk_t, torch.tensor([pos], dtype=torch.long)))
+                pos += chunk_t.shape[1]
             t0 = clock()
             for chunk_t in steps:
                 if g == 0 and pos == 0:  # this runtime loads the method here: watch its log
@@ -250,6 +276,7 @@ def _generation_summary(a, plan: _Plan, prompt: list[int], tokens, timers,
     return {"prompt_tokens": gen.prompt_tokens, "new_tokens": gen.new_tokens,
             "warmup": a.warmup, "generations": a.warmup + a.runs,
             "prefill_executes": plan.prefill_executes, "decode_executes": gen.new_tokens,
+            "depth": gen.depth, "depth_executes": plan.depth_executes,
             "dynamic_shape": plan.dynamic, "use_kv_cache": plan.use_kv_cache,
             "max_seq_len": plan.max_seq_len, "max_context_len": plan.max_context_len,
             "vocab_size": plan.vocab, "prompt": prompt, "tokens": tokens,
@@ -272,9 +299,9 @@ def generate(a, runtime, torch, rss_before_load) -> int:
         else:
             program, method, meta, extra, values = _load_timed(runtime, a.pte, seen, a.data)
         plan = _plan_generation(a.pte, meta, values, gen)
-        prompt = prompt_token_ids(gen.prompt_tokens, plan.vocab)
+        fill, prompt = context_token_ids(gen.depth, gen.prompt_tokens, plan.vocab)
         timed = Steps([])
-        loop = _Generations(torch, plan, prompt, a.pte, seen)
+        loop = _Generations(torch, plan, prompt, a.pte, seen, fill)
         if a.trace_runs < 0:
             timers, tokens, extra["rss_after_load_kb"] = loop.run(
                 module.forward, a.warmup + a.runs, timed)
@@ -285,7 +312,7 @@ def generate(a, runtime, torch, rss_before_load) -> int:
                                          a.warmup + a.runs, timed)
             peak = status_kb("VmHWM:")  # before the traced pass adds its own
             del method, program
-            traced = (a.trace_warmup + a.trace_runs) * (plan.prefill_executes + gen.new_tokens)
+            traced = (a.trace_warmup + a.trace_runs) * plan.executes
             if a.trace_runs > 0:
                 module = _load_traced(runtime, a.pte, seen, a.data)[0]
                 loop.run(module.forward, a.trace_warmup + a.trace_runs, Steps([]))
@@ -296,7 +323,7 @@ def generate(a, runtime, torch, rss_before_load) -> int:
         return 1
     summary = {
         "threads": int(runtime._threadpool_get_thread_count()),
-        "executions": (a.warmup + a.runs) * (plan.prefill_executes + gen.new_tokens),
+        "executions": (a.warmup + a.runs) * plan.executes,
         "rss_before_load_kb": rss_before_load,
         "peak_includes": "the Python interpreter, torch and the runtime extension",
         "peak_rss_kb": peak, **extra}

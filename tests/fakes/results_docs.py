@@ -302,7 +302,8 @@ def generation_block(scheme: str = "8da4w", runner: str = "native", *, model: st
                      token_ms: float = 1.0, prefill_kernels=INT4_PREFILL,
                      decode_kernels=INT4_DECODE, device: dict | None = None,
                      block: int | None = None, labels: dict | None = None,
-                     generations: int = 10, nodeid: str | None = None) -> dict[str, Any]:
+                     generations: int = 10, nodeid: str | None = None,
+                     depth: int = 0) -> dict[str, Any]:
     """A generation block as ``BlockResult.to_json()`` writes it: ``e2e_ms`` the decode time
     per token of each timed generation, the analysis of the decode executes, ``generation``
     both phases (prefill in one execute), their kernel evidence from ``*_kernels`` (None: no
@@ -310,7 +311,8 @@ def generation_block(scheme: str = "8da4w", runner: str = "native", *, model: st
     decode_ms = token_ms * new
     pre_ev = traced(prefill_kernels) if prefill_kernels is not None else None
     dec_ev = traced(decode_kernels) if decode_kernels is not None else None
-    nodeid = nodeid or f"benchmarks/test_llm.py::test_llm[{model}-{scheme}-t1]"
+    at = f"-d{depth}" if depth else ""
+    nodeid = nodeid or f"benchmarks/test_llm.py::test_llm[{model}-{scheme}-t1{at}]"
     b = benchmark(nodeid, runner, steady(token_ms, generations),
                   {"GEMM": 0.5 * token_ms, "Data Movement": 0.3 * token_ms},
                   [op("Fully Connected (NC, QP8, F32, QC4W) #1", 0.5 * token_ms, token_ms,
@@ -319,6 +321,8 @@ def generation_block(scheme: str = "8da4w", runner: str = "native", *, model: st
                   ev=dec_ev or evidence("unknown"), block=block, labels=labels, warmup=2)
     b["generation"] = {
         "prompt_tokens": prompt, "new_tokens": new, "dynamic_shape": True,
+        "depth": depth, "depth_executes": -(-depth // 127),
+        "depth_ms": 0.18 * depth if depth else None,
         "generations": generations, "warmup": 2,
         "prefill": phase("prefill", prompt, 1, prefill_ms, generations=generations,
                          categories={"GEMM": 0.8 * prefill_ms,
@@ -328,7 +332,7 @@ def generation_block(scheme: str = "8da4w", runner: str = "native", *, model: st
         "ttft_ms": prefill_ms + 0.05, "sampling_ms": 0.1 * (new + 1),
         "generation_ms": prefill_ms + decode_ms + 0.1 * (new + 1),
         "tokens": [(7 * i + 3) % 512 for i in range(new + 1)], "max_seq_len": 128,
-        "max_context_len": 128, "vocab_size": 512, "source": f"/tmp/{scheme}.etdump"}
+        "max_context_len": max(128, depth + prompt + new), "vocab_size": 512, "source": f"/tmp/{scheme}.etdump"}
     return b
 
 

@@ -78,6 +78,65 @@ def test_phase_only_processes(native, tiny_llama_8da4w, tmp_path):
         assert r.phase(phase).median_ms > 0
 
 
+def test_a_generation_at_depth_fills_the_cache_untimed(native, tiny_llama_8da4w, tmp_path):
+    """64 tokens in the cache first (one execute; four of 16 with a chunk), then the timed
+    prompt and decode steps at positions 64..: both runners agree on the tokens, the fill is
+    in the process's executes but in neither phase, and the tokens are not depth 0's."""
+    results = {}
+    for name, g in (("native", Generation(16, 8, 64)), ("python", Generation(16, 8, 64)),
+                    ("chunked", Generation(16, 8, 64, 16)), ("d0", Generation(16, 8))):
+        req = RunRequest(tiny_llama_8da4w, tmp_path / f"{name}.etdump", runs=2, warmup=1,
+                         generation=g, untraced=name == "python", trace_runs=0)
+        done = _run(_python_argv(req) if name == "python" else native.command(req))
+        assert done.returncode == 0, done.stderr[-2000:]
+        summary = parse_summary(done.stdout)
+        fill = 4 if name == "chunked" else 0 if name == "d0" else 1
+        assert summary.generation.depth_executes == fill
+        assert summary.executions == 3 * (fill + 1 + 8)
+        if name == "python":     # untraced: each execute by the runner's clock, the fill's too
+            assert len(summary.execute_ms) == summary.executions
+            from pytest_sme2.analysis.timing import process_runs
+            from pytest_sme2.analysis.generation import analyze_generation
+
+            runs = process_runs(None, summary, 1, name)
+            results[name] = analyze_generation(runs.timed, summary.generation)
+        else:
+            results[name] = analyze_generation_file(req.etdump, done.stdout)
+    n, p, c, d0 = (results[k] for k in ("native", "python", "chunked", "d0"))
+    assert n.tokens == p.tokens == c.tokens and n.tokens != d0.tokens
+    for r in (n, p, c):
+        assert r.depth == 64 and r.generations == 2
+        assert r.prefill.executes == 1 and r.decode.executes == 8
+        assert r.bench_name("decode") == "tg8 @ d64"
+    # The fill (64 tokens) is not the 16-token prefill: the prefill is no slower than at depth 0
+    # by the fill's cost (within this VM's noise: a 4x margin).
+    assert n.prefill.median_ms < 4 * d0.prefill.median_ms
+
+
+def test_phase_only_processes_at_depth(native, tiny_llama_8da4w, tmp_path):
+    """The decode-only process fills its depth one token per execute: one-token executes only
+    (decode kernels), 32 fill + 8 steps."""
+    base = RunRequest(tiny_llama_8da4w, tmp_path / "x.etdump", generation=Generation(16, 8, 32))
+    for phase, fill, executes in (("prefill", 1, 1), ("decode", 32, 8)):
+        req = base.phase_only(phase)
+        done = _run(native.command(req))
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert parse_summary(done.stdout).executions == fill + executes
+        r = analyze_generation_file(req.etdump, done.stdout)
+        assert r.depth_executes == fill and r.phase(phase).median_ms > 0
+
+
+def test_a_depth_over_the_context_is_one_line(native, tiny_llama_8da4w, tmp_path):
+    req = RunRequest(tiny_llama_8da4w, tmp_path / "x.etdump", generation=Generation(16, 16, 100))
+    for argv in (native.command(req), _python_argv(req)):
+        done = _run(argv)
+        assert done.returncode == 1
+        assert done.stderr.strip().splitlines()[-1].endswith(
+            "depth 100 + prompt 16 + new 16 tokens is over the program's limits (max_seq_len "
+            "128, max_context_len 128: depth 100 + prompt + new tokens <= 128; one prefill "
+            "takes at most 127 tokens)")
+
+
 def test_prompt_over_the_limits_is_one_line(native, tiny_llama_8da4w, tmp_path):
     req = RunRequest(tiny_llama_8da4w, tmp_path / "x.etdump", generation=Generation(120, 16))
     for argv in (native.command(req), _python_argv(req)):

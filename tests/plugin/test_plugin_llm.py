@@ -26,6 +26,18 @@ def test_generate(sme2_generate):
         assert min(phase.categories_ms.values()) >= -1e-6, phase.categories_ms
 
 
+def test_generate_at_depth(sme2_generate):
+    gen = sme2_generate("llm.pte", scheme="pte", prompt_tokens=12, new_tokens=6, depth=32)
+    assert gen.depth == 32 and gen.depth_executes == 1     # one execute fills 32 tokens
+    assert gen.depth_ms > 0                                # timed apart from both phases
+    assert gen.prefill.executes == 1 and gen.decode.executes == 6 and len(gen.tokens) == 7
+    assert gen.bench_name("decode") == "tg6 @ d32"
+
+
+def test_depth_over_the_limit(sme2_generate):
+    sme2_generate("llm.pte", scheme="pte", prompt_tokens=12, new_tokens=6, depth=120)
+
+
 def test_bench_finds_the_llm(sme2_bench):
     r = sme2_bench("llm.pte")
     assert r.generation is not None and r.generation.new_tokens == 4
@@ -57,15 +69,19 @@ def test_an_llm_in_a_session(pytester, run_pytest, export_cache, toy_export, tin
               "--sme2-prompt-tokens=8", "--sme2-new-tokens=4", "--sme2-loads=1",
               f"--baseline-dir={pytester.path / 'baselines'}")
     res = run_pytest(*common, "--save-baseline")
-    res.assert_outcomes(passed=3, failed=2)
+    res.assert_outcomes(passed=4, failed=3)
     res.stdout.fnmatch_lines_random([
         "*toy.pte: not an LLM program (its metadata has no use_kv_cache and get_max_seq_len*",
-        "*prompt 200 + new 4 tokens is over the program's limits (max_seq_len 128*"])
+        "*prompt 200 + new 4 tokens is over the program's limits (max_seq_len 128*",
+        "*llm.pte: depth 120 + prompt 12 + new 6 tokens is over the program's limits*",
+        "*pp12 @ d32, tg6 @ d32*"])
     assert "Traceback" not in res.stdout.str()
     doc = json.loads((pytester.path / "sme2-report" / "results.json").read_text())
     generated = [b for b in doc["benchmarks"] if b.get("generation")]
     assert {b["nodeid"].split("::")[-1].split("[")[0] for b in generated} == {
-        "test_generate", "test_bench_finds_the_llm", "test_compare"}
+        "test_generate", "test_generate_at_depth", "test_bench_finds_the_llm", "test_compare"}
+    report = (pytester.path / "sme2-report" / "report.md").read_text()
+    assert "| prefill | pp12 @ d32 | 12 | 1 |" in report
     gen = next(b for b in generated if b["nodeid"].endswith("test_generate"))
     assert gen["generation"]["prefill"]["tokens"] == 12
     cmp = doc["comparisons"][0]
@@ -73,7 +89,7 @@ def test_an_llm_in_a_session(pytester, run_pytest, export_cache, toy_export, tin
 
     # The next session is judged per phase against the one just saved.
     res = run_pytest(*common, "-k", "test_generate or test_bench")
-    res.assert_outcomes(passed=2)
+    res.assert_outcomes(passed=3)       # the depth's own baseline key judges it
     doc = json.loads((pytester.path / "sme2-report" / "results.json").read_text())
     for block in doc["benchmarks"]:
         assert set(block["baseline_phases"]) == {"prefill", "ttft"}, block["nodeid"]

@@ -152,13 +152,14 @@ def write_trace(events: pd.DataFrame, path: str | Path, run: int | None = None, 
 @dataclass(frozen=True)
 class GenerationLoop:
     """How a generation run laid out its executes: ``generations`` (warm-up ones first), each
-    ``prefill_executes`` then ``decode_executes`` (a runner's ``GenerationSummary`` has the
-    same fields and does as well)."""
+    ``prefill_executes`` then ``decode_executes``, after ``depth_executes`` that fill the KV
+    cache untimed (a runner's ``GenerationSummary`` has the same fields and does as well)."""
 
     generations: int
     prefill_executes: int
     decode_executes: int
     warmup: int = 0
+    depth_executes: int = 0
 
 
 def median_generation(events: pd.DataFrame, loop: GenerationLoop, source: str = "ETDump",
@@ -171,11 +172,13 @@ def median_generation(events: pd.DataFrame, loop: GenerationLoop, source: str = 
     per_run = e2e if e2e is not None else e2e_per_run(events, source=source)
     runs = per_run.index.to_numpy()
     gen_of, _ = phase_tags(len(per_run), generations, loop.prefill_executes,
-                           loop.decode_executes, source)
+                           loop.decode_executes, source, loop.depth_executes)
     if warmup >= generations:
         raise Sme2Error(f"{source}: warm-up {warmup} leaves none of the {generations} "
                         "generations")
-    totals = pd.Series(np.bincount(gen_of, weights=per_run.to_numpy(), minlength=generations))
+    timed_run = gen_of >= 0     # a depth fill's executes (-1) are in no generation's time
+    totals = pd.Series(np.bincount(gen_of[timed_run], weights=per_run.to_numpy()[timed_run],
+                                   minlength=generations))
     timed = totals[totals.index >= warmup].sort_values(kind="stable")
     g = int(timed.index[(len(timed) - 1) // 2])
     return g, [int(r) for r in runs[gen_of == g]]
@@ -197,7 +200,7 @@ def generation_trace_events(events: pd.DataFrame, loop: GenerationLoop, *,
         generation, runs = median_generation(events, loop, source, per_run)
     else:
         gen_of, _ = phase_tags(len(per_run), generations, prefill_executes, decode_executes,
-                               source)
+                               source, loop.depth_executes)
         runs = [int(r) for r in per_run.index.to_numpy()[gen_of == generation]]
         if not runs:
             raise Sme2Error(f"{source}: no generation {generation} (of {generations})")

@@ -164,7 +164,8 @@ def by_device(doc: ResultsDoc) -> dict[str, Any] | None:
     if len(labels) < 2:
         return None
     return {"headers": [f">{label}" for label in labels],
-            "rows": [{"model": r.model, "dtype": r.dtype, "threads": r.threads,
+            "rows": [{"model": r.model, "dtype": r.dtype,
+                      "threads": f"{r.threads} @ d{r.depth}" if r.depth else r.threads,
                       "runner": r.runner,
                       "cells": [f"{fmt_ms(p.median_ms)} ({fmt_percent(p.cv_pct)})" if p else "—"
                                 for p in r.latency.values()]}

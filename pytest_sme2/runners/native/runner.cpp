@@ -38,6 +38,12 @@
 // times (prefill, first sampling, all sampling, decode, whole generation), in ms.
 // P,0 (prefill only) and 1,D (only one-token executes at positions 0..D) are the phase-only
 // processes whose kernel traces tell the phases apart.
+// --generate P,D,K[,C] runs each generation at context depth K (llama-bench's "@ dK"): first K
+// tokens fill the KV cache at positions 0..K-1 in executes of up to C tokens (0 or none: the
+// longest forward takes), untimed by the generation's timers but executed (and traced) like any
+// other, then the prompt and the decode steps run at K.. and are timed. The fill's token ids and
+// the prompt are one fixed sequence of K + P ids (the prompt its last P). The summary's
+// "depth_executes" counts the fill's executes per generation, which come first in each.
 
 #include <algorithm>
 #include <cerrno>
@@ -113,6 +119,8 @@ struct Options {
   bool generate = false;
   int64_t prompt_tokens = 0;  // P
   int64_t new_tokens = 0;     // D
+  int64_t depth = 0;          // K: tokens filled into the KV cache before the prompt
+  int64_t depth_chunk = 0;    // C: tokens per execute of that fill (0: the longest forward)
   int64_t trace_executions = -1; // -1: the timed executions are traced (upstream's way)
   uint32_t trace_warmup = 0;
 
@@ -123,7 +131,7 @@ const char* kUsage =
     "usage: sme2_runner --model_path M.pte [--data_path M.ptd] [--etdump_path OUT.etdump]\n"
     "                   [--num_executions N]\n"
     "                   [--warmup W] [--cpu_threads T] [--input_file IN] [--output_file OUT]\n"
-    "                   [--generate PROMPT_TOKENS,NEW_TOKENS]\n"
+    "                   [--generate PROMPT_TOKENS,NEW_TOKENS[,DEPTH[,DEPTH_CHUNK]]]\n"
     "                   [--trace_executions T [--trace_warmup TW]]\n";
 
 long long parse_int(const std::string& flag, const std::string& text, long long lo, long long hi) {
@@ -182,13 +190,22 @@ Options parse_flags(int argc, char** argv) {
     } else if (name == "trace_warmup") {
       o.trace_warmup = static_cast<uint32_t>(parse_int(name, value, 0, UINT32_MAX));
     } else if (name == "generate") {
-      const size_t comma = value.find(',');
-      if (comma == std::string::npos) {
-        throw Failure("--generate: '" + value + "' is not PROMPT_TOKENS,NEW_TOKENS (e.g. 64,32)");
+      std::vector<std::string> parts;
+      size_t from = 0;
+      for (size_t comma; (comma = value.find(',', from)) != std::string::npos; from = comma + 1) {
+        parts.push_back(value.substr(from, comma - from));
+      }
+      parts.push_back(value.substr(from));
+      if (parts.size() < 2 || parts.size() > 4) {
+        throw Failure("--generate: '" + value + "' is not PROMPT_TOKENS,NEW_TOKENS[,DEPTH" +
+                      "[,DEPTH_CHUNK]] (e.g. 64,32 or 64,32,512)");
       }
       o.generate = true;
-      o.prompt_tokens = parse_int("generate (prompt tokens)", value.substr(0, comma), 1, 1 << 20);
-      o.new_tokens = parse_int("generate (new tokens)", value.substr(comma + 1), 0, 1 << 20);
+      o.prompt_tokens = parse_int("generate (prompt tokens)", parts[0], 1, 1 << 20);
+      o.new_tokens = parse_int("generate (new tokens)", parts[1], 0, 1 << 20);
+      o.depth = parts.size() > 2 ? parse_int("generate (depth)", parts[2], 0, 1 << 24) : 0;
+      o.depth_chunk = parts.size() > 3 ? parse_int("generate (depth chunk)", parts[3], 0, 1 << 20)
+                                       : 0;
     } else {
       throw Failure("ERROR: unknown command line flag '" + name + "'");
     }
@@ -667,6 +684,8 @@ struct GenerationPlan {
   bool dynamic = false;
   bool kv_cache = false;
   int64_t prefill_executes = 0;
+  int64_t depth_chunk = 1;     // tokens per execute of the depth fill
+  int64_t depth_executes = 0;  // the fill's executes per generation
 };
 
 GenerationPlan plan_generation(Module& module, const std::string& method, const Options& o) {
@@ -730,18 +749,24 @@ GenerationPlan plan_generation(Module& module, const std::string& method, const 
     }
   }
   const int64_t context = plan.max_context_len > 0 ? plan.max_context_len : plan.max_seq_len;
-  const int64_t needed = o.prompt_tokens + o.new_tokens; // positions 0 .. P+D-1
+  const int64_t needed = o.depth + o.prompt_tokens + o.new_tokens; // positions 0 .. K+P+D-1
   const bool over_context = context > 0 && needed > context;
   const bool over_prefill = plan.dynamic && o.prompt_tokens > plan.prefill_chunk;
   if (over_context || over_prefill) {
-    throw Failure(o.model_path + ": prompt " + std::to_string(o.prompt_tokens) + " + new " +
-                  std::to_string(o.new_tokens) + " tokens is over the program's limits " +
-                  "(max_seq_len " + std::to_string(plan.max_seq_len) + ", max_context_len " +
-                  std::to_string(plan.max_context_len) + ": prompt + new tokens <= " +
-                  std::to_string(context) + (plan.dynamic ? "; one prefill takes at most " +
+    const std::string depth = o.depth > 0 ? "depth " + std::to_string(o.depth) + " + " : "";
+    throw Failure(o.model_path + ": " + depth + "prompt " + std::to_string(o.prompt_tokens) +
+                  " + new " + std::to_string(o.new_tokens) + " tokens is over the program's " +
+                  "limits (max_seq_len " + std::to_string(plan.max_seq_len) +
+                  ", max_context_len " + std::to_string(plan.max_context_len) + ": " + depth +
+                  "prompt + new tokens <= " + std::to_string(context) +
+                  (plan.dynamic ? "; one prefill takes at most " +
                   std::to_string(plan.prefill_chunk) + " tokens" : std::string()) + ")");
   }
   plan.prefill_executes = plan.dynamic ? 1 : o.prompt_tokens;
+  plan.depth_chunk = o.depth_chunk > 0 ? std::min(o.depth_chunk, plan.prefill_chunk)
+                                       : plan.prefill_chunk;
+  plan.depth_chunk = std::max<int64_t>(plan.depth_chunk, 1);
+  plan.depth_executes = (o.depth + plan.depth_chunk - 1) / plan.depth_chunk;
   return plan;
 }
 
@@ -752,18 +777,19 @@ struct GenerationRun {
   uint32_t nonfinite_steps = 0;   // sampled steps whose logits held a NaN or an infinity
 };
 
-// One generation: P prompt tokens, then D greedy steps. All inputs live on this stack frame's
-// vectors for the duration of each execute.
+// One generation: the depth fill (K tokens, untimed), P prompt tokens, then D greedy steps. All
+// inputs live on this stack frame's vectors for the duration of each execute.
 GenerationRun generate_once(Module& module, const std::string& method, const Options& o,
-                            const GenerationPlan& plan, const std::vector<int64_t>& prompt,
-                            uint32_t index, uint32_t total) {
+                            const GenerationPlan& plan, const std::vector<int64_t>& fill,
+                            const std::vector<int64_t>& prompt, uint32_t index, uint32_t total) {
   using executorch::extension::make_tensor_ptr;
   GenerationRun g;
   g.tokens.reserve(static_cast<size_t>(o.new_tokens) + 1);
   int64_t pos = 0;
   std::vector<int64_t> pos_buf(1, 0);
   std::vector<int64_t> token_buf(1, 0);
-  g.execute_ms.reserve(static_cast<size_t>(plan.prefill_executes + o.new_tokens));
+  g.execute_ms.reserve(
+      static_cast<size_t>(plan.depth_executes + plan.prefill_executes + o.new_tokens));
   auto step = [&](const int64_t* ids, int64_t n) -> EValue {
     pos_buf[0] = pos;
     auto tokens = make_tensor_ptr({1, static_cast<executorch::aten::SizesType>(n)},
@@ -786,6 +812,10 @@ GenerationRun generate_once(Module& module, const std::string& method, const Opt
     }
     return result->at(0);
   };
+  for (size_t i = 0; i < fill.size(); i += static_cast<size_t>(plan.depth_chunk)) {
+    const size_t n = std::min(fill.size() - i, static_cast<size_t>(plan.depth_chunk));
+    step(&fill[i], static_cast<int64_t>(n)); // positions 0 .. K-1: the context depth, untimed
+  }
   const auto t0 = std::chrono::steady_clock::now();
   EValue logits;
   if (plan.dynamic) {
@@ -832,13 +862,16 @@ struct Pass {
 Pass run_generations(Module& module, const std::string& method, const Options& o,
                      uint32_t warmup, uint32_t runs, const std::string& label) {
   const GenerationPlan plan = plan_generation(module, method, o);
-  const std::vector<int64_t> prompt = prompt_ids(o.prompt_tokens, plan.vocab);
+  // One fixed sequence of K + P ids: the first K fill the cache, the last P are the prompt.
+  const std::vector<int64_t> context = prompt_ids(o.depth + o.prompt_tokens, plan.vocab);
+  const std::vector<int64_t> fill(context.begin(), context.begin() + o.depth);
+  const std::vector<int64_t> prompt(context.begin() + o.depth, context.end());
   const uint32_t total = warmup + runs;
   std::vector<double> prefill, first_sampling, sampling, decode, whole;
   std::vector<int64_t> first_tokens;
   Pass pass;
   for (uint32_t i = 0; i < total; ++i) {
-    GenerationRun g = generate_once(module, method, o, plan, prompt, i, total);
+    GenerationRun g = generate_once(module, method, o, plan, fill, prompt, i, total);
     if (i == 0) {
       first_tokens = g.tokens;
       pass.nonfinite = g.nonfinite_steps; // the first generation's steps: checked once
@@ -864,13 +897,15 @@ Pass run_generations(Module& module, const std::string& method, const Options& o
     decode.push_back(g.decode_ms);
     whole.push_back(g.total_ms);
     pass.execute_ms.insert(pass.execute_ms.end(), g.execute_ms.begin(), g.execute_ms.end());
-    pass.executions += static_cast<uint32_t>(plan.prefill_executes + o.new_tokens);
+    pass.executions +=
+        static_cast<uint32_t>(plan.depth_executes + plan.prefill_executes + o.new_tokens);
   }
   std::ostringstream js;
   js << "{\"prompt_tokens\": " << o.prompt_tokens << ", \"new_tokens\": " << o.new_tokens
      << ", \"warmup\": " << warmup << ", \"generations\": " << total
      << ", \"prefill_executes\": " << plan.prefill_executes
-     << ", \"decode_executes\": " << o.new_tokens
+     << ", \"decode_executes\": " << o.new_tokens << ", \"depth\": " << o.depth
+     << ", \"depth_executes\": " << plan.depth_executes
      << ", \"dynamic_shape\": " << (plan.dynamic ? "true" : "false")
      << ", \"use_kv_cache\": " << (plan.kv_cache ? "true" : "false")
      << ", \"max_seq_len\": " << plan.max_seq_len

@@ -10,7 +10,9 @@ from pytest_sme2.analysis.generation import (GenerationAnalysisError, analyze_ge
 from pytest_sme2.analysis.kernel_sources import KernelSources
 from pytest_sme2.analysis.runner_summary import GenerationSummary, parse_summary
 from pytest_sme2.readers.etdump import parse_etdump
-from pytest_sme2.results.generation import Generation, GenerationResult, prompt_token_ids
+from pytest_sme2.results.generation import (Generation, GenerationResult, context_token_ids,
+                                            llama_bench_name, parse_generate,
+                                            prompt_token_ids)
 from tests.fakes.etdumps import execute_run, make_etdump
 
 GEMM_P = "Fully Connected (NC, QD8, F32, QC4W) GEMM #1"
@@ -18,21 +20,25 @@ SDPA = "Softmax (NC, F32) #1"
 
 
 def _generation_etdump(generations: int, prefill_executes: int, decode: int,
-                       prefill_ns: int = 800_000, decode_ns: int = 200_000) -> bytes:
+                       prefill_ns: int = 800_000, decode_ns: int = 200_000,
+                       depth_executes: int = 0, depth_ns: int = 5_000_000) -> bytes:
     runs, t = [], 0
     for _ in range(generations):
-        for k in range(prefill_executes + decode):
-            dur = prefill_ns if k < prefill_executes else decode_ns
+        for k in range(depth_executes + prefill_executes + decode):
+            dur = (depth_ns if k < depth_executes else
+                   prefill_ns if k < depth_executes + prefill_executes else decode_ns)
             runs.append(execute_run(t, [(GEMM_P, dur * 3 // 4), (SDPA, dur // 4)]))
             t += dur + 10_000
     return make_etdump(runs)
 
 
-def _summary(generations=4, warmup=1, prompt=16, new=5, dynamic=True, first_ms=0.05):
+def _summary(generations=4, warmup=1, prompt=16, new=5, dynamic=True, first_ms=0.05,
+             depth=0, depth_executes=0):
     pre = 1 if dynamic else prompt
     return GenerationSummary(prompt_tokens=prompt, new_tokens=new, warmup=warmup,
                              generations=generations, prefill_executes=pre,
-                             decode_executes=new, dynamic_shape=dynamic,
+                             decode_executes=new, dynamic_shape=dynamic, depth=depth,
+                             depth_executes=depth_executes,
                              tokens=tuple(range(new + 1)),
                              first_sampling_ms=(first_ms,) * generations,
                              sampling_ms=(0.2,) * generations,
@@ -49,6 +55,34 @@ def test_execute_count_mismatch_is_one_clear_error():
     with pytest.raises(GenerationAnalysisError, match=r"11 Method::execute events, but 3 "
                        r"generations of 1 prefill \+ 3 decode executes make 12"):
         phase_tags(11, 3, 1, 3)
+
+
+def test_a_depth_fill_belongs_to_no_generation():
+    gen, pre = phase_tags(10, 2, 1, 2, depth_executes=2)
+    assert gen.tolist() == [-1, -1, 0, 0, 0, -1, -1, 1, 1, 1]
+    assert pre.tolist() == [False, False, True, False, False] * 2
+
+
+def test_a_count_without_the_depth_fill_names_it():
+    with pytest.raises(GenerationAnalysisError, match=r"2 generations of 2 depth-fill \+ 1 "
+                       r"prefill \+ 2 decode executes make 10"):
+        phase_tags(6, 2, 1, 2, depth_executes=2)
+
+
+def test_at_depth_the_fill_is_neither_prefill_nor_decode():
+    """Five-millisecond fill executes before each prompt change no phase's figures."""
+    s = _summary(depth=512, depth_executes=5)
+    events = parse_etdump(_generation_etdump(4, 1, 5, depth_executes=5))
+    r = analyze_generation(events, s)
+    assert r.depth == 512 and r.depth_executes == 5
+    assert r.depth_ms == pytest.approx(5 * 5.0002)     # counted apart: five 5 ms executes
+    assert r.prefill.median_ms == pytest.approx(0.8002)
+    assert r.decode.median_ms == pytest.approx(5 * 0.2002)
+    assert r.decode.token_median_ms == pytest.approx(0.2002)
+    assert sum(r.decode.categories_ms.values()) == pytest.approx(r.decode.median_ms)
+    assert r.prefill.categories_ms["GEMM"] == pytest.approx(0.6)
+    assert r.ttft_ms == pytest.approx(0.8002 + 0.05)
+    assert (r.bench_name("prefill"), r.bench_name("decode")) == ("pp16 @ d512", "tg5 @ d512")
 
 
 def test_dynamic_prefill_and_decode_stats():
@@ -149,3 +183,29 @@ def test_phase_only_generations():
     assert g.executes(dynamic_shape=False) == 96
     with pytest.raises(ValueError):
         Generation(0, 3)
+
+
+def test_a_generation_at_depth():
+    g = Generation(64, 32, depth=512)
+    assert g.positions == 608 and g.arg == "64,32,512"
+    assert parse_generate("64,32,512") == g and parse_generate("64,32") == Generation(64, 32)
+    assert parse_generate("1,31,512,1") == Generation(1, 31, 512, 1)
+    # Phase-only processes fill the same depth; the decode-only one token by token, so that it
+    # runs only one-token executes (decode kernels).
+    assert g.prefill_only() == Generation(64, 0, 512)
+    assert g.decode_only() == Generation(1, 31, 512, 1) and g.decode_only().arg == "1,31,512,1"
+    for bad in ("64", "64,32,x", "64,32,-1", "1,2,3,4,5"):
+        with pytest.raises(ValueError, match="--generate"):
+            parse_generate(bad)
+
+
+def test_the_depth_fill_and_the_prompt_are_one_fixed_sequence():
+    fill, prompt = context_token_ids(3, 64, 512)
+    assert fill + prompt == prompt_token_ids(67, 512) and len(prompt) == 64
+    assert context_token_ids(0, 64, 512) == ([], prompt_token_ids(64, 512))
+
+
+def test_llama_bench_names():
+    assert llama_bench_name("prefill", 64) == "pp64"
+    assert llama_bench_name("decode", 32) == "tg32"
+    assert llama_bench_name("decode", 32, 512) == "tg32 @ d512"

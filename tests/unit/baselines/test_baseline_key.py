@@ -68,6 +68,22 @@ def test_a_measure_of_another_kind_is_another_key():
     assert BaselineKey.from_result(bench_result(), measure="instructions").digest != time_key.digest
 
 
+def test_a_context_depth_is_another_key_and_depth_0_keeps_the_old_one():
+    from pytest_sme2.results import GenerationResult
+
+    plain = BaselineKey.from_result(bench_result())
+    at_0 = bench_result()
+    at_0.generation = GenerationResult(prompt_tokens=64, new_tokens=32)
+    assert BaselineKey.from_result(at_0) == plain and "depth" not in plain.to_dict()
+    deep = bench_result()
+    deep.generation = GenerationResult(prompt_tokens=64, new_tokens=32, depth=512)
+    key = BaselineKey.from_result(deep)
+    assert key.digest != plain.digest and key.stem == "toy_cnn-fp32-t1-d512-python"
+    assert BaselineKey.from_dict(key.to_dict()) == key
+    assert BaselineKey.from_dict(plain.to_dict()) == plain
+    assert plain.differences(key) == ["context depth 0 -> 512"]
+
+
 def test_results_group_by_key_in_first_seen_order():
     groups = group_by_key([bench_result(threads=2), bench_result(), bench_result(samples=(2.0,))])
     assert [(k.threads, len(rs)) for k, rs in groups.items()] == [(2, 1), (1, 2)]

@@ -199,3 +199,14 @@ def test_a_generation_is_counted_per_phase_by_the_session(monkeypatch):
     assert calls == [(Generation(g.prompt_tokens, g.new_tokens), block.threads,
                       "the host build")]
     assert block.instructions == "n"
+
+    # At depth: one line, timed only (the prefill-only processes would count the fill).
+    deep, lines = BlockResult.from_json(generation_block("8da8w", depth=512)), []
+    session = BenchSession(devices=("host",))
+    try:
+        session.count_instructions(deep, lines.append)
+    finally:
+        session.close()
+    assert deep.instructions is None and len(calls) == 1
+    assert lines == ["tiny_llama 8da8w at depth 512: instructions are counted at depth 0 only; "
+                     "this benchmark is timed"]

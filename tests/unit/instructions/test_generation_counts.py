@@ -80,6 +80,13 @@ def test_no_decode_step_counts_the_prefill(four_processes, tmp_path):
                                       "prompt token) (1 thread(s), ")
 
 
+def test_a_count_at_depth_is_one_line_not_a_wrong_prefill(tmp_path):
+    pte = tmp_path / "m.pte"
+    pte.write_bytes(b"x")
+    with pytest.raises(ins.InstructionCountError, match="at context depth 512 are not counted"):
+        count_generation(pte, Generation(16, 4, 512), runner=_ShellRunner("true"))
+
+
 def test_the_terminal_line_names_both_phases(four_processes, tmp_path):
     pte = tmp_path / "m.pte"
     pte.write_bytes(b"x")

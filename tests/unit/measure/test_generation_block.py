@@ -19,8 +19,7 @@ from tests.unit.analysis.test_generation_analysis import _generation_etdump, _su
 
 def test_decode_steps_are_the_timed_generations_decode_executes_renumbered():
     events = parse_etdump(_generation_etdump(4, 1, 5))
-    steps = decode_steps(events, generations=4, warmup=1, prefill_executes=1,
-                         decode_executes=5)
+    steps = decode_steps(events, _summary(generations=4, warmup=1, new=5))
     runs = steps["run"].to_numpy()
     assert sorted(set(runs[runs >= 0])) == list(range(3 * 5))     # 3 timed x 5 steps
     assert (runs == -1).sum() == (events["run"].to_numpy() == -1).sum()   # the load kept
@@ -31,10 +30,18 @@ def test_decode_steps_are_the_timed_generations_decode_executes_renumbered():
 
 def test_a_token_by_token_prefill_is_left_out_too():
     events = parse_etdump(_generation_etdump(2, 4, 3))
-    steps = decode_steps(events, generations=2, warmup=0, prefill_executes=4,
-                         decode_executes=3)
+    steps = decode_steps(events, _summary(generations=2, warmup=0, prompt=4, new=3,
+                                          dynamic=False))
     execute = steps[steps["name"] == "Method::execute"]
     assert len(execute) == 2 * 3 and np.allclose(execute["duration_ms"], 0.2, atol=0.02)
+
+
+def test_a_depth_fill_is_no_decode_step():
+    events = parse_etdump(_generation_etdump(3, 1, 4, depth_executes=2))
+    steps = decode_steps(events, _summary(generations=3, warmup=1, new=4, depth=200,
+                                          depth_executes=2))
+    execute = steps[steps["name"] == "Method::execute"]
+    assert len(execute) == 2 * 4 and np.allclose(execute["duration_ms"], 0.2, atol=0.02)
 
 
 def test_the_block_analysis_is_of_the_decode_steps(monkeypatch):
@@ -75,6 +82,11 @@ def test_which_programs_run_generations(monkeypatch, tmp_path):
     with pytest.raises(Sme2Error, match=r"prompt 120 \+ new 9 tokens is over the program's "
                                         r"limits \(max_seq_len 128, max_context_len 128\)"):
         gen_block.generation_for(Generation(120, 9), llm, 64, 32)
+    # A depth over the context is one line too, before any process starts.
+    with pytest.raises(Sme2Error, match=r"llm.pte: depth 512 \+ prompt 64 \+ new 32 tokens "
+                                        r"is over the program's limits"):
+        gen_block.generation_for(Generation(64, 32, depth=512), llm, 64, 32)
+    assert gen_block.generation_for(Generation(16, 8, 100), llm, 64, 32).positions == 124
 
 
 @pytest.mark.parametrize("change, says", [

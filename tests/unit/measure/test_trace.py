@@ -148,17 +148,34 @@ def test_write_trace_and_the_results_key(tmp_path):
 
 
 
-def _generation_frame(prefill_ns=(9000, 20000, 8000, 12000), decode_ns=1000, decode=3):
+def _generation_frame(prefill_ns=(9000, 20000, 8000, 12000), decode_ns=1000, decode=3,
+                      fill=(0, 0, 0, 0)):
     """Four generations (one warm-up) of one prefill execute (its GEMM takes
-    ``prefill_ns[g]``) and ``decode`` one-token executes, 1 ms apart."""
+    ``prefill_ns[g]``) and ``decode`` one-token executes, 1 ms apart; ``fill[g]`` ns: one
+    depth-fill execute first in each generation (none where no value is given)."""
     runs, t = [], 1_000_000
-    for pre in prefill_ns:
+    for pre, ns_fill in zip(prefill_ns, fill):
+        if ns_fill:
+            runs.append(program_run(t, [("delegate", 0, [("Fully Connected (NC, QP8) #1",
+                                                          ns_fill)])]))
+            t += 1_000_000
         for i in range(1 + decode):
             ns = pre if i == 0 else decode_ns + 10 * i
             runs.append(program_run(t, [("delegate", 0, [("Fully Connected (NC, QP8) #1", ns)]),
                                         ("portable", 1, [("aten_add", 300)])]))
             t += 1_000_000
     return parse_etdump(make_etdump(runs))
+
+
+def test_the_median_generation_at_depth_leaves_the_fill_out():
+    from pytest_sme2.measure.artifacts.trace import (GenerationLoop, generation_trace_events,
+                                                     median_generation)
+
+    # With its fill (90 us) generation 2 would be the slowest and 1 the median; without: 3.
+    events = _generation_frame(fill=(1000, 1000, 90000, 1000))
+    loop = GenerationLoop(4, 1, 3, warmup=1, depth_executes=1)
+    assert median_generation(events, loop) == (3, [16, 17, 18, 19])
+    assert generation_trace_events(events, loop)["otherData"]["runs"] == [16, 17, 18, 19]
 
 
 def test_a_generation_is_drawn_whole_with_its_phases_marked():

@@ -65,7 +65,7 @@ def test_figures_pool_blocks_by_their_medians():
 def test_benchmark_line_says_the_phases():
     line = benchmark_line(_blocks()[1])
     assert line == ("sme2: tiny_llama 8da4w t1 native: generation of 64 prompt + 32 new "
-                    "tokens: prefill 4,000 tok/s, decode 1,000 tok/s (per token median 1.000 "
+                    "tokens (pp64, tg32): prefill 4,000 tok/s, decode 1,000 tok/s (per token median 1.000 "
                     "ms, p90 1.200 ms), TTFT 16.050 ms, n=10 generations (+2 warm-up "
                     "discarded); SME2 prefill absent, decode absent")
     assert "Method::execute" not in line
@@ -81,13 +81,13 @@ def test_summary_table_gets_a_generation_table():
     lines = summary_table(_blocks())
     i = lines.index("generation (LLMs: prefill + decode, medians over the timed generations)")
     head = lines[i + 1].split()
-    assert head[:4] == ["benchmark", "runner", "scheme", "prompt+new"]
+    assert head[:4] == ["benchmark", "runner", "scheme", "tests"]
     rows = lines[i + 3:i + 5]
-    assert rows[0].split() == ["test_llm[tiny_llama-8da4w-t1]", "native", "8da4w", "64+32",
-                               "4,000", "1,000", "1.000", "1.200", "16.050", "absent",
+    assert rows[0].split() == ["test_llm[tiny_llama-8da4w-t1]", "native", "8da4w", "pp64,",
+                               "tg32", "4,000", "1,000", "1.000", "1.200", "16.050", "absent",
                                "absent", "-"]
-    assert rows[1].split()[:9] == ["test_llm[tiny_llama-8da8w-t1]", "native", "8da8w",
-                                   "64+32", "8,000", "2,000", "0.500", "0.600", "8.050"]
+    assert rows[1].split()[:10] == ["test_llm[tiny_llama-8da8w-t1]", "native", "8da8w",
+                                    "pp64,", "tg32", "8,000", "2,000", "0.500", "0.600", "8.050"]
     assert lines[i + 5] == GENERATION_NOTE
 
 
@@ -121,8 +121,8 @@ def _section(text: str, title: str) -> str:
 def test_report_has_a_generation_section():
     s = _section(render_markdown(llm_doc()), "## Generation")
     assert "### tiny_llama 8da4w t1 native" in s and "### tiny_llama 8da8w t1 native" in s
-    assert "| prefill | 64 | 1 | 16.000 | 17.600 | 4.0 | 4,000 | — | — |" in s
-    assert "| decode | 32 | 32 | 32.000 | 35.200 | 4.0 | 1,000 | 1.000 | 1.200 |" in s
+    assert "| prefill | pp64 | 64 | 1 | 16.000 | 17.600 | 4.0 | 4,000 | — | — |" in s
+    assert "| decode | tg32 | 32 | 32 | 32.000 | 35.200 | 4.0 | 1,000 | 1.000 | 1.200 |" in s
     assert "Time to first token (prefill + first sampling): **16.050 ms**" in s
     assert "Tokens generated: `3 10 17 24 31 38 45 52 … (33 ids)`" in s
     assert "| GEMM | 12.800 | 80.0 | 19.200 | 60.0 |" in s
@@ -134,10 +134,35 @@ def test_report_has_a_generation_section():
 
 def test_report_summary_has_a_line_per_llm():
     s = _section(render_markdown(llm_doc()), "## Summary")
-    assert ("- tiny_llama 8da8w t1 native (LLM, 64 + 32 tokens): prefill 8,000 tok/s, decode "
+    assert ("- tiny_llama 8da8w t1 native (LLM, pp64, tg32): prefill 8,000 tok/s, decode "
             "2,000 tok/s (per token median 0.500 ms, p90 0.600 ms), TTFT 8.050 ms.") in s
     e = _section(render_markdown(llm_doc(device=QEMU_SME2)), "## Summary")
     assert "TTFT 16.050 ms (emulated CPU: says nothing about speed)." in e
+
+
+def _depth_doc() -> dict:
+    d = single_doc()
+    d["benchmarks"] += [generation_block("8da8w"), generation_block("8da8w", depth=512)]
+    return d
+
+
+def test_tables_name_tests_at_depth_as_llama_bench_does():
+    lines = summary_table(_blocks(_depth_doc()))
+    i = lines.index("generation (LLMs: prefill + decode, medians over the timed generations)")
+    rows = lines[i + 3:i + 5]
+    assert rows[0].split()[3:5] == ["pp64,", "tg32"]
+    assert rows[1].split()[:8] == ["test_llm[tiny_llama-8da8w-t1-d512]", "native", "8da8w",
+                                   "pp64", "@", "d512,", "tg32", "@"]
+    line = benchmark_line(_blocks(_depth_doc())[-1])
+    assert "64 prompt + 32 new tokens at depth 512 (the KV cache filled first: 92.160 ms, in " \
+        "no phase) (pp64 @ d512, tg32 @ d512)" in line
+    text = render_markdown(_depth_doc())
+    s = _section(text, "## Generation")
+    assert "| prefill | pp64 @ d512 | 64 | 1 |" in s and "| decode | tg32 @ d512 | 32 |" in s
+    assert ("At context depth 512: each generation first filled the KV cache with 512 tokens "
+            "(5 executes, 92.160 ms per generation, counted apart: in no phase's figures), "
+            "then 64 prompt tokens") in s
+    assert "(LLM, pp64 @ d512, tg32 @ d512)" in _section(text, "## Summary")
 
 
 def test_report_generation_section_without_evidence_says_so():
@@ -176,3 +201,11 @@ def test_recommendations_say_which_scheme_reached_sme2_per_phase():
 def test_no_generation_recommendation_without_llms():
     doc = copy.deepcopy(single_doc())
     assert not [r for r in recommendations(doc) if r.rule == "generation-kernels"]
+
+
+def test_llama_bench_rows_carry_the_depth():
+    from pytest_sme2.report.llama_bench import llama_bench_rows
+
+    rows = llama_bench_rows(_blocks(_depth_doc()), [], ("abc1234", 1))
+    assert [(r["n_prompt"], r["n_gen"], r["n_depth"]) for r in rows] == [
+        (64, 0, 0), (0, 32, 0), (64, 0, 512), (0, 32, 512)]

@@ -95,8 +95,18 @@ def test_llm_generations_get_their_own_rows():
 
     text = step_summary(load_results(llm_doc()).benchmarks)
     assert "**LLM generations** (prefill + decode" in text
-    assert ("| test_llm[tiny_llama-8da8w-t1] | native | 8da8w | 64+32 | 8,000 | 2,000 | 0.500 | "
-            "0.600 | 8.050 | proven | proven | - |") in text
+    assert ("| test_llm[tiny_llama-8da8w-t1] | native | 8da8w | pp64, tg32 | 8,000 | 2,000 | "
+            "0.500 | 0.600 | 8.050 | proven | proven | - |") in text
+
+
+def test_llm_generations_at_depth_are_named_as_llama_bench_names_them():
+    from tests.fakes.results_docs import generation_block, single_doc
+
+    doc = single_doc()
+    doc["benchmarks"] += [generation_block("8da8w", depth=512)]
+    text = step_summary(load_results(doc).benchmarks)
+    assert "| test_llm[tiny_llama-8da8w-t1-d512] | native | 8da8w | pp64 @ d512, tg32 @ d512 |" \
+        in text
 
 
 def test_a_prefill_regression_is_listed():

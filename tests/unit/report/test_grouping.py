@@ -74,7 +74,7 @@ def test_the_reports_units_pool_a_point_across_tests_and_keep_the_comparisons_si
     assert [b.nodeid for b in unclaimed(doc.benchmarks, doc.comparisons)] == \
         [TOY, TOY, TOY, "other.py::test_again", TOY]
     assert list(point_runners(doc.benchmarks, per_device=False)) == [
-        ("toy_cnn", "fp32", 1, ""), ("mobilenet_v3_small", "fp16", 1, "")]
+        ("toy_cnn", "fp32", 1, "", 0), ("mobilenet_v3_small", "fp16", 1, "", 0)]
     us = units(doc)
     assert [(u.point, [(s.runner, _ids(s.blocks)) for s in u.sides]) for u in us] == [
         ("mobilenet_v3_small fp16 t1 on R5CX1234",

@@ -12,6 +12,7 @@ copied below from that source (pytorch/executorch at cff6f4d, 2026-08), and the 
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -97,6 +98,8 @@ def test_llama_main_argv(tmp_path):
     assert runner.data_files() == [tok]        # a phone gets it pushed beside the runner
     with pytest.raises(RunnerError, match="runs LLM generations only"):
         runner.command(RunRequest(Path("m.pte"), Path("o.etdump")))
+    with pytest.raises(RunnerError, match="cannot fill a context depth"):
+        runner.command(replace(req, generation=Generation(4, 8, depth=16)))
 
 
 def test_native_and_python_generation_argv(tmp_path):
@@ -107,6 +110,9 @@ def test_native_and_python_generation_argv(tmp_path):
     assert native[native.index("--num_executions") + 1] == "5"
     child = PythonRunner(fork=False).child_args(req)
     assert child[-2:] == ["--generate", "64,32"] and "--inputs" not in child
+    deep = replace(req, generation=Generation(64, 32, depth=512))
+    assert NativeRunner(_exe(tmp_path, "sme2_runner")).command(deep)[-1] == "64,32,512"
+    assert PythonRunner(fork=False).child_args(deep)[-1] == "64,32,512"
 
 
 def test_untraced_requests_ask_each_runner_for_traced_runs_apart(tmp_path):

@@ -2,7 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_sme2.measure.matrix import build_matrix, parse_threads
+from pytest_sme2.measure.matrix import (Case, build_llm_matrix, build_matrix, parse_depths,
+                                       parse_threads)
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.runners import RunnerError, parse_runner_spec, runner_specs
 
@@ -65,3 +66,13 @@ def test_bare_path_is_named_after_the_file():
     s = parse_runner_spec("/opt/builds/sme2 on/executor_runner")
     assert (s.name, s.kind, s.path) == ("executor_runner", "binary",
                                         Path("/opt/builds/sme2 on/executor_runner"))
+
+
+def test_context_depths_are_an_axis_of_the_generation_matrix():
+    assert parse_depths("0, 512,512") == (0, 512)
+    for bad, says in (("x", "not a whole number"), ("-1", "0 or more"), ("", "no depth")):
+        with pytest.raises(Sme2Error, match=f"--sme2-context-depth: .*{says}"):
+            parse_depths(bad)
+    cases = build_llm_matrix(["tiny_llama"], ("8da8w",), (1,), (0, 512))
+    assert [c.id for c in cases] == ["tiny_llama-8da8w-t1", "tiny_llama-8da8w-t1-d512"]
+    assert Case("m.pte", "as-exported", 2, depth=64).id.endswith("-t2-d64")
