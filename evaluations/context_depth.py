@@ -85,7 +85,7 @@ def main() -> None:
     for (runner, ctx, depth), rows in got.items():
         med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
         base = got.get((runner, ctx, 0))
-        def vs_depth_0(key: str) -> str:
+        def vs_depth_0(key: str, depth=depth, base=base, rows=rows) -> str:
             if not depth or not base:
                 return "—"
             return f"{statistics.median(r[key] / b[key] for r, b in zip(rows, base)):.3f}x"

@@ -332,7 +332,8 @@ def generation_block(scheme: str = "8da4w", runner: str = "native", *, model: st
         "ttft_ms": prefill_ms + 0.05, "sampling_ms": 0.1 * (new + 1),
         "generation_ms": prefill_ms + decode_ms + 0.1 * (new + 1),
         "tokens": [(7 * i + 3) % 512 for i in range(new + 1)], "max_seq_len": 128,
-        "max_context_len": max(128, depth + prompt + new), "vocab_size": 512, "source": f"/tmp/{scheme}.etdump"}
+        "max_context_len": max(128, depth + prompt + new), "vocab_size": 512,
+        "source": f"/tmp/{scheme}.etdump"}
     return b
 
 

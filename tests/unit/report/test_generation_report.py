@@ -65,8 +65,8 @@ def test_figures_pool_blocks_by_their_medians():
 def test_benchmark_line_says_the_phases():
     line = benchmark_line(_blocks()[1])
     assert line == ("sme2: tiny_llama 8da4w t1 native: generation of 64 prompt + 32 new "
-                    "tokens (pp64, tg32): prefill 4,000 tok/s, decode 1,000 tok/s (per token median 1.000 "
-                    "ms, p90 1.200 ms), TTFT 16.050 ms, n=10 generations (+2 warm-up "
+                    "tokens (pp64, tg32): prefill 4,000 tok/s, decode 1,000 tok/s (per token "
+                    "median 1.000 ms, p90 1.200 ms), TTFT 16.050 ms, n=10 generations (+2 warm-up "
                     "discarded); SME2 prefill absent, decode absent")
     assert "Method::execute" not in line
 
