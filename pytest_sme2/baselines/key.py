@@ -31,6 +31,7 @@ from pytest_sme2.results.timing import timing_change
 from pytest_sme2._util.versions import package_version
 from pytest_sme2.programs.registry import get_model
 from pytest_sme2.programs.export import recipe_digest
+from pytest_sme2.programs.pte import content_hash
 
 if TYPE_CHECKING:
     from pytest_sme2.results import BlockResult
@@ -234,8 +235,6 @@ def _export_meta(pte: str) -> dict[str, Any]:
 
 
 def _pte_hash(pte: str) -> str | None:
-    from pytest_sme2.programs.pte import content_hash  # programs.pte: not at start-up
-
     try:
         return content_hash(Path(pte))
     except OSError:
