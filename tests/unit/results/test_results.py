@@ -311,7 +311,7 @@ def test_a_blocks_timing_round_trips_and_says_what_the_breakdown_adds_up_to():
 
 
 def test_the_projects_own_keys_are_typed_fields_written_under_their_old_keys():
-    from pytest_sme2.results import PrecisionOutcome
+    from pytest_sme2.results import PrecisionOutcome, UnderTest
 
     r = _result(etrecord_missing="no .etrecord", under_test={"export_key": "k"},
                 precision=PrecisionOutcome(2.0, 1.5, 4, True, 3.25, True, ""), cpu_mask="f0",
@@ -322,6 +322,9 @@ def test_the_projects_own_keys_are_typed_fields_written_under_their_old_keys():
     back = BlockResult.from_json(d)
     assert back == r and back.extra == {"build_id": "ci-7"}
     assert isinstance(back.precision, PrecisionOutcome) and back.precision.paired
+    assert back.under_test == UnderTest(export_key="k")
+    assert d["under_test"] == {"export_key": "k", "model_source": None, "recipe": None,
+                               "program": None, "versions": {}, "runner_labels": {}}
     assert back.to_json() == d
     old = BlockResult.from_json({k: v for k, v in d.items() if k not in (
         "etrecord_missing", "precision", "under_test", "cpu_mask")})
