@@ -11,6 +11,7 @@ import pytest
 from pytest_sme2.analysis.latency import latency_stats
 from pytest_sme2.measure.comparison import make_comparison
 from pytest_sme2.errors import Sme2Error
+from pytest_sme2.stats import Interval
 from pytest_sme2.results import (RESULTS_SCHEMA, BlockResult, ComparisonRecord,
                                  KernelEvidence, OperatorStats, ResultAnalysis, ResultsDoc,
                                  ResultsWriter, RunContext, atomic_write_text, load_results, pool,
@@ -179,6 +180,27 @@ def test_comparison_records_carry_the_test_and_round_trip():
     assert rec.base_median_ms == 2.1 and rec.speedup == cmp.speedup
     legacy = {k: v for k, v in doc.items() if k != "nodeid"}
     assert ComparisonRecord.from_json(legacy).name == "toy_cnn fp32 t1"
+
+
+def test_an_llm_comparisons_phase_speedups_are_typed_and_written_under_their_key():
+    """``phase_speedups`` is a field (it was a key of ``extra``): the same bytes, read into
+    Intervals; a document without it (a forward pass, or older) reads as {}."""
+    phases = {"prefill": {"point": 1.5, "low": 1.4, "high": 1.6, "confidence": 0.95},
+              "ttft": {"point": 1.3, "low": 1.2, "high": 1.4, "confidence": 0.95}}
+    doc = {**_comparison_doc(), "phase_speedups": phases, "build_id": "ci-7"}
+    rec = ComparisonRecord.from_json(json.loads(json.dumps(doc)))
+    assert rec.phase_speedups["prefill"] == Interval(1.5, 1.4, 1.6)
+    assert rec.extra == {"build_id": "ci-7"}
+    assert json.dumps(rec.to_json()) == json.dumps(doc)        # key order kept
+    assert ComparisonRecord.from_json(_comparison_doc()).phase_speedups == {}
+
+
+def _comparison_doc() -> dict:
+    blocks = [[_result((m,) * 3, nodeid=f"b.py::test_c[{side}#{i}]",
+                       runner={"name": side, "kind": "x", "labels": {}},
+                       context=RunContext(block=i)) for i, m in enumerate(medians)]
+              for side, medians in (("off", (2.0, 2.2, 2.1)), ("on", (1.0, 1.1, 1.0)))]
+    return make_comparison(*blocks, nodeid="b.py::test_c").to_json()
 
 
 def test_the_loader_says_what_is_wrong_in_one_line(tmp_path):
