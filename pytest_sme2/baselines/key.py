@@ -7,13 +7,14 @@ A measurement is described in three parts:
   they are the :class:`BaselineKey`: one baseline file per key, and a baseline whose key
   differs is never compared silently (another CPU's times say nothing about this one).
 - **what is under test** — the model's source, the export recipe, the exported program, the
-  torch/executorch/torchao versions and the runner's build labels: :class:`UnderTest`,
-  recorded with every baseline session. A change there is what a performance gate exists to
-  judge, so it never makes a baseline foreign: it is compared and shown
-  ("changed since baseline: model source, executorch 1.5.1 -> 1.5.2").
+  torch/executorch/torchao versions and the runner's build labels: the record
+  :class:`~pytest_sme2.results.under_test.UnderTest`, worked out by :func:`under_test_of`
+  and recorded with every block and every baseline session. A change there is what a
+  performance gate exists to judge, so it never makes a baseline foreign: it is compared and
+  shown ("changed since baseline: model source, executorch 1.5.1 -> 1.5.2").
 
 Serial numbers and host names are in neither: another phone with the same SoC, or another CI
-runner with the same CPU, shares the baseline. Nothing here imports numpy or torch.
+runner with the same CPU, shares the baseline. Nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -21,22 +22,22 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.programs.spec import is_pte
-from pytest_sme2.results.timing import timing_change
+from pytest_sme2.results.under_test import VERSIONED, UnderTest
 from pytest_sme2._util.versions import package_version
 from pytest_sme2.programs.registry import get_model
 from pytest_sme2.programs.export import recipe_digest
+from pytest_sme2.programs.pte import content_hash
 
 if TYPE_CHECKING:
     from pytest_sme2.results import BlockResult
 
 MEASURE_TIME = "time"                       # Method::execute wall time (issue 13 adds more)
-VERSIONED = ("torch", "executorch", "torchao")
 
 _WHERE = {"device_kind": "device kind", "cpu": "CPU/SoC", "abi": "ABI", "sme": "SME capability",
           "sme2": "SME2 capability", "cpu_set": "CPU set", "emulated": "emulated"}
@@ -134,94 +135,24 @@ class BaselineKey:
                 if getattr(self, name) != getattr(now, name)]
 
 
-@dataclass(frozen=True)
-class UnderTest:
-    """What is under test in a measurement. None: not known (a baseline recorded before this
-    was recorded knows only ``export_key``, which hashes the first three and the versions)."""
-
-    export_key: str = ""
-    model_source: str | None = None       # the model builder's source and arguments
-    recipe: str | None = None             # the export recipe
-    program: str | None = None            # sha256 of the .pte: the exported graph
-    versions: dict[str, str] = field(default_factory=dict)        # torch, executorch, torchao
-    runner_labels: dict[str, str] = field(default_factory=dict)   # the runner's build labels
-    # How the latency was timed (results.timing: "untraced", "operator-traced"); None: not
-    # recorded (every version before it timed through the operator tracer).
-    timing: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        if d["timing"] is None:     # files written before it: unchanged
-            del d["timing"]
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> UnderTest:
-        return cls(export_key=str(d.get("export_key") or ""),
-                   model_source=d.get("model_source"), recipe=d.get("recipe"),
-                   program=d.get("program"),
-                   versions={str(k): str(v) for k, v in (d.get("versions") or {}).items()},
-                   runner_labels={str(k): str(v)
-                                  for k, v in (d.get("runner_labels") or {}).items()},
-                   timing=d.get("timing"))
-
-    @classmethod
-    def of(cls, result: BlockResult) -> UnderTest:
-        """The result's record (``under_test``, set when it was measured), else
-        worked out now: right in the process that measured it, where the export cache key
-        guarantees that the current model source, recipe and versions made its program."""
-        recorded = result.under_test
-        if isinstance(recorded, dict):
-            return cls.from_dict(recorded)
-        meta = _export_meta(result.pte)
-        versions = meta.get("versions") if isinstance(meta.get("versions"), dict) else {}
-        taken_as_is = is_pte(result.model)    # a user's .pte: no source or recipe of ours
-        return cls(export_key=result.export_key,
-                   model_source=None if taken_as_is else _model_source(result.model),
-                   recipe=None if taken_as_is else _recipe(),
-                   program=_pte_hash(result.pte) if taken_as_is else
-                   meta.get("program_sha256") or meta.get("pte_sha256"),
-                   versions={p: str(versions.get(p) or package_version(p)) for p in VERSIONED},
-                   runner_labels={str(k): str(v) for k, v in
-                                  result.runner.labels.items()},
-                   timing=result.timing.mode if result.timing else None)
-
-    def changes_since(self, old: UnderTest) -> list[str]:
-        """What changed from ``old`` (a baseline's newest session) to this, for people:
-        ``["model source", "executorch 1.5.1 -> 1.5.2"]``. Parts one side does not know are
-        not compared; an export key that changed for no known reason is named as such."""
-        out: list[str] = []
-        if _known_differ(old.model_source, self.model_source):
-            out.append("model source")
-        if _known_differ(old.recipe, self.recipe):
-            out.append("export recipe")
-        versions = [p for p in VERSIONED
-                    if _known_differ(old.versions.get(p), self.versions.get(p))]
-        out += [f"{p} {old.versions[p]} -> {self.versions[p]}" for p in versions]
-        if old.program and self.program:
-            if old.program != self.program and not out:
-                out.append("exported program")
-            elif old.program == self.program and out:
-                out.append("exported program unchanged")
-        elif old.export_key != self.export_key and not out:
-            out.append("export (model source, recipe or torch/executorch/torchao versions)")
-        labels = sorted(k for k in set(old.runner_labels) | set(self.runner_labels)
-                        if old.runner_labels.get(k) != self.runner_labels.get(k)
-                        and k not in versions)   # executorch=... said once, as a version
-        # A timing mode changed (or a baseline from before it was recorded) is never compared
-        # as if nothing had: tracing's own cost was inside the old figures.
-        timing = timing_change(old.timing, self.timing) if self.timing else None
-        if timing:
-            out.append(timing)
-        if labels:
-            out.append("runner build labels " + ", ".join(
-                f"{k}={old.runner_labels.get(k, '(none)')} -> "
-                f"{self.runner_labels.get(k, '(none)')}" for k in labels))
-        return out
-
-
-def _known_differ(a: str | None, b: str | None) -> bool:
-    return bool(a) and bool(b) and a != b and "missing" not in (a, b)
+def under_test_of(result: BlockResult) -> UnderTest:
+    """The result's record (``under_test``, set when it was measured), else worked out now:
+    right in the process that measured it, where the export cache key guarantees that the
+    current model source, recipe and versions made its program."""
+    if result.under_test is not None:
+        return result.under_test
+    meta = _export_meta(result.pte)
+    versions = meta.get("versions") if isinstance(meta.get("versions"), dict) else {}
+    taken_as_is = is_pte(result.model)    # a user's .pte: no source or recipe of ours
+    return UnderTest(export_key=result.export_key,
+                     model_source=None if taken_as_is else _model_source(result.model),
+                     recipe=None if taken_as_is else _recipe(),
+                     program=_pte_hash(result.pte) if taken_as_is else
+                     meta.get("program_sha256") or meta.get("pte_sha256"),
+                     versions={p: str(versions.get(p) or package_version(p))
+                               for p in VERSIONED},
+                     runner_labels={str(k): str(v) for k, v in result.runner.labels.items()},
+                     timing=result.timing.mode if result.timing else None)
 
 
 def _export_meta(pte: str) -> dict[str, Any]:
@@ -234,8 +165,6 @@ def _export_meta(pte: str) -> dict[str, Any]:
 
 
 def _pte_hash(pte: str) -> str | None:
-    from pytest_sme2.programs.pte import content_hash  # programs.pte: not at start-up
-
     try:
         return content_hash(Path(pte))
     except OSError:

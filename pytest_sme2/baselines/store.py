@@ -25,10 +25,10 @@ from statistics import median
 from typing import Any, Iterable, Sequence
 
 from pytest_sme2.baselines import programs as base_programs
-from pytest_sme2.baselines.key import MEASURE_TIME, BaselineKey, UnderTest
+from pytest_sme2.baselines.key import MEASURE_TIME, BaselineKey, under_test_of
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2._util.locking import folder_lock
-from pytest_sme2.results import BlockResult, DeviceFacts, atomic_write_text
+from pytest_sme2.results import BlockResult, DeviceFacts, UnderTest, atomic_write_text
 from pytest_sme2._util.versions import package_version
 
 SCHEMA = "pytest-sme2/baseline/2"
@@ -394,7 +394,7 @@ def save(results: Sequence[BlockResult], baseline_dir: Path, keep: int = DEFAULT
             baseline.sessions.append(Session(
                 timestamp=stamp, blocks=blocks, git_commit=sha, versions=_versions(results[0]),
                 device=results[0].device, categories_ms=cats, session_id=session_id,
-                under_test=UnderTest.of(results[0]), load_ms=loads, peak_rss_kb=peaks,
+                under_test=under_test_of(results[0]), load_ms=loads, peak_rss_kb=peaks,
                 prefill_ms=prefill, ttft_ms=ttft, prefill_instructions=prefill_counts))
         baseline.sessions = baseline.sessions[-keep:]
         atomic_write_text(path, dumps(replace(baseline, path=path)))

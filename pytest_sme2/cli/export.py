@@ -9,17 +9,15 @@ import sys
 from pathlib import Path
 
 from pytest_sme2.programs.export import export_model     # loaded by the CLI's config anyway
+from pytest_sme2.programs.export_output import lines_only
 from pytest_sme2.programs.spec import model_label
+from pytest_sme2.readers.tensorfile import sidecar
 
 
 def _export(args: argparse.Namespace) -> int:
     """A registered or library model: export it (or reuse the cache). A .pte: take it as it
     is and make its inputs from forward's metadata (the paths printed are the ones a session
     uses)."""
-    from pytest_sme2.programs.export_output import (  # programs.export_output: not at --help
-        lines_only)
-    from pytest_sme2.readers.tensorfile import sidecar  # readers.tensorfile: not at --help
-
     exported = export_model(args.model, args.dtype, args.cache_dir, force=args.force,
                             progress=lines_only(lambda msg: print(msg, file=sys.stderr,
                                                                   flush=True)))

@@ -6,20 +6,20 @@ import argparse
 import sys
 from pathlib import Path
 
+from pytest_sme2.analysis.latency import latency_stats
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2 import units
 from pytest_sme2.devices import open_device
 from pytest_sme2.devices.registry import remote_adb_warning
 from pytest_sme2.runners import RunRequest, parse_runner_spec
 from pytest_sme2.measure.settings import BenchSettings
+from pytest_sme2.programs.export_output import lines_only
 
 
 def _program_and_inputs(args: argparse.Namespace) -> tuple[Path, Path, Path | None]:
     """``run``'s model: a .pte (inputs from forward's metadata unless --inputs), or a
     registered or library model name (exported, or the cached export, in --dtype)."""
     from pytest_sme2.programs.export import export_model  # programs.export: not at --help
-    from pytest_sme2.programs.export_output import (  # programs.export_output: not at --help
-        lines_only)
 
     exported = export_model(args.model, args.dtype, progress=lines_only(lambda msg: print(
         msg, file=sys.stderr, flush=True)))
@@ -30,7 +30,6 @@ def _program_and_inputs(args: argparse.Namespace) -> tuple[Path, Path, Path | No
 def _run(args: argparse.Namespace) -> int:
     """One runner process, measured and read back as a benchmark's load-only processes are
     (:func:`pytest_sme2.measure.process.measure_process`)."""
-    from pytest_sme2.analysis.latency import latency_stats  # analysis.latency: not at --help
     from pytest_sme2.measure.process import measure_process  # pandas: not at --help
 
     for flag in ("threads", "runs"):

@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from pytest_sme2.analysis.categories import OTHER, named_categories
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2._util.text import split_list
 
@@ -206,8 +207,6 @@ def parse_gate_categories(text: str, rules: tuple[Any, ...] | None = None,
                           flag: str = "--sme2-gate-categories") -> tuple[str, ...]:
     """``--sme2-gate-categories``: category names (any case) or ``all``; ``rules``: the
     category table in use (plugins may add categories)."""
-    from pytest_sme2.analysis.categories import OTHER, named_categories  # analysis: not at --help
-
     known = {c.lower(): c for c in (*named_categories(rules), OTHER)}
     out = []
     for name in split_list(text):

@@ -26,7 +26,7 @@ import numpy as np
 
 from pytest_sme2.baselines import store as baseline_store
 from pytest_sme2 import units
-from pytest_sme2.baselines.key import BaselineKey, UnderTest
+from pytest_sme2.baselines.key import BaselineKey, under_test_of
 from pytest_sme2.gate.policy import DEFAULT_THRESHOLD_PCT, GatePolicy
 from pytest_sme2.gate.robust import judge_robust
 from pytest_sme2.results import BlockResult
@@ -188,7 +188,7 @@ def evaluate(results: Sequence[BlockResult], baseline_dir: Path | None,
     verdicts += [_judge_category(base, results, c, pct) for c in names]
     verdicts += _judge_startup(base, results, policy)
     verdicts += _judge_phases(base, results, pct)
-    changed = tuple(UnderTest.of(results[0]).changes_since(base.under_test)) \
+    changed = tuple(under_test_of(results[0]).changes_since(base.under_test)) \
         if base.under_test is not None else ()
     return GateReport(tuple(_annotated(v, changed, found.foreign_reason) for v in verdicts)
                       + extra, len(results))
@@ -287,7 +287,7 @@ def _judge_instructions(results: Sequence[BlockResult], baseline_dir: Path | Non
             replace(not_compared("the instruction baseline records no prefill; record it "
                                  "again with --sme2-measure instructions --save-baseline", pct),
                     measure=PREFILL_INSTRUCTIONS))
-    changed = tuple(UnderTest.of(results[0]).changes_since(base.under_test)) \
+    changed = tuple(under_test_of(results[0]).changes_since(base.under_test)) \
         if base.under_test is not None else ()
     return [_annotated(v, changed, found.foreign_reason) for v in verdicts]
 

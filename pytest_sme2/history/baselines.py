@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from pytest_sme2.baselines.key import BaselineKey, UnderTest
+from pytest_sme2.baselines.key import BaselineKey
 from pytest_sme2.history.records import DECODE, phase_of
 from pytest_sme2.baselines.store import Baseline, Session, dumps
-from pytest_sme2.results import atomic_write_text
+from pytest_sme2.results import UnderTest, atomic_write_text
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.history.store import describe, open_store
 

@@ -9,7 +9,7 @@ import statistics
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pytest_sme2.baselines.key import BaselineKey, UnderTest
+from pytest_sme2.baselines.key import BaselineKey, under_test_of
 from pytest_sme2.results import BlockResult, Judgement, ResultsDoc, pool
 from pytest_sme2.results.judgement import NOT_COMPARED
 
@@ -111,7 +111,7 @@ def point(blocks: list[BlockResult]) -> PointRecord:
         emulated=first.emulated, median_ms=pooled.median_ms,
         block_medians_ms=list(pooled.block_medians_ms),
         runs_ms=[list(b.e2e_ms) for b in blocks],
-        under_test=UnderTest.of(first).to_dict(),
+        under_test=under_test_of(first).to_dict(),
         instructions=statistics.median(counted) if counted else None,
         load_ms=startup.load_ms if startup else None,
         peak_rss_kb=startup.peak_rss_kb if startup else None,

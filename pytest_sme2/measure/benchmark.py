@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable, Protocol
 
 from pytest_sme2.gate import rule as gate
-from pytest_sme2.baselines.key import UnderTest
+from pytest_sme2.baselines.key import under_test_of
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate.rule import GateReport
 from pytest_sme2.gate.ab import Pairs
@@ -131,7 +131,7 @@ def record(out: Benchmarked, session: BenchSession, recorder: Recorder | None = 
         report = out.reports.get(result.runner_name) or \
             GateReport.unjudged("not judged: the test stopped first")
         if result.under_test is None:
-            result.under_test = UnderTest.of(result).to_dict()
+            result.under_test = under_test_of(result)
         report.record_on(result)
         if session.hook is not None:
             session.hook.pytest_sme2_amend_result(result=result)

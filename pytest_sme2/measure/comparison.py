@@ -141,8 +141,7 @@ class Comparison:
             base_blocks=[r.nodeid for r in self.base_blocks],
             candidate_blocks=[r.nodeid for r in self.candidate_blocks],
             nodeid=self.nodeid, baselines=self.baselines,
-            extra={"phase_speedups": {k: v.to_dict() for k, v in self.phase_speedups.items()}}
-            if self.phase_speedups else {})
+            phase_speedups=dict(self.phase_speedups))
 
     def to_json(self) -> dict:
         return self.record().to_json()

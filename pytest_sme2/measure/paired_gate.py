@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from pytest_sme2.baselines import programs as base_programs
 from pytest_sme2.baselines import store as baseline_store
-from pytest_sme2.baselines.key import BaselineKey, UnderTest
+from pytest_sme2.baselines.key import BaselineKey, under_test_of
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate import ab as gate_ab
 from pytest_sme2.gate import rule as gate
@@ -95,7 +95,7 @@ class PairedGate:
             program = base_programs.find(folder, under_test.program)
             why = program.missing
             if program.path is not None:
-                if UnderTest.of(first).program != under_test.program:
+                if under_test_of(first).program != under_test.program:
                     return BaseProgram(str(program.path), base_runner)
                 why = "the program under test is the baseline's"
         if base_runner != runner:

@@ -17,6 +17,7 @@ from pytest_sme2.devices.kinds import HOST
 from pytest_sme2.devices.registry import open_device
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.runners.base import Runner, RunnerError
+from pytest_sme2.runners.fork_server import shared_server
 from pytest_sme2.programs.export import export_model
 from pytest_sme2.results import ResultsWriter
 from pytest_sme2.runners.spec import RunnerSpec, masked_pair, runner_specs
@@ -179,8 +180,6 @@ class BenchSession:
         if HOST.name not in (self.devices or ()):
             return
         if any(spec.kind == "python" for name, spec in self.specs.items() if name in runners):
-            from pytest_sme2.runners.fork_server import shared_server  # fork_server: python runner
-
             shared_server().start()
             self._prefetch = list(dict.fromkeys(points))
 
@@ -202,8 +201,6 @@ class BenchSession:
         imports made out of the garbage collector's walks (:mod:`pytest_sme2.measure.cost`)."""
         if self._settled:
             return
-        from pytest_sme2.runners.fork_server import shared_server  # fork_server: not at start-up
-
         self._settled = True
         with session_cost.settling() as froze:
             import pytest_sme2.measure.block  # pandas: and the analysis, once  # noqa: F401
@@ -331,8 +328,6 @@ class BenchSession:
                 problems.append(str(e))
         for runner in self._runners.values():  # the python runner's fork server
             runner.close()
-        from pytest_sme2.runners.fork_server import shared_server  # fork_server: not at start-up
-
         shared_server().stop()   # started ahead and never used, or used: ends with the session
         if problems:
             raise Sme2Error("; ".join(problems))

@@ -15,6 +15,7 @@ import pytest
 from pytest_sme2.plugin.collector import (COMPARISON_PROPERTY, RESULT_PROPERTY, block_done,
                                    is_xdist_worker, live_progress, write_live)
 from pytest_sme2.errors import Sme2Error
+from pytest_sme2.gate.junit import junit_properties
 from pytest_sme2.programs.export import ExportedModel, export_model
 from pytest_sme2.measure.matrix import Case
 from pytest_sme2.measure.session import BenchSession
@@ -338,8 +339,6 @@ def _conclude(request: pytest.FixtureRequest, done: Benchmarked) -> None:
     cannot be compared (never a silent pass)."""
     if done.error is not None:
         fail(done.error, request.config)
-    from pytest_sme2.gate.junit import junit_properties  # gate.junit: not at start-up
-
     report = done.report
     for judgement in report.judgements:
         request.node.user_properties.extend(junit_properties(judgement))

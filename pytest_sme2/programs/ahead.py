@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.programs.export import cached_export, first_line
+from pytest_sme2.programs.export import cached_export, export_model, first_line
 from pytest_sme2.programs.export_output import ExportOutput, captured_stderr
 from pytest_sme2.programs.exported import ExportError
-from pytest_sme2.programs.registry import ModelEntry
+from pytest_sme2.programs.registry import ModelEntry, get_model, register_model
 from pytest_sme2.programs.spec import is_library, is_pte
 
 # The header of what an export process's native code printed.
@@ -73,8 +73,6 @@ def _buildable(model: str) -> tuple[bool, ModelEntry | None]:
         return False, None
     if is_library(model):
         return True, None
-    from pytest_sme2.programs.registry import get_model
-
     try:
         entry = get_model(model)
     except Sme2Error:
@@ -113,9 +111,6 @@ def _export_in_worker(model: str, dtype: str, entry: ModelEntry | None,
     the export's last line (``exported ... in N s (...)``) and what its third-party code
     warned and printed (:mod:`.export_output`: this process's stderr is captured meanwhile,
     where the runtime's native log goes); a failure's error carries them."""
-    from pytest_sme2.programs.export import export_model
-    from pytest_sme2.programs.registry import register_model
-
     if entry is not None:
         register_model(entry.name, entry.target, description=entry.description, llm=entry.llm,
                        dtypes=entry.dtypes, heavy=entry.heavy, **entry.kwargs)

@@ -19,10 +19,13 @@ not offered: docs/model-libraries.md.
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from pytest_sme2.errors import Sme2Error
+from pytest_sme2.programs.llm.llama import LlamaShape, build_llama, typed_params
+from pytest_sme2.programs.registry import ModelDef
 
 SEED = 0
 
@@ -41,8 +44,6 @@ class ExecutorchModel:
 
 
 def _llama(overrides: list[tuple[str, str]], text: str):
-    from pytest_sme2.programs.llm.llama import LlamaShape, build_llama, typed_params
-
     params = typed_params(overrides, text)
     try:
         return build_llama(LlamaShape(**params))
@@ -51,11 +52,9 @@ def _llama(overrides: list[tuple[str, str]], text: str):
 
 
 def _efficient_sam(overrides: list[tuple[str, str]], text: str):
-    import torch
+    import torch  # torch: only building the model needs it
     from executorch.examples.models.efficient_sam.efficient_sam_core.efficient_sam import \
-        build_efficient_sam
-
-    from pytest_sme2.programs.registry import ModelDef
+        build_efficient_sam  # executorch: only building the model needs it
 
     if overrides:
         raise ExecutorchModelError(f"{text}: efficient_sam takes no settings (it is the "
@@ -84,12 +83,8 @@ REGISTRY_MODELS = ("mul", "linear", "add", "add_mul", "softmax", "conv1d", "sdpa
 
 def _registry_model(name: str):
     def build(overrides: list[tuple[str, str]], text: str):
-        import importlib
-
-        import torch
-        from executorch.examples.models import MODEL_NAME_TO_MODEL
-
-        from pytest_sme2.programs.registry import ModelDef
+        import torch  # torch: only building the model needs it
+        from executorch.examples.models import MODEL_NAME_TO_MODEL  # executorch: building only
 
         if overrides:
             raise ExecutorchModelError(f"{text}: {name} takes no settings")

@@ -28,6 +28,7 @@ from pytest_sme2.programs.exported import (ETRECORD, INPUTS, META, PTD, PTE,  # 
 from pytest_sme2.readers.pte_data import program_digest
 from pytest_sme2._util.fsutil import file_sha256
 from pytest_sme2._util.locking import file_lock
+from pytest_sme2.programs.library import model_entry
 from pytest_sme2.programs.spec import is_pte, split_weights
 from pytest_sme2.programs.llm.schemes import LLM_SCHEMES, SCHEMES
 from pytest_sme2._util.versions import package_version
@@ -90,8 +91,6 @@ def recipe_digest(llm: bool = False) -> str:
 
 
 def cache_key(model: str, dtype: str) -> str:
-    from pytest_sme2.programs.library import model_entry
-
     entry = model_entry(model)
     h = hashlib.sha256()
     h.update(entry.source_digest().encode())
@@ -142,8 +141,6 @@ def cached_export(model: str, dtype: str, cache_dir: Path | None = None) -> Expo
 
 def is_llm_model(model: str) -> bool:
     """Whether a registered or library model is an LLM (its entry says so; nothing built)."""
-    from pytest_sme2.programs.library import model_entry
-
     return bool(getattr(model_entry(model), "llm", False))
 
 
@@ -200,7 +197,7 @@ def export_model(model: str, dtype: str = "fp32", cache_dir: Path | None = None,
     """Return the cached export of ``model`` in ``dtype``, exporting it first if needed; a
     ``.pte`` file is taken as it is (its inputs made from its metadata, once per content)."""
     if is_pte(model):
-        from pytest_sme2.programs.pte import import_pte
+        from pytest_sme2.programs.pte import import_pte  # flatbuffers: only a .pte needs it
 
         return import_pte(Path(model), cache_dir or default_cache_dir(), progress)
     dtype_problem(model, dtype)
@@ -262,13 +259,11 @@ def _export_into(folder: Path, model: str, dtype: str, key: str,
 def _run_recipe(folder: Path, model: str, dtype: str, key: str,
                 say: Callable[[str], None]) -> dict:
     """Run the recipe; every stage failure becomes one ExportError line naming the stage."""
-    from pytest_sme2.programs import recipes  # heavy: torch + executorch
+    from pytest_sme2.programs import recipes  # torch, executorch: only an export needs them
 
     stage = ["build"]
     t0, cpu0 = time.perf_counter(), time.process_time()
     try:
-        from pytest_sme2.programs.library import model_entry
-
         say(f"exporting {model} {dtype} ...")
         definition = model_entry(model).build()
         def at_stage(name: str) -> None:

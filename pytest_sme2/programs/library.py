@@ -18,8 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.programs.spec import LibrarySpec, is_library, split_weights
+from pytest_sme2.programs import executorch_models
 from pytest_sme2.programs.llm import causal_lm
+from pytest_sme2.programs.llm.schemes import DEFAULT_SCHEMES
+from pytest_sme2.programs.registry import ModelDef, get_model
+from pytest_sme2.programs.spec import LibrarySpec, is_library, split_weights
 from pytest_sme2._util.versions import package_version
 
 SEED = 0
@@ -66,7 +69,7 @@ def _typed(default: Any, key: str, text: str, spec: str) -> Any:
 
 
 def _tensor_outputs_class():
-    import torch
+    import torch  # torch: only building the model needs it
 
     class TensorOutputs(torch.nn.Module):
         """The library model with plain tensor outputs (its ModelOutput as a tuple):
@@ -99,7 +102,7 @@ def _reset_parameters(model) -> None:
 
 
 def _transformers_model(spec: LibrarySpec, text: str):
-    import torch
+    import torch  # torch: only building the model needs it
 
     lib = import_library("transformers")
     cls = getattr(lib, spec.name, None)
@@ -170,15 +173,11 @@ class LibraryModel:
             return causal_lm.is_causal_lm(spec.name)
         if spec.library != "executorch":
             return False
-        from pytest_sme2.programs.executorch_models import executorch_model
-
-        return executorch_model(spec.name, self.name).llm
+        return executorch_models.executorch_model(spec.name, self.name).llm
 
     @property
     def dtypes(self) -> tuple[str, ...]:
         """Its default dtype axis: an LLM's schemes; empty: the session's dtypes."""
-        from pytest_sme2.programs.llm.schemes import DEFAULT_SCHEMES
-
         return DEFAULT_SCHEMES if self.llm else ()
 
     @property
@@ -186,19 +185,13 @@ class LibraryModel:
         spec = self.spec
         if spec.library != "executorch":
             return False
-        from pytest_sme2.programs.executorch_models import executorch_model
-
-        return executorch_model(spec.name, self.name).heavy
+        return executorch_models.executorch_model(spec.name, self.name).heavy
 
     def build(self):
-        import torch
-
-        from pytest_sme2.programs.registry import ModelDef
+        import torch  # torch: only building the model needs it
 
         spec = self.spec
         if spec.library == "executorch":
-            from pytest_sme2.programs import executorch_models
-
             return executorch_models.build(spec.name, list(spec.overrides), self.name)
         make = _transformers_model if spec.library == "transformers" else _vision_factory_model
         module, shape = make(spec, self.name)
@@ -215,8 +208,6 @@ class LibraryModel:
         h.update(package_version(self.spec.library).encode())
         h.update(Path(__file__).read_bytes())
         if self.spec.library == "executorch":
-            from pytest_sme2.programs import executorch_models
-
             h.update(Path(executorch_models.__file__).read_bytes())
         if self.llm and self.spec.library == "transformers":
             h.update(Path(causal_lm.__file__).read_bytes())
@@ -229,6 +220,4 @@ def model_entry(model: str):
     model = split_weights(model)[0]
     if is_library(model):
         return LibraryModel(model)
-    from pytest_sme2.programs.registry import get_model
-
     return get_model(model)

@@ -27,6 +27,7 @@ import torch  # after the loggers are set
 from pytest_sme2.programs.llm.llama import reset_kv_cache
 from pytest_sme2.programs.llm.schemes import PT2E, TORCHAO, Scheme, parse_scheme
 from pytest_sme2.programs.registry import ModelDef
+from pytest_sme2.readers.tensorfile import write_tensors
 
 _NOT_OPERATORS = {"executorch_call_delegate", "getitem"}
 
@@ -38,15 +39,14 @@ def _cast(inputs: tuple, dtype: str) -> tuple:
 
 
 def save_inputs(inputs: tuple, dtype: str, path: Path) -> None:
-    from pytest_sme2.readers.tensorfile import write_tensors
-
     write_tensors(path, [t.detach().contiguous().numpy() for t in _cast(inputs, dtype)])
 
 
 def _quantize(module, example: tuple, calibration: list[tuple] | None, dynamic: bool):
     from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
-        XNNPACKQuantizer, get_symmetric_quantization_config)
-    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+        XNNPACKQuantizer, get_symmetric_quantization_config)  # executorch: ~3 s, quantizing only
+    from torchao.quantization.pt2e.quantize_pt2e import (  # torchao: quantizing only
+        convert_pt2e, prepare_pt2e)
 
     quantizer = XNNPACKQuantizer().set_global(
         get_symmetric_quantization_config(is_per_channel=True, is_dynamic=dynamic))
@@ -59,7 +59,8 @@ def _quantize(module, example: tuple, calibration: list[tuple] | None, dynamic: 
 
 def _partitioners(dtype: str) -> list:
     from executorch.backends.xnnpack.partition.xnnpack_partitioner import (
-        XnnpackDynamicallyQuantizedPartitioner, XnnpackPartitioner)
+        XnnpackDynamicallyQuantizedPartitioner,  # executorch: ~3 s, only lowering needs it
+        XnnpackPartitioner)
 
     if dtype == "int8_dynamic":
         return [XnnpackDynamicallyQuantizedPartitioner(), XnnpackPartitioner()]
@@ -155,8 +156,9 @@ def _quantize_torchao(module, scheme: Scheme, definition: ModelDef):
     """torchao's 8da{4,8}w on every Linear, in place, as ``export_llama -qmode`` does
     (``examples/models/llama/source_transformation/quantize.py``): a grouped scheme skips a
     Linear whose input size the group does not divide."""
-    from torchao.quantization import Int8DynamicActivationIntxWeightConfig, quantize_
-    from torchao.quantization.granularity import PerAxis, PerGroup
+    from torchao.quantization import (  # torchao: only a quantized export needs it
+        Int8DynamicActivationIntxWeightConfig, quantize_)
+    from torchao.quantization.granularity import PerAxis, PerGroup  # torchao: quantizing only
 
     group = scheme.group_size
 
@@ -175,11 +177,12 @@ def _quantize_pt2e(module, scheme: Scheme, definition: ModelDef):
     xnnpack_dynamic[_qc4]`` does (``extension/llm/export/quantizer_lib.py`` and
     ``builder.py``): per-channel weights, int4 as int8 in [-8, 7] (XNNPACK's qc4w). Its KV
     cache is the captured graph module's own buffers."""
-    from executorch.backends.transforms.duplicate_dynamic_quant_chain import \
-        DuplicateDynamicQuantChainPass
+    from executorch.backends.transforms.duplicate_dynamic_quant_chain import (
+        DuplicateDynamicQuantChainPass)  # executorch: ~3 s, quantizing only
     from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
-        XNNPACKQuantizer, get_symmetric_quantization_config)
-    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+        XNNPACKQuantizer, get_symmetric_quantization_config)  # executorch: ~3 s, quantizing only
+    from torchao.quantization.pt2e.quantize_pt2e import (  # torchao: quantizing only
+        convert_pt2e, prepare_pt2e)
 
     example, dynamic_shapes = tuple(definition.example_inputs), definition.llm.dynamic_shapes
     bits = {"weight_qmin": -8, "weight_qmax": 7} if scheme.weight_bits == 4 else {}
@@ -237,7 +240,8 @@ def export_llm(definition: ModelDef, scheme_name: str, at_stage: Callable[[str],
 
 def _export_llm(definition: ModelDef, scheme_name: str, at_stage: Callable[[str], None],
                 weights: str):
-    from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
+    from executorch.exir import (  # executorch: ~3 s, only lowering needs it
+        EdgeCompileConfig, to_edge_transform_and_lower)
 
     scheme = parse_scheme(scheme_name)
     llm = definition.llm
@@ -304,7 +308,7 @@ def export(definition: ModelDef, dtype: str, at_stage: Callable[[str], None],
            weights: str = "pte"):
     """Lower ``definition`` for XNNPACK in ``dtype``; return (ExecutorchProgramManager, info).
     ``weights="ptd"``: its constants go to a ``.ptd`` (:func:`data_file_bytes`)."""
-    from executorch.exir import to_edge_transform_and_lower
+    from executorch.exir import to_edge_transform_and_lower  # executorch: ~3 s, lowering only
 
     if definition.llm is not None:
         return export_llm(definition, dtype, at_stage, weights)

@@ -45,8 +45,6 @@ class LibrarySpec:
 
     @classmethod
     def parse(cls, text: str) -> LibrarySpec:
-        from pytest_sme2.errors import Sme2Error
-
         library, _, rest = text.partition(":")
         name, _, query = rest.partition("?")
         if library not in LIBRARIES or not name:
@@ -90,8 +88,6 @@ def matrix_models(names: list[str], pte_globs: list[str], base: Path,
     """The matrix's models: ``names`` (a .pte among them made absolute from ``base``) then
     every file each ``--sme2-pte`` glob matches (from ``glob_base``), in order, once each. A
     glob that matches nothing stops the session with one line: it is a typo, not a model."""
-    from pytest_sme2.errors import Sme2Error
-
     out = [str((base / n).resolve()) if is_pte(n) else n for n in names]
     for pattern in pte_globs:
         anchor = Path(pattern) if Path(pattern).is_absolute() else glob_base / pattern

@@ -26,6 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pytest_sme2.report.columns import JSON, LATENCY, shown
 from pytest_sme2.report.grouping import BenchmarkSide, benchmark_sides
 from pytest_sme2.results import (BlockResult, ComparisonRecord, atomic_write_text, pool,
                                  pool_generation, pool_startup)
@@ -109,8 +110,8 @@ def benchmark_entry(side: BenchmarkSide, seen: set[str] | None = None) -> dict[s
     p = pool(side.blocks)
     ev = r.kernel_evidence
     extra: dict[str, Any] = {
-        "nodeid": side.nodeid, "median_ms": p.median_ms, "p90_ms": p.p90_ms,
-        "cv_pct": p.cv_pct, "blocks": p.blocks, "block_medians_ms": list(p.block_medians_ms),
+        "nodeid": side.nodeid, **{f.key: f.value(p) for f in shown(LATENCY, JSON)},
+        "block_medians_ms": list(p.block_medians_ms),
         "runner_kind": r.runner.kind, "runner_labels": dict(r.runner.labels),
         "device": r.device.kind, "emulated": r.emulated,
         "sme2": ev.sme2 if ev else "unknown"}

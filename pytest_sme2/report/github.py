@@ -11,6 +11,7 @@ from typing import Any
 
 from pytest_sme2 import units
 from pytest_sme2.units import COMPACT_RATIO_DIGITS, COUNT_RATIO_DIGITS
+from pytest_sme2.report.columns import GITHUB, LATENCY, shown
 from pytest_sme2.report.grouping import BenchmarkSide, benchmark_sides
 from pytest_sme2.report.terminal import GENERATION_COLUMNS, baseline_cell, generation_row
 from pytest_sme2.report.unresolved_notes import unresolved_lines
@@ -64,16 +65,18 @@ def step_summary(results: Iterable[BlockResult],
     """The markdown appended to the step summary."""
     results = list(results)
     sides = benchmark_sides(results, comparisons)
+    latency = shown(LATENCY, GITHUB)
     lines = ["## pytest-sme2", "",
-             "| benchmark | runner | median ms | CV % | SME2 | vs baseline |",
-             "|---|---|---:|---:|---|---|"]
+             "| benchmark | runner | " + "".join(f"{f.title(GITHUB)} | " for f in latency)
+             + "SME2 | vs baseline |",
+             "|---|---|" + "---:|" * len(latency) + "---|---|"]
     regressions: list[str] = []
     for s in sides:
         p = pool(s.blocks)
         ev = s.first.kernel_evidence
-        lines.append(f"| {_cell(s.test)} | {_cell(s.runner)} | {units.ms(p.median_ms)} | "
-                     f"{units.percent(p.cv_pct)} | {ev.sme2 if ev else '-'} | "
-                     f"{_cell(baseline_cell(_baseline(s)))} |")
+        lines.append(f"| {_cell(s.test)} | {_cell(s.runner)} | "
+                     + "".join(f"{f.cell(p)} | " for f in latency)
+                     + f"{ev.sme2 if ev else '-'} | {_cell(baseline_cell(_baseline(s)))} |")
         regressions += _regressions(s)
     llm = [row for s in sides if (row := generation_row(s.test, s)) is not None]
     if llm:

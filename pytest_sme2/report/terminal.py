@@ -10,6 +10,7 @@ from pytest_sme2.analysis.categories import OTHER
 from pytest_sme2.units import COMPACT_RATIO_DIGITS, COUNT_RATIO_DIGITS
 from pytest_sme2.report import generation as gen, scaling
 from pytest_sme2.analysis.scaling import thread_scaling
+from pytest_sme2.report.columns import LATENCY, TERMINAL, shown
 from pytest_sme2.report.grouping import BenchmarkSide, comparison_record, sides_per_device
 from pytest_sme2.report.precision_notes import precision_lines
 from pytest_sme2.report.unresolved_notes import unresolved_lines  # noqa: F401 (the summary's)
@@ -18,10 +19,11 @@ from pytest_sme2.results import (BlockResult, ComparisonRecord, Judgement, Start
 from pytest_sme2.instructions.count import format_count
 
 TOP_OPERATORS = 10
-COLUMNS = ("benchmark", "model", "dtype", "threads", "runner", "median ms", "p90 ms", "CV %",
-           "runs", "load, 1st ms", "peak, pte MB", "speedup [95% CI]", "top category", "SME2",
-           "vs baseline")
-_NUMERIC = {3, 5, 6, 7, 8, 9, 10}
+_LATENCY = shown(LATENCY, TERMINAL)
+COLUMNS = ("benchmark", "model", "dtype", "threads", "runner",
+           *(f.title(TERMINAL) for f in _LATENCY), "load, 1st ms", "peak, pte MB",
+           "speedup [95% CI]", "top category", "SME2", "vs baseline")
+_NUMERIC = {3, *range(5, 5 + len(_LATENCY) + 2)}     # threads, the latency, load and peak
 EMULATED = " [emulated CPU: timings say nothing about speed]"
 
 
@@ -202,9 +204,8 @@ def _row(name: str, rs: list[BlockResult], speedup: str,
     r = rs[0]
     p = pool(rs)
     ev = r.kernel_evidence
-    return (name, r.model, r.dtype, str(r.threads), r.runner_name, units.ms(p.median_ms),
-            units.ms(p.p90_ms), units.percent(p.cv_pct), str(p.n),
-            *startup_cells(pool_startup(rs)),
+    return (name, r.model, r.dtype, str(r.threads), r.runner_name,
+            *(f.cell(p) for f in _LATENCY), *startup_cells(pool_startup(rs)),
             speedup, top_category(pool_categories(rs)), ev.sme2 if ev else "-",
             baseline_cell(baseline if baseline is not None else r.judgement)
             + _category_regressions(r.category_judgements)

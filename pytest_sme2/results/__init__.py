@@ -11,9 +11,9 @@ documents load with defaults for what they lack. Keys a record does not know are
 
 Modules: :mod:`.records` (a block's analysis and context), :mod:`.startup` (load and memory),
 :mod:`.runner`, :mod:`.device` (where a block ran), :mod:`.judgement` (the gate's verdict),
-:mod:`.instructions` (instruction counts), :mod:`.block` (one block), :mod:`.pooling` (a
-benchmark's blocks together), :mod:`.comparison`, :mod:`.document` (the file, its loader and
-writer).
+:mod:`.instructions` (instruction counts), :mod:`.under_test` (what was measured),
+:mod:`.block` (one block), :mod:`.pooling` (a benchmark's blocks together), :mod:`.comparison`,
+:mod:`.document` (the file, its loader and writer).
 """
 
 from pytest_sme2._util.fsutil import atomic_write_text
@@ -36,6 +36,7 @@ from pytest_sme2.results.runner import RunnerInfo
 from pytest_sme2.results.session import SessionInfo
 from pytest_sme2.results.startup import ProcessStartup, Startup
 from pytest_sme2.results.timing import Timing
+from pytest_sme2.results.under_test import UnderTest
 
 __all__ = ["RESULTS_SCHEMA", "BlockResult", "ComparisonRecord", "DeviceFacts", "Generation",
            "GenerationFigures", "GenerationResult", "InstructionCount", "Judgement",
@@ -43,6 +44,6 @@ __all__ = ["RESULTS_SCHEMA", "BlockResult", "ComparisonRecord", "DeviceFacts", "
            "PhaseStats", "PooledLatency", "PrecisionOutcome", "ProcessStartup", "ResultAnalysis",
            "ResultsDoc", "ResultsWriter", "RunContext", "RunnerInfo", "SampledKernel",
            "SessionInfo",
-           "Startup", "Timing", "TracedKernel", "atomic_write_text", "device_label",
+           "Startup", "Timing", "TracedKernel", "UnderTest", "atomic_write_text", "device_label",
            "load_results", "mean_per_block", "pool", "pool_categories", "pool_generation",
            "pool_startup", "results_document", "write_results"]

@@ -24,6 +24,7 @@ from pytest_sme2.results.records import (KernelEvidence, OperatorStats, ResultAn
 from pytest_sme2.results.runner import RunnerInfo
 from pytest_sme2.results.startup import Startup
 from pytest_sme2.results.timing import Timing
+from pytest_sme2.results.under_test import UnderTest
 
 # -- one block -------------------------------------------------------------------------------
 
@@ -48,7 +49,7 @@ _GENERATION = ("generation", "baseline_phases")
 _TIMING = ("timing",)
 # The project's own keys after those, in this order, each only when set: a user's .pte without
 # an .etrecord (what the report cannot show), --sme2-precision's outcome, what was under test
-# (baselines.key.UnderTest.to_dict(), set when the block is recorded) and the taskset mask it
+# (UnderTest.to_dict(), set when the block is recorded) and the taskset mask it
 # was pinned to. A plugin's keys (``extra``) follow them.
 _TAIL = ("etrecord_missing", "precision", "under_test", "cpu_mask")
 
@@ -104,8 +105,7 @@ class BlockResult:
     timing: Timing | None = None
     etrecord_missing: str | None = None     # why a user's .pte has no .etrecord beside it
     precision: PrecisionOutcome | None = None               # with --sme2-precision
-    # What was under test (UnderTest.to_dict(): baselines/ reads it as its record).
-    under_test: dict[str, Any] | None = None
+    under_test: UnderTest | None = None     # what was under test (set when recorded)
     cpu_mask: str | None = None             # the taskset mask the block was pinned to
     # Keys this version does not know: a plugin's own (pytest_sme2_amend_result).
     extra: dict[str, Any] = field(default_factory=dict)
@@ -184,7 +184,8 @@ class BlockResult:
             ("timing", self.timing.to_dict() if self.timing else None),
             ("etrecord_missing", self.etrecord_missing),
             ("precision", self.precision.to_dict() if self.precision else None),
-            ("under_test", self.under_test), ("cpu_mask", self.cpu_mask)) if v is not None}
+            ("under_test", self.under_test.to_dict() if self.under_test else None),
+            ("cpu_mask", self.cpu_mask)) if v is not None}
         return {
             "nodeid": self.nodeid, "model": self.model, "dtype": self.dtype,
             "threads": self.threads, "runner": self.runner_name,
@@ -235,7 +236,8 @@ _RECORDS = {"runner": _record(RunnerInfo), "device": _record(DeviceFacts),
             "instructions": _record(InstructionCount), "judgement": judgement,
             "category_judgements": judgements, "instructions_judgement": judgement,
             "startup_judgements": judgements, "phase_judgements": judgements,
-            "timing": _record(Timing), "precision": _record(PrecisionOutcome)}
+            "timing": _record(Timing), "precision": _record(PrecisionOutcome),
+            "under_test": _record(UnderTest)}
 
 
 def _dicts(judged: dict[str, Judgement] | None) -> dict[str, dict[str, Any]] | None:

@@ -57,10 +57,14 @@ class ComparisonRecord:
     candidate_blocks: list[str] = field(default_factory=list)
     nodeid: str = ""                            # the test that compared ("" before 14)
     baselines: dict[str, Judgement] | None = None   # the gate's verdict per runner
-    extra: dict[str, Any] = field(default_factory=dict)
+    # An LLM's generations: the speed-up of each phase (prefill, ttft, decode); {} otherwise.
+    phase_speedups: dict[str, Interval] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)   # a plugin's keys
 
     def __post_init__(self) -> None:
         self.baselines = judgements(self.baselines)     # dicts (results.json's) become records
+        self.phase_speedups = {k: _interval(v) if isinstance(v, Mapping) else v
+                               for k, v in self.phase_speedups.items() if v is not None}
 
     @property
     def point(self) -> str:
@@ -88,6 +92,8 @@ class ComparisonRecord:
             "base_blocks": self.base_blocks, "candidate_blocks": self.candidate_blocks,
             **({"baselines": {r: j.to_dict() for r, j in self.baselines.items()}}
                if self.baselines is not None else {}),
+            **({"phase_speedups": {k: v.to_dict() for k, v in self.phase_speedups.items()}}
+               if self.phase_speedups else {}),
             **self.extra,
         }
 
@@ -107,4 +113,5 @@ class ComparisonRecord:
             base_blocks=list(d.get("base_blocks") or []),
             candidate_blocks=list(d.get("candidate_blocks") or []),
             nodeid=d.get("nodeid", ""), baselines=d.get("baselines"),
+            phase_speedups=dict(d.get("phase_speedups") or {}),
             extra={k: v for k, v in d.items() if k not in known})

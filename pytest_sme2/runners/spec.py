@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Collection
 
+from pytest_sme2.device_programs.hwcaps import MASKS, describe_mask
 from pytest_sme2.runners.base import Runner, RunnerError, with_defaults
 from pytest_sme2.results.runner import RunnerInfo
 
@@ -175,8 +176,6 @@ def masked_pair() -> list[RunnerSpec]:
 
 def mask_labels(mask: str, labels: dict[str, str], text: str = "") -> dict[str, str]:
     """The labels a hwcap mask implies: SME2 is off, and how (recorded with every result)."""
-    from pytest_sme2.device_programs.hwcaps import MASKS, describe_mask  # hwcaps: not at start-up
-
     if mask not in MASKS:
         raise RunnerError(f"--runner {text!r}: unknown mask {mask!r}; use mask=sme (no SME, no "
                           "SME2) or mask=sme2 (SME without SME2)")

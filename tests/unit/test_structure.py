@@ -8,8 +8,8 @@ import ast
 from pathlib import Path
 
 from tests.structure import (LAYER_ROLES, LAYERS, LONG_SIGNATURE, MAX_INNER_IMPORTS, MAX_LINES,
-                             MAX_LONG_SIGNATURES, PACKAGE, SILENT_INNER_IMPORTS, inner_imports,
-                             layer, read_structure)
+                             MAX_LONG_SIGNATURES, PACKAGE, inner_imports, layer,
+                             read_structure)
 
 ROOT = Path(__file__).resolve().parents[2] / PACKAGE
 
@@ -82,16 +82,9 @@ def test_few_project_imports_are_made_inside_functions():
 
 def test_every_inner_import_says_what_it_defers():
     """An import inside a function, the project's or a third party's, carries a comment on its
-    line naming what it defers and why: ``import torch  # torch: only an export needs it``.
-    SILENT_INNER_IMPORTS lists the packages not there yet, with how many they have left."""
-    silent = read_structure(ROOT).silent_inner_imports()
-    pending = {package: [i for i in silent if i.module.startswith(package + ".")]
-               for package in SILENT_INNER_IMPORTS}
-    elsewhere = [f"{i.module}:{i.line}" for i in silent
-                 if not any(i.module.startswith(p + ".") for p in SILENT_INNER_IMPORTS)]
-    assert elsewhere == [], "say what each import defers: # WHAT: WHY"
-    over = {p: len(found) for p, found in pending.items() if len(found) > SILENT_INNER_IMPORTS[p]}
-    assert over == {}, "more inner imports without a comment than SILENT_INNER_IMPORTS allows"
+    line naming what it defers and why: ``import torch  # torch: only an export needs it``."""
+    silent = [f"{i.module}:{i.line}" for i in read_structure(ROOT).silent_inner_imports()]
+    assert silent == [], "say what each import defers: # WHAT: WHY"
 
 
 def test_an_inner_import_comment_names_what_and_why():

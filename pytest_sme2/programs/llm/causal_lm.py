@@ -17,6 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_sme2.programs.llm.llama import constant_methods, reset_kv_cache
+from pytest_sme2.programs.registry import LlmDef, ModelDef
+
 SMALL = {"vocab_size": 512, "hidden_size": 64, "intermediate_size": 128,
          "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
          "head_dim": 16}
@@ -28,8 +31,9 @@ def is_causal_lm(class_name: str) -> bool:
 
 
 def _adapter_class():
-    import torch
-    from transformers.integrations.executorch import TorchExportableModuleWithStaticCache
+    import torch  # torch: only building the model needs it
+    from transformers.integrations.executorch import (  # transformers: building only
+        TorchExportableModuleWithStaticCache)
 
     class TokensAndPos(torch.nn.Module):
         """``forward(tokens, input_pos)`` over transformers' static-cache module: it sets the
@@ -49,10 +53,7 @@ def _adapter_class():
 
 def build(cls, config_class, overrides: dict[str, Any], ours: dict[str, Any], text: str):
     """The :class:`~pytest_sme2_models.ModelDef` of ``cls`` (a ``...ForCausalLM``)."""
-    import torch
-
-    from pytest_sme2.programs.llm.llama import constant_methods, reset_kv_cache
-    from pytest_sme2.programs.registry import LlmDef, ModelDef
+    import torch  # torch: only building the model needs it
 
     settings = {k: v for k, v in SMALL.items() if hasattr(config_class(), k)}
     settings.update(overrides)

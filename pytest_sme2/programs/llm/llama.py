@@ -15,6 +15,9 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from pytest_sme2.errors import Sme2Error
+from pytest_sme2.programs.registry import LlmDef, ModelDef
+
 
 @dataclass(frozen=True)
 class LlamaShape:
@@ -50,7 +53,7 @@ def constant_methods(max_seq_len: int, max_context_len: int, vocab_size: int,
 
 
 def _wrapper_class():
-    import torch
+    import torch  # torch: only building the model needs it
 
     class TokensAndPos(torch.nn.Module):
         """``forward(tokens, input_pos)``: the Transformer takes the position in an options
@@ -74,7 +77,7 @@ _KV_CACHE = re.compile(r"(^|[._])(k_cache|v_cache|key_cache_\d+|value_cache_\d+)
 def reset_kv_cache(module) -> None:
     """Zero every KV cache buffer: torch.export takes the buffers' current values as the
     program's initial state, and an eager reference run writes them."""
-    import torch
+    import torch  # torch: only a built model has a cache to reset
 
     with torch.no_grad():
         for name, buf in module.named_buffers():
@@ -86,11 +89,10 @@ def build_llama(shape: LlamaShape = LlamaShape()):
     """A :class:`~pytest_sme2_models.ModelDef` of the Llama of ``shape``: ``example_inputs`` a
     ``prompt_tokens`` prefill at position 0; ``verify_inputs`` that prefill then one decode
     step (the KV cache carried between them, as in a generation)."""
-    import torch
-    from executorch.examples.models.llama.llama_transformer import construct_transformer
-    from executorch.examples.models.llama.model_args import ModelArgs
-
-    from pytest_sme2.programs.registry import LlmDef, ModelDef
+    import torch  # torch: only building the model needs it
+    from executorch.examples.models.llama.llama_transformer import (  # executorch: building only
+        construct_transformer)
+    from executorch.examples.models.llama.model_args import ModelArgs  # executorch: building only
 
     s = shape
     max_seq_len, prompt_tokens, vocab_size = s.max_seq_len, s.prompt_tokens, s.vocab_size
@@ -121,8 +123,6 @@ def build_llama(shape: LlamaShape = LlamaShape()):
 def typed_params(overrides: list[tuple[str, str]], where: str) -> dict[str, Any]:
     """``executorch:llama?dim=128&n_layers=4`` overrides as the builder's arguments; an unknown
     key or a value of the wrong type is one line naming the known ones."""
-    from pytest_sme2.errors import Sme2Error
-
     out: dict[str, Any] = {}
     for key, text in overrides:
         if key not in PARAMS:

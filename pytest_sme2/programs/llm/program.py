@@ -16,8 +16,11 @@ from pathlib import Path
 from typing import Callable
 
 from pytest_sme2.errors import Sme2Error
+from pytest_sme2.programs.export import export_model, is_llm_model
 from pytest_sme2.programs.exported import ExportedModel
 from pytest_sme2.programs.llm.facts import LLM_MARKERS, LlmFacts, llm_facts
+from pytest_sme2.programs.llm.schemes import parse_scheme
+from pytest_sme2.programs.spec import is_pte, model_label
 
 
 class NotAnLlmError(Sme2Error):
@@ -43,10 +46,6 @@ def llm_program(model: str, scheme: str = "8da8w", cache_dir: Path | None = None
                 progress: Callable[[str], None] | None = None) -> LlmProgram:
     """``model`` (a zoo name, ``executorch:llama?…``, ``transformers:…ForCausalLM`` or a
     ``.pte``) as an LLM program in ``scheme`` (ignored for a ``.pte``)."""
-    from pytest_sme2.programs.export import export_model, is_llm_model
-    from pytest_sme2.programs.spec import is_pte, model_label
-    from pytest_sme2.programs.llm.schemes import parse_scheme
-
     if not is_pte(model):
         scheme = parse_scheme(scheme).name
         if not is_llm_model(model):

@@ -128,7 +128,7 @@ def environment() -> jinja2.Environment:
                        calls=fmt_calls, toks=fmt_tokens_per_s, flatfmt=ms_pct_cells, opfmt=op_cells,
                        e2efmt=e2e_cells, faster=sec.speedup_list, grew=sec.grew_list,
                        pctcol=lambda c: f">{c} %")
-    env.globals.update(tr=tr, th=th)
+    env.globals.update(tr=tr, th=th, latency_headers=sec.LATENCY_HEADERS)
     return env
 
 

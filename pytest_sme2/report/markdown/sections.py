@@ -10,8 +10,9 @@ from typing import Any
 
 from pytest_sme2 import units
 from pytest_sme2.units import COMPACT_RATIO_DIGITS
-from pytest_sme2.report.markdown.cells import (cell, code, fmt_ms, fmt_percent, fmt_points,
-                                      fmt_ratio_interval, value_text)
+from pytest_sme2.report.columns import LATENCY, MARKDOWN, MS, shown
+from pytest_sme2.report.markdown.cells import (MISSING, cell, code, fmt_ms, fmt_percent,
+                                               fmt_points, fmt_ratio_interval, value_text)
 from pytest_sme2.report.digest import (Unit, by_model, category_order,
                                        devices, devices_side_by_side, runners)
 from pytest_sme2.results import Judgement, ResultsDoc, device_label, pool_startup
@@ -87,6 +88,11 @@ def runner_rows(doc: ResultsDoc) -> list[dict[str, str]]:
             for r in runners(doc)]
 
 
+# The latency table's figures (report.columns), headed without their ms: the section says it.
+LATENCY_FIGURES = shown(LATENCY, MARKDOWN)
+LATENCY_HEADERS = [">" + f.title(MARKDOWN, MS) for f in LATENCY_FIGURES]
+
+
 def latency_rows(us: list[Unit]) -> list[dict[str, Any]]:
     rows = []
     for u in us:
@@ -99,9 +105,9 @@ def latency_rows(us: list[Unit]) -> list[dict[str, Any]]:
                 role = "base" if i == 0 else fmt_ratio_interval(u.speedup)
             rows.append({"model": u.model, "dtype": u.dtype, "threads": u.threads,
                          "device": u.device,
-                         "runner": s.runner, "blocks": p.blocks, "n": p.n,
-                         "median": p.median_ms, "mean": p.mean_ms, "min": p.min_ms,
-                         "max": p.max_ms, "std": p.std_ms, "cv": p.cv_pct, "speedup": role})
+                         "runner": s.runner,
+                         "figures": [f.cell(p, MISSING) for f in LATENCY_FIGURES],
+                         "speedup": role})
     return rows
 
 

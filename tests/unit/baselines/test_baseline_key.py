@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_sme2.baselines.key import BaselineKey, UnderTest
+from pytest_sme2.baselines.key import BaselineKey, under_test_of
+from pytest_sme2.results import UnderTest
 from pytest_sme2.baselines.store import group_by_key
 from tests.fakes.baselines import UNDER_TEST, bench_result, result_with_device_extra
 
@@ -139,17 +140,17 @@ def test_under_test_is_read_from_the_export_and_the_registry(tmp_path, monkeypat
         "pte_sha256": "ab" * 32, "versions": {"torch": "2.13.0", "executorch": "1.5.2",
                                               "torchao": "0.18.0"}}))
     result = bench_result(model="tmp_net", pte=str(export / "model.pte"))
-    first = UnderTest.of(result)
+    first = under_test_of(result)
     assert first.program == "ab" * 32 and first.versions["executorch"] == "1.5.2"
     assert first.export_key == "2e9e4915a511dbff" and first.recipe
     assert first.runner_labels == {"runtime": "executorch.pybindings", "executorch": "1.5.1"}
     (tmp_path / "net_mod.py").write_text("def build():\n    return None  # wider\n")
-    assert UnderTest.of(result).changes_since(first) == ["model source",
+    assert under_test_of(result).changes_since(first) == ["model source",
                                                          "exported program unchanged"]
     # Recorded once when measured, then read back: the record wins.
     result.under_test = first.to_dict()
-    assert UnderTest.of(result) == first
-    assert UnderTest.of(bench_result(model="no_such_model")).model_source is None
+    assert under_test_of(result) == first
+    assert under_test_of(bench_result(model="no_such_model")).model_source is None
 
 
 def test_a_users_pte_is_judged_by_its_content(tmp_path):
@@ -157,8 +158,8 @@ def test_a_users_pte_is_judged_by_its_content(tmp_path):
     file's, so a changed file reads ``exported program``."""
     pte = tmp_path / "m.pte"
     pte.write_bytes(b"ET12 one")
-    first = UnderTest.of(bench_result(model=str(pte), pte=str(pte), dtype="pte"))
+    first = under_test_of(bench_result(model=str(pte), pte=str(pte), dtype="pte"))
     assert first.model_source is None and first.recipe is None and first.program
     pte.write_bytes(b"ET12 two, longer")
-    now = UnderTest.of(bench_result(model=str(pte), pte=str(pte), dtype="pte"))
+    now = under_test_of(bench_result(model=str(pte), pte=str(pte), dtype="pte"))
     assert now.changes_since(first) == ["exported program"]

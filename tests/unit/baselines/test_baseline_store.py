@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_sme2.baselines.key import BaselineKey, UnderTest
+from pytest_sme2.baselines.key import BaselineKey
+from pytest_sme2.results import UnderTest
 from pytest_sme2.baselines.store import SCHEMA, Baseline, BaselineError, find, load, save
 from pytest_sme2.gate.rule import NOT_COMPARED, REGRESSION, evaluate
 from pytest_sme2.results import BlockResult

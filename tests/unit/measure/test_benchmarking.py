@@ -95,7 +95,7 @@ def test_a_benchmark_without_baselines_is_measured_once_recorded_and_not_compare
     assert session.added == done.blocks                   # the library's default recorder
     assert done.result.judgement.status == "not_compared"
     assert done.report.e2e.reason == "no baseline folder configured"
-    assert done.result.under_test["export_key"] == "2e9e4915a511dbff"
+    assert done.result.under_test.export_key == "2e9e4915a511dbff"
     assert done.failure is None
 
 

@@ -97,12 +97,10 @@ def test_settling_restores_a_collector_that_was_off():
 
 
 def test_the_fork_server_waits_around_a_measured_process_even_when_it_fails(monkeypatch):
-    from pytest_sme2.runners import fork_server
-
     calls: list[str] = []
     server = types.SimpleNamespace(pause=lambda: calls.append("pause"),
                                    resume=lambda: calls.append("resume"))
-    monkeypatch.setattr(fork_server, "shared_server", lambda: server)
+    monkeypatch.setattr(session_cost, "shared_server", lambda: server)
     with session_cost.fork_server_paused():
         calls.append("measure")
     try:
@@ -114,7 +112,6 @@ def test_the_fork_server_waits_around_a_measured_process_even_when_it_fails(monk
 
 
 def test_warm_imports_read_each_collected_export_once_and_never_fail(monkeypatch, tmp_path):
-    from pytest_sme2.programs import export
     from pytest_sme2.readers import etrecord
 
     asked: list[tuple] = []
@@ -126,7 +123,7 @@ def test_warm_imports_read_each_collected_export_once_and_never_fail(monkeypatch
             raise ValueError("corrupt cache entry")
         return None if model == "missing" else types.SimpleNamespace(etrecord=f"{model}.et")
 
-    monkeypatch.setattr(export, "cached_export", cached)
+    monkeypatch.setattr(session_cost, "cached_export", cached)
     monkeypatch.setattr(etrecord, "read_etrecord", read.append)
     session_cost.warm_imports([("toy_cnn", "fp32"), ("missing", "fp16"), ("broken", "int8")],
                               tmp_path)

@@ -11,6 +11,7 @@ import pytest
 from pytest_sme2.analysis.latency import latency_stats
 from pytest_sme2.measure.comparison import make_comparison
 from pytest_sme2.errors import Sme2Error
+from pytest_sme2.stats import Interval
 from pytest_sme2.results import (RESULTS_SCHEMA, BlockResult, ComparisonRecord,
                                  KernelEvidence, OperatorStats, ResultAnalysis, ResultsDoc,
                                  ResultsWriter, RunContext, atomic_write_text, load_results, pool,
@@ -181,6 +182,27 @@ def test_comparison_records_carry_the_test_and_round_trip():
     assert ComparisonRecord.from_json(legacy).name == "toy_cnn fp32 t1"
 
 
+def test_an_llm_comparisons_phase_speedups_are_typed_and_written_under_their_key():
+    """``phase_speedups`` is a field (it was a key of ``extra``): the same bytes, read into
+    Intervals; a document without it (a forward pass, or older) reads as {}."""
+    phases = {"prefill": {"point": 1.5, "low": 1.4, "high": 1.6, "confidence": 0.95},
+              "ttft": {"point": 1.3, "low": 1.2, "high": 1.4, "confidence": 0.95}}
+    doc = {**_comparison_doc(), "phase_speedups": phases, "build_id": "ci-7"}
+    rec = ComparisonRecord.from_json(json.loads(json.dumps(doc)))
+    assert rec.phase_speedups["prefill"] == Interval(1.5, 1.4, 1.6)
+    assert rec.extra == {"build_id": "ci-7"}
+    assert json.dumps(rec.to_json()) == json.dumps(doc)        # key order kept
+    assert ComparisonRecord.from_json(_comparison_doc()).phase_speedups == {}
+
+
+def _comparison_doc() -> dict:
+    blocks = [[_result((m,) * 3, nodeid=f"b.py::test_c[{side}#{i}]",
+                       runner={"name": side, "kind": "x", "labels": {}},
+                       context=RunContext(block=i)) for i, m in enumerate(medians)]
+              for side, medians in (("off", (2.0, 2.2, 2.1)), ("on", (1.0, 1.1, 1.0)))]
+    return make_comparison(*blocks, nodeid="b.py::test_c").to_json()
+
+
 def test_the_loader_says_what_is_wrong_in_one_line(tmp_path):
     with pytest.raises(Sme2Error, match="no such results file"):
         load_results(tmp_path / "nope.json")
@@ -311,7 +333,7 @@ def test_a_blocks_timing_round_trips_and_says_what_the_breakdown_adds_up_to():
 
 
 def test_the_projects_own_keys_are_typed_fields_written_under_their_old_keys():
-    from pytest_sme2.results import PrecisionOutcome
+    from pytest_sme2.results import PrecisionOutcome, UnderTest
 
     r = _result(etrecord_missing="no .etrecord", under_test={"export_key": "k"},
                 precision=PrecisionOutcome(2.0, 1.5, 4, True, 3.25, True, ""), cpu_mask="f0",
@@ -322,6 +344,9 @@ def test_the_projects_own_keys_are_typed_fields_written_under_their_old_keys():
     back = BlockResult.from_json(d)
     assert back == r and back.extra == {"build_id": "ci-7"}
     assert isinstance(back.precision, PrecisionOutcome) and back.precision.paired
+    assert back.under_test == UnderTest(export_key="k")
+    assert d["under_test"] == {"export_key": "k", "model_source": None, "recipe": None,
+                               "program": None, "versions": {}, "runner_labels": {}}
     assert back.to_json() == d
     old = BlockResult.from_json({k: v for k, v in d.items() if k not in (
         "etrecord_missing", "precision", "under_test", "cpu_mask")})
