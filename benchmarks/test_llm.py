@@ -2,8 +2,9 @@
 matrix (--sme2-llm-models x --sme2-llm-schemes x --sme2-threads; default tiny_llama, 8da8w, 1
 thread): a prompt prefilled in one execute, then greedy decode steps, per run
 (--sme2-prompt-tokens, --sme2-new-tokens), at each context depth (--sme2-context-depth 0,512:
-the KV cache filled untimed first, as llama-bench's pp64 @ d512 and tg32 @ d512). Reported per phase: prefill and decode tokens/s,
-time to first token, categories and which kernels each phase ran.
+the KV cache filled untimed first, as llama-bench's pp64 @ d512 and tg32 @ d512). Reported per
+phase: prefill and decode tokens/s, time to first token, categories and which kernels each
+phase ran.
 
 On a device with SME2 (--device qemu, a phone whose hwcaps show it) the SME2 pair runs the
 same generation with SME2 on and hidden: token ids must agree, and on an emulated CPU the
@@ -16,7 +17,8 @@ import pytest
 def test_generation(sme2_generate, sme2_llm_case):
     gen = sme2_generate(sme2_llm_case.model, scheme=sme2_llm_case.dtype,
                         threads=sme2_llm_case.threads, depth=sme2_llm_case.depth)
-    assert gen.depth == sme2_llm_case.depth and gen.generations >= 1 and len(gen.tokens) == gen.new_tokens + 1
+    assert gen.depth == sme2_llm_case.depth and gen.generations >= 1
+    assert len(gen.tokens) == gen.new_tokens + 1
     assert gen.prefill.tokens == gen.prompt_tokens and gen.decode.executes == gen.new_tokens
     assert gen.prefill.tokens_per_s > 0 and gen.decode.tokens_per_s > 0
     # Time to first token is the prefill and the first sampling: never less than the prefill.
