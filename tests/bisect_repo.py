@@ -62,6 +62,17 @@ UNBUILDABLE = 5
 COMMENT_ONLY = 4
 
 
+def long_history(commits: int = 64, slowdown: int = 40) -> list[tuple[str, dict[str, str]]]:
+    """``commits`` commits after GOOD, each with other weights (its seed: every program's
+    bytes differ, so every probe measures), the hidden layer widened at ``slowdown``."""
+    out = HISTORY[:1]
+    for i in range(1, commits + 1):
+        width = 1024 if i >= slowdown else 64
+        subject = "widen the hidden layer" if i == slowdown else f"retrain ({i})"
+        out.append((subject, {"mlp_model.py": MODEL.format(width=width, seed=i)}))
+    return out
+
+
 def git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
                           text=True).stdout.strip()

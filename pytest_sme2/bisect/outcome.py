@@ -77,6 +77,7 @@ class Outcome:
     unresolved: list[str] = field(default_factory=list)        # "bench: lo..hi"
     flat: list[str] = field(default_factory=list)              # "bench: why"
     pairs_measured: int = 0                                    # in this run, all comparisons
+    exported: int = 0                                          # commits exported in this run
     seconds: dict[str, float] = field(default_factory=lambda: {"wall": 0.0, "exports": 0.0,
                                                                "measuring": 0.0})
 
@@ -104,5 +105,5 @@ class Outcome:
                 "skipped": sorted(self.skipped), "skipped_why": self.skipped,
                 "reused": self.reused, "probes": [p.to_json() for p in self.probes],
                 "not_reproducible": self.flat, "cannot_tell": self.unresolved,
-                "pairs_measured": self.pairs_measured,
+                "pairs_measured": self.pairs_measured, "exported": self.exported,
                 "seconds": {k: round(v, 1) for k, v in self.seconds.items()}}

@@ -18,6 +18,7 @@ from pytest_sme2.results.judgement import IMPROVEMENT, NO_CHANGE, REGRESSION
 from pytest_sme2.bisect import search
 from pytest_sme2.bisect.git import Repo, Worktrees, pin_changes
 from pytest_sme2.bisect.outcome import Culprit, Outcome, Probe
+from pytest_sme2.bisect.exporter import FreshSessions, WarmExporter
 from pytest_sme2.bisect.pairs import Bench, Compared, PairPlan, key
 from pytest_sme2.bisect.programs import Exported, Program, export_commit
 from pytest_sme2.bisect.state import State, load, state_dir
@@ -38,6 +39,7 @@ class Ask:
     runner_specs: dict[str, str] = field(default_factory=dict)
     export_timeout_s: float = 1800.0
     most_steps: int = 3
+    fresh_exports: bool = False     # a new pytest process per commit (the exporter's fallback)
 
 
 class Bisect:
@@ -64,12 +66,13 @@ class Bisect:
         path = self.worktrees.add(sha)
         try:
             got = export_commit(path, list(self.ask.pytest_args), self.ask.setup,
-                                self.state.store, self.ask.export_timeout_s)
+                                self.state.store, self.ask.export_timeout_s, self.sessions)
         finally:
             self.worktrees.remove(path)
         got = Exported(got.programs, got.skipped, time.monotonic() - start)
         self.export_s.append(got.seconds)
         self.outcome.seconds["exports"] += got.seconds
+        self.outcome.exported += 1
         self.state.exported[sha] = got
         self.state.save()
         return got
@@ -165,6 +168,9 @@ class Bisect:
 
     def _in_worktrees(self) -> None:
         with Worktrees(self.repo) as self.worktrees:
+            # Started first: it imports while the ends' worktrees are checked out.
+            self.sessions = FreshSessions() if self.ask.fresh_exports else \
+                WarmExporter(self.worktrees.base)
             plan = self.ask.plan or PairPlan(10.0, PairBudget(), BenchSettings())
             plan = replace(plan, settings=replace(plan.settings,
                                                   report_dir=self.worktrees.base / "blocks"))
@@ -173,6 +179,7 @@ class Bisect:
                 self._run()
             finally:
                 self.bench.close()
+                self.sessions.close()
 
     def _run(self) -> None:
         good, bad, last = self.commits[0], self.commits[-1], len(self.commits) - 1

@@ -45,7 +45,7 @@ def _bisect(args: argparse.Namespace) -> int:
     plan = pairs.PairPlan(args.threshold, PairBudget(args.max_pairs, args.budget), settings)
     ask = run.Ask(args.good, args.bad, tuple(pytest_args), args.setup, args.improvement,
               args.all_commits, args.resume, plan, runner_specs(pytest_args),
-              most_steps=args.most_steps)
+              most_steps=args.most_steps, fresh_exports=args.fresh_exports)
     outcome = run.Bisect(Path.cwd(), ask).run()
     for line in report.terminal(outcome):
         print(line)
@@ -88,6 +88,9 @@ def add_parser(sub) -> None:
                    help=f"warm-up runs per block (default {BenchSettings.warmup})")
     b.add_argument("--most-steps", type=int, default=3,
                    help="most steps (culprits) to search for in the range (default 3)")
+    b.add_argument("--fresh-exports", action="store_true",
+                   help="export each commit in a new pytest process instead of a fork of the "
+                        "pre-warmed exporter (slower: for a conftest that cannot share one)")
     b.add_argument("--json", type=Path, help="write the outcome here (verdict, culprits, "
                    "skipped, reused, probes)")
     b.add_argument("--md", type=Path, help="write a markdown report here")
