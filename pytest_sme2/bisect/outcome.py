@@ -35,6 +35,7 @@ class Culprit:
     skipped_before: list[str]       # skipped commits between parent and commit: maybe them
     compared: Compared | None       # None: byte-identical programs (cannot happen for a step)
     pins: list[str]                 # "pyproject.toml: executorch 1.5.1 -> 1.5.2"
+    in_time: Compared | None = None     # --measure instructions: the step measured in time
 
     @property
     def effect(self) -> str:
@@ -45,10 +46,11 @@ class Culprit:
 
     def category_changes(self, most: int = 4) -> list[str]:
         """``GEMM 0.210 -> 0.820 ms``: the operator categories that moved most."""
-        if self.compared is None:
+        timed = self.in_time or self.compared       # counts have no categories
+        if timed is None:
             return []
-        before = self.compared.categories.get("base", {})
-        after = self.compared.categories.get("candidate", {})
+        before = timed.categories.get("base", {})
+        after = timed.categories.get("candidate", {})
         names = sorted(set(before) | set(after),
                        key=lambda n: -abs(after.get(n, 0.0) - before.get(n, 0.0)))
         return [f"{n} {before.get(n, 0.0):.3f} -> {after.get(n, 0.0):.3f} ms"
@@ -62,7 +64,10 @@ class Culprit:
                 "verdict": None if c is None else c.status,
                 "pairs": 0 if c is None else c.pairs,
                 "maybe_skipped": self.skipped_before,
-                "categories": self.category_changes(), "dependency_pins": self.pins}
+                "categories": self.category_changes(), "dependency_pins": self.pins,
+                "in_time": None if self.in_time is None else {
+                    "verdict": self.in_time.status, "pairs": self.in_time.pairs,
+                    "interval": [self.in_time.low, self.in_time.high]}}
 
 
 @dataclass

@@ -49,7 +49,14 @@ class Compared:
     def interval(self) -> str:
         if self.low is None or self.high is None:
             return "[?]"
+        if self.low == self.high:       # a count: deterministic, no interval
+            return f"{self.point:.4f}x"
         return f"{self.point:.3f}x [{self.low:.3f}, {self.high:.3f}]"
+
+    @property
+    def evidence(self) -> str:
+        """``12 pairs`` (timed blocks), or ``counted`` (instructions: no pairs)."""
+        return f"{self.pairs} pairs" if self.pairs else "instructions counted"
 
     def to_json(self) -> dict:
         return dict(vars(self))
@@ -78,6 +85,8 @@ def _categories(blocks: list) -> dict[str, float]:
 
 class Bench:
     """The runners and devices comparisons run on, opened once each, and the comparing."""
+
+    measure = "time"
 
     def __init__(self, plan: PairPlan, runner_specs: dict[str, str],
                  say: Callable[[str], None] = print):

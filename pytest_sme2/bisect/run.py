@@ -13,11 +13,13 @@ from typing import Callable
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate.decide import PairBudget
+from pytest_sme2.gate.policy import DEFAULT_INSTRUCTIONS_PCT
 from pytest_sme2.measure.settings import BenchSettings
 from pytest_sme2.results.judgement import IMPROVEMENT, NO_CHANGE, REGRESSION
 from pytest_sme2.bisect import search
 from pytest_sme2.bisect.git import Repo, Worktrees, pin_changes
 from pytest_sme2.bisect.outcome import Culprit, Outcome, Probe
+from pytest_sme2.bisect.counts import InstructionBench
 from pytest_sme2.bisect.exporter import FreshSessions, WarmExporter
 from pytest_sme2.bisect.pairs import Bench, Compared, PairPlan, key
 from pytest_sme2.bisect.programs import Exported, Program, export_commit
@@ -39,6 +41,8 @@ class Ask:
     runner_specs: dict[str, str] = field(default_factory=dict)
     export_timeout_s: float = 1800.0
     most_steps: int = 3
+    measure: str = "time"           # or "instructions" (counted, then confirmed in time)
+    instructions_pct: float = DEFAULT_INSTRUCTIONS_PCT
     fresh_exports: bool = False     # a new pytest process per commit (the exporter's fallback)
 
 
@@ -82,13 +86,17 @@ class Bisect:
         return got.programs.get(bench)
 
     # -- comparisons ------------------------------------------------------------------------
-    def compare(self, base: Program, candidate: Program, what: str) -> tuple[Compared, bool]:
-        """The comparison (measured, or kept from before: True)."""
-        k = key(base, candidate)
+    def compare(self, base: Program, candidate: Program, what: str,
+                bench: Bench | InstructionBench | None = None) -> tuple[Compared, bool]:
+        """The comparison by ``bench`` (default: the bisect's measure; measured, or kept from
+        before: True)."""
+        bench = bench or self.bench
+        k = key(base, candidate) if bench.measure == "time" else \
+            f"{bench.measure}:{key(base, candidate)}"
         if k in self.state.compared:
             return self.state.compared[k], True
         try:
-            got = self.bench.compare(base, candidate, what)
+            got = bench.compare(base, candidate, what)
         except Sme2Error as e:
             self.state.save()
             raise Sme2Error(f"bisect stopped while measuring {what} ({e}); the state is kept "
@@ -134,7 +142,7 @@ class Bisect:
                 side = self._side(c.status, kind)
                 if side != search.UNCLEAR:
                     self.say(f"  {sha[:10]}  {side}: vs {self.commits[other][:10]} "
-                             f"{c.status.replace('_', ' ')} {c.interval}, {c.pairs} pairs; "
+                             f"{c.status.replace('_', ' ')} {c.interval}, {c.evidence}; "
                              f"range {self.commits[lo][:10]}..{self.commits[hi][:10]}")
                     break
             if side == search.UNCLEAR:
@@ -174,11 +182,13 @@ class Bisect:
             plan = self.ask.plan or PairPlan(10.0, PairBudget(), BenchSettings())
             plan = replace(plan, settings=replace(plan.settings,
                                                   report_dir=self.worktrees.base / "blocks"))
-            self.bench = Bench(plan, self.ask.runner_specs, self.say)
+            self.timing = Bench(plan, self.ask.runner_specs, self.say)
+            self.bench = self.timing if self.ask.measure == "time" else \
+                InstructionBench(self.ask.instructions_pct, self.say)
             try:
                 self._run()
             finally:
-                self.bench.close()
+                self.timing.close()
                 self.sessions.close()
 
     def _run(self) -> None:
@@ -197,6 +207,11 @@ class Bisect:
             self.state.remove()
             raise Sme2Error("no benchmark selected at both GOOD and BAD: pass the pytest "
                             "arguments that select one (e.g. benchmarks -k test_latency)")
+        remote = [b for b in benches if ends[0].programs[b].device != "host"]
+        if self.ask.measure == "instructions" and remote:
+            self.state.remove()
+            raise Sme2Error(f"--measure instructions counts on the host only; {remote[0]} runs "
+                            f"on {ends[0].programs[remote[0]].device}: bisect it in time")
         for bench in benches:
             self._bisect(bench)
 
@@ -217,7 +232,7 @@ class Bisect:
             return
         per_probe = c.seconds / max(c.pairs, 1) * 3 + max(self.export_s or [0])
         probes = search.expected_probes(last - 1)
-        self.say(f"{bench}: {c.status} {c.interval} after {c.pairs} pairs ({c.seconds:.1f} "
+        self.say(f"{bench}: {c.status} {c.interval} ({c.evidence}, {c.seconds:.1f} "
                  f"s); ~{probes} probe(s) left, about {probes * per_probe / 60:.1f} min")
         placed = {0: search.GOOD, last: search.BAD}
         probe = self._probe(bench, placed)
@@ -230,7 +245,7 @@ class Bisect:
             got = self.differs(pi, pj, what)
             differ = got is not None and got.status == self.target
             self.say(f"  range {what}: " + ("byte-identical programs" if got is None else
-                     f"{got.status.replace('_', ' ')} {got.interval}, {got.pairs} pairs")
+                     f"{got.status.replace('_', ' ')} {got.interval}, {got.evidence}")
                      + ("; searching it" if differ else ""))
             return differ
 
@@ -247,10 +262,18 @@ class Bisect:
             return
         c = self.differs(self.program(step.lo, bench), self.program(step.hi, bench),
                          f"{hi[:10]} vs its parent")
+        confirmed = None
+        if self.bench is not self.timing:       # a count found it: is it slower in time?
+            confirmed, _ = self.compare(self.program(step.lo, bench),
+                                        self.program(step.hi, bench),
+                                        f"{hi[:10]} vs its parent, in time", self.timing)
+            self.say(f"  {hi[:10]} vs its parent in time: "
+                     f"{confirmed.status.replace('_', ' ')} {confirmed.interval}, "
+                     f"{confirmed.evidence}")
         commit = self.repo.commit(hi)
         pins = pin_changes(self.repo.pins(f"{hi}^"), self.repo.pins(hi))
         culprit = Culprit(bench, commit.sha, commit.subject, commit.date, lo,
-                          [self.commits[i] for i in step.skipped], c, pins)
+                          [self.commits[i] for i in step.skipped], c, pins, confirmed)
         self.outcome.culprits.append(culprit)
 
 

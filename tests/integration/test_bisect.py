@@ -92,3 +92,18 @@ def test_unbuildable_ends_and_no_benchmark_say_one_line(project, monkeypatch, ca
     head, tail = msg.split("*")
     assert err.count("\n") == 0 and head in err and tail in err
     assert not (repo / ".git" / "sme2-bisect").exists() and _left_behind(repo) == 0
+
+
+def test_by_instructions_finds_the_culprit_then_confirms_it_in_time(project, monkeypatch,
+                                                                    capsys, tmp_path):
+    repo, shas, cache = project
+    monkeypatch.chdir(repo)
+    out_json = tmp_path / "bisect.json"
+    assert main(["bisect", *FAST, "--measure", "instructions", "--json", str(out_json),
+                 shas[COMMENT_ONLY], shas[SLOWDOWN + 1], *_selection(cache)]) == 0
+    out = capsys.readouterr().out
+    print(out)
+    (culprit,) = json.loads(out_json.read_text())["culprits"]
+    assert culprit["commit"] == shas[SLOWDOWN] and culprit["pairs"] == 0
+    assert culprit["in_time"]["verdict"] == "regression" and culprit["in_time"]["pairs"] >= 2
+    assert "instructions counted" in out and "vs its parent in time: regression" in out
