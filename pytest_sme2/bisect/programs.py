@@ -27,6 +27,9 @@ SHORT_SESSION = ("--sme2-export-jobs=1", "--runs=1", "--warmup=0", "--sme2-trace
                  "-q")
 
 
+NOTHING_SELECTED = "no benchmark selected"
+
+
 @dataclass(frozen=True)
 class Program:
     """One benchmark's program at one commit, and where it is measured."""
@@ -104,7 +107,7 @@ def export_commit(worktree: Path, pytest_args: list[str], setup: str | None, sto
     output = log.read_text(errors="replace") if log.is_file() else ""
     results = report / "results.json"
     if rc == 5:
-        return Exported({}, "no benchmark selected (pytest exit 5)")
+        return Exported({}, f"{NOTHING_SELECTED} (pytest exit 5)")
     if not results.is_file():
         return Exported({}, f"pytest exit {rc}: {_last_line(output)}")
     try:

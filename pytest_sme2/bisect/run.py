@@ -1,7 +1,7 @@
 """The bisect, start to end: the range checked, the ends exported, the sandwich (GOOD against
 BAD, by the gate's paired rule), then the search (:mod:`pytest_sme2.bisect.search`) with a
-probe per commit: its programs exported in its own worktree, reused where byte-identical to a
-commit already placed, else compared with its nearer placed neighbour. Every culprit is then
+probe per commit: its programs exported in its own worktree, reused where byte-identical to an
+end of the range being searched, else compared with its nearer end. Every culprit is then
 measured against its parent for its effect, and the sub-ranges beside it are searched."""
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate.decide import PairBudget
 from pytest_sme2.gate.policy import DEFAULT_INSTRUCTIONS_PCT
 from pytest_sme2.measure.settings import BenchSettings
-from pytest_sme2.results.judgement import IMPROVEMENT, NO_CHANGE, REGRESSION
+from pytest_sme2.results.judgement import CANNOT_TELL, IMPROVEMENT, NO_CHANGE, REGRESSION
 from pytest_sme2.bisect import search
 from pytest_sme2.bisect.git import Repo, Worktrees, pin_changes
 from pytest_sme2.bisect.outcome import Culprit, Outcome, Probe
 from pytest_sme2.bisect.counts import InstructionBench
 from pytest_sme2.bisect.exporter import FreshSessions, WarmExporter
 from pytest_sme2.bisect.pairs import Bench, Compared, PairPlan, key
-from pytest_sme2.bisect.programs import Exported, Program, export_commit
+from pytest_sme2.bisect.programs import NOTHING_SELECTED, Exported, Program, export_commit
 from pytest_sme2.bisect.state import State, load, state_dir
 
 
@@ -112,7 +112,7 @@ class Bisect:
         return None if a.sha256 == b.sha256 else self.compare(a, b, what)[0]
 
     # -- the search -------------------------------------------------------------------------
-    def _probe(self, bench: str, placed: dict[int, str]) -> Callable[[int, int, int], str]:
+    def _probe(self, bench: str) -> Callable[[int, int, int], str]:
         def probe(m: int, lo: int, hi: int) -> str:
             sha = self.commits[m]
             p = self.program(m, bench)
@@ -121,10 +121,13 @@ class Bisect:
                 self.outcome.skip(sha, why)
                 self.say(f"  {sha[:10]}  skipped: {why}")
                 return search.SKIP
-            same = [i for i in placed if self.program(i, bench).sha256 == p.sha256]
+            # Byte-identical to an end of the range being searched: that end's side. Only
+            # the ends: a commit placed in another range's search (before a step was found)
+            # says nothing of its side in this one.
+            ends = {lo: search.GOOD, hi: search.BAD}
+            same = [i for i in ends if self.program(i, bench).sha256 == p.sha256]
             if same:
-                side = placed[same[0]]
-                placed[m] = side
+                side = ends[same[0]]
                 self.outcome.reused.append(sha)
                 self.outcome.probes.append(Probe(sha, side, 0, "", f"reused "
                                                  f"{self.commits[same[0]][:10]}"))
@@ -147,7 +150,6 @@ class Bisect:
                     break
             if side == search.UNCLEAR:
                 self.say(f"  {sha[:10]}  cannot tell: {c.reason}")
-            placed[m] = side
             self.outcome.probes.append(Probe(sha, side, c.pairs, c.interval, c.status))
             return side
         return probe
@@ -197,6 +199,14 @@ class Bisect:
                  f"{search.expected_probes(last - 1)} probe(s) expected; looking for a "
                  f"{'speed-up' if self.target == IMPROVEMENT else 'slowdown'}")
         ends = [self.exported(good), self.exported(bad)]
+        if ends[0].skipped and ends[1].skipped and not all(
+                e.skipped.startswith(NOTHING_SELECTED) for e in ends):
+            self.state.remove()
+            raise Sme2Error(f"every commit tried is unbuildable, GOOD and BAD alike (BAD: "
+                            f"{ends[1].skipped}): check that `pytest "
+                            f"{' '.join(self.ask.pytest_args)}` runs in a checkout of BAD")
+        if all(e.skipped.startswith(NOTHING_SELECTED) for e in ends):
+            ends = [Exported({}), Exported({})]          # said once, below
         for sha, got in zip((good, bad), ends):
             if got.skipped:
                 self.state.remove()         # bad input: nothing left behind
@@ -227,6 +237,8 @@ class Bisect:
         c, _ = self.compare(a, b, "GOOD vs BAD")
         self.outcome.probes.append(Probe(self.commits[last], "sandwich", c.pairs, c.interval,
                                          c.status))
+        if c.status == CANNOT_TELL:
+            self._deterministic_enough(bench, a, c)
         if c.status != self.target:
             self.outcome.not_reproducible(bench, c.reason)
             return
@@ -234,8 +246,7 @@ class Bisect:
         probes = search.expected_probes(last - 1)
         self.say(f"{bench}: {c.status} {c.interval} ({c.evidence}, {c.seconds:.1f} "
                  f"s); ~{probes} probe(s) left, about {probes * per_probe / 60:.1f} min")
-        placed = {0: search.GOOD, last: search.BAD}
-        probe = self._probe(bench, placed)
+        probe = self._probe(bench)
 
         def ends_differ(i: int, j: int) -> bool:
             pi, pj = self.program(i, bench), self.program(j, bench)
@@ -252,6 +263,21 @@ class Bisect:
         found = search.find_steps(last, probe, ends_differ, self.ask.most_steps)
         for step in found.steps:
             self._culprit(bench, step)
+
+    def _deterministic_enough(self, bench: str, good: Program, sandwich: Compared) -> None:
+        """When GOOD vs BAD cannot tell: GOOD against itself. If that cannot tell either, the
+        benchmark's unchanged-vs-unchanged spread is too wide to bisect at this threshold and
+        budget: one line, and nothing more spent."""
+        same, _ = self.compare(good, good, "GOOD vs GOOD")
+        if same.status == NO_CHANGE:
+            return
+        self.state.remove()
+        raise Sme2Error(f"{bench} is not deterministic enough to bisect at "
+                        f"{self.timing.plan.threshold_pct:g}%: GOOD against itself reads "
+                        f"{same.status.replace('_', ' ')} {same.interval} after {same.pairs} "
+                        f"pairs (GOOD vs BAD: {sandwich.interval}); raise --threshold, --runs "
+                        "or --max-pairs, or bisect on a quieter machine or --measure "
+                        "instructions")
 
     def _culprit(self, bench: str, step: search.Step) -> None:
         lo, hi = self.commits[step.lo], self.commits[step.hi]
