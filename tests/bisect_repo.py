@@ -98,3 +98,15 @@ def build_repo(repo: Path, history: list[tuple[str, dict[str, str]]] = HISTORY) 
 if __name__ == "__main__":
     for i, sha in enumerate(build_repo(Path(sys.argv[1]))):
         print(i, sha)
+
+
+def dtype_history(change_at: int = 2, commits: int = 4) -> list[tuple[str, dict[str, str]]]:
+    """The MLP benchmarked in fp32, then in fp16 from commit ``change_at`` on (on an SME2 CPU,
+    other SME2 kernels run); the other commits are docs."""
+    out = [(s, {**f, "requirements.txt": f["requirements.txt"]}) for s, f in HISTORY[:1]]
+    for i in range(1, commits + 1):
+        if i == change_at:
+            out.append(("benchmark it in fp16", {"test_bench.py": BENCH.replace("fp32", "fp16")}))
+        else:
+            out.append((f"docs ({i})", {"README.md": f"# a user project ({i})\n"}))
+    return out

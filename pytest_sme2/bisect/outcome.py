@@ -40,6 +40,8 @@ class Culprit:
     @property
     def effect(self) -> str:
         c = self.compared
+        if c is not None and c.point is None and not c.pairs:
+            return "its SME2 kernels changed"
         if c is None or c.point is None:
             return "?"
         return f"{(c.point - 1) * 100:+.1f}%"

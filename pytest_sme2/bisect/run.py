@@ -20,6 +20,7 @@ from pytest_sme2.bisect import search
 from pytest_sme2.bisect.git import Repo, Worktrees, pin_changes
 from pytest_sme2.bisect.outcome import Culprit, Outcome, Probe
 from pytest_sme2.bisect.counts import InstructionBench
+from pytest_sme2.bisect.kernels import KernelBench
 from pytest_sme2.bisect.exporter import FreshSessions, WarmExporter
 from pytest_sme2.bisect.pairs import Bench, Compared, PairPlan, key
 from pytest_sme2.bisect.programs import NOTHING_SELECTED, Exported, Program, export_commit
@@ -145,7 +146,7 @@ class Bisect:
                 side = self._side(c.status, kind)
                 if side != search.UNCLEAR:
                     self.say(f"  {sha[:10]}  {side}: vs {self.commits[other][:10]} "
-                             f"{c.status.replace('_', ' ')} {c.interval}, {c.evidence}; "
+                             f"{c.word} {c.interval}, {c.evidence}; "
                              f"range {self.commits[lo][:10]}..{self.commits[hi][:10]}")
                     break
             if side == search.UNCLEAR:
@@ -185,8 +186,11 @@ class Bisect:
             plan = replace(plan, settings=replace(plan.settings,
                                                   report_dir=self.worktrees.base / "blocks"))
             self.timing = Bench(plan, self.ask.runner_specs, self.say)
-            self.bench = self.timing if self.ask.measure == "time" else \
-                InstructionBench(self.ask.instructions_pct, self.say)
+            self.bench = {"time": lambda: self.timing,
+                          "instructions": lambda: InstructionBench(self.ask.instructions_pct,
+                                                                   self.say),
+                          "kernels": lambda: KernelBench(self.timing, self.target, self.say),
+                          }[self.ask.measure]()
             try:
                 self._run()
             finally:
@@ -197,7 +201,8 @@ class Bisect:
         good, bad, last = self.commits[0], self.commits[-1], len(self.commits) - 1
         self.say(f"bisect {good[:10]}..{bad[:10]}: {last} commit(s), ~"
                  f"{search.expected_probes(last - 1)} probe(s) expected; looking for a "
-                 f"{'speed-up' if self.target == IMPROVEMENT else 'slowdown'}")
+                 + ("change in the SME2 kernels that ran" if self.ask.measure == "kernels"
+                    else "speed-up" if self.target == IMPROVEMENT else "slowdown"))
         ends = [self.exported(good), self.exported(bad)]
         if ends[0].skipped and ends[1].skipped and not all(
                 e.skipped.startswith(NOTHING_SELECTED) for e in ends):
@@ -217,13 +222,20 @@ class Bisect:
             self.state.remove()
             raise Sme2Error("no benchmark selected at both GOOD and BAD: pass the pytest "
                             "arguments that select one (e.g. benchmarks -k test_latency)")
-        remote = [b for b in benches if ends[0].programs[b].device != "host"]
-        if self.ask.measure == "instructions" and remote:
-            self.state.remove()
-            raise Sme2Error(f"--measure instructions counts on the host only; {remote[0]} runs "
-                            f"on {ends[0].programs[remote[0]].device}: bisect it in time")
+        self._measurable([ends[0].programs[b] for b in benches])
         for bench in benches:
             self._bisect(bench)
+
+    def _measurable(self, programs: list[Program]) -> None:
+        """--measure instructions counts on the host; --measure kernels traces on qemu."""
+        need = {"instructions": ("host", "counts on the host only", "bisect it in time"),
+                "kernels": ("qemu", "traces kernels on --device qemu only",
+                            "add --device qemu to the selection")}.get(self.ask.measure)
+        wrong = [p for p in programs if need and p.device.split(":")[0] != need[0]]
+        if wrong:
+            self.state.remove()
+            raise Sme2Error(f"--measure {self.ask.measure} {need[1]}; {wrong[0].benchmark} "
+                            f"runs on {wrong[0].device}: {need[2]}")
 
     def _bisect(self, bench: str) -> None:
         last = len(self.commits) - 1
@@ -244,7 +256,7 @@ class Bisect:
             return
         per_probe = c.seconds / max(c.pairs, 1) * 3 + max(self.export_s or [0])
         probes = search.expected_probes(last - 1)
-        self.say(f"{bench}: {c.status} {c.interval} ({c.evidence}, {c.seconds:.1f} "
+        self.say(f"{bench}: {c.word} {c.interval} ({c.evidence}, {c.seconds:.1f} "
                  f"s); ~{probes} probe(s) left, about {probes * per_probe / 60:.1f} min")
         probe = self._probe(bench)
 
@@ -256,7 +268,7 @@ class Bisect:
             got = self.differs(pi, pj, what)
             differ = got is not None and got.status == self.target
             self.say(f"  range {what}: " + ("byte-identical programs" if got is None else
-                     f"{got.status.replace('_', ' ')} {got.interval}, {got.evidence}")
+                     f"{got.word} {got.interval}, {got.evidence}")
                      + ("; searching it" if differ else ""))
             return differ
 
@@ -274,7 +286,7 @@ class Bisect:
         self.state.remove()
         raise Sme2Error(f"{bench} is not deterministic enough to bisect at "
                         f"{self.timing.plan.threshold_pct:g}%: GOOD against itself reads "
-                        f"{same.status.replace('_', ' ')} {same.interval} after {same.pairs} "
+                        f"{same.word} {same.interval} after {same.pairs} "
                         f"pairs (GOOD vs BAD: {sandwich.interval}); raise --threshold, --runs "
                         "or --max-pairs, or bisect on a quieter machine or --measure "
                         "instructions")
@@ -289,12 +301,12 @@ class Bisect:
         c = self.differs(self.program(step.lo, bench), self.program(step.hi, bench),
                          f"{hi[:10]} vs its parent")
         confirmed = None
-        if self.bench is not self.timing:       # a count found it: is it slower in time?
+        if self.ask.measure == "instructions":    # a count found it: is it slower in time?
             confirmed, _ = self.compare(self.program(step.lo, bench),
                                         self.program(step.hi, bench),
                                         f"{hi[:10]} vs its parent, in time", self.timing)
             self.say(f"  {hi[:10]} vs its parent in time: "
-                     f"{confirmed.status.replace('_', ' ')} {confirmed.interval}, "
+                     f"{confirmed.word} {confirmed.interval}, "
                      f"{confirmed.evidence}")
         commit = self.repo.commit(hi)
         pins = pin_changes(self.repo.pins(f"{hi}^"), self.repo.pins(hi))

@@ -89,10 +89,12 @@ def add_parser(sub) -> None:
                    help=f"warm-up runs per block (default {BenchSettings.warmup})")
     b.add_argument("--most-steps", type=int, default=3,
                    help="most steps (culprits) to search for in the range (default 3)")
-    b.add_argument("--measure", choices=("time", "instructions"), default="time",
-                   help="what each probe compares: time (the A/B gate's paired blocks), or "
+    b.add_argument("--measure", choices=("time", "instructions", "kernels"), default="time",
+                   help="what each probe compares: time (the A/B gate's paired blocks); "
                         "instructions per execute under valgrind (host; deterministic, one "
-                        "count per program), the culprit then confirmed in time")
+                        "count per program), the culprit then confirmed in time; or kernels: "
+                        "the set of SME2 kernels that ran (--device qemu; emulated times are "
+                        "never used)")
     b.add_argument("--instructions-threshold", type=float, default=DEFAULT_INSTRUCTIONS_PCT,
                    metavar="PCT", help="--measure instructions: a count moving more than this "
                    f"is a change (default {DEFAULT_INSTRUCTIONS_PCT:g})")

@@ -12,7 +12,8 @@ from pytest_sme2.bisect import pairs
 from pytest_sme2.cli import main
 from pytest_sme2.errors import Sme2Error
 from tests.bisect_repo import (BENCH, CONFTEST, COMMENT_ONLY, MODEL, SLOWDOWN, UNBUILDABLE,
-                               build_repo)
+                               build_repo, dtype_history)
+from tests.needs import missing
 
 FAST = ["--runs", "10", "--warmup", "2"]
 
@@ -143,3 +144,41 @@ def test_two_steps_in_two_ranges_are_both_found(tmp_path, monkeypatch, capsys):
     doc = json.loads(out_json.read_text())
     assert doc["verdict"] == "found"
     assert [c["commit"] for c in doc["culprits"]] == [shas[2], shas[4]]
+
+
+@pytest.fixture(scope="module")
+def qemu_ready():
+    from pytest_sme2.devices.qemu import QemuDevice  # the emulated device: this test only
+
+    device = QemuDevice("qemu")
+    try:
+        device.facts()
+    except Sme2Error as e:
+        missing("the emulated SME2 device", f"run `pytest-sme2 setup qemu` ({e})")
+
+
+def test_by_kernels_on_qemu_finds_where_the_sme2_kernels_changed(qemu_ready, tmp_path,
+                                                                 monkeypatch, capsys):
+    repo = tmp_path / "dtype"
+    shas = build_repo(repo, dtype_history(change_at=2, commits=4))
+    monkeypatch.chdir(repo)
+    out_json = tmp_path / "bisect.json"
+    assert main(["bisect", "--runs", "3", "--warmup", "1", "--measure", "kernels", "--json",
+                 str(out_json), shas[0], shas[-1], "test_bench.py", "--device", "qemu",
+                 f"--sme2-cache-dir={tmp_path / 'cache'}"]) == 0
+    out = capsys.readouterr().out
+    print(out)
+    doc = json.loads(out_json.read_text())
+    (culprit,) = doc["culprits"]
+    assert culprit["commit"] == shas[2] and culprit["pairs"] == 0 and not culprit["in_time"]
+    assert "SME2 kernels changed" in out and "_sme2_" in out and doc["pairs_measured"] == 0
+
+
+def test_kernels_off_qemu_says_one_line(project, monkeypatch, capsys):
+    repo, shas, cache = project
+    monkeypatch.chdir(repo)
+    assert main(["bisect", "--measure", "kernels", shas[0], shas[1],
+                 *_selection(cache)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--measure kernels traces kernels on --device qemu only" in err
+    assert not (repo / ".git" / "sme2-bisect").exists() and _left_behind(repo) == 0
