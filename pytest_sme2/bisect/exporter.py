@@ -110,6 +110,14 @@ class WarmExporter:
         self.proc.stdout.close()
 
 
+def open_sessions(cwd: Path, fresh: bool = False) -> FreshSessions | WarmExporter:
+    """The pre-warmed exporter, or fresh sessions when asked or where forking a process that
+    imported torch is not safe (macOS: the Objective-C runtime; Windows: no fork)."""
+    if fresh or not sys.platform.startswith("linux"):
+        return FreshSessions()
+    return WarmExporter(cwd)
+
+
 # -- the server process -----------------------------------------------------------------------
 
 def _child(request: dict) -> NoReturn:

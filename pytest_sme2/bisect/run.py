@@ -21,7 +21,7 @@ from pytest_sme2.bisect.git import Repo, Worktrees, pin_changes
 from pytest_sme2.bisect.outcome import Culprit, Outcome, Probe
 from pytest_sme2.bisect.counts import InstructionBench
 from pytest_sme2.bisect.kernels import KernelBench
-from pytest_sme2.bisect.exporter import FreshSessions, WarmExporter
+from pytest_sme2.bisect.exporter import open_sessions
 from pytest_sme2.bisect.pairs import Bench, Compared, PairPlan, key
 from pytest_sme2.bisect.programs import NOTHING_SELECTED, Exported, Program, export_commit
 from pytest_sme2.bisect.state import State, load, state_dir
@@ -180,8 +180,7 @@ class Bisect:
     def _in_worktrees(self) -> None:
         with Worktrees(self.repo) as self.worktrees:
             # Started first: it imports while the ends' worktrees are checked out.
-            self.sessions = FreshSessions() if self.ask.fresh_exports else \
-                WarmExporter(self.worktrees.base)
+            self.sessions = open_sessions(self.worktrees.base, self.ask.fresh_exports)
             plan = self.ask.plan or PairPlan(10.0, PairBudget(), BenchSettings())
             plan = replace(plan, settings=replace(plan.settings,
                                                   report_dir=self.worktrees.base / "blocks"))
