@@ -62,6 +62,17 @@ UNBUILDABLE = 5
 COMMENT_ONLY = 4
 
 
+def long_history(commits: int = 64, slowdown: int = 40) -> list[tuple[str, dict[str, str]]]:
+    """``commits`` commits after GOOD, each with other weights (its seed: every program's
+    bytes differ, so every probe measures), the hidden layer widened at ``slowdown``."""
+    out = HISTORY[:1]
+    for i in range(1, commits + 1):
+        width = 1024 if i >= slowdown else 64
+        subject = "widen the hidden layer" if i == slowdown else f"retrain ({i})"
+        out.append((subject, {"mlp_model.py": MODEL.format(width=width, seed=i)}))
+    return out
+
+
 def git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
                           text=True).stdout.strip()
@@ -87,3 +98,15 @@ def build_repo(repo: Path, history: list[tuple[str, dict[str, str]]] = HISTORY) 
 if __name__ == "__main__":
     for i, sha in enumerate(build_repo(Path(sys.argv[1]))):
         print(i, sha)
+
+
+def dtype_history(change_at: int = 2, commits: int = 4) -> list[tuple[str, dict[str, str]]]:
+    """The MLP benchmarked in fp32, then in fp16 from commit ``change_at`` on (on an SME2 CPU,
+    other SME2 kernels run); the other commits are docs."""
+    out = [(s, {**f, "requirements.txt": f["requirements.txt"]}) for s, f in HISTORY[:1]]
+    for i in range(1, commits + 1):
+        if i == change_at:
+            out.append(("benchmark it in fp16", {"test_bench.py": BENCH.replace("fp32", "fp16")}))
+        else:
+            out.append((f"docs ({i})", {"README.md": f"# a user project ({i})\n"}))
+    return out

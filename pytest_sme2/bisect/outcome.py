@@ -35,20 +35,24 @@ class Culprit:
     skipped_before: list[str]       # skipped commits between parent and commit: maybe them
     compared: Compared | None       # None: byte-identical programs (cannot happen for a step)
     pins: list[str]                 # "pyproject.toml: executorch 1.5.1 -> 1.5.2"
+    in_time: Compared | None = None     # --measure instructions: the step measured in time
 
     @property
     def effect(self) -> str:
         c = self.compared
+        if c is not None and c.point is None and not c.pairs:
+            return "its SME2 kernels changed"
         if c is None or c.point is None:
             return "?"
         return f"{(c.point - 1) * 100:+.1f}%"
 
     def category_changes(self, most: int = 4) -> list[str]:
         """``GEMM 0.210 -> 0.820 ms``: the operator categories that moved most."""
-        if self.compared is None:
+        timed = self.in_time or self.compared       # counts have no categories
+        if timed is None:
             return []
-        before = self.compared.categories.get("base", {})
-        after = self.compared.categories.get("candidate", {})
+        before = timed.categories.get("base", {})
+        after = timed.categories.get("candidate", {})
         names = sorted(set(before) | set(after),
                        key=lambda n: -abs(after.get(n, 0.0) - before.get(n, 0.0)))
         return [f"{n} {before.get(n, 0.0):.3f} -> {after.get(n, 0.0):.3f} ms"
@@ -62,7 +66,10 @@ class Culprit:
                 "verdict": None if c is None else c.status,
                 "pairs": 0 if c is None else c.pairs,
                 "maybe_skipped": self.skipped_before,
-                "categories": self.category_changes(), "dependency_pins": self.pins}
+                "categories": self.category_changes(), "dependency_pins": self.pins,
+                "in_time": None if self.in_time is None else {
+                    "verdict": self.in_time.status, "pairs": self.in_time.pairs,
+                    "interval": [self.in_time.low, self.in_time.high]}}
 
 
 @dataclass
@@ -77,6 +84,7 @@ class Outcome:
     unresolved: list[str] = field(default_factory=list)        # "bench: lo..hi"
     flat: list[str] = field(default_factory=list)              # "bench: why"
     pairs_measured: int = 0                                    # in this run, all comparisons
+    exported: int = 0                                          # commits exported in this run
     seconds: dict[str, float] = field(default_factory=lambda: {"wall": 0.0, "exports": 0.0,
                                                                "measuring": 0.0})
 
@@ -104,5 +112,5 @@ class Outcome:
                 "skipped": sorted(self.skipped), "skipped_why": self.skipped,
                 "reused": self.reused, "probes": [p.to_json() for p in self.probes],
                 "not_reproducible": self.flat, "cannot_tell": self.unresolved,
-                "pairs_measured": self.pairs_measured,
+                "pairs_measured": self.pairs_measured, "exported": self.exported,
                 "seconds": {k: round(v, 1) for k, v in self.seconds.items()}}

@@ -20,6 +20,7 @@ from pytest_sme2.gate.decide import START_PAIRS, PairBudget, until_told
 from pytest_sme2.measure.block import BenchmarkRun, run_benchmark
 from pytest_sme2.measure.settings import BenchSettings
 from pytest_sme2.programs.spec import AS_EXPORTED
+from pytest_sme2.results.judgement import NO_CHANGE
 from pytest_sme2.runners.base import Runner
 from pytest_sme2.runners.spec import parse_runner_spec
 from pytest_sme2.bisect.programs import Program
@@ -47,9 +48,28 @@ class Compared:
 
     @property
     def interval(self) -> str:
+        if self.point is None and not self.pairs:       # kernel sets: what changed
+            return f"({self.reason})"
         if self.low is None or self.high is None:
             return "[?]"
+        if self.low == self.high:       # a count: deterministic, no interval
+            return f"{self.point:.4f}x"
         return f"{self.point:.3f}x [{self.low:.3f}, {self.high:.3f}]"
+
+    @property
+    def word(self) -> str:
+        """The verdict as said: ``regression``, ``no change``; a kernel set that differs:
+        ``SME2 kernels changed``."""
+        if self.point is None and not self.pairs and self.status != NO_CHANGE:
+            return "SME2 kernels changed"
+        return self.status.replace("_", " ")
+
+    @property
+    def evidence(self) -> str:
+        """``12 pairs`` (timed blocks), ``instructions counted`` or ``kernels traced``."""
+        if self.pairs:
+            return f"{self.pairs} pairs"
+        return "instructions counted" if self.point is not None else "kernels traced"
 
     def to_json(self) -> dict:
         return dict(vars(self))
@@ -79,6 +99,8 @@ def _categories(blocks: list) -> dict[str, float]:
 class Bench:
     """The runners and devices comparisons run on, opened once each, and the comparing."""
 
+    measure = "time"
+
     def __init__(self, plan: PairPlan, runner_specs: dict[str, str],
                  say: Callable[[str], None] = print):
         self.plan = plan
@@ -87,7 +109,7 @@ class Bench:
         self.devices: dict[str, Device] = {}
         self.runners: dict[tuple[str, str], Runner] = {}
 
-    def _where(self, program: Program) -> tuple[Runner, Device]:
+    def where(self, program: Program) -> tuple[Runner, Device]:
         device = self.devices.get(program.device)
         if device is None:
             device = self.devices[program.device] = open_device(program.device)
@@ -100,7 +122,7 @@ class Bench:
 
     def compare(self, base: Program, candidate: Program, label: str) -> Compared:
         """``candidate`` against ``base`` in ABBA pairs until told."""
-        runner, device = self._where(candidate)
+        runner, device = self.where(candidate)
         plan = self.plan
         blocks: dict[str, list] = {"base": [], "candidate": []}
         start = time.monotonic()

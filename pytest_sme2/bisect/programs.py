@@ -12,17 +12,22 @@ from __future__ import annotations
 import hashlib
 import shutil
 import subprocess
-import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.results.document import load_results
+from pytest_sme2.bisect.exporter import FreshSessions, SessionTimeout, WarmExporter
 
-# The shortest session that still exports and records each selected benchmark.
-SHORT_SESSION = ("--runs=1", "--warmup=0", "--sme2-trace-runs=1", "--sme2-loads=1",
+# The shortest session that still exports and records each selected benchmark; it exports in
+# its own process (--sme2-export-jobs=1: no pool of fresh interpreters importing torch again).
+SHORT_SESSION = ("--sme2-export-jobs=1", "--runs=1", "--warmup=0", "--sme2-trace-runs=1",
+                 "--sme2-loads=1",
                  "--sme2-confirm-blocks=0", "--sme2-progress=off", "-p", "no:cacheprovider",
                  "-q")
+
+
+NOTHING_SELECTED = "no benchmark selected"
 
 
 @dataclass(frozen=True)
@@ -83,10 +88,11 @@ def _last_line(text: str) -> str:
 
 
 def export_commit(worktree: Path, pytest_args: list[str], setup: str | None, store: Path,
-                  timeout_s: float) -> Exported:
-    """Run ``setup`` then the user's pytest selection in ``worktree``; the programs it
-    exported, copied into ``store``, or a skip saying why."""
+                  timeout_s: float, sessions: FreshSessions | WarmExporter) -> Exported:
+    """Run ``setup`` then the user's pytest selection in ``worktree`` (a session of
+    ``sessions``); the programs it exported, copied into ``store``, or a skip saying why."""
     report = worktree / ".sme2-bisect-report"
+    log = worktree / ".sme2-bisect-log"
     try:
         if setup:
             done = subprocess.run(setup, shell=True, cwd=worktree, capture_output=True,
@@ -94,17 +100,16 @@ def export_commit(worktree: Path, pytest_args: list[str], setup: str | None, sto
             if done.returncode != 0:
                 return Exported({}, f"--setup failed (exit {done.returncode}): "
                                     f"{_last_line(done.stderr + done.stdout)}")
-        cmd = [sys.executable, "-m", "pytest", *pytest_args, *SHORT_SESSION,
-               f"--report-dir={report}"]
-        done = subprocess.run(cmd, cwd=worktree, capture_output=True, text=True,
-                              timeout=timeout_s)
-    except subprocess.TimeoutExpired:
+        rc = sessions.session([*pytest_args, *SHORT_SESSION, f"--report-dir={report}"],
+                              worktree, log, timeout_s)
+    except (subprocess.TimeoutExpired, SessionTimeout):
         return Exported({}, f"timed out after {timeout_s:g} s")
+    output = log.read_text(errors="replace") if log.is_file() else ""
     results = report / "results.json"
-    if done.returncode == 5:
-        return Exported({}, "no benchmark selected (pytest exit 5)")
+    if rc == 5:
+        return Exported({}, f"{NOTHING_SELECTED} (pytest exit 5)")
     if not results.is_file():
-        return Exported({}, f"pytest exit {done.returncode}: {_last_line(done.stdout)}")
+        return Exported({}, f"pytest exit {rc}: {_last_line(output)}")
     try:
         doc = load_results(results)
     except Sme2Error as e:
@@ -122,8 +127,7 @@ def export_commit(worktree: Path, pytest_args: list[str], setup: str | None, sto
         programs[b.nodeid] = Program(b.nodeid, sha, str(copy), b.runner_name,
                                      b.runner.kind, b.device.spec, int(b.threads))
     if not programs:
-        return Exported({}, f"no program recorded (pytest exit {done.returncode}: "
-                            f"{_last_line(done.stdout)})")
-    if done.returncode not in (0, 1):
-        return Exported({}, f"pytest exit {done.returncode}: {_last_line(done.stdout)}")
+        return Exported({}, f"no program recorded (pytest exit {rc}: {_last_line(output)})")
+    if rc not in (0, 1):
+        return Exported({}, f"pytest exit {rc}: {_last_line(output)}")
     return Exported(programs)

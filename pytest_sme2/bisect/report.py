@@ -8,10 +8,14 @@ from pytest_sme2.bisect.outcome import FOUND, Culprit, Outcome
 
 def _culprit_lines(c: Culprit) -> list[str]:
     comp = c.compared
-    how = "" if comp is None else (f" {comp.status.replace('_', ' ')} {comp.interval}, "
-                                   f"{comp.pairs} pairs")
-    out = [f"culprit {c.commit[:10]} {c.subject!r} ({c.date}) in {c.benchmark}: {c.effect}"
-           f"{how} vs {c.parent[:10]}"]
+    how = "" if comp is None else (f" {comp.word} {comp.interval}, "
+                                   f"{comp.evidence}")
+    effect = "" if comp is not None and comp.point is None and not comp.pairs else c.effect
+    out = [f"culprit {c.commit[:10]} {c.subject!r} ({c.date}) in {c.benchmark}: "
+           f"{effect}{how}".replace(":  ", ": ") + f" vs {c.parent[:10]}"]
+    if c.in_time is not None:
+        t = c.in_time
+        out.append(f"  in time: {t.word} {t.interval}, {t.evidence}")
     if c.skipped_before:
         out.append("  or one of the skipped commits before it: "
                    + ", ".join(s[:10] for s in c.skipped_before))

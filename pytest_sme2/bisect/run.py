@@ -1,7 +1,7 @@
 """The bisect, start to end: the range checked, the ends exported, the sandwich (GOOD against
 BAD, by the gate's paired rule), then the search (:mod:`pytest_sme2.bisect.search`) with a
-probe per commit: its programs exported in its own worktree, reused where byte-identical to a
-commit already placed, else compared with its nearer placed neighbour. Every culprit is then
+probe per commit: its programs exported in its own worktree, reused where byte-identical to an
+end of the range being searched, else compared with its nearer end. Every culprit is then
 measured against its parent for its effect, and the sub-ranges beside it are searched."""
 
 from __future__ import annotations
@@ -13,13 +13,17 @@ from typing import Callable
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate.decide import PairBudget
+from pytest_sme2.gate.policy import DEFAULT_INSTRUCTIONS_PCT
 from pytest_sme2.measure.settings import BenchSettings
-from pytest_sme2.results.judgement import IMPROVEMENT, NO_CHANGE, REGRESSION
+from pytest_sme2.results.judgement import CANNOT_TELL, IMPROVEMENT, NO_CHANGE, REGRESSION
 from pytest_sme2.bisect import search
 from pytest_sme2.bisect.git import Repo, Worktrees, pin_changes
 from pytest_sme2.bisect.outcome import Culprit, Outcome, Probe
+from pytest_sme2.bisect.counts import InstructionBench
+from pytest_sme2.bisect.kernels import KernelBench
+from pytest_sme2.bisect.exporter import open_sessions
 from pytest_sme2.bisect.pairs import Bench, Compared, PairPlan, key
-from pytest_sme2.bisect.programs import Exported, Program, export_commit
+from pytest_sme2.bisect.programs import NOTHING_SELECTED, Exported, Program, export_commit
 from pytest_sme2.bisect.state import State, load, state_dir
 
 
@@ -38,6 +42,9 @@ class Ask:
     runner_specs: dict[str, str] = field(default_factory=dict)
     export_timeout_s: float = 1800.0
     most_steps: int = 3
+    measure: str = "time"           # or "instructions" (counted, then confirmed in time)
+    instructions_pct: float = DEFAULT_INSTRUCTIONS_PCT
+    fresh_exports: bool = False     # a new pytest process per commit (the exporter's fallback)
 
 
 class Bisect:
@@ -64,12 +71,13 @@ class Bisect:
         path = self.worktrees.add(sha)
         try:
             got = export_commit(path, list(self.ask.pytest_args), self.ask.setup,
-                                self.state.store, self.ask.export_timeout_s)
+                                self.state.store, self.ask.export_timeout_s, self.sessions)
         finally:
             self.worktrees.remove(path)
         got = Exported(got.programs, got.skipped, time.monotonic() - start)
         self.export_s.append(got.seconds)
         self.outcome.seconds["exports"] += got.seconds
+        self.outcome.exported += 1
         self.state.exported[sha] = got
         self.state.save()
         return got
@@ -79,13 +87,17 @@ class Bisect:
         return got.programs.get(bench)
 
     # -- comparisons ------------------------------------------------------------------------
-    def compare(self, base: Program, candidate: Program, what: str) -> tuple[Compared, bool]:
-        """The comparison (measured, or kept from before: True)."""
-        k = key(base, candidate)
+    def compare(self, base: Program, candidate: Program, what: str,
+                bench: Bench | InstructionBench | None = None) -> tuple[Compared, bool]:
+        """The comparison by ``bench`` (default: the bisect's measure; measured, or kept from
+        before: True)."""
+        bench = bench or self.bench
+        k = key(base, candidate) if bench.measure == "time" else \
+            f"{bench.measure}:{key(base, candidate)}"
         if k in self.state.compared:
             return self.state.compared[k], True
         try:
-            got = self.bench.compare(base, candidate, what)
+            got = bench.compare(base, candidate, what)
         except Sme2Error as e:
             self.state.save()
             raise Sme2Error(f"bisect stopped while measuring {what} ({e}); the state is kept "
@@ -101,7 +113,7 @@ class Bisect:
         return None if a.sha256 == b.sha256 else self.compare(a, b, what)[0]
 
     # -- the search -------------------------------------------------------------------------
-    def _probe(self, bench: str, placed: dict[int, str]) -> Callable[[int, int, int], str]:
+    def _probe(self, bench: str) -> Callable[[int, int, int], str]:
         def probe(m: int, lo: int, hi: int) -> str:
             sha = self.commits[m]
             p = self.program(m, bench)
@@ -110,10 +122,13 @@ class Bisect:
                 self.outcome.skip(sha, why)
                 self.say(f"  {sha[:10]}  skipped: {why}")
                 return search.SKIP
-            same = [i for i in placed if self.program(i, bench).sha256 == p.sha256]
+            # Byte-identical to an end of the range being searched: that end's side. Only
+            # the ends: a commit placed in another range's search (before a step was found)
+            # says nothing of its side in this one.
+            ends = {lo: search.GOOD, hi: search.BAD}
+            same = [i for i in ends if self.program(i, bench).sha256 == p.sha256]
             if same:
-                side = placed[same[0]]
-                placed[m] = side
+                side = ends[same[0]]
                 self.outcome.reused.append(sha)
                 self.outcome.probes.append(Probe(sha, side, 0, "", f"reused "
                                                  f"{self.commits[same[0]][:10]}"))
@@ -131,12 +146,11 @@ class Bisect:
                 side = self._side(c.status, kind)
                 if side != search.UNCLEAR:
                     self.say(f"  {sha[:10]}  {side}: vs {self.commits[other][:10]} "
-                             f"{c.status.replace('_', ' ')} {c.interval}, {c.pairs} pairs; "
+                             f"{c.word} {c.interval}, {c.evidence}; "
                              f"range {self.commits[lo][:10]}..{self.commits[hi][:10]}")
                     break
             if side == search.UNCLEAR:
                 self.say(f"  {sha[:10]}  cannot tell: {c.reason}")
-            placed[m] = side
             self.outcome.probes.append(Probe(sha, side, c.pairs, c.interval, c.status))
             return side
         return probe
@@ -165,21 +179,38 @@ class Bisect:
 
     def _in_worktrees(self) -> None:
         with Worktrees(self.repo) as self.worktrees:
+            # Started first: it imports while the ends' worktrees are checked out.
+            self.sessions = open_sessions(self.worktrees.base, self.ask.fresh_exports)
             plan = self.ask.plan or PairPlan(10.0, PairBudget(), BenchSettings())
             plan = replace(plan, settings=replace(plan.settings,
                                                   report_dir=self.worktrees.base / "blocks"))
-            self.bench = Bench(plan, self.ask.runner_specs, self.say)
+            self.timing = Bench(plan, self.ask.runner_specs, self.say)
+            self.bench = {"time": lambda: self.timing,
+                          "instructions": lambda: InstructionBench(self.ask.instructions_pct,
+                                                                   self.say),
+                          "kernels": lambda: KernelBench(self.timing, self.target, self.say),
+                          }[self.ask.measure]()
             try:
                 self._run()
             finally:
-                self.bench.close()
+                self.timing.close()
+                self.sessions.close()
 
     def _run(self) -> None:
         good, bad, last = self.commits[0], self.commits[-1], len(self.commits) - 1
         self.say(f"bisect {good[:10]}..{bad[:10]}: {last} commit(s), ~"
                  f"{search.expected_probes(last - 1)} probe(s) expected; looking for a "
-                 f"{'speed-up' if self.target == IMPROVEMENT else 'slowdown'}")
+                 + ("change in the SME2 kernels that ran" if self.ask.measure == "kernels"
+                    else "speed-up" if self.target == IMPROVEMENT else "slowdown"))
         ends = [self.exported(good), self.exported(bad)]
+        if ends[0].skipped and ends[1].skipped and not all(
+                e.skipped.startswith(NOTHING_SELECTED) for e in ends):
+            self.state.remove()
+            raise Sme2Error(f"every commit tried is unbuildable, GOOD and BAD alike (BAD: "
+                            f"{ends[1].skipped}): check that `pytest "
+                            f"{' '.join(self.ask.pytest_args)}` runs in a checkout of BAD")
+        if all(e.skipped.startswith(NOTHING_SELECTED) for e in ends):
+            ends = [Exported({}), Exported({})]          # said once, below
         for sha, got in zip((good, bad), ends):
             if got.skipped:
                 self.state.remove()         # bad input: nothing left behind
@@ -190,8 +221,20 @@ class Bisect:
             self.state.remove()
             raise Sme2Error("no benchmark selected at both GOOD and BAD: pass the pytest "
                             "arguments that select one (e.g. benchmarks -k test_latency)")
+        self._measurable([ends[0].programs[b] for b in benches])
         for bench in benches:
             self._bisect(bench)
+
+    def _measurable(self, programs: list[Program]) -> None:
+        """--measure instructions counts on the host; --measure kernels traces on qemu."""
+        need = {"instructions": ("host", "counts on the host only", "bisect it in time"),
+                "kernels": ("qemu", "traces kernels on --device qemu only",
+                            "add --device qemu to the selection")}.get(self.ask.measure)
+        wrong = [p for p in programs if need and p.device.split(":")[0] != need[0]]
+        if wrong:
+            self.state.remove()
+            raise Sme2Error(f"--measure {self.ask.measure} {need[1]}; {wrong[0].benchmark} "
+                            f"runs on {wrong[0].device}: {need[2]}")
 
     def _bisect(self, bench: str) -> None:
         last = len(self.commits) - 1
@@ -205,15 +248,16 @@ class Bisect:
         c, _ = self.compare(a, b, "GOOD vs BAD")
         self.outcome.probes.append(Probe(self.commits[last], "sandwich", c.pairs, c.interval,
                                          c.status))
+        if c.status == CANNOT_TELL:
+            self._deterministic_enough(bench, a, c)
         if c.status != self.target:
             self.outcome.not_reproducible(bench, c.reason)
             return
         per_probe = c.seconds / max(c.pairs, 1) * 3 + max(self.export_s or [0])
         probes = search.expected_probes(last - 1)
-        self.say(f"{bench}: {c.status} {c.interval} after {c.pairs} pairs ({c.seconds:.1f} "
+        self.say(f"{bench}: {c.word} {c.interval} ({c.evidence}, {c.seconds:.1f} "
                  f"s); ~{probes} probe(s) left, about {probes * per_probe / 60:.1f} min")
-        placed = {0: search.GOOD, last: search.BAD}
-        probe = self._probe(bench, placed)
+        probe = self._probe(bench)
 
         def ends_differ(i: int, j: int) -> bool:
             pi, pj = self.program(i, bench), self.program(j, bench)
@@ -223,13 +267,28 @@ class Bisect:
             got = self.differs(pi, pj, what)
             differ = got is not None and got.status == self.target
             self.say(f"  range {what}: " + ("byte-identical programs" if got is None else
-                     f"{got.status.replace('_', ' ')} {got.interval}, {got.pairs} pairs")
+                     f"{got.word} {got.interval}, {got.evidence}")
                      + ("; searching it" if differ else ""))
             return differ
 
         found = search.find_steps(last, probe, ends_differ, self.ask.most_steps)
         for step in found.steps:
             self._culprit(bench, step)
+
+    def _deterministic_enough(self, bench: str, good: Program, sandwich: Compared) -> None:
+        """When GOOD vs BAD cannot tell: GOOD against itself. If that cannot tell either, the
+        benchmark's unchanged-vs-unchanged spread is too wide to bisect at this threshold and
+        budget: one line, and nothing more spent."""
+        same, _ = self.compare(good, good, "GOOD vs GOOD")
+        if same.status == NO_CHANGE:
+            return
+        self.state.remove()
+        raise Sme2Error(f"{bench} is not deterministic enough to bisect at "
+                        f"{self.timing.plan.threshold_pct:g}%: GOOD against itself reads "
+                        f"{same.word} {same.interval} after {same.pairs} "
+                        f"pairs (GOOD vs BAD: {sandwich.interval}); raise --threshold, --runs "
+                        "or --max-pairs, or bisect on a quieter machine or --measure "
+                        "instructions")
 
     def _culprit(self, bench: str, step: search.Step) -> None:
         lo, hi = self.commits[step.lo], self.commits[step.hi]
@@ -240,10 +299,18 @@ class Bisect:
             return
         c = self.differs(self.program(step.lo, bench), self.program(step.hi, bench),
                          f"{hi[:10]} vs its parent")
+        confirmed = None
+        if self.ask.measure == "instructions":    # a count found it: is it slower in time?
+            confirmed, _ = self.compare(self.program(step.lo, bench),
+                                        self.program(step.hi, bench),
+                                        f"{hi[:10]} vs its parent, in time", self.timing)
+            self.say(f"  {hi[:10]} vs its parent in time: "
+                     f"{confirmed.word} {confirmed.interval}, "
+                     f"{confirmed.evidence}")
         commit = self.repo.commit(hi)
         pins = pin_changes(self.repo.pins(f"{hi}^"), self.repo.pins(hi))
         culprit = Culprit(bench, commit.sha, commit.subject, commit.date, lo,
-                          [self.commits[i] for i in step.skipped], c, pins)
+                          [self.commits[i] for i in step.skipped], c, pins, confirmed)
         self.outcome.culprits.append(culprit)
 
 

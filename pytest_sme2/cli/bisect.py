@@ -13,8 +13,8 @@ from pathlib import Path
 from pytest_sme2._util.fsutil import atomic_write_text
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate.decide import PairBudget
-from pytest_sme2.gate.policy import (DEFAULT_MAX_PAIRS, DEFAULT_PRECISION_BUDGET_S,
-                                     DEFAULT_THRESHOLD_PCT)
+from pytest_sme2.gate.policy import (DEFAULT_INSTRUCTIONS_PCT, DEFAULT_MAX_PAIRS,
+                                     DEFAULT_PRECISION_BUDGET_S, DEFAULT_THRESHOLD_PCT)
 from pytest_sme2.measure.settings import BenchSettings
 from pytest_sme2.runners.spec import parse_runner_spec
 
@@ -45,7 +45,8 @@ def _bisect(args: argparse.Namespace) -> int:
     plan = pairs.PairPlan(args.threshold, PairBudget(args.max_pairs, args.budget), settings)
     ask = run.Ask(args.good, args.bad, tuple(pytest_args), args.setup, args.improvement,
               args.all_commits, args.resume, plan, runner_specs(pytest_args),
-              most_steps=args.most_steps)
+              most_steps=args.most_steps, measure=args.measure,
+              instructions_pct=args.instructions_threshold, fresh_exports=args.fresh_exports)
     outcome = run.Bisect(Path.cwd(), ask).run()
     for line in report.terminal(outcome):
         print(line)
@@ -88,6 +89,18 @@ def add_parser(sub) -> None:
                    help=f"warm-up runs per block (default {BenchSettings.warmup})")
     b.add_argument("--most-steps", type=int, default=3,
                    help="most steps (culprits) to search for in the range (default 3)")
+    b.add_argument("--measure", choices=("time", "instructions", "kernels"), default="time",
+                   help="what each probe compares: time (the A/B gate's paired blocks); "
+                        "instructions per execute under valgrind (host; deterministic, one "
+                        "count per program), the culprit then confirmed in time; or kernels: "
+                        "the set of SME2 kernels that ran (--device qemu; emulated times are "
+                        "never used)")
+    b.add_argument("--instructions-threshold", type=float, default=DEFAULT_INSTRUCTIONS_PCT,
+                   metavar="PCT", help="--measure instructions: a count moving more than this "
+                   f"is a change (default {DEFAULT_INSTRUCTIONS_PCT:g})")
+    b.add_argument("--fresh-exports", action="store_true",
+                   help="export each commit in a new pytest process instead of a fork of the "
+                        "pre-warmed exporter (slower: for a conftest that cannot share one)")
     b.add_argument("--json", type=Path, help="write the outcome here (verdict, culprits, "
                    "skipped, reused, probes)")
     b.add_argument("--md", type=Path, help="write a markdown report here")

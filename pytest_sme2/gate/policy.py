@@ -24,6 +24,8 @@ from pytest_sme2._util.text import split_list
 DEFAULT_CONFIRM_BLOCKS = 2
 DEFAULT_THRESHOLD_PCT = 10.0      # the gate's threshold when --fail-on-regression is not given
 # Load time drifts like latency; peak memory barely moves between processes.
+# bisect --measure instructions: a count is deterministic, so a small move is a change.
+DEFAULT_INSTRUCTIONS_PCT = 0.5
 DEFAULT_LOAD_THRESHOLD_PCT = 25.0
 DEFAULT_MEMORY_THRESHOLD_PCT = 10.0
 DEFAULT_PRECISION_BUDGET_S = 60.0

@@ -11,7 +11,9 @@ import pytest
 from pytest_sme2.bisect import pairs
 from pytest_sme2.cli import main
 from pytest_sme2.errors import Sme2Error
-from tests.bisect_repo import COMMENT_ONLY, SLOWDOWN, UNBUILDABLE, build_repo
+from tests.bisect_repo import (BENCH, CONFTEST, COMMENT_ONLY, MODEL, SLOWDOWN, UNBUILDABLE,
+                               build_repo, dtype_history)
+from tests.needs import missing
 
 FAST = ["--runs", "10", "--warmup", "2"]
 
@@ -81,7 +83,8 @@ def test_a_flat_range_is_not_reproducible_and_spends_nothing_more(project, monke
 
 @pytest.mark.parametrize("good,bad,args,msg", [
     (COMMENT_ONLY, UNBUILDABLE, [], "BAD * cannot be exported"),
-    (0, 1, ["-k", "nothing_matches"], "GOOD * cannot be exported: no benchmark selected"),
+    (0, 1, ["-k", "nothing_matches"], "no benchmark selected at both GOOD and BAD*"),
+    (0, 1, ["--sme2-runs-typo=3"], "every commit tried is unbuildable, GOOD and BAD alike*"),
 ])
 def test_unbuildable_ends_and_no_benchmark_say_one_line(project, monkeypatch, capsys, good,
                                                        bad, args, msg):
@@ -91,4 +94,91 @@ def test_unbuildable_ends_and_no_benchmark_say_one_line(project, monkeypatch, ca
     err = capsys.readouterr().err.strip()
     head, tail = msg.split("*")
     assert err.count("\n") == 0 and head in err and tail in err
+    assert not (repo / ".git" / "sme2-bisect").exists() and _left_behind(repo) == 0
+
+
+def test_by_instructions_finds_the_culprit_then_confirms_it_in_time(project, monkeypatch,
+                                                                    capsys, tmp_path):
+    repo, shas, cache = project
+    monkeypatch.chdir(repo)
+    out_json = tmp_path / "bisect.json"
+    assert main(["bisect", *FAST, "--measure", "instructions", "--json", str(out_json),
+                 shas[COMMENT_ONLY], shas[SLOWDOWN + 1], *_selection(cache)]) == 0
+    out = capsys.readouterr().out
+    print(out)
+    (culprit,) = json.loads(out_json.read_text())["culprits"]
+    assert culprit["commit"] == shas[SLOWDOWN] and culprit["pairs"] == 0
+    assert culprit["in_time"]["verdict"] == "regression" and culprit["in_time"]["pairs"] >= 2
+    assert "instructions counted" in out and "vs its parent in time: regression" in out
+
+
+def test_a_not_deterministic_enough_benchmark_says_one_line(project, monkeypatch, capsys):
+    repo, shas, cache = project
+    monkeypatch.chdir(repo)
+    # A flat range at a 0.5% threshold with 4 pairs at most: GOOD against itself cannot tell.
+    assert main(["bisect", *FAST, "--threshold", "0.5", "--max-pairs", "4", "--budget", "1",
+                 shas[SLOWDOWN], shas[-1], *_selection(cache)]) == 2
+    err = capsys.readouterr().err.strip()
+    print(err)
+    assert err.count("\n") == 0 and "is not deterministic enough to bisect at 0.5%" in err
+    assert not (repo / ".git" / "sme2-bisect").exists() and _left_behind(repo) == 0
+
+
+TWO_STEPS = [("the MLP benchmark", {"conftest.py": CONFTEST, "test_bench.py": BENCH,
+                                    "mlp_model.py": MODEL.format(width=64, seed=0)}),
+             ("docs", {"README.md": "an MLP\n"}),
+             ("wider", {"mlp_model.py": MODEL.format(width=384, seed=0)}),
+             ("docs again", {"README.md": "a wider MLP\n"}),
+             ("widest", {"mlp_model.py": MODEL.format(width=2048, seed=0)}),
+             ("docs, done", {"README.md": "the widest MLP\n"})]
+
+
+def test_two_steps_in_two_ranges_are_both_found(tmp_path, monkeypatch, capsys):
+    repo = tmp_path / "two-steps"
+    shas = build_repo(repo, TWO_STEPS)
+    monkeypatch.chdir(repo)
+    out_json = tmp_path / "bisect.json"
+    assert main(["bisect", *FAST, "--json", str(out_json), shas[0], shas[-1], "test_bench.py",
+                 f"--sme2-cache-dir={tmp_path / 'cache'}"]) == 0
+    print(capsys.readouterr().out)
+    doc = json.loads(out_json.read_text())
+    assert doc["verdict"] == "found"
+    assert [c["commit"] for c in doc["culprits"]] == [shas[2], shas[4]]
+
+
+@pytest.fixture(scope="module")
+def qemu_ready():
+    from pytest_sme2.devices.qemu import QemuDevice  # the emulated device: this test only
+
+    device = QemuDevice("qemu")
+    try:
+        device.facts()
+    except Sme2Error as e:
+        missing("the emulated SME2 device", f"run `pytest-sme2 setup qemu` ({e})")
+
+
+def test_by_kernels_on_qemu_finds_where_the_sme2_kernels_changed(qemu_ready, tmp_path,
+                                                                 monkeypatch, capsys):
+    repo = tmp_path / "dtype"
+    shas = build_repo(repo, dtype_history(change_at=2, commits=4))
+    monkeypatch.chdir(repo)
+    out_json = tmp_path / "bisect.json"
+    assert main(["bisect", "--runs", "3", "--warmup", "1", "--measure", "kernels", "--json",
+                 str(out_json), shas[0], shas[-1], "test_bench.py", "--device", "qemu",
+                 f"--sme2-cache-dir={tmp_path / 'cache'}"]) == 0
+    out = capsys.readouterr().out
+    print(out)
+    doc = json.loads(out_json.read_text())
+    (culprit,) = doc["culprits"]
+    assert culprit["commit"] == shas[2] and culprit["pairs"] == 0 and not culprit["in_time"]
+    assert "SME2 kernels changed" in out and "_sme2_" in out and doc["pairs_measured"] == 0
+
+
+def test_kernels_off_qemu_says_one_line(project, monkeypatch, capsys):
+    repo, shas, cache = project
+    monkeypatch.chdir(repo)
+    assert main(["bisect", "--measure", "kernels", shas[0], shas[1],
+                 *_selection(cache)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--measure kernels traces kernels on --device qemu only" in err
     assert not (repo / ".git" / "sme2-bisect").exists() and _left_behind(repo) == 0

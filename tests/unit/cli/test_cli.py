@@ -151,6 +151,9 @@ PARSER_BEFORE_SPLIT = {
     "bisect": {  # issue 37
         "--all-commits": ("all_commits", False, "store_true"),
         "--budget": ("budget", False, "store"),
+        "--fresh-exports": ("fresh_exports", False, "store_true"),
+        "--instructions-threshold": ("instructions_threshold", False, "store"),
+        "--measure": ("measure", False, "store"),
         "--improvement": ("improvement", False, "store_true"), "--json": ("json", False, "store"),
         "--max-pairs": ("max_pairs", False, "store"), "--md": ("md", False, "store"),
         "--most-steps": ("most_steps", False, "store"),
