@@ -197,7 +197,8 @@ class AndroidDevice(DeviceBase):
         mask = self.cpu_mask(request.threads)
         with device_lock(self._lock_key):
             pushes = launch.pushes + self._data_pushes(request, device_request)
-            pushed = stage(self.adb, pushes, f"{self.session_dir}/out", launch.folder)
+            folders = (launch.folder, str(device_request.pte.parent))
+            pushed = stage(self.adb, pushes, f"{self.session_dir}/out", folders)
             res, wall = self._execute(runner, launch, device_request, mask, clear)
             self._check_exit(name, request, launch, res, wall)
             problem = mask_problem(res.stderr, clear) if clear else None
@@ -256,7 +257,7 @@ class AndroidDevice(DeviceBase):
         # another program.
         pte_sha = program_digest(file_sha256(request.pte),
                                  file_sha256(request.data) if request.data else None)
-        program = PurePosixPath(self.session_dir, f"model-{pte_sha[:16]}")
+        program = PurePosixPath(CACHE_DIR, f"model-{pte_sha[:16]}")   # kept between sessions
         inputs = None
         if request.inputs:
             inputs = PurePosixPath(self.session_dir, f"inputs-{self._inputs_tag(request)}",
@@ -288,7 +289,7 @@ class AndroidDevice(DeviceBase):
             group = [request.inputs] + [p for p in [sidecar(request.inputs)] if p.is_file()]
             pushes += [Push(p, str(folder / p.name), 0o644, file_sha256(p)) for p in group]
         for p in pushes:
-            check_inside(p.remote, (self.session_dir,))
+            check_inside(p.remote, (self.session_dir, CACHE_DIR))
         return pushes
 
     def _command(self, runner: Runner, launch: Launch, request: RunRequest, mask: str | None,
