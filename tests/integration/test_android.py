@@ -369,11 +369,16 @@ def test_second_run_pushes_nothing_when_hashes_match(fake_android, tmp_path, etd
     dev.run(runner, req)
     assert len(fake_android.device.sends) == 4            # only the changed model
     assert fake_android.device.sends[-1].endswith("/m.pte")
+    # a program cut short on the device (its folder is named by its hash: checked by size)
+    remote_model = fake_android.device.sends[-1]
+    (fake_android.root / remote_model.lstrip("/")).write_bytes(b"a new")
+    dev.run(runner, req)
+    assert fake_android.device.sends[-1] == remote_model and len(fake_android.device.sends) == 5
     # a file damaged on the device no longer matches its hash: pushed again
     remote_script = fake_android.device.sends[0]
     (fake_android.root / remote_script.lstrip("/")).write_text("#!/bin/sh\nexit 9\n")
     dev.run(runner, req)
-    assert fake_android.device.sends[-1] == remote_script and len(fake_android.device.sends) == 5
+    assert fake_android.device.sends[-1] == remote_script and len(fake_android.device.sends) == 6
 
 
 def test_a_second_session_pushes_the_program_again_never(fake_android, tmp_path, etdump_blob):

@@ -281,9 +281,11 @@ class AndroidDevice(DeviceBase):
         return hashlib.sha256("".join(file_sha256(p) for p in group).encode()).hexdigest()[:16]
 
     def _data_pushes(self, request: RunRequest, device: RunRequest) -> list[Push]:
-        pushes = [Push(request.pte, str(device.pte), 0o644, file_sha256(request.pte))]
+        # The program's folder is named by its content: checked on the phone by size.
+        pushes = [Push(request.pte, str(device.pte), 0o644, file_sha256(request.pte), True)]
         if request.data and device.data:     # the weights beside it, pushed once per content
-            pushes.append(Push(request.data, str(device.data), 0o644, file_sha256(request.data)))
+            pushes.append(Push(request.data, str(device.data), 0o644, file_sha256(request.data),
+                               True))
         if request.inputs and device.inputs:
             folder = device.inputs.parent
             group = [request.inputs] + [p for p in [sidecar(request.inputs)] if p.is_file()]

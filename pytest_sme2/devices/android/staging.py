@@ -1,5 +1,6 @@
 """What a run puts on the phone, and where: one round trip that makes the folders, clears the
-output folder and lists the remote hashes, then pushes only the files whose sha256 differs.
+output folder and lists the remote hashes (a program's size: its folder is named by its hash),
+then pushes only the files that differ.
 
 Two places, both under ``/data/local/tmp``:
 - ``pytest-sme2-cache/runner-<digest>/`` (kept between sessions): a runner with its libraries,
@@ -39,14 +40,30 @@ _SESSION_DIR = re.compile(r"/data/local/tmp/pytest-sme2-[A-Za-z0-9_-]{1,40}")
 
 @dataclass(frozen=True)
 class Push:
+    """One file to have on the device. ``by_size``: its folder is named by its content (a
+    program's ``model-<sha>/``), so a file there of the right size is that content (a push cut
+    short is shorter) and the phone is not made to hash a 1 GB program before every run."""
+
     local: Path
     remote: str
     mode: int
     sha: str
+    by_size: bool = False
 
     @property
     def size(self) -> int:
         return self.local.stat().st_size
+
+    @property
+    def expected(self) -> str:
+        """What the device's check prints when the file is already there."""
+        return f"size:{self.size}" if self.by_size else self.sha
+
+    def check_command(self) -> str:
+        f = shlex.quote(self.remote)
+        if self.by_size:
+            return f's=$(stat -c %s {f} 2>/dev/null) && echo "size:$s" || echo -'
+        return f'h=$(sha256sum {f} 2>/dev/null) && echo "${{h%% *}}" || echo -'
 
 
 @dataclass(frozen=True)
@@ -118,10 +135,8 @@ def stage(adb: AdbLink, pushes: list[Push], out_dir: str, touch: tuple[str, ...]
     execs = " ".join(q(p.remote) for p in pushes if p.mode == 0o755)
     cmd = (f"mkdir -p {' '.join(q(d) for d in dirs)} && rm -rf {q(out_dir)} && "
            f"mkdir -p {q(out_dir)} && touch {' '.join(q(t) for t in touch)}"
-           f" && {{ chmod 755 {execs} 2>/dev/null; true; }} && for f in "
-           f"{' '.join(q(p.remote) for p in pushes)}; do "
-           'h=$(sha256sum "$f" 2>/dev/null) && echo "${h%% *}" || echo -; done; '
-           f"{free_kb_command()}")
+           f" && {{ chmod 755 {execs} 2>/dev/null; true; }} && "
+           + "".join(f"{{ {p.check_command()}; }}; " for p in pushes) + free_kb_command())
     t0 = time.perf_counter()
     with adb.link("while copying files to it"):
         try:
@@ -135,7 +150,7 @@ def stage(adb: AdbLink, pushes: list[Push], out_dir: str, touch: tuple[str, ...]
         remote = [w for w in res.stdout.split() if not w.startswith(_FREE)]
         if len(remote) != len(pushes):
             remote = ["-"] * len(pushes)
-        sent = [p for p, have in zip(pushes, remote) if have != p.sha]
+        sent = [p for p, have in zip(pushes, remote) if have != p.expected]
         if sent:
             check_room(adb.serial, sent, free_bytes(res.stdout))
         for push in sent:
