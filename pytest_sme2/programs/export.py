@@ -268,7 +268,7 @@ def _run_recipe(folder: Path, model: str, dtype: str, key: str,
 
     watch = ExportWatch(say, f"{model} {dtype}")
     t0, cpu0 = time.perf_counter(), time.process_time()
-    with watch:     # a line per stage, and every HEARTBEAT_S seconds of a long one
+    with watch:     # a line per stage, and every 30 s of a stage still running
         meta = _recipe_into(folder, model, dtype, key, recipes, watch)
     meta["export_seconds"] = round(time.perf_counter() - t0, 3)
     # This process's CPU time: what the export costs on a machine shared with others.
