@@ -41,6 +41,15 @@ def mb(v: float) -> str:
     return f"{v:.1f}" if abs(v) >= 1 else f"{v:.2g}"
 
 
+def byte_size(n: float) -> str:
+    """A size in bytes with its unit, decimal: ``612 MB``, ``3.1 GB``, ``48 KB``."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if abs(n) >= scale:
+            v = n / scale
+            return f"{v:.1f} {unit}" if abs(v) < 10 else f"{v:.0f} {unit}"
+    return f"{n:.0f} B"
+
+
 def percent(v: float, digits: int = 1) -> str:
     """A percentage's value alone, one decimal (a column headed %): ``12.3``."""
     return f"{v:.{digits}f}"

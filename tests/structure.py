@@ -64,7 +64,7 @@ LAYERS: dict[str, int] = {
 # (written by docs/reference/generate.py; tests/unit/test_reference_docs.py fails when stale).
 LAYER_ROLES: dict[int, tuple[str, str]] = {
     0: ("leaves", "no project imports: errors, units, _util/ (versions, locking, buildcache, "
-                  "fsutil, protocol_defaults, text)"),
+                  "fsutil, heartbeat, protocol_defaults, text)"),
     1: ("readers", "files and statistics, no torch: readers/ (etdump, etrecord, tensorfile, "
                    "pte_program), stats"),
     2: ("records", "what results.json stores (records, latency, block, comparison, judgement, "

@@ -85,6 +85,7 @@ class FakeAndroidConfig:
     busy_on: str | None = None
     busy_s: float = 0.0
     fail_push: str | None = None    # regex on device paths: SEND answers FAIL
+    free_kb: int | None = None      # what df says is free (None: the host's df of the sandbox)
     serial_no: str = "FAKE0001"
     # "host": pushed programs are host programs. "aarch64": aarch64 ELF programs run under QEMU
     # (qemu, sysroot and probe needed; sme2 is then ignored: the emulated CPU decides).
@@ -284,6 +285,8 @@ def build_sandbox(root: Path, cfg: FakeAndroidConfig) -> dict[str, str]:
            f'case "$1" in\n  -r) echo {_sh_word(cfg.kernel)} ;;\n  -m) echo aarch64 ;;\n'
            f'  -a) echo "Linux localhost {cfg.kernel} #1 SMP PREEMPT aarch64 Toybox" ;;\n'
            '  *) echo Linux ;;\nesac\n', 0o755)
+    if cfg.free_kb is not None:
+        _write_df(root, cfg.free_kb)
     # The host may have fewer CPUs than the fake phone: record the mask instead of applying it.
     start = '"$FAKE_ANDROID_ROOT/bin/fake-exec" ' if emulated is not None else ""
     _write(root / "bin/taskset", _fake_taskset(start, cfg.taskset_applies, ncpu), 0o755)
@@ -293,6 +296,13 @@ def build_sandbox(root: Path, cfg: FakeAndroidConfig) -> dict[str, str]:
         if cfg.trace_dir is not None:
             Path(cfg.trace_dir).mkdir(parents=True, exist_ok=True)
     return props
+
+
+def _write_df(root: Path, free_kb: int) -> None:
+    """A df that says ``free_kb`` KiB are available (toybox's ``df -k`` columns)."""
+    _write(root / "bin/df", "#!/bin/sh\n# fake toybox df: a phone with little room\n"
+           "echo 'Filesystem 1K-blocks Used Available Use% Mounted on'\n"
+           f"echo '/dev/block/dm-5 {free_kb * 4} {free_kb * 3} {free_kb} 75% /data'\n", 0o755)
 
 
 def set_thermal(root: Path, cfg: FakeAndroidConfig, key: str, value: int) -> None:

@@ -27,6 +27,7 @@ from pytest_sme2.measure.generation import (BlockEvidence, PhaseEvidence, analyz
                                             with_traced_phases)
 from pytest_sme2.devices.base import Device
 from pytest_sme2.errors import Sme2Error
+from pytest_sme2._util.heartbeat import EVERY_S, Heartbeat
 from pytest_sme2.readers.etdump import read_etdump
 from pytest_sme2.readers.etrecord import read_etrecord
 from pytest_sme2.programs.export import export_model
@@ -137,7 +138,7 @@ class _Block:
         self.held = hold(device, self.settings.cooldown, run.progress) \
             if self.settings.cooldown else None
         self.before = device.thermal()    # Android zones; the host and QEMU have none (None)
-        with _measuring(run):
+        with _measuring(run), _still(run, self.label, f"running on {device.spec}"):
             self.outcome = device.run(self.runner, self.request)
         self.after = device.thermal()
         _say_pushed(run, device, self.outcome.pushed)
@@ -200,9 +201,10 @@ class _Block:
         etrecord, device_sme2 = self.etrecord, self.device_sme2
         # The phase-only evidence processes: the benchmark's first block only, as sampling.
         first = run.block in (None, 0)
-        phases = phase_evidence(self.runner, self.device, request, self.outcome,
-                                sample=wants_sample(settings.sample, self.device, self.runner)
-                                ) if first else PhaseEvidence()
+        with _still(run, self.label, "running the phase-only evidence processes"):
+            phases = phase_evidence(self.runner, self.device, request, self.outcome,
+                                    sample=wants_sample(settings.sample, self.device,
+                                                        self.runner)) if first else PhaseEvidence()
         self.sample_problem = phases.problem
         if self.sample_problem and run.progress:
             run.progress(f"{self.label}: {self.sample_problem}")
@@ -356,6 +358,13 @@ def _say_pushed(run: BenchmarkRun, device: Device, pushed: tuple[int, int, float
 
 def _measuring(run: BenchmarkRun) -> AbstractContextManager[None]:
     return run.measuring() if run.measuring else nullcontext()
+
+
+def _still(run: BenchmarkRun, label: str, doing: str) -> Heartbeat:
+    """A progress line every ``EVERY_S`` seconds of a long process (a 0.6B model's
+    emulated generation takes minutes): never minutes of silence."""
+    return Heartbeat(run.progress, lambda s: f"{label}: still {doing} ({s:.0f} s)",
+                     every=EVERY_S)
 
 
 def _cold_load(run: BenchmarkRun, runner: Runner, device: Device, request: RunRequest,

@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Callable
 
 from pytest_sme2.errors import Sme2Error
+from pytest_sme2.programs.export_watch import (ExportWatch, check_memory, parameter_count,
+                                               peak_rss)
 from pytest_sme2.programs.export_output import ExportOutput, caught_warnings, warning_lines
 from pytest_sme2.programs.exported import (ETRECORD, INPUTS, META, PTD, PTE,  # noqa: F401
                                            ExportedModel, ExportError)
@@ -261,22 +263,34 @@ def _run_recipe(folder: Path, model: str, dtype: str, key: str,
     """Run the recipe; every stage failure becomes one ExportError line naming the stage."""
     from pytest_sme2.programs import recipes  # torch, executorch: only an export needs them
 
-    stage = ["build"]
+    watch = ExportWatch(say, f"{model} {dtype}")
     t0, cpu0 = time.perf_counter(), time.process_time()
-    try:
-        say(f"exporting {model} {dtype} ...")
-        definition = model_entry(model).build()
-        def at_stage(name: str) -> None:
-            stage[0] = name
-            say(f"  {model} {dtype}: {name} ({time.perf_counter() - t0:.1f} s)")
+    with watch:     # a line per stage, and every 30 s of a stage still running
+        meta = _recipe_into(folder, model, dtype, key, recipes, watch)
+    meta["export_seconds"] = round(time.perf_counter() - t0, 3)
+    # This process's CPU time: what the export costs on a machine shared with others.
+    meta["export_cpu_seconds"] = round(time.process_time() - cpu0, 3)
+    (folder / META).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    say(f"exported {model} {dtype} in {meta['export_seconds']:.1f} s "
+        f"({meta['delegates']} delegate(s), {sum(meta['portable_ops'].values())} operator(s) "
+        "left outside the delegate)")
+    return meta
 
-        program, info = recipes.export(definition, dtype, at_stage=at_stage,
+
+def _recipe_into(folder: Path, model: str, dtype: str, key: str, recipes,
+                 watch: ExportWatch) -> dict:
+    try:
+        watch.say(f"exporting {model} {dtype} ...")
+        definition = model_entry(model).build()
+        parameters = parameter_count(definition.module)
+        check_memory(f"{model} as {dtype}", parameters, dtype)
+        program, info = recipes.export(definition, dtype, at_stage=watch.stage,
                                        weights=split_weights(model)[1])
     except Sme2Error:
         raise
     except Exception as e:  # noqa: BLE001 - turned into one clear line
-        raise ExportError(f"export of model {model!r} as {dtype} failed at stage {stage[0]!r}: "
-                          f"{first_line(e)}") from e
+        raise ExportError(f"export of model {model!r} as {dtype} failed at stage "
+                          f"{watch.current!r}: {first_line(e)}") from e
     problem = accuracy_problem(dtype, info)
     if problem:
         raise ExportError(f"export of model {model!r} as {dtype} is wrong: {problem}")
@@ -287,21 +301,17 @@ def _run_recipe(folder: Path, model: str, dtype: str, key: str,
         (folder / PTD).write_bytes(data)
         info["ptd_sha256"] = hashlib.sha256(data).hexdigest()
     info["program_sha256"] = program_digest(info["pte_sha256"], info.get("ptd_sha256"))
+    watch.stage("write the .etrecord")
     program.get_etrecord().save(str(folder / ETRECORD))
     recipes.save_inputs(definition.example_inputs, dtype, folder / INPUTS)
-    meta = {
+    return {
         "model": model,
         "dtype": dtype,
         "key": key,
         "versions": _versions(),
         "python": sys.version.split()[0],
-        "export_seconds": round(time.perf_counter() - t0, 3),
-        # This process's CPU time: what the export costs on a machine shared with others.
-        "export_cpu_seconds": round(time.process_time() - cpu0, 3),
+        "parameters": parameters,
+        # This process's peak resident memory (the export's, in a process that only exports).
+        "export_peak_rss_bytes": peak_rss(),
         **{k: v for k, v in info.items()},
     }
-    (folder / META).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
-    say(f"exported {model} {dtype} in {meta['export_seconds']:.1f} s "
-        f"({meta['delegates']} delegate(s), {sum(meta['portable_ops'].values())} operator(s) "
-        "left outside the delegate)")
-    return meta

@@ -348,9 +348,10 @@ def test_full_run_pushes_runs_pinned_and_pulls_a_valid_etdump(fake_android, tmp_
     assert out.stderr == "" and out.wall_s > 0
     assert fake_android.device.sends == [f"{lib}/runner.sh", f"{lib}/crafted.etdump", model, ins,
                                          f"{ins}.json"]
-    # The runner in the cache folder kept between sessions, the data in the session folder.
-    assert lib.startswith(f"{CACHE_DIR}/runner-")
-    assert all(p.startswith(SESSION + "/") for p in (model, ins))
+    # The runner and the program in the cache folder kept between sessions, the inputs in the
+    # session folder.
+    assert lib.startswith(f"{CACHE_DIR}/runner-") and model.startswith(f"{CACHE_DIR}/model-")
+    assert ins.startswith(SESSION + "/")
     assert fake_android.device.taskset_log == ["f0"]   # 2 threads: the big core + 3 mid cores
     run_cmd = fake_android.device.commands[-1]
     assert (f"LD_LIBRARY_PATH={lib} timeout -k 2 20 sh -c 'echo $$ > {SESSION}/out/runner.pid; "
@@ -370,11 +371,44 @@ def test_second_run_pushes_nothing_when_hashes_match(fake_android, tmp_path, etd
     dev.run(runner, req)
     assert len(fake_android.device.sends) == 4            # only the changed model
     assert fake_android.device.sends[-1].endswith("/m.pte")
+    # a program cut short on the device (its folder is named by its hash: checked by size)
+    remote_model = fake_android.device.sends[-1]
+    (fake_android.root / remote_model.lstrip("/")).write_bytes(b"a new")
+    dev.run(runner, req)
+    assert fake_android.device.sends[-1] == remote_model and len(fake_android.device.sends) == 5
     # a file damaged on the device no longer matches its hash: pushed again
     remote_script = fake_android.device.sends[0]
     (fake_android.root / remote_script.lstrip("/")).write_text("#!/bin/sh\nexit 9\n")
     dev.run(runner, req)
-    assert fake_android.device.sends[-1] == remote_script and len(fake_android.device.sends) == 5
+    assert fake_android.device.sends[-1] == remote_script and len(fake_android.device.sends) == 6
+
+
+def test_a_second_session_pushes_the_program_again_never(fake_android, tmp_path, etdump_blob):
+    """The program is kept in the device's cache: a new session (a new session folder, the
+    old one removed) pushes nothing."""
+    runner, req = _runner(tmp_path, etdump_blob), _request(tmp_path)
+    first = _open(fake_android)
+    first.run(runner, req)
+    assert first.cleanup()
+    sent = len(fake_android.device.sends)
+    second = open_android(f"android:{fake_android.serial}", session_id="second")
+    second.run(runner, req)
+    assert fake_android.device.sends[sent:] == []
+
+
+def test_a_push_the_phone_has_no_room_for_is_one_line_naming_both_sizes(adb_server, tmp_path,
+                                                                         etdump_blob):
+    phone = connect_phone(adb_server, tmp_path / "p", FakeAndroidConfig(free_kb=1))
+    req = _request(tmp_path)
+    req.pte.write_bytes(b"x" * 5000)
+    try:
+        with pytest.raises(DeviceError) as ei:
+            _open(phone).run(_runner(tmp_path, etdump_blob), req)
+    finally:
+        release_phone(phone)
+    assert _msg(ei).startswith(f"device {phone.serial} has 1.0 KB free in /data/local/tmp and "
+                               "this run must push ")
+    assert "KB (" in _msg(ei) and not any(p.endswith("/m.pte") for p in phone.device.sends)
 
 
 def test_outputs_are_pulled_with_their_sidecar(fake_android, tmp_path, etdump_blob):
@@ -475,7 +509,7 @@ def test_push_refused_by_the_device(adb_server, tmp_path, etdump_blob):
     finally:
         release_phone(phone)
     remote = phone.device.sends[-1]
-    assert remote.startswith(f"{SESSION}/model-") and remote.endswith("/m.pte")
+    assert remote.startswith(f"{CACHE_DIR}/model-") and remote.endswith("/m.pte")
     assert _msg(ei) == (f"cannot push m.pte to {remote} on device {phone.serial}: couldn't "
                         "create file: No space left on device; free space on /data/local/tmp "
                         "or check the device")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 
-from tests.conftest import FAST_FOLDERS, SLOW_FOLDERS, TESTS, folder_of
+from tests.conftest import FAST_FOLDERS, ON_REQUEST, SLOW_FOLDERS, TESTS, folder_of
 
 
 def _slow_marks(path) -> list[int]:
@@ -36,3 +36,13 @@ def test_every_collected_test_is_slow_exactly_when_its_folder_is(request):
              if folder_of(item.path) is not None
              and (folder_of(item.path) in SLOW_FOLDERS) != bool(item.get_closest_marker("slow"))]
     assert not wrong
+
+
+def test_a_marker_that_runs_on_request_is_registered_and_left_out_unless_asked_for(request):
+    """ON_REQUEST markers (tests/conftest.py): registered in pyproject.toml, and no test of
+    theirs is in a session whose -m does not name them (CI's `pytest tests`)."""
+    registered = {line.split(":")[0] for line in request.config.getini("markers")}
+    assert ON_REQUEST <= registered
+    asked = request.config.option.markexpr or ""
+    assert not [item.nodeid for item in request.session.items for m in ON_REQUEST
+                if item.get_closest_marker(m) and m not in asked]

@@ -63,3 +63,8 @@ def test_markdown_cells_write_a_dash_where_a_value_is_missing():
 def test_a_share_in_a_narrow_cell_has_no_decimals():
     assert (units.share(37.5, 0), units.share(62.49, 0), units.percent(7.25, 2)) == \
         ("38%", "62%", "7.25")
+
+
+def test_byte_sizes_in_decimal_units():
+    assert [units.byte_size(n) for n in (512, 48_000, 612_000_000, 3_140_000_000, 12_600_000_000)] \
+        == ["512 B", "48 KB", "612 MB", "3.1 GB", "13 GB"]

@@ -198,7 +198,8 @@ class AndroidDevice(DeviceBase):
         mask = self.cpu_mask(request.threads)
         with device_lock(self._lock_key):
             pushes = launch.pushes + self._data_pushes(request, device_request)
-            pushed = stage(self.adb, pushes, f"{self.session_dir}/out", launch.folder)
+            folders = (launch.folder, str(device_request.pte.parent))
+            pushed = stage(self.adb, pushes, f"{self.session_dir}/out", folders)
             res, wall = self._execute(runner, launch, device_request, mask, clear)
             self._check_exit(name, request, launch, res, wall)
             problem = (mask_problem(res.stderr, clear) if clear else None) or (
@@ -258,7 +259,7 @@ class AndroidDevice(DeviceBase):
         # another program.
         pte_sha = program_digest(file_sha256(request.pte),
                                  file_sha256(request.data) if request.data else None)
-        program = PurePosixPath(self.session_dir, f"model-{pte_sha[:16]}")
+        program = PurePosixPath(CACHE_DIR, f"model-{pte_sha[:16]}")   # kept between sessions
         inputs = None
         if request.inputs:
             inputs = PurePosixPath(self.session_dir, f"inputs-{self._inputs_tag(request)}",
@@ -282,15 +283,17 @@ class AndroidDevice(DeviceBase):
         return hashlib.sha256("".join(file_sha256(p) for p in group).encode()).hexdigest()[:16]
 
     def _data_pushes(self, request: RunRequest, device: RunRequest) -> list[Push]:
-        pushes = [Push(request.pte, str(device.pte), 0o644, file_sha256(request.pte))]
+        # The program's folder is named by its content: checked on the phone by size.
+        pushes = [Push(request.pte, str(device.pte), 0o644, file_sha256(request.pte), True)]
         if request.data and device.data:     # the weights beside it, pushed once per content
-            pushes.append(Push(request.data, str(device.data), 0o644, file_sha256(request.data)))
+            pushes.append(Push(request.data, str(device.data), 0o644, file_sha256(request.data),
+                               True))
         if request.inputs and device.inputs:
             folder = device.inputs.parent
             group = [request.inputs] + [p for p in [sidecar(request.inputs)] if p.is_file()]
             pushes += [Push(p, str(folder / p.name), 0o644, file_sha256(p)) for p in group]
         for p in pushes:
-            check_inside(p.remote, (self.session_dir,))
+            check_inside(p.remote, (self.session_dir, CACHE_DIR))
         return pushes
 
     def _command(self, runner: Runner, launch: Launch, request: RunRequest, mask: str | None,

@@ -37,6 +37,11 @@ class LlamaShape:
     max_context_len: int | None = None
     seed: int = 0
     prompt_tokens: int = 16
+    # Qwen3's shape (ExecuTorch's examples/models/qwen3 configs): an FFN width and a head size
+    # of their own (None: derived from dim as Llama does) and RMSNorm on q and k (1: on).
+    hidden_dim: int | None = None
+    head_dim: int | None = None
+    use_qk_norm: int = 0
 
 
 PARAMS: dict[str, Any] = asdict(LlamaShape())
@@ -102,6 +107,8 @@ def build_llama(shape: LlamaShape = LlamaShape()):
                          f"({max_seq_len - 2})")
     args = ModelArgs(dim=s.dim, n_layers=s.n_layers, n_heads=s.n_heads, n_kv_heads=s.n_kv_heads,
                      vocab_size=vocab_size, multiple_of=s.multiple_of, norm_eps=s.norm_eps,
+                     hidden_dim=s.hidden_dim, head_dim=s.head_dim,
+                     use_qk_norm=bool(s.use_qk_norm), qk_norm_before_rope=bool(s.use_qk_norm),
                      max_seq_len=max_seq_len, max_context_len=max_context_len,
                      use_kv_cache=True, enable_dynamic_shape=True,
                      use_sdpa_with_kv_cache_op=False, generate_full_logits=False)

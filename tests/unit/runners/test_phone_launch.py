@@ -12,8 +12,9 @@ import pytest
 
 from pytest_sme2.measure.process import wants_sample
 from pytest_sme2.devices.android import loader_failed
-from pytest_sme2.devices.android.staging import (CACHE_DIR, KEEP_RUNNERS, check_inside,
-                                                 prune_command, runner_folder)
+from pytest_sme2.devices.android.staging import (CACHE_DIR, KEEP_MODELS, KEEP_RUNNERS, Push,
+                                                 check_inside, check_room, free_bytes,
+                                                 free_kb_command, prune_command, runner_folder)
 from pytest_sme2.devices.base import DeviceBase, DeviceError
 from pytest_sme2.device_programs.hwcaps import mask_bits, mask_problem
 from pytest_sme2.runners.base import RunnerBase
@@ -85,10 +86,27 @@ def test_nothing_outside_our_folders_is_touched() -> None:
             check_inside(bad, roots)
 
 
-def test_pruning_keeps_the_recently_used_runner_folders_only() -> None:
+def test_pruning_keeps_the_recently_used_runner_and_model_folders_only() -> None:
     cmd = prune_command()
     assert f"cd {CACHE_DIR} " in cmd and f"tail -n +{KEEP_RUNNERS + 1}" in cmd
     assert 'runner-*) rm -rf "./$d"' in cmd          # only our folders, relative to the cache
+    assert f"tail -n +{KEEP_MODELS + 1}" in cmd and 'model-*) rm -rf "./$d"' in cmd
+
+
+def test_the_free_space_is_read_from_df_and_a_push_that_does_not_fit_is_one_line(tmp_path):
+    assert "df -k /data/local/tmp" in free_kb_command()
+    assert free_bytes("abc\nfree-kb:2048\n") == 2 * 1024 * 1024
+    assert free_bytes("abc\nfree-kb:\n") is None        # df said nothing: no check
+    pte = tmp_path / "m.pte"
+    pte.write_bytes(b"x" * 3000)
+    push = Push(pte, f"{CACHE_DIR}/model-1/m.pte", 0o644, "s")
+    check_room("S1", [push], 4000)
+    check_room("S1", [push], None)
+    with pytest.raises(DeviceError) as ei:
+        check_room("S1", [push], 2048)
+    assert str(ei.value) == (f"device S1 has 2.0 KB free in /data/local/tmp and this run must "
+                             f"push 3.0 KB (m.pte); free space on the device (this plugin's "
+                             f"files: {CACHE_DIR}) and run again")
 
 
 class _Device(DeviceBase):
@@ -142,6 +160,7 @@ def test_a_phone_request_keeps_the_generation(tmp_path: Path) -> None:
         assert phone.generation == generation
         assert (phone.threads, phone.runs, phone.warmup, phone.timeout_s) == (2, 7, 0, 9.0)
         assert str(phone.etdump) == "/data/local/tmp/pytest-sme2-s/out/on-block0.decode-only.etdump"
-        assert str(phone.pte).startswith("/data/local/tmp/pytest-sme2-s/model-")
+        # The program is kept between sessions (a second session pushes nothing).
+        assert str(phone.pte).startswith(f"{CACHE_DIR}/model-")
         assert str(phone.kernel_sample) == "/data/local/tmp/pytest-sme2-s/out/samples.txt"
         assert phone.kernel_trace is None          # nothing traces on a phone

@@ -1,0 +1,87 @@
+"""Qwen3-0.6B's shape (:mod:`pytest_sme2_models.qwen3_0_6b`, 0.75B parameters) end to end in
+8da8w and 8da4w: the export (in the user's export cache: minutes and GBs once, then a hit), a
+host generation, a short one under QEMU (each phase's kernels) and the fake phone (a second
+session pushes nothing). Marked ``llm_large``: deselected unless asked for,
+``pytest tests/long -m llm_large`` (figures: docs/measurements/llm-0.6b.md)."""
+
+import json
+import re
+
+import pytest
+
+from pytest_sme2.api import export_model
+from pytest_sme2.programs.export import default_cache_dir
+from pytest_sme2.programs.export_watch import memory_needed
+from pytest_sme2_models.qwen3_0_6b import SCHEMES, SPEC
+
+pytestmark = [pytest.mark.llm_large, pytest.mark.usefixtures("inner_session_env")]
+# Read at import, before inner_session_env points XDG_CACHE_HOME at a fresh folder: the inner
+# sessions find the exports in the user's cache instead of exporting again.
+CACHE = default_cache_dir()
+SHORT = ["--sme2-prompt-tokens=8", "--sme2-new-tokens=2", "--sme2-threads=1", "--runs=1",
+         "--warmup=0", "--sme2-loads=1", "-s"]
+GENERATE = """
+def test_generation(sme2_generate, sme2_llm_case):
+    gen = sme2_generate(sme2_llm_case.model, scheme=sme2_llm_case.dtype, threads=1)
+    assert len(gen.tokens) == gen.new_tokens + 1 and gen.decode.tokens_per_s > 0
+"""
+KERNELS = """
+def test_generation(sme2_generate, sme2_llm_case):
+    gen = sme2_generate(sme2_llm_case.model, scheme=sme2_llm_case.dtype, threads=1)
+    for phase in (gen.prefill, gen.decode):
+        ev = phase.kernel_evidence
+        print("KERNELS", phase.phase, ev.sme2 if ev else None,
+              sorted({k.name for k in ev.executed_kernels if k.name.startswith("kai_")})
+              if ev else [])
+"""
+
+
+@pytest.fixture(scope="module", params=SCHEMES)
+def exported(request):
+    return export_model(SPEC, request.param, CACHE, progress=print)
+
+
+def _session(pytester, run_pytest, scheme: str, body: str, *args: str):
+    pytester.makepyfile(test_big=body)
+    return run_pytest(f"--sme2-llm-models={SPEC}", f"--sme2-llm-schemes={scheme}",
+                      f"--sme2-cache-dir={CACHE}", *SHORT, *args)
+
+
+def test_the_export_holds_the_size_and_its_memory_estimate(exported):
+    meta = exported.meta
+    assert 0.7e9 < meta["parameters"] < 0.8e9
+    # The estimate the check makes before an export covers what this one took at its peak.
+    assert 0 < meta["export_peak_rss_bytes"] <= memory_needed(meta["parameters"], meta["dtype"])
+    assert exported.pte.stat().st_size > 300e6
+
+
+def test_a_host_generation(exported, pytester, run_pytest):
+    res = _session(pytester, run_pytest, exported.dtype, GENERATE)
+    res.assert_outcomes(passed=1)
+    (b,) = json.loads((pytester.path / "sme2-report" / "results.json").read_text())["benchmarks"]
+    assert b["startup"]["load_ms"] > 0 and b["startup"]["peak_rss_kb"] > 300e3
+
+
+def test_a_generation_under_qemu_shows_each_phases_kernels(exported, pytester, run_pytest,
+                                                            provisioned_qemu):
+    res = _session(pytester, run_pytest, exported.dtype, KERNELS, "--device=qemu")
+    res.assert_outcomes(passed=1)
+    kernels = [line for line in res.outlines if line.startswith("KERNELS")]
+    assert len(kernels) == 2
+    if exported.dtype == "8da8w":         # int8 weights: KleidiAI's SME2 kernels in each phase
+        assert all(" proven " in line and "_sme2_" in line for line in kernels), kernels
+
+
+def test_the_fake_phone_pushes_the_program_once(exported, pytester, run_pytest, fake_android,
+                                                adb_server, monkeypatch):
+    for key, value in adb_server.env.items():
+        monkeypatch.setenv(key, value)
+    pushed = []
+    for _ in range(2):
+        res = _session(pytester, run_pytest, exported.dtype, GENERATE,
+                       f"--device=android:{fake_android.serial}")
+        res.assert_outcomes(passed=1)
+        pushed.append([m.group(1) for line in res.outlines
+                       if (m := re.search(r"pushed \d+ files \(([\d.]+) MB\)", line))])
+    assert sum(float(mb) for mb in pushed[0]) > 300      # the program, once
+    assert sum(float(mb) for mb in pushed[1]) < 1        # content-addressed: nothing again
