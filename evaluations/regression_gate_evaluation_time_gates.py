@@ -13,8 +13,8 @@ regression, improvement, no change, cannot tell. Threshold 10%.
   ``--budget`` seconds, as the plugin does (``judge_ab``: disturbed pairs screened out).
 - **stored** (the default mode): the candidate's first block against three stored baseline
   sessions of 3 blocks (``judge_levels`` through the robust screen of one disagreeing session);
-  a suspected regression is judged on 3 blocks; "cannot tell" goes on as the plugin does where
-  the base program is kept: the A/B pairs of the same trial decide.
+  a suspected regression is judged on 3 blocks; "cannot tell" or a regression goes on as the
+  plugin does where the base program is kept: the A/B pairs of the same trial decide.
 
 Changes: toy_cnn made ~5/10/20% more expensive by extra convolutions after its residual block
 (the instruction-gate evaluation's way), and unchanged reruns (the base program itself). Each
@@ -158,7 +158,7 @@ def measure(args) -> dict:
 
 def _stored(cell: dict, trial: dict) -> tuple[str, int]:
     """The stored gate's verdict and the candidate blocks it took (pairs count twice: a
-    "cannot tell" re-measures the kept base program beside the candidate)."""
+    "cannot tell" or a regression re-measures the kept base program beside the candidate)."""
     def rule(current):
         return judge_robust(judge_levels, cell["sessions"], current, THRESHOLD)
 
@@ -166,7 +166,7 @@ def _stored(cell: dict, trial: dict) -> tuple[str, int]:
     blocks = 1
     if j.status == REGRESSION:            # confirmation: the first block and two more
         j, blocks = rule(trial["cand"][:3]), 3
-    if j.status != CANNOT_TELL:
+    if j.status not in (CANNOT_TELL, REGRESSION):
         return j.status, blocks
     return _ab(trial).status, blocks + 2 * len(trial["base"])
 

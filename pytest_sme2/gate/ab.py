@@ -40,7 +40,7 @@ from typing import Sequence
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate.decide import decide, unresolved
 from pytest_sme2.gate.levels import PREFILL, TTFT, Judgement, not_compared
-from pytest_sme2.results.judgement import CANNOT_TELL
+from pytest_sme2.results.judgement import CANNOT_TELL, IMPROVEMENT, REGRESSION
 from pytest_sme2.gate.policy import DEFAULT_THRESHOLD_PCT
 from pytest_sme2.results import BlockResult
 from pytest_sme2.stats import DEFAULT_MARGIN, Interval, paired_ratio
@@ -49,6 +49,7 @@ AGAINST = "the base program, re-measured in this session"
 CONFIDENCE = 0.95
 SCREEN_SCALES = 4.0     # robust scales from the others' median that make a pair disturbed ...
 SCREEN_LEAST = math.log(1.05)   # ... and at least 5% away: ordinary spread stays in
+SIGN_ALPHA = 0.05       # the sign test's one-sided level (5 pairs of 5 is the least that pass)
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,20 @@ def _kept(pairs: Pairs, out: list[int]) -> Pairs:
     return Pairs(tuple(pairs.base[i] for i in keep), tuple(pairs.candidate[i] for i in keep))
 
 
+def _most_pairs_agree(pairs: Pairs, status: str) -> bool:
+    """The sign test beside the interval: more pairs clear the noise margin in the change's
+    direction than chance gives (one-sided binomial p below ``SIGN_ALPHA``). A machine whose
+    blocks switch between two speeds (2 threads on 2 shared cores: 0.039 or 0.063 ms, ratios
+    of 0.62, 1.0 or 1.6) makes a few lopsided pairs that move the mean log ratio, and the
+    t-interval with it; the pairs' majority does not move."""
+    up = status == REGRESSION
+    n = len(pairs.base)
+    agree = sum((c / b > 1 + DEFAULT_MARGIN) if up else (c / b < 1 / (1 + DEFAULT_MARGIN))
+                for b, c in zip(pairs.base, pairs.candidate))
+    p = sum(math.comb(n, k) for k in range(agree, n + 1)) / 2 ** n
+    return p < SIGN_ALPHA
+
+
 def judge_ab(pairs: Pairs, threshold_pct: float = DEFAULT_THRESHOLD_PCT,
              confidence: float = CONFIDENCE, category: str | None = None) -> Judgement:
     """The verdict on paired blocks (disturbed pairs screened out and named); ``summary``
@@ -122,8 +137,11 @@ def judge_ab(pairs: Pairs, threshold_pct: float = DEFAULT_THRESHOLD_PCT,
     if min(pairs.base + pairs.candidate) <= 0:
         return _unjudged("a zero time cannot form a ratio", threshold_pct)
     out = screen(pairs)
-    r = slowdown(_kept(pairs, out), confidence)
+    kept = _kept(pairs, out)
+    r = slowdown(kept, confidence)
     status, word = decide(r, threshold_pct)
+    if status in (REGRESSION, IMPROVEMENT) and not _most_pairs_agree(kept, status):
+        status = CANNOT_TELL
     if status == CANNOT_TELL:
         word = f"cannot tell: {unresolved(r, len(pairs.base) - len(out), threshold_pct)}"
     left_out = ""

@@ -103,18 +103,22 @@ class PairedGate:
         return BaseProgram(None, base_runner, why)
 
     def _judge_stored(self, run: BenchmarkRun, runner: str, out) -> GateReport:
-        """The stored gate; on "cannot tell", pairs against the kept base program (the A/B
-        rule decides), else more blocks of the candidate while the baseline's noise floor
-        leaves the threshold resolvable; the verdict says which."""
+        """The stored gate; on "cannot tell" or a regression, pairs against the kept base
+        program (the A/B rule decides: a process state the stored sessions never showed cannot
+        fail CI by itself), else, on "cannot tell", more blocks of the candidate while the
+        baseline's noise floor leaves the threshold resolvable; the verdict says which."""
         report = self._judge(run, runner, out)
         policy = out.policy
-        if not report.e2e.unresolved or policy.confirm_blocks <= 0 or out.blocks[0].emulated:
+        doubt = report.e2e.unresolved or report.e2e.regressed
+        if not doubt or policy.confirm_blocks <= 0 or out.blocks[0].emulated:
             return report                   # emulated times say nothing: no pairs for them
         base = self._ab_base(out.blocks[0], runner)
         if not base.missing:
             self._say(run, runner, f"{report.e2e.summary}: re-measuring the base program in "
                                    "interleaved pairs until told")
             return self._judge_ab(run, runner, out, base, fresh=True)
+        if report.e2e.regressed:
+            return report
         floor = report.e2e.noise_floor_pct or 0.0
         if floor >= policy.threshold_pct:      # more blocks cannot narrow the sessions' drift
             return report

@@ -67,6 +67,21 @@ def test_zero_times_are_not_judged():
     assert judge_ab(Pairs((0.0, 1.0), (1.0, 1.0))).status == NOT_COMPARED
 
 
+def test_a_machine_switching_between_two_speeds_does_not_make_a_change():
+    """Measured at 2 threads on 2 shared cores: each block runs at 0.039 or 0.063 ms, so
+    unchanged pairs read 0.62, 1.0 or 1.6. Lopsided pairs move the mean log ratio past the
+    line; most pairs agree on no change, so the sign test keeps it from being called."""
+    # an unchanged trial of evaluations/regression_gate_evaluation_time_gates.py, as measured
+    ratios = (1.01, 0.62, 1.6, 1.61, 0.62, 1.03, 0.99, 1.01, 1.61, 0.62, 1.03, 1.6, 0.61, 0.99,
+              1.0, 1.54, 0.63, 1.0, 1.0, 1.62, 1.01, 1.0, 1.6, 1.0)
+    j = judge_ab(Pairs((1.0,) * 24, ratios))
+    assert j.ratio.low > 1.02 and j.ratio.point > 1.05      # the interval alone would call it
+    assert j.status == CANNOT_TELL
+    real = Pairs((1.0,) * 24, tuple(r * 1.12 for r in ratios))
+    assert judge_ab(real).status == REGRESSION     # +12% moves most pairs past the margin
+    assert judge_ab(Pairs((1.0,) * 4, (1.3,) * 4)).status == CANNOT_TELL   # 4 pairs: too few
+
+
 def test_a_missing_base_program_is_one_clear_line():
     j = missing_base("programs/ab12….pte is not in baselines")
     assert j.status == NOT_COMPARED
@@ -105,12 +120,12 @@ def test_an_llms_prefill_and_ttft_are_judged_pair_by_pair():
     from pytest_sme2.gate.ab import judge_phases
     from pytest_sme2.gate.rule import PREFILL, REGRESSION, TTFT
 
-    base = [_gen(16.0 * f) for f in (1.0, 1.02, 0.99, 1.01)]
-    slower = [_gen(16.0 * f * 1.3) for f in (1.0, 1.02, 0.99, 1.01)]
+    base = [_gen(16.0 * f) for f in (1.0, 1.02, 0.99, 1.01, 1.0)]
+    slower = [_gen(16.0 * f * 1.3) for f in (1.0, 1.02, 0.99, 1.01, 1.0)]
     verdicts = {j.measure: j for j in judge_phases(base, slower, 10)}
     assert set(verdicts) == {PREFILL, TTFT}
     assert verdicts[PREFILL].status == REGRESSION
-    assert verdicts[PREFILL].reason.startswith("prefill time 30.0% slower: 4 interleaved pair(s)")
+    assert verdicts[PREFILL].reason.startswith("prefill time 30.0% slower: 5 interleaved pair(s)")
     assert verdicts[PREFILL].against == "the base program, re-measured in this session"
     assert verdicts[TTFT].status == REGRESSION
     same = {j.measure: j for j in judge_phases(base, base, 10)}
