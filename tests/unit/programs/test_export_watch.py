@@ -36,7 +36,8 @@ def test_an_export_the_machine_cannot_hold_is_one_line_naming_both_sizes():
 
 
 def test_parameters_and_buffers_are_counted_once():
-    torch = pytest.importorskip("torch")
+    import torch  # torch: a dependency of the project; kept off the module's import time
+
     lin = torch.nn.Linear(4, 3)
     module = torch.nn.Sequential(lin, lin)
     module.register_buffer("cache", torch.zeros(5))
