@@ -687,8 +687,11 @@ def test_the_runners_threads_affinity_is_read_and_checked(fake_android, tmp_path
 def test_a_mask_that_did_not_apply_fails_in_one_line(adb_server, tmp_path, etdump_blob):
     phone = connect_phone(adb_server, tmp_path / "p", FakeAndroidConfig(taskset_applies=False))
     runner = _runner(tmp_path, etdump_blob, body="sleep 0.5\n" + WRITE_ETDUMP)
-    with pytest.raises(RunnerError) as ei:
-        _open(phone, taskset="f0").run(runner, _request(tmp_path))
+    try:      # the adb server is the session's: a phone left connected is every later test's
+        with pytest.raises(RunnerError) as ei:
+            _open(phone, taskset="f0").run(runner, _request(tmp_path))
+    finally:
+        release_phone(phone)
     assert _msg(ei) == (f"runner 'fake' on device {phone.serial}: taskset mask f0 (CPUs "
                         "4,5,6,7) did not apply: its 1 thread(s) were allowed CPUs 0-7 "
                         "(/proc/<pid>/task/*/status); fix --sme2-taskset or pass none")
