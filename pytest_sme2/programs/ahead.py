@@ -22,6 +22,7 @@ from typing import Callable, Iterable
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.programs.export import cached_export, export_model, first_line
+from pytest_sme2.programs.export_watch import mem_available
 from pytest_sme2.programs.export_output import ExportOutput, captured_stderr
 from pytest_sme2.programs.exported import ExportError
 from pytest_sme2.programs.registry import ModelEntry, get_model, register_model
@@ -55,14 +56,7 @@ def default_jobs() -> int:
 
 
 def _available_bytes() -> int:
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 1 << 62              # unknown: CPUs decide
+    return mem_available() or 1 << 62      # unknown: CPUs decide
 
 
 def _buildable(model: str) -> tuple[bool, ModelEntry | None]:

@@ -177,8 +177,8 @@ def _quantize_pt2e(module, scheme: Scheme, definition: ModelDef):
     xnnpack_dynamic[_qc4]`` does (``extension/llm/export/quantizer_lib.py`` and
     ``builder.py``): per-channel weights, int4 as int8 in [-8, 7] (XNNPACK's qc4w). Its KV
     cache is the captured graph module's own buffers."""
-    from executorch.backends.transforms.duplicate_dynamic_quant_chain import (
-        DuplicateDynamicQuantChainPass)  # executorch: ~3 s, quantizing only
+    from executorch.backends.transforms.duplicate_dynamic_quant_chain import (  # executorch: 3 s
+        DuplicateDynamicQuantChainPass)
     from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
         XNNPACKQuantizer, get_symmetric_quantization_config)  # executorch: ~3 s, quantizing only
     from torchao.quantization.pt2e.quantize_pt2e import (  # torchao: quantizing only
