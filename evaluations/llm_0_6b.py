@@ -32,6 +32,7 @@ from pathlib import Path
 from _common import ROOT, comma_list
 
 from pytest_sme2_models.qwen3_0_6b import SCHEMES, SPEC
+from tests.long.test_llm_0_6b import KERNELS    # the long test's inner session: one copy
 
 EXPORT = """
 import sys
@@ -42,15 +43,6 @@ print("META", m.pte, m.meta.get("export_seconds"), flush=True)
 GENERATE = """
 def test_generation(sme2_generate, sme2_llm_case):
     sme2_generate(sme2_llm_case.model, scheme=sme2_llm_case.dtype, threads=1)
-"""
-KERNELS = """
-def test_generation(sme2_generate, sme2_llm_case):
-    gen = sme2_generate(sme2_llm_case.model, scheme=sme2_llm_case.dtype, threads=1)
-    for phase in (gen.prefill, gen.decode):
-        ev = phase.kernel_evidence
-        print("KERNELS", phase.phase, ev.sme2 if ev else None,
-              sorted({k.name for k in ev.executed_kernels if k.name.startswith("kai_")})
-              if ev else [])
 """
 
 
