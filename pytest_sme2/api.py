@@ -38,10 +38,11 @@ from pytest_sme2.instructions.count import count_generation, count_instructions,
 from pytest_sme2.measure.artifacts.trace import write_trace
 from pytest_sme2.measure.benchmark import (BenchmarkLoop, Benchmarked, Recorder, benchmark,
                                            compare)
-from pytest_sme2.measure.block import BenchmarkRun, Interleaving, run_benchmark, run_comparison
+from pytest_sme2.measure.block import BenchmarkRun, run_benchmark
 from pytest_sme2.measure.comparison import Comparison, check_outputs
 from pytest_sme2.measure.config import Sme2Config
 from pytest_sme2.measure.matrix import Case
+from pytest_sme2.measure.pairs import Interleaving, PairPlan, Paired, run_comparison, take_pairs
 from pytest_sme2.measure.session import BenchSession
 from pytest_sme2.measure.settings import BenchSettings
 from pytest_sme2.programs.export import export_model
@@ -71,7 +72,8 @@ __all__ = [
     "BenchSession", "Sme2Config", "BenchSettings", "Case", "benchmark", "compare",
     "BenchmarkLoop", "Benchmarked", "Recorder", "write_reports",
     # one block, one comparison
-    "BenchmarkRun", "Interleaving", "run_benchmark", "run_comparison",
+    "BenchmarkRun", "Interleaving", "PairPlan", "Paired", "run_benchmark", "run_comparison",
+    "take_pairs",
     # what the fixtures return and results.json holds
     "BlockResult", "Comparison", "ComparisonRecord", "DeviceFacts", "RunnerInfo", "Judgement",
     "InstructionCount", "OperatorStats", "KernelEvidence", "LoggedKernel", "TracedKernel",

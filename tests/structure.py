@@ -84,7 +84,8 @@ LAYER_ROLES: dict[int, tuple[str, str]] = {
     8: ("history, hooks", "history over commits (history/); the hooks plugins implement "
                           "(hookspec)"),
     9: ("the loop", "measure/: the benchmark loop as library code (options, config, session, "
-                    "matrix, block, benchmark, comparison, precision, artifacts/)"),
+                    "matrix, block, pairs, benchmark, judging, comparison, precision, "
+                    "artifacts/)"),
     10: ("report, provision, bisect", "report/ (outputs, markdown/, terminal, digest, "
                                       "grouping, recommend/, etdump_diff, benchmark_json, "
                                       "github); provision/ (apt, qemu, history: what the "

@@ -1,7 +1,7 @@
 """One comparison of two programs on one runner and device, as the A/B gate takes it: blocks
-(one runner process each) in interleaved ABBA pairs, judged by the paired rule
-(:func:`pytest_sme2.gate.ab.judge_ab`), the pairs doubling while it cannot tell
-(:func:`pytest_sme2.gate.decide.until_told`, up to ``--max-pairs`` and the time budget).
+(one runner process each) in interleaved ABBA pairs (:func:`pytest_sme2.measure.pairs.take_pairs`),
+judged by the paired rule (:func:`pytest_sme2.gate.ab.judge_ab`), the pairs doubling while it
+cannot tell (up to ``--max-pairs`` and the time budget).
 
 Results are keyed by what was measured (:func:`key`): both programs' bytes (sha256), the
 runner, the device and the threads; the same key is never measured twice."""
@@ -15,9 +15,11 @@ from typing import Callable
 
 from pytest_sme2.devices.base import Device
 from pytest_sme2.devices.registry import open_device
-from pytest_sme2.gate.ab import Pairs, judge_ab
-from pytest_sme2.gate.decide import START_PAIRS, PairBudget, until_told
+from pytest_sme2.gate.ab import judge_ab
+from pytest_sme2.gate.decide import START_PAIRS, PairBudget
 from pytest_sme2.measure.block import BenchmarkRun, run_benchmark
+from pytest_sme2.measure.pairs import Measure, PairPlan, take_pairs
+from pytest_sme2.results import BlockResult
 from pytest_sme2.measure.settings import BenchSettings
 from pytest_sme2.programs.spec import AS_EXPORTED
 from pytest_sme2.results.judgement import NO_CHANGE
@@ -80,7 +82,7 @@ class Compared:
 
 
 @dataclass(frozen=True)
-class PairPlan:
+class ProbePlan:
     """How each comparison measures: the first pairs, the budget, the threshold (percent) and
     the block's settings."""
 
@@ -101,7 +103,7 @@ class Bench:
 
     measure = "time"
 
-    def __init__(self, plan: PairPlan, runner_specs: dict[str, str],
+    def __init__(self, plan: ProbePlan, runner_specs: dict[str, str],
                  say: Callable[[str], None] = print):
         self.plan = plan
         self.runner_specs = runner_specs        # runner name -> spec (--runner NAME=SPEC)
@@ -124,37 +126,27 @@ class Bench:
         """``candidate`` against ``base`` in ABBA pairs until told."""
         runner, device = self.where(candidate)
         plan = self.plan
-        blocks: dict[str, list] = {"base": [], "candidate": []}
         start = time.monotonic()
 
-        def block(side: str, program: Program) -> None:
-            run = BenchmarkRun(model=program.pte, dtype=AS_EXPORTED, threads=program.threads,
-                               label=f"bisect/{label}/{side}", block=len(blocks[side]) + 1)
-            blocks[side].append(run_benchmark(run, runner, device, plan.settings))
+        def side(name: str, program: Program) -> Measure:
+            def block(i: int) -> BlockResult:
+                run = BenchmarkRun(model=program.pte, dtype=AS_EXPORTED,
+                                   threads=program.threads, label=f"bisect/{label}/{name}",
+                                   block=i + 1)
+                return run_benchmark(run, runner, device, plan.settings)
+            return block
 
-        def one_pair() -> None:
-            if len(blocks["base"]) % 2:                  # ABBA: A B, B A, A B ...
-                block("candidate", candidate)
-                block("base", base)
-            else:
-                block("base", base)
-                block("candidate", candidate)
-
-        def pairs() -> Pairs:
-            return Pairs(tuple(float(median(b.e2e_ms)) for b in blocks["base"]),
-                         tuple(float(median(b.e2e_ms)) for b in blocks["candidate"]))
-
-        while len(blocks["base"]) < max(2, plan.first_pairs):
-            one_pair()
-        told = until_told(len(blocks["base"]), one_pair,
-                          lambda: judge_ab(pairs(), plan.threshold_pct), plan.budget)
-        j = told.judgement
+        paired = take_pairs(side("base", base), side("candidate", candidate),
+                            lambda p: judge_ab(p.pairs, plan.threshold_pct),
+                            PairPlan(first=max(2, plan.first_pairs), budget=plan.budget))
+        j = paired.told.judgement if paired.told is not None else judge_ab(
+            paired.pairs, plan.threshold_pct)     # emulated: the first pairs, never more
         r = j.ratio
-        reason = j.reason + (f"; stopped by {told.spent}" if told.spent else "")
         return Compared(j.status, r.point if r else None, r.low if r else None,
-                        r.high if r else None, told.pairs, time.monotonic() - start, reason,
-                        {"base": _categories(blocks["base"]),
-                         "candidate": _categories(blocks["candidate"])})
+                        r.high if r else None, len(paired.base), time.monotonic() - start,
+                        j.reason + paired.stopped,
+                        {"base": _categories(paired.base),
+                         "candidate": _categories(paired.candidate)})
 
     def close(self) -> None:
         for device in self.devices.values():

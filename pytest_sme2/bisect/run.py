@@ -22,7 +22,7 @@ from pytest_sme2.bisect.outcome import Culprit, Outcome, Probe
 from pytest_sme2.bisect.counts import InstructionBench
 from pytest_sme2.bisect.kernels import KernelBench
 from pytest_sme2.bisect.exporter import open_sessions
-from pytest_sme2.bisect.pairs import Bench, Compared, PairPlan, key
+from pytest_sme2.bisect.pairs import Bench, Compared, ProbePlan, key
 from pytest_sme2.bisect.programs import NOTHING_SELECTED, Exported, Program, export_commit
 from pytest_sme2.bisect.state import State, load, state_dir
 
@@ -38,7 +38,7 @@ class Ask:
     improvement: bool = False
     all_commits: bool = False
     resume: bool = False
-    plan: PairPlan | None = None
+    plan: ProbePlan | None = None
     runner_specs: dict[str, str] = field(default_factory=dict)
     export_timeout_s: float = 1800.0
     most_steps: int = 3
@@ -181,7 +181,7 @@ class Bisect:
         with Worktrees(self.repo) as self.worktrees:
             # Started first: it imports while the ends' worktrees are checked out.
             self.sessions = open_sessions(self.worktrees.base, self.ask.fresh_exports)
-            plan = self.ask.plan or PairPlan(10.0, PairBudget(), BenchSettings())
+            plan = self.ask.plan or ProbePlan(10.0, PairBudget(), BenchSettings())
             plan = replace(plan, settings=replace(plan.settings,
                                                   report_dir=self.worktrees.base / "blocks"))
             self.timing = Bench(plan, self.ask.runner_specs, self.say)

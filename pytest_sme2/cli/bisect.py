@@ -42,7 +42,7 @@ def _bisect(args: argparse.Namespace) -> int:
                             f"{getattr(args, flag)}")
     settings = BenchSettings(runs=args.runs, warmup=args.warmup, loads=1, trace_runs=3,
                              sample="off")
-    plan = pairs.PairPlan(args.threshold, PairBudget(args.max_pairs, args.budget), settings)
+    plan = pairs.ProbePlan(args.threshold, PairBudget(args.max_pairs, args.budget), settings)
     ask = run.Ask(args.good, args.bad, tuple(pytest_args), args.setup, args.improvement,
               args.all_commits, args.resume, plan, runner_specs(pytest_args),
               most_steps=args.most_steps, measure=args.measure,

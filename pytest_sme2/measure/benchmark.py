@@ -28,19 +28,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable, Protocol
 
-from pytest_sme2.gate import rule as gate
 from pytest_sme2.baselines.key import under_test_of
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate.rule import GateReport
-from pytest_sme2.gate.ab import Pairs
-from pytest_sme2.gate.decide import Doubling
-from pytest_sme2.measure.block import BenchmarkRun, Interleaving, run_comparison
+from pytest_sme2.measure.block import BenchmarkRun, run_benchmark
+from pytest_sme2.measure.judging import Judging, LoopHands, pair_plan
 from pytest_sme2.measure.matrix import Case
-from pytest_sme2.measure.comparison import comparison_judgement
-from pytest_sme2.measure.paired_gate import (AGAINST_RUNNER, BaseProgram,  # noqa: F401
-                                             PairedGate, block_value, pair_budget)
-from pytest_sme2.measure.precision import Goal, Precision
-from pytest_sme2.stats import DEFAULT_MARGIN, paired_ratio
+from pytest_sme2.measure.pairs import Interleaving, run_comparison
+from pytest_sme2.stats import DEFAULT_MARGIN
 from pytest_sme2.programs.spec import AS_EXPORTED, is_pte
 from pytest_sme2.results.generation import Generation
 
@@ -49,6 +44,7 @@ if TYPE_CHECKING:
     from pytest_sme2.measure.comparison import Comparison
     from pytest_sme2.measure.session import BenchSession
     from pytest_sme2.results import BlockResult
+    from pytest_sme2.runners.base import Runner
 
 Say = Callable[[str], None]
 # After each block: blocks measured so far, and the planned total when known (a comparison).
@@ -141,10 +137,8 @@ def record(out: Benchmarked, session: BenchSession, recorder: Recorder | None = 
         recorder.comparison(out.comparison)
 
 
-
-
 @dataclass
-class BenchmarkLoop(PairedGate):
+class BenchmarkLoop:
     """The measure → suspect → confirm → judge → record loop for one test: the session, the
     device it runs on (None: the session's only one), the name it is recorded under (a pytest
     node id; None: model-dtype-threads), where progress lines and finished blocks are told,
@@ -153,7 +147,8 @@ class BenchmarkLoop(PairedGate):
     :meth:`benchmark` and :meth:`compare` are the two ways a test is measured; each keeps its
     blocks on a :class:`Benchmarked`. Every block is measured by :meth:`measure_block`, the one
     place a workload of another kind (a token loop instead of a model's forward pass) would
-    measure differently; judging and recording read only the blocks' results."""
+    measure differently; judging (:class:`pytest_sme2.measure.judging.Judging`, the loop's
+    own) and recording read only the blocks' results."""
 
     session: BenchSession
     device: str | None = None
@@ -165,6 +160,15 @@ class BenchmarkLoop(PairedGate):
     # is an LLM, at the session's token counts (pytest_sme2.measure.generation).
     generation: Generation | None = None
 
+    def __post_init__(self) -> None:
+        self.hands = LoopHands(self.session.config, self.measure_block, self._say, self._tell,
+                               self.progress)
+
+    def judging(self, run: BenchmarkRun, runner: str, out: Benchmarked,
+                side_label: bool = False) -> Judging:
+        """The gate on ``runner``'s blocks of ``out`` (the blocks it measures join them)."""
+        return Judging(self.hands, run, runner, out.blocks, out.policy, side_label)
+
     def benchmark(self, case: Case, runner: str | None = None) -> Benchmarked:
         """One benchmark setting with ``runner`` (None: the session's default on the
         device): one block, instructions counted when configured, judged against its
@@ -174,17 +178,18 @@ class BenchmarkLoop(PairedGate):
         runner = runner or session.default_runner(self.progress, self.device)
         run = self.run_of(case)
         out = Benchmarked(session.config.gate)
+        judging = self.judging(run, runner, out)
         try:
             out.blocks.append(self.measure_block(run, runner))
             self._tell(1)
             if session.config.measure == "instructions":
                 session.count_instructions(out.blocks[0], self.progress, self.device)
             if out.policy.mode == "ab":
-                out.reports[runner] = self._judge_ab(run, runner, out)
+                out.reports[runner] = judging.judge_ab()
             else:
                 if out.policy.precision_pct is not None:
-                    self._until_precise(run, runner, out)
-                out.reports[runner] = self._judge_stored(run, runner, out)
+                    judging.until_precise()
+                out.reports[runner] = judging.judge_stored()
         except Sme2Error as e:  # a failed run, a corrupt baseline file
             out.reports[runner] = GateReport.unjudged(f"not judged: {e}")
             out.error = e
@@ -194,55 +199,40 @@ class BenchmarkLoop(PairedGate):
 
     def compare(self, base: str, candidate: str, case: Case, blocks: int | None = None,
                 margin: float = DEFAULT_MARGIN) -> Benchmarked:
-        """Runners ``base`` and ``candidate`` in interleaved blocks on one device
-        (:func:`pytest_sme2.measure.block.run_comparison`), each side then judged against its
-        baseline end to end on all its blocks (categories are not gated here), and
-        recorded."""
+        """Runners ``base`` and ``candidate`` in interleaved pairs of blocks on one device
+        (:func:`pytest_sme2.measure.pairs.run_comparison`: until told, or until precise), each
+        side then judged against its baseline end to end on all its blocks (categories are
+        not gated here), and recorded."""
         session, progress, device = self.session, self.progress, self.device
         run = self.run_of(case)
         out = Benchmarked(replace(session.config.gate, categories=()))
+        policy = out.policy
         per_side = blocks or session.config.blocks
 
         def on_block(result: BlockResult) -> None:
             out.blocks.append(result)
             # --sme2-precision, or a "cannot tell" taking more pairs: the total is not known
-            planned = len(out.blocks) <= 2 * per_side and goal is None
+            planned = len(out.blocks) <= 2 * per_side and policy.precision_pct is None
             self._tell(len(out.blocks), 2 * per_side if planned else None)
 
-        goal = None
-        policy = out.policy
-        if policy.precision_pct is not None:
-            goal = Goal(policy.precision_pct, policy.precision_budget_s).start()
-        doubling = Doubling(pair_budget(policy))
-
-        def paired(a: list[BlockResult], b: list[BlockResult]):
-            return Pairs(tuple(map(block_value, a)), tuple(map(block_value, b)))
-
-        def more(a: list[BlockResult], b: list[BlockResult]) -> bool:
-            if goal is not None:
-                return goal.more(paired(a, b))
-            if policy.confirm_blocks <= 0 or a[0].emulated:   # emulated times: no verdict
-                return False
-            speedup = lambda: paired_ratio(list(map(block_value, a)),  # noqa: E731
-                                           list(map(block_value, b)))
-            return doubling.more(len(a), lambda: comparison_judgement(
-                speedup(), margin, policy.threshold_pct))
+        def measure(block_run: BenchmarkRun, runner: Runner, first: bool) -> BlockResult:
+            return self.measure_block(block_run, runner.info.name, export_again=first)
 
         try:
-            out.comparison = run_comparison(
+            how = Interleaving(pair_plan(policy, per_side), margin, policy.threshold_pct,
+                               on_block, measure)
+            out.comparison = c = run_comparison(
                 run, session.runner(base, progress, device),
                 session.runner(candidate, progress, device), session.device(device),
-                session.settings,
-                Interleaving(per_side, margin, on_block, more, policy.threshold_pct))
-            if doubling.spent:
-                self._say(run, f"{base} vs {candidate}", f"cannot tell after "
-                          f"{len(out.comparison.base_blocks)} pairs; stopped by {doubling.spent}")
-            if goal is not None:
-                c = out.comparison
-                self._record_precision(goal.outcome(paired(c.base_blocks, c.candidate_blocks)),
-                                       out.blocks, run, f"{base} vs {candidate}")
-            for side in (out.comparison.base, out.comparison.candidate):
-                out.reports[side] = self._judge(run, side, out, side_label=True)
+                session.settings, how)
+            both = f"{base} vs {candidate}"
+            if c.stopped_by:
+                self._say(run, both, f"cannot tell after {len(c.base_blocks)} pairs; stopped "
+                                     f"by {c.stopped_by}")
+            if c.precision is not None:
+                self.judging(run, base, out).record_precision(c.precision, both)
+            for side in (c.base, c.candidate):
+                out.reports[side] = self.judging(run, side, out, side_label=True).judge()
         except Sme2Error as e:  # a failed run, a corrupt baseline file
             out.reports = dict.fromkeys({r.runner_name for r in out.blocks},
                                         GateReport.unjudged(f"not judged: {e}"))
@@ -263,11 +253,16 @@ class BenchmarkLoop(PairedGate):
     def measure_block(self, run: BenchmarkRun, runner: str,
                       export_again: bool = True) -> BlockResult:
         """One block of ``run`` on ``runner``: a fresh runner process on the loop's device.
-        ``export_again=False``: the program exported for the first block is reused."""
-        if export_again:
-            return self.session.measure(run, runner, self.progress, device=self.device)
-        return self.session.measure(run, runner, self.progress, export_again=False,
-                                    device=self.device)
+        ``export_again=False`` for the blocks after the first: --sme2-reexport exports once
+        per benchmark, not once per block."""
+        session = self.session
+        session.prepare()
+        settings = session.settings if export_again else \
+            replace(session.settings, reexport=False)
+        if run.measuring is None:
+            run = replace(run, measuring=session.measuring)
+        return run_benchmark(run, session.runner(runner, self.progress, self.device),
+                             session.device(self.device), settings)
 
     def _tell(self, blocks: int, total: int | None = None) -> None:
         if self.block_done is not None:
@@ -276,51 +271,3 @@ class BenchmarkLoop(PairedGate):
     def _say(self, run: BenchmarkRun, runner: str, text: str) -> None:
         if self.progress:
             self.progress(f"{run.model} {run.dtype} t{run.threads} {runner}: {text}")
-
-    def _more_blocks(self, run: BenchmarkRun, runner: str, out: Benchmarked,
-                     side_label: bool = False) -> Callable[[int], BlockResult]:
-        """``measure(block)``: one more block of the benchmark under test, fresh process,
-        kept in ``out.blocks`` (confirmation, precision and A/B blocks alike)."""
-        def measure(block: int) -> BlockResult:
-            label = f"{run.label}[{runner}#{block}]" if side_label else run.label
-            out.blocks.append(self.measure_block(replace(run, label=label, block=block),
-                                                 runner, export_again=False))
-            self._tell(len(out.blocks))
-            return out.blocks[-1]
-
-        return measure
-
-    def _until_precise(self, run: BenchmarkRun, runner: str, out: Benchmarked) -> None:
-        """--sme2-precision without a base: blocks until the benchmark's level (its typical
-        block median over processes) is within ±PCT%, or the budget is spent; the outcome on
-        each block (``precision`` in results.json) and, when not reached, one progress
-        line."""
-        policy = out.policy
-        goal = Goal(policy.precision_pct, policy.precision_budget_s).start()
-        measure = self._more_blocks(run, runner, out)
-        values = lambda: tuple(block_value(r) for r in out.blocks)  # noqa: E731
-        while goal.more(values()):
-            measure(len(out.blocks))
-        self._record_precision(goal.outcome(values()), out.blocks, run, runner)
-
-    def _record_precision(self, outcome: Precision, blocks: list[BlockResult],
-                          run: BenchmarkRun, runner: str) -> None:
-        for r in blocks:
-            r.precision = outcome.record()
-        if not outcome.reached:
-            self._say(run, runner, f"--sme2-precision {outcome.target_pct:g}% not reached: "
-                                   f"{outcome.why}")
-
-    def _judge(self, run: BenchmarkRun, runner: str, out: Benchmarked,
-               side_label: bool = False) -> GateReport:
-        """The gate on ``runner``'s blocks in ``out``; confirmation blocks, measured when a
-        regression is suspected, are added to ``out.blocks``. ``side_label``: name them as
-        comparison blocks (``test[runner#3]``). A progress line says what changed under test
-        since the baseline, with the verdict."""
-        measure_more = self._more_blocks(run, runner, out, side_label)
-        side = [r for r in out.blocks if r.runner_name == runner]
-        report = gate.run_with_confirmation(side, measure_more, self.session.config.baseline_dir,
-                                            out.policy, self.progress)[1]
-        if report.e2e.changed_since_baseline:       # what the test changed, and its cost
-            self._say(run, runner, report.e2e.summary)
-        return report

@@ -20,9 +20,8 @@ from pytest_sme2.analysis.output_values import output_problem
 from pytest_sme2.analysis.summary import analyze
 from pytest_sme2.analysis.timing import (process_runs, traced_generation,
                                          with_traced_e2e)
-from pytest_sme2.measure.comparison import Comparison, check_outputs, make_comparison
 from pytest_sme2.measure.generation import (BlockEvidence, PhaseEvidence, analyze_block,
-                                            check_tokens, decode_steps, generation_for,
+                                            decode_steps, generation_for,
                                             observed_generation, phase_evidence, traffic_of,
                                             with_traced_phases)
 from pytest_sme2.devices.base import Device
@@ -42,13 +41,10 @@ from pytest_sme2.analysis.runner_summary import parse_summary
 from pytest_sme2.runners.base import Runner, RunRequest
 from pytest_sme2.measure.process import (measure_process, process_sme2, sample_kernels,
                                          wants_sample)
-from pytest_sme2.measure.settings import MIN_BLOCKS, BenchSettings
-from pytest_sme2.gate.policy import DEFAULT_THRESHOLD_PCT
-from pytest_sme2.stats import DEFAULT_MARGIN
-from pytest_sme2.readers.tensorfile import read_tensors
+from pytest_sme2.measure.settings import BenchSettings
 from pytest_sme2.devices.thermal import hold
 
-__all__ = ["BenchSettings", "BenchmarkRun", "artifact_dir", "run_benchmark", "run_comparison"]
+__all__ = ["BenchSettings", "BenchmarkRun", "artifact_dir", "run_benchmark"]
 
 
 def artifact_dir(report_dir: Path, label: str) -> Path:
@@ -374,58 +370,3 @@ def _cold_load(run: BenchmarkRun, runner: Runner, device: Device, request: RunRe
     one = replace(request, etdump=etdump, runs=1, warmup=0, outputs=None, trace_runs=0,
                   trace_warmup=0)
     return measure_process(runner, device, one, run.measuring).startup
-
-
-@dataclass(frozen=True)
-class Interleaving:
-    """How a comparison's pairs are taken: ``blocks`` pairs at least, then while
-    ``more(base_blocks, candidate_blocks)`` asks for another (--sme2-precision); ``on_block``
-    receives every block's result as soon as it is measured; ``margin``: the speedup's
-    practical-equivalence margin."""
-
-    blocks: int = MIN_BLOCKS
-    margin: float = DEFAULT_MARGIN
-    on_block: Callable[[BlockResult], None] | None = None
-    more: Callable[[list[BlockResult], list[BlockResult]], bool] | None = None
-    threshold_pct: float = DEFAULT_THRESHOLD_PCT    # the change "no change" rules out
-
-
-def run_comparison(run: BenchmarkRun, base: Runner, candidate: Runner, device: Device,
-                   settings: BenchSettings, plan: Interleaving = Interleaving()) -> Comparison:
-    """Run ``base`` and ``candidate`` in interleaved blocks on one device — pairs in ABBA order
-    (AB, BA, AB, ...) so neither side always runs first — and compare them (``plan``: how
-    many pairs, and who is told of each block)."""
-    blocks, more, on_block = plan.blocks, plan.more, plan.on_block
-    if blocks < 2:
-        raise Sme2Error(f"a comparison needs at least 2 blocks per side, got {blocks}")
-    if base.info.name == candidate.info.name:
-        raise Sme2Error(f"compare needs two different runners, got {base.info.name!r} twice")
-    results: dict[str, list[BlockResult]] = {base.info.name: [], candidate.info.name: []}
-    label = run.label or f"{run.model}-{run.dtype}-t{run.threads}"
-    samples: dict[str, Path | None] = {}     # each side's evidence process, run once
-    i = 0
-    while i < blocks or (more is not None and more(results[base.info.name],
-                                                   results[candidate.info.name])):
-        order = (base, candidate) if i % 2 == 0 else (candidate, base)
-        for runner in order:
-            block_run = replace(run, label=f"{label}[{runner.info.name}#{i}]", block=i,
-                                save_outputs=(i == 0),
-                                kernel_sample=samples.get(runner.info.name))
-            result = run_benchmark(block_run, runner, device, settings)
-            sampled = result.context.kernel_sample
-            samples.setdefault(runner.info.name, Path(sampled) if sampled else None)
-            # --sme2-reexport means one fresh export per comparison, not one per block.
-            settings = replace(settings, reexport=False)
-            results[runner.info.name].append(result)
-            if on_block:
-                on_block(result)
-        i += 1
-    a, b = results[base.info.name], results[candidate.info.name]
-    outputs = None
-    if a[0].context.outputs and b[0].context.outputs:
-        outputs = check_outputs(read_tensors(Path(a[0].context.outputs)),
-                                read_tensors(Path(b[0].context.outputs)), run.dtype)
-    elif a[0].generation is not None and b[0].generation is not None:
-        outputs = check_tokens(a[0].generation, b[0].generation)   # the same token ids
-    return make_comparison(a, b, outputs, plan.margin, nodeid=label,
-                           threshold_pct=plan.threshold_pct)

@@ -11,6 +11,7 @@ import numpy as np
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate.decide import decide
 from pytest_sme2.gate.policy import DEFAULT_THRESHOLD_PCT
+from pytest_sme2.measure.precision import Precision
 from pytest_sme2.results import BlockResult, ComparisonRecord, Judgement, OutputCheck, pool
 from pytest_sme2.results.judgement import CANNOT_TELL, IMPROVEMENT, NO_CHANGE, REGRESSION
 from pytest_sme2.stats import DEFAULT_MARGIN, FASTER, SLOWER, Interval, paired_ratio
@@ -83,6 +84,15 @@ class Comparison:
     # token, ``ttft``); empty for a forward pass. ``speedup`` is the decode one there.
     phase_speedups: dict[str, Interval] = field(default_factory=dict)
     threshold_pct: float = DEFAULT_THRESHOLD_PCT    # the change "no change" rules out
+    # How its pairs ended: what stopped the doubling short of a verdict ("" when told or not
+    # asked), and --sme2-precision's outcome (None when not asked).
+    stopped_by: str = ""
+    precision: Precision | None = None
+
+    @property
+    def judgement(self) -> Judgement:
+        """The shared rule's verdict on :attr:`speedup` (the candidate against the base)."""
+        return comparison_judgement(self.speedup, self.margin, self.threshold_pct)
 
     @property
     def prefill(self) -> PhaseSpeedup:

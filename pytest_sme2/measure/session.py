@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import uuid
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
@@ -27,7 +27,6 @@ from pytest_sme2.results.generation import Generation
 
 if TYPE_CHECKING:  # the measuring stack (pandas) is imported when a benchmark runs
     from pytest_sme2.results import ComparisonRecord
-    from pytest_sme2.measure.block import BenchmarkRun
     from pytest_sme2.results import BlockResult, ResultsWriter
 
 RESULTS_FILE = "results.json"
@@ -213,21 +212,6 @@ class BenchSession:
         """Entered around each measured process: the fork server, if still importing, waits
         (:func:`pytest_sme2.measure.cost.fork_server_paused`)."""
         return session_cost.fork_server_paused()
-
-    def measure(self, run: BenchmarkRun, runner: str,
-                progress: Callable[[str], None] | None = None,
-                export_again: bool = True, device: str | None = None) -> BlockResult:
-        """One block of ``run`` with the runner configured under ``runner``, on the device.
-        ``export_again=False`` for the blocks after the first: --sme2-reexport exports once per
-        benchmark, not once per block."""
-        from pytest_sme2.measure.block import run_benchmark  # pandas: when a block is measured
-
-        settings = self.settings if export_again else replace(self.settings, reexport=False)
-        self.prepare()
-        if run.measuring is None:
-            run = replace(run, measuring=self.measuring)
-        return run_benchmark(run, self.runner(runner, progress, device), self.device(device),
-                             settings)
 
     def count_instructions(self, result: BlockResult,
                            progress: Callable[[str], None] | None = None,

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_sme2.measure.block import BenchmarkRun, Interleaving, run_benchmark, run_comparison
+from pytest_sme2.measure.block import BenchmarkRun, run_benchmark
+from pytest_sme2.measure.pairs import Interleaving, PairPlan, run_comparison
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.runners import RunnerError
 from pytest_sme2.runners.spec import masked_pair
@@ -107,7 +108,8 @@ def test_one_binary_three_views_and_the_kernels_that_ran(qemu, runners, settings
 
 def test_sme2_on_and_off_outputs_agree_within_tolerance(qemu, runners, settings):
     cmp = run_comparison(BenchmarkRun("toy_cnn", "fp32", 1, label="toy-agree"),
-                         runners["sme2_off"], runners["sme2_on"], qemu, settings, Interleaving(2))
+                         runners["sme2_off"], runners["sme2_on"], qemu, settings,
+                         Interleaving(PairPlan(first=2)))
     assert cmp.outputs is not None and cmp.outputs.equal, cmp.outputs
     assert cmp.emulated
     assert "timings say nothing about speed" in str(cmp)
@@ -218,7 +220,7 @@ def test_fp32_sme2_gemms_round_as_neon_ones_and_each_side_is_its_own_run(
              "head": _linear_pte(tmp_path / "head.pte", rows=1, outputs=10)}
     got = {name: run_comparison(BenchmarkRun(str(pte), "pte", 1, label=f"order-{name}"),
                                 runners["sme2_off"], runners["sme2_on"], qemu, settings,
-                                Interleaving(2))
+                                Interleaving(PairPlan(first=2)))
            for name, pte in cases.items()}
     for name, kernel in (("gemm16", "sme2_mopa"), ("head", "1x16vl_sme2_mla")):
         cmp = got[name]

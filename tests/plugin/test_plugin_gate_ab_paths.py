@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 
-from pytest_sme2.measure.benchmark import AGAINST_RUNNER
+from pytest_sme2.measure.judging import AGAINST_RUNNER
 from pytest_sme2.gate.ab import AGAINST
 
 TEST = """

@@ -6,6 +6,7 @@ from __future__ import annotations
 from contextlib import nullcontext
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -75,7 +76,7 @@ class _Session:
         return _block(samples, run.label, runner, run.block)
 
     def runner(self, name, progress=None, device=None):
-        return name
+        return SimpleNamespace(info=SimpleNamespace(name=name))
 
     def device(self, spec=None):
         return f"device {spec}"
@@ -85,6 +86,28 @@ class _Session:
 
     def add_comparison(self, record):
         self.compared.append(record)
+
+
+@pytest.fixture(autouse=True)
+def _measured_by_the_stand_in(monkeypatch):
+    """Every block the loop measures comes from the stand-in session's ``measure``."""
+    monkeypatch.setattr(benchmarking.BenchmarkLoop, "measure_block",
+                        lambda self, run, runner, export_again=True: self.session.measure(
+                            run, runner, self.progress, export_again, self.device))
+
+
+class _PairSession(_Session):
+    """Measures steady blocks; the runner named ``on`` takes ``ratios[block]`` times as long
+    (the base's blocks stay steady)."""
+
+    def __init__(self, folder, ratios=(), **cfg):
+        super().__init__(folder, [], **cfg)
+        self.ratios = list(ratios)
+
+    def measure(self, run, runner, progress=None, export_again=True, device=None):
+        self.asked.append((run.label, run.block, export_again, device))
+        factor = self.ratios[run.block] if runner == "on" and self.ratios else 1.0
+        return _block(tuple(v * factor for v in STEADY), run.label, runner, run.block)
 
 
 def test_a_benchmark_without_baselines_is_measured_once_recorded_and_not_compared():
@@ -167,30 +190,17 @@ def test_plugins_amend_each_block_before_the_recorder_gets_it():
     assert recorder.blocks[0]["build_id"] == "ci-7" and session.added == []
 
 
-def test_a_comparison_judges_each_side_on_all_its_blocks_and_records_the_verdicts(
-        tmp_path, monkeypatch):
+def test_a_comparison_judges_each_side_on_all_its_blocks_and_records_the_verdicts(tmp_path):
     folder = _steady_past(tmp_path, runners=("off", "on"))
-    session = _Session(folder, [], policy=GatePolicy(categories=("GEMM",)), blocks=2)
-    asked = {}
-
-    def run_comparison(run, base, candidate, device, settings, plan):
-        blocks, on_block = plan.blocks, plan.on_block
-        asked.update(base=base, candidate=candidate, device=device, blocks=blocks)
-        sides = {base: [], candidate: []}
-        for i in range(blocks):
-            for runner in (base, candidate):
-                sides[runner].append(_block(STEADY, f"{run.label}[{runner}#{i}]", runner, i))
-                on_block(sides[runner][-1])
-        from pytest_sme2.measure.comparison import make_comparison
-
-        return make_comparison(sides[base], sides[candidate], nodeid=run.label)
-
-    monkeypatch.setattr(benchmarking, "run_comparison", run_comparison)
+    session = _PairSession(folder, policy=GatePolicy(categories=("GEMM",)), blocks=2)
     ticks = []
     loop = benchmarking.BenchmarkLoop(session, device="host",
                                       block_done=lambda n, total: ticks.append((n, total)))
     done = loop.compare("off", "on", TOY)
-    assert asked == {"base": "off", "candidate": "on", "device": "device host", "blocks": 2}
+    # ABBA: off on | on off; the first block exported (again, with --sme2-reexport) only
+    assert [(a[0], a[2], a[3]) for a in session.asked] == [
+        ("toy_cnn-fp32-t1[off#0]", True, "host"), ("toy_cnn-fp32-t1[on#0]", False, "host"),
+        ("toy_cnn-fp32-t1[on#1]", False, "host"), ("toy_cnn-fp32-t1[off#1]", False, "host")]
     assert ticks == [(1, 4), (2, 4), (3, 4), (4, 4)]
     assert done.policy.categories == () and set(done.reports) == {"off", "on"}
     assert [j.category for j in done.report.judgements] == [None, None]   # two sides, e2e only
@@ -198,43 +208,23 @@ def test_a_comparison_judges_each_side_on_all_its_blocks_and_records_the_verdict
     assert done.comparison.baselines == session.compared[0].baselines
 
 
-def test_a_comparison_that_fails_leaves_every_measured_side_not_judged(monkeypatch):
-    session = _Session(None, [], blocks=2)
-
-    def run_comparison(run, base, candidate, device, settings, plan):
-        plan.on_block(_block(STEADY, "x[off#0]", "off", 0))
-        raise Sme2Error("device gone")
-
-    monkeypatch.setattr(benchmarking, "run_comparison", run_comparison)
+def test_a_comparison_that_fails_leaves_every_measured_side_not_judged():
+    session = _Session(None, [STEADY, Sme2Error("device gone")], blocks=2)
     done = benchmarking.compare(session, "off", "on", "toy_cnn")
     assert str(done.error) == "device gone" and done.comparison is None
     assert session.added[0].judgement.reason == "not judged: device gone"
     assert session.compared == []
 
 
-def test_a_comparison_that_cannot_tell_doubles_its_pairs_until_told(monkeypatch):
-    session = _Session(None, [], blocks=3)
+def test_a_comparison_that_cannot_tell_doubles_its_pairs_until_told():
     # candidate / base per pair: three wide pairs, then steady ones
     ratios = [0.95, 1.12, 1.04] + [1.0, 1.01, 0.99] * 10
-
-    def run_comparison(run, base, candidate, device, settings, plan):
-        sides = {base: [], candidate: []}
-        i = 0
-        while i < plan.blocks or plan.more(sides[base], sides[candidate]):
-            sides[base].append(_block(STEADY, f"x[{base}#{i}]", base, i))
-            sides[candidate].append(_block(tuple(v * ratios[i] for v in STEADY),
-                                           f"x[{candidate}#{i}]", candidate, i))
-            i += 1
-        from pytest_sme2.measure.comparison import make_comparison
-
-        return make_comparison(sides[base], sides[candidate], nodeid=run.label,
-                               threshold_pct=plan.threshold_pct)
-
-    monkeypatch.setattr(benchmarking, "run_comparison", run_comparison)
+    session = _PairSession(None, ratios, blocks=3)
     done = benchmarking.compare(session, "off", "on", "toy_cnn")
     assert len(done.comparison.base_blocks) in (6, 12)      # doubled from 3, then told
     assert done.comparison.verdict == "no change"
     # with --sme2-max-pairs 3 it stops where it began and says it cannot tell
-    session = _Session(None, [], blocks=3, policy=GatePolicy(max_pairs=3))
+    session = _PairSession(None, ratios, blocks=3, policy=GatePolicy(max_pairs=3))
     done = benchmarking.compare(session, "off", "on", "toy_cnn")
     assert len(done.comparison.base_blocks) == 3 and done.comparison.verdict == "cannot tell"
+    assert done.comparison.stopped_by == "the most pairs asked (3, --sme2-max-pairs)"

@@ -7,7 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_sme2.measure.benchmark import BaseProgram, Benchmarked, BenchmarkLoop
+from pytest_sme2.measure.benchmark import Benchmarked, BenchmarkLoop
+from pytest_sme2.measure.judging import BaseProgram, Judging
 from pytest_sme2.measure.matrix import Case
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate.rule import NOT_COMPARED
@@ -15,6 +16,14 @@ from pytest_sme2.gate.policy import GatePolicy
 from tests.fakes.baselines import bench_result
 
 TOY = Case("toy_cnn", "fp32", 1)
+
+
+@pytest.fixture(autouse=True)
+def _measured_by_the_stand_in(monkeypatch):
+    """Every block the loop measures comes from the stand-in session's ``measure``."""
+    monkeypatch.setattr(BenchmarkLoop, "measure_block",
+                        lambda self, run, runner, export_again=True: self.session.measure(
+                            run, runner, self.progress, export_again, self.device))
 
 
 class _Session:
@@ -36,15 +45,15 @@ class _Session:
 
 def test_a_failing_base_block_names_the_base_program_and_keeps_the_candidates_blocks(
         monkeypatch):
-    monkeypatch.setattr(BenchmarkLoop, "_ab_base",
-                        lambda self, first, runner: BaseProgram("/b/programs/abc.pte", "native"))
+    monkeypatch.setattr(Judging, "ab_base",
+                        lambda self: BaseProgram("/b/programs/abc.pte", "native"))
     session = _Session()
     out = Benchmarked(GatePolicy(mode="ab"))
     loop = BenchmarkLoop(session, label="t")
     run = loop.run_of(TOY)
     out.blocks.append(session.measure(run, "native", None))
     with pytest.raises(Sme2Error) as err:
-        loop._judge_ab(run, "native", out)
+        loop.judging(run, "native", out).judge_ab()
     assert "base program /b/programs/abc.pte" in str(err.value)
     assert "runner exited with status 1" in str(err.value)
     # ABBA: A B | B A | A B(fails): the candidate's three blocks are kept
@@ -63,11 +72,17 @@ class _SteadySession(_Session):
         return bench_result(samples=(1.0, 1.1, 0.9))
 
 
+def _judging(loop: BenchmarkLoop) -> Judging:
+    """The gate on a native benchmark whose first block is measured."""
+    out = Benchmarked(GatePolicy(mode="ab"), blocks=[bench_result()])
+    return loop.judging(loop.run_of(TOY), "native", out)
+
+
 def test_a_base_runner_needs_no_baseline_folder():
     session = _SteadySession(base_runner="python")
-    assert BenchmarkLoop(session)._ab_base(bench_result(), "native") == \
+    assert _judging(BenchmarkLoop(session)).ab_base() == \
         BaseProgram(None, "python")
-    assert BenchmarkLoop(_SteadySession())._ab_base(bench_result(), "native").missing == \
+    assert _judging(BenchmarkLoop(_SteadySession())).ab_base().missing == \
         "no baseline folder configured"
 
 
@@ -77,7 +92,7 @@ def test_the_ab_verdict_says_it_compared_two_runners():
     loop = BenchmarkLoop(session, label="t")
     run = loop.run_of(TOY)
     out.blocks.append(session.measure(run, "native", None))
-    report = loop._judge_ab(run, "native", out)
+    report = loop.judging(run, "native", out).judge_ab()
     assert report.e2e.reason.endswith(
         "; base: the same program on runner python, candidate on runner native")
     assert report.e2e.against == "the same program re-measured in this session on runner python"
@@ -91,7 +106,7 @@ def test_precision_with_a_spent_budget_still_judges_two_pairs():
     loop = BenchmarkLoop(session, label="t")
     run = loop.run_of(TOY)
     out.blocks.append(session.measure(run, "native", None))
-    report = loop._judge_ab(run, "native", out)
+    report = loop.judging(run, "native", out).judge_ab()
     assert report.e2e.status != NOT_COMPARED, report.e2e.reason   # 2 pairs: a verdict
     assert len(out.blocks) == 2
     assert out.blocks[0].precision.why.startswith("time budget")
@@ -115,7 +130,7 @@ def test_cannot_tell_doubles_the_pairs_until_told_and_says_how_many():
     loop = BenchmarkLoop(session, label="t")
     run = loop.run_of(TOY)
     out.blocks.append(session.measure(run, "native", None))
-    report = loop._judge_ab(run, "native", out)
+    report = loop.judging(run, "native", out).judge_ab()
     assert len(out.blocks) in (6, 12, 24)              # 3, then doubled until told
     assert report.e2e.status == "no_change", report.e2e.reason
     assert report.e2e.current_blocks == len(out.blocks)
@@ -129,7 +144,7 @@ def test_cannot_tell_at_the_most_pairs_says_what_stopped_it():
     loop = BenchmarkLoop(session, label="t")
     run = loop.run_of(TOY)
     out.blocks.append(session.measure(run, "native", None))
-    report = loop._judge_ab(run, "native", out)
+    report = loop.judging(run, "native", out).judge_ab()
     assert len(out.blocks) == 3 and report.e2e.status == "cannot_tell"
     assert "stopped by the most pairs asked (3, --sme2-max-pairs)" in report.e2e.reason
     assert "10% is not resolvable here (interval [" in report.e2e.reason
