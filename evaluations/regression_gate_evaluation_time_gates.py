@@ -43,12 +43,12 @@ import _common  # noqa: F401  (the repository root on sys.path)
 import instruction_gate_evaluation as ige  # its Bench and variant modules
 from pytest_sme2.api import (CANNOT_TELL, IMPROVEMENT, NO_CHANGE, REGRESSION, PairBudget, Pairs,
                              RunRequest, judge_ab, judge_levels, parse_summary, until_told)
-from pytest_sme2.gate.ab import screen, slowdown
 from pytest_sme2.gate.robust import judge_robust
+from _rules_before import judge_before, screen, t_slowdown
 
 THRESHOLD = 10.0
 BASE_BLOCKS = 3
-START_PAIRS = 3        # --sme2-blocks' default
+START_PAIRS = 6        # --sme2-blocks' default
 CHANGES = [("+5%", ((1, False),)),
            ("+10%", ((1, False), (1, False))),
            ("+20%", ((5, True), (1, False)))]
@@ -178,12 +178,11 @@ def _ab_before(trial: dict) -> tuple[str, int]:
     line = 1 + THRESHOLD / 200
 
     def called(n: int) -> tuple[bool, bool]:
-        pairs = Pairs(tuple(trial["base"][:n]), tuple(trial["cand"][:n]))
-        out = screen(pairs)
-        keep = [i for i in range(n) if i not in out]
-        kept = Pairs(tuple(pairs.base[i] for i in keep), tuple(pairs.candidate[i] for i in keep))
-        ratios = sorted(c / b for b, c in zip(pairs.base, pairs.candidate))
-        return slowdown(kept).low > line, ratios[n // 2] > line
+        base, cand = trial["base"][:n], trial["cand"][:n]
+        keep = [i for i in range(n) if i not in screen(base, cand)]
+        ratios = sorted(c / b for b, c in zip(base, cand))
+        return (t_slowdown([base[i] for i in keep], [cand[i] for i in keep]).low > line,
+                ratios[n // 2] > line)
 
     n = START_PAIRS
     regressed, suspected = called(n)
@@ -203,6 +202,22 @@ def _stored_before(cell: dict, trial: dict) -> tuple[str, int]:
     if not called(trial["cand"][:1]):
         return "ok", 1
     return ("regression" if called(trial["cand"][:3]) else "ok"), 3
+
+
+def analyze_issue44_before(raw: dict) -> None:
+    """The A/B rule of issue 37 (t-interval, screened pairs, sign test) on the same trials:
+    each trial's verdict on the pairs it took under today's rule (a doubling driven by the
+    other rule would have stopped elsewhere: a view of the rule, not of its whole loop)."""
+    changes = ["unchanged"] + [c for c, _ in CHANGES]
+    say("\n== issue 37's paired rule (mean log ratio, t-interval), the same pairs ==")
+    for cell in raw["cells"]:
+        row = []
+        for c in changes:
+            got = [judge_before(tr["base"], tr["cand"], THRESHOLD)[0]
+                   for tr in cell["trials"] if tr["change"] == c]
+            row.append(" ".join(f"{SHORT[v]}{got.count(v)}" for v in VERDICTS) + f"/{len(got)}")
+        say(f"{cell['threads']:>7d} {cell['condition']:>8s} {'A/B':6s} "
+            + " ".join(f"{x:>18s}" for x in row))
 
 
 def analyze_before(raw: dict) -> None:
@@ -280,6 +295,7 @@ def main() -> None:
     args = ap.parse_args()
     raw = json.loads(args.reanalyze.read_text()) if args.reanalyze else measure(args)
     analyze(raw)
+    analyze_issue44_before(raw)
     analyze_before(raw)
 
 

@@ -65,7 +65,7 @@ from pytest_sme2.runners.base import RunRequest
 from pytest_sme2.runners.native import build_native_runner, native_runner
 from pytest_sme2.runners.python import PythonRunner
 from pytest_sme2.runners.spec import masked_pair, parse_runner_spec
-from pytest_sme2.stats import Interval, paired_ratio
+from pytest_sme2.stats import Interval, hodges_lehmann, paired_ratio, t_quantile
 
 __all__ = [
     # a benchmark without pytest: the session, the loop, the reports
@@ -93,6 +93,7 @@ __all__ = [
     # the gate
     "GatePolicy", "GateReport", "evaluate", "run_with_confirmation", "junit_properties",
     "judge_levels", "REGRESSION", "DEFAULT_THRESHOLD_PCT", "paired_ratio", "Interval",
+    "hodges_lehmann", "t_quantile",
     "IMPROVEMENT", "NO_CHANGE", "CANNOT_TELL", "decide", "until_told", "PairBudget", "Pairs",
     "judge_ab",
     # the history store

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from statistics import NormalDist
 from typing import Sequence
 
@@ -55,25 +56,56 @@ def t_quantile(p: float, df: int) -> float:
     return z + g1 / df + g2 / df ** 2 + g3 / df ** 3 + g4 / df ** 4
 
 
+@lru_cache(maxsize=64)
+def _signed_rank_cdf(n: int) -> tuple[float, ...]:
+    """P(W+ <= w), w = 0 .. n(n+1)/2, for Wilcoxon's signed-rank statistic of ``n`` pairs with
+    no difference: each of the ``2**n`` sign assignments equally likely (exact, by counting)."""
+    p = np.zeros(n * (n + 1) // 2 + 1)
+    p[0] = 1.0
+    for k in range(1, n + 1):          # rank k joins the positive ranks or not
+        p[k:] = 0.5 * p[k:] + 0.5 * p[:-k].copy()
+        p[:k] *= 0.5
+    return tuple(np.cumsum(p))
+
+
+def hodges_lehmann(values: Sequence[float], confidence: float = 0.95
+                   ) -> tuple[float, float, float]:
+    """(point, low, high) for the centre of ``values`` (differences, one per pair): the
+    Hodges-Lehmann estimate, the median of the Walsh averages (x_i + x_j) / 2, i <= j, with
+    the distribution-free interval that inverts Wilcoxon's signed-rank test. It assumes only
+    a symmetric distribution, and up to 29% of the values may be wild without moving it far:
+    a pair whose two blocks ran at different machine speeds is such a value. Below 6 values
+    no 95% interval exists (1 / 2**5 > 2.5%): the bounds are then infinite."""
+    x = np.asarray(values, dtype=float)
+    n = x.size
+    i, j = np.triu_indices(n)
+    walsh = np.sort((x[i] + x[j]) / 2)
+    point = float(np.median(walsh))
+    cdf = np.asarray(_signed_rank_cdf(n))
+    k = int(np.searchsorted(cdf, (1 - confidence) / 2, side="right"))  # P(W+ <= k-1) <= a/2
+    if k == 0:
+        return point, -math.inf, math.inf
+    return point, float(walsh[k - 1]), float(walsh[walsh.size - k])
+
+
 def paired_ratio(base: list[float], candidate: list[float],
                  confidence: float = 0.95) -> Interval:
     """Speed-up of ``candidate`` over ``base`` (base time / candidate time) from paired blocks:
     ``base[i]`` and ``candidate[i]`` ran back to back (interleaved ABAB...), so slow drift of
-    the machine cancels within a pair. The interval is a t-interval on the mean log ratio,
-    exponentiated: a geometric-mean ratio, symmetric for speed-ups and slow-downs."""
+    the machine cancels within a pair. The point and interval are the Hodges-Lehmann estimate
+    of the log ratios with its signed-rank interval (:func:`hodges_lehmann`), exponentiated:
+    symmetric for speed-ups and slow-downs, and not swung by the few pairs whose blocks ran
+    at different machine speeds (a mean of the log ratios, and its t-interval, are: a machine
+    switching between two speeds 1.8x apart gave [0.97, 1.15] where this gives [1.02, 1.06],
+    docs/regression-gate.md)."""
     a = np.asarray(base, dtype=float)
     b = np.asarray(candidate, dtype=float)
     if a.shape != b.shape or a.size == 0:
         raise Sme2Error(f"paired blocks needed: got {a.size} and {b.size}")
     if (a <= 0).any() or (b <= 0).any():
         raise Sme2Error("block medians must be positive to form ratios")
-    logs = np.log(a / b)
-    mean = float(logs.mean())
-    if logs.size < 2:
-        return Interval(math.exp(mean), 0.0, math.inf, confidence)
-    half = t_quantile(0.5 + confidence / 2, logs.size - 1) * float(logs.std(ddof=1)) / \
-        math.sqrt(logs.size)
-    return Interval(math.exp(mean), math.exp(mean - half), math.exp(mean + half), confidence)
+    point, low, high = hodges_lehmann(np.log(a / b), confidence)
+    return Interval(math.exp(point), math.exp(low), math.exp(high), confidence)
 
 
 def bootstrap_ratio_of_medians(base: list[float], candidate: list[float], confidence: float = 0.95,

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from pytest_sme2.results.machine import ProbeReading
+
 
 @dataclass(frozen=True)
 class GenerationSummary:
@@ -108,6 +110,8 @@ class RunnerSummary:
     clock_overhead_ns: float | None = None  # one timing's cost, measured in the process
     # Non-finite elements (NaN, inf) of the last outputs; None: not checked.
     nonfinite_outputs: int | None = None
+    # The machine-state probe timed around the runs (RunRequest.probe); None: not probed.
+    probe: ProbeReading | None = None
 
     @property
     def load_rss_kb(self) -> int | None:
@@ -138,6 +142,13 @@ def _traced(d: object) -> TracedPass | None:
 def _floats(v: object) -> tuple[float, ...]:
     return tuple(float(x) for x in v) if isinstance(v, list) and all(
         _number(x) is not None for x in v) else ()
+
+
+def _probe(d: object) -> ProbeReading | None:
+    if not isinstance(d, dict):
+        return None
+    before, after = _floats(d.get("before_us")), _floats(d.get("after_us"))
+    return ProbeReading(list(before), list(after)) if before and after else None
 
 
 def _generation(d: object) -> GenerationSummary | None:
@@ -175,5 +186,5 @@ def parse_summary(stdout: str) -> RunnerSummary:
             timing=str(d.get("timing") or ""), execute_ms=_floats(d.get("execute_ms")),
             execute_span=str(d.get("execute_span") or ""), traced=_traced(d.get("traced")),
             clock_overhead_ns=_number(d.get("clock_overhead_ns")),
-            nonfinite_outputs=_count(d.get("nonfinite_outputs")))
+            nonfinite_outputs=_count(d.get("nonfinite_outputs")), probe=_probe(d.get("probe")))
     return RunnerSummary()

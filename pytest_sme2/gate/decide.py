@@ -35,7 +35,7 @@ from pytest_sme2.results.judgement import (CANNOT_TELL, IMPROVEMENT, NO_CHANGE, 
                                            Judgement)
 from pytest_sme2.stats import DEFAULT_MARGIN, Interval
 
-START_PAIRS = 3          # the first look, when the caller has measured fewer
+START_PAIRS = 6          # the first look (the fewest pairs a 95% signed-rank interval needs)
 
 
 def decide(ratio: Interval, threshold_pct: float, margin: float = DEFAULT_MARGIN,

@@ -13,6 +13,7 @@ from typing import Callable, Sequence
 
 from pytest_sme2.analysis.categories import CategoryRule
 from pytest_sme2.analysis.latency import e2e_per_run, latency_stats
+from pytest_sme2.analysis.machine_state import PROBE_MODEL, find_modes
 from pytest_sme2.analysis.startup import load_source, memory_source, process_startup
 from pytest_sme2.analysis.generation import analyze_generation
 from pytest_sme2.analysis.kernel_sources import KernelSources
@@ -35,6 +36,7 @@ from pytest_sme2.measure.artifacts.csv import write_csvs
 from pytest_sme2.measure.artifacts.trace import write_generation_trace, write_trace
 from pytest_sme2.results import BlockResult, Generation, ProcessStartup, RunContext, Startup
 from pytest_sme2.results.latency import LatencyStats
+from pytest_sme2.results.machine import Mode
 from pytest_sme2.results.timing import Timing
 from pytest_sme2.measure.artifacts.csv import write_timed_runs
 from pytest_sme2.analysis.runner_summary import parse_summary
@@ -126,7 +128,8 @@ class _Block:
             outputs=self.out / f"{self.stem}.outputs.bin" if run.save_outputs and tensors
             else None, timeout_s=settings.timeout_s, generation=self.generation,
             untraced=untraced, trace_runs=settings.trace_runs if untraced else 0,
-            trace_warmup=settings.warmup if untraced else 0)
+            trace_warmup=settings.warmup if untraced else 0,
+            probe=probe_program(runner, self.device, settings, run.progress))
 
     def measure(self) -> None:
         """The block's runner process, held until the device is cool (--sme2-cooldown)."""
@@ -319,8 +322,26 @@ class _Block:
                 sample_problem=self.sample_problem,
                 output_problem=output_problem(self.summary)),
             startup=startup, generation=self.generated, timing=self.timing(),
+            probe=self.summary.probe, modes=_modes(self.timed_e2e),
             # A user's .pte without an .etrecord: what the report cannot show, said with it.
             etrecord_missing=meta.get("etrecord_missing") or None)
+
+
+def probe_program(runner: Runner, device: Device, settings: BenchSettings,
+                  progress: Callable[[str], None] | None = None) -> Path | None:
+    """The machine-state probe's program for a block (exported once, cached), or None: not
+    asked (--sme2-probe off; auto on an emulated CPU, whose speed means nothing), or a runner
+    that cannot time it in its own process (a user's executor_runner)."""
+    if settings.probe == "off" or not runner.probes or (
+            settings.probe == "auto" and device.facts().emulated):
+        return None
+    return export_model(PROBE_MODEL, "fp32", settings.cache_dir, progress=progress).pte
+
+
+def _modes(timed: Sequence[float]) -> tuple[Mode, ...]:
+    """The speeds a block's timed runs fell into, when more than one."""
+    modes = find_modes(timed)
+    return modes if len(modes) > 1 else ()
 
 
 def _label(run: BenchmarkRun, runner: Runner) -> str:

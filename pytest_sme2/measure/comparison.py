@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.gate.decide import decide
+from pytest_sme2.gate.ab import Pairs, judge_pairs, pairs_of
 from pytest_sme2.gate.policy import DEFAULT_THRESHOLD_PCT
 from pytest_sme2.measure.precision import Precision
 from pytest_sme2.results import BlockResult, ComparisonRecord, Judgement, OutputCheck, pool
@@ -34,21 +34,31 @@ _WORDS = {REGRESSION: SLOWER, IMPROVEMENT: FASTER, NO_CHANGE: NO_CHANGE_WORD,
           CANNOT_TELL: CANNOT_TELL_WORD}
 
 
-def comparison_judgement(speedup: Interval, margin: float = DEFAULT_MARGIN,
+AGAINST_BASE = "the base runner"
+
+
+def comparison_judgement(pairs: Pairs, margin: float = DEFAULT_MARGIN,
                          threshold_pct: float = DEFAULT_THRESHOLD_PCT) -> Judgement:
-    """The shared rule on a speed-up (base time / candidate time): its slow-down interval
-    against the line ``1 + margin``, "no change" within ``threshold_pct`` either way."""
+    """The paired rule every comparison shares (:func:`pytest_sme2.gate.ab.judge_pairs`) on
+    the candidate's blocks against the base's: slower or faster once the interval clears
+    ``margin`` and most pairs agree, "no change" within ``threshold_pct`` either way."""
+    return judge_pairs(pairs, threshold_pct, margin, relevant_pct=100 * margin,
+                       against=AGAINST_BASE)
+
+
+def speedup_of(judgement: Judgement) -> Interval:
+    """base time / candidate time from a verdict's slow-down interval."""
+    r = judgement.ratio
+    if r is None:
+        raise Sme2Error(f"no speed-up: {judgement.reason}")
     inf = float("inf")
-    slowdown = Interval(1 / speedup.point, 1 / speedup.high if speedup.high else 0.0,
-                        1 / speedup.low if speedup.low else inf, speedup.confidence)
-    status, word = decide(slowdown, threshold_pct, margin, relevant_pct=100 * margin)
-    return Judgement(status, slowdown, threshold_pct, 0.0, word, against="the base runner")
+    return Interval(1 / r.point, 1 / r.high if r.high else 0.0, 1 / r.low if r.low else inf,
+                    r.confidence)
 
 
-def comparison_verdict(speedup: Interval, margin: float = DEFAULT_MARGIN,
-                       threshold_pct: float = DEFAULT_THRESHOLD_PCT) -> str:
-    """faster, slower, no change or cannot tell (:func:`comparison_judgement`)."""
-    return _WORDS[comparison_judgement(speedup, margin, threshold_pct).status]
+def verdict_word(judgement: Judgement) -> str:
+    """faster, slower, no change or cannot tell."""
+    return _WORDS.get(judgement.status, CANNOT_TELL_WORD)
 
 
 @dataclass(frozen=True)
@@ -88,11 +98,10 @@ class Comparison:
     # asked), and --sme2-precision's outcome (None when not asked).
     stopped_by: str = ""
     precision: Precision | None = None
-
-    @property
-    def judgement(self) -> Judgement:
-        """The shared rule's verdict on :attr:`speedup` (the candidate against the base)."""
-        return comparison_judgement(self.speedup, self.margin, self.threshold_pct)
+    # The shared rule's verdicts: end to end (``speedup`` and ``verdict`` read it) and, for an
+    # LLM, each phase's; None only for a comparison made by hand.
+    judgement: Judgement | None = None
+    phase_judgements: dict[str, Judgement] = field(default_factory=dict)
 
     @property
     def prefill(self) -> PhaseSpeedup:
@@ -112,9 +121,9 @@ class Comparison:
         if name not in self.phase_speedups:
             raise Sme2Error(f"{self.model} {self.dtype}: no {name} speed-up: the comparison "
                             "was not of generations (an LLM program)")
-        speedup = self.phase_speedups[name]
-        return PhaseSpeedup(name, speedup,
-                            comparison_verdict(speedup, self.margin, self.threshold_pct))
+        judged = self.phase_judgements.get(name)
+        return PhaseSpeedup(name, self.phase_speedups[name],
+                            verdict_word(judged) if judged is not None else CANNOT_TELL_WORD)
 
     @property
     def emulated(self) -> bool:
@@ -159,14 +168,17 @@ class Comparison:
 
 def category_speedups(base: list[BlockResult], candidate: list[BlockResult]
                       ) -> dict[str, Interval | None]:
-    """Per category, the paired-block speed-up of its mean ms per run; None where a category
-    took no time on either side in some block (no ratio to form)."""
+    """Per category, the paired-block speed-up of its mean ms per run (pairs that straddled a
+    change of machine speed left out, as end to end); None where a category took no time on
+    either side in some block (no ratio to form)."""
+    keep = [i for i in range(len(base)) if i not in pairs_of(base, candidate).straddled]
+    base, candidate = [base[i] for i in keep], [candidate[i] for i in keep]
     cats = list(dict.fromkeys(c for r in base + candidate for c in r.categories_ms))
     out: dict[str, Interval | None] = {}
     for cat in cats:
         a = [r.categories_ms.get(cat, 0.0) for r in base]
         b = [r.categories_ms.get(cat, 0.0) for r in candidate]
-        out[cat] = paired_ratio(a, b) if min(a + b) > 0 else None
+        out[cat] = paired_ratio(a, b) if a and min(a + b) > 0 else None
     return out
 
 
@@ -188,31 +200,31 @@ def make_comparison(base_blocks: list[BlockResult], candidate_blocks: list[Block
         raise Sme2Error(f"a comparison needs the same number (>= 2) of blocks on each side, got "
                         f"{len(base_blocks)} and {len(candidate_blocks)}")
     first = base_blocks[0]
-    speedup = paired_ratio([r.e2e.median_ms for r in base_blocks],
-                           [r.e2e.median_ms for r in candidate_blocks])
-    phases = phase_speedups(base_blocks, candidate_blocks)
+    judged = comparison_judgement(pairs_of(base_blocks, candidate_blocks), margin, threshold_pct)
+    phases = phase_judgements(base_blocks, candidate_blocks, margin, threshold_pct)
     if phases:
-        phases["decode"] = speedup
+        phases["decode"] = judged
     return Comparison(
         model=first.model, dtype=first.dtype, threads=first.threads,
         base=first.runner_name, candidate=candidate_blocks[0].runner_name,
-        base_blocks=base_blocks, candidate_blocks=candidate_blocks, speedup=speedup,
+        base_blocks=base_blocks, candidate_blocks=candidate_blocks, speedup=speedup_of(judged),
         category_speedups=category_speedups(base_blocks, candidate_blocks),
-        outputs=outputs, verdict=comparison_verdict(speedup, margin, threshold_pct),
-        margin=margin, nodeid=nodeid, phase_speedups=phases, threshold_pct=threshold_pct)
+        outputs=outputs, verdict=verdict_word(judged), margin=margin, nodeid=nodeid,
+        phase_speedups={k: speedup_of(j) for k, j in phases.items()},
+        threshold_pct=threshold_pct, judgement=judged, phase_judgements=phases)
 
 
-def phase_speedups(base: list[BlockResult], candidate: list[BlockResult]
-                   ) -> dict[str, Interval]:
-    """For blocks of generations, the paired speed-up of each block's prefill time and time
-    to first token (decode is the blocks' own e2e); {} otherwise."""
-    out: dict[str, Interval] = {}
+def phase_judgements(base: list[BlockResult], candidate: list[BlockResult],
+                     margin: float = DEFAULT_MARGIN,
+                     threshold_pct: float = DEFAULT_THRESHOLD_PCT) -> dict[str, Judgement]:
+    """For blocks of generations, the paired verdict on each block's prefill time and time to
+    first token (decode is the blocks' own e2e); {} otherwise."""
+    out: dict[str, Judgement] = {}
     if not all(r.generation is not None for r in base + candidate):
         return out
     for name, value in (("prefill", lambda g: g.prefill.median_ms),
                         ("ttft", lambda g: g.ttft_ms)):
-        a = [value(r.generation) for r in base]
-        b = [value(r.generation) for r in candidate]
-        if all(v is not None and v > 0 for v in a + b):
-            out[name] = paired_ratio(a, b)
+        if all(value(r.generation) for r in base + candidate):
+            pairs = pairs_of(base, candidate, lambda r, v=value: v(r.generation))
+            out[name] = comparison_judgement(pairs, margin, threshold_pct)
     return out

@@ -30,7 +30,8 @@ from pytest_sme2._util.text import split_list
 from pytest_sme2.measure.settings import MIN_BLOCKS, BenchSettings
 from pytest_sme2.measure.option_values import (MEASURES, parse_cooldown, parse_export_jobs,
                                                parse_measure, parse_min_speedup,
-                                               parse_progress, parse_sampling)
+                                               parse_probing, parse_progress,
+                                               parse_sampling)
 
 
 @dataclass(frozen=True)
@@ -207,6 +208,7 @@ def _bench_settings(r: _Reader) -> BenchSettings:
                          cooldown=parse_cooldown(r.text("sme2_cooldown")[0],
                                                  r.text("sme2_cooldown_timeout")[0]),
                          sample=parse_sampling(r.text("sme2_sample")[0]),
+                         probe=parse_probing(r.text("sme2_probe")[0]),
                          prompt_tokens=r.whole("sme2_prompt_tokens", 1, "1 or more"),
                          new_tokens=r.whole("sme2_new_tokens", 1, "1 or more"),
                          trace_runs=r.whole("sme2_trace_runs", 1, "1 or more: the operator "

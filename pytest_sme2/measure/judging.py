@@ -26,7 +26,8 @@ from pytest_sme2.gate.policy import GatePolicy
 from pytest_sme2.gate.rule import GateReport
 from pytest_sme2.measure.block import BenchmarkRun
 from pytest_sme2.measure.config import Sme2Config
-from pytest_sme2.measure.pairs import CANDIDATE, Paired, PairPlan, block_value, take_pairs
+from pytest_sme2.gate.ab import block_value
+from pytest_sme2.measure.pairs import CANDIDATE, Paired, PairPlan, take_pairs
 from pytest_sme2.measure.precision import Goal, Precision
 from pytest_sme2.programs.spec import AS_EXPORTED
 from pytest_sme2.results import BlockResult, Judgement

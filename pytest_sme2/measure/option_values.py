@@ -13,16 +13,27 @@ from pytest_sme2.devices.thermal import CooldownPolicy
 
 MEASURES = ("time", "instructions")   # --sme2-measure: time only, or instructions counted too
 SAMPLING = ("auto", "on", "off")      # --sme2-sample
+PROBING = ("auto", "on", "off")       # --sme2-probe
 COOLDOWN_RANGE_C = (0.0, 150.0)       # a temperature outside it is a typo, not a target
 
 
-def parse_sampling(text: str) -> str:
-    """``--sme2-sample``: auto, on or off (any case, surrounding spaces ignored)."""
+def parse_choice(option: str, text: str, choices: tuple[str, ...]) -> str:
+    """One of ``choices`` (any case, surrounding spaces ignored), or one line naming
+    ``option``."""
     value = text.strip().lower()
-    if value not in SAMPLING:
-        raise Sme2Error(f"--sme2-sample: unknown value {text!r}; choose from "
-                        f"{', '.join(SAMPLING)}")
+    if value not in choices:
+        raise Sme2Error(f"{option}: unknown value {text!r}; choose from {', '.join(choices)}")
     return value
+
+
+def parse_sampling(text: str) -> str:
+    """``--sme2-sample``: auto, on or off."""
+    return parse_choice("--sme2-sample", text, SAMPLING)
+
+
+def parse_probing(text: str) -> str:
+    """``--sme2-probe``: auto, on or off."""
+    return parse_choice("--sme2-probe", text, PROBING)
 
 
 def parse_measure(text: str) -> str:

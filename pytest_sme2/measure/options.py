@@ -13,7 +13,7 @@ from pytest_sme2.gate.policy import (DEFAULT_CONFIRM_BLOCKS, DEFAULT_LOAD_THRESH
                                      DEFAULT_MAX_PAIRS, DEFAULT_MEMORY_THRESHOLD_PCT,
                                      DEFAULT_ON_UNRESOLVED, DEFAULT_PRECISION_BUDGET_S)
 from pytest_sme2.measure.matrix import DEFAULT_DTYPES, DEFAULT_MODELS, DEFAULT_THREADS
-from pytest_sme2.measure.option_values import MEASURES, SAMPLING
+from pytest_sme2.measure.option_values import MEASURES, PROBING, SAMPLING
 from pytest_sme2.measure.settings import DEFAULT_LOADS, DEFAULT_TRACE_RUNS, MIN_BLOCKS
 from pytest_sme2.programs.export import DTYPES
 from pytest_sme2.programs.llm.schemes import LLM_SCHEMES
@@ -160,6 +160,11 @@ OPTIONS: dict[str, Option] = {
                           "kernels ran: auto (an Arm64 device that reports SME2 or cannot "
                           "tell), on (every device our runner runs on; the host needs a C "
                           "compiler), off"),
+    "sme2_probe": Option("sme2_probe", PROBING[0],
+                         "the machine-state probe, a fixed GEMM timed in each block's process "
+                         "before and after its runs, says which speed the machine ran at: auto "
+                         "(every device but an emulated CPU, whose speed means nothing), on, "
+                         "off"),
     "sme2_llm_models": Option("sme2_llm_models", "tiny_llama",
                               "LLMs of the generation matrix (sme2_llm_case: LLM models x "
                               "--sme2-llm-schemes x --sme2-threads): registered LLMs, "

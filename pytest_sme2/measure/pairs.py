@@ -13,12 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from statistics import median
 from typing import Callable
 
 from pytest_sme2.devices.base import Device
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.gate.ab import Pairs
+from pytest_sme2.gate.ab import Pairs, pairs_of
 from pytest_sme2.gate.decide import PairBudget, Told, until_told
 from pytest_sme2.gate.policy import DEFAULT_THRESHOLD_PCT
 from pytest_sme2.measure.block import BenchmarkRun, run_benchmark
@@ -36,11 +35,6 @@ BASE, CANDIDATE = "base", "candidate"
 Measure = Callable[[int], BlockResult]
 # Measures one block of a run on a runner: (run, runner, the comparison's first block?).
 MeasureOn = Callable[[BenchmarkRun, Runner, bool], BlockResult]
-
-
-def block_value(result: BlockResult) -> float:
-    """A block's one number in a pair: its end-to-end median."""
-    return float(median(result.e2e_ms))
 
 
 @dataclass(frozen=True)
@@ -76,10 +70,8 @@ class Paired:
 
     @property
     def pairs(self) -> Pairs:
-        """The complete pairs' block values."""
-        n = min(len(self.base), len(self.candidate))
-        return Pairs(tuple(map(block_value, self.base[:n])),
-                     tuple(map(block_value, self.candidate[:n])))
+        """The complete pairs' block values, with those that straddled two machine speeds."""
+        return pairs_of(self.base, self.candidate)
 
     @property
     def spent(self) -> str:

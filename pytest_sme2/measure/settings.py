@@ -9,7 +9,8 @@ from pathlib import Path
 
 from pytest_sme2.devices.thermal import CooldownPolicy
 
-MIN_BLOCKS = 5                # interleaved blocks per side in a comparison
+MIN_BLOCKS = 6                # interleaved blocks per side in a comparison: the fewest pairs
+# a distribution-free 95% interval exists for (pytest_sme2.stats.hodges_lehmann)
 # Cold loads per benchmark (--sme2-loads): the block's own process and load-only processes
 # (load + one execute each), so load time and first inference are medians, not one process.
 DEFAULT_LOADS = 3
@@ -32,6 +33,9 @@ class BenchSettings:
     loads: int = DEFAULT_LOADS
     cooldown: CooldownPolicy | None = None   # --sme2-cooldown: hold each block until cool
     sample: str = "auto"      # --sme2-sample: an evidence process sampling kernels (auto|on|off)
+    # --sme2-probe: time the machine-state probe in each block's process (auto: not on an
+    # emulated CPU, whose speed means nothing; on; off).
+    probe: str = "auto"
     # An LLM's generation (pytest_sme2.measure.generation): prompt tokens prefilled, then
     # greedy decode steps, per run (--sme2-prompt-tokens, --sme2-new-tokens).
     prompt_tokens: int = 64

@@ -141,6 +141,10 @@ register_model("vit_tiny", "pytest_sme2_models.vit_tiny:build",
 register_model("mobilevit_small", "pytest_sme2_models.mobilevit:build",
                description="MobileViT-small from transformers (config defaults, 4.9M params), "
                "128x128; needs pytest-sme2[transformers]")
+# Timed around every block to tell the machine's speed (pytest_sme2.analysis.machine_state).
+register_model("machine_probe", "pytest_sme2_models.machine_probe:build",
+               description="the machine-state probe's workload (a fixed 16x128x128 fp32 GEMM), "
+               "timed around every block; not a benchmark")
 register_model("tiny_llama", "pytest_sme2_models.tiny_llama:build", llm=True,
                dtypes=DEFAULT_SCHEMES,
                description="ExecuTorch's Llama (dim 64, 2 layers, 4 heads / 2 KV heads, vocab "

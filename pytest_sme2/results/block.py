@@ -18,6 +18,7 @@ from pytest_sme2.results.device import DeviceFacts
 from pytest_sme2.results.generation import GenerationResult
 from pytest_sme2.results.instructions import InstructionCount
 from pytest_sme2.results.judgement import Judgement, judgement, judgements
+from pytest_sme2.results.machine import Mode, ProbeReading, modes_of
 from pytest_sme2.results.precision import PrecisionOutcome
 from pytest_sme2.results.records import (KernelEvidence, OperatorStats, ResultAnalysis,
                                          RunContext, known_fields)
@@ -47,6 +48,10 @@ _GENERATION = ("generation", "baseline_phases")
 # How the latency was timed (untraced or through the operator tracer) and what tracing costs
 # (Timing.to_dict()); absent from documents written before it.
 _TIMING = ("timing",)
+# The machine-state probe timed around the block's runs (ProbeReading.to_dict()), and the
+# speeds its timed runs fell into when they fell into more than one (Mode.to_dict() each);
+# absent when not probed, and when one speed.
+_MACHINE = ("probe", "modes")
 # The project's own keys after those, in this order, each only when set: a user's .pte without
 # an .etrecord (what the report cannot show), --sme2-precision's outcome, what was under test
 # (UnderTest.to_dict(), set when the block is recorded) and the taskset mask it
@@ -103,6 +108,12 @@ class BlockResult:
     phase_judgements: dict[str, Judgement] | None = None
     # How ``e2e_ms`` was timed, and the traced runs' E2E beside it (the breakdown's own).
     timing: Timing | None = None
+    # The machine-state probe (pytest_sme2.analysis.machine_state) timed in this block's
+    # process before and after its runs; None: not probed (emulated, a user's runner).
+    probe: ProbeReading | None = None
+    # The speeds the timed runs fell into, when more than one: their median is then a
+    # mixture's, and every output says so.
+    modes: tuple[Mode, ...] = ()
     etrecord_missing: str | None = None     # why a user's .pte has no .etrecord beside it
     precision: PrecisionOutcome | None = None               # with --sme2-precision
     under_test: UnderTest | None = None     # what was under test (set when recorded)
@@ -182,6 +193,8 @@ class BlockResult:
             ("generation", self.generation.to_json() if self.generation else None),
             ("baseline_phases", _dicts(self.phase_judgements)),
             ("timing", self.timing.to_dict() if self.timing else None),
+            ("probe", self.probe.to_dict() if self.probe else None),
+            ("modes", [m.to_dict() for m in self.modes] if self.modes else None),
             ("etrecord_missing", self.etrecord_missing),
             ("precision", self.precision.to_dict() if self.precision else None),
             ("under_test", self.under_test.to_dict() if self.under_test else None),
@@ -200,7 +213,7 @@ class BlockResult:
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "BlockResult":
         known = set(_CORE + _ANALYSIS + _CONTEXT + _GATE + _INSTRUCTIONS + _STARTUP
-                    + _GENERATION + _TIMING + _TAIL)
+                    + _GENERATION + _TIMING + _MACHINE + _TAIL)
         precision = d.get("precision")
         generation = d.get("generation")
         info = d.get("runner_info")
@@ -222,6 +235,8 @@ class BlockResult:
                    generation=GenerationResult.from_json(generation) if generation else None,
                    phase_judgements=judgements(d.get("baseline_phases")),
                    timing=Timing.from_dict(d["timing"]) if d.get("timing") else None,
+                   probe=ProbeReading.from_dict(d["probe"]) if d.get("probe") else None,
+                   modes=modes_of(d.get("modes")),
                    etrecord_missing=d.get("etrecord_missing"),
                    precision=PrecisionOutcome.from_dict(precision) if precision else None,
                    under_test=d.get("under_test"), cpu_mask=d.get("cpu_mask"),
@@ -237,6 +252,7 @@ _RECORDS = {"runner": _record(RunnerInfo), "device": _record(DeviceFacts),
             "category_judgements": judgements, "instructions_judgement": judgement,
             "startup_judgements": judgements, "phase_judgements": judgements,
             "timing": _record(Timing), "precision": _record(PrecisionOutcome),
+            "probe": _record(ProbeReading),
             "under_test": _record(UnderTest)}
 
 

@@ -18,6 +18,11 @@ class RunnerError(Sme2Error):
     pass
 
 
+# Executes of the machine-state probe at each end of a block's timed runs: ~0.3 ms each end for
+# its 16x128x128 GEMM, enough for a median that moves with the machine.
+PROBE_RUNS = 24
+
+
 @dataclass(frozen=True)
 class RunRequest:
     pte: Path
@@ -47,6 +52,11 @@ class RunRequest:
     untraced: bool = False
     trace_runs: int = 0
     trace_warmup: int = 0
+    # The machine-state probe's program (pytest_sme2.analysis.machine_state), timed
+    # ``probe_runs`` times right before the first warm-up and right after the last timed run
+    # in the same process, where the runner can (``Runner.probes``). None: not probed.
+    probe: Path | None = None
+    probe_runs: int = PROBE_RUNS
 
     @property
     def writes_etdump(self) -> bool:
@@ -106,6 +116,8 @@ class Runner(Protocol):
     # Whether it can time its runs without an event tracer and trace others in the same process
     # (RunRequest.untraced): ours can; a user's executor_runner or llama_main cannot be told.
     times_untraced: bool
+    # Whether it times the machine-state probe in its own process (RunRequest.probe): ours do.
+    probes: bool
 
     def command(self, request: RunRequest) -> list[str]:
         """The argv that runs ``request`` and writes ``request.etdump``. A remote device calls
@@ -143,6 +155,7 @@ class RunnerBase:
     takes_tensor_files: bool = True
     preloads: bool = False
     times_untraced: bool = False
+    probes: bool = False
 
     def data_files(self) -> list[Path]:
         return []
@@ -158,7 +171,7 @@ class RunnerBase:
 
 
 _RUNNER_DEFAULTS = {"hwcap_mask": None, "takes_tensor_files": True, "preloads": False,
-                    "times_untraced": False,
+                    "times_untraced": False, "probes": False,
                     "check_host": lambda: None, "check_device": lambda abi: None,
                     "close": lambda: None, "data_files": lambda: []}
 

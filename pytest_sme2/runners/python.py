@@ -27,6 +27,7 @@ class PythonRunner(RunnerBase):
     python: str = sys.executable
     hwcap_mask: str | None = None
     times_untraced: bool = True     # see runners.base.Runner
+    probes: bool = True             # --probe (python_child)
     fork: bool = True               # False: a fresh interpreter per run, as before the server
     progress: Callable[[str], None] | None = field(default=None, compare=False, repr=False)
     server: ForkServer = field(default_factory=shared_server, compare=False, repr=False)
@@ -44,6 +45,8 @@ class PythonRunner(RunnerBase):
         if request.untraced:
             argv += ["--trace-runs", str(request.trace_runs),
                      "--trace-warmup", str(request.trace_warmup)]
+        if request.probe:
+            argv += ["--probe", str(request.probe), "--probe-runs", str(request.probe_runs)]
         if request.generation is not None:  # tokens come from the loop, not a tensor file
             return argv + ["--generate", request.generation.arg]
         if request.inputs:

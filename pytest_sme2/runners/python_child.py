@@ -22,9 +22,10 @@ from types import ModuleType
 import numpy as np
 
 from pytest_sme2.runners.python_generation import generate
-from pytest_sme2.runners.python_process import (Refused, Steps, TimedMethod, first_line,
-                                                load_untraced, nonfinite_elements, status_kb,
-                                                refusal, untraced_keys, watched_stderr)
+from pytest_sme2.runners.python_process import (MachineProbe, Refused, Steps, TimedMethod,
+                                                first_line, load_untraced, nonfinite_elements,
+                                                status_kb, refusal, untraced_keys,
+                                                watched_stderr)
 from pytest_sme2.readers.tensorfile import SCALAR_TYPES, read_tensors, write_tensors
 
 
@@ -128,12 +129,15 @@ def _inputs(a, meta, torch) -> tuple:
     return tuple(torch.from_numpy(np.array(x)) for x in arrays)
 
 
-def _forward_pass(a, runtime, torch, rss_before_load) -> int:
+def _forward_pass(a, runtime, torch, rss_before_load, probe: MachineProbe) -> int:
     """W + N runs on fixed inputs: traced forward() calls, or (--trace-runs) untraced
-    ExecuTorchMethod.execute() calls timed by this process's clock, then the traced ones."""
+    ExecuTorchMethod.execute() calls timed by this process's clock, then the traced ones; the
+    machine-state probe timed before and after them."""
     try:
         if a.trace_runs < 0:
+            probe.before()
             got = _traced_pass(a, runtime, torch, None, a.warmup + a.runs)
+            probe.after()
             outputs, extra, peak = got.pop("outputs"), got, status_kb("VmHWM:")
         else:
             seen: list[str] = []
@@ -146,8 +150,10 @@ def _forward_pass(a, runtime, torch, rss_before_load) -> int:
             rss_after_load = status_kb("VmRSS:")
             inputs = _inputs(a, method.method_meta(), torch)
             timed = Steps([])
+            probe.before()
             outputs, _ = _forwards(TimedMethod(method, timed).forward, inputs,
                                    a.warmup + a.runs, a.pte)
+            probe.after()
             outputs = list(outputs)     # before the method goes
             peak = status_kb("VmHWM:")  # before the traced pass adds its own
             del method, program
@@ -170,7 +176,7 @@ def _forward_pass(a, runtime, torch, rss_before_load) -> int:
                "executions": a.warmup + a.runs, "rss_before_load_kb": rss_before_load,
                "peak_includes": "the Python interpreter, torch and the runtime extension",
                "peak_rss_kb": peak, "nonfinite_outputs": nonfinite_elements(arrays_out),
-               **extra}
+               **extra, **probe.keys()}
     print(json.dumps(summary))
     return 0
 
@@ -189,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--trace-runs", type=int, default=-1,
                    help="time the runs untraced, then this many traced ones (-1: trace them)")
     p.add_argument("--trace-warmup", type=int, default=0)
+    p.add_argument("--probe", help="the machine-state probe's program, timed around the runs")
+    p.add_argument("--probe-runs", type=int, default=24)
     a = p.parse_args(argv)
     problem = program_problem(a.pte)
     if problem:
@@ -200,9 +208,14 @@ def main(argv: list[str] | None = None) -> int:
     runtime = import_runtime()
     runtime._unsafe_reset_threadpool(a.threads)  # before the load, never after
     rss_before_load = status_kb("VmRSS:")
+    try:
+        probe = MachineProbe(runtime, torch, a.probe, a.probe_runs)
+    except Refused as e:
+        print(str(e), file=sys.stderr)
+        return 1
     if a.generate:
-        return generate(a, runtime, torch, rss_before_load)
-    return _forward_pass(a, runtime, torch, rss_before_load)
+        return generate(a, runtime, torch, rss_before_load, probe)
+    return _forward_pass(a, runtime, torch, rss_before_load, probe)
 
 
 if __name__ == "__main__":

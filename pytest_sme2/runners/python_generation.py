@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pytest_sme2.readers.tensorfile import SCALAR_TYPES
-from pytest_sme2.runners.python_process import (Refused, Steps, TimedMethod, first_line,
-                                                load_untraced, refusal, status_kb,
+from pytest_sme2.runners.python_process import (MachineProbe, Refused, Steps, TimedMethod,
+                                                first_line, load_untraced, refusal, status_kb,
                                                 untraced_keys, watched_stderr)
 from pytest_sme2.results.generation import Generation, context_token_ids, parse_generate
 
@@ -283,7 +283,7 @@ def _generation_summary(a, plan: _Plan, prompt: list[int], tokens, timers,
             "nonfinite_steps": nonfinite, **timers}
 
 
-def generate(a, runtime, torch, rss_before_load) -> int:
+def generate(a, runtime, torch, rss_before_load, probe: MachineProbe) -> int:
     """The generation loop through the runtime (see pytest_sme2.results.generation): W + N
     generations, each a prefill then greedy one-token steps; the same summary line as the
     native runner's --generate. A refusal at any step is one line on stderr, status 1. With
@@ -302,14 +302,17 @@ def generate(a, runtime, torch, rss_before_load) -> int:
         fill, prompt = context_token_ids(gen.depth, gen.prompt_tokens, plan.vocab)
         timed = Steps([])
         loop = _Generations(torch, plan, prompt, a.pte, seen, fill)
+        probe.before()
         if a.trace_runs < 0:
             timers, tokens, extra["rss_after_load_kb"] = loop.run(
                 module.forward, a.warmup + a.runs, timed)
+            probe.after()
             module.write_etdump_result_to_file(a.etdump)
             peak = status_kb("VmHWM:")
         else:
             timers, tokens, _ = loop.run(TimedMethod(method, timed).forward,
                                          a.warmup + a.runs, timed)
+            probe.after()
             peak = status_kb("VmHWM:")  # before the traced pass adds its own
             del method, program
             traced = (a.trace_warmup + a.trace_runs) * plan.executes
@@ -326,7 +329,7 @@ def generate(a, runtime, torch, rss_before_load) -> int:
         "executions": (a.warmup + a.runs) * plan.executes,
         "rss_before_load_kb": rss_before_load,
         "peak_includes": "the Python interpreter, torch and the runtime extension",
-        "peak_rss_kb": peak, **extra}
+        "peak_rss_kb": peak, **extra, **probe.keys()}
     summary["generation"] = _generation_summary(a, plan, prompt, tokens, timers,
                                                 timed.nonfinite)
     print(json.dumps(summary))

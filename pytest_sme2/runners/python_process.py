@@ -150,3 +150,57 @@ def untraced_keys(a, record: Steps, traced_executions: int) -> dict:
             "execute_span": "ExecuTorchMethod.execute()",
             "traced": {"warmup": a.trace_warmup, "runs": a.trace_runs,
                        "executions": traced_executions}}
+
+
+class MachineProbe:
+    """``--probe``: the machine-state probe's program (pytest-sme2's machine_probe, one XNNPACK
+    GEMM), loaded untraced beside the program under test and timed ``runs`` times (after
+    :data:`WARMUP` untimed) right before the first warm-up (:meth:`before`) and right after the last
+    timed run (:meth:`after`): the native runner's ``--probe_path``. Without a path it does
+    nothing."""
+
+    # Untimed executes before each end's timed ones. A process forked from the fork server
+    # runs slowly for its first millisecond or so (its first writes to pages it shares with
+    # the server are copied): with 8 before the first end, that end read 1.7x the second's
+    # probe time in the median block; with 100 (~0.7 ms), the two ends agree.
+    WARMUP = {"before": 100, "after": 8}
+
+    def __init__(self, runtime, torch, path: str | None, runs: int) -> None:
+        self.path, self.runs = path, runs
+        self.before_us: list[float] = []
+        self.after_us: list[float] = []
+        if path is None:
+            return
+        seen: list[str] = []
+        try:
+            self.program, self.method, _, _ = load_untraced(runtime, path, seen)
+        except Exception as e:  # noqa: BLE001 - the runtime's refusal, in one line
+            raise Refused(f"{path}: the machine-state probe's program was refused "
+                          f"({first_line(e)})") from None
+        meta = self.method.method_meta()
+        self.inputs = tuple(torch.ones(tuple(meta.input_tensor_meta(i).sizes()))
+                            for i in range(meta.num_inputs()))
+
+    def _time(self, out: list[float], warmup: int) -> None:
+        if self.path is None:
+            return
+        clock, method = time.perf_counter_ns, self.method
+        for i in range(warmup + self.runs):
+            method.set_inputs(self.inputs)
+            t = clock()
+            method.execute()
+            if i >= warmup:
+                out.append((clock() - t) / 1e3)
+
+    def before(self) -> None:
+        self._time(self.before_us, self.WARMUP["before"])
+
+    def after(self) -> None:
+        self._time(self.after_us, self.WARMUP["after"])
+
+    def keys(self) -> dict:
+        """The summary's ``probe`` (each execute in µs), as the native runner writes it."""
+        if self.path is None:
+            return {}
+        return {"probe": {"before_us": [round(v, 3) for v in self.before_us],
+                          "after_us": [round(v, 3) for v in self.after_us]}}

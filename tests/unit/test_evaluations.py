@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 EVALUATIONS = Path(__file__).resolve().parents[2] / "evaluations"
-SCRIPTS = sorted(p for p in EVALUATIONS.glob("*.py") if p.name != "_common.py")
+# Modules the scripts share (_common, _rules_before) are not scripts.
+SCRIPTS = sorted(p for p in EVALUATIONS.glob("*.py") if not p.name.startswith("_"))
 # Public besides pytest_sme2.api: the model zoo.
 PUBLIC = {"pytest_sme2.api", "pytest_sme2_models"}
 # script: the internal names ("module:name", or "module" for `import module`) it measures.
@@ -48,9 +49,7 @@ INTERNAL = {
                     "pytest_sme2.programs.llm.llama:build_llama"},
     "llm_runner_overhead": {"pytest_sme2.runners.native.cmake:SOURCE_DIR",
                             "pytest_sme2.runners.native.cmake:executorch_cmake_dir"},
-    "regression_gate_evaluation_time_gates": {"pytest_sme2.gate.ab:screen",
-                                              "pytest_sme2.gate.ab:slowdown",
-                                              "pytest_sme2.gate.robust:judge_robust"},
+    "regression_gate_evaluation_time_gates": {"pytest_sme2.gate.robust:judge_robust"},
     "sampled_vs_traced": {"pytest_sme2.analysis.addresses:kernel_key"},
     "tracing_cost": {"pytest_sme2.analysis.timing:process_runs"},
 }

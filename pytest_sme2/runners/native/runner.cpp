@@ -123,6 +123,9 @@ struct Options {
   int64_t depth_chunk = 0;    // C: tokens per execute of that fill (0: the longest forward)
   int64_t trace_executions = -1; // -1: the timed executions are traced (upstream's way)
   uint32_t trace_warmup = 0;
+  std::string probe_path;         // the machine-state probe's program (see Probe below)
+  uint32_t probe_executions = 24; // its executes timed at each end of the timed pass ...
+  uint32_t probe_warmup = 8;      // ... after these, untimed (a cold cache, a first call)
 
   bool untraced() const { return trace_executions >= 0; }
 };
@@ -132,7 +135,8 @@ const char* kUsage =
     "                   [--num_executions N]\n"
     "                   [--warmup W] [--cpu_threads T] [--input_file IN] [--output_file OUT]\n"
     "                   [--generate PROMPT_TOKENS,NEW_TOKENS[,DEPTH[,DEPTH_CHUNK]]]\n"
-    "                   [--trace_executions T [--trace_warmup TW]]\n";
+    "                   [--trace_executions T [--trace_warmup TW]]\n"
+    "                   [--probe_path PROBE.pte [--probe_executions K] [--probe_warmup W]]\n";
 
 long long parse_int(const std::string& flag, const std::string& text, long long lo, long long hi) {
   errno = 0;
@@ -187,6 +191,12 @@ Options parse_flags(int argc, char** argv) {
       o.output_file = value;
     } else if (name == "trace_executions") {
       o.trace_executions = parse_int(name, value, 0, UINT32_MAX);
+    } else if (name == "probe_path") {
+      o.probe_path = value;
+    } else if (name == "probe_executions") {
+      o.probe_executions = static_cast<uint32_t>(parse_int(name, value, 1, 100000));
+    } else if (name == "probe_warmup") {
+      o.probe_warmup = static_cast<uint32_t>(parse_int(name, value, 0, 100000));
     } else if (name == "trace_warmup") {
       o.trace_warmup = static_cast<uint32_t>(parse_int(name, value, 0, UINT32_MAX));
     } else if (name == "generate") {
@@ -1012,6 +1022,74 @@ void write_etdump(Module& module, const Options& o) {
   write_file(o.etdump_path, dump.buf, dump.size, "ETDump");
 }
 
+// ---- the machine-state probe ---------------------------------------------------------------
+// --probe_path P.pte: a fixed small program (pytest-sme2's machine_probe: one XNNPACK GEMM) timed
+// --probe_executions times (after --probe_warmup untimed) right before the first warm-up and
+// right after the last timed run,
+// untraced, on the same thread pool: its speed is the machine's at both ends of the block,
+// whatever the program under test does (a VM that switches speed, a phone that migrates cores).
+struct Probe {
+  std::unique_ptr<Module> module;
+  std::string method;
+  std::vector<Input> inputs;
+  Options options;          // the probe's own: its path, no input or data file
+  long rss_kb = 0;          // resident memory its load added: left out of the peak reported
+  std::vector<double> before_us, after_us;
+};
+
+std::unique_ptr<Probe> load_probe(const Options& o) {
+  if (o.probe_path.empty()) {
+    return nullptr;
+  }
+  if (!is_file(o.probe_path)) {
+    throw Failure(o.probe_path + ": probe program not found");
+  }
+  auto p = std::make_unique<Probe>();
+  p->options = o;
+  p->options.model_path = o.probe_path;
+  p->options.data_path.clear();
+  p->options.input_file.clear();
+  const long rss_before = status_kb("VmRSS:");
+  p->module = std::make_unique<Module>(o.probe_path, Module::LoadMode::File);
+  double ignored_program_ms = 0, ignored_method_ms = 0;
+  p->method = load_program(*p->module, p->options, ignored_program_ms, ignored_method_ms);
+  auto meta = p->module->method_meta(p->method);
+  if (!meta.ok()) {
+    throw Failure(o.probe_path + ": no metadata for the probe's method");
+  }
+  p->inputs = make_inputs(meta.get(), p->options);
+  const long rss_after = status_kb("VmRSS:");
+  p->rss_kb = rss_before >= 0 && rss_after >= rss_before ? rss_after - rss_before : 0;
+  return p;
+}
+
+void time_probe(Probe& p, std::vector<double>& out_us) {
+  const uint32_t warmup = p.options.probe_warmup;
+  for (uint32_t i = 0; i < warmup + p.options.probe_executions; ++i) {
+    set_inputs(*p.module, p.method, p.inputs, p.options.model_path);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto result = p.module->execute(p.method);
+    const double ms = ms_since(t0);
+    if (!result.ok()) {
+      throw Failure(p.options.model_path + ": probe execution failed (" +
+                    describe(result.error()) + ")");
+    }
+    if (i >= warmup) {
+      out_us.push_back(ms * 1000.0);
+    }
+  }
+}
+
+std::string probe_json(const Probe* p) {
+  if (p == nullptr) {
+    return "";
+  }
+  std::ostringstream js;
+  js << ", \"probe\": {\"rss_kb\": " << p->rss_kb << ", \"before_us\": " << json_list(p->before_us)
+     << ", \"after_us\": " << json_list(p->after_us) << "}";
+  return js.str();
+}
+
 int run(const Options& o) {
   if (o.generate && (!o.input_file.empty() || !o.output_file.empty())) {
     throw Failure("--generate makes its own tokens: --input_file and --output_file do not "
@@ -1056,13 +1134,24 @@ int run(const Options& o) {
   double program_load_ms = 0, method_load_ms = 0;
   const std::string method = load_program(module, o, program_load_ms, method_load_ms);
   const long rss_after_load = status_kb("VmRSS:");
+  std::unique_ptr<Probe> probe = load_probe(o);
+  if (probe) {
+    time_probe(*probe, probe->before_us);
+  }
   std::vector<EValue> outputs;
   Pass timed = run_pass(module, method, o, o.warmup, o.num_executions, "Iteration",
                         o.output_file.empty() ? nullptr : &outputs);
+  if (probe) {
+    time_probe(*probe, probe->after_us);
+  }
   if (!o.output_file.empty()) {
     write_outputs(outputs, o.output_file);
   }
-  const long peak_rss = status_kb("VmHWM:"); // before a traced Module adds its own
+  // Before a traced Module adds its own; without what the probe's load added.
+  long peak_rss = status_kb("VmHWM:");
+  if (probe && peak_rss > probe->rss_kb) {
+    peak_rss -= probe->rss_kb;
+  }
   std::string traced;  // the summary's "traced" object: the operator-traced pass
   if (!o.untraced()) {
     write_etdump(module, o);
@@ -1091,10 +1180,11 @@ int run(const Options& o) {
       : ", \"nonfinite_outputs\": " + std::to_string(timed.nonfinite);
   std::printf("{\"threads\": %zu, \"executions\": %u, \"program_load_ms\": %.6f, "
               "\"method_load_ms\": %.6f, \"rss_before_load_kb\": %s, \"rss_after_load_kb\": %s, "
-              "\"peak_rss_kb\": %s%s%s%s%s}\n",
+              "\"peak_rss_kb\": %s%s%s%s%s%s}\n",
               pool->get_thread_count(), timed.executions, program_load_ms, method_load_ms,
               json_kb(rss_before_load).c_str(), json_kb(rss_after_load).c_str(),
               json_kb(peak_rss).c_str(), nonfinite.c_str(), timing.c_str(),
+              probe_json(probe.get()).c_str(),
               timed.generation.empty() ? "" : ", \"generation\": ", timed.generation.c_str());
   return 0;
 }

@@ -27,6 +27,7 @@ class NativeRunner(RunnerBase):
     hwcap_mask: str | None = None       # see runners.base.Runner
     preloads = True
     times_untraced = True               # --trace_executions (runner.cpp)
+    probes = True                       # --probe_path (runner.cpp)
 
     @classmethod
     def from_build(cls, binary: Path, name: str = "native") -> NativeRunner:
@@ -51,6 +52,9 @@ class NativeRunner(RunnerBase):
         if request.untraced:
             argv += ["--trace_executions", str(request.trace_runs),
                      "--trace_warmup", str(request.trace_warmup)]
+        if request.probe:
+            argv += ["--probe_path", str(request.probe),
+                     "--probe_executions", str(request.probe_runs)]
         if request.generation is not None:  # tokens come from the loop, not a tensor file
             return argv + ["--generate", request.generation.arg]
         if request.inputs:

@@ -192,7 +192,9 @@ def test_plugins_amend_each_block_before_the_recorder_gets_it():
 
 def test_a_comparison_judges_each_side_on_all_its_blocks_and_records_the_verdicts(tmp_path):
     folder = _steady_past(tmp_path, runners=("off", "on"))
-    session = _PairSession(folder, policy=GatePolicy(categories=("GEMM",)), blocks=2)
+    # 2 pairs and no more (--sme2-confirm-blocks 0: no pairs until told)
+    session = _PairSession(folder, policy=GatePolicy(categories=("GEMM",), confirm_blocks=0),
+                           blocks=2)
     ticks = []
     loop = benchmarking.BenchmarkLoop(session, device="host",
                                       block_done=lambda n, total: ticks.append((n, total)))

@@ -26,7 +26,7 @@ def test_defaults():
     assert cfg.devices == ("host",) and cfg.runners == () and cfg.taskset == "auto"
     assert (cfg.models, cfg.dtypes, cfg.threads) == (
         ("toy_cnn", "mobilenet_v3_small", "vit_tiny"), ("fp32", "fp16", "int8"), (1, 2))
-    assert cfg.blocks == 5 and not cfg.emulated
+    assert cfg.blocks == 6 and not cfg.emulated
     assert cfg.min_speedup == {"fp32": 1.2, "fp16": 1.5, "int8": 1.2, "int8_dynamic": 1.2}
     assert cfg.baseline_dir == Path("/repo") / DEFAULT_BASELINE_DIR and not cfg.save_baseline
     assert cfg.gate == GatePolicy(fail_on_regression=None, allow_foreign=False, categories=(),

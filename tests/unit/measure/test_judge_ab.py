@@ -31,7 +31,7 @@ class _Session:
     candidate block)."""
 
     def __init__(self):
-        self.config = SimpleNamespace(blocks=5, baseline_dir=None, category_rules=None,
+        self.config = SimpleNamespace(blocks=6, baseline_dir=None, category_rules=None,
                                       gate=None)
         self.measuring = None
         self.calls: list[str] = []
@@ -97,7 +97,7 @@ def test_the_ab_verdict_says_it_compared_two_runners():
         "; base: the same program on runner python, candidate on runner native")
     assert report.e2e.against == "the same program re-measured in this session on runner python"
     assert session.calls[:3] == ["t@native", "t[base#0]@python", "t[base#1]@python"]
-    assert len(out.blocks) == len([c for c in session.calls if c.endswith("@native")]) == 5
+    assert len(out.blocks) == len([c for c in session.calls if c.endswith("@native")]) == 6
 
 
 def test_precision_with_a_spent_budget_still_judges_two_pairs():

@@ -13,8 +13,8 @@ from pytest_sme2.report.terminal import baseline_cell
 from pytest_sme2.report.unresolved_notes import unresolved_lines
 from tests.fakes.baselines import bench_result
 
-WIDE = judge_ab(Pairs((1.0, 1.0, 1.0), (0.97, 1.12, 1.06)))
-TIGHT = judge_ab(Pairs((1.0, 1.0, 1.0), (1.0, 1.01, 0.99)))
+WIDE = judge_ab(Pairs((1.0,) * 6, (0.97, 1.12, 1.06, 0.95, 1.1, 1.04)))
+TIGHT = judge_ab(Pairs((1.0,) * 6, (1.0, 1.01, 0.99, 1.005, 0.995, 1.0)))
 
 
 def _judged(name: str, j) -> object:
@@ -25,7 +25,7 @@ def _judged(name: str, j) -> object:
 
 
 def test_cannot_tell_is_never_ok_in_a_table_cell():
-    assert baseline_cell(WIDE).startswith("CANNOT TELL 1.05x [") and "(3 pairs)" in \
+    assert baseline_cell(WIDE).startswith("CANNOT TELL 1.04x [") and "(6 pairs)" in \
         baseline_cell(WIDE)
     assert baseline_cell(TIGHT).startswith("no change 1.00x [")
 
@@ -36,7 +36,7 @@ def test_the_summary_names_each_unresolved_benchmark_and_what_it_could_resolve()
     assert lines[0].startswith("cannot tell: 1 of 2 judged benchmark(s) could neither call nor "
                                "rule out a change of their threshold's size: a (python) "
                                "end to end: 10% is not resolvable here (interval [")
-    assert "after 3 pairs" in lines[0] and "b (python)" not in lines[0]
+    assert "after 6 pairs" in lines[0] and "b (python)" not in lines[0]
     assert unresolved_lines([_judged("t.py::b", TIGHT)]) == []
 
 
