@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.programs.spec import is_pte
+from pytest_sme2.results.block import test_of
 from pytest_sme2.results.under_test import VERSIONED, UnderTest
 from pytest_sme2._util.versions import package_version
 from pytest_sme2.programs.registry import get_model
@@ -42,7 +43,7 @@ MEASURE_TIME = "time"                       # Method::execute wall time (issue 1
 _WHERE = {"device_kind": "device kind", "cpu": "CPU/SoC", "abi": "ABI", "sme": "SME capability",
           "sme2": "SME2 capability", "cpu_set": "CPU set", "emulated": "emulated"}
 _ASKED = {"model": "model", "dtype": "dtype", "threads": "threads", "runner": "runner",
-          "measure": "measure", "depth": "context depth"}
+          "measure": "measure", "depth": "context depth", "test": "test"}
 
 
 def cpu_ranges(cpus: Iterable[int]) -> str:
@@ -90,6 +91,11 @@ class BaselineKey:
     # 512 is another workload than at 0. Left out of the key's JSON at 0, so every key written
     # before it keeps its digest and file.
     depth: int = 0
+    # The pytest test that measured it (its node id, a block's own suffix left out): two tests
+    # of one model measure in their own ways (a comparison's pairs, a benchmark's one block),
+    # and one must never set the other's level or noise floor. "" outside pytest; left out
+    # of the key's JSON then, as depth at 0.
+    test: str = ""
 
     @classmethod
     def from_result(cls, result: BlockResult, measure: str = MEASURE_TIME) -> BaselineKey:
@@ -98,17 +104,20 @@ class BaselineKey:
                    cpu_set=_cpu_set(result), emulated=dev.emulated,
                    model=result.model, dtype=result.dtype, threads=int(result.threads),
                    runner=result.runner_name, measure=measure,
-                   depth=result.generation.depth if result.generation is not None else 0)
+                   depth=result.generation.depth if result.generation is not None else 0,
+                   test=test_of(result.nodeid) if "::" in result.nodeid else "")
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        if not d["depth"]:
-            del d["depth"]
+        for optional in ("depth", "test"):
+            if not d[optional]:
+                del d[optional]
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> BaselineKey:
-        return cls(**{f: d[f] for f in cls.__dataclass_fields__ if f in d or f != "depth"})
+        optional = ("depth", "test")
+        return cls(**{f: d[f] for f in cls.__dataclass_fields__ if f in d or f not in optional})
 
     @property
     def digest(self) -> str:
@@ -130,9 +139,14 @@ class BaselineKey:
     def differences(self, now: BaselineKey) -> list[str]:
         """Why a baseline of key ``self`` cannot judge a measurement of key ``now``: one
         ``what baseline -> now`` per differing field, empty when the keys are equal."""
-        return [f"{label} {getattr(self, name)!r} -> {getattr(now, name)!r}"
-                for name, label in {**_WHERE, **_ASKED}.items()
-                if getattr(self, name) != getattr(now, name)]
+        out = [f"{label} {getattr(self, name)!r} -> {getattr(now, name)!r}"
+               for name, label in {**_WHERE, **_ASKED}.items()
+               if getattr(self, name) != getattr(now, name) and name != "test"]
+        if self.test != now.test:
+            was = repr(self.test) if self.test else \
+                "(none: recorded before its key named the test, pooling every test's blocks)"
+            out.append(f"test {was} -> {now.test!r}")
+        return out
 
 
 def under_test_of(result: BlockResult) -> UnderTest:

@@ -65,6 +65,9 @@ class Session:
     # An LLM's instruction baseline (measure "instructions"): each block's instructions per
     # prefill; its ``blocks`` hold the instructions per decode token.
     prefill_instructions: list[float] = field(default_factory=list)
+    # The machine-state probe's time (µs) of each probed block: the machine's speed when the
+    # baseline was recorded (pytest_sme2.analysis.machine_state); empty when not probed.
+    probe_us: list[float] = field(default_factory=list)
 
     @property
     def block_medians(self) -> list[float]:
@@ -85,7 +88,8 @@ class Session:
                                      ("peak_rss_kb", self.peak_rss_kb),
                                      ("prefill_ms", self.prefill_ms),
                                      ("ttft_ms", self.ttft_ms),
-                                     ("prefill_instructions", self.prefill_instructions))
+                                     ("prefill_instructions", self.prefill_instructions),
+                                     ("probe_us", self.probe_us))
                    if v}}
 
 
@@ -152,7 +156,8 @@ def _parse_session(path: Path, i: int, d: Any, v1_key: dict[str, Any] | None) ->
     if not isinstance(d.get("timestamp"), str):
         raise _malformed(path, f"session {i} has no 'timestamp'")
     versions = {str(k): str(v) for k, v in (d.get("versions") or {}).items()}
-    for name in ("load_ms", "peak_rss_kb", "prefill_ms", "ttft_ms", "prefill_instructions"):
+    for name in ("load_ms", "peak_rss_kb", "prefill_ms", "ttft_ms", "prefill_instructions",
+                 "probe_us"):
         if d.get(name) is not None and not _positive_times(d[name]):
             raise _malformed(path, f"session {i} '{name}' is not a list of positive numbers")
     if v1_key is not None:   # schema 1: what was under test lived in the file's key
@@ -173,7 +178,8 @@ def _parse_session(path: Path, i: int, d: Any, v1_key: dict[str, Any] | None) ->
                    prefill_ms=[float(v) for v in d.get("prefill_ms") or []],
                    ttft_ms=[float(v) for v in d.get("ttft_ms") or []],
                    prefill_instructions=[float(v)
-                                         for v in d.get("prefill_instructions") or []])
+                                         for v in d.get("prefill_instructions") or []],
+                   probe_us=[float(v) for v in d.get("probe_us") or []])
 
 
 def _v1_key(old: dict[str, Any], sessions: list[Session]) -> BaselineKey:
@@ -266,7 +272,8 @@ def find(baseline_dir: Path, key: BaselineKey) -> Lookup:
         return Lookup(base, _foreign(base, key))
     others = [load(p) for p in sorted(folder.glob(f"{key.stem}-*.json"))
               if re.fullmatch(re.escape(key.stem) + r"-[0-9a-f]{10}\.json", p.name)]
-    same = [b for b in others if b.migrated and b.key == key]
+    # A schema-1 file knew no test: it is the asking test's (its blocks were).
+    same = [b for b in others if b.migrated and replace(b.key, test=key.test) == key]
     if same:
         return Lookup(_merged(key, exact, same))
     others = [b for b in others if b.sessions]
@@ -351,6 +358,7 @@ def save(results: Sequence[BlockResult], baseline_dir: Path, keep: int = DEFAULT
     prefill: list[float] = []
     ttft: list[float] = []
     prefill_counts: list[float] = []
+    probes: list[float] = []
     if measure == MEASURE_TIME:
         blocks = [[round(float(v), 6) for v in r.e2e_ms] for r in results]
         cats = [{k: round(float(v), 6) for k, v in r.categories_ms.items()} for r in results]
@@ -360,6 +368,7 @@ def save(results: Sequence[BlockResult], baseline_dir: Path, keep: int = DEFAULT
         gens = [r.generation for r in results if r.generation is not None]
         prefill = [round(float(g.prefill.median_ms), 6) for g in gens if g.prefill.median_ms]
         ttft = [round(float(g.ttft_ms), 6) for g in gens if g.ttft_ms]
+        probes = [round(r.probe.level, 3) for r in results if r.probe and r.probe.before_us]
     else:
         counts = [r.instructions_per_execute for r in results]
         if any(c is None or not c > 0 for c in counts):
@@ -390,12 +399,14 @@ def save(results: Sequence[BlockResult], baseline_dir: Path, keep: int = DEFAULT
             same[0].prefill_ms.extend(prefill)
             same[0].ttft_ms.extend(ttft)
             same[0].prefill_instructions.extend(prefill_counts)
+            same[0].probe_us.extend(probes)
         else:
             baseline.sessions.append(Session(
                 timestamp=stamp, blocks=blocks, git_commit=sha, versions=_versions(results[0]),
                 device=results[0].device, categories_ms=cats, session_id=session_id,
                 under_test=under_test_of(results[0]), load_ms=loads, peak_rss_kb=peaks,
-                prefill_ms=prefill, ttft_ms=ttft, prefill_instructions=prefill_counts))
+                prefill_ms=prefill, ttft_ms=ttft, prefill_instructions=prefill_counts,
+                probe_us=probes))
         baseline.sessions = baseline.sessions[-keep:]
         atomic_write_text(path, dumps(replace(baseline, path=path)))
         _keep_program(folder, results[0])

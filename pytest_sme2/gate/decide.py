@@ -101,6 +101,17 @@ def unresolved(ratio: Interval, pairs: int, threshold_pct: float, what: str = "p
             f"{tail})")
 
 
+def floor_remedy(floor_pct: float, threshold_pct: float) -> str:
+    """What resolves a stored gate whose sessions drift more than the change to detect — more
+    blocks of this session cannot: ``the baseline's sessions drift 45% between themselves,
+    more than the 10% to detect; to judge 10% here, ...``."""
+    return (f"the baseline's sessions drift {floor_pct:.0f}% between themselves, more than the "
+            f"{threshold_pct:g}% to detect, and more blocks of this session cannot narrow that; "
+            "to judge it, record the baseline again on the base commit with --save-baseline "
+            "(it keeps the base program, which the gate then re-measures beside yours in "
+            f"pairs), or raise --fail-on-regression above {floor_pct:.0f}%")
+
+
 @dataclass(frozen=True)
 class PairBudget:
     """How far a "cannot tell" may go: ``max_pairs`` pairs in all, and ``seconds`` of

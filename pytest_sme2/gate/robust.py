@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
+from pytest_sme2.gate.decide import floor_remedy
 from pytest_sme2.stats import noise_floor
 
 if TYPE_CHECKING:
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
 
 OUTLIER_SCALES = 4.0        # robust scales away from the others' median ...
 OUTLIER_LEAST = math.log(1.10)   # ... and at least 10% away: ordinary drift stays in
-AB_HINT = "--sme2-gate-mode ab re-measures the base program in this session and is not blinded"
 
 
 @dataclass(frozen=True)
@@ -94,10 +94,7 @@ def judge_robust(judge: Callable[..., Judgement], base_sessions: Sequence[Sequen
         notes.append(f"noise floor {j.noise_floor_pct:.0f}% ({full * 100:.0f}% with it) "
                      f"because {', '.join(map(str, out))} (left out)")
     if j.noise_floor_pct > threshold_pct:
-        if not out:
-            notes.append(f"noise floor {j.noise_floor_pct:.0f}% is wider than the threshold "
-                         f"{threshold_pct:g}%: sessions drift")
-        notes.append(AB_HINT)
+        notes.append(floor_remedy(j.noise_floor_pct, threshold_pct))
     if not notes:
         return j
     return replace(j, reason=j.reason + "; " + "; ".join(notes))

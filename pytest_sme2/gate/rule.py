@@ -29,7 +29,8 @@ from pytest_sme2 import units
 from pytest_sme2.baselines.key import BaselineKey, under_test_of
 from pytest_sme2.gate.policy import DEFAULT_THRESHOLD_PCT, GatePolicy
 from pytest_sme2.gate.robust import judge_robust
-from pytest_sme2.results import BlockResult
+from pytest_sme2.results import BlockResult, UnderTest
+from pytest_sme2.results.under_test import VERSIONED
 # The verdict record and its words live with results.json, which stores them.
 from pytest_sme2.results.judgement import (CANNOT_TELL, IMPROVEMENT,  # noqa: F401
                                            INSTRUCTIONS, LOAD, MEMORY, NO_CHANGE,
@@ -188,10 +189,50 @@ def evaluate(results: Sequence[BlockResult], baseline_dir: Path | None,
     verdicts += [_judge_category(base, results, c, pct) for c in names]
     verdicts += _judge_startup(base, results, policy)
     verdicts += _judge_phases(base, results, pct)
-    changed = tuple(under_test_of(results[0]).changes_since(base.under_test)) \
-        if base.under_test is not None else ()
+    now = under_test_of(results[0])
+    changed = tuple(now.changes_since(base.under_test)) if base.under_test is not None else ()
+    if identical(now, base.under_test):
+        speed = machine_speed(base, results)
+        verdicts = [by_identity(v, now, speed) for v in verdicts]
     return GateReport(tuple(_annotated(v, changed, found.foreign_reason) for v in verdicts)
                       + extra, len(results))
+
+
+def identical(now: UnderTest, old: UnderTest | None) -> bool:
+    """The program, its runner and runtime are the baseline's newest session's, byte for byte:
+    the program's sha256, the runner's build labels, the torch/executorch/torchao versions and
+    the timing mode. The model's source may differ (a comment): its program did not."""
+    return (old is not None and bool(now.program) and now.program == old.program
+            and now.runner_labels == old.runner_labels and now.timing == old.timing
+            and all(now.versions.get(p) == old.versions.get(p) for p in VERSIONED))
+
+
+def machine_speed(base: baseline_store.Baseline, results: Sequence[BlockResult]) -> str:
+    """What the probe says of the machine's speed now against the baseline's sessions:
+    ``the probe ran 1.52x slower than when the baseline was recorded``, or ""."""
+    then = [v for s in base.sessions for v in s.probe_us]
+    now = [r.probe.level for r in results if r.probe is not None and r.probe.before_us]
+    if not then or not now:
+        return ""
+    ratio = float(median(now)) / float(median(then))
+    if ratio >= 1:
+        return f"the machine-state probe ran {ratio:.2f}x slower than when it was recorded"
+    return f"the machine-state probe ran {1 / ratio:.2f}x faster than when it was recorded"
+
+
+def by_identity(j: Judgement, now: UnderTest, speed: str) -> Judgement:
+    """A time verdict on a program, runner and runtime that are the baseline's: "no change"
+    by identity — what the time shows is the machine, not the code — saying what it read
+    and, where the probe can tell, how the machine's speed moved."""
+    if j.status not in (REGRESSION, IMPROVEMENT, CANNOT_TELL) or j.measure == INSTRUCTIONS:
+        return j
+    read = str(j.ratio) if j.ratio is not None else j.status
+    probe = f"; {speed}" if speed else ""
+    return replace(j, status=NO_CHANGE, reason=(
+        f"no change by identity: the program ({(now.program or '')[:12]}), its runner and "
+        f"runtime are the baseline's, byte for byte, so the time it read ({read}, "
+        f"{j.status.replace('_', ' ')} by the stored rule) is this machine's speed, not the "
+        f"code's{probe}; the stored rule said: {j.reason}"))
 
 
 STARTUP_KEYS = {LOAD: "load", MEMORY: "memory"}   # results.json's baseline_startup keys

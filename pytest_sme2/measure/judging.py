@@ -21,7 +21,7 @@ from pytest_sme2.baselines.key import BaselineKey, under_test_of
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate import ab as gate_ab
 from pytest_sme2.gate import rule as gate
-from pytest_sme2.gate.decide import PairBudget, until_told
+from pytest_sme2.gate.decide import PairBudget, floor_remedy, until_told
 from pytest_sme2.gate.policy import GatePolicy
 from pytest_sme2.gate.rule import GateReport
 from pytest_sme2.measure.block import BenchmarkRun
@@ -178,7 +178,9 @@ class Judging:
             return report
         floor = report.e2e.noise_floor_pct or 0.0
         if floor >= policy.threshold_pct:      # more blocks cannot narrow the sessions' drift
-            return report
+            e2e = replace(report.e2e, reason=f"{report.e2e.reason}; {base.missing}; "
+                                             f"{floor_remedy(floor, policy.threshold_pct)}")
+            return replace(report, judgements=(e2e, *report.judgements[1:]))
         told = until_told(len(blocks), lambda: self.more_block(len(blocks)),
                           lambda: self.judge().e2e, pair_budget(policy))
         report = self.judge()

@@ -5,18 +5,18 @@ benchmark carries. A "cannot tell" is never summed up as ``ok``."""
 
 from __future__ import annotations
 
-import re
 from typing import Iterable
 
-from pytest_sme2.gate.decide import unresolved
+from pytest_sme2.gate.decide import floor_remedy, unresolved
 from pytest_sme2.results import BlockResult, Judgement
+from pytest_sme2.results.block import test_of
 
 NAMED = 5      # benchmarks a note names; results.json has them all
 
 
 def _benchmark(r: BlockResult) -> str:
     """A comparison's blocks (``test[runner#3]``) count once per side, as their test."""
-    return re.sub(r"\[[^\[\]#]*#\d+\]$", "", r.name)
+    return test_of(r.name)
 
 
 def _why(j: Judgement) -> str:
@@ -24,21 +24,32 @@ def _why(j: Judgement) -> str:
     baseline its noise floor."""
     if j.ratio is None:
         return j.reason
-    if j.against != "baseline":
+    if _paired(j):
         return unresolved(j.ratio, j.current_blocks, j.threshold_pct)
-    return (f"{j.threshold_pct:g}% is not resolvable against the stored baseline (ratio "
-            f"{j.ratio}; its noise floor {j.noise_floor_pct or 0:.1f}%)")
+    floor = j.noise_floor_pct or 0.0
+    why = (f"{j.threshold_pct:g}% is not resolvable against the stored baseline (ratio "
+           f"{j.ratio}; its noise floor {floor:.1f}%)")
+    if floor >= j.threshold_pct:
+        why += f": {floor_remedy(floor, j.threshold_pct)}"
+    return why
 
 
-def _what(r: BlockResult) -> Iterable[tuple[str, str]]:
-    """(what was judged, why it is unresolved) for each unresolved verdict on the block."""
+def _paired(j: Judgement) -> bool:
+    """Judged on pairs measured in this session (more pairs could narrow it), not against the
+    stored sessions."""
+    return j.against != "baseline"
+
+
+def _what(r: BlockResult) -> Iterable[tuple[str, str, bool]]:
+    """(what was judged, why it is unresolved, whether by pairs) for each unresolved verdict
+    on the block."""
     judged = [("end to end", r.judgement),
               *((c, j) for c, j in (r.category_judgements or {}).items()),
               *((p, j) for p, j in (r.phase_judgements or {}).items()),
               *((m, j) for m, j in (r.startup_judgements or {}).items()),
               ("instructions", r.instructions_judgement)]
     # Judged and reported only (a threshold "off") is never a failure: not a warning either.
-    return [(what, _why(j)) for what, j in judged
+    return [(what, _why(j), _paired(j)) for what, j in judged
             if j is not None and j.unresolved and j.enforced]
 
 
@@ -46,7 +57,7 @@ def unresolved_lines(blocks: Iterable[BlockResult]) -> list[str]:
     """``cannot tell: 2 of 6 judged benchmarks could neither call nor rule out a change of
     their threshold's size: test_x end to end (10% is not resolvable here (…)); …``; nothing
     when every verdict was told."""
-    judged: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    judged: dict[tuple[str, str], list[tuple[str, str, bool]]] = {}
     for r in blocks:
         if r.judgement is None or r.judgement.status == "not_compared":
             continue
@@ -58,7 +69,10 @@ def unresolved_lines(blocks: Iterable[BlockResult]) -> list[str]:
     line = (f"cannot tell: {len(missed)} of {len(judged)} judged benchmark(s) could neither "
             "call nor rule out a change of their threshold's size: "
             + "; ".join(f"{name} ({runner}) {what}: {why}"
-                        for (name, runner), got in named for what, why in got[:1]))
+                        for (name, runner), got in named for what, why, _ in got[:1]))
     if len(missed) > NAMED:
         line += f"; and {len(missed) - NAMED} more (results.json)"
-    return [line + " (more pairs: --sme2-max-pairs, --sme2-precision-budget)"]
+    # More pairs help only verdicts made of pairs; the stored ones say their own remedy.
+    if any(paired for got in missed.values() for _, _, paired in got):
+        line += " (more pairs: --sme2-max-pairs, --sme2-precision-budget)"
+    return [line]

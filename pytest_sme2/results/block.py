@@ -9,6 +9,7 @@ written and read as ``baseline``, ``baseline_categories``, ``baseline_instructio
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -57,6 +58,16 @@ _MACHINE = ("probe", "modes")
 # (UnderTest.to_dict(), set when the block is recorded) and the taskset mask it
 # was pinned to. A plugin's keys (``extra``) follow them.
 _TAIL = ("etrecord_missing", "precision", "under_test", "cpu_mask")
+
+
+# A comparison's, confirmation's or A/B block names itself after its test: ``test[native#3]``.
+_BLOCK_SUFFIX = re.compile(r"\[[^\[\]#]*#\d+\]$")
+
+
+def test_of(nodeid: str) -> str:
+    """The test a block was measured by: its node id without a block's own suffix
+    (``t.py::test_x[native#3]`` -> ``t.py::test_x``)."""
+    return _BLOCK_SUFFIX.sub("", nodeid)
 
 
 def device_label(device: DeviceFacts | Mapping[str, Any]) -> str:

@@ -15,6 +15,7 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pytest_sme2._util.fsutil import file_sha256
 from pytest_sme2.runners.base import RunnerBase, RunnerError, RunRequest
 from pytest_sme2.results.runner import RunnerInfo
 from pytest_sme2.analysis.llm_observer import parse_observer
@@ -137,7 +138,9 @@ class BinaryRunner(RunnerBase):
             raise RunnerError(f"runner {self.name!r}: library folder {self.lib_dir} does not "
                               "exist")
         machine = elf_machine(path)
-        labels = {"path": str(path), "arch": machine or "script", **self.labels}
+        # The executable's content: the gate tells another build at the same path apart.
+        labels = {"path": str(path), "arch": machine or "script",
+                  "sha256": file_sha256(path)[:16], **self.labels}
         object.__setattr__(self, "path", path)
         object.__setattr__(self, "machine", machine)
         object.__setattr__(self, "info", RunnerInfo(self.name, "binary", labels))

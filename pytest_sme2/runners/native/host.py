@@ -35,6 +35,9 @@ def build_host_into(out: Path, tc: Toolchain, key: str, failed_log: Path) -> dic
             "executorch": package_version("executorch"),
             "compiler": tc.compiler_label,
             "build_type": BUILD_TYPE,
+            # The build's key (runner.cpp, CMakeLists, compiler, executorch): the gate tells a
+            # runner built from other code from the same runner.
+            "build": key,
             "machine": platform.machine(),
             # The wheel's XNNPACK build flags are not published, and x86 has no SME2 at all:
             # the build cannot tell, so it does not claim.

@@ -24,14 +24,16 @@ REPO = Path(__file__).resolve().parents[3]
 def test_filename_is_readable_and_hash_is_stable():
     key = BaselineKey.from_result(bench_result())
     assert re.fullmatch(r"toy_cnn-fp32-t1-python-[0-9a-f]{10}\.json", key.filename)
-    # Serial numbers, host names, samples, node ids and what is under test (runner labels,
-    # the export) do not change the key.
-    other = bench_result(samples=(5.0,), nodeid="other",
+    # Serial numbers, host names, samples, a block's own suffix and what is under test (runner
+    # labels, the export) do not change the key.
+    other = bench_result(samples=(5.0,), nodeid="b.py::t[x][native#3]",
                          device={"serial": "x", "kernel": "7"},
                          runner={"name": "python", "kind": "python",
                                  "labels": {"executorch": "1.6"}},
                          export_key="0000000000000000")
     assert BaselineKey.from_result(other).digest == key.digest
+    # The test does: another test's blocks never join this one's baseline.
+    assert BaselineKey.from_result(bench_result(nodeid="b.py::t2[x]")).digest != key.digest
     # ... nor another process (no hash randomisation, no dict-order dependence).
     code = ("import json, sys; from pytest_sme2.baselines.key import BaselineKey; "
             "print(BaselineKey.from_dict(json.loads(sys.argv[1])).digest)")

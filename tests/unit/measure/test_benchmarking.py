@@ -39,12 +39,14 @@ def _block(samples, nodeid="toy_cnn-fp32-t1", runner="python", block=None) -> Bl
         analysis=ResultAnalysis(categories_ms={"GEMM": 0.5}), context=RunContext(block=block))
 
 
-def _steady_past(tmp_path: Path, runners=("python",)) -> Path:
+def _steady_past(tmp_path: Path, runners=("python",), nodeid="toy_cnn-fp32-t1") -> Path:
+    """Three steady baseline sessions, measured by the test ``nodeid`` (a baseline is its
+    test's: another test's blocks never set its level)."""
     folder = tmp_path / "bl"
     for runner in runners:
         for i in range(3):
             level = 1.0 + 0.01 * i
-            save([_block((level, level * 1.01, level * 0.99), runner=runner)], folder,
+            save([_block((level, level * 1.01, level * 0.99), nodeid, runner=runner)], folder,
                  session_id=f"s{i}", commit=False, now=T0 + timedelta(days=i))
     return folder
 
@@ -124,7 +126,7 @@ def test_a_benchmark_without_baselines_is_measured_once_recorded_and_not_compare
 
 def test_a_suspected_regression_is_confirmed_on_fresh_blocks_and_every_block_carries_it(
         tmp_path):
-    session = _Session(_steady_past(tmp_path), [SLOW] + [STEADY] * 11)
+    session = _Session(_steady_past(tmp_path, nodeid="t.py::test_x"), [SLOW] + [STEADY] * 11)
     said, ticks = [], []
     loop = benchmarking.BenchmarkLoop(session, label="t.py::test_x", progress=said.append,
                                       block_done=lambda n, total: ticks.append((n, total)))

@@ -1,5 +1,6 @@
 """User executor_runner binaries: ELF architecture, path checks, upstream argv, failure hints."""
 
+import hashlib
 import re
 import struct
 import sys
@@ -79,7 +80,9 @@ def test_foreign_architecture_on_host_names_both(tmp_path):
     path, arch = _foreign(tmp_path)
     runner = BinaryRunner("sme2-on", path, labels={"sme2": "on"})
     assert runner.machine == arch
-    assert runner.info.labels == {"path": str(path), "arch": arch, "sme2": "on"}
+    # its content, too: another build at the same path is another runner to the gate
+    sha = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    assert runner.info.labels == {"path": str(path), "arch": arch, "sha256": sha, "sme2": "on"}
     with pytest.raises(RunnerError) as ei:
         runner.check_host()
     msg = str(ei.value)
