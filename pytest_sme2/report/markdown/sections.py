@@ -273,7 +273,10 @@ def evidence_rows(us: list[Unit], ctx: list[dict], paths: dict[int, str]) -> lis
                            "in the XNNPACK log SME2")
             else:
                 kernels = "no kernel trace"
-            row = {"runner": _runner_cell(u, i), "verdict": e["verdict"],
+            # Both levels where the SME one is known: "SME: proven (SME1 kernels: ...); SME2:
+            # absent" on a device with SME but no SME2.
+            verdict = e["levels"] if e["shows_sme_level"] else e["verdict"]
+            row = {"runner": _runner_cell(u, i), "verdict": verdict,
                    "packed": ", ".join(code(op) for op in e["packed"]) or "none",
                    "kernels": kernels}
             key = tuple(row.values())
