@@ -108,9 +108,11 @@ def kernel_name_fields(name: str) -> tuple[str, str, str, str, str]:
 # -- what a phase ran, in a few words ---------------------------------------------------------
 
 # Weight types a KleidiAI kernel's name carries (``qsi4c32``: signed int4 weights, ...).
-# XNNPACK's: ``qc4w``/``qb4w`` (per channel / blockwise int4), ``qc8w`` (per channel int8).
+# XNNPACK's: ``qc4w``/``qb4w`` (per channel / blockwise int4), ``qc8w`` (per channel int8),
+# ``qc2w`` (per channel int2: the 1.5.1 aarch64 wheel packs it, xnn_pack_qs8_qc2w_*).
 WEIGHT_TYPES = (("qsi4", "int4"), ("qai4", "int4"), ("qsu4", "int4"), ("qsi8", "int8"),
-                 ("qai8cx", "int8"), ("qc4w", "int4"), ("qb4w", "int4"), ("qc8w", "int8"))
+                 ("qai8cx", "int8"), ("qc4w", "int4"), ("qb4w", "int4"), ("qc8w", "int8"),
+                 ("qsi2", "int2"), ("qsu2", "int2"), ("qc2w", "int2"))
 
 
 @dataclass(frozen=True)
