@@ -152,13 +152,19 @@ def weight_type(name: str) -> str:
 _ACCESSOR = re.compile(r"(^kai_get_|_get_(mr|nr|kr|sr|m_step|n_step)$)", re.IGNORECASE)
 
 
+def is_accessor(name: str) -> bool:
+    """A kernel's tile-size accessor (``…__neonsme2_get_mr``, ``kai_get_mr_…``), not a kernel:
+    a trace lists it beside the kernel, and calling it proves nothing about the kernel's body."""
+    return bool(_ACCESSOR.search(name))
+
+
 def _compute(kernels: Iterable[PhaseKernel]) -> list[PhaseKernel]:
     """The compute kernels (matmul, conv, ...): KleidiAI's ``kai_run_*`` and XNNPACK's
     micro-kernels, not packing helpers nor the accessors of a kernel's tile size
     (``…__neonsme2_get_mr``, ``kai_get_mr_…``: a trace lists them beside the kernel), when any;
     else all of them."""
     ks = [k for k in kernels if k.family != "unknown"]
-    runs = [k for k in ks if "pack" not in k.name.lower() and not _ACCESSOR.search(k.name)]
+    runs = [k for k in ks if "pack" not in k.name.lower() and not is_accessor(k.name)]
     return runs or ks
 
 

@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from pytest_sme2.analysis.categories import op_name
-from pytest_sme2.analysis.isa import gemm_datatype, isa_family, xnn_isa_suffix
+from pytest_sme2.analysis.isa import gemm_datatype, is_accessor, isa_family, xnn_isa_suffix
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.results.records import KernelEvidence, LoggedKernel, TracedKernel
 
@@ -180,8 +180,9 @@ def sme2_verdict(
 
 
 def _compute_first(names: Sequence[str]) -> list[str]:
-    """Compute kernels before packing ones: what did the arithmetic first."""
-    return sorted(names, key=lambda n: "pack" in n.lower())
+    """Compute kernels before packing ones: what did the arithmetic first; tile-size accessors
+    left out (they are no kernels)."""
+    return sorted((n for n in names if not is_accessor(n)), key=lambda n: "pack" in n.lower())
 
 
 def sme_level(*, executed: KernelTrace | None, sampled: KernelSample | None,
@@ -197,7 +198,7 @@ def sme_level(*, executed: KernelTrace | None, sampled: KernelSample | None,
             return PROVEN, (f"kernel trace: {_count(len(ran), 'SME1 kernel')} executed "
                             f"({_few(ran)})")
     if sampled is not None:
-        caught = [k for k in sampled.sampled if k.isa_family == "SME"]
+        caught = [k for k in sampled.sampled if k.isa_family == "SME" and not is_accessor(k.name)]
         if caught:
             names = _compute_first([k.name for k in caught])
             return PROVEN, (f"sampling: {sum(k.samples for k in caught)} of "

@@ -7,11 +7,16 @@ concept, whether it was just computed or read back from a document."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from pytest_sme2.results.thermal import CooldownRecord
+
+# A kernel's tile-size accessor, not a kernel (pytest_sme2.analysis.isa.is_accessor's rule: the
+# analysis layer is above this one).
+_ACCESSOR = re.compile(r"(^kai_get_|_get_(mr|nr|kr|sr|m_step|n_step)$)", re.IGNORECASE)
 
 def _field_names(cls: type) -> frozenset[str]:
     return frozenset(f.name for f in fields(cls))
@@ -135,8 +140,10 @@ class KernelEvidence:
     @property
     def sme1_kernels(self) -> list[str]:
         """The SME1 micro-kernels the evidence names (executed, else sampled), compute kernels
-        before packing ones."""
-        ran = [k for k in self.executed_kernels or self.sampled_kernels if k.isa_family == "SME"]
+        before packing ones, tile-size accessors left out
+        (:func:`pytest_sme2.analysis.isa.is_accessor`)."""
+        ran = [k for k in self.executed_kernels or self.sampled_kernels
+               if k.isa_family == "SME" and not _ACCESSOR.search(k.name)]
         return [k.name for k in sorted(ran, key=lambda k: "pack" in k.name.lower())]
 
     @property

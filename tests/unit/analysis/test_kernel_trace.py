@@ -411,9 +411,11 @@ def test_executed_sme2_in_a_process_without_sme2_is_a_dispatch_bug() -> None:
 
 
 def test_sme1_kernels_executed_prove_the_sme_level_beside_sme2_absent() -> None:
-    """qemu:sme1's toy_cnn fp32: SME1 matmul and packing kernels, no SME2."""
+    """qemu:sme1's toy_cnn fp32: SME1 matmul and packing kernels, no SME2 (an XNNPACK kernel's
+    tile-size accessor is no kernel: left out)."""
     pack = "kai_run_lhs_pack_f32p2vlx1_f32_sme"
-    t = _trace([(pack, "SME", 1), (SME1_MOPA, "SME", 3)], 4)
+    t = _trace([(pack, "SME", 1), (SME1_MOPA, "SME", 3),
+                ("xnn_qp8_f32_qc8w_gemm_minmax_ukernel_16x64c4__neonsme_get_mr", "SME", 1)], 5)
     ev = sme2_verdict(kernels=None, kleidiai=PF32, device_sme2=False, device_sme=True,
                       executed=t)
     assert (ev.sme, ev.sme2) == ("proven", "absent")
