@@ -99,5 +99,14 @@ def test_benchmarks_on_an_sme1_only_cpu_run_the_sme_pair_and_say_why_sme2_does_n
     for b in doc["benchmarks"]:
         assert b["device"]["spec"] == "qemu:sme1"
         assert (b["device"]["sme"], b["device"]["sme2"]) == (True, False)
-    on = [b["kernel_evidence"] for b in doc["benchmarks"] if b["runner"] == "sme_on"]
-    assert on and all(e["sme"] == "proven" and e["sme2"] == "absent" for e in on)
+    evidence = {side: [b["kernel_evidence"] for b in doc["benchmarks"] if b["runner"] == side]
+                for side in ("sme_on", "sme_off")}
+    for e in evidence["sme_on"]:            # SME1 kernels traced, no SME2 one
+        assert e["sme"] == "proven" and e["sme2"] == "absent", e["sme_reason"]
+        families = {k["isa_family"] for k in e["executed_kernels"]}
+        assert "SME" in families and "SME2" not in families
+        assert any(k["name"].endswith("_sme_mopa") for k in e["executed_kernels"])
+    for e in evidence["sme_off"]:           # SME hidden too: no SME code at all
+        assert (e["sme"], e["sme2"]) == ("absent", "absent") and e["kleidiai_ops"] == []
+        assert e["streaming_sme_blocks"] == 0
+    assert evidence["sme_on"] and evidence["sme_off"]
