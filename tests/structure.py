@@ -70,8 +70,9 @@ LAYER_ROLES: dict[int, tuple[str, str]] = {
     2: ("records", "what results.json stores (records, latency, block, comparison, judgement, "
                    "pooling, document...); the one loader. It does not import analysis/"),
     3: ("analysis", "an ETDump's meaning: latency, categories, operators, isa (kernel naming), "
-                    "kernels (the SME2 verdict), addresses, kernel_trace (QEMU), kernel_sample, "
-                    "generation, startup, summary, diff"),
+                    "kernels (the SME and SME2 verdicts, dispatch bugs), kernel_map (category "
+                    "and ISA family of a kernel), addresses, kernel_trace (QEMU), "
+                    "kernel_sample, generation, startup, summary, diff"),
     4: ("under test and judged against", "programs/ (export, recipes, .pte, library models, "
                                          "LLMs, the scheme table); baselines/ (key, store, the "
                                          "base programs)"),

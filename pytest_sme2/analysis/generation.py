@@ -162,7 +162,7 @@ def phase_evidence(operator_names: Sequence[str],
         kernel_sample = read_kernel_sample_csv(kernel_sample)
     return sme2_verdict(kernels=None, kleidiai=kleidiai_ops(operator_names),
                         device_sme2=kernels.device_sme2, executed=kernel_trace,
-                        sampled=kernel_sample)
+                        sampled=kernel_sample, device_sme=kernels.device_sme)
 
 
 def _fill_ms(ms: np.ndarray, summary: GenerationSummary) -> float | None:

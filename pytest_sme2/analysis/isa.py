@@ -108,9 +108,11 @@ def kernel_name_fields(name: str) -> tuple[str, str, str, str, str]:
 # -- what a phase ran, in a few words ---------------------------------------------------------
 
 # Weight types a KleidiAI kernel's name carries (``qsi4c32``: signed int4 weights, ...).
-# XNNPACK's: ``qc4w``/``qb4w`` (per channel / blockwise int4), ``qc8w`` (per channel int8).
+# XNNPACK's: ``qc4w``/``qb4w`` (per channel / blockwise int4), ``qc8w`` (per channel int8),
+# ``qc2w`` (per channel int2: the 1.5.1 aarch64 wheel packs it, xnn_pack_qs8_qc2w_*).
 WEIGHT_TYPES = (("qsi4", "int4"), ("qai4", "int4"), ("qsu4", "int4"), ("qsi8", "int8"),
-                 ("qai8cx", "int8"), ("qc4w", "int4"), ("qb4w", "int4"), ("qc8w", "int8"))
+                 ("qai8cx", "int8"), ("qc4w", "int4"), ("qb4w", "int4"), ("qc8w", "int8"),
+                 ("qsi2", "int2"), ("qsu2", "int2"), ("qc2w", "int2"))
 
 
 @dataclass(frozen=True)
@@ -150,13 +152,19 @@ def weight_type(name: str) -> str:
 _ACCESSOR = re.compile(r"(^kai_get_|_get_(mr|nr|kr|sr|m_step|n_step)$)", re.IGNORECASE)
 
 
+def is_accessor(name: str) -> bool:
+    """A kernel's tile-size accessor (``…__neonsme2_get_mr``, ``kai_get_mr_…``), not a kernel:
+    a trace lists it beside the kernel, and calling it proves nothing about the kernel's body."""
+    return bool(_ACCESSOR.search(name))
+
+
 def _compute(kernels: Iterable[PhaseKernel]) -> list[PhaseKernel]:
     """The compute kernels (matmul, conv, ...): KleidiAI's ``kai_run_*`` and XNNPACK's
     micro-kernels, not packing helpers nor the accessors of a kernel's tile size
     (``…__neonsme2_get_mr``, ``kai_get_mr_…``: a trace lists them beside the kernel), when any;
     else all of them."""
     ks = [k for k in kernels if k.family != "unknown"]
-    runs = [k for k in ks if "pack" not in k.name.lower() and not _ACCESSOR.search(k.name)]
+    runs = [k for k in ks if "pack" not in k.name.lower() and not is_accessor(k.name)]
     return runs or ks
 
 

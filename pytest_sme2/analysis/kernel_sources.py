@@ -17,15 +17,18 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class KernelSources:
-    """``device_sme2``: whether the device has SME2 (None: unknown); ``xnntrace``: the text of
-    an XNNPACK kernel log; ``trace``: the kernels a process executed (QEMU; a
-    :class:`KernelTrace` or its CSV's path); ``sample``: the kernels it was sampled running (a
-    :class:`KernelSample` or its CSV's path)."""
+    """``device_sme2``: whether the runner's process has SME2 (the device's hwcaps, less a
+    mask; None: unknown); ``xnntrace``: the text of an XNNPACK kernel log; ``trace``: the
+    kernels a process executed (QEMU; a :class:`KernelTrace` or its CSV's path); ``sample``:
+    the kernels it was sampled running (a :class:`KernelSample` or its CSV's path);
+    ``device_sme``: whether the process has SME (None: unknown), for the SME level's
+    verdict."""
 
     device_sme2: bool | None = None
     xnntrace: str | None = None
     trace: KernelTrace | str | Path | None = None
     sample: KernelSample | str | Path | None = None
+    device_sme: bool | None = None
 
     @property
     def given(self) -> bool:

@@ -16,7 +16,14 @@ Four sources, of different strength:
 * device hwcaps: a device without SME2 cannot have run SME2 kernels, whatever ran.
 
 ``sme2_verdict`` combines them into the :class:`~pytest_sme2.results.records.KernelEvidence`
-results.json stores, and never claims more than the strongest source shows.
+results.json stores, and never claims more than the strongest source shows. Beside the SME2
+verdict it gives the SME (SME1) level's, from the same sources: which SME1 kernels ran on a
+device with SME but no SME2 (``SME: proven (SME1 kernels: ...)`` next to ``SME2: absent``).
+
+An SME2 kernel that a process whose hwcaps hide SME2 executed, was sampled in or logged as
+selected is a dispatch bug (:class:`DispatchBugError`): the kernel was chosen without asking for
+SME2, and real silicon without SME2 faults on it. Under QEMU, which runs the hidden instructions
+anyway, and on a phone (sampling), it is a finding, never a verdict.
 ``operator_kernel_hints`` pairs GEMM operators with the executed kernels of their datatype.
 
 ``kernels_frame`` gives our columns of the ``kernels.csv`` table, one row per distinct kernel
@@ -44,7 +51,8 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from pytest_sme2.analysis.categories import op_name
-from pytest_sme2.analysis.isa import gemm_datatype, isa_family, xnn_isa_suffix
+from pytest_sme2.analysis.isa import gemm_datatype, is_accessor, isa_family, xnn_isa_suffix
+from pytest_sme2.errors import Sme2Error
 from pytest_sme2.results.records import KernelEvidence, LoggedKernel, TracedKernel
 
 if TYPE_CHECKING:
@@ -78,6 +86,36 @@ def kleidiai_ops(names: Iterable[str]) -> list[str]:
     return sorted({op_name(name) for name in names if is_kleidiai_op(name)})
 
 
+class DispatchBugError(Sme2Error):
+    """An SME2 micro-kernel ran (or was selected) in a process whose hwcaps hide SME2: the
+    benchmark fails with one line naming the kernel."""
+
+
+def dispatch_bug(*, kernels: Sequence[LoggedKernel], device_sme2: bool | None,
+                 executed: KernelTrace | None = None,
+                 sampled: KernelSample | None = None) -> str | None:
+    """The one line saying which SME2 kernel a process whose hwcaps hide SME2 ran (traced or
+    sampled) or selected (XNNPACK's log), or None: no SME2 kernel, or the process may have
+    SME2."""
+    if device_sme2 is not False:
+        return None
+    seen = (("executed (kernel trace)",
+             [k.name for k in (executed.executed if executed is not None else ())
+              if k.isa_family == "SME2"]),
+            ("sampled running",
+             [k.name for k in (sampled.sampled if sampled is not None else ())
+              if k.isa_family == "SME2"]),
+            ("selected (XNNPACK's log)", [k.name for k in kernels if k.sme2]))
+    for how, names in seen:
+        if names:
+            others = f" (and {_count(len(names) - 1, 'more SME2 kernel')})" \
+                if len(names) > 1 else ""
+            return (f"dispatch bug: SME2 micro-kernel {names[0]} {how}{others} in a process "
+                    "whose hwcaps hide SME2: it was chosen without asking for SME2, and a CPU "
+                    "without SME2 faults on it (SIGILL)")
+    return None
+
+
 def parse_xnntrace(text: str) -> list[LoggedKernel]:
     """Kernels named by ``Using <kind> microkernel '<name>'`` lines, distinct, first-seen order."""
     seen: dict[tuple[str, str], LoggedKernel] = {}
@@ -96,9 +134,12 @@ def sme2_verdict(
     device_sme2: bool | None,
     executed: KernelTrace | None = None,
     sampled: KernelSample | None = None,
+    device_sme: bool | None = None,
 ) -> KernelEvidence:
     """Combine executed kernels, xnntrace, KleidiAI operator names and device hwcaps into one
-    verdict, the strongest source first.
+    verdict, the strongest source first; the SME level's beside it (``device_sme``: whether
+    the process has SME). An SME2 kernel in a process without SME2 raises
+    :class:`DispatchBugError`.
 
     ``kernels`` is None when no log was captured. A log with no kernel lines counts the same
     (XNNPACK logging was off): silence is not evidence of absence. ``executed`` is a kernel
@@ -108,12 +149,16 @@ def sme2_verdict(
     """
     packed = tuple(dict.fromkeys(kleidiai))
     traced = tuple(kernels or ())
+    bug = dispatch_bug(kernels=traced, device_sme2=device_sme2, executed=executed,
+                       sampled=sampled)
+    if bug is not None:
+        raise DispatchBugError(bug)
     note = ""
     found: tuple[str, str] | None = None
     if executed is not None:
-        found, note = _from_execution(executed, device_sme2)
+        found, note = _from_execution(executed)
     if sampled is not None:
-        by_sampling, sample_note = _from_sampling(sampled, device_sme2)
+        by_sampling, sample_note = _from_sampling(sampled)
         found = found or by_sampling
         note += sample_note
     found = found or _from_xnntrace(traced, device_sme2) or _from_names(packed, device_sme2)
@@ -121,6 +166,8 @@ def sme2_verdict(
     reason += note
     if kernels is not None and not traced:
         reason += "; the xnntrace log had no kernel lines (XNNPACK logging off?)"
+    sme, sme_reason = sme_level(executed=executed, sampled=sampled, packed=packed,
+                                device_sme=device_sme, device_sme2=device_sme2)
     return KernelEvidence(
         sme2, reason, list(packed), list(traced),
         executed_kernels=list(executed.executed) if executed is not None else [],
@@ -128,20 +175,56 @@ def sme2_verdict(
         kernel_trace_source=executed.source if executed is not None else "",
         sampled_kernels=list(sampled.sampled) if sampled is not None else [],
         samples_total=sampled.samples_total if sampled is not None else None,
-        kernel_sample_source=sampled.source if sampled is not None else "")
+        kernel_sample_source=sampled.source if sampled is not None else "",
+        sme=sme, sme_reason=sme_reason)
 
 
-def _from_sampling(sample: KernelSample, device_sme2: bool | None
-                   ) -> tuple[tuple[str, str] | None, str]:
+def _compute_first(names: Sequence[str]) -> list[str]:
+    """Compute kernels before packing ones: what did the arithmetic first; tile-size accessors
+    left out (they are no kernels)."""
+    return sorted((n for n in names if not is_accessor(n)), key=lambda n: "pack" in n.lower())
+
+
+def sme_level(*, executed: KernelTrace | None, sampled: KernelSample | None,
+              packed: Sequence[str], device_sme: bool | None,
+              device_sme2: bool | None) -> tuple[str, str]:
+    """(verdict, reason) of the SME (SME1) level: SME1 micro-kernels executed or sampled
+    prove it; a process without SME, or a trace with no SME1 kernel, rules it out; KleidiAI
+    packed operators on a device with SME but no SME2 indicate it (they run SME1 kernels
+    there, or NEON ones: a trace or samples tell); else unknown, with no reason."""
+    if executed is not None:
+        ran = _compute_first([k.name for k in executed.executed if k.isa_family == "SME"])
+        if ran:
+            return PROVEN, (f"kernel trace: {_count(len(ran), 'SME1 kernel')} executed "
+                            f"({_few(ran)})")
+    if sampled is not None:
+        caught = [k for k in sampled.sampled if k.isa_family == "SME" and not is_accessor(k.name)]
+        if caught:
+            names = _compute_first([k.name for k in caught])
+            return PROVEN, (f"sampling: {sum(k.samples for k in caught)} of "
+                            f"{sampled.samples_total} samples in "
+                            f"{_count(len(caught), 'SME1 kernel')} ({_few(names)})")
+    if device_sme is False:
+        return ABSENT, "the process's hwcaps report no SME"
+    if executed is not None:
+        if not executed.streaming_blocks:
+            return ABSENT, "kernel trace: no SME code executed"
+        if executed.streaming_unattributed:
+            return UNKNOWN, ("kernel trace: SME code ran in code without symbols, SME1 or SME2 "
+                             "cannot be told from it")
+        return ABSENT, "kernel trace: no SME1 kernel executed (the SME code was SME2 kernels')"
+    if packed and device_sme and device_sme2 is False:
+        return INDICATED, (f"{_count(len(packed), 'KleidiAI packed operator')} ran on a device "
+                           "reporting SME without SME2; no kernel trace to prove SME1 kernels")
+    return UNKNOWN, ""
+
+
+def _from_sampling(sample: KernelSample) -> tuple[tuple[str, str] | None, str]:
     """(verdict, "") when SME2 micro-kernels were sampled; else (None, a note of what the
     samples showed): absence in a sample is no proof."""
     caught = sample.sampled
     sme2 = [k for k in caught if k.isa_family == "SME2"]
     n = sample.samples_total
-    if sme2 and device_sme2 is False:
-        return (UNKNOWN, f"sampling: SME2 micro-kernels executed ({_few([k.name for k in sme2])})"
-                         " but device hwcaps report no SME2: the samples and the device do not "
-                         "match"), ""
     if sme2:
         hits = sum(k.samples for k in sme2)
         return (PROVEN, f"sampling: {hits} of {n} samples in "
@@ -154,18 +237,13 @@ def _from_sampling(sample: KernelSample, device_sme2: bool | None
                   "may get no sample, so this alone proves nothing")
 
 
-def _from_execution(executed: KernelTrace, device_sme2: bool | None
-                    ) -> tuple[tuple[str, str] | None, str]:
+def _from_execution(executed: KernelTrace) -> tuple[tuple[str, str] | None, str]:
     """(verdict, reason) from the kernels that executed, or None and a note when SME code ran
     in functions without symbols (SME1 and SME2 cannot be told apart there)."""
     ran = executed.executed
     sme2_run = [k.name for k in ran if k.isa_family == "SME2"]
     sme1_run = [k.name for k in ran if k.isa_family == "SME"]
     hidden = executed.streaming_unattributed
-    if sme2_run and device_sme2 is False:
-        return (UNKNOWN, f"kernel trace: SME2 micro-kernels executed ({_few(sme2_run)}) but "
-                         "device hwcaps report no SME2: the trace and the device do not "
-                         "match"), ""
     if sme2_run:
         return (PROVEN, f"kernel trace: {_count(len(sme2_run), 'SME2 micro-kernel')} executed "
                         f"({_few(sme2_run)})"), ""
@@ -189,9 +267,6 @@ def _from_xnntrace(traced: Sequence[LoggedKernel], device_sme2: bool | None
                    ) -> tuple[str, str] | None:
     """(verdict, reason) from XNNPACK's kernel log; None when it names no kernel."""
     sme2_kernels = [k.name for k in traced if k.sme2]
-    if sme2_kernels and device_sme2 is False:
-        return UNKNOWN, (f"xnntrace shows SME2 micro-kernels ({_few(sme2_kernels)}) but device "
-                         "hwcaps report no SME2: the trace and the device do not match")
     if sme2_kernels:
         return PROVEN, (f"xnntrace shows {_count(len(sme2_kernels), 'SME2 micro-kernel')} "
                         f"({_few(sme2_kernels)})")

@@ -113,7 +113,8 @@ def analyze(events: pd.DataFrame, *, warmup: int = 0, source: str = "ETDump",
         kernel_sample = read_kernel_sample_csv(kernel_sample)
     evidence = sme2_verdict(kernels=parse_xnntrace(xnntrace) if xnntrace is not None else None,
                             kleidiai=kleidiai_ops(names), device_sme2=kernels.device_sme2,
-                            executed=kernel_trace, sampled=kernel_sample)
+                            executed=kernel_trace, sampled=kernel_sample,
+                            device_sme=kernels.device_sme)
     return Analysis(source=source, runs=runs, warmup=warmup, e2e_all=per_run, e2e=stats,
                     categories_ms=category_breakdown(ops, stats.mean_ms, rules),
                     operators=ops, overheads_ms=overheads(annotated, timed_runs, stats.mean_ms),

@@ -29,6 +29,7 @@ from pytest_sme2.baselines.key import MEASURE_TIME, BaselineKey, under_test_of
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2._util.locking import folder_lock
 from pytest_sme2.results import BlockResult, DeviceFacts, UnderTest, atomic_write_text
+from pytest_sme2.results.device import sme_class
 from pytest_sme2._util.versions import package_version
 
 SCHEMA = "pytest-sme2/baseline/2"
@@ -254,7 +255,13 @@ def _foreign(baseline: Baseline, key: BaselineKey) -> str | None:
     if not diffs:
         return None
     where = f" ({baseline.path.name})" if baseline.path else ""
-    return "baseline recorded in another environment" + where + ": " + "; ".join(diffs)
+    then, now = sme_class(baseline.key.sme, baseline.key.sme2), sme_class(key.sme, key.sme2)
+    # Another SME class runs another ISA's kernels (SME1 on a device with SME but no SME2):
+    # said first, whatever else differs.
+    isa = (f"; a device of class {now} is never judged against a baseline of class {then}"
+           if then != now else "")
+    return ("baseline recorded in another environment" + where + ": " + "; ".join(diffs)
+            + isa)
 
 
 def _merged(key: BaselineKey, path: Path, parts: list[Baseline]) -> Baseline:

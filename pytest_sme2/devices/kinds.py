@@ -23,8 +23,9 @@ ANDROID = DeviceKind(
     "android", ("android", "android:SERIAL", "android:SERIAL@HOST:PORT"),
     "android (the only attached device), android:SERIAL, android:SERIAL@HOST:PORT, android:* "
     "(every authorised device of the adb server; android:*@HOST:PORT)")
-QEMU = DeviceKind("qemu", ("qemu", "qemu:CPU"), "qemu[:CPU] (an emulated Arm64 CPU with SME2)",
-                  on_host_cpu=True, emulated=True)
+QEMU = DeviceKind("qemu", ("qemu", "qemu:CPU", "qemu:sme1"),
+                  "qemu[:CPU] (an emulated Arm64 CPU with SME2), qemu:sme1 (the same with SME2 "
+                  "hidden from every process: SME without SME2)", on_host_cpu=True, emulated=True)
 KINDS: dict[str, DeviceKind] = {k.name: k for k in (HOST, ANDROID, QEMU)}
 
 

@@ -1,7 +1,10 @@
 """An emulated Arm64 Linux CPU with SME2: runners execute under QEMU user mode.
 
-Spec: ``qemu`` (``-cpu max``: SME and SME2 on) or ``qemu:CPU`` with any QEMU CPU model
-(``qemu:neoverse-v1``, ``qemu:max,sme=off``). Runners must be aarch64 Linux programs: the native
+Spec: ``qemu`` (``-cpu max``: SME and SME2 on), ``qemu:CPU`` with any QEMU CPU model
+(``qemu:neoverse-v1``, ``qemu:max,sme=off``), or ``qemu:CLASS`` for a device class QEMU has no
+CPU model of: ``qemu:sme1`` is ``-cpu max`` with SME2 hidden from every process of the device
+(the probe that reads its facts included), SME kept: SME without SME2, the class of the 2026
+Snapdragon flagship (:data:`CLASSES`). Runners must be aarch64 Linux programs: the native
 runner is cross-built for the target against the aarch64 ExecuTorch wheel
 (``pytest-sme2 setup qemu`` provisions QEMU, the cross compiler and the wheel).
 
@@ -13,8 +16,11 @@ give: speed.
 Emulated times say nothing about SME2's speed-up (SME2-on fp32 often runs *slower* than off), so
 every result is marked ``emulated`` and speed-up thresholds are not asserted on it.
 
-Each run preloads the same library (preload.c: clearing nothing unless the runner has a mask),
-so SME2-on and SME2-off processes differ in one environment variable and nothing else.
+Each run preloads the same library (preload.c: clearing nothing unless the runner has a mask
+or the device class hides a feature), so SME2-on and SME2-off processes differ in one environment
+variable and nothing else. A hidden feature's code still runs under QEMU: a kernel of it that a
+process whose hwcaps hide it executes is a dispatch bug, which the kernel trace catches
+(:class:`pytest_sme2.analysis.kernels.DispatchBugError`).
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from pytest_sme2.devices.facts import DeviceFacts, host_facts
 from pytest_sme2.devices.kinds import QEMU
 from pytest_sme2.devices.host import run_local, sample_kernels
 from pytest_sme2.device_programs.hwcaps import (HWCAP2_CLEAR_ENV, MAPS_OUT_ENV, SAMPLE_OUT_ENV,
-                                                mask_bits, mask_problem, sme_flags)
+                                                SME2_FAMILY, mask_bits, mask_problem, sme_flags)
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.runners.base import Runner, RunnerError, RunOutcome, RunRequest
 from pytest_sme2.device_programs import parse_probe
@@ -46,16 +52,49 @@ DEFAULT_CPU = "max"
 KEEP_LOG_ENV = "PYTEST_SME2_KEEP_QEMU_LOG"   # keep the (large) translated-code log for debugging
 
 
-def parse_spec(spec: str) -> str:
-    """The QEMU CPU model a ``qemu[:CPU]`` spec names."""
+
+
+@dataclass(frozen=True)
+class DeviceClass:
+    """A device class QEMU has no CPU model of: a CPU model with AT_HWCAP2 bits hidden from
+    every process of the device."""
+
+    cpu: str
+    hidden: int         # AT_HWCAP2 bits every process of the device is denied
+    what: str
+
+
+# ``qemu:NAME``: a class, not a CPU model (QEMU has no CPU named so).
+CLASSES: dict[str, DeviceClass] = {
+    "sme1": DeviceClass(DEFAULT_CPU, SME2_FAMILY, "SME2 hidden from every process (SME "
+                                                  "without SME2)"),
+}
+
+
+@dataclass(frozen=True)
+class QemuSpec:
+    """A ``qemu[:CPU|:CLASS]`` spec, parsed once: the CPU model, the AT_HWCAP2 bits hidden from
+    every process, and the class's name ("" for a CPU model)."""
+
+    cpu: str
+    hidden: int = 0
+    device_class: str = ""
+
+
+def parse_spec(spec: str) -> QemuSpec:
+    """The QEMU CPU model (and hidden features) a ``qemu[:CPU]`` or ``qemu:CLASS`` spec names."""
     kind, sep, cpu = spec.partition(":")
     if kind != QEMU.name:
         raise DeviceError(f"--device {spec!r} is not a QEMU spec")
     cpu = cpu.strip()
     if sep and not cpu:
-        raise DeviceError(f"--device {spec!r}: name a QEMU CPU model after ':' (e.g. qemu:max) "
-                          "or use --device qemu")
-    return cpu or DEFAULT_CPU
+        raise DeviceError(f"--device {spec!r}: name a QEMU CPU model after ':' (e.g. qemu:max), "
+                          f"a device class ({', '.join(f'qemu:{c}' for c in CLASSES)}) or use "
+                          "--device qemu")
+    if cpu in CLASSES:
+        known = CLASSES[cpu]
+        return QemuSpec(known.cpu, known.hidden, cpu)
+    return QemuSpec(cpu or DEFAULT_CPU)
 
 
 @dataclass
@@ -64,13 +103,23 @@ class QemuDevice(DeviceBase):
     trace_kernels: bool = True          # record which kernels executed, every run
     samples_kernels: bool = True        # the preload library runs in every process
     cpu: str = field(init=False)
+    hidden: int = field(init=False)     # AT_HWCAP2 bits every process is denied (qemu:sme1)
+    device_class: str = field(init=False)
     target: str = field(default=TARGET, init=False)
 
     def __post_init__(self) -> None:
-        self.cpu = parse_spec(self.spec)
+        parsed = parse_spec(self.spec)
+        self.cpu, self.hidden, self.device_class = parsed.cpu, parsed.hidden, parsed.device_class
 
     def __repr__(self) -> str:
-        return f"QemuDevice(cpu={self.cpu!r})"
+        hidden = f", hidden={self.hidden:#x}" if self.hidden else ""
+        return f"QemuDevice(cpu={self.cpu!r}{hidden})"
+
+    @property
+    def _where(self) -> str:
+        """``-cpu max`` and, for a class, what it hides: how errors name the emulated CPU."""
+        return f"-cpu {self.cpu}" + (f" (qemu:{self.device_class}: AT_HWCAP2 & "
+                                     f"~{self.hidden:#x})" if self.hidden else "")
 
     # -- what the emulator needs (provisioned by `pytest-sme2 setup qemu`) --------------------
 
@@ -93,7 +142,11 @@ class QemuDevice(DeviceBase):
 
     @cached_property
     def _facts(self) -> DeviceFacts:
-        argv = self._qemu_argv([str(self.helpers.probe)], {})
+        # A class's hidden features are hidden from the probe too: the facts are what every
+        # process of the device sees.
+        env = {"LD_PRELOAD": str(self.helpers.preload),
+               HWCAP2_CLEAR_ENV: hex(self.hidden)} if self.hidden else {}
+        argv = self._qemu_argv([str(self.helpers.probe)], env)
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=120)
         except (OSError, subprocess.TimeoutExpired) as e:
@@ -103,14 +156,22 @@ class QemuDevice(DeviceBase):
         if proc.returncode != 0 or "hwcap2" not in probe:
             why = (proc.stderr.strip().splitlines() or ["no output"])[-1][:200]
             raise DeviceError(f"--device {self.spec}: QEMU could not run the target probe with "
-                              f"-cpu {self.cpu} ({why}); check the CPU model "
+                              f"{self._where} ({why}); check the CPU model "
                               f"(`{self.tools.qemu} -cpu help`)")
         hwcap2 = int(probe["hwcap2"])
+        if hwcap2 & self.hidden:
+            raise DeviceError(f"--device {self.spec}: the probe still saw AT_HWCAP2 {hwcap2:#x} "
+                              f"with {self.hidden:#x} hidden: the preload library did not apply, "
+                              "so this class cannot be emulated here; run `pytest-sme2 setup "
+                              "qemu` again")
         sme, sme2 = sme_flags(hwcap2)
         host = host_facts()
+        what = f", {CLASSES[self.device_class].what}" if self.device_class else ""
+        extra = {"device_class": self.device_class,
+                 "hidden_hwcap2": hex(self.hidden)} if self.hidden else {}
         return DeviceFacts(
-            kind=QEMU.name, serial=f"qemu-{self.cpu}",
-            model=f"QEMU {self.tools.version} user mode, -cpu {self.cpu}",
+            kind=QEMU.name, serial=f"qemu-{self.device_class or self.cpu}",
+            model=f"QEMU {self.tools.version} user mode, -cpu {self.cpu}{what}",
             cpu=f"QEMU {self.cpu} (emulated Arm64)", abi="arm64-v8a",
             os=f"Linux user mode on {host.os or platform.system()}",
             kernel=str(probe.get("kernel", "")), cores=int(probe.get("cpus", 0)),
@@ -119,7 +180,7 @@ class QemuDevice(DeviceBase):
             extra={"qemu_version": self.tools.version, "qemu_cpu": self.cpu,
                    "qemu": str(self.tools.qemu), "hwcap": hex(int(probe.get("hwcap", 0))),
                    "hwcap2": hex(hwcap2), "sme_source": "auxv (inside the guest)",
-                   "host_cpu": host.cpu, "host_abi": host.abi})
+                   **extra, "host_cpu": host.cpu, "host_abi": host.abi})
 
     def facts(self) -> DeviceFacts:
         return self._facts
@@ -129,7 +190,8 @@ class QemuDevice(DeviceBase):
     def run(self, runner: Runner, request: RunRequest) -> RunOutcome:
         name = runner.info.name
         self._check_runner(runner)
-        clear = mask_bits(runner.hwcap_mask) if runner.hwcap_mask else 0
+        # The device class's hidden features, and the runner's mask on top.
+        clear = self.hidden | (mask_bits(runner.hwcap_mask) if runner.hwcap_mask else 0)
         env = {"LD_PRELOAD": str(self.helpers.preload), HWCAP2_CLEAR_ENV: hex(clear)}
         stem = request.etdump.with_suffix("")
         log = maps = samples = None
@@ -155,10 +217,10 @@ class QemuDevice(DeviceBase):
         try:
             via_e, inherited = guest_env(env)
         except Sme2Error as e:
-            raise RunnerError(f"runner {name!r} under QEMU -cpu {self.cpu}: {e}") from None
+            raise RunnerError(f"runner {name!r} under QEMU {self._where}: {e}") from None
         argv = self._qemu_argv(runner.command(request), via_e, log)
         try:
-            outcome = run_local(name, request, argv, where=f" under QEMU -cpu {self.cpu}",
+            outcome = run_local(name, request, argv, where=f" under QEMU {self._where}",
                                 env={**os.environ, **inherited} if inherited else None)
         except RunnerError as e:
             if "killed by SIGILL" in str(e):
@@ -169,7 +231,7 @@ class QemuDevice(DeviceBase):
             raise
         problem = mask_problem(outcome.stderr, clear) if clear else None
         if problem:
-            raise RunnerError(f"runner {name!r} under QEMU -cpu {self.cpu}: {problem}")
+            raise RunnerError(f"runner {name!r} under QEMU {self._where}: {problem}")
         sampled = None
         if samples is not None and maps is not None and request.kernel_sample is not None:
             sampled = sample_kernels(samples, maps, request.kernel_sample, name)

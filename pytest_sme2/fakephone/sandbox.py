@@ -97,6 +97,12 @@ class FakeAndroidConfig:
     qemu_cpu: str = "max"
     probe: Path | None = None       # aarch64 sme2_probe: the emulated CPU's hwcaps
     trace_dir: Path | None = None   # aarch64: each program's QEMU in_asm log and maps file here
+    # aarch64: AT_HWCAP2 bits the phone's kernel denies every program (its auxv, its cpuinfo
+    # and what getauxval answers in a program that preloads pytest-sme2's library, as every
+    # run of the device does): the SME2 family for an SME1-only phone (the 2026 Snapdragon
+    # flagship's class). The code of a hidden feature still runs under QEMU, as a dispatch bug
+    # would make it run on real silicon (where it faults).
+    hidden_hwcap2: int = 0
 
 
 
@@ -179,6 +185,11 @@ def _fake_exec(cfg: FakeAndroidConfig) -> str:
                  f'set -- -d in_asm -D {d}/run-$run.log -E PYTEST_SME2_MAPS_OUT={d}/run-$run.maps '
                  '"$@"; fi\n')
     qemu = " ".join(_sh_word(str(a)) for a in (cfg.qemu, "-cpu", cfg.qemu_cpu))
+    # The kernel's hiding, on top of any mask the device asked for (QEMU hands its own
+    # environment to the program; the preload library reads it at every getauxval).
+    hide = (f'PYTEST_SME2_HWCAP2_CLEAR=$(printf %#x $(( ${{PYTEST_SME2_HWCAP2_CLEAR:-0}} | '
+            f'{cfg.hidden_hwcap2:#x} )))\nexport PYTEST_SME2_HWCAP2_CLEAR\n'
+            if cfg.hidden_hwcap2 else "")
     return ("#!/bin/sh\n# fake binfmt_misc: aarch64 ELF programs run under QEMU user mode\n"
             'case "$1" in */*) ;; *) exec "$@" ;; esac\n'
             '[ -f "$1" ] && [ "$(od -An -tx1 -N4 "$1" | tr -d \' \\n\')" = 7f454c46 ] && '
@@ -187,7 +198,7 @@ def _fake_exec(cfg: FakeAndroidConfig) -> str:
             'set -- -E "LD_LIBRARY_PATH=$LD_LIBRARY_PATH" "$@"; fi\n'
             f'if [ -n "${{{GUEST_PRELOAD}+x}}" ]; then '
             f'set -- -E "LD_PRELOAD=${GUEST_PRELOAD}" "$@"; fi\n'
-            + trace +
+            + trace + hide +
             f'exec env -u LD_LIBRARY_PATH -u {GUEST_PRELOAD} {qemu} "$@"\n')
 
 
@@ -238,7 +249,7 @@ def build_sandbox(root: Path, cfg: FakeAndroidConfig) -> dict[str, str]:
     ncpu = sum(n for n, _ in cfg.clusters)
     emulated = emulated_cpu(cfg) if cfg.arch == "aarch64" else None
     if emulated is not None:
-        hwcaps: tuple[int, int] | None = (emulated.hwcap, emulated.hwcap2)
+        hwcaps: tuple[int, int] | None = (emulated.hwcap, emulated.hwcap2 & ~cfg.hidden_hwcap2)
         sme2 = bool(emulated.hwcap2 & HWCAP2_SME2)
         feats = hwcap_features(*hwcaps)
     else:

@@ -2,8 +2,10 @@
 trying a benchmark suite's Android path without a phone (a CI job, a laptop).
 
 It serves the device side of the adb protocol on 127.0.0.1 (:mod:`.adbd`), runs pushed aarch64
-programs under QEMU user mode with SME2 (``-cpu max``; ``--no-sme2``: ``-cpu max,sme=off``) and
-no glibc sysroot, as a phone has none, and says in its properties that it is emulated, so its
+programs under QEMU user mode with SME2 (``-cpu max``; ``--no-sme2``: ``-cpu max,sme=off``;
+``--sme1``: ``-cpu max`` with SME2 hidden from every program, SME kept, the class of the 2026
+Snapdragon flagship) and no glibc sysroot, as a phone has none, and says in its properties that
+it is emulated, so its
 results and baselines never mix with a real phone's. The first line printed is its serial
 (``127.0.0.1:PORT``, for ``--device android:SERIAL``); it serves until SIGINT or SIGTERM, then
 disconnects from adb and removes its folder.
@@ -24,19 +26,23 @@ from pytest_sme2.errors import Sme2Error
 from pytest_sme2.fakephone.adbd import FakeAdbDevice
 from pytest_sme2.fakephone.sandbox import FakeAndroidConfig
 from pytest_sme2.device_programs.build import build_target_helpers
+from pytest_sme2.device_programs.hwcaps import SME2_FAMILY
 from pytest_sme2.emulation.tools import find_qemu
 
 CONNECT_TIMEOUT_S = 20.0
 
 
-def arm64_config(cpu: str = "max", trace_dir: Path | None = None) -> FakeAndroidConfig:
+def arm64_config(cpu: str = "max", trace_dir: Path | None = None,
+                 sme1: bool = False) -> FakeAndroidConfig:
     """An aarch64 fake phone with what ``pytest-sme2 setup qemu`` provisions (QEMU 11, the
-    cross toolchain's glibc for the host-side probe, the probe itself)."""
+    cross toolchain's glibc for the host-side probe, the probe itself). ``sme1``: its kernel
+    hides SME2 from every program, SME kept."""
 
     qemu = find_qemu()
     probe = build_target_helpers("aarch64-linux-gnu").probe
     return FakeAndroidConfig(arch="aarch64", qemu=qemu.qemu, sysroot=qemu.sysroot, probe=probe,
-                             qemu_cpu=cpu, trace_dir=trace_dir)
+                             qemu_cpu=cpu, trace_dir=trace_dir,
+                             hidden_hwcap2=SME2_FAMILY if sme1 else 0)
 
 
 def register(addr: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
@@ -70,16 +76,18 @@ def unregister(addr: str) -> None:
 
 
 def serve(sme2: bool = True, cpu: str | None = None, port: int = 0,
-          out=sys.stdout, stop: threading.Event | None = None) -> int:
-    """Run one fake phone until ``stop`` is set (SIGINT/SIGTERM set it from the command line)."""
-    config = arm64_config(cpu or ("max" if sme2 else "max,sme=off"))
+          out=sys.stdout, stop: threading.Event | None = None, sme1: bool = False) -> int:
+    """Run one fake phone until ``stop`` is set (SIGINT/SIGTERM set it from the command line).
+    ``sme1``: SME without SME2 (SME2 hidden from every program)."""
+    config = arm64_config(cpu or ("max" if sme2 else "max,sme=off"), sme1=sme1)
     root = Path(tempfile.mkdtemp(prefix="pytest-sme2-fake-phone-"))
     stop = stop or threading.Event()
     phone = None
     try:
         phone = FakeAdbDevice(root, config, port=port).start()
         register(phone.addr)
-        sme = "with SME2" if "SME2" in _features(phone) else "without SME2"
+        sme = {"SME2": "with SME2", "SME": "with SME but no SME2"}.get(_features(phone),
+                                                                       "without SME2")
         print(phone.addr, file=out, flush=True)
         print(f"fake arm64 phone {phone.addr} ({phone.props.get('ro.pytest_sme2.emulator')}, "
               f"{sme}) registered with the adb server; use --device android:{phone.addr}; "
@@ -94,13 +102,15 @@ def serve(sme2: bool = True, cpu: str | None = None, port: int = 0,
 
 
 def _features(phone: FakeAdbDevice) -> str:
-    text = (phone.root / "proc/cpuinfo").read_text()
-    return "SME2" if " sme2" in text else ""
+    """``SME2``, ``SME`` or "": what the phone's cpuinfo says."""
+    words = set((phone.root / "proc/cpuinfo").read_text().split())
+    return "SME2" if "sme2" in words else "SME" if "sme" in words else ""
 
 
 def main(args) -> int:
-    """The command: ``--no-sme2``, ``--cpu CPU`` (a QEMU CPU model), ``--port N``."""
+    """The command: ``--no-sme2``, ``--sme1``, ``--cpu CPU`` (a QEMU CPU model), ``--port N``."""
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    return serve(sme2=not args.no_sme2, cpu=args.cpu, port=args.port, stop=stop)
+    return serve(sme2=not args.no_sme2, cpu=args.cpu, port=args.port, stop=stop,
+                 sme1=args.sme1)

@@ -41,8 +41,8 @@ from pytest_sme2.results.timing import Timing
 from pytest_sme2.measure.artifacts.csv import write_timed_runs
 from pytest_sme2.analysis.runner_summary import parse_summary
 from pytest_sme2.runners.base import Runner, RunRequest
-from pytest_sme2.measure.process import (measure_process, process_sme2, sample_kernels,
-                                         wants_sample)
+from pytest_sme2.measure.process import (measure_process, process_sme, process_sme2,
+                                         sample_kernels, wants_sample)
 from pytest_sme2.measure.settings import BenchSettings
 from pytest_sme2.devices.thermal import hold
 
@@ -164,6 +164,7 @@ class _Block:
         self.etrecord = read_etrecord(self.exported.etrecord) if self.exported.has_etrecord \
             else None
         self.device_sme2 = process_sme2(self.facts.sme2, self.runner.hwcap_mask)
+        self.device_sme = process_sme(self.facts.sme, self.runner.hwcap_mask)
         self.generated, self.kernel_trace = None, self.outcome.kernel_trace
         if self.generation is None:
             self.analyse_forward()
@@ -179,7 +180,8 @@ class _Block:
                                 rules=run.rules,
                                 kernels=KernelSources(self.device_sme2,
                                                       trace=self.outcome.kernel_trace,
-                                                      sample=self.sample))
+                                                      sample=self.sample,
+                                                      device_sme=self.device_sme))
         traced = request.trace_warmup + request.trace_runs
         if runs.separate and len(self.analysis.e2e_all) != traced:
             raise Sme2Error(f"{request.etdump}: {len(self.analysis.e2e_all)} traced runs "
@@ -217,7 +219,8 @@ class _Block:
         block = analyze_block(self.events, traced_summary, source=str(request.etdump),
                               etrecord=etrecord, rules=run.rules, evidence=BlockEvidence(
                                   device_sme2, self.outcome.kernel_trace,
-                                  None if first else run.kernel_sample, phases))
+                                  None if first else run.kernel_sample, phases,
+                                  self.device_sme))
         self.analysis, self.generated = block.decode, block.generation
         if runs.separate and timed_summary is not None:
             # Times per phase from the untraced generations; categories and kernels from the

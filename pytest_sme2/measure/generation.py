@@ -208,6 +208,7 @@ class BlockEvidence:
     kernel_trace: Path | None = None
     kernel_sample: Path | None = None
     phases: PhaseEvidence = PhaseEvidence()
+    device_sme: bool | None = None      # SME as the process saw it (the SME level's verdict)
 
 
 @dataclass(frozen=True)
@@ -262,17 +263,20 @@ def analyze_block(events: pd.DataFrame, summary: GenerationSummary | None, *, so
     if summary is None:
         raise Sme2Error(f"{source}: the runner printed no generation summary: it did not run "
                         "the token loop (a runner without --generate?)")
-    sme2 = evidence.device_sme2
+    sme2, sme = evidence.device_sme2, evidence.device_sme
     generation = analyze_generation(
         events, summary, source=source, rules=rules,
-        prefill=KernelSources(sme2, trace=phases.prefill_trace, sample=phases.prefill_sample),
-        decode=KernelSources(sme2, trace=phases.decode_trace, sample=phases.decode_sample))
+        prefill=KernelSources(sme2, trace=phases.prefill_trace, sample=phases.prefill_sample,
+                              device_sme=sme),
+        decode=KernelSources(sme2, trace=phases.decode_trace, sample=phases.decode_sample,
+                             device_sme=sme))
     if summary.decode_executes < 1:
         raise Sme2Error(f"{source}: a generation without decode steps (new tokens 0) has "
                         "nothing to time per token; ask for 1 or more")
     decode = analyze(decode_steps(events, summary, source),
                      warmup=0, source=source, etrecord=etrecord, rules=rules,
-                     kernels=KernelSources(sme2, trace=kernel_trace, sample=kernel_sample))
+                     kernels=KernelSources(sme2, trace=kernel_trace, sample=kernel_sample,
+                                           device_sme=sme))
     return GenerationBlock(decode, generation, kernel_trace, kernel_sample)
 
 

@@ -157,9 +157,9 @@ OPTIONS: dict[str, Option] = {
                             "case and after every block), or off"),
     "sme2_sample": Option("sme2_sample", SAMPLING[0],
                           "an evidence process per benchmark (never timed) samples which "
-                          "kernels ran: auto (an Arm64 device that reports SME2 or cannot "
-                          "tell), on (every device our runner runs on; the host needs a C "
-                          "compiler), off"),
+                          "kernels ran: auto (an Arm64 device that reports SME or SME2, or "
+                          "cannot tell), on (every device our runner runs on; the host needs "
+                          "a C compiler), off"),
     "sme2_probe": Option("sme2_probe", PROBING[0],
                          "the machine-state probe, a fixed GEMM timed in each block's process "
                          "before and after its runs, says which speed the machine ran at: auto "

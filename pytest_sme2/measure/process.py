@@ -60,6 +60,11 @@ def process_sme2(device_sme2: bool | None, hwcap_mask: str | None) -> bool | Non
     return False if hwcap_mask else device_sme2
 
 
+def process_sme(device_sme: bool | None, hwcap_mask: str | None) -> bool | None:
+    """SME as the runner's process saw it: ``mask=sme`` hides it, ``mask=sme2`` keeps it."""
+    return False if hwcap_mask == "sme" else device_sme
+
+
 # CPU time an evidence process aims to sample: at a 250 Hz kernel tick, ~125 samples.
 SAMPLE_CPU_S = 0.5
 MAX_SAMPLE_EXECUTIONS = 5000
@@ -68,12 +73,15 @@ _ARM64_ABIS = ("arm64-v8a", "aarch64", "arm64")
 
 def wants_sample(mode: str, device: Device, runner: Runner) -> bool:
     """Whether a benchmark gets an evidence process: ``on``, everywhere our preload library
-    runs in the runner's process; ``auto``, where SME2 can run (an Arm64 device that does not
-    report SME2 absent: sampling cannot change a verdict the hwcaps already settle)."""
+    runs in the runner's process; ``auto``, where SME or SME2 can run (an Arm64 device that
+    does not report both absent: sampling cannot change a verdict the hwcaps already settle).
+    A device with SME but no SME2 is sampled: its SME level, and an SME2 kernel there (a
+    dispatch bug), are only seen so."""
     if mode == "off" or not runner.preloads or not device.samples_kernels:
         return False
     facts = device.facts()
-    return mode == "on" or (facts.abi in _ARM64_ABIS and facts.sme2 is not False)
+    return mode == "on" or (facts.abi in _ARM64_ABIS and
+                            (facts.sme2 is not False or facts.sme is not False))
 
 
 def sample_kernels(runner: Runner, device: Device, request: RunRequest, wall_s: float,

@@ -20,7 +20,7 @@ from pytest_sme2.runners.base import Runner, RunnerError
 from pytest_sme2.runners.fork_server import shared_server
 from pytest_sme2.programs.export import export_model
 from pytest_sme2.results import ResultsWriter
-from pytest_sme2.runners.spec import RunnerSpec, masked_pair, runner_specs
+from pytest_sme2.runners.spec import RunnerSpec, masked_pair, runner_specs, sme_pair
 from pytest_sme2.measure.settings import BenchSettings
 from pytest_sme2._util.versions import versions
 from pytest_sme2.results.generation import Generation
@@ -166,6 +166,22 @@ class BenchSession:
         masked pair elsewhere would compare nothing."""
         device = self.device(spec)
         return device.target == "aarch64-linux-gnu" and device.facts().sme2 is True
+
+    def sme_runner(self, state: str, device: str | None = None) -> str | None:
+        """The runner labelled ``sme=<state>`` (or named ``sme_<state>``), if configured; else,
+        on a device with SME but no SME2 that can hide SME from a process, the native runner's
+        SME pair (see :func:`pytest_sme2.runners.spec.sme_pair`)."""
+        for name, spec in self.specs.items():
+            if name in self._configured and (spec.labels.get("sme") == state or
+                                             name == f"sme_{state}"):
+                return name
+        facts = self.device(device).facts()
+        if self.device(device).target == "aarch64-linux-gnu" and facts.sme is True \
+                and facts.sme2 is False:
+            for spec in sme_pair():
+                self.specs.setdefault(spec.name, spec)
+            return f"sme_{state}"
+        return None
 
     def start_ahead(self, runners: Iterable[str],
                     points: Iterable[tuple[str, str]] = ()) -> None:

@@ -27,7 +27,7 @@ from pytest_sme2.errors import Sme2Error
 from pytest_sme2.plugin.fixtures import (  # noqa: F401 - pytest finds the fixtures here
     SESSION_KEY, item_device, session_devices, sme2_bench, sme2_capable_device, sme2_compare,
     sme2_device, sme2_device_spec, sme2_emulated, sme2_generate, sme2_min_speedup, sme2_model,
-    sme2_off, sme2_on, sme2_runners, sme2_session, sme2_settings)
+    sme2_off, sme2_on, sme2_runners, sme2_session, sme2_settings, sme_off, sme_on)
 from pytest_sme2.measure.matrix import Case, build_llm_matrix, build_matrix, with_devices
 from pytest_sme2.report.outputs import warm_up
 from pytest_sme2.measure.session import BenchSession

@@ -24,6 +24,9 @@ COLLECTOR_NAME = "sme2-collector"
 BENCH_FIXTURES = ("sme2_bench", "sme2_compare")   # a test using one is a benchmark case
 RESULT_PROPERTY = "sme2_result"                   # a block, on its test's report
 COMPARISON_PROPERTY = "sme2_comparison"           # a comparison, on its test's report
+# A skip whose reason starts so is a test that cannot apply to the device (an SME2 test on a
+# device without SME2): the session's summary says how many and why, not only ``-rs``.
+NOT_APPLICABLE = "does not apply here: "
 
 
 def is_xdist_worker(config: pytest.Config) -> bool:
@@ -62,6 +65,14 @@ def block_done(config: pytest.Config, block: int, blocks: int | None = None) -> 
         write_live(config, f"sme2: {line}")
 
 
+def not_applicable_reason(report: pytest.TestReport) -> str | None:
+    """The reason of a skip that says the test cannot apply to the device, else None."""
+    if not getattr(report, "skipped", False) or not isinstance(report.longrepr, tuple):
+        return None
+    text = str(report.longrepr[2]).removeprefix("Skipped: ")
+    return text[len(NOT_APPLICABLE):] if text.startswith(NOT_APPLICABLE) else None
+
+
 class Collector:
     """Registered as :data:`COLLECTOR_NAME` on the process that reports, only there."""
 
@@ -72,6 +83,7 @@ class Collector:
         self.progress: SessionProgress | None = None
         self.cooldown_told = False          # "--sme2-cooldown cannot be applied": said once
         self.pytest_session: pytest.Session | None = None
+        self.not_applicable: dict[str, int] = {}     # reason -> tests that skipped for it
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.pytest_session = session
@@ -93,6 +105,9 @@ class Collector:
                 write_live(self.config, f"sme2: {line}")
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        reason = not_applicable_reason(report)
+        if reason is not None:
+            self.not_applicable[reason] = self.not_applicable.get(reason, 0) + 1
         ours = [(name, value) for name, value in report.user_properties
                 if name in (RESULT_PROPERTY, COMPARISON_PROPERTY)]
         if report.when != "call" or not ours:
@@ -119,11 +134,14 @@ class Collector:
         self.cooldown_told |= held is not None and not held.applied
 
     def _add_comparison(self, value: dict) -> None:
-        from pytest_sme2.report.terminal import comparison_line  # report.terminal: not at start-up
+        from pytest_sme2.report.terminal import (  # report.terminal: not at start-up
+            comparison_line, side_evidence_lines)
 
         record = ComparisonRecord.from_json(value)
         self.session.add_comparison(record, write=False)
         write_live(self.config, comparison_line(record, self._device_of(record)))
+        for line in side_evidence_lines(record, self.session.results):
+            write_live(self.config, line)
 
     def _device_of(self, record) -> str | None:
         """The device a comparison ran on, in a session on several (its blocks say)."""
@@ -148,6 +166,9 @@ class Collector:
                                 f"{self.session.config.baseline_dir}")
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
+        for reason, n in self.not_applicable.items():
+            tests = f"{n} tests do" if n > 1 else "1 test does"
+            terminalreporter.write_line(f"sme2: {tests} not apply here: {reason}", yellow=True)
         if not self.session.results:
             return
         from pytest_sme2.report.terminal import (  # report.terminal: not at start-up

@@ -8,12 +8,13 @@ them."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, NoReturn
 
 import pytest
 
-from pytest_sme2.plugin.collector import (COMPARISON_PROPERTY, RESULT_PROPERTY, block_done,
-                                   is_xdist_worker, live_progress, write_live)
+from pytest_sme2.plugin.collector import (COMPARISON_PROPERTY, NOT_APPLICABLE, RESULT_PROPERTY,
+                                          block_done, is_xdist_worker, live_progress,
+                                          write_live)
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate.junit import junit_properties
 from pytest_sme2.programs.export import ExportedModel, export_model
@@ -102,6 +103,11 @@ def sme2_runners(sme2_session: BenchSession) -> dict[str, dict]:
             for name, s in sme2_session.specs.items()}
 
 
+def not_applicable(reason: str) -> NoReturn:
+    """Skip a test that cannot apply to this device, saying why (the summary repeats it)."""
+    pytest.skip(NOT_APPLICABLE + reason)
+
+
 def _sme2_runner(session: BenchSession, state: str, config: pytest.Config, device: str) -> str:
     try:
         name = session.sme2_runner(state, device)
@@ -109,6 +115,16 @@ def _sme2_runner(session: BenchSession, state: str, config: pytest.Config, devic
         fail(e, config)
     if name is None:
         pytest.skip(no_sme2_runner_reason(state, _facts(session, device)))
+    return name
+
+
+def _sme_runner(session: BenchSession, state: str, config: pytest.Config, device: str) -> str:
+    try:
+        name = session.sme_runner(state, device)
+    except Sme2Error as e:   # the device could not be opened to ask it about SME
+        fail(e, config)
+    if name is None:
+        pytest.skip(no_sme_runner_reason(state, _facts(session, device)))
     return name
 
 
@@ -120,16 +136,58 @@ def _facts(session: BenchSession, device: str) -> DeviceFacts | None:
         return None
 
 
+def _sme1_only(facts: DeviceFacts) -> str:
+    """Why an SME2 test cannot apply on a device with SME but no SME2, and what runs there."""
+    return (f"device {facts.label} has SME but no SME2 ({facts.sme_class} in its hwcaps): no "
+            "SME2 kernel can run there; its SME pair (sme_on vs sme_off, "
+            "benchmarks/test_sme.py) measures the SME it has")
+
+
 def no_sme2_runner_reason(state: str, facts: DeviceFacts | None) -> str:
     """Why an SME2 comparison skips when no SME2-``state`` runner is configured: first that the
     device has no SME2 at all (no runner pair would help there), else what to pass."""
     if facts is not None and facts.sme2 is False:
-        return (f"this device has no SME2 ({facts.abi or facts.kind}: no SME2 hwcap); "
-                "--device qemu emulates one")
+        if facts.sme:
+            return NOT_APPLICABLE + _sme1_only(facts)
+        return (f"{NOT_APPLICABLE}this device has no SME2 ({facts.abi or facts.kind}: no SME2 "
+                "hwcap); --device qemu emulates one")
     return (f"no SME2-{state} runner configured: pass --runner "
             f"sme2_{state}=/path/to/executor_runner,sme2={state} "
             "(build recipe: docs/native-runner.md), or run on --device qemu, where "
             "the native runner with SME2 hidden is the SME2-off side")
+
+
+def no_sme_runner_reason(state: str, facts: DeviceFacts | None) -> str:
+    """Why an SME comparison (SME on vs SME hidden, on a device with SME but no SME2) skips:
+    the device's class, else what to pass."""
+    if facts is not None and facts.sme2:
+        return (f"{NOT_APPLICABLE}device {facts.label} has SME2: its SME2 pair (sme2_on, "
+                "sme2_off, sme_only) measures it; --device qemu:sme1 emulates SME without SME2")
+    if facts is not None and facts.sme is False:
+        return (f"{NOT_APPLICABLE}device {facts.label} has no SME "
+                f"({facts.abi or facts.kind}: no SME hwcap); --device qemu:sme1 emulates SME "
+                "without SME2")
+    return (f"no SME-{state} runner configured: pass --runner "
+            f"sme_{state}=/path/to/executor_runner,sme={state}, or run on a device with SME but "
+            "no SME2 (--device qemu:sme1), where the native runner with SME hidden is the "
+            "SME-off side")
+
+
+@pytest.fixture
+def sme_on(pytestconfig: pytest.Config, sme2_session: BenchSession,
+           sme2_device_spec: str) -> str:
+    """Name of the runner labelled sme=on (or named sme_on); on a device with SME but no SME2
+    that can hide SME from a process (``--device qemu:sme1``, such a phone) the native runner
+    as built; skips, saying why, when there is none."""
+    return _sme_runner(sme2_session, "on", pytestconfig, sme2_device_spec)
+
+
+@pytest.fixture
+def sme_off(pytestconfig: pytest.Config, sme2_session: BenchSession,
+            sme2_device_spec: str) -> str:
+    """Name of the runner labelled sme=off (or named sme_off); on a device with SME but no SME2
+    the same native binary with SME hidden too; skips, saying why, when there is none."""
+    return _sme_runner(sme2_session, "off", pytestconfig, sme2_device_spec)
 
 
 @pytest.fixture
@@ -160,9 +218,11 @@ def sme2_emulated(sme2_device) -> bool:
 def sme2_capable_device(sme2_device):
     """The device, skipping when its hwcaps say it has no SME2 (unknown capability runs)."""
     facts = sme2_device.facts()
+    if facts.sme2 is False and facts.sme:
+        not_applicable(_sme1_only(facts))
     if facts.sme2 is False:
-        pytest.skip(f"device {facts.serial} ({facts.cpu}, {facts.abi}) has no SME2 in its "
-                    "hwcaps: an SME2-on runner cannot use SME2 kernels there")
+        not_applicable(f"device {facts.serial} ({facts.cpu}, {facts.abi}) has no SME2 in its "
+                       "hwcaps: an SME2-on runner cannot use SME2 kernels there")
     return sme2_device
 
 

@@ -234,6 +234,8 @@ def _evidence(blocks: list[BlockResult]) -> KernelEvidence | None:
         streaming_sme_blocks=sum(e.streaming_sme_blocks or 0 for e in traced) if traced
         else None,
         kernel_trace_source=evs[0].kernel_trace_source,
+        sme=evs[0].sme if len({e.sme for e in evs}) == 1 else "mixed",
+        sme_reason=evs[0].sme_reason,
         # One evidence process per side: its samples are every block's.
         **next(({"sampled_kernels": e.sampled_kernels, "samples_total": e.samples_total,
                  "kernel_sample_source": e.kernel_sample_source} for e in evs if e.sampled),

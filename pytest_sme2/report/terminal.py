@@ -16,6 +16,7 @@ from pytest_sme2.report.precision_notes import precision_lines
 from pytest_sme2.report.unresolved_notes import unresolved_lines  # noqa: F401 (the summary's)
 from pytest_sme2.results import (BlockResult, ComparisonRecord, Judgement, Startup, pool,
                                  pool_categories, pool_generation, pool_startup)
+from pytest_sme2.results.records import KernelEvidence
 from pytest_sme2.instructions.count import format_count
 
 TOP_OPERATORS = 10
@@ -34,7 +35,7 @@ def benchmark_line(r: BlockResult, device: bool = False) -> str:
         return generation_line(r, device)
     e = r.e2e
     ev = r.kernel_evidence
-    sme2 = f"; SME2 {ev.sme2}" if ev is not None and (ev.traced or ev.sampled) else ""
+    sme2 = f"; {_levels(ev)}" if ev is not None and (ev.traced or ev.sampled) else ""
     where = f" on {r.device_label}" if device else ""
     return (f"sme2: {r.model} {r.dtype} t{r.threads} {r.runner_name}{where}: Method::execute "
             "median "
@@ -43,6 +44,21 @@ def benchmark_line(r: BlockResult, device: bool = False) -> str:
             f"n={e.n} (+{r.warmup} warm-up discarded){sme2}"
             + _outputs(r) + _timing(r) + _instructions(r) + _startup(r.startup)
             + (EMULATED if r.emulated else ""))
+
+
+def _levels(ev: KernelEvidence) -> str:
+    """``SME2 proven``; where the SME level is known, both: ``SME: proven (SME1 kernels:
+    kai_..._sme_mopa, ...); SME2: absent``."""
+    return ev.levels if ev.shows_sme_level else f"SME2 {ev.sme2}"
+
+
+def _verdict_cell(ev: KernelEvidence | None) -> str:
+    """The summary table's SME2 cell: the verdict, and the SME level's when it ran or may
+    have (``absent (SME proven)`` on a device with SME but no SME2)."""
+    if ev is None:
+        return "-"
+    return ev.sme2 + (f" (SME {ev.sme})" if ev.shows_sme_level and
+                      ev.sme in ("proven", "indicated", "mixed") else "")
 
 
 def _tok_s(v: float | None) -> str:
@@ -61,7 +77,7 @@ def generation_line(r: BlockResult, device: bool = False) -> str:
     assert g is not None
     pre, dec = g.prefill, g.decode
     where = f" on {r.device_label}" if device else ""
-    verdicts = [f"{p.phase} {p.evidence.sme2}" for p in g.phases
+    verdicts = [f"{p.phase} {_verdict_cell(p.evidence)}" for p in g.phases
                 if p.evidence is not None and (p.evidence.traced or p.evidence.sampled)]
     sme2 = f"; SME2 {', '.join(verdicts)}" if verdicts else ""
     return (f"sme2: {r.model} {r.dtype} t{r.threads} {r.runner_name}{where}: generation of "
@@ -176,6 +192,27 @@ def comparison_line(c: ComparisonRecord | Mapping[str, Any], device: str | None 
             + (EMULATED if c.emulated else ""))
 
 
+def side_evidence_lines(c: ComparisonRecord, results: Iterable[BlockResult]) -> list[str]:
+    """Under a comparison's line, what each side's kernel evidence says where kernels were
+    traced or sampled: ``sme2:   sme_on: SME: proven (SME1 kernels: ...); SME2: absent`` (an
+    LLM's per phase)."""
+    lines = []
+    for runner, ids in ((c.base, c.base_blocks), (c.candidate, c.candidate_blocks)):
+        r = next((b for b in results if b.runner_name == runner and b.nodeid in ids), None)
+        if r is None:
+            continue
+        if r.generation is not None:
+            evs = [(f"{phase} ", r.generation.phase(phase).kernel_evidence)
+                   for phase in ("prefill", "decode")]
+        else:
+            evs = [("", r.kernel_evidence)]
+        said = [f"{what}{_levels(ev)}" for what, ev in evs
+                if ev is not None and (ev.traced or ev.sampled)]
+        if said:
+            lines.append(f"sme2:   {runner}: {' | '.join(said)}")
+    return lines
+
+
 def top_category(categories_ms: dict[str, float]) -> str:
     named = {k: v for k, v in categories_ms.items() if k != OTHER}
     if not named or max(named.values()) <= 0:
@@ -206,7 +243,7 @@ def _row(name: str, rs: list[BlockResult], speedup: str,
     ev = r.kernel_evidence
     return (name, r.model, r.dtype, str(r.threads), r.runner_name,
             *(f.cell(p) for f in _LATENCY), *startup_cells(pool_startup(rs)),
-            speedup, top_category(pool_categories(rs)), ev.sme2 if ev else "-",
+            speedup, top_category(pool_categories(rs)), _verdict_cell(ev),
             baseline_cell(baseline if baseline is not None else r.judgement)
             + _category_regressions(r.category_judgements)
             + _instructions_cell(r.instructions_judgement)
@@ -334,8 +371,8 @@ def generation_row(name: str, side: BenchmarkSide) -> tuple[str, ...] | None:
     baseline = (c.baselines or {}).get(side.runner) or None if c is not None else None
     return (name, r.runner_name, r.dtype, g.tests,
             _tok_s(pre.tokens_per_s), _tok_s(dec.tokens_per_s), _ms(dec.token_median_ms),
-            _ms(dec.token_p90_ms), _ms(g.ttft_ms), pre.sme2 if pre.evidence else "-",
-            dec.sme2 if dec.evidence else "-", _phase_verdicts(r, baseline))
+            _ms(dec.token_p90_ms), _ms(g.ttft_ms), _verdict_cell(pre.evidence),
+            _verdict_cell(dec.evidence), _phase_verdicts(r, baseline))
 
 
 def generation_table(per_device: Mapping[str, list[BenchmarkSide]]) -> list[str]:
@@ -387,4 +424,6 @@ def analysis_summary(a) -> list[str]:
                      f"{r.calls_per_run:g}/run]{flags}")
     ev = a.evidence
     lines += ["", f"SME2: {ev.sme2} — {ev.reason}"]
+    if ev.shows_sme_level:
+        lines.append(f"SME: {ev.sme} — {ev.sme_reason}")
     return lines

@@ -9,6 +9,27 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+# What a device's hwcaps say of SME, as one class: the pair a device gets, the verdicts it can
+# reach and the baselines it is judged against differ by it (docs/devices.md, "Which phones
+# have SME").
+SME2_CLASS = "SME2"
+SME1_CLASS = "SME (no SME2)"
+NO_SME_CLASS = "no SME"
+UNKNOWN_CLASS = "unknown"
+
+
+def sme_class(sme: bool | None, sme2: bool | None) -> str:
+    """``SME2``, ``SME (no SME2)`` (the 2026 Snapdragon flagship, ``--device qemu:sme1``),
+    ``no SME`` or ``unknown``, from the hwcaps' SME and SME2 flags (None: not known)."""
+    if sme2:
+        return SME2_CLASS
+    if sme is False:
+        return NO_SME_CLASS
+    if sme and sme2 is False:
+        return SME1_CLASS
+    return UNKNOWN_CLASS
+
+
 _FACTS = ("kind", "serial", "model", "cpu", "abi", "os", "kernel", "cores", "sme", "sme2",
           "executorch")
 
@@ -67,6 +88,11 @@ class DeviceFacts:
         known = {k: d[k] for k in _FACTS if k in d}
         return cls(**known, extra=extra, emulated=emulated, target=target,
                    spec=str(d.get("spec") or ""), extra_order=order, stored_keys=tuple(d))
+
+    @property
+    def sme_class(self) -> str:
+        """What the hwcaps say of SME as one class (:func:`sme_class`)."""
+        return sme_class(self.sme, self.sme2)
 
     @property
     def fingerprint(self) -> str:

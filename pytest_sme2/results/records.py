@@ -7,11 +7,16 @@ concept, whether it was just computed or read back from a document."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from pytest_sme2.results.thermal import CooldownRecord
+
+# A kernel's tile-size accessor, not a kernel (pytest_sme2.analysis.isa.is_accessor's rule: the
+# analysis layer is above this one).
+_ACCESSOR = re.compile(r"(^kai_get_|_get_(mr|nr|kr|sr|m_step|n_step)$)", re.IGNORECASE)
 
 def _field_names(cls: type) -> frozenset[str]:
     return frozenset(f.name for f in fields(cls))
@@ -101,7 +106,9 @@ class SampledKernel:
 @dataclass
 class KernelEvidence:
     """The SME2 verdict (``proven``, ``indicated``, ``absent``, ``unknown``; ``mixed`` for
-    blocks that disagree) and what it rests on."""
+    blocks that disagree) and what it rests on; beside it the SME (SME1) level's verdict
+    (``sme``, ``sme_reason``), from the same evidence: a device with SME but no SME2 runs SME1
+    kernels, and says so."""
 
     sme2: str = "unknown"
     reason: str = ""
@@ -115,6 +122,11 @@ class KernelEvidence:
     sampled_kernels: list[SampledKernel] = field(default_factory=list)
     samples_total: int | None = None
     kernel_sample_source: str = ""
+    # The SME level: proven when SME1 kernels executed (or were sampled), absent when the
+    # process has no SME or ran no SME code, indicated by KleidiAI packed operators on a device
+    # with SME but no SME2, else unknown. Written only when known (older documents lack it).
+    sme: str = "unknown"
+    sme_reason: str = ""
 
     @property
     def traced(self) -> bool:
@@ -125,12 +137,42 @@ class KernelEvidence:
     def sampled(self) -> bool:
         return self.samples_total is not None
 
+    @property
+    def sme1_kernels(self) -> list[str]:
+        """The SME1 micro-kernels the evidence names (executed, else sampled), compute kernels
+        before packing ones, tile-size accessors left out
+        (:func:`pytest_sme2.analysis.isa.is_accessor`)."""
+        ran = [k for k in self.executed_kernels or self.sampled_kernels
+               if k.isa_family == "SME" and not _ACCESSOR.search(k.name)]
+        return [k.name for k in sorted(ran, key=lambda k: "pack" in k.name.lower())]
+
+    @property
+    def shows_sme_level(self) -> bool:
+        """Whether the SME level says something the SME2 verdict does not: it is known, and
+        SME2 neither proven nor indicated (SME1 packing beside SME2 kernels is a detail)."""
+        return self.sme != "unknown" and self.sme2 not in ("proven", "indicated")
+
+    @property
+    def levels(self) -> str:
+        """Both levels in one line: ``SME: proven (SME1 kernels: kai_..._sme_mopa); SME2:
+        absent``; the SME2 verdict alone where the SME level adds nothing
+        (:attr:`shows_sme_level`)."""
+        if not self.shows_sme_level:
+            return f"SME2: {self.sme2}"
+        ran = self.sme1_kernels
+        more = f" and {len(ran) - 2} more" if len(ran) > 2 else ""
+        named = f" (SME1 kernels: {', '.join(ran[:2])}{more})" if ran else ""
+        return f"SME: {self.sme}{named}; SME2: {self.sme2}"
+
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["executed_kernels"] = [k.to_json() for k in self.executed_kernels]
         if self.samples_total is None:      # sessions without sampling read as before
             for key in ("sampled_kernels", "samples_total", "kernel_sample_source"):
                 d.pop(key)
+        if self.sme == "unknown" and not self.sme_reason:    # documents before the SME level
+            d.pop("sme")
+            d.pop("sme_reason")
         return d
 
     @classmethod

@@ -174,6 +174,17 @@ def masked_pair() -> list[RunnerSpec]:
                                                      + sme["made_by"]}, hwcap_mask="sme2")]
 
 
+def sme_pair() -> list[RunnerSpec]:
+    """The SME comparison on a device with SME but no SME2, from one binary: ``sme_on`` (the
+    native runner, hwcaps as the device reports them: SME, no SME2) and ``sme_off`` (the same
+    binary, SME hidden too), so the two sides differ in SME and nothing else."""
+    off = mask_labels("sme", {})
+    return [RunnerSpec("sme_on", "native", labels={
+                "sme": "on", "made_by": "one binary; hwcaps as the device reports them"}),
+            RunnerSpec("sme_off", "native", labels={**off, "sme": "off", "made_by": "one binary; "
+                                                    + off["made_by"]}, hwcap_mask="sme")]
+
+
 def mask_labels(mask: str, labels: dict[str, str], text: str = "") -> dict[str, str]:
     """The labels a hwcap mask implies: SME2 is off, and how (recorded with every result)."""
     if mask not in MASKS:

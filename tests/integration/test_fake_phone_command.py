@@ -69,16 +69,21 @@ def test_the_fake_phone_command_serves_until_sigterm_and_leaves_nothing(served, 
     assert not list(tmp.glob("pytest-sme2-fake-phone-*"))     # its folder is gone
 
 
-def test_no_sme2_phone_has_no_sme2(adb_server, tmp_path):
+@pytest.mark.parametrize("flag,said,hwcaps", [
+    ("--no-sme2", "without SME2", (False, False)),
+    # the Snapdragon 8 Elite Gen 5's class: SME, SME2 hidden from every program
+    ("--sme1", "with SME but no SME2", (True, False)),
+])
+def test_a_phone_without_sme2_has_no_sme2(adb_server, tmp_path, flag, said, hwcaps):
     arm64_phone_config()
     env = {**os.environ, "TMPDIR": str(tmp_path)}   # the fixture set the adb server port
-    proc = subprocess.Popen([*CLI, "fake-phone", "--no-sme2"], env=env, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([*CLI, "fake-phone", flag], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True, stdin=subprocess.DEVNULL)
     try:
         serial = proc.stdout.readline().strip()
-        assert "without SME2" in proc.stdout.readline()
+        assert f"{said})" in proc.stdout.readline()
         facts = open_android(f"android:{serial}", session_id="fp2").facts()
-        assert (facts.sme, facts.sme2) == (False, False)
+        assert (facts.sme, facts.sme2) == hwcaps
     finally:
         proc.send_signal(signal.SIGINT)
         rc = proc.wait(30)

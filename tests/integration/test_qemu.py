@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from pytest_sme2.devices.qemu import QemuDevice
 from pytest_sme2.measure.block import BenchmarkRun, run_benchmark
 from pytest_sme2.measure.pairs import Interleaving, PairPlan, run_comparison
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.runners import RunnerError
-from pytest_sme2.runners.spec import masked_pair
+from pytest_sme2.runners.spec import masked_pair, sme_pair
 from pytest_sme2.measure.settings import BenchSettings
 from tests.needs import missing, tool
 
@@ -25,8 +26,6 @@ SME_FAMILIES = {"SME", "SME2"}
 
 @pytest.fixture(scope="module")
 def qemu():
-    from pytest_sme2.devices.qemu import QemuDevice
-
     device = QemuDevice("qemu")
     try:
         device.facts()
@@ -58,8 +57,6 @@ def test_facts_are_read_inside_the_guest(qemu):
 
 
 def test_a_cpu_model_without_sme_reports_none(qemu):
-    from pytest_sme2.devices.qemu import QemuDevice
-
     facts = QemuDevice("qemu:max,sme=off").facts()
     assert (facts.sme, facts.sme2) == (False, False)
     assert facts.extra["qemu_cpu"] == "max,sme=off"
@@ -104,6 +101,49 @@ def test_one_binary_three_views_and_the_kernels_that_ran(qemu, runners, settings
         assert r.device.emulated is True
         assert Path(r.context.kernel_trace).is_file()
         assert not list(Path(r.etdump).parent.glob("*.qemu-in_asm.log"))   # big log removed
+
+
+@pytest.fixture(scope="module")
+def sme1(qemu):
+    """``--device qemu:sme1``: -cpu max with SME2 hidden from every process, SME kept."""
+    return QemuDevice("qemu:sme1")
+
+
+def test_the_sme1_class_reads_sme_without_sme2_inside_the_guest(sme1):
+    """The probe runs with SME2 hidden, as every process of the device (its pair's kernels:
+    tests/plugin/test_plugin_qemu.py)."""
+    facts = sme1.facts()
+    assert (facts.sme, facts.sme2, facts.sme_class) == (True, False, "SME (no SME2)")
+    assert facts.serial == "qemu-sme1" and facts.extra["device_class"] == "sme1"
+    assert facts.extra["qemu_cpu"] == "max" and "SME2 hidden from every process" in facts.model
+
+
+class LeakyQemu(QemuDevice):
+    """``qemu:sme1`` whose runs forget to hide SME2 while its facts (read once, with SME2
+    hidden) say it is: a dispatch that does not ask the hwcaps (onnxruntime#26399), planted
+    with the real emulator, runner and trace."""
+
+    def run(self, runner, request):
+        self.facts()                        # SME2 hidden, as the device says
+        hidden, self.hidden = self.hidden, 0
+        try:
+            return super().run(runner, request)
+        finally:
+            self.hidden = hidden
+
+
+def test_an_sme2_kernel_in_a_process_that_hides_sme2_fails_the_benchmark(settings, qemu):
+    from pytest_sme2.analysis.kernels import DispatchBugError
+
+    device = LeakyQemu("qemu:sme1")
+    runner = sme_pair()[0].make(target=device.target)
+    with pytest.raises(DispatchBugError) as e:
+        run_benchmark(BenchmarkRun("toy_cnn", "fp32", 1, label="planted"), runner, device,
+                      settings)
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith("dispatch bug: SME2 micro-kernel kai_run_")
+    kernel = msg.split()[4]
+    assert "_sme2_" in kernel and "executed (kernel trace)" in msg, msg
 
 
 def test_sme2_on_and_off_outputs_agree_within_tolerance(qemu, runners, settings):
@@ -177,7 +217,6 @@ int main(void) {
 
 
 def test_a_binary_killed_by_sigill_under_emulation_is_one_line(qemu, toy_export, tmp_path):
-    from pytest_sme2.devices.qemu import QemuDevice
     from pytest_sme2.runners.base import RunRequest
     from pytest_sme2.runners.binary import BinaryRunner
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_sme2.device_programs.build import PRELOAD_LIB
+from pytest_sme2.device_programs.hwcaps import SME2_FAMILY
 from tests.fakes.android import arm64_phone_config, connect_phone, release_phone
 
 pytestmark = pytest.mark.usefixtures("inner_session_env")
@@ -94,3 +95,53 @@ def test_sme2_on_and_masked_on_an_arm64_phone(pytester, run_pytest, arm64_phone,
     runs = [c for c in arm64_phone.device.commands if "sme2_runner" in c and "timeout" in c]
     assert runs and all("--preload " in c and PRELOAD_LIB in c for c in runs)
     assert {c.count("PYTEST_SME2_HWCAP2_CLEAR=0x0 ") for c in runs} == {0, 1}
+
+
+SME1_PHONE = """
+def test_sme_pair(sme2_compare, sme_on, sme_off, sme2_device, sme2_emulated):
+    facts = sme2_device.facts()
+    assert (facts.sme, facts.sme2, facts.sme_class) == (True, False, "SME (no SME2)")
+    assert sme2_emulated and (sme_on, sme_off) == ("sme_on", "sme_off")
+    cmp = sme2_compare(sme_off, sme_on, "toy_cnn", dtype="fp32", threads=1)
+    assert cmp.outputs.equal, cmp.outputs
+    on = cmp.candidate_blocks[0].kernel_evidence
+    off = cmp.base_blocks[0].kernel_evidence
+    # Nothing traces on a phone: the SME level is proven by the evidence process's samples,
+    # SME2 absent by the hwcaps the phone's kernel reports.
+    assert (on.sme, on.sme2) == ("proven", "absent"), on.levels
+    assert on.sme_reason.startswith("sampling: ") and on.samples_total > 0
+    assert not any(k.isa_family == "SME2" for k in on.sampled_kernels)
+    assert off.sme == "absent" and off.samples_total > 0
+    assert not any(k.isa_family in ("SME", "SME2") for k in off.sampled_kernels)
+
+
+def test_sme2_pair(sme2_on, sme2_off):
+    raise AssertionError("an SME2 pair on a phone without SME2")
+"""
+
+
+def test_an_sme1_only_phone_runs_the_sme_pair_proven_by_sampling(pytester, run_pytest,
+                                                                  adb_server, tmp_path,
+                                                                  monkeypatch, export_cache):
+    """Issue 47: the fake phone as the Snapdragon 8 Elite Gen 5 (SME, no SME2: its kernel hides
+    SME2 from every program, auxv and cpuinfo included) over the real adb server."""
+    phone = connect_phone(adb_server, tmp_path / "phone",
+                          arm64_phone_config(hidden_hwcap2=SME2_FAMILY))
+    try:
+        for key, value in adb_server.env.items():
+            monkeypatch.setenv(key, value)
+        pytester.makepyfile(test_s=SME1_PHONE)
+        res = run_pytest(f"--device=android:{phone.serial}", f"--sme2-cache-dir={export_cache}",
+                         "--runs=2", "--warmup=1", "--sme2-blocks=2",
+                         "--sme2-confirm-blocks=0")
+        res.assert_outcomes(passed=1, skipped=1)
+        res.stdout.fnmatch_lines([
+            "sme2:   sme_on: SME: proven (SME1 kernels: *); SME2: absent",
+            f"sme2: 1 test does not apply here: device {phone.serial} has SME but no SME2 *"])
+        cpuinfo = (phone.root / "proc/cpuinfo").read_text()
+        assert " sme " in cpuinfo and "sme2" not in cpuinfo
+        # Every run of the phone's runner had SME2 hidden; the SME-off side SME too.
+        runs = [c for c in phone.device.commands if "sme2_runner" in c and "timeout" in c]
+        assert runs and all("--preload " in c for c in runs)
+    finally:
+        release_phone(phone)

@@ -69,3 +69,44 @@ def test_benchmarks_on_the_emulated_sme2_cpu(pytester, run_pytest, qemu_ready, e
     assert "hwcaps masked to no SME, no SME2" in detail
     for c in doc["comparisons"]:
         assert c["emulated"] is True and c["outputs"]["equal"] is True
+
+
+def test_benchmarks_on_an_sme1_only_cpu_run_the_sme_pair_and_say_why_sme2_does_not_apply(
+        pytester, run_pytest, qemu_ready, export_cache):
+    """Issue 47: `--device qemu:sme1` (SME without SME2, the 2026 Snapdragon flagship's class):
+    the SME pair comes by itself, its evidence per side says which SME level ran, and the SME2
+    test says that it does not apply, in the summary too."""
+    for name in ("test_sme.py", "test_sme2.py"):
+        shutil.copy(BENCHMARKS / name, pytester.path / name)
+    res = run_pytest(
+        "--device=qemu:sme1", f"--sme2-cache-dir={export_cache}", "--sme2-models=toy_cnn",
+        "--sme2-dtypes=fp32", "--sme2-threads=1", "-k", "toy_cnn and fp32")
+    res.assert_outcomes(passed=1, skipped=1)
+    res.stdout.fnmatch_lines([
+        "sme2: sme_on vs sme_off on toy_cnn fp32 t1: speed-up *outputs equal*"
+        "?emulated CPU: timings say nothing about speed?",
+        "sme2:   sme_off: SME: absent; SME2: absent",
+        "sme2:   sme_on: SME: proven (SME1 kernels: kai_run_matmul_clamp_f32_*_sme_m*); "
+        "SME2: absent",
+        "sme2: 1 test does not apply here: device qemu-sme1 has SME but no SME2 (SME (no SME2) "
+        "in its hwcaps): no SME2 kernel can run there; its SME pair (sme_on vs sme_off, "
+        "benchmarks/test_sme.py) measures the SME it has",
+        "*pytest-sme2 summary*",
+        "test_sme_speedup?toy_cnn-fp32-t1?*sme_off*(base)*absent *",
+        "test_sme_speedup?toy_cnn-fp32-t1?*sme_on*absent (SME proven)*",
+    ])
+    doc = json.loads((pytester.path / "sme2-report" / "results.json").read_text())
+    for b in doc["benchmarks"]:
+        assert b["device"]["spec"] == "qemu:sme1"
+        assert (b["device"]["sme"], b["device"]["sme2"]) == (True, False)
+    evidence = {side: [b["kernel_evidence"] for b in doc["benchmarks"] if b["runner"] == side]
+                for side in ("sme_on", "sme_off")}
+    for e in evidence["sme_on"]:            # SME1 kernels traced, no SME2 one
+        assert e["sme"] == "proven" and e["sme2"] == "absent", e["sme_reason"]
+        families = {k["isa_family"] for k in e["executed_kernels"]}
+        assert "SME" in families and "SME2" not in families
+        assert any(k["name"].endswith("_sme_mopa") for k in e["executed_kernels"])
+    for e in evidence["sme_off"]:           # SME hidden too: no SME code at all
+        assert (e["sme"], e["sme2"]) == ("absent", "absent") and e["kleidiai_ops"] == []
+        assert e["streaming_sme_blocks"] == 0
+    assert evidence["sme_on"] and evidence["sme_off"]

@@ -52,6 +52,9 @@ INTERNAL = {
     "regression_gate_evaluation_time_gates": {"pytest_sme2.gate.robust:judge_robust"},
     "sampled_vs_traced": {"pytest_sme2.analysis.addresses:kernel_key"},
     "tracing_cost": {"pytest_sme2.analysis.timing:process_runs"},
+    "wheel_kernels": {"pytest_sme2.analysis.kernel_map:library_kernels",
+                      "pytest_sme2.analysis.kernel_map:map_kernels",
+                      "pytest_sme2.emulation.wheel:cached_executorch_dir"},
 }
 
 

@@ -16,6 +16,7 @@ from pytest_sme2.report.markdown.cells import (MISSING, cell, code, fmt_ms, fmt_
 from pytest_sme2.report.digest import (Unit, by_model, category_order,
                                        devices, devices_side_by_side, runners)
 from pytest_sme2.results import Judgement, ResultsDoc, device_label, pool_startup
+from pytest_sme2.results.device import sme_class
 
 DETAIL_DIR = "details"     # one page per unit, linked from report.md
 MODEL_CHART = "model:"     # a model's category figure's key in a ``charts`` mapping
@@ -35,6 +36,9 @@ def device_table(doc: ResultsDoc) -> dict[str, Any] | None:
         return None
     rows = [(label, [value_text(d.get(key)) for d in devs]) for key, label in DEVICE_FIELDS
             if any(key in d for d in devs)]
+    if any("sme2" in d for d in devs):      # the class the two flags make: SME (no SME2), ...
+        at = next(i for i, (label, _) in enumerate(rows) if label == "SME2 (hwcaps)") + 1
+        rows.insert(at, ("SME class", [sme_class(d.get("sme"), d.get("sme2")) for d in devs]))
     extra_keys = list(dict.fromkeys(k for d in devs for k in (d.get("extra") or {})))
     rows += [(k, [value_text((d.get("extra") or {}).get(k)) if k in (d.get("extra") or {}) else "—"
                   for d in devs]) for k in extra_keys]
@@ -273,7 +277,10 @@ def evidence_rows(us: list[Unit], ctx: list[dict], paths: dict[int, str]) -> lis
                            "in the XNNPACK log SME2")
             else:
                 kernels = "no kernel trace"
-            row = {"runner": _runner_cell(u, i), "verdict": e["verdict"],
+            # Both levels where the SME one is known: "SME: proven (SME1 kernels: ...); SME2:
+            # absent" on a device with SME but no SME2.
+            verdict = e["levels"] if e["shows_sme_level"] else e["verdict"]
+            row = {"runner": _runner_cell(u, i), "verdict": verdict,
                    "packed": ", ".join(code(op) for op in e["packed"]) or "none",
                    "kernels": kernels}
             key = tuple(row.values())

@@ -168,6 +168,8 @@ def _evidence(u: Unit) -> list[dict[str, Any]]:
                     "kernels": kernels[:TOP_KERNELS], "more_kernels": max(0, len(kernels)
                                                                           - TOP_KERNELS),
                     "sme2_kernels": sum(1 for k in kernels if k.sme2),
+                    "sme": ev.sme, "sme_reason": ev.sme_reason, "levels": ev.levels,
+                    "shows_sme_level": ev.shows_sme_level,
                     "traced": ev.traced, "executed": ev.executed_kernels,
                     "sampled": ev.sampled_kernels, "samples_total": ev.samples_total,
                     "made_by": s.labels.get("made_by", "")})

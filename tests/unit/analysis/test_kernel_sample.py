@@ -12,7 +12,7 @@ from pytest_sme2.analysis.addresses import MappedRegion, SymbolTable
 from pytest_sme2.analysis.kernel_sample import (SAMPLE_COLUMNS, attribute_samples,
                                                 parse_samples, read_kernel_sample_csv,
                                                 sampled_kernels, write_kernel_sample_csv)
-from pytest_sme2.analysis.kernels import ABSENT, PROVEN, UNKNOWN, sme2_verdict
+from pytest_sme2.analysis.kernels import ABSENT, PROVEN, DispatchBugError, sme2_verdict
 from pytest_sme2.errors import Sme2Error
 
 XNN = "/data/local/tmp/pytest-sme2-cache/runner-0123456789abcdef/libexecutorch_backend_xnnpack.so"
@@ -107,7 +107,20 @@ def test_no_sme2_sampled_is_a_note_not_a_verdict() -> None:
     assert "alone proves nothing" in ev.reason
 
 
-def test_sme2_sampled_on_a_device_without_sme2_is_a_mismatch() -> None:
-    ev = sme2_verdict(kernels=None, kleidiai=[], device_sme2=False,
-                      sampled=_sample({at(0x11110): 80}, 100))
-    assert ev.sme2 == UNKNOWN and "do not match" in ev.reason
+def test_sme2_sampled_in_a_process_without_sme2_is_a_dispatch_bug() -> None:
+    # A phone whose hwcaps hide SME2 (an SME1-only phone, or a masked process) cannot have
+    # chosen this kernel honestly: one line naming it, never a verdict.
+    with pytest.raises(DispatchBugError, match=rf"^dispatch bug: SME2 micro-kernel {SME2_RUN} "
+                                               "sampled running in a process whose hwcaps "
+                                               "hide SME2"):
+        sme2_verdict(kernels=None, kleidiai=[], device_sme2=False,
+                     sampled=_sample({at(0x11110): 80}, 100))
+
+
+def test_sme1_kernels_sampled_prove_the_sme_level_beside_sme2_absent() -> None:
+    """An SME1-only phone: its SME1 kernels sampled; SME2 absent by its hwcaps."""
+    ev = sme2_verdict(kernels=None, kleidiai=["Convolution (NHWC, PF32)"], device_sme2=False,
+                      device_sme=True, sampled=_sample({at(0x11410): 30, 0x10: 5}, 100))
+    assert (ev.sme, ev.sme2) == (PROVEN, ABSENT)
+    assert ev.sme_reason == f"sampling: 30 of 100 samples in 1 SME1 kernel ({SME1_PACK})"
+    assert ev.levels == f"SME: proven (SME1 kernels: {SME1_PACK}); SME2: absent"

@@ -20,7 +20,7 @@ from pytest_sme2.analysis.kernel_trace import (
     read_kernel_trace_csv,
     write_kernel_trace_csv,
 )
-from pytest_sme2.analysis.kernels import sme2_verdict
+from pytest_sme2.analysis.kernels import DispatchBugError, sme2_verdict
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.results import TracedKernel
 from tests.needs import tool
@@ -395,10 +395,50 @@ def test_sme_code_without_symbols_leaves_the_verdict_to_other_sources() -> None:
         "unknown"
 
 
-def test_executed_sme2_on_a_device_without_sme2_is_a_mismatch() -> None:
-    ev = sme2_verdict(kernels=None, kleidiai=[], device_sme2=False,
-                      executed=_trace([(SME2_MOPA, "SME2", 3)], 3))
-    assert ev.sme2 == "unknown" and "do not match" in ev.reason
+def test_executed_sme2_in_a_process_without_sme2_is_a_dispatch_bug() -> None:
+    """qemu:sme1, or a masked process: QEMU runs the hidden SME2 instructions anyway, so the
+    trace sees what real silicon without SME2 would fault on."""
+    with pytest.raises(DispatchBugError) as e:
+        sme2_verdict(kernels=None, kleidiai=[], device_sme2=False, device_sme=True,
+                     executed=_trace([(SME1_MOPA, "SME", 2), (SME2_MOPA, "SME2", 3)], 5))
+    assert str(e.value) == (
+        f"dispatch bug: SME2 micro-kernel {SME2_MOPA} executed (kernel trace) in a process "
+        "whose hwcaps hide SME2: it was chosen without asking for SME2, and a CPU without SME2 "
+        "faults on it (SIGILL)")
+    # The same trace where the process may have SME2 is no finding.
+    assert sme2_verdict(kernels=None, kleidiai=[], device_sme2=None,
+                        executed=_trace([(SME2_MOPA, "SME2", 3)], 3)).sme2 == "proven"
+
+
+def test_sme1_kernels_executed_prove_the_sme_level_beside_sme2_absent() -> None:
+    """qemu:sme1's toy_cnn fp32: SME1 matmul and packing kernels, no SME2 (an XNNPACK kernel's
+    tile-size accessor is no kernel: left out)."""
+    pack = "kai_run_lhs_pack_f32p2vlx1_f32_sme"
+    t = _trace([(pack, "SME", 1), (SME1_MOPA, "SME", 3),
+                ("xnn_qp8_f32_qc8w_gemm_minmax_ukernel_16x64c4__neonsme_get_mr", "SME", 1)], 5)
+    ev = sme2_verdict(kernels=None, kleidiai=PF32, device_sme2=False, device_sme=True,
+                      executed=t)
+    assert (ev.sme, ev.sme2) == ("proven", "absent")
+    assert ev.sme_reason == f"kernel trace: 2 SME1 kernels executed ({SME1_MOPA}, {pack})"
+    assert ev.levels == f"SME: proven (SME1 kernels: {SME1_MOPA}, {pack}); SME2: absent"
+
+
+@pytest.mark.parametrize("trace,device_sme,verdict,reason", [
+    ([(NEON_DOT, "NEON", 0)], True, "absent", "kernel trace: no SME code executed"),
+    ([(SME2_MOPA, "SME2", 3)], True, "absent",
+     "kernel trace: no SME1 kernel executed (the SME code was SME2 kernels')"),
+    ([(NEON_DOT, "NEON", 0)], False, "absent", "the process's hwcaps report no SME"),
+])
+def test_the_sme_level_is_absent_without_sme1_kernels(trace, device_sme, verdict, reason):
+    ev = sme2_verdict(kernels=None, kleidiai=PF32, device_sme2=None, device_sme=device_sme,
+                      executed=_trace(trace, sum(s for _, _, s in trace)))
+    assert (ev.sme, ev.sme_reason) == (verdict, reason)
+
+
+def test_sme_code_without_symbols_leaves_the_sme_level_unknown() -> None:
+    ev = sme2_verdict(kernels=None, kleidiai=PF32, device_sme2=None, device_sme=True,
+                      executed=_trace([], hidden=6))
+    assert ev.sme == "unknown" and "without symbols" in ev.sme_reason
 
 
 def test_execution_beats_an_xnntrace_and_packed_names() -> None:

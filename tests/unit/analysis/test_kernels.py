@@ -11,6 +11,7 @@ import pytest
 from pytest_sme2.analysis import kernels as kernels_module
 from pytest_sme2.analysis.kernels import (
     KERNEL_COLUMNS,
+    DispatchBugError,
     is_kleidiai_op,
     kernel_hint,
     kernels_frame,
@@ -224,11 +225,24 @@ def test_proven_without_device_info() -> None:
     assert sme2_verdict(kernels=[K_SME2], kleidiai=[], device_sme2=None).sme2 == "proven"
 
 
-def test_trace_sme2_on_device_without_sme2_is_a_mismatch_not_proof() -> None:
-    ev = sme2_verdict(kernels=[K_SME2], kleidiai=PACKED, device_sme2=False)
-    assert ev.sme2 == "unknown"
-    assert "do not match" in ev.reason
-    assert "device hwcaps" in ev.reason
+def test_an_sme2_kernel_logged_in_a_process_without_sme2_is_a_dispatch_bug() -> None:
+    with pytest.raises(DispatchBugError, match=rf"^dispatch bug: SME2 micro-kernel {SME2_GEMM} "
+                                               r"selected \(XNNPACK's log\) in a process whose "
+                                               "hwcaps hide SME2"):
+        sme2_verdict(kernels=[K_SME1, K_SME2], kleidiai=PACKED, device_sme2=False)
+    # An SME1 kernel there is what such a process should run: no finding.
+    assert sme2_verdict(kernels=[K_SME1], kleidiai=PACKED, device_sme2=False).sme2 == "absent"
+
+
+def test_packed_operators_on_an_sme1_only_device_indicate_the_sme_level() -> None:
+    ev = sme2_verdict(kernels=None, kleidiai=PACKED, device_sme2=False, device_sme=True)
+    assert (ev.sme, ev.sme2) == ("indicated", "absent")
+    assert ev.sme_reason.startswith("2 KleidiAI packed operators ran on a device reporting SME "
+                                    "without SME2")
+    # Without anything saying SME, nothing is claimed; the level is left out of the record.
+    ev = sme2_verdict(kernels=None, kleidiai=PACKED, device_sme2=None)
+    assert ev.sme == "unknown" and "sme" not in ev.to_json()
+    assert ev.levels == "SME2: unknown"
 
 
 def test_absent_when_device_lacks_sme2_even_if_packed_ops_ran() -> None:
@@ -392,6 +406,7 @@ def test_module_imports_only_stdlib_pandas_and_categories() -> None:
     # TYPE_CHECKING); the ISA rules live in isa.py, which both evidence sources use too; the
     # records it emits are results.json's.
     allowed = set(sys.stdlib_module_names) | {"pandas", "pytest_sme2.analysis.categories",
+                                              "pytest_sme2.errors",
                                               "pytest_sme2.analysis.isa",
                                               "pytest_sme2.results.records",
                                               "pytest_sme2.analysis.kernel_sample",

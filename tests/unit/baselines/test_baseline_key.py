@@ -165,3 +165,17 @@ def test_a_users_pte_is_judged_by_its_content(tmp_path):
     pte.write_bytes(b"ET12 two, longer")
     now = under_test_of(bench_result(model=str(pte), pte=str(pte), dtype="pte"))
     assert now.changes_since(first) == ["exported program"]
+
+
+def test_the_history_keys_a_point_by_the_devices_sme_and_sme2_flags():
+    """A session on an SME1-only phone and one on an SME2 phone of the same SoC name and model
+    are two series in the history, as they are two baseline files."""
+    from pytest_sme2.history.records import point   # the history's points: pure, no database
+
+    phone = {"kind": "android", "cpu": "QTI SM8850", "abi": "arm64-v8a", "sme": True}
+    sme1 = point([bench_result(device={**phone, "sme2": False})])
+    sme2 = point([bench_result(device={**phone, "sme2": True})])
+    assert (sme1.key["sme"], sme1.key["sme2"]) == (True, False)
+    assert sme1.key_digest != sme2.key_digest
+    assert sme1.key_digest == BaselineKey.from_result(bench_result(
+        device={**phone, "sme2": False})).digest

@@ -344,6 +344,25 @@ def test_each_environment_difference_is_a_reason(tmp_path, now, expected):
     assert reason is not None and expected in reason
 
 
+SME2_PHONE = {"kind": "android", "cpu": "Mediatek MT6993", "abi": "arm64-v8a", "sme": True,
+              "sme2": True}
+
+
+def test_an_sme1_only_session_is_never_judged_against_an_sme2_baseline(tmp_path):
+    """Issue 47: the Snapdragon 8 Elite Gen 5 (SME, no SME2) and an SME2 phone run other
+    kernels; the key holds both flags, and the reason names the classes."""
+    base = _stored(tmp_path, bench_result(device=SME2_PHONE))
+    sme1 = bench_result(device={**SME2_PHONE, "sme2": False})
+    assert BaselineKey.from_result(sme1).filename != base.path.name
+    assert _reason(tmp_path, sme1) == (
+        f"baseline recorded in another environment ({base.path.name}): SME2 capability True "
+        "-> False; a device of class SME (no SME2) is never judged against a baseline of "
+        "class SME2")
+    # Saved, the SME1-only session starts its own file: the two never mix.
+    assert save([sme1], tmp_path, commit=None) != base.path
+    assert _reason(tmp_path, sme1) is None
+
+
 def test_save_keeps_the_measured_program_once_by_hash(tmp_path):
     from dataclasses import replace
 

@@ -139,7 +139,7 @@ PARSER_BEFORE_SPLIT = {
         "model": ("model", True, "store")},
     "fake-phone": {
         "--cpu": ("cpu", False, "store"), "--no-sme2": ("no_sme2", False, "store_true"),
-        "--port": ("port", False, "store")},
+        "--sme1": ("sme1", False, "store_true"), "--port": ("port", False, "store")},
     "gate": {
         "--allow-foreign-baseline": ("allow_foreign_baseline", False, "store_true"),
         "--baseline-dir": ("baseline_dir", True, "store"),

@@ -6,32 +6,40 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_sme2.measure.process import process_sme2
+from pytest_sme2.measure.process import process_sme, process_sme2
 from pytest_sme2.devices.base import DeviceError
 from pytest_sme2.devices.registry import open_device
-from pytest_sme2.devices.qemu import QemuDevice, parse_spec
+from pytest_sme2.devices.qemu import QemuDevice, QemuSpec, parse_spec
 from pytest_sme2.device_programs import parse_probe
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.device_programs.hwcaps import (HWCAP2_SME, HWCAP2_SME2, SME2_FAMILY, SME_FAMILY,
                                                 describe_mask, mask_bits, sme_flags)
 from pytest_sme2.runners import RunnerError, parse_runner_spec
-from pytest_sme2.runners.spec import masked_pair
+from pytest_sme2.runners.spec import masked_pair, sme_pair
 from pytest_sme2.measure.session import BenchSession
 from pytest_sme2.measure.config import Sme2Config
 
 
 def test_spec_names_the_cpu_model():
-    assert parse_spec("qemu") == "max"
-    assert parse_spec("qemu:neoverse-v1") == "neoverse-v1"
-    assert parse_spec("qemu:max,sme=off") == "max,sme=off"
-    with pytest.raises(DeviceError, match="name a QEMU CPU model after ':'"):
+    assert parse_spec("qemu") == QemuSpec("max")
+    assert parse_spec("qemu:neoverse-v1") == QemuSpec("neoverse-v1")
+    assert parse_spec("qemu:max,sme=off") == QemuSpec("max,sme=off")
+    with pytest.raises(DeviceError, match="name a QEMU CPU model after ':' .*qemu:sme1"):
         parse_spec("qemu:")
     assert isinstance(open_device("qemu:cortex-a53"), QemuDevice)
     assert open_device("qemu").target == "aarch64-linux-gnu"
 
 
+def test_sme1_is_a_class_max_with_sme2_hidden_from_every_process():
+    assert parse_spec("qemu:sme1") == QemuSpec("max", SME2_FAMILY, "sme1")
+    device = open_device("qemu:sme1")
+    assert (device.cpu, device.hidden, device.device_class) == ("max", SME2_FAMILY, "sme1")
+    assert device.hidden & HWCAP2_SME2 and not device.hidden & HWCAP2_SME   # SME stays
+    assert "hidden=0x7e0007e000000000" in repr(device)
+
+
 def test_unknown_device_kind_lists_qemu():
-    with pytest.raises(DeviceError, match="'qemu' or 'qemu:CPU'"):
+    with pytest.raises(DeviceError, match="'qemu', 'qemu:CPU' or 'qemu:sme1'"):
         open_device("toaster")
 
 
@@ -100,19 +108,35 @@ def test_the_process_sees_sme2_as_the_mask_leaves_it():
     assert process_sme2(None, None) is None
 
 
+def test_the_process_sees_sme_as_the_mask_leaves_it():
+    assert process_sme(True, None) is True
+    assert process_sme(True, "sme2") is True        # SME2 hidden, SME kept
+    assert process_sme(True, "sme") is False
+    assert process_sme(None, None) is None
+
+
+def test_the_sme_pair_is_one_binary_with_sme_hidden_on_the_off_side():
+    pair = {s.name: s for s in sme_pair()}
+    assert set(pair) == {"sme_on", "sme_off"} and {s.kind for s in pair.values()} == {"native"}
+    assert (pair["sme_on"].hwcap_mask, pair["sme_off"].hwcap_mask) == (None, "sme")
+    assert (pair["sme_on"].labels["sme"], pair["sme_off"].labels["sme"]) == ("on", "off")
+    assert all(s.labels["made_by"].startswith("one binary") for s in pair.values())
+
+
 class _FakeFacts:
-    def __init__(self, sme2):
+    def __init__(self, sme2, sme=None):
         self.sme2 = sme2
+        self.sme = sme2 if sme is None else sme
 
 
 class _FakeQemu:
     spec, target = "qemu", "aarch64-linux-gnu"
 
-    def __init__(self, sme2):
-        self._sme2 = sme2
+    def __init__(self, sme2, sme=None):
+        self._facts = _FakeFacts(sme2, sme)
 
     def facts(self):
-        return _FakeFacts(self._sme2)
+        return self._facts
 
 
 def test_session_offers_the_masked_pair_only_on_an_sme2_qemu_device():
@@ -129,6 +153,21 @@ def test_session_offers_the_masked_pair_only_on_an_sme2_qemu_device():
 
     host = BenchSession()
     assert host.sme2_runner("on") is None
+
+
+def test_session_offers_the_sme_pair_only_on_a_device_with_sme_but_no_sme2():
+    session = BenchSession(Sme2Config(devices=("qemu:sme1",)))
+    session._devices["qemu:sme1"] = _FakeQemu(False, sme=True)
+    assert (session.sme_runner("on"), session.sme_runner("off")) == ("sme_on", "sme_off")
+    assert session.specs["sme_off"].hwcap_mask == "sme"
+    assert session.sme2_runner("on") is None           # no SME2: its pair does not apply
+    for sme2, sme in ((True, True), (False, False), (None, None)):
+        other = BenchSession(Sme2Config(devices=("qemu",)))
+        other._devices["qemu"] = _FakeQemu(sme2, sme)
+        assert other.sme_runner("on") is None, (sme2, sme)
+    configured = BenchSession(Sme2Config(devices=("qemu",), runners=("mine=/opt/r,sme=off",)))
+    configured._devices["qemu"] = _FakeQemu(True)
+    assert configured.sme_runner("off") == "mine"
 
 
 def test_configured_runners_win_over_the_masked_pair():

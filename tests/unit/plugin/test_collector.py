@@ -93,3 +93,21 @@ def test_ctrl_c_while_writing_report_md_is_still_status_2(monkeypatch, tmp_path)
     assert session.exitstatus == pytest.ExitCode.INTERRUPTED
     assert writer.lines[-1] == (f"sme2: interrupted while writing report.md; {tmp_path}/"
                                 "results.json is complete")
+
+
+def test_tests_that_do_not_apply_to_the_device_are_counted_in_the_summary():
+    """An SME2 test on a device with SME but no SME2 skips saying why; the summary says it
+    too, without -rs (under xdist the reports come from the workers alike)."""
+    reason = "device qemu-sme1 has SME but no SME2 (SME (no SME2) in its hwcaps): ..."
+    c = collector.Collector.__new__(collector.Collector)
+    c.config, c.not_applicable = _config({}), {}
+    c.session = types.SimpleNamespace(results=[])
+    for i in range(2):
+        c.pytest_runtest_logreport(types.SimpleNamespace(
+            when="setup", skipped=True, user_properties=[],
+            longrepr=("t.py", i, f"Skipped: {collector.NOT_APPLICABLE}{reason}")))
+    c.pytest_runtest_logreport(types.SimpleNamespace(     # any other skip is pytest's own
+        when="setup", skipped=True, user_properties=[], longrepr=("t.py", 9, "Skipped: other")))
+    tr = _Writer()
+    c.pytest_terminal_summary(tr)
+    assert tr.lines == [f"sme2: 2 tests do not apply here: {reason}"]

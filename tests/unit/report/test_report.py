@@ -319,6 +319,13 @@ def test_a_comparisons_regression_row_names_its_test():
     assert row[1:3] == ["sme2_on", "**regression**"]
 
 
+def test_the_device_metadata_names_its_sme_class():
+    from tests.fakes.results_docs import ANDROID
+
+    meta = section(render_markdown(sme2_doc(device={**ANDROID, "sme2": False})), "Metadata")
+    assert table_rows(meta, "SME class")[0][1] == "SME (no SME2)"
+
+
 def test_device_metadata_comes_from_the_document_not_the_host(monkeypatch):
     for name in ("machine", "processor", "node", "platform", "system", "release"):
         monkeypatch.setattr(platform, name, lambda *a, **k: "HOST-SENTINEL")
@@ -331,6 +338,7 @@ def test_device_metadata_comes_from_the_document_not_the_host(monkeypatch):
     assert table_rows(meta, "ABI")[0][1] == "arm64-v8a"
     assert table_rows(meta, "CPU / SoC")[0][1] == "Test SoC (Cortex-X925)"
     assert table_rows(meta, "SME2 (hwcaps)")[0][1] == "yes"
+    assert table_rows(meta, "SME class")[0][1] == "SME2"
     assert table_rows(meta, "cores")[0][1] == "8"
     assert "- torch: 2.13.0" in meta
     assert table_rows(meta, "`sme2_on`")[0][1:] == ["binary", "build_type=Release, sme2=on",

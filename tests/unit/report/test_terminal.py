@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from pytest_sme2.analysis.latency import latency_stats
-from pytest_sme2.report.terminal import benchmark_line, comparison_line, summary_table
+from pytest_sme2.report.terminal import (benchmark_line, comparison_line, side_evidence_lines,
+                                         summary_table)
 from pytest_sme2.results import BlockResult, ResultAnalysis, RunContext, load_results
 from tests.fakes.results_docs import evidence, sme2_doc
 
@@ -70,6 +71,50 @@ def test_the_sme2_verdict_shows_on_a_line_only_for_a_traced_run():
     assert "SME2" not in benchmark_line(untraced)
     doc["benchmarks"][0]["kernel_evidence"] = evidence("absent", executed=[])
     assert benchmark_line(load_results(doc).benchmarks[0]).endswith("; SME2 absent")
+
+
+SME1_MOPA = "kai_run_matmul_clamp_f32_f32p2vlx1_f32p2vlx1b_2vlx2vl_sme_mopa"
+SME1_PACK = "kai_run_lhs_pack_f32p2vlx1_f32_sme"
+
+
+def _sme1_only_doc() -> dict:
+    """The SME pair on a device with SME but no SME2: SME1 kernels on the SME side, none on
+    the masked one, SME2 absent on both."""
+    doc = sme2_doc()
+    executed = [{"name": n, "isa_family": "SME", "kind": "kleidiai", "library": "x.so",
+                 "blocks": 3} for n in (SME1_PACK, SME1_MOPA)]
+    for b in doc["benchmarks"]:
+        on = b["runner"] == "sme2_on"
+        b["kernel_evidence"] = {**evidence("absent", executed=executed if on else []),
+                                "sme": "proven" if on else "absent",
+                                "sme_reason": "kernel trace: 2 SME1 kernels executed" if on
+                                else "the process's hwcaps report no SME"}
+    return doc
+
+
+def test_the_sme_level_shows_beside_sme2_where_sme2_did_not_run():
+    doc = load_results(_sme1_only_doc())
+    on = next(b for b in doc.benchmarks if b.runner_name == "sme2_on")
+    off = next(b for b in doc.benchmarks if b.runner_name == "sme2_off")
+    # compute kernels before packing ones
+    assert benchmark_line(on).endswith(
+        f"; SME: proven (SME1 kernels: {SME1_MOPA}, {SME1_PACK}); SME2: absent")
+    assert benchmark_line(off).endswith("; SME: absent; SME2: absent")
+    rows = summary_table(doc.benchmarks, doc.comparisons)[2:4]
+    assert "absent (SME proven)" in rows[1] and "(SME" not in rows[0]
+    lines = side_evidence_lines(doc.comparisons[0], doc.benchmarks)
+    assert lines == ["sme2:   sme2_off: SME: absent; SME2: absent",
+                     f"sme2:   sme2_on: SME: proven (SME1 kernels: {SME1_MOPA}, {SME1_PACK}); "
+                     "SME2: absent"]
+
+
+def test_sme2_proven_keeps_the_line_as_it_was():
+    """SME1 packing beside SME2 kernels (QEMU -cpu max) is a detail: SME2's verdict alone."""
+    doc = _sme1_only_doc()
+    for b in doc["benchmarks"]:
+        b["kernel_evidence"]["sme2"] = "proven"
+    on = next(b for b in load_results(doc).benchmarks if b.runner_name == "sme2_on")
+    assert benchmark_line(on).endswith("; SME2 proven")
 
 
 def test_what_tracing_costs_is_said_in_the_line_only_when_it_is_loud():

@@ -112,8 +112,9 @@ def test_the_free_space_is_read_from_df_and_a_push_that_does_not_fit_is_one_line
 class _Device(DeviceBase):
     spec = "x"
 
-    def __init__(self, abi: str, sme2: bool | None, samples: bool = True):
-        self._facts = SimpleNamespace(abi=abi, sme2=sme2)
+    def __init__(self, abi: str, sme2: bool | None, samples: bool = True,
+                 sme: bool | None = None):
+        self._facts = SimpleNamespace(abi=abi, sme2=sme2, sme=sme2 if sme is None else sme)
         self.samples_kernels = samples
 
     def facts(self):
@@ -128,6 +129,8 @@ class _Native(RunnerBase):
     ("auto", _Device("arm64-v8a", True), _Native(), True),
     ("auto", _Device("arm64-v8a", None), _Native(), True),     # cannot tell: sample
     ("auto", _Device("arm64-v8a", False), _Native(), False),   # hwcaps settle it
+    # SME without SME2: its SME level, and any SME2 kernel (a dispatch bug), are sampled
+    ("auto", _Device("arm64-v8a", False, sme=True), _Native(), True),
     ("auto", _Device("x86_64", False), _Native(), False),
     ("on", _Device("x86_64", False), _Native(), True),
     ("off", _Device("arm64-v8a", True), _Native(), False),
