@@ -26,6 +26,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from pytest_sme2.results.block import BlockResult
 from pytest_sme2.results.machine import MachineStates, Mode, ProbeReading
 
 # The probe's workload (models/machine_probe.py), exported in fp32 like any model.
@@ -148,3 +149,32 @@ def level_ratio(readings: Sequence[ProbeReading], against: Sequence[ProbeReading
     if not a or not b:
         return 1.0
     return float(median(a)) / float(median(b))
+
+
+def mixture_note(modes: Sequence[Mode], what: str = "runs", unit: str = "ms") -> str:
+    """``its runs fell into two speeds: 62% at 0.107 ms, 38% at 0.190 ms (1.8x): its median
+    is a mixture's``; "" for one speed."""
+    text = describe_modes(modes, unit)
+    return f"its {what} fell into {text}: its median is a mixture's" if text else ""
+
+
+def moved_note(probe: ProbeReading | None) -> str:
+    """``the machine's speed moved 1.6x during its runs (probe 14.0 -> 22.4 us)``, or ""."""
+    if probe is None or not probe.before_us or probe.moved <= STRADDLE:
+        return ""
+    return (f"the machine's speed moved {probe.moved:.1f}x during its runs (probe "
+            f"{probe.before:.1f} -> {probe.after:.1f} us)")
+
+
+def machine_of(results: Sequence[BlockResult]) -> MachineStates:
+    """The session's machine states from its blocks, with why nothing was probed when
+    nothing was."""
+    readings = [r.probe for r in results]
+    note = ""
+    if results and all(r.emulated for r in results):
+        note = ("the machine-state probe does not run on an emulated CPU: its speed says "
+                "nothing about a real one's")
+    elif results and not any(readings):
+        note = ("no block was probed (--sme2-probe off, or runners that cannot time the probe "
+                "in their own process): the machine's speed was not watched")
+    return session_states(readings, note)

@@ -5,6 +5,7 @@ equivalence and a verdict. Pure functions over results; measure.block runs the b
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from statistics import median
 
 import numpy as np
 
@@ -12,7 +13,7 @@ from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate.ab import Pairs, judge_pairs, pairs_of
 from pytest_sme2.gate.policy import DEFAULT_THRESHOLD_PCT
 from pytest_sme2.measure.precision import Precision
-from pytest_sme2.results import BlockResult, ComparisonRecord, Judgement, OutputCheck, pool
+from pytest_sme2.results import BlockResult, ComparisonRecord, Judgement, OutputCheck
 from pytest_sme2.results.judgement import CANNOT_TELL, IMPROVEMENT, NO_CHANGE, REGRESSION
 from pytest_sme2.stats import DEFAULT_MARGIN, FASTER, SLOWER, Interval, paired_ratio
 
@@ -131,12 +132,19 @@ class Comparison:
         return self.base_blocks[0].emulated
 
     @property
+    def pairs(self) -> Pairs:
+        """Its blocks' values pair by pair, with those that straddled two machine speeds."""
+        return pairs_of(self.base_blocks, self.candidate_blocks)
+
+    @property
     def base_median_ms(self) -> float:
-        return pool(self.base_blocks).median_ms
+        """The base's median block median over the pairs the verdict rests on (those at one
+        machine speed): figures from the same blocks as the speed-up."""
+        return float(median(self.pairs.kept.base or self.pairs.base))
 
     @property
     def candidate_median_ms(self) -> float:
-        return pool(self.candidate_blocks).median_ms
+        return float(median(self.pairs.kept.candidate or self.pairs.candidate))
 
     def __str__(self) -> str:
         return (f"{self.candidate} vs {self.base} on {self.model} {self.dtype} t{self.threads}: "
@@ -160,7 +168,9 @@ class Comparison:
             base_blocks=[r.nodeid for r in self.base_blocks],
             candidate_blocks=[r.nodeid for r in self.candidate_blocks],
             nodeid=self.nodeid, baselines=self.baselines,
-            phase_speedups=dict(self.phase_speedups))
+            phase_speedups=dict(self.phase_speedups),
+            straddled_pairs=list(self.pairs.straddled), machine_switch=self.pairs.switch,
+            judgement=self.judgement)
 
     def to_json(self) -> dict:
         return self.record().to_json()

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
+from pytest_sme2.analysis.machine_state import machine_of
 from pytest_sme2.measure import cost as session_cost
 from pytest_sme2.measure.config import Sme2Config
 from pytest_sme2.devices.base import Device
@@ -297,6 +298,7 @@ class BenchSession:
     def document_session(self) -> dict:
         return {"versions": versions(), "config": self.config.document(self.devices),
                 "baseline_session_id": self.session_id, "identity": self.identity,
+                "machine": machine_of(self.results).to_dict(),
                 "runners": {name: {"kind": spec.kind, "labels": dict(spec.labels),
                                    "path": str(spec.path) if spec.path else None}
                             for name, spec in self.specs.items()}}

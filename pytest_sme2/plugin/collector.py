@@ -135,13 +135,15 @@ class Collector:
 
     def _add_comparison(self, value: dict) -> None:
         from pytest_sme2.report.terminal import (  # report.terminal: not at start-up
-            comparison_line, side_evidence_lines)
+            comparison_line, comparison_notes, side_evidence_lines)
 
         record = ComparisonRecord.from_json(value)
         self.session.add_comparison(record, write=False)
         write_live(self.config, comparison_line(record, self._device_of(record)))
         for line in side_evidence_lines(record, self.session.results):
             write_live(self.config, line)
+        for note in comparison_notes(record):
+            write_live(self.config, f"sme2:   {note}")
 
     def _device_of(self, record) -> str | None:
         """The device a comparison ran on, in a session on several (its blocks say)."""
@@ -172,7 +174,7 @@ class Collector:
         if not self.session.results:
             return
         from pytest_sme2.report.terminal import (  # report.terminal: not at start-up
-            summary_table, unresolved_lines)
+            session_lines, summary_table, unresolved_lines)
 
         terminalreporter.section("pytest-sme2 summary")
         for line in summary_table(self.session.results, self.session.comparisons):
@@ -180,6 +182,8 @@ class Collector:
         if self.session.config.gate.on_unresolved != "pass":
             for line in unresolved_lines(self.session.results):
                 terminalreporter.write_line(line, yellow=True)
+        for line in session_lines(self.session.results):
+            terminalreporter.write_line(line, yellow=True)
         try:
             written = write_reports(self.session)
         except Sme2Error as e:

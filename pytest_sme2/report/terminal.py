@@ -12,6 +12,8 @@ from pytest_sme2.report import generation as gen, scaling
 from pytest_sme2.analysis.scaling import thread_scaling
 from pytest_sme2.report.columns import LATENCY, TERMINAL, shown
 from pytest_sme2.report.grouping import BenchmarkSide, comparison_record, sides_per_device
+from pytest_sme2.report.machine_notes import (block_notes, comparison_notes,  # noqa: F401
+                                              mixed, session_lines)
 from pytest_sme2.report.precision_notes import precision_lines
 from pytest_sme2.report.unresolved_notes import unresolved_lines  # noqa: F401 (the summary's)
 from pytest_sme2.results import (BlockResult, ComparisonRecord, Judgement, Startup, pool,
@@ -26,6 +28,9 @@ COLUMNS = ("benchmark", "model", "dtype", "threads", "runner",
            "speedup [95% CI]", "top category", "SME2", "vs baseline")
 _NUMERIC = {3, *range(5, 5 + len(_LATENCY) + 2)}     # threads, the latency, load and peak
 EMULATED = " [emulated CPU: timings say nothing about speed]"
+MIXED_MARK = "*"
+MIXED_SUMMARY = ("* its runs or blocks fell into several machine speeds: that median is a "
+                 "mixture's (the benchmark's line and report.md say which speeds)")
 
 
 def benchmark_line(r: BlockResult, device: bool = False) -> str:
@@ -43,7 +48,13 @@ def benchmark_line(r: BlockResult, device: bool = False) -> str:
             f"CV {units.percent(e.cv_pct)}%, "
             f"n={e.n} (+{r.warmup} warm-up discarded){sme2}"
             + _outputs(r) + _timing(r) + _instructions(r) + _startup(r.startup)
-            + (EMULATED if r.emulated else ""))
+            + _machine(r) + (EMULATED if r.emulated else ""))
+
+
+def _machine(r: BlockResult) -> str:
+    """`` | its runs fell into two speeds: ...: its median is a mixture's``, and the probe's
+    move during them."""
+    return "".join(f" | {note}" for note in block_notes(r))
 
 
 def _levels(ev: KernelEvidence) -> str:
@@ -88,7 +99,7 @@ def generation_line(r: BlockResult, device: bool = False) -> str:
             f"TTFT {_ms(g.ttft_ms)} ms, n={pre.generations} generations "
             f"(+{r.warmup} warm-up discarded){sme2}"
             + _outputs(r) + _timing(r) + _instructions(r) + _startup(r.startup)
-            + (EMULATED if r.emulated else ""))
+            + _machine(r) + (EMULATED if r.emulated else ""))
 
 
 def _at_depth(r: BlockResult) -> str:
@@ -241,8 +252,11 @@ def _row(name: str, rs: list[BlockResult], speedup: str,
     r = rs[0]
     p = pool(rs)
     ev = r.kernel_evidence
+    latency = [f.cell(p) for f in _LATENCY]
+    if mixed(rs):               # the median of a mixture never stands without its mark
+        latency[0] += MIXED_MARK
     return (name, r.model, r.dtype, str(r.threads), r.runner_name,
-            *(f.cell(p) for f in _LATENCY), *startup_cells(pool_startup(rs)),
+            *latency, *startup_cells(pool_startup(rs)),
             speedup, top_category(pool_categories(rs)), _verdict_cell(ev),
             baseline_cell(baseline if baseline is not None else r.judgement)
             + _category_regressions(r.category_judgements)
@@ -333,6 +347,8 @@ def summary_table(results: Iterable[BlockResult],
                      "fails them)")
     if any(r.emulated for r in results):
         lines.append(EMULATED_SUMMARY)
+    if any(mixed(side.blocks) for sides in per_device.values() for side in sides):
+        lines.append(MIXED_SUMMARY)
     return (lines + generation_table(per_device) + gen.bandwidth_lines(results)
             + scaling.terminal_lines(thread_scaling(results)) + precision_lines(results))
 

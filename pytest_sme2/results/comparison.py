@@ -43,7 +43,9 @@ class ComparisonRecord:
     threads: int
     base: str                                   # runner names
     candidate: str
-    base_median_ms: float                       # pool(base blocks).median_ms
+    # Each side's median block median over the pairs the verdict rests on (pairs that straddled
+    # two machine speeds left out): figures from the same blocks as the speed-up.
+    base_median_ms: float
     candidate_median_ms: float
     speedup: Interval                           # base time / candidate time
     category_speedups: dict[str, Interval | None]
@@ -59,10 +61,18 @@ class ComparisonRecord:
     baselines: dict[str, Judgement] | None = None   # the gate's verdict per runner
     # An LLM's generations: the speed-up of each phase (prefill, ttft, decode); {} otherwise.
     phase_speedups: dict[str, Interval] = field(default_factory=dict)
+    # The pairs (0-based) whose two blocks the machine-state probe saw at two machine speeds,
+    # left out of the verdict, and the largest speed ratio across one (1.0: none).
+    straddled_pairs: list[int] = field(default_factory=list)
+    machine_switch: float = 1.0
+    # The paired rule's verdict, its reason saying why (None in documents before it).
+    judgement: Judgement | None = None
     extra: dict[str, Any] = field(default_factory=dict)   # a plugin's keys
 
     def __post_init__(self) -> None:
         self.baselines = judgements(self.baselines)     # dicts (results.json's) become records
+        if isinstance(self.judgement, Mapping):
+            self.judgement = Judgement.from_dict(self.judgement)
         self.phase_speedups = {k: _interval(v) if isinstance(v, Mapping) else v
                                for k, v in self.phase_speedups.items() if v is not None}
 
@@ -92,6 +102,9 @@ class ComparisonRecord:
             "base_blocks": self.base_blocks, "candidate_blocks": self.candidate_blocks,
             **({"baselines": {r: j.to_dict() for r, j in self.baselines.items()}}
                if self.baselines is not None else {}),
+            **({"straddled_pairs": self.straddled_pairs, "machine_switch": self.machine_switch}
+               if self.straddled_pairs else {}),
+            **({"judgement": self.judgement.to_dict()} if self.judgement is not None else {}),
             **({"phase_speedups": {k: v.to_dict() for k, v in self.phase_speedups.items()}}
                if self.phase_speedups else {}),
             **self.extra,
@@ -114,4 +127,7 @@ class ComparisonRecord:
             candidate_blocks=list(d.get("candidate_blocks") or []),
             nodeid=d.get("nodeid", ""), baselines=d.get("baselines"),
             phase_speedups=dict(d.get("phase_speedups") or {}),
+            straddled_pairs=list(d.get("straddled_pairs") or []),
+            machine_switch=float(d.get("machine_switch", 1.0)),
+            judgement=d.get("judgement"),
             extra={k: v for k, v in d.items() if k not in known})

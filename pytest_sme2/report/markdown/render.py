@@ -38,6 +38,7 @@ from pytest_sme2.report.markdown.cells import (cell, code, e2e_cells, fmt_calls,
                                                fmt_ratio, fmt_tokens_per_s, ms_pct_cells,
                                                op_cells, th, tr)
 from pytest_sme2.report.digest import SHARE_GROWTH_PP, Unit, by_model, units
+from pytest_sme2.report import machine_notes
 from pytest_sme2.report.precision_notes import precision_lines
 from pytest_sme2.report.unresolved_notes import unresolved_lines
 from pytest_sme2.report.recommend import recommendations
@@ -77,6 +78,7 @@ def context(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = No
         "versions": sec.version_rows(doc),
         "configuration": sec.configuration_rows(doc, us),
         "latency": sec.latency_rows(us),
+        "machine": machine_notes.report_lines(doc.benchmarks, doc.comparisons),
         "by_device": sec.by_device(doc),
         "speedups": up.speedup_rows(us),
         "startup": (startup := sec.startup_rows(us)),
