@@ -34,6 +34,8 @@ NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 RUN, CHECK, MANUAL = "run", "check", "manual"
 GENERATED = re.compile(r"<!-- generated: (?P<what>[^>]*?) -->\n(?P<body>.*?)<!-- /generated -->",
                        re.S)
+# A prerequisite that is another skill's step: "`sme2-first-benchmark`, step 1".
+PREREQUISITE = re.compile(r"`(sme2-[a-z0-9-]+)`, step (\d+)")
 LIST_MARK = re.compile(r"<!-- list: (?P<what>[\w-]+) -->\n(?P<body>(?:\|.*\n)+)")
 
 

@@ -16,6 +16,7 @@ import contextlib
 import importlib
 import io
 import re
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,9 +32,9 @@ from pytest_sme2.gate.policy import ON_UNRESOLVED
 from pytest_sme2.measure import options as option_table
 from pytest_sme2.measure.config import BaseDirs, config_from_options
 from pytest_sme2.results.judgement import STATUSES
-from tests.skills import (CHECK, CLAUDE_SKILLS, ROOT, RUN, SECTIONS, SKILLS_DIR, Skill,
-                          front_matter_errors, inline_code, marked_lists, program, read_shell,
-                          read_skill, read_skills, split_front_matter)
+from tests.skills import (CHECK, CLAUDE_SKILLS, PREREQUISITE, ROOT, RUN, SECTIONS, SKILLS_DIR,
+                          Skill, front_matter_errors, inline_code, marked_lists, program,
+                          read_shell, read_skill, read_skills, split_front_matter)
 
 PLUGINS = ("pytest_sme2.plugin", "xdist.plugin", "xdist.looponfail")
 # The lists the code holds that a skill's marked table (<!-- list: NAME -->) must equal.
@@ -364,6 +365,20 @@ def test_every_command_and_fixture_a_skill_names_exists(skill: Skill, known: Kno
 
 
 @pytest.mark.parametrize("skill", SKILLS, ids=[s.folder for s in SKILLS])
+def test_every_shell_block_is_valid_bash(skill: Skill):
+    """``bash -n`` on each shell block (an apostrophe inside ``${VAR:?...}`` within double
+    quotes, say, leaves a quote open)."""
+    bad = []
+    for block in skill.blocks:
+        if block.role is not None:
+            proc = subprocess.run(["bash", "-n"], input=block.text, capture_output=True,
+                                  text=True, timeout=30)
+            if proc.returncode:
+                bad.append(f"line {block.line}: {proc.stderr.strip()}")
+    assert bad == []
+
+
+@pytest.mark.parametrize("skill", SKILLS, ids=[s.folder for s in SKILLS])
 def test_the_errors_a_skill_quotes_are_the_packages_own(skill: Skill, known: Known):
     assert not_ours(skill, known) == []
 
@@ -386,8 +401,8 @@ def test_the_skills_and_steps_a_skill_refers_to_exist(skill: Skill):
     for span in inline_code(skill.body):
         if re.fullmatch(r"sme2-[a-z0-9-]+", span):
             assert span in names, f"no skill {span!r}"
-    for other, step in re.findall(r"`(sme2-[a-z0-9-]+)`,? (?:its )?step (\d+)",
-                                  skill.section("Prerequisites")):
+    prerequisites = skill.section("Prerequisites")
+    for other, step in PREREQUISITE.findall(prerequisites):
         assert int(step) <= len(names[other].steps), f"{other} has no step {step}"
 
 
