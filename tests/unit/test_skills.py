@@ -21,9 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+import yaml
 from _pytest.config import get_config
 from _pytest.fixtures import getfixturemarker
 
+from pytest_sme2 import hookspec
 from pytest_sme2.analysis.kernels import SME2_VERDICTS
 from pytest_sme2.cli import build_parser
 from pytest_sme2.devices.kinds import KINDS
@@ -32,6 +34,7 @@ from pytest_sme2.gate.policy import ON_UNRESOLVED
 from pytest_sme2.measure import options as option_table
 from pytest_sme2.measure.config import BaseDirs, config_from_options
 from pytest_sme2.results.judgement import STATUSES
+from pytest_sme2.runners.spec import runner_kinds
 from tests.skills import (CHECK, CLAUDE_SKILLS, PREREQUISITE, ROOT, RUN, SECTIONS, SKILLS_DIR,
                           Skill, front_matter_errors, inline_code, marked_lists, program,
                           read_shell, read_skill, read_skills, split_front_matter)
@@ -57,6 +60,7 @@ class Known:
     pytest_flags: set[str]
     inis: set[str]
     fixtures: set[str]
+    runner_kinds: tuple[str, ...] = ()
     cli_flags: dict[str, set[str]] = field(default_factory=dict)   # subcommand -> its flags
     messages: list[str] = field(default_factory=list)              # literal text of the package
     shingles: dict[str, set[int]] = field(default_factory=dict)    # run -> messages holding it
@@ -69,6 +73,8 @@ def known_now() -> Known:
     config = get_config()
     for name in PLUGINS:
         config.pluginmanager.register(importlib.import_module(name), name)
+    if not hasattr(config.hook, "pytest_sme2_runner_kinds"):   # pytest_addhooks ran before
+        config.pluginmanager.add_hookspecs(hookspec)
     parser = config._parser
     flags = {n for opt in [*parser._anonymous.options,
                            *(o for g in parser._groups for o in g.options)] for n in opt.names()}
@@ -79,7 +85,7 @@ def known_now() -> Known:
             if marker is not None:
                 fixtures.add(marker.name or getattr(value, "name", None) or value.__name__)
     cli = build_parser()
-    known = Known(parser, cli, flags, set(parser._inidict), fixtures)
+    known = Known(parser, cli, flags, set(parser._inidict), fixtures, runner_kinds(config.hook))
     for name, sub in _subparsers(cli).items():
         known.cli_flags[name] = _all_flags(sub)
     return known
@@ -220,7 +226,7 @@ def pytest_problems(args: list[str], known: Known) -> list[str]:
            for d in values.get("device") or () if d.partition(":")[0] not in KINDS]
     here = Path.cwd()
     try:
-        config_from_options(values, {}, BaseDirs(here, here), ("llama_main",))
+        config_from_options(values, {}, BaseDirs(here, here), known.runner_kinds)
     except Sme2Error as e:
         out.append(f"pytest {' '.join(args)}: {e}")
     return out
@@ -320,7 +326,6 @@ def test_front_matter_follows_the_specification(skill: Skill):
 def test_the_front_matter_reads_the_same_in_any_yaml_reader():
     """The strict subset tests/skills.py reads is plain YAML: PyYAML agrees with it (the
     reference validator reads it with strictyaml)."""
-    yaml = pytest.importorskip("yaml")
     for skill in SKILLS:
         text = skill.path.read_text()
         assert yaml.safe_load(text.split("---\n")[1]) == skill.front, skill.folder
