@@ -209,7 +209,8 @@ def cli_problems(args: list[str], known: Known) -> list[str]:
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
             ns = known.cli.parse_args(args)
     except SystemExit:
-        return [f"pytest-sme2 {' '.join(args)}: {err.getvalue().strip().splitlines()[-1]}"]
+        error = err.getvalue().strip().splitlines()[-1].split("error: ", 1)[-1]
+        return [f"pytest-sme2 {' '.join(args)}: {error}"]
     if getattr(ns, "command", None) == "bisect":     # after BAD: a pytest selection
         return pytest_problems(list(ns.pytest_args), known)
     return []
@@ -219,7 +220,8 @@ def pytest_problems(args: list[str], known: Known) -> list[str]:
     try:
         ns = known.parse_pytest(args)
     except pytest.UsageError as e:
-        return [f"pytest {' '.join(args)}: {str(e).strip().splitlines()[-1]}"]
+        error = str(e).strip().splitlines()[-1].split("error: ", 1)[-1]
+        return [f"pytest {' '.join(args)}: {error}"]
     values = {dest: getattr(ns, dest, None) for dest in
               (*option_table.OPTIONS, *option_table.FLAGS, option_table.RUNNERS_DEST)}
     out = [f"--device {d!r}: no device kind {d.partition(':')[0]!r} ({', '.join(KINDS)})"
@@ -366,7 +368,8 @@ def test_every_skill_has_the_kits_sections_and_checked_steps(skill: Skill):
 
 @pytest.mark.parametrize("skill", SKILLS, ids=[s.folder for s in SKILLS])
 def test_every_command_and_fixture_a_skill_names_exists(skill: Skill, known: Known):
-    assert command_problems(skill, known) + prose_problems(skill, known) == []
+    problems = command_problems(skill, known) + prose_problems(skill, known)
+    assert not problems, "\n".join([f"{skill.path.relative_to(ROOT)}:", *problems])
 
 
 @pytest.mark.parametrize("skill", SKILLS, ids=[s.folder for s in SKILLS])
@@ -385,7 +388,8 @@ def test_every_shell_block_is_valid_bash(skill: Skill):
 
 @pytest.mark.parametrize("skill", SKILLS, ids=[s.folder for s in SKILLS])
 def test_the_errors_a_skill_quotes_are_the_packages_own(skill: Skill, known: Known):
-    assert not_ours(skill, known) == []
+    wrong = not_ours(skill, known)
+    assert not wrong, "\n".join([f"{skill.path.relative_to(ROOT)}:", *wrong])
 
 
 @pytest.mark.parametrize("skill", SKILLS, ids=[s.folder for s in SKILLS])
