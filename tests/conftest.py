@@ -59,6 +59,23 @@ def toy_export(export_cache):
     return export_model("toy_cnn", "fp32", export_cache)
 
 
+# MobileViT with every width small and 32x32 images: the same 40-delegate graph as the zoo's
+# mobilevit_small (its depth is fixed by the architecture), a 0.3 MB program. The tests' library
+# model, and the one the sme2-benchmark-own-model skill tries first.
+SMALL_LIBRARY_MODEL = ("transformers:MobileViTModel?image_size=32&hidden_sizes=[16,16,16]"
+                       "&neck_hidden_sizes=[8,8,8,16,16,16,32]&num_attention_heads=2"
+                       "&expand_ratio=2")
+
+
+@pytest.fixture(scope="session")
+def small_library_export(export_cache):
+    """SMALL_LIBRARY_MODEL in fp32, exported once per session (~40 s of CPU): the sessions of
+    the tests that use it find it in the cache."""
+    from pytest_sme2.programs.export import export_model
+
+    return export_model(SMALL_LIBRARY_MODEL, "fp32", export_cache)
+
+
 @pytest.fixture(scope="session")
 def tiny_llama_8da4w() -> Path:
     """ExecuTorch's own export_llama .pte of a tiny seeded Llama (8da4w, plain attention),

@@ -4,7 +4,10 @@ plugin registers (``pytest_addoption``, which reads the option table ``OPTIONS``
 twins), the ``pytest-sme2`` commands from the command line's argparse parser
 (``build_parser``), the LLM schemes from their table (``SCHEMES``), and the layers from the
 structure test's tables (``LAYERS`` and ``LAYER_ROLES`` in tests/structure.py): only the part of
-architecture.md between its two ``layers`` marker comments is rewritten.
+architecture.md between its two ``layers`` marker comments is rewritten. The agent skills
+(``.agents/skills/*/SKILL.md``), AGENTS.md and the pages of docs/ get the same treatment for
+their ``<!-- generated: WHAT -->`` ... ``<!-- /generated -->`` blocks: the device kinds, the LLM
+schemes, a table of named options, the list of skills (:func:`generated_block`).
 
     python docs/reference/generate.py            # rewrite the files
     python docs/reference/generate.py --check    # exit 1 when a committed file is stale
@@ -81,11 +84,13 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def options_markdown() -> str:
+def option_rows() -> dict[str, str]:
+    """Each pytest option the plugin registers (``--flag``) -> its row of the options table
+    (flag, ini name, default, help), in the order ``pytest --help`` lists them."""
     plugin_module, _ = _entry_points()
     recorder = _Recorder()
     importlib.import_module(plugin_module).pytest_addoption(recorder)
-    rows = []
+    rows = {}
     for option in recorder.options:
         option.help, option.ini = _split_ini(option.help)
         if option.ini in recorder.inis:
@@ -98,7 +103,12 @@ def options_markdown() -> str:
             flag += " (repeatable)"
         ini = f"`{option.ini}`" if option.ini else "(command line only)"
         default = f"`{option.default}`" if option.default else "off / none"
-        rows.append(f"| {flag} | {ini} | {default} | {_cell(option.help)} |")
+        rows[option.flag] = f"| {flag} | {ini} | {default} | {_cell(option.help)} |"
+    return rows
+
+
+def options_markdown() -> str:
+    rows = list(option_rows().values())
     return (BANNER + "\n# pytest options\n\n"
             "Every option pytest-sme2 adds to `pytest`, in the order `pytest --help` lists them "
             "(group \"pytest-sme2 benchmarking\"). An option with an ini name can also be set in "
@@ -243,16 +253,112 @@ def architecture_markdown() -> str:
     return head + sep + layers_table() + sep_end + tail
 
 
+# -- the agent skills' generated blocks (.agents/skills/, AGENTS.md, docs/agent-skills.md) ----
+
+def _skills():
+    """tests/skills.py (the skills read as data), read from its file like tests/structure.py."""
+    spec = importlib.util.spec_from_file_location("tests_skills", ROOT / "tests" / "skills.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def devices_table() -> str:
+    """The device kinds built in (``KINDS``): what ``--device`` takes."""
+    from pytest_sme2.devices.kinds import KINDS
+
+    rows = [f"| `{k.name}` | {_cell(k.help)} | {'yes' if k.on_host_cpu else 'no'} | "
+            f"{'yes: its timings say nothing about speed' if k.emulated else 'no'} |"
+            for k in KINDS.values()]
+    return ("| kind | what `--device` takes | runs on this machine's CPU | emulated |\n"
+            "|---|---|---|---|\n" + "\n".join(rows) + "\n")
+
+
+def schemes_table() -> str:
+    """The LLM schemes (``SCHEMES``), short: name, weights, in the default axis or not."""
+    from pytest_sme2.programs.llm.schemes import DEFAULT_SCHEMES, SCHEMES
+
+    rows = [f"| `{s.name}` | {s.weight_bits or '-'} | {s.granularity} | "
+            f"{'yes' if s.name in DEFAULT_SCHEMES else 'by name'} | {_cell(s.description)} |"
+            for s in SCHEMES.values()]
+    return ("| scheme | weight bits | weights | default | what it is |\n|---|--:|---|---|---|\n"
+            + "\n".join(rows) + "\n")
+
+
+def options_table(flags: list[str], where: str) -> str:
+    """The rows of the options table for ``flags``, in the order given."""
+    rows = option_rows()
+    unknown = [f for f in flags if f not in rows]
+    if unknown:
+        raise SystemExit(f"{where}: names {', '.join(unknown)}, which the plugin does not "
+                         "register (renamed or removed?)")
+    return ("| option | ini | default | what it does |\n|---|---|---|---|\n"
+            + "\n".join(rows[f] for f in flags) + "\n")
+
+
+def skills_list() -> str:
+    """One line per skill: its name, linked, and its description (AGENTS.md)."""
+    skills = _skills()
+    return "".join(f"- [{s.name}]({s.path.relative_to(ROOT)}): {s.front['description']}\n"
+                   for s in skills.read_skills())
+
+
+def skills_table() -> str:
+    """The skills as a table (docs/agent-skills.md)."""
+    skills = _skills()
+    rows = [f"| [`{s.name}`](../{s.path.relative_to(ROOT)}) | "
+            f"{_cell(str(s.front['description']))} |" for s in skills.read_skills()]
+    return "| skill | what it does, and when to use it |\n|---|---|\n" + "\n".join(rows) + "\n"
+
+
+def generated_block(what: str, where: str) -> str:
+    """The body of a ``<!-- generated: WHAT -->`` block: ``devices``, ``schemes``, ``skills``,
+    ``skills-table`` or ``options --flag ...``."""
+    kind, *args = what.split()
+    makers = {"devices": devices_table, "schemes": schemes_table, "skills": skills_list,
+              "skills-table": skills_table}
+    if kind == "options":
+        return options_table(args, where)
+    if kind not in makers or args:
+        raise SystemExit(f"{where}: unknown generated block {what!r}")
+    return makers[kind]()
+
+
+def with_generated_blocks(path: Path) -> str:
+    """``path`` with each of its generated blocks rewritten from the code."""
+    where = str(path.relative_to(ROOT))
+    return _skills().rewrite_generated(path.read_text(),
+                                       lambda what: generated_block(what, where))
+
+
+def _rewrites(path: Path):
+    return lambda: with_generated_blocks(path)
+
+
 # Paths relative to docs/.
 FILES = {"reference/options.md": options_markdown, "reference/cli.md": cli_markdown,
          "reference/llm-schemes.md": schemes_markdown,
          "architecture.md": architecture_markdown}
 
 
+def generated_files() -> dict[Path, object]:
+    """Every generated file -> the function that makes its text: the reference pages, and
+    each file with ``<!-- generated: ... -->`` blocks (the skills, AGENTS.md, docs/)."""
+    out = {DOCS / name: make for name, make in FILES.items()}
+    marked = [ROOT / "AGENTS.md", *sorted(DOCS.glob("*.md")),
+              *sorted((ROOT / ".agents" / "skills").glob("*/SKILL.md"))]
+    for path in marked:
+        if path not in out and path.is_file() and "<!-- generated: " in path.read_text():
+            out[path] = _rewrites(path)
+    return out
+
+
 def stale() -> list[str]:
-    """The generated files whose committed text differs from what the code gives."""
-    return [name for name, make in FILES.items()
-            if not (DOCS / name).exists() or (DOCS / name).read_text() != make()]
+    """The generated files whose committed text differs from what the code gives (paths from
+    the repository's root)."""
+    return [str(path.relative_to(ROOT)) for path, make in generated_files().items()
+            if not path.exists() or path.read_text() != make()]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -260,11 +366,13 @@ def main(argv: list[str] | None = None) -> int:
     if check:
         names = stale()
         for name in names:
-            print(f"docs/{name} is stale: run {COMMAND}", file=sys.stderr)
+            print(f"{name} is stale: run {COMMAND}", file=sys.stderr)
         return 1 if names else 0
-    for name, make in FILES.items():
-        (DOCS / name).write_text(make())
-        print(f"wrote docs/{name}")
+    for path, make in generated_files().items():
+        text = make()
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+            print(f"wrote {path.relative_to(ROOT)}")
     return 0
 
 

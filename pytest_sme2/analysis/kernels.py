@@ -65,6 +65,7 @@ PROVEN = "proven"
 INDICATED = "indicated"
 ABSENT = "absent"
 UNKNOWN = "unknown"
+SME2_VERDICTS = (PROVEN, INDICATED, ABSENT, UNKNOWN)   # strongest claim first
 
 # Liberal about what precedes "Using" (logcat, "[xnnpack]", clog's "Info (XNNPACK):").
 _KERNEL_LINE = re.compile(r"\bUsing[ \t]+([\w-]+)[ \t]+micro-?kernel[ \t]+['\"]([^'\"\s]+)['\"]")

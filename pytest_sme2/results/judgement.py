@@ -12,13 +12,17 @@ from pytest_sme2 import units
 from pytest_sme2.stats import Interval
 
 __all__ = ["CANNOT_TELL", "IMPROVEMENT", "INSTRUCTIONS", "LOAD", "MEMORY", "NOT_COMPARED",
-           "NO_CHANGE", "OK", "PREFILL", "PREFILL_INSTRUCTIONS", "REGRESSION", "TIME", "TTFT",
+           "NO_CHANGE", "OK", "PREFILL", "PREFILL_INSTRUCTIONS", "REGRESSION", "STATUSES", "TIME",
+           "TTFT",
            "Judgement", "judgement", "judgements"]
 
 REGRESSION, IMPROVEMENT, NOT_COMPARED = "regression", "improvement", "not_compared"
 # Neither: the interval rules out a change of the threshold's size (no change), or it does not
 # (cannot tell: pytest_sme2.gate.decide). OK is what documents written before the split said.
 NO_CHANGE, CANNOT_TELL, OK = "no_change", "cannot_tell", "ok"
+# Every status a verdict has today, as documents and the skills list them (OK is a reading of
+# old documents only).
+STATUSES = (REGRESSION, IMPROVEMENT, NO_CHANGE, CANNOT_TELL, NOT_COMPARED)
 TIME, INSTRUCTIONS = "time", "instructions"     # the measures a judgement can be of
 LOAD, MEMORY = "load time", "peak memory"       # ... and what a benchmark costs to start
 PREFILL, TTFT = "prefill time", "time to first token"   # an LLM's phases beside its decode

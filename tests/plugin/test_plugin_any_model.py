@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.android import arm64_phone_config, connect_phone, release_phone
+from tests.conftest import SMALL_LIBRARY_MODEL
 from tests.needs import missing
 
 try:        # skips on a developer's machine without the extra, fails in CI (tests/needs.py)
@@ -18,18 +19,7 @@ try:        # skips on a developer's machine without the extra, fails in CI (tes
 except ImportError:
     missing("transformers", "pip install 'pytest-sme2[transformers]'")
 
-# MobileViT with every width small and 32x32 images: the same 40-delegate graph as the zoo's
-# mobilevit_small (its depth is fixed by the architecture), a 0.3 MB program.
-SPEC = ("transformers:MobileViTModel?image_size=32&hidden_sizes=[16,16,16]"
-        "&neck_hidden_sizes=[8,8,8,16,16,16,32]&num_attention_heads=2&expand_ratio=2")
-
-
-@pytest.fixture(scope="module")
-def small_library_export(export_cache):
-    """Exported once for this module's sessions (~40 s of CPU): they find it in the cache."""
-    from pytest_sme2.programs.export import export_model
-
-    return export_model(SPEC, "fp32", export_cache)
+SPEC = SMALL_LIBRARY_MODEL      # exported once per session (tests/conftest.py)
 
 
 @pytest.fixture

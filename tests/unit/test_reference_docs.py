@@ -25,7 +25,7 @@ def _generator():
 def test_generated_reference_is_current():
     generate = _generator()
     stale = generate.stale()
-    assert stale == [], (f"docs/{', '.join(stale)} stale: run `{generate.COMMAND}` "
+    assert stale == [], (f"{', '.join(stale)} stale: run `{generate.COMMAND}` "
                          "and commit the result")
 
 
