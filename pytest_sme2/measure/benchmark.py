@@ -231,8 +231,10 @@ class BenchmarkLoop:
                                      f"by {c.stopped_by}")
             if c.precision is not None:
                 self.judging(run, base, out).record_precision(c.precision, both)
+            # Each side as any benchmark: a suspected regression or a verdict in doubt is
+            # confirmed in pairs against the base program kept beside its baseline.
             for side in (c.base, c.candidate):
-                out.reports[side] = self.judging(run, side, out, side_label=True).judge()
+                out.reports[side] = self.judging(run, side, out, side_label=True).judge_stored()
         except Sme2Error as e:  # a failed run, a corrupt baseline file
             out.reports = dict.fromkeys({r.runner_name for r in out.blocks},
                                         GateReport.unjudged(f"not judged: {e}"))

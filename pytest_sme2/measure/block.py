@@ -44,6 +44,8 @@ from pytest_sme2.runners.base import Runner, RunRequest
 from pytest_sme2.measure.process import (measure_process, process_sme, process_sme2,
                                          sample_kernels, wants_sample)
 from pytest_sme2.measure.settings import BenchSettings
+from pytest_sme2.devices.beside import watch
+from pytest_sme2.devices.registry import DeviceSpec
 from pytest_sme2.devices.thermal import hold
 
 __all__ = ["BenchSettings", "BenchmarkRun", "artifact_dir", "run_benchmark"]
@@ -137,7 +139,9 @@ class _Block:
         self.held = hold(device, self.settings.cooldown, run.progress) \
             if self.settings.cooldown else None
         self.before = device.thermal()    # Android zones; the host and QEMU have none (None)
-        with _measuring(run), _still(run, self.label, f"running on {device.spec}"):
+        here = DeviceSpec.parse(device.spec)
+        with _measuring(run), _still(run, self.label, f"running on {device.spec}"), \
+                watch(here.on_host_cpu and not here.emulated) as self.beside:
             self.outcome = device.run(self.runner, self.request)
         self.after = device.thermal()
         _say_pushed(run, device, self.outcome.pushed)
@@ -323,7 +327,7 @@ class _Block:
                 trace=str(trace), cooldown=self.held,
                 kernel_sample=str(self.sample) if self.sample else None,
                 sample_problem=self.sample_problem,
-                output_problem=output_problem(self.summary)),
+                output_problem=output_problem(self.summary), beside=self.beside.busy or None),
             startup=startup, generation=self.generated, timing=self.timing(),
             probe=self.summary.probe, modes=_modes(self.timed_e2e),
             # A user's .pte without an .etrecord: what the report cannot show, said with it.

@@ -92,6 +92,11 @@ class Judging:
     def say(self, text: str, who: str | None = None) -> None:
         self.hands.say(self.run, who or self.runner, text)
 
+    @property
+    def side(self) -> list[BlockResult]:
+        """This runner's blocks (a comparison's ``blocks`` hold both sides')."""
+        return [r for r in self.blocks if r.runner_name == self.runner]
+
     def more_block(self, block: int) -> BlockResult:
         """One more block of the benchmark under test (``block``: its index), fresh process,
         kept in ``blocks`` (confirmation, precision and A/B blocks alike)."""
@@ -106,8 +111,7 @@ class Judging:
         """The gate on the runner's blocks; confirmation blocks, measured when a regression
         is suspected, join ``blocks``. A line says what changed under test since the
         baseline."""
-        side = [r for r in self.blocks if r.runner_name == self.runner]
-        report = gate.run_with_confirmation(side, self.more_block,
+        report = gate.run_with_confirmation(self.side, self.more_block,
                                             self.hands.config.baseline_dir, self.policy,
                                             self.hands.progress)[1]
         if report.e2e.changed_since_baseline:       # what the test changed, and its cost
@@ -136,7 +140,7 @@ class Judging:
         """The base program: the one the baseline's newest session measured, kept by hash
         beside the baseline (pytest_sme2.baselines.programs); and --sme2-ab-base-runner. Neither
         differing from what is under test leaves nothing to compare."""
-        config, runner, first = self.hands.config, self.runner, self.blocks[0]
+        config, runner, first = self.hands.config, self.runner, self.side[0]
         base_runner = config.gate.base_runner or runner
         folder = config.baseline_dir
         if folder is None:
@@ -181,7 +185,7 @@ class Judging:
             e2e = replace(report.e2e, reason=f"{report.e2e.reason}; {base.missing}; "
                                              f"{floor_remedy(floor, policy.threshold_pct)}")
             return replace(report, judgements=(e2e, *report.judgements[1:]))
-        told = until_told(len(blocks), lambda: self.more_block(len(blocks)),
+        told = until_told(len(self.side), lambda: self.more_block(len(self.side)),
                           lambda: self.judge().e2e, pair_budget(policy))
         report = self.judge()
         stopped = f"; stopped by {told.spent}" if told.spent else ""
@@ -215,7 +219,7 @@ class Judging:
                                 for j in (verdict, *phases))
         if took.precision is not None:
             self.record_precision(took.precision)
-        stored = gate.evaluate(self.blocks, self.hands.config.baseline_dir, policy)
+        stored = gate.evaluate(self.side, self.hands.config.baseline_dir, policy)
         verdict = replace(verdict, changed_since_baseline=stored.e2e.changed_since_baseline)
         self.say(verdict.summary)
         paired = {j.measure for j in phases}

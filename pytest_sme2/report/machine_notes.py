@@ -13,8 +13,12 @@ from pytest_sme2.results import BlockResult, ComparisonRecord
 
 
 def block_notes(r: BlockResult) -> list[str]:
-    """What the machine did to one block: its runs' speeds, the probe's move."""
-    return [n for n in (mixture_note(r.modes), moved_note(r.probe)) if n]
+    """What the machine did to one block: its runs' speeds, the probe's move, the session's
+    own work beside it."""
+    beside = r.context.beside or []
+    ran = (f"ran beside {len(beside)} of this session's own processes: {beside[0]}"
+           + (f" and {len(beside) - 1} more" if len(beside) > 1 else "")) if beside else ""
+    return [n for n in (mixture_note(r.modes), moved_note(r.probe), ran) if n]
 
 
 def mixed(blocks: Iterable[BlockResult]) -> bool:
@@ -50,9 +54,16 @@ def comparison_notes(c: ComparisonRecord) -> list[str]:
 
 def session_lines(results: Iterable[BlockResult]) -> list[str]:
     """The session's one line when the machine changed speed, or was not watched; none when
-    it held one speed."""
-    line = describe_states(machine_of(list(results)))
-    return [f"sme2: {line}"] if line else []
+    it held one speed. And one when blocks ran beside the session's own work."""
+    results = list(results)
+    line = describe_states(machine_of(results))
+    out = [f"sme2: {line}"] if line else []
+    beside = [r for r in results if r.context.beside]
+    if beside:
+        out.append(f"sme2: {len(beside)} of {len(results)} blocks ran beside this session's own "
+                   "processes on this machine (exports, a fork server, another worker's "
+                   "block): their lines and results.json's 'beside' name them")
+    return out
 
 
 def report_lines(results: Iterable[BlockResult],

@@ -235,6 +235,9 @@ class RunContext:
     # Outputs (an LLM's sampled logits) that hold NaN or inf: what the runner saw and the
     # likely cause (pytest_sme2.analysis.output_values); None when they were finite.
     output_problem: str | None = None
+    # The session's other processes that took CPU on this machine while the block ran
+    # (pytest_sme2.devices.beside); None when none did.
+    beside: list[str] | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.cooldown, Mapping):     # as results.json holds it
@@ -247,7 +250,8 @@ class RunContext:
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         # documents written before these keys: unchanged
-        for key in ("trace", "cooldown", "kernel_sample", "sample_problem", "output_problem"):
+        for key in ("trace", "cooldown", "kernel_sample", "sample_problem", "output_problem",
+                    "beside"):
             if d[key] is None:
                 del d[key]
         return d

@@ -26,6 +26,11 @@ def _measured_by_the_stand_in(monkeypatch):
                             run, runner, self.progress, export_again, self.device))
 
 
+def _of(runner: str, samples=(1.0, 1.1, 0.9)):
+    """A block measured by ``runner``."""
+    return bench_result(samples=samples, runner={"name": runner, "kind": runner, "labels": {}})
+
+
 class _Session:
     """Measures the candidate; the base fails on its third block (pair 2, after that pair's
     candidate block)."""
@@ -40,7 +45,7 @@ class _Session:
         self.calls.append(run.label)
         if "[base#" in run.label and run.block == 3:
             raise Sme2Error("runner exited with status 1")
-        return bench_result(samples=(1.0, 1.1, 0.9))
+        return _of(runner, (1.0, 1.1, 0.9))
 
 
 def test_a_failing_base_block_names_the_base_program_and_keeps_the_candidates_blocks(
@@ -69,12 +74,12 @@ class _SteadySession(_Session):
 
     def measure(self, run, runner, progress, export_again=False, device=None):
         self.calls.append(f"{run.label}@{runner}")
-        return bench_result(samples=(1.0, 1.1, 0.9))
+        return _of(runner, (1.0, 1.1, 0.9))
 
 
 def _judging(loop: BenchmarkLoop) -> Judging:
     """The gate on a native benchmark whose first block is measured."""
-    out = Benchmarked(GatePolicy(mode="ab"), blocks=[bench_result()])
+    out = Benchmarked(GatePolicy(mode="ab"), blocks=[_of("native")])
     return loop.judging(loop.run_of(TOY), "native", out)
 
 
@@ -120,7 +125,7 @@ class _WobblySession(_SteadySession):
         self.calls.append(f"{run.label}@{runner}")
         n = sum(c.endswith("@native") for c in self.calls)
         factor = (0.9, 1.12, 1.03, 1.1, 0.95)[n - 1] if runner == "native" and n <= 5 else 1.0
-        return bench_result(samples=(factor, factor * 1.001, factor * 0.999))
+        return _of(runner, (factor, factor * 1.001, factor * 0.999))
 
 
 def test_cannot_tell_doubles_the_pairs_until_told_and_says_how_many():
