@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from statistics import median
-from typing import Iterable, Sequence
+from typing import Hashable, Iterable, Sequence
 
 import numpy as np
 
@@ -98,47 +98,75 @@ def describe_modes(modes: Sequence[Mode], unit: str = "ms", digits: int = 3) -> 
     return f"{_WORDS.get(len(modes), len(modes))} speeds: {parts} ({spread:.1f}x)"
 
 
-def straddle(a: ProbeReading | None, b: ProbeReading | None) -> float | None:
+def typical_levels(readings: Sequence[ProbeReading | None],
+                   groups: Sequence[Hashable]) -> list[float | None]:
+    """Each reading's group's typical probe time (the median of the group's), None where not
+    probed. The probe's own time depends on who times it — the Python runtime adds its
+    binding's microseconds to every execute, two threads split the GEMM — so a machine's
+    speed is read against the same runner's, at the same threads, on the same device."""
+    by: dict[Hashable, list[float]] = {}
+    for r, g in zip(readings, groups):
+        if r is not None and r.before_us:
+            by.setdefault(g, []).append(r.level)
+    typical = {g: float(median(v)) for g, v in by.items()}
+    return [typical[g] if r is not None and r.before_us else None
+            for r, g in zip(readings, groups)]
+
+
+def straddle(a: ProbeReading | None, b: ProbeReading | None, scale_a: float = 1.0,
+             scale_b: float = 1.0) -> float | None:
     """How far apart the machine's speed was across two blocks (a pair) — between their probe
-    times, or within either block — when past :data:`STRADDLE`; None when both ran at one
-    speed, or a block was not probed."""
+    times, each over its own runner's typical one (``scale``: :func:`typical_levels`), or
+    within either block — when past :data:`STRADDLE`; None when both ran at one speed, or a
+    block was not probed."""
     if a is None or b is None or not (a.before_us and b.before_us):
         return None
-    la, lb = a.level, b.level
+    la, lb = a.level / scale_a, b.level / scale_b
     ratio = max(la, lb) / min(la, lb) if min(la, lb) > 0 else 1.0
     worst = max(ratio, a.moved, b.moved)
     return worst if worst > STRADDLE else None
 
 
-def session_states(readings: Sequence[ProbeReading | None], note: str = "") -> MachineStates:
+def session_states(readings: Sequence[ProbeReading | None],
+                   groups: Sequence[Hashable] | None = None, note: str = "") -> MachineStates:
     """The session's machine states from its blocks' probe readings (None: not probed), each
-    reading's ``state`` set to its nearest speed (None when the machine moved during it)."""
-    probed = [r for r in readings if r is not None and r.before_us]
+    over its group's typical probe time (``groups``: who timed it, see :func:`typical_levels`;
+    None: one group): a state's centre is relative, 1.0 the typical speed. Each reading's
+    ``state`` is set to its nearest speed (None when the machine moved during it)."""
+    groups = list(groups) if groups is not None else [0] * len(readings)
+    scales = typical_levels(readings, groups)
+    probed = [(r, s) for r, s in zip(readings, scales) if r is not None and s]
     if not probed:
         return MachineStates(note=note)
-    states = find_modes(r.level for r in probed)
+    states = find_modes(r.level / s for r, s in probed)
     moved = 0
-    for r in probed:
+    for r, s in probed:
         if r.moved > STRADDLE:
             r.state, moved = None, moved + 1
             continue
         r.state = min(range(len(states)),
-                      key=lambda i: abs(math.log(r.level / states[i].centre)))
+                      key=lambda i: abs(math.log(r.level / s / states[i].centre)))
     return MachineStates(probed=len(probed), states=states, moved=moved, note=note)
 
 
 def describe_states(machine: MachineStates) -> str:
-    """The session's one line: ``the machine changed speed: two speeds: 70% of blocks at
-    14.1 us, 30% at 25.3 us (1.8x); 3 blocks saw it move during their runs``; "" when it held
-    one speed (or a note: why nothing was probed)."""
+    """The session's one line: ``the machine changed speed (40 blocks probed): two speeds 1.8x
+    apart: 70% at the fastest, 30% of blocks at 1.80x the fastest's probe time; 3 block(s)
+    saw it move during their runs``; "" when it held one speed (or a note: why nothing was
+    probed)."""
     if not machine.probed:
         return machine.note
     moved = (f"; {machine.moved} block(s) saw it move during their runs"
              if machine.moved else "")
     if not machine.changed_speed:
         return f"the machine held one speed{moved}" if moved else ""
+    states = machine.states
+    shares = ", ".join(f"{m.share:.0%} of blocks at {m.centre / states[0].centre:.2f}x the "
+                       "fastest's probe time" if i else f"{m.share:.0%} at the fastest"
+                       for i, m in enumerate(states))
+    spread = states[-1].centre / states[0].centre
     return (f"the machine changed speed ({machine.probed} blocks probed): "
-            f"{describe_modes(machine.states, 'us', 1)}{moved}")
+            f"{_WORDS.get(len(states), len(states))} speeds {spread:.1f}x apart: {shares}{moved}")
 
 
 def level_ratio(readings: Sequence[ProbeReading], against: Sequence[ProbeReading]) -> float:
@@ -170,6 +198,7 @@ def machine_of(results: Sequence[BlockResult]) -> MachineStates:
     """The session's machine states from its blocks, with why nothing was probed when
     nothing was."""
     readings = [r.probe for r in results]
+    groups = [(r.runner_name, r.threads, r.device_label) for r in results]
     note = ""
     if results and all(r.emulated for r in results):
         note = ("the machine-state probe does not run on an emulated CPU: its speed says "
@@ -177,4 +206,4 @@ def machine_of(results: Sequence[BlockResult]) -> MachineStates:
     elif results and not any(readings):
         note = ("no block was probed (--sme2-probe off, or runners that cannot time the probe "
                 "in their own process): the machine's speed was not watched")
-    return session_states(readings, note)
+    return session_states(readings, groups, note)

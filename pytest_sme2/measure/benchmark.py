@@ -225,6 +225,7 @@ class BenchmarkLoop:
                 run, session.runner(base, progress, device),
                 session.runner(candidate, progress, device), session.device(device),
                 session.settings, how)
+            c.on_unresolved = policy.on_unresolved
             both = f"{base} vs {candidate}"
             if c.stopped_by:
                 self._say(run, both, f"cannot tell after {len(c.base_blocks)} pairs; stopped "

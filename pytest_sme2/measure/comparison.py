@@ -103,6 +103,23 @@ class Comparison:
     # LLM, each phase's; None only for a comparison made by hand.
     judgement: Judgement | None = None
     phase_judgements: dict[str, Judgement] = field(default_factory=dict)
+    # What "cannot tell" does to :meth:`expect_verdict` (--sme2-on-unresolved: fail, warn,
+    # pass; warn passes, and the session's summary says it could not tell).
+    on_unresolved: str = "warn"
+
+    def expect_verdict(self, *verdicts: str) -> Comparison:
+        """``cmp.expect_verdict("no change")``: passes when the verdict is one of
+        ``verdicts`` (``faster``, ``slower``, ``no change``); fails with the comparison's
+        figures otherwise. "cannot tell" follows ``--sme2-on-unresolved``: ``fail`` fails,
+        ``warn`` (the default) and ``pass`` pass — this machine could not resolve the change,
+        which is no evidence against the code, and ``warn`` says so in the summary. On an
+        emulated CPU the times say nothing: nothing is expected of them."""
+        if self.verdict in verdicts or self.emulated:
+            return self
+        if self.verdict == CANNOT_TELL_WORD and self.on_unresolved != "fail":
+            return self
+        why = self.judgement.reason if self.judgement is not None else self.verdict
+        raise AssertionError(f"expected {' or '.join(verdicts)}, got {self}: {why}")
 
     @property
     def prefill(self) -> PhaseSpeedup:

@@ -180,7 +180,7 @@ class Collector:
         for line in summary_table(self.session.results, self.session.comparisons):
             terminalreporter.write_line(line)
         if self.session.config.gate.on_unresolved != "pass":
-            for line in unresolved_lines(self.session.results):
+            for line in unresolved_lines(self.session.results, self.session.comparisons):
                 terminalreporter.write_line(line, yellow=True)
         for line in session_lines(self.session.results):
             terminalreporter.write_line(line, yellow=True)

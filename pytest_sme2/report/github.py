@@ -12,7 +12,7 @@ from typing import Any
 from pytest_sme2 import units
 from pytest_sme2.units import COMPACT_RATIO_DIGITS, COUNT_RATIO_DIGITS
 from pytest_sme2.report.columns import GITHUB, LATENCY, shown
-from pytest_sme2.report.grouping import BenchmarkSide, benchmark_sides
+from pytest_sme2.report.grouping import BenchmarkSide, benchmark_sides, comparison_record
 from pytest_sme2.report.terminal import GENERATION_COLUMNS, baseline_cell, generation_row
 from pytest_sme2.report.unresolved_notes import unresolved_lines
 from pytest_sme2.results import BlockResult, ComparisonRecord, Judgement, pool
@@ -64,6 +64,7 @@ def step_summary(results: Iterable[BlockResult],
                  report_dir: Path | None = None, files: Iterable[Path] = ()) -> str:
     """The markdown appended to the step summary."""
     results = list(results)
+    comparisons = [comparison_record(c) for c in comparisons]
     sides = benchmark_sides(results, comparisons)
     latency = shown(LATENCY, GITHUB)
     lines = ["## pytest-sme2", "",
@@ -91,7 +92,7 @@ def step_summary(results: Iterable[BlockResult],
         lines += ["", "Emulated CPU (QEMU): its times and speed-ups say nothing about speed."]
     lines += ["", "**Regressions:** " + ("none" if not regressions else "")]
     lines += [f"- {r}" for r in regressions]
-    for line in unresolved_lines(results):        # never summed up as "none" or ok
+    for line in unresolved_lines(results, comparisons):    # never summed up as "none" or ok
         lines += ["", "**Cannot tell:** " + line.removeprefix("cannot tell: ")]
     speedups = []
     for base, cand in zip(sides, sides[1:]):

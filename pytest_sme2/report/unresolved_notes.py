@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from pytest_sme2.gate.decide import floor_remedy, unresolved
-from pytest_sme2.results import BlockResult, Judgement
+from pytest_sme2.results import BlockResult, ComparisonRecord, Judgement
 from pytest_sme2.results.block import test_of
 
 NAMED = 5      # benchmarks a note names; results.json has them all
@@ -53,7 +53,23 @@ def _what(r: BlockResult) -> Iterable[tuple[str, str, bool]]:
             if j is not None and j.unresolved and j.enforced]
 
 
-def unresolved_lines(blocks: Iterable[BlockResult]) -> list[str]:
+def comparison_lines(comparisons: Iterable[ComparisonRecord]) -> list[str]:
+    """``cannot tell: test_x: native vs python: 5% is not resolvable here (...)``: a
+    comparison that could neither call a difference nor rule one out (on a real CPU; an
+    emulated one's times say nothing)."""
+    out = []
+    for c in comparisons:
+        if c.verdict != "cannot tell" or c.emulated:
+            continue
+        reason = c.judgement.reason.split(": ", 1)[1] if c.judgement is not None else ""
+        why = reason.split(": ")[0] if reason else "cannot tell"
+        out.append(f"cannot tell: {c.name}: {c.candidate} vs {c.base}: {why} (more pairs: "
+                   "--sme2-max-pairs, --sme2-precision-budget; calibrate with pytest-sme2 aa)")
+    return out
+
+
+def unresolved_lines(blocks: Iterable[BlockResult],
+                     comparisons: Iterable[ComparisonRecord] = ()) -> list[str]:
     """``cannot tell: 2 of 6 judged benchmarks could neither call nor rule out a change of
     their threshold's size: test_x end to end (10% is not resolvable here (…)); …``; nothing
     when every verdict was told."""
@@ -64,7 +80,7 @@ def unresolved_lines(blocks: Iterable[BlockResult]) -> list[str]:
         judged.setdefault((_benchmark(r), r.runner_name), _what(r))
     missed = {k: v for k, v in judged.items() if v}
     if not missed:
-        return []
+        return comparison_lines(comparisons)
     named = list(missed.items())[:NAMED]
     line = (f"cannot tell: {len(missed)} of {len(judged)} judged benchmark(s) could neither "
             "call nor rule out a change of their threshold's size: "
@@ -75,4 +91,4 @@ def unresolved_lines(blocks: Iterable[BlockResult]) -> list[str]:
     # More pairs help only verdicts made of pairs; the stored ones say their own remedy.
     if any(paired for got in missed.values() for _, _, paired in got):
         line += " (more pairs: --sme2-max-pairs, --sme2-precision-budget)"
-    return [line]
+    return [line] + comparison_lines(comparisons)

@@ -1,4 +1,5 @@
 import json
+from dataclasses import replace
 import math
 from pathlib import Path
 
@@ -149,3 +150,35 @@ def test_a_comparison_says_one_of_four_verdicts_by_the_shared_rule(ratios, expec
 
     j = comparison_judgement(Pairs((1.0,) * 6, ratios), margin=0.02, threshold_pct=10)
     assert verdict_word(j) == expected
+
+
+def _compared(ratios, on_unresolved="warn", emulated=False):
+    base = [_result("off", i, 1.0, {"GEMM": 1.0}) for i in range(len(ratios))]
+    cand = [_result("on", i, r, {"GEMM": r}) for i, r in enumerate(ratios)]
+    if emulated:
+        for b in base + cand:
+            b.device = replace(b.device, emulated=True)
+    cmp = make_comparison(base, cand, nodeid="t.py::test_c", margin=0.05)
+    cmp.on_unresolved = on_unresolved
+    return cmp
+
+
+def test_expect_verdict_passes_the_verdicts_asked_and_fails_others_with_the_figures():
+    same = _compared(WOBBLE)
+    assert same.expect_verdict("no change") is same
+    slower = _compared(tuple(w * 1.3 for w in WOBBLE))
+    with pytest.raises(AssertionError) as e:
+        slower.expect_verdict("no change")
+    assert str(e.value).startswith("expected no change, got on vs off on m fp16 t1: speed-up ")
+    assert "30.0% slower" in str(e.value)
+    assert slower.expect_verdict("slower", "no change") is slower
+
+
+def test_expect_verdict_obeys_the_unresolved_policy_and_asks_nothing_of_emulated_times():
+    wide = (0.87, 1.15, 0.95, 1.1, 0.9, 1.12)
+    assert _compared(wide).verdict == "cannot tell"
+    assert _compared(wide, "warn").expect_verdict("no change")       # said in the summary
+    assert _compared(wide, "pass").expect_verdict("no change")
+    with pytest.raises(AssertionError, match="expected no change, got .*cannot tell"):
+        _compared(wide, "fail").expect_verdict("no change")
+    assert _compared(tuple(w * 1.3 for w in WOBBLE), emulated=True).expect_verdict("no change")

@@ -96,7 +96,8 @@ def context(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = No
         "regressions": regressions,
         "notes": up.output_notes(doc) + up.emulated_notes(doc) + up.cooldown_notes(doc)
         + up.etrecord_notes(doc)
-        + precision_lines(doc.benchmarks) + unresolved_lines(doc.benchmarks) + (notes or []),
+        + precision_lines(doc.benchmarks) + unresolved_lines(doc.benchmarks, doc.comparisons)
+        + (notes or []),
     }
 
 

@@ -61,11 +61,21 @@ def test_the_session_states_place_every_block_and_say_so_in_one_line():
     assert machine.probed == 11 and machine.moved == 1 and machine.changed_speed
     assert [r.state for r in readings] == [0] * 7 + [1] * 3 + [None]
     line = describe_states(machine)
-    assert line.startswith("the machine changed speed (11 blocks probed): two speeds: ")
-    assert "at 14.0 us" in line and "at 25.0 us" in line and line.endswith(
-        "; 1 block(s) saw it move during their runs")
+    assert line == ("the machine changed speed (11 blocks probed): two speeds 1.8x apart: 64% "
+                    "at the fastest, 36% of blocks at 1.79x the fastest's probe time; 1 block(s) "
+                    "saw it move during their runs")
     steady = session_states([_reading(14.0)] * 5)
     assert not steady.changed_speed and describe_states(steady) == ""
+
+
+def test_each_runner_reads_the_machine_against_its_own_probe_time():
+    """The Python runtime times the same GEMM ~60% slower than our native runner (its
+    binding's microseconds): two runners at one machine speed are one speed."""
+    native, python = [_reading(4.5)] * 5, [_reading(7.3)] * 5
+    assert not session_states(native + python, ["native"] * 5 + ["python"] * 5).changed_speed
+    assert session_states(native + python).changed_speed          # one group: two "speeds"
+    assert straddle(_reading(4.5), _reading(7.3), 4.5, 7.3) is None
+    assert straddle(_reading(4.5), _reading(13.1), 4.5, 7.3) == pytest.approx(1.79, abs=0.01)
 
 
 def test_nothing_probed_says_why():

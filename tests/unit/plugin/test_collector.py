@@ -80,7 +80,7 @@ def test_ctrl_c_while_writing_report_md_is_still_status_2(monkeypatch, tmp_path)
 
     monkeypatch.setattr(collector, "write_reports", interrupted)
     monkeypatch.setattr(terminal, "summary_table", lambda results, comparisons: [])
-    monkeypatch.setattr(terminal, "unresolved_lines", lambda results: [])
+    monkeypatch.setattr(terminal, "unresolved_lines", lambda results, comparisons=(): [])
     monkeypatch.setattr(terminal, "session_lines", lambda results: [])
     bench = types.SimpleNamespace(results=[{"nodeid": "t"}], comparisons=[],
                                   results_path=tmp_path / "results.json",

@@ -83,7 +83,8 @@ def test_a_comparison_names_the_pairs_the_machine_swung_and_the_sides_mixtures()
 def test_the_session_says_the_machine_changed_speed_once():
     blocks = [_block(0.1, 14.0)] * 6 + [_block(0.18, 25.0)] * 4
     [line] = session_lines(blocks)
-    assert line.startswith("sme2: the machine changed speed (10 blocks probed): two speeds: ")
+    assert line.startswith("sme2: the machine changed speed (10 blocks probed): two speeds 1.8x "
+                           "apart: 60% at the fastest, 40% of blocks at 1.79x")
     assert session_lines([_block(0.1, 14.0)] * 6) == []
     assert session_lines([_block(0.1, None)]) == [
         "sme2: no block was probed (--sme2-probe off, or runners that cannot time the probe in "
