@@ -99,10 +99,7 @@ def _timing(r: BlockResult) -> str:
         return ""
     if not t.untraced:
         return f" | timed through the operator tracer ({r.runner_name} cannot run without it)"
-    # Said only beyond the timed runs' own spread: a 2-thread process that caught a slow spell
-    # (NOTES: bimodal for seconds) is not tracing's cost.
-    beyond = t.traced_median_ms is not None and t.traced_median_ms > r.e2e.p90_ms
-    note = t.terminal_note() if beyond else None
+    note = t.terminal_note(r.e2e.p90_ms)
     return f" | {note}" if note else ""
 
 
