@@ -67,7 +67,8 @@ OPTIONS: dict[str, Option] = {
     "sme2_dtypes": Option("sme2_dtypes", ",".join(DEFAULT_DTYPES),
                           f"dtypes of the benchmark matrix ({', '.join(DTYPES)})"),
     "sme2_threads": Option("sme2_threads", ",".join(map(str, DEFAULT_THREADS)),
-                           "thread counts of the benchmark matrix"),
+                           "thread counts of the benchmark matrix, and of the LLMs' "
+                           "generation matrix where given (1 thread there otherwise)"),
     "sme2_blocks": Option("sme2_blocks", str(MIN_BLOCKS),
                           "interleaved blocks per side in a comparison, one runner process "
                           f"each (default {MIN_BLOCKS}; 2 on qemu)"),

@@ -181,3 +181,13 @@ def test_the_a_b_options_reach_the_policy():
 def test_bad_a_b_options_are_one_line(values, message):
     with pytest.raises(Sme2Error, match=message):
         _config(**values)
+
+
+def test_the_generation_matrix_follows_the_threads_the_user_gave():
+    """--sme2-threads 1,2 gives the LLMs' scaling table; without it an LLM runs at 1 thread
+    (issue 49, item 8: the built-in LLM benchmark ignored the option without a word)."""
+    assert (_config().llm_threads, _config().threads_given) == ((1,), False)
+    given = _config(sme2_threads="1,2")                 # the default's value, but given
+    assert given.llm_threads == (1, 2) and given.threads_given
+    from_ini = _config({"sme2_threads": "1,4"})
+    assert from_ini.llm_threads == (1, 4) and from_ini.threads_given
