@@ -318,6 +318,5 @@ def traffic_of(device: Device, pte: Path, ptd: Path | None, g: GenerationResult,
     except Sme2Error:
         return None
     bw = device.copy_bandwidth()
-    return decode_traffic(read.weight_bytes, read.kv_bytes_per_position, g,
-                          bw.gbps if bw is not None else None,
+    return decode_traffic(read, g, bw.gbps if bw is not None else None,
                           bw.source if bw is not None else "this device measures none")

@@ -129,17 +129,19 @@ def summary_lines(us) -> list[str]:
 
 def bandwidth_lines(blocks: Iterable[BlockResult]) -> list[str]:
     """Decode against the memory-bandwidth limit, one line per LLM benchmark (device, model,
-    scheme, threads, runner): ``tiny_llama 8da8w t1 native on host: decode reads ...``."""
+    scheme, threads, runner, context depth): ``tiny_llama 8da8w t1 native on host: decode reads
+    ...``, ``... on host at depth 512: ...``."""
     groups: dict[tuple, list[BlockResult]] = {}
     for b in generation_blocks(blocks):
-        groups.setdefault((b.device.label, b.model, b.dtype, b.threads, b.runner_name),
-                          []).append(b)
+        groups.setdefault((b.device.label, b.model, b.dtype, b.threads, b.runner_name,
+                           b.generation.depth), []).append(b)
     out = []
-    for (device, model, dtype, threads, runner), bs in groups.items():
+    for (device, model, dtype, threads, runner, depth), bs in groups.items():
         g = pool_generation(bs)
         traffic = next((b.generation.traffic for b in bs if b.generation.traffic), None)
         line = bandwidth_line(traffic, g.decode.tokens_per_s if g else None,
                               any(b.emulated for b in bs))
+        at = f" at depth {depth}" if depth else ""
         if line:
-            out.append(f"{model} {dtype} t{threads} {runner} on {device}: {line}")
+            out.append(f"{model} {dtype} t{threads} {runner} on {device}{at}: {line}")
     return out
