@@ -11,6 +11,7 @@ from typing import Any
 from pytest_sme2 import units
 from pytest_sme2.analysis.diff import ADDED, REMOVED, EtdumpDiff, OperatorDelta
 from pytest_sme2.analysis.summary import Analysis
+from pytest_sme2.report.digest import below_resolution_note
 from pytest_sme2.report.recommend import recommendations
 from pytest_sme2.units import COMPACT_RATIO_DIGITS
 
@@ -93,10 +94,14 @@ def compare_lines(d: EtdumpDiff) -> list[str]:
             for c in d.categories if c.base_ms or c.candidate_ms),
     ]
     matched = [o for o in d.operators if o.status not in (ADDED, REMOVED)]
-    if matched:
+    timed = [o for o in matched if not o.below_resolution]
+    if timed:
         lines.append("largest operator changes: " + "; ".join(
             f"{o.name} {o.delta_ms:+.3f} ms ({_change(o.delta_pct)})"
-            for o in matched[:TOP_CHANGES]))
+            for o in timed[:TOP_CHANGES]))
+    unresolved = [o.name for o in matched if o.below_resolution]
+    if unresolved:
+        lines.append(f"in both: {below_resolution_note(unresolved)}")
     if d.added or d.removed:
         lines.append(f"operators only in {d.candidate_name}: {len(d.added)}, only in "
                      f"{d.base_name}: {len(d.removed)}")
@@ -121,7 +126,7 @@ def _cell(s: str | None) -> str:
 def _op_row(o: OperatorDelta) -> str:
     return (f"| {_cell(o.base_name)} | {_cell(o.candidate_name)} | {o.instruction_id} | "
             f"{o.category} | {o.base_ms:.4f} | {o.candidate_ms:.4f} | {o.delta_ms:+.4f} | "
-            f"{_change(o.delta_pct)} | {o.status} |")
+            f"{_change(o.delta_pct)} | {'under 1 µs' if o.below_resolution else o.status} |")
 
 
 def render_markdown(d: EtdumpDiff) -> str:
@@ -157,6 +162,9 @@ def render_markdown(d: EtdumpDiff) -> str:
     out += [_op_row(o) for o in shown]
     if len(d.operators) > len(shown):
         out.append(f"\n{len(d.operators) - len(shown)} more in the JSON (`--json`).")
+    unresolved = [o.name for o in d.operators if o.below_resolution]
+    if unresolved:
+        out += ["", f"{below_resolution_note(unresolved)} (status `under 1 µs` above)."]
     out += ["", "## KleidiAI packed paths", ""]
     if d.kleidiai_changes:
         out += [f"- `{x}` → `{y}`" for x, y in d.kleidiai_changes]

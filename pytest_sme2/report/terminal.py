@@ -11,6 +11,7 @@ from pytest_sme2.units import COMPACT_RATIO_DIGITS, COUNT_RATIO_DIGITS
 from pytest_sme2.report import generation as gen, scaling
 from pytest_sme2.analysis.scaling import thread_scaling
 from pytest_sme2.report.columns import LATENCY, TERMINAL, shown
+from pytest_sme2.report.digest import below_resolution_note
 from pytest_sme2.report.grouping import BenchmarkSide, comparison_record, sides_per_device
 from pytest_sme2.report.precision_notes import precision_lines
 from pytest_sme2.report.unresolved_notes import unresolved_lines  # noqa: F401 (the summary's)
@@ -367,10 +368,18 @@ def analysis_summary(a) -> list[str]:
              f"CV {units.percent(e.cv_pct)}%, MAD {units.ms(e.mad_ms)}, "
              f"outliers {e.outliers} (IQR rule, kept)",
              "", "Categories (mean ms per run; Other = E2E - named):"]
+    ops = a.operators
+    under = ops["below_resolution"].astype(bool)
+    unresolved = ops.loc[under, "name"].tolist()
+    # A category all of whose operators read 0 is not free: its time is in Other.
+    hidden = set(ops.loc[under, "category"]) - set(ops.loc[~under, "category"])
     for cat, ms in a.categories_ms.items():
         pct = 100 * ms / e.mean_ms if e.mean_ms else 0.0
-        lines.append(f"  {cat:<14} {ms:9.4f} ms  {pct:5.1f}%")
+        under = "  (under the clock's resolution: in Other)" if cat in hidden else ""
+        lines.append(f"  {cat:<14} {ms:9.4f} ms  {pct:5.1f}%{under}")
     lines.append(f"  {'E2E':<14} {e.mean_ms:9.4f} ms")
+    if unresolved:
+        lines.append(f"  {below_resolution_note(unresolved)}")
     o = a.overheads_ms
     lines += ["", f"Overheads: delegate {o['delegate_ms']:.4f} ms, operator call "
                   f"{o['operator_call_ms']:.4f} ms, runtime {o['runtime_ms']:.4f} ms per run",
@@ -379,8 +388,9 @@ def analysis_summary(a) -> list[str]:
         flags = ("  BOTTLENECK" if r.bottleneck else "") + \
             ("  should be delegated" if r.should_delegate else "")
         where = r.backend if r.delegated else "portable"
-        lines.append(f"  {r.mean_ms_per_run:9.4f} ms {r.pct_e2e:5.1f}%  {r.name}  "
-                     f"[{r.category}, {where}, instr {r.instruction_id}, "
+        time = (f"{'< 1 µs':>12}      " if r.below_resolution
+                else f"{r.mean_ms_per_run:9.4f} ms {r.pct_e2e:5.1f}%")
+        lines.append(f"  {time}  {r.name}  [{r.category}, {where}, instr {r.instruction_id}, "
                      f"{r.calls_per_run:g}/run]{flags}")
     ev = a.evidence
     lines += ["", f"SME2: {ev.sme2} — {ev.reason}"]

@@ -47,7 +47,7 @@ def test_every_file_starts_with_the_kits_columns_and_goes_on_with_ours(files):
     assert list(f["s_ops_stats.csv"].columns) == OPS_STATS_COLUMNS + [
         "op", "instruction_id", "category", "delegated", "backend", "calls_per_run",
         "mean_ms_per_run", "pct_e2e", "bottleneck", "should_delegate", "op_types",
-        "module_paths"]
+        "module_paths", "below_resolution"]
     assert OPS_STATS_COLUMNS == ["model_id", "name", "type", "delegate_backend", "count",
                                  "total_ms", "avg_ms", "pct_total"]
     assert list(f["kernels.csv"].columns) == KIT_KERNEL_COLUMNS + [
