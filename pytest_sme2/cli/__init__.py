@@ -63,7 +63,7 @@ def _plain_help(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if getattr(args, "warmup", 0) < 0:
+    if (getattr(args, "warmup", None) or 0) < 0:     # None: the ETDump's record says
         print("pytest-sme2: --warmup must be 0 or more", file=sys.stderr)
         return 2
     try:

@@ -38,6 +38,8 @@ from pytest_sme2.results import BlockResult, Generation, ProcessStartup, RunCont
 from pytest_sme2.results.latency import LatencyStats
 from pytest_sme2.results.timing import Timing
 from pytest_sme2.measure.artifacts.csv import write_timed_runs
+from pytest_sme2.measure.artifacts.runs import etdump_record
+from pytest_sme2.readers.etdump_runs import write_etdump_runs
 from pytest_sme2.analysis.runner_summary import parse_summary
 from pytest_sme2.runners.base import Runner, RunRequest
 from pytest_sme2.measure.process import (measure_process, process_sme2, sample_kernels,
@@ -280,9 +282,11 @@ class _Block:
         write_timed_runs(out / f"{stem}_timed_runs.csv", self.e2e_all, self.settings.warmup
                          if self.generation is None else 0, self.timing().source)
         g = self.summary.generation if self.generated else None
+        if g is not None and self.runs.separate:
+            g = traced_generation(g, self.runs.traced_warmup, self.runs.timing.traced_runs)
+        if self.observed is None:   # a llama_main's ETDump holds its constant methods too
+            write_etdump_runs(etdump, etdump_record(self.analysis, g, self.runs.separate))
         if g is not None:
-            if self.runs.separate:
-                g = traced_generation(g, self.runs.traced_warmup, self.runs.timing.traced_runs)
             return write_generation_trace(self.events, out / f"{stem}.trace.json", g,
                                           source=etdump)
         return write_trace(self.analysis.events, out / f"{stem}.trace.json",

@@ -358,10 +358,16 @@ def generation_table(per_device: Mapping[str, list[BenchmarkSide]]) -> list[str]
             + [GENERATION_NOTE])
 
 
-def analysis_summary(a) -> list[str]:
-    """Readable summary of a :class:`pytest_sme2.analysis.summary.Analysis`."""
+def analysis_summary(a, warmup_said: str = "", generation=None) -> list[str]:
+    """Readable summary of a :class:`pytest_sme2.analysis.summary.Analysis`; ``warmup_said``:
+    where its warm-up count came from; ``generation``: an LLM's phases (a GenerationResult),
+    said first, ``a`` then being the analysis of its decode steps."""
     e = a.e2e
-    lines = [f"{a.source}: {a.runs} runs, {a.warmup} warm-up discarded, {e.n} timed",
+    head = [warmup_said] if warmup_said else []
+    if generation is not None:
+        head += [*gen.generation_analysis_lines(generation), "",
+                 "Decode steps of the measured generations (the breakdown a session reports):"]
+    lines = [*head, f"{a.source}: {a.runs} runs, {a.warmup} warm-up discarded, {e.n} timed",
              f"Method::execute: median {units.ms(e.median_ms)} ms, "
              f"mean {units.ms(e.mean_ms)}, p10 {units.ms(e.p10_ms)}, "
              f"p90 {units.ms(e.p90_ms)}, min {units.ms(e.min_ms)}, max {units.ms(e.max_ms)}, "
