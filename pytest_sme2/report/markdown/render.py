@@ -90,6 +90,7 @@ def context(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = No
         "evidence_intro": up.EVIDENCE_INTRO,
         "share_growth": f"{SHARE_GROWTH_PP:g}",
         "recommendations": recommendations(doc, us),
+        "emulated_cases": sum(u.emulated for u in us), "units_count": len(us),
         "top_recommendations": TOP_RECOMMENDATIONS,
         "regressions": regressions,
         "notes": up.output_notes(doc) + up.emulated_notes(doc) + up.cooldown_notes(doc)
@@ -113,7 +114,8 @@ def detail_context(doc: ResultsDoc, u: Unit, charts: dict[str, str] | None = Non
             "startup": (startup := sec.startup_rows([u])),
             "startup_notes": sec.startup_notes(startup),
             "generation": gen.report_rows([u]),
-            "evidence_intro": up.EVIDENCE_INTRO, "recommendations": recommendations(doc, [u])}
+            "evidence_intro": up.EVIDENCE_INTRO, "recommendations": recommendations(doc, [u]),
+            "emulated_cases": int(u.emulated)}
 
 
 @cache
