@@ -119,7 +119,7 @@ class _Block:
             f"{runner.info.name}-block{run.block}"
         pte = self.exported.pte
         self.generation = generation_for(run.generation, pte, settings.prompt_tokens,
-                                         settings.new_tokens)
+                                         settings.new_tokens, run.model)
         # A generation makes its own inputs (the prompt) and keeps tokens, not output tensors.
         tensors = runner.takes_tensor_files and self.generation is None
         # Timed untraced, traced apart (same process, after them) where the runner can.
