@@ -163,7 +163,8 @@ def config_from_options(values: Mapping[str, Any], ini: Mapping[str, Any],
     taskset = r.text("sme2_taskset")[0]
     runners = tuple(str(x) for x in (*(ini.get(RUNNERS_INI) or ()),
                                      *(values.get(RUNNERS_DEST) or ())))
-    runner_specs(list(runners), runner_kinds)   # a bad spec stops here, not at first use
+    # A bad spec, or a binary that is not there, stops here, not at first use.
+    runner_specs(list(runners), runner_kinds, base_dirs.invocation)
     measure = parse_measure(r.text("sme2_measure")[0])
     benchmark_json = r.path("sme2_benchmark_json")
     if benchmark_json is not None and benchmark_json.is_dir():
