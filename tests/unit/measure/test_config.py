@@ -191,3 +191,17 @@ def test_the_generation_matrix_follows_the_threads_the_user_gave():
     assert given.llm_threads == (1, 2) and given.threads_given
     from_ini = _config({"sme2_threads": "1,4"})
     assert from_ini.llm_threads == (1, 4) and from_ini.threads_given
+
+
+def test_a_runner_path_that_does_not_exist_is_one_line_when_configured(tmp_path):
+    """Issue 49, item 15: it was accepted and listed as "x (configured, unused)"."""
+    dirs = BaseDirs(invocation=tmp_path, rootdir=tmp_path)
+    with pytest.raises(Sme2Error) as e:
+        config_from_options({"runners": ["x=/nonexistent/runner"]}, {}, dirs)
+    assert str(e.value) == ("--runner 'x=/nonexistent/runner': runner /nonexistent/runner does "
+                            "not exist; give the path of your executor_runner (or NAME=native, "
+                            "NAME=python)")
+    with pytest.raises(Sme2Error, match="tokenizer .*tok.model does not exist"):
+        config_from_options({"runners": ["llm=/bin/true,tokenizer=tok.model"]}, {}, dirs)
+    (tmp_path / "run").write_text("#!/bin/sh\n")
+    assert config_from_options({"runners": ["x=./run"]}, {}, dirs).runners == ("x=./run",)
