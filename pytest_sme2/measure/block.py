@@ -38,6 +38,7 @@ from pytest_sme2.results import BlockResult, Generation, ProcessStartup, RunCont
 from pytest_sme2.results.latency import LatencyStats
 from pytest_sme2.results.timing import Timing
 from pytest_sme2.measure.artifacts.csv import write_timed_runs
+from pytest_sme2.measure.artifacts.earlier import ARTIFACTS
 from pytest_sme2.measure.artifacts.runs import etdump_record
 from pytest_sme2.readers.etdump_runs import write_etdump_runs
 from pytest_sme2.analysis.runner_summary import parse_summary
@@ -58,7 +59,7 @@ def artifact_dir(report_dir: Path, label: str) -> Path:
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", label).strip("_") or "benchmark"
     if len(safe) > 120:  # cut, but kept apart from ids that differ only at the end (devices)
         safe = f"{safe[:111]}-{hashlib.sha256(label.encode()).hexdigest()[:8]}"
-    return report_dir / "artifacts" / safe
+    return report_dir / ARTIFACTS / safe
 
 
 @dataclass

@@ -4,6 +4,7 @@ loses nothing."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
@@ -53,6 +54,9 @@ class BenchSession:
     # Baselines saved from this session go to one baseline session of this id; results.json
     # names it, so `pytest-sme2 gate` never judges the session by itself.
     session_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    # When the session began (seconds since the epoch): artifacts older than it are an earlier
+    # session's (pytest_sme2.measure.artifacts.earlier).
+    started: float = field(default_factory=time.time)
     # Commit, branch, time and CI run of the session (results.json "identity"; the history).
     identity: dict[str, Any] = field(default_factory=lambda: _identity())
     hook: Any = None        # pytest's config.hook: plugins' device and runner kinds (hookspec.py)
