@@ -71,6 +71,6 @@ def main(argv: list[str] | None = None) -> int:
     except Sme2Error as e:
         print(f"pytest-sme2: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("pytest-sme2: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as e:       # a command may say what it kept (bisect: --resume)
+        print(f"pytest-sme2: interrupted{'; ' + str(e) if str(e) else ''}", file=sys.stderr)
         return 130

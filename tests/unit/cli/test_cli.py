@@ -308,3 +308,20 @@ def test_compare_names_what_really_changes_the_etdumps_runs(tmp_path, capsys):
     assert "--runs" not in advice.replace("--sme2-trace-runs", "")
     assert advice.endswith("raise the measured runs the ETDumps hold (now 10: "
                            "--sme2-trace-runs where they were written).")
+
+
+def test_bisect_options_after_bad_are_one_line_before_anything_runs(capsys):
+    """`bisect GOOD BAD benchmarks -k test_x --json b.json` gave every commit to pytest with
+    --json, which refused it at each: "every commit tried is unbuildable" (issue 49, item 17).
+    The plugin's --runs and --warmup are pytest's there, and stay so."""
+    from pytest_sme2.cli.bisect import split_misplaced
+
+    assert main(["bisect", "GOOD", "BAD", "benchmarks", "-k", "test_x", "--json", "b.json",
+                 "--threshold=5"]) == 2
+    assert capsys.readouterr().err == (
+        "pytest-sme2: bisect's own option(s) --json, --threshold come after BAD, where every "
+        "argument is pytest's selection: put them before GOOD (pytest-sme2 bisect --json "
+        "b.json --threshold=5 GOOD BAD benchmarks -k test_x)\n")
+    own = {"--json": True, "--resume": False}
+    assert split_misplaced(["t.py", "--runs", "3", "--resume"], own) == (
+        ["--resume"], ["t.py", "--runs", "3"])
