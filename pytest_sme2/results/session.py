@@ -19,6 +19,9 @@ class SessionInfo:
     identity: dict[str, Any] | None = field(default_factory=dict)   # commit, branch, time, ci
     runners: dict[str, dict[str, Any]] | None = field(default_factory=dict)  # kind, labels, path
     device: dict[str, Any] | None = None   # documents that recorded one device for the session
+    # A session cut short (Ctrl-C): {"by": ..., "in_flight": the test then running or None,
+    # "comparison": whether it was a comparison}; None: it ran to its end.
+    interrupted: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)       # keys this version does not know
     order: tuple[str, ...] = field(default=(), repr=False, compare=False)
 

@@ -560,8 +560,8 @@ def test_1(sme2_bench):
 def test_2(sme2_bench):
     sme2_bench("toy_cnn", threads=2, runner="native")
 
-def test_3(sme2_bench):
-    sme2_bench("toy_cnn", runner="slow")     # Ctrl-C arrives while this one runs
+def test_3(sme2_compare):                   # Ctrl-C arrives while this comparison runs
+    sme2_compare("native", "slow", "toy_cnn", blocks=2)
 
 def test_4(sme2_bench):
     sme2_bench("toy_cnn", runner="native")
@@ -569,9 +569,10 @@ def test_4(sme2_bench):
 
 
 def test_ctrl_c_in_the_middle_keeps_every_completed_result(pytester, export_cache, toy_export):
-    """A real Ctrl-C (SIGINT to the session's process group) while the third benchmark runs:
-    pytest stops with status 2; results.json is valid and holds the two completed benchmarks,
-    and report.md is written for them."""
+    """A real Ctrl-C (SIGINT to the session's process group) while the third test, a
+    comparison, runs: pytest stops with status 2; results.json is valid and holds the two
+    completed benchmarks, and report.md is written for them; both say the session was cut
+    short, and name the comparison then running (issue 49, item 14: it looked complete)."""
     _script(pytester.path / "slow.sh", "exec sleep 60\n")
     pytester.makepyfile(test_i=INTERRUPTED)
     # The session as a terminal starts a foreground job: SIGINT not ignored. A process started
@@ -621,6 +622,14 @@ def test_ctrl_c_in_the_middle_keeps_every_completed_result(pytester, export_cach
     assert "KeyboardInterrupt" in text and "Traceback" not in text
     assert "2 passed" in text and "test_4" not in text
     out = pytester.path / "sme2-report"
+    assert [b["nodeid"] for b in results(out)][:2] == ["test_i.py::test_1", "test_i.py::test_2"]
+    session = json.loads((out / "results.json").read_text())["session"]
+    assert session["interrupted"] == {"by": "KeyboardInterrupt (Ctrl-C)",
+                                      "in_flight": "test_i.py::test_3", "comparison": True}
+    assert (out / "report.md").read_text().split("\n")[2] == (
+        "**Interrupted** by KeyboardInterrupt (Ctrl-C) while `test_i.py::test_3` was running (a "
+        "comparison: the blocks it had measured are not in this report, a comparison is judged "
+        "whole): this session is incomplete; what follows is what finished before it stopped.")
     assert [b["nodeid"] for b in results(out)] == ["test_i.py::test_1", "test_i.py::test_2"]
     assert [b["threads"] for b in results(out)] == [1, 2]
     assert all(len(b["e2e_ms"]) == 3 for b in results(out))

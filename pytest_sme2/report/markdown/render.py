@@ -68,6 +68,7 @@ def context(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = No
         "schema": doc.schema,
         "n_benchmarks": len(doc.benchmarks),
         "n_comparisons": len(doc.comparisons),
+        "interrupted": up.interrupted_line(doc),
         "any_units": bool(us),
         "overview_chart": charts.get(OVERVIEW),
         "summary": [up.comparison_line(u) for u in us if u.comparison] + sec.gate_line(regressions)

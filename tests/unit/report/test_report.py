@@ -698,3 +698,17 @@ def test_operators_under_the_clocks_resolution_are_named_above_the_breakdown():
             "operators in whole microseconds; every event read 0), so their time is in Other: "
             "Mean (ND)") in text
     assert "clock's resolution" not in section(page(single_doc()), "Operator Category Breakdown")
+
+
+def test_a_session_cut_short_says_so_first_and_names_the_test_it_cut():
+    doc = single_doc()
+    assert "Interrupted" not in render_markdown(doc)
+    doc["session"]["interrupted"] = {"by": "KeyboardInterrupt (Ctrl-C)",
+                                     "in_flight": "b.py::test_cmp", "comparison": True}
+    loaded = load_results(doc)
+    assert loaded.session.interrupted["in_flight"] == "b.py::test_cmp"
+    assert loaded.session.to_json()["interrupted"] == doc["session"]["interrupted"]
+    text = render_markdown(doc)
+    assert text.index("**Interrupted** by KeyboardInterrupt (Ctrl-C) while `b.py::test_cmp` was "
+                      "running (a comparison: the blocks it had measured are not in this "
+                      "report") < text.index("benchmark")
