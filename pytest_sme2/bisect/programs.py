@@ -110,8 +110,9 @@ def export_commit(worktree: Path, pytest_args: list[str], setup: str | None, sto
     results = report / "results.json"
     if rc == 5:
         return Exported({}, f"{NOTHING_SELECTED} (pytest exit 5)")
-    if rc == 4:
-        return Exported({}, f"{USAGE_ERROR}: {_last_line(output)}")
+    if rc == 4:     # argparse's "error: unrecognized arguments: ..." says what, not "usage:"
+        said = [x.strip() for x in output.splitlines() if ": error: " in x]
+        return Exported({}, f"{USAGE_ERROR}: {(said or [_last_line(output)])[-1][:300]}")
     if not results.is_file():
         return Exported({}, f"pytest exit {rc}: {_last_line(output)}")
     try:

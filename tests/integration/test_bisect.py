@@ -105,9 +105,10 @@ def test_a_flat_range_is_not_reproducible_and_spends_nothing_more(project, monke
     (COMMENT_ONLY, UNBUILDABLE, [], "BAD * cannot be exported"),
     (0, 1, ["-k", "nothing_matches"], "no benchmark selected at both GOOD and BAD*"),
     # Issue 49, item 17: pytest's usage error read as "every commit tried is unbuildable".
-    (0, 1, ["--sme2-runs-typo=3"], "pytest refused the arguments (exit 4, a usage error): *"
-                                   ", at GOOD and BAD alike: the selection is wrong, not the "
-                                   "commits; check that `pytest test_bench.py"),
+    (0, 1, ["--sme2-runs-typo=3"], "pytest refused the arguments (exit 4, a usage error): "
+                                   "pytest.main(): error: unrecognized arguments: "
+                                   "--sme2-runs-typo=3*, at GOOD and BAD alike: the selection "
+                                   "is wrong, not the commits; check that `pytest test_bench.py"),
     (0, 1, ["--json", "b.json"], "bisect's own option(s) --json come after BAD, where every "
                                  "argument is pytest's selection: put them before GOOD "
                                  "(pytest-sme2 bisect --json b.json *"),
