@@ -1,8 +1,9 @@
 """LLMs measured as generations — the workload SME2 is sold on — per case of the generation
 matrix (--sme2-llm-models x --sme2-llm-schemes x --sme2-threads; default tiny_llama, 8da8w, 1
-thread): a prompt prefilled in one execute, then greedy decode steps, per run
-(--sme2-prompt-tokens, --sme2-new-tokens), at each context depth (--sme2-context-depth 0,512:
-the KV cache filled untimed first, as llama-bench's pp64 @ d512 and tg32 @ d512). Reported per
+thread; --sme2-threads 1,2 gives the thread-scaling table): a prompt prefilled in one
+execute, then greedy decode steps, per run
+(--sme2-prompt-tokens, --sme2-new-tokens), at each context depth (--sme2-context-depth 0,32:
+the KV cache filled untimed first, as llama-bench's pp64 @ d32 and tg32 @ d32). Reported per
 phase: prefill and decode tokens/s, time to first token, categories and which kernels each
 phase ran.
 
@@ -13,7 +14,6 @@ kernels each phase executed are the evidence, never the timings."""
 import pytest
 
 
-@pytest.mark.sme2(threads=[1])
 def test_generation(sme2_generate, sme2_llm_case):
     gen = sme2_generate(sme2_llm_case.model, scheme=sme2_llm_case.dtype,
                         threads=sme2_llm_case.threads, depth=sme2_llm_case.depth)

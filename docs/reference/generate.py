@@ -93,6 +93,8 @@ def option_rows() -> dict[str, str]:
     rows = {}
     for option in recorder.options:
         option.help, option.ini = _split_ini(option.help)
+        # pytest hands the help to argparse, which %-formats it: "5%%" in the code is "5%".
+        option.help = option.help.replace("%%", "%")
         if option.ini in recorder.inis:
             default = recorder.inis[option.ini][1]
             option.default = "" if default in (None, [], "") else str(default)
@@ -153,7 +155,8 @@ def _argument_rows(parser: argparse.ArgumentParser) -> list[str]:
         default = action.default
         shown = ("" if default is None or default is False or default == [] or default == ""
                  or action.nargs == 0 or default is argparse.SUPPRESS else f"`{default}`")
-        help_text = (action.help or "").replace("%(default)s", str(default))
+        # argparse %-formats a help: "%(default)s" is the default, "5%%" is "5%".
+        help_text = (action.help or "").replace("%(default)s", str(default)).replace("%%", "%")
         rows.append(f"| `{name}` | {shown} | {_cell(help_text)} |")
     return rows
 

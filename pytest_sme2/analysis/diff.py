@@ -62,6 +62,9 @@ class OperatorDelta:
     candidate_pct_e2e: float
     delegated: bool
     status: str                     # changed / added / removed / repacked (KleidiAI name)
+    # Every event read 0 on each side that has it: under the clock's resolution (XNNPACK counts
+    # whole microseconds), so its 0 ms and its change say nothing.
+    below_resolution: bool = False
 
     @property
     def name(self) -> str:
@@ -174,7 +177,8 @@ def _delta(key, b, c, status: str) -> OperatorDelta:
         delta_pct=_pct(cms - bms, bms),
         base_pct_e2e=float(b.pct_e2e) if b is not None else 0.0,
         candidate_pct_e2e=float(c.pct_e2e) if c is not None else 0.0,
-        delegated=bool(ref.delegated), status=status)
+        delegated=bool(ref.delegated), status=status,
+        below_resolution=all(bool(r.below_resolution) for r in (b, c) if r is not None))
 
 
 def operator_deltas(base: pd.DataFrame, candidate: pd.DataFrame) -> list[OperatorDelta]:

@@ -86,6 +86,7 @@ def _phase_stats(phase: str, tokens: int, executes: int, per_gen_ms: np.ndarray,
                        generations=int(per_gen_ms.size), categories_ms=categories)
     if executes == 0 or per_gen_ms.size == 0:
         return stats
+    stats.samples_ms = [round(float(v), 6) for v in per_gen_ms]
     s = latency_stats(per_gen_ms)
     stats.median_ms, stats.p90_ms, stats.cv_pct = s.median_ms, s.p90_ms, s.cv_pct
     stats.tokens_per_s = 1e3 * tokens / s.median_ms if s.median_ms > 0 else None

@@ -85,12 +85,47 @@ def gemm_datatype(name: str) -> str | None:
     return None
 
 
+_KAI_PREFIX = re.compile(r"^kai_(?:run_|kernel_)?")
+_KAI_SHAPE = re.compile(r"^\d+(?:vl)?x\d+(?:vl)?(?:x\d+)?$")
+_ISA_WORDS = ("sme2", "sme", "sve2", "sve", "neon")
+
+
+def _kai_fields(name: str) -> tuple[str, str, str, str, str]:
+    """KleidiAI's ``kai_run_<op>[_<fused op>]_<dst>_<lhs>_<rhs>_<shape>_<isa>_<feature>``
+    (``kai_run_matmul_clamp_f32_qai8dxp1vlx4_qsi8cxp4vlx4_1vlx4vl_sme2_mopa``: ``f32``,
+    ``matmul``, ``clamp``, ``1vlx4vl``, ``sme2_mopa``) and its packers
+    (``kai_run_lhs_imatmul_pack_x32p2vlx1_x32p_sme``: op ``lhs_imatmul_pack``)."""
+    words = _KAI_PREFIX.sub("", name).split("_")
+    isa_at = next((i for i, w in enumerate(words) if w in _ISA_WORDS), len(words))
+    body, arch = words[:isa_at], "_".join(words[isa_at:])
+    shape = body.pop() if body and _KAI_SHAPE.match(body[-1]) else ""
+    if "pack" in body:      # the packed operand's source type last
+        at = body.index("pack") + 1
+        return (body[-1] if len(body) > at else ""), "_".join(body[:at]), "", shape, arch
+    op = body[0] if body else ""
+    variant = body[1] if len(body) > 2 and body[1] == "clamp" else ""
+    rest = body[2 if variant else 1:]
+    return (rest[0] if rest else ""), op, variant, shape, arch
+
+
+def kernel_category(name: str) -> str:
+    """The seed kit's ``category`` read from a kernel's name where no log line gives it:
+    ``igemm``/``gemm`` for (indirect) matrix multiplies, ``pack`` for packing, else the
+    ``xnn_`` name's op."""
+    if "pack" in name.split("__")[0].split("_"):
+        return "pack"
+    op = kernel_name_fields(name)[1]
+    return {"imatmul": "igemm", "matmul": "gemm"}.get(op, op)
+
+
 def kernel_name_fields(name: str) -> tuple[str, str, str, str, str]:
-    """``(dtype, xnn_op, variant, ukernel_shape, arch_chain)`` of an XNNPACK micro-kernel name,
-    the seed kit's reading of ``xnn_<dtype>_<op>[_<variant>]_ukernel[_<shape>]__<arch...>``:
-    ``xnn_f32_igemm_minmax_ukernel_4x8__aarch64_neonfma`` gives ``f32, igemm, minmax, 4x8,
-    aarch64_neonfma``. ``arch_chain`` is everything after the first ``__``; the other four are
-    read from ``xnn_`` names only (empty for KleidiAI's ``kai_`` names and the rest)."""
+    """``(dtype, xnn_op, variant, ukernel_shape, arch_chain)`` of a micro-kernel name: an
+    XNNPACK one as the seed kit reads ``xnn_<dtype>_<op>[_<variant>]_ukernel[_<shape>]__
+    <arch...>`` (``xnn_f32_igemm_minmax_ukernel_4x8__aarch64_neonfma`` gives ``f32, igemm,
+    minmax, 4x8, aarch64_neonfma``; ``arch_chain`` is everything after the first ``__``), a
+    KleidiAI ``kai_`` one by its own scheme (:func:`_kai_fields`); empty for the rest."""
+    if name.startswith("kai_"):
+        return _kai_fields(name)
     base, sep, arch = name.partition("__")
     if not name.startswith("xnn_"):
         return "", "", "", "", arch if sep else ""

@@ -28,7 +28,7 @@ PORTABLE = "portable"
 
 OPERATOR_COLUMNS = ["name", "op", "instruction_id", "category", "delegated", "backend",
                     "calls_per_run", "mean_ms_per_run", "pct_e2e", "bottleneck",
-                    "should_delegate", "op_types", "module_paths"]
+                    "should_delegate", "op_types", "module_paths", "below_resolution"]
 
 
 def _per_instruction(instruction: np.ndarray, values: dict[int, str]
@@ -179,8 +179,13 @@ def operator_table(annotated: pd.DataFrame, timed_runs: Sequence[int], e2e_mean_
     group, first = _first_seen_groups(instruction[rows], codes[rows])
     groups = first.size
     calls = np.bincount(group, minlength=groups)
-    total_ms = _group_sums(annotated["duration_ms"].to_numpy()[rows], group, groups)
+    duration = annotated["duration_ms"].to_numpy()[rows]
+    total_ms = _group_sums(duration, group, groups)
     mean_ms = total_ms / n
+    # Every event read 0: the operator ran under its clock's resolution (XNNPACK times its
+    # operators in whole microseconds), and its time is in Other, not 0.
+    longest = np.zeros(groups)
+    np.maximum.at(longest, group, np.nan_to_num(duration))
     # Largest first; ties keep their order of first appearance (a stable sort, as pandas').
     order = np.argsort(-mean_ms, kind="stable")
     at = rows[first[order]]          # each operator's first event, in table order
@@ -206,6 +211,7 @@ def operator_table(annotated: pd.DataFrame, timed_runs: Sequence[int], e2e_mean_
         "should_delegate": bottleneck & ~delegated,
         "op_types": [list(info[i].op_types) if i is not None else [] for i in own],
         "module_paths": [list(info[i].module_paths) if i is not None else [] for i in own],
+        "below_resolution": longest[order] <= 0,
     })
 
 

@@ -5,7 +5,7 @@ that print it, so the analysis of a process never imports a runner."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from pytest_sme2.results.machine import ProbeReading
 
@@ -44,6 +44,11 @@ class GenerationSummary:
     @property
     def executes_per_generation(self) -> int:
         return self.depth_executes + self.prefill_executes + self.decode_executes
+
+    def to_json(self) -> dict:
+        """The summary as a runner prints it (:meth:`from_json` reads it back)."""
+        return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
+                for f in fields(self)}
 
     @classmethod
     def from_json(cls, d: dict) -> GenerationSummary:

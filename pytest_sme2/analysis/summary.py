@@ -57,13 +57,13 @@ class Analysis:
         columns = [ops[c].tolist() for c in (
             "name", "instruction_id", "category", "delegated", "backend", "calls_per_run",
             "mean_ms_per_run", "pct_e2e", "bottleneck", "should_delegate", "op_types",
-            "module_paths")]
+            "module_paths", "below_resolution")]
         return [OperatorStats(name, int(instr), category, bool(delegated), backend,
                               float(calls), float(mean_ms), float(pct), bool(bottleneck),
                               bool(should), list(op_types), list(paths),
-                              kernel_hint(name, hints) if hints else "")
+                              kernel_hint(name, hints) if hints else "", bool(unresolved))
                 for (name, instr, category, delegated, backend, calls, mean_ms, pct, bottleneck,
-                     should, op_types, paths) in zip(*columns)]
+                     should, op_types, paths, unresolved) in zip(*columns)]
 
     def record(self) -> ResultAnalysis:
         """What a block of results.json keeps of this analysis (beside its latency): the

@@ -12,6 +12,7 @@ to memory-bound a decode step runs.
 
 from __future__ import annotations
 
+from pytest_sme2.readers.pte_traffic import DecodeBytes
 from pytest_sme2.results.generation import GenerationResult
 from pytest_sme2.results.traffic import DecodeTraffic
 
@@ -25,12 +26,15 @@ def mean_decode_position(prompt_tokens: int, new_tokens: int, depth: int = 0) ->
     return depth + prompt_tokens + (new_tokens + 1) / 2
 
 
-def decode_traffic(weight_bytes: int, kv_bytes_per_position: int | None,
-                   g: GenerationResult, copy_gbps: float | None, copy_source: str,
-                   depth: int = 0) -> DecodeTraffic:
-    return DecodeTraffic(weight_bytes, kv_bytes_per_position,
-                         mean_decode_position(g.prompt_tokens, g.new_tokens, depth),
-                         copy_gbps, copy_source)
+def decode_traffic(read: DecodeBytes, g: GenerationResult, copy_gbps: float | None,
+                   copy_source: str, depth: int = 0) -> DecodeTraffic:
+    """What each decode step of ``g`` reads: plain attention the whole static cache
+    (``g.max_context_len`` positions, at any depth), custom SDPA up to the step's position."""
+    whole = read.reads_whole_cache and bool(g.max_context_len)
+    position = (float(g.max_context_len) if whole
+                else mean_decode_position(g.prompt_tokens, g.new_tokens, depth))
+    return DecodeTraffic(read.weight_bytes, read.kv_bytes_per_position, position, copy_gbps,
+                         copy_source, whole_cache=whole)
 
 
 def _mb(n: float) -> str:
@@ -46,9 +50,11 @@ def bandwidth_line(t: DecodeTraffic | None, tokens_per_s: float | None,
     if t is None or not tokens_per_s:
         return None
     gbps = t.bytes_per_token * tokens_per_s / 1e9
+    where = (f"all {t.mean_position:g} positions: plain attention reads the whole cache"
+             if t.whole_cache else f"at position {t.mean_position:g}")
     kv = ("" if t.kv_bytes_per_position is None else
           f" (weights {_mb(t.weight_bytes)} MB + KV cache {_mb(t.bytes_per_token - t.weight_bytes)}"
-          f" MB at position {t.mean_position:g})")
+          f" MB, {where})")
     head = f"decode reads {_mb(t.bytes_per_token)} MB/token{kv} at {gbps:.3g} GB/s"
     if t.copy_gbps is None:
         return f"{head}; no copy bandwidth to compare with ({t.copy_source or 'not measured'})"

@@ -28,6 +28,8 @@ SHORT_SESSION = ("--sme2-export-jobs=1", "--runs=1", "--warmup=0", "--sme2-trace
 
 
 NOTHING_SELECTED = "no benchmark selected"
+# pytest's exit 4: it refused the arguments, whatever the commit holds.
+USAGE_ERROR = "pytest refused the arguments after BAD (exit 4, a usage error)"
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,9 @@ def export_commit(worktree: Path, pytest_args: list[str], setup: str | None, sto
     results = report / "results.json"
     if rc == 5:
         return Exported({}, f"{NOTHING_SELECTED} (pytest exit 5)")
+    if rc == 4:     # argparse's "error: unrecognized arguments: ..." says what, not "usage:"
+        said = [x.strip() for x in output.splitlines() if ": error: " in x]
+        return Exported({}, f"{USAGE_ERROR}: {(said or [_last_line(output)])[-1][:300]}")
     if not results.is_file():
         return Exported({}, f"pytest exit {rc}: {_last_line(output)}")
     try:

@@ -23,7 +23,8 @@ from pytest_sme2.bisect.counts import InstructionBench
 from pytest_sme2.bisect.kernels import KernelBench
 from pytest_sme2.bisect.exporter import open_sessions
 from pytest_sme2.bisect.pairs import Bench, Compared, ProbePlan, key
-from pytest_sme2.bisect.programs import NOTHING_SELECTED, Exported, Program, export_commit
+from pytest_sme2.bisect.programs import (NOTHING_SELECTED, USAGE_ERROR, Exported, Program,
+                                         export_commit)
 from pytest_sme2.bisect.state import State, load, state_dir
 
 
@@ -171,6 +172,11 @@ class Bisect:
         start = time.monotonic()
         try:
             self._in_worktrees()
+        except KeyboardInterrupt:
+            # Ctrl-C: what was learnt is kept, and the line says how to go on.
+            self.state.save()
+            raise KeyboardInterrupt(f"the bisect's state is kept in {self.state.folder}: the "
+                                    "same command with --resume continues") from None
         finally:
             self.outcome.seconds["wall"] = time.monotonic() - start
         if self.outcome.verdict:
@@ -203,6 +209,12 @@ class Bisect:
                  + ("change in the SME2 kernels that ran" if self.ask.measure == "kernels"
                     else "speed-up" if self.target == IMPROVEMENT else "slowdown"))
         ends = [self.exported(good), self.exported(bad)]
+        if all(e.skipped.startswith(USAGE_ERROR) for e in ends):
+            self.state.remove()
+            raise Sme2Error(f"{ends[1].skipped.replace(' after BAD', '')}, at GOOD and BAD "
+                            f"alike: the selection is wrong, not the commits; check that "
+                            f"`pytest {' '.join(self.ask.pytest_args)}` runs (bisect's own "
+                            "options go before GOOD)")
         if ends[0].skipped and ends[1].skipped and not all(
                 e.skipped.startswith(NOTHING_SELECTED) for e in ends):
             self.state.remove()

@@ -63,7 +63,7 @@ def _plain_help(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if getattr(args, "warmup", 0) < 0:
+    if (getattr(args, "warmup", None) or 0) < 0:     # None: the ETDump's record says
         print("pytest-sme2: --warmup must be 0 or more", file=sys.stderr)
         return 2
     try:
@@ -71,6 +71,6 @@ def main(argv: list[str] | None = None) -> int:
     except Sme2Error as e:
         print(f"pytest-sme2: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("pytest-sme2: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as e:       # a command may say what it kept (bisect: --resume)
+        print(f"pytest-sme2: interrupted{'; ' + str(e) if str(e) else ''}", file=sys.stderr)
         return 130

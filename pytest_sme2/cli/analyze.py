@@ -31,17 +31,22 @@ def _device_sme2(args: argparse.Namespace) -> bool | None:
 
 def _analyze(args: argparse.Namespace) -> int:
     # Deliberately light: no torch, no executorch on this path.
-    from pytest_sme2.analysis.summary import analyze_file  # pandas: not at --help
-    from pytest_sme2.report.terminal import analysis_summary  # report.terminal: not at --help
+    from pytest_sme2.measure.offline import analyze_recorded  # pandas: not at --help
+    from pytest_sme2.report.analysis_text import (  # report: not at --help
+        analysis_summary)
 
-    analysis = analyze_file(args.etdump, warmup=args.warmup, etrecord=args.etrecord,
-                            xnntrace=args.xnntrace,
-                            kernels=KernelSources(_device_sme2(args), trace=args.kernel_trace,
-                                                  sample=args.kernel_sample))
-    print("\n".join(analysis_summary(analysis)))
+    found = analyze_recorded(args.etdump, args.warmup, etrecord=args.etrecord,
+                             xnntrace=args.xnntrace,
+                             kernels=KernelSources(_device_sme2(args), trace=args.kernel_trace,
+                                                   sample=args.kernel_sample))
+    analysis = found.analysis
+    print("\n".join(analysis_summary(analysis, found.warmup_said, found.generation)))
     if args.json:
+        doc = analysis.to_json()
+        if found.generation is not None:
+            doc["generation"] = found.generation.to_json()
         try:
-            Path(args.json).write_text(json.dumps(analysis.to_json(), indent=2) + "\n")
+            Path(args.json).write_text(json.dumps(doc, indent=2) + "\n")
         except OSError as e:        # a folder that does not exist: one line, status 2
             raise Sme2Error(f"{args.json}: cannot write ({e.strerror or e})") from None
         print(f"wrote {args.json}")
@@ -56,7 +61,10 @@ def _analyze(args: argparse.Namespace) -> int:
 def add_parser(sub) -> None:
     a = sub.add_parser("analyze", help="summarise an ETDump (no torch needed)")
     a.add_argument("etdump", type=Path)
-    a.add_argument("--warmup", type=int, default=0, help="leading runs to discard (default 0)")
+    a.add_argument("--warmup", type=int, default=None,
+                   help="leading runs (an LLM's: generations) to discard (default: what the "
+                        "record a session writes beside its ETDump says, X.etdump.runs.json; 0 "
+                        "without one)")
     a.add_argument("--etrecord", type=Path,
                    help="the .etrecord beside the .pte (backends, op types)")
     a.add_argument("--xnntrace", type=Path,

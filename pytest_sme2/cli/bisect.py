@@ -15,6 +15,7 @@ from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate.decide import PairBudget
 from pytest_sme2.gate.policy import (DEFAULT_INSTRUCTIONS_PCT, DEFAULT_MAX_PAIRS,
                                      DEFAULT_PRECISION_BUDGET_S, DEFAULT_THRESHOLD_PCT)
+from pytest_sme2.measure.options import FLAGS, OPTIONS
 from pytest_sme2.measure.settings import BenchSettings
 from pytest_sme2.runners.spec import parse_runner_spec
 
@@ -30,12 +31,53 @@ def runner_specs(pytest_args: list[str]) -> dict[str, str]:
     return out
 
 
+def split_misplaced(pytest_args: list[str], own: dict[str, bool]
+                    ) -> tuple[list[str], list[str]]:
+    """(bisect's own options among the arguments after BAD, with their values; the rest).
+    ``own``: bisect's options that pytest does not have, and whether each takes a value. After
+    BAD every argument is pytest's: ``--json b.json`` there reaches pytest, which stops with a
+    usage error at every commit."""
+    found: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(pytest_args):
+        arg = pytest_args[i]
+        takes = own.get(arg.split("=", 1)[0])
+        if takes is None:
+            rest.append(arg)
+        else:
+            found.append(arg)
+            if takes and "=" not in arg and i + 1 < len(pytest_args):
+                i += 1
+                found.append(pytest_args[i])
+        i += 1
+    return found, rest
+
+
+def _own_options(parser: argparse.ArgumentParser) -> dict[str, bool]:
+    """Bisect's options that pytest (with this plugin) does not have too, and whether each
+    takes a value (``--runs`` and ``--warmup`` are both bisect's and the plugin's: after BAD
+    they are the plugin's)."""
+    pytest_flags = {"--" + dest.replace("_", "-") for dest in (*OPTIONS, *FLAGS)}
+    return {flag: action.nargs != 0 for action in parser._actions
+            for flag in action.option_strings
+            if flag.startswith("--") and flag not in pytest_flags and flag != "--help"}
+
+
 def _bisect(args: argparse.Namespace) -> int:
     from pytest_sme2.bisect import pairs, report, run  # measure.block, pandas: not at --help
 
     pytest_args = list(args.pytest_args)
     if pytest_args[:1] == ["--"]:
         pytest_args = pytest_args[1:]
+    misplaced, selection = split_misplaced(pytest_args, args.own_options)
+    if misplaced:
+        flags = [a.split("=", 1)[0] for a in misplaced
+                 if a.split("=", 1)[0] in args.own_options]
+        raise Sme2Error(f"bisect's own option(s) {', '.join(flags)} come after BAD, where "
+                        "every argument is pytest's selection: put them before GOOD "
+                        f"(pytest-sme2 bisect {' '.join(misplaced)} {args.good} {args.bad} "
+                        f"{' '.join(selection)})")
     for flag, least in (("max_pairs", 2), ("runs", 1), ("warmup", 0), ("most_steps", 1)):
         if getattr(args, flag) < least:
             raise Sme2Error(f"--{flag.replace('_', '-')} must be {least} or more, got "
@@ -104,4 +146,4 @@ def add_parser(sub) -> None:
     b.add_argument("--json", type=Path, help="write the outcome here (verdict, culprits, "
                    "skipped, reused, probes)")
     b.add_argument("--md", type=Path, help="write a markdown report here")
-    b.set_defaults(func=_bisect)
+    b.set_defaults(func=_bisect, own_options=_own_options(b))

@@ -14,6 +14,7 @@ from pytest_sme2.devices.registry import remote_adb_warning
 from pytest_sme2.runners import RunRequest, parse_runner_spec
 from pytest_sme2.measure.settings import BenchSettings
 from pytest_sme2.programs.export_output import lines_only
+from pytest_sme2.readers.etdump_runs import EtdumpRuns, write_etdump_runs
 
 
 def _program_and_inputs(args: argparse.Namespace) -> tuple[Path, Path, Path | None]:
@@ -62,6 +63,9 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         device.cleanup()
     per_run, start, outcome = measured.e2e_all, measured.startup, measured.outcome
+    if outcome.etdump and Path(outcome.etdump).is_file():   # what analyze and compare read
+        write_etdump_runs(outcome.etdump, EtdumpRuns(args.warmup, args.runs, "--runs",
+                                                     "pytest-sme2 run"))
     stats = latency_stats(per_run[per_run.index >= args.warmup])
     load = "" if start.load_ms is None else f"; load {units.ms(start.load_ms)} ms"
     load += "" if start.first_inference_ms is None else \

@@ -39,6 +39,9 @@ from pytest_sme2.results.latency import LatencyStats
 from pytest_sme2.results.machine import Mode
 from pytest_sme2.results.timing import Timing
 from pytest_sme2.measure.artifacts.csv import write_timed_runs
+from pytest_sme2.measure.artifacts.earlier import ARTIFACTS
+from pytest_sme2.measure.artifacts.runs import etdump_record
+from pytest_sme2.readers.etdump_runs import write_etdump_runs
 from pytest_sme2.analysis.runner_summary import parse_summary
 from pytest_sme2.runners.base import Runner, RunRequest
 from pytest_sme2.measure.process import (measure_process, process_sme, process_sme2,
@@ -56,7 +59,7 @@ def artifact_dir(report_dir: Path, label: str) -> Path:
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", label).strip("_") or "benchmark"
     if len(safe) > 120:  # cut, but kept apart from ids that differ only at the end (devices)
         safe = f"{safe[:111]}-{hashlib.sha256(label.encode()).hexdigest()[:8]}"
-    return report_dir / "artifacts" / safe
+    return report_dir / ARTIFACTS / safe
 
 
 @dataclass
@@ -117,7 +120,7 @@ class _Block:
             f"{runner.info.name}-block{run.block}"
         pte = self.exported.pte
         self.generation = generation_for(run.generation, pte, settings.prompt_tokens,
-                                         settings.new_tokens)
+                                         settings.new_tokens, run.model)
         # A generation makes its own inputs (the prompt) and keeps tokens, not output tensors.
         tensors = runner.takes_tensor_files and self.generation is None
         # Timed untraced, traced apart (same process, after them) where the runner can.
@@ -286,9 +289,11 @@ class _Block:
         write_timed_runs(out / f"{stem}_timed_runs.csv", self.e2e_all, self.settings.warmup
                          if self.generation is None else 0, self.timing().source)
         g = self.summary.generation if self.generated else None
+        if g is not None and self.runs.separate:
+            g = traced_generation(g, self.runs.traced_warmup, self.runs.timing.traced_runs)
+        if self.observed is None:   # a llama_main's ETDump holds its constant methods too
+            write_etdump_runs(etdump, etdump_record(self.analysis, g, self.runs.separate))
         if g is not None:
-            if self.runs.separate:
-                g = traced_generation(g, self.runs.traced_warmup, self.runs.timing.traced_runs)
             return write_generation_trace(self.events, out / f"{stem}.trace.json", g,
                                           source=etdump)
         return write_trace(self.analysis.events, out / f"{stem}.trace.json",

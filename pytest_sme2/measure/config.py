@@ -51,6 +51,10 @@ class Sme2Config:
     context_depths: tuple[int, ...] = (0,)    # --sme2-context-depth: the LLMs' depth axis
     dtypes: tuple[str, ...] = DEFAULT_DTYPES
     threads: tuple[int, ...] = DEFAULT_THREADS
+    # The generation matrix's threads: --sme2-threads where the user gave it (command line, or
+    # an ini value other than the default), else 1 (an LLM session stays short by default).
+    llm_threads: tuple[int, ...] = (1,)
+    threads_given: bool = False
     blocks: int = MIN_BLOCKS                  # per side, in a comparison
     min_speedup: Mapping[str, float] = field(
         default_factory=lambda: parse_min_speedup(DEFAULT_MIN_SPEEDUP))
@@ -160,7 +164,8 @@ def config_from_options(values: Mapping[str, Any], ini: Mapping[str, Any],
     taskset = r.text("sme2_taskset")[0]
     runners = tuple(str(x) for x in (*(ini.get(RUNNERS_INI) or ()),
                                      *(values.get(RUNNERS_DEST) or ())))
-    runner_specs(list(runners), runner_kinds)   # a bad spec stops here, not at first use
+    # A bad spec, or a binary that is not there, stops here, not at first use.
+    runner_specs(list(runners), runner_kinds, base_dirs.invocation)
     measure = parse_measure(r.text("sme2_measure")[0])
     benchmark_json = r.path("sme2_benchmark_json")
     if benchmark_json is not None and benchmark_json.is_dir():
@@ -170,6 +175,9 @@ def config_from_options(values: Mapping[str, Any], ini: Mapping[str, Any],
     gate = _gate(r, category_rules)
     _check_base_runner(gate, runners, runner_kinds)
     history = r.text("sme2_history")[0]
+    threads_text, threads_given = r.text("sme2_threads")
+    threads = parse_threads(threads_text)
+    threads_given = threads_given or threads_text != OPTIONS["sme2_threads"].default
     return Sme2Config(
         settings=settings, devices=devices, runners=runners, runner_kinds=tuple(runner_kinds),
         category_rules=category_rules,
@@ -178,7 +186,8 @@ def config_from_options(values: Mapping[str, Any], ini: Mapping[str, Any],
         llm_models=tuple(split_list(r.text("sme2_llm_models")[0])),
         llm_schemes=_llm_schemes(r.text("sme2_llm_schemes")[0]),
         context_depths=parse_depths(r.text("sme2_context_depth")[0]),
-        threads=parse_threads(r.text("sme2_threads")[0]),
+        threads=threads, llm_threads=threads if threads_given else (1,),
+        threads_given=threads_given,
         blocks=r.whole("sme2_blocks", 2, "2 or more"),
         min_speedup=parse_min_speedup(r.text("sme2_min_speedup")[0]),
         baseline_dir=r.path("baseline_dir"), save_baseline=bool(values.get("save_baseline")),

@@ -45,6 +45,7 @@ from pytest_sme2.devices.base import Device
 from pytest_sme2.readers.pte_traffic import decode_bytes
 from pytest_sme2.results.traffic import DecodeTraffic
 from pytest_sme2.errors import Sme2Error
+from pytest_sme2.programs.spec import is_pte
 from pytest_sme2.programs.llm.facts import LlmFacts, llm_facts
 from pytest_sme2.readers.etdump import read_etdump
 from pytest_sme2.readers.etrecord import ETRecordInfo
@@ -77,11 +78,12 @@ def is_llm(pte: Path) -> bool:
 
 
 def generation_for(asked: Generation | None, pte: Path, prompt_tokens: int,
-                   new_tokens: int) -> Generation | None:
+                   new_tokens: int, model: str = "") -> Generation | None:
     """The generation a block runs: the one asked for, else the session's
     (``--sme2-prompt-tokens``, ``--sme2-new-tokens``) for a program that is an LLM, else None
     (a forward pass on fixed inputs). What the program's own methods show it cannot run is
-    one line here, before any process starts."""
+    one line here, before any process starts; ``model``: the model as the user named it
+    (the line names it rather than the export cache's file)."""
     facts = facts_of(pte)
     if asked is None and facts is None:
         return None
@@ -93,11 +95,19 @@ def generation_for(asked: Generation | None, pte: Path, prompt_tokens: int,
     if generation.new_tokens < 1:
         raise Sme2Error(f"{pte}: an LLM is measured by its decode steps: ask for 1 or more "
                         f"new tokens, not {generation.new_tokens}")
-    check_program(pte, facts, generation)
+    check_program(pte, facts, generation, model)
     return generation
 
 
-def check_program(pte: Path, facts: LlmFacts, generation: Generation) -> None:
+def longer_cache(model: str) -> str:
+    """How to get a longer KV cache for ``model`` (docs/llms.md, at context depth)."""
+    if is_pte(model):
+        return "export it with a longer cache (export_llama --max_context_length)"
+    return ("measure a model with a longer cache: executorch:llama?max_context_len=1024 "
+            "(tiny_llama's shape) in --sme2-llm-models")
+
+
+def check_program(pte: Path, facts: LlmFacts, generation: Generation, model: str = "") -> None:
     """One line for what the program says it cannot do: custom attention ops the wheel's
     runtime lacks, a forward that does not take (tokens, input_pos), a generation over its
     limits. Limits the file does not give are the runner's to check."""
@@ -113,10 +123,14 @@ def check_program(pte: Path, facts: LlmFacts, generation: Generation) -> None:
     context = facts.max_context_len or facts.max_seq_len
     if context and generation.positions > context:
         depth = f"depth {generation.depth} + " if generation.depth else ""
-        raise Sme2Error(f"{pte}: {depth}prompt {generation.prompt_tokens} + new "
+        room = context - generation.prompt_tokens - generation.new_tokens
+        fits = (f" (--sme2-context-depth {room} or less fits)"
+                if generation.depth and room >= 0 else "")
+        raise Sme2Error(f"{model or pte}: {depth}prompt {generation.prompt_tokens} + new "
                         f"{generation.new_tokens} tokens is over the program's limits "
                         f"(max_seq_len {facts.max_seq_len}, max_context_len "
-                        f"{facts.max_context_len}): ask for {context} tokens or fewer in all")
+                        f"{facts.max_context_len}): ask for {context} tokens or fewer in all"
+                        f"{fits}, or {longer_cache(model or str(pte))}")
 
 
 @dataclass(frozen=True)
@@ -322,6 +336,5 @@ def traffic_of(device: Device, pte: Path, ptd: Path | None, g: GenerationResult,
     except Sme2Error:
         return None
     bw = device.copy_bandwidth()
-    return decode_traffic(read.weight_bytes, read.kv_bytes_per_position, g,
-                          bw.gbps if bw is not None else None,
+    return decode_traffic(read, g, bw.gbps if bw is not None else None,
                           bw.source if bw is not None else "this device measures none")

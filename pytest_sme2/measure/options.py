@@ -67,7 +67,8 @@ OPTIONS: dict[str, Option] = {
     "sme2_dtypes": Option("sme2_dtypes", ",".join(DEFAULT_DTYPES),
                           f"dtypes of the benchmark matrix ({', '.join(DTYPES)})"),
     "sme2_threads": Option("sme2_threads", ",".join(map(str, DEFAULT_THREADS)),
-                           "thread counts of the benchmark matrix"),
+                           "thread counts of the benchmark matrix, and of the LLMs' "
+                           "generation matrix where given (1 thread there otherwise)"),
     "sme2_blocks": Option("sme2_blocks", str(MIN_BLOCKS),
                           "interleaved blocks per side in a comparison, one runner process "
                           f"each (default {MIN_BLOCKS}; 2 on qemu)"),
@@ -176,7 +177,9 @@ OPTIONS: dict[str, Option] = {
     "sme2_context_depth": Option("sme2_context_depth", "0",
                                  "the LLMs' context depths, an axis of the generation matrix: "
                                  "tokens filled into the KV cache, untimed, before each timed "
-                                 "prompt (llama-bench's -d; e.g. 0,512: pp64 and pp64 @ d512)"),
+                                 "prompt (llama-bench's -d; e.g. 0,32: pp64 and pp64 @ d32; "
+                                 "tiny_llama's cache holds 128 tokens, 0,512 needs a longer one: "
+                                 "--sme2-llm-models 'executorch:llama?max_context_len=1024')"),
     "sme2_prompt_tokens": Option("sme2_prompt_tokens", "64", "an LLM runs generations: "
                                  "prompt tokens prefilled per generation (default 64)"),
     "sme2_new_tokens": Option("sme2_new_tokens", "32", "an LLM's greedy decode steps per "

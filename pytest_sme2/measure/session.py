@@ -4,6 +4,7 @@ loses nothing."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -53,6 +54,11 @@ class BenchSession:
     # Baselines saved from this session go to one baseline session of this id; results.json
     # names it, so `pytest-sme2 gate` never judges the session by itself.
     session_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    # When the session began (seconds since the epoch): artifacts older than it are an earlier
+    # session's (pytest_sme2.measure.artifacts.earlier).
+    started: float = field(default_factory=time.time)
+    # Set when the session is cut short (results.json's session.interrupted).
+    interrupted: dict[str, Any] | None = None
     # Commit, branch, time and CI run of the session (results.json "identity"; the history).
     identity: dict[str, Any] = field(default_factory=lambda: _identity())
     hook: Any = None        # pytest's config.hook: plugins' device and runner kinds (hookspec.py)
@@ -296,12 +302,15 @@ class BenchSession:
             self.write()
 
     def document_session(self) -> dict:
-        return {"versions": versions(), "config": self.config.document(self.devices),
-                "baseline_session_id": self.session_id, "identity": self.identity,
-                "machine": machine_of(self.results).to_dict(),
-                "runners": {name: {"kind": spec.kind, "labels": dict(spec.labels),
-                                   "path": str(spec.path) if spec.path else None}
-                            for name, spec in self.specs.items()}}
+        doc = {"versions": versions(), "config": self.config.document(self.devices),
+               "baseline_session_id": self.session_id, "identity": self.identity,
+               "machine": machine_of(self.results).to_dict(),
+               "runners": {name: {"kind": spec.kind, "labels": dict(spec.labels),
+                                  "path": str(spec.path) if spec.path else None}
+                           for name, spec in self.specs.items()}}
+        if self.interrupted is not None:
+            doc["interrupted"] = self.interrupted
+        return doc
 
     def write(self) -> None:
         if self.results:

@@ -176,6 +176,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if is_xdist_worker(session.config):
         return
     _export_ahead(session)
+    _say_threads_left_out(session)
     declared = {name for item in session.items
                 for marker in item.iter_markers("sme2")
                 for name in marker.kwargs.get("runners", ())}
@@ -185,6 +186,31 @@ def pytest_collection_finish(session: pytest.Session) -> None:
                                                {}).get("sme2_case"), Case)]
         session.config.stash[SESSION_KEY].start_ahead(
             declared, [(c.model, c.dtype) for c in cases])
+
+
+def _say_threads_left_out(session: pytest.Session) -> None:
+    """One line when ``--sme2-threads`` asked for thread counts that a collected test's
+    ``@pytest.mark.sme2(threads=[...])`` leaves out: they would disappear without a word."""
+    cfg = session.config.stash[SESSION_KEY].config
+    if not cfg.threads_given:
+        return
+    left: dict[str, tuple[int, ...]] = {}
+    for item in session.items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        asked = (cfg.threads if "sme2_case" in params
+                 else cfg.llm_threads if "sme2_llm_case" in params else ())
+        marker = item.get_closest_marker("sme2")
+        if asked and marker and "threads" in marker.kwargs:
+            kept = set(marker.kwargs["threads"])
+            dropped = tuple(t for t in asked if t not in kept)
+            if dropped:
+                left[getattr(item, "originalname", item.name)] = dropped
+    if left:
+        counts = sorted({t for d in left.values() for t in d})
+        write_live(session.config, (
+            f"sme2: --sme2-threads {','.join(map(str, cfg.threads))}: "
+            f"{', '.join(map(str, counts))} thread(s) not measured by {', '.join(sorted(left))} "
+            "(their @pytest.mark.sme2(threads=[...]) keeps fewer)"))
 
 
 def _export_ahead(session: pytest.Session) -> None:
@@ -231,7 +257,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                              ids=[c.device_id if len(devices) > 1 else c.id for c in cases])
     elif "sme2_llm_case" in metafunc.fixturenames:
         cfg = metafunc.config.stash[SESSION_KEY].config
-        threads = cfg.threads
+        threads = cfg.llm_threads
         marker = metafunc.definition.get_closest_marker("sme2")
         if marker and "threads" in marker.kwargs:
             threads = tuple(t for t in threads if t in set(marker.kwargs["threads"]))

@@ -84,6 +84,8 @@ class Collector:
         self.cooldown_told = False          # "--sme2-cooldown cannot be applied": said once
         self.pytest_session: pytest.Session | None = None
         self.not_applicable: dict[str, int] = {}     # reason -> tests that skipped for it
+        self.comparing: set[str] = set()    # node ids of the cases that compare two runners
+        self.running: str | None = None     # the test now running (named if Ctrl-C cuts it)
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.pytest_session = session
@@ -94,15 +96,21 @@ class Collector:
 
         self.cases = {item.nodeid for item in session.items
                       if any(f in getattr(item, "fixturenames", ()) for f in BENCH_FIXTURES)}
+        self.comparing = {item.nodeid for item in session.items
+                          if "sme2_compare" in getattr(item, "fixturenames", ())}
         every = progress.interval(self.session.config.progress, self.config.option.verbose)
         if self.cases and every is not None:
             self.progress = SessionProgress(len(self.cases), every, clock=progress.clock)
 
     def pytest_runtest_logstart(self, nodeid: str) -> None:
+        self.running = nodeid
         if self.progress is not None and nodeid in self.cases:
             line = self.progress.case_started(nodeid.split("::")[-1])
             if line:
                 write_live(self.config, f"sme2: {line}")
+
+    def pytest_runtest_logfinish(self, nodeid: str) -> None:
+        self.running = None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         reason = not_applicable_reason(report)
@@ -153,6 +161,10 @@ class Collector:
         return next((r.device_label for r in self.session.results if r.nodeid in blocks), None)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if exitstatus == pytest.ExitCode.INTERRUPTED:   # results.json and report.md say so
+            self.session.interrupted = {
+                "by": "KeyboardInterrupt (Ctrl-C)", "in_flight": self.running,
+                "comparison": self.running in self.comparing}
         if not self.session.config.save_baseline or not self.session.results:
             return
         if exitstatus == pytest.ExitCode.INTERRUPTED:

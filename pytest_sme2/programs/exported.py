@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +16,17 @@ PTD = "model.ptd"   # an export's weights, with ?weights=ptd (programs.spec.WEIG
 
 class ExportError(Sme2Error):
     pass
+
+
+def recorded_parameters(pte: str | Path) -> int | None:
+    """The parameter count our export recorded (``meta.json`` beside the ``.pte`` it wrote);
+    None for a program we did not export (a user's ``.pte`` does not say) or when unreadable."""
+    try:
+        meta = json.loads((Path(pte).parent / META).read_text())
+    except (OSError, ValueError):
+        return None
+    n = meta.get("parameters") if isinstance(meta, dict) else None
+    return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
 
 
 

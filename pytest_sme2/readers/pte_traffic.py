@@ -7,8 +7,15 @@
   ``aten::embedding`` call);
 * the KV cache per position: the program's mutable buffers (the non-constant tensors that come
   before forward's inputs, as ExecuTorch emits a method's buffers) with a dimension of the
-  cache's length; bytes per position = their sizes over that length. At position ``p`` a decode
-  step reads ``p`` positions of each (layers x K and V x kv heads x head dim x dtype).
+  cache's length; bytes per position = their sizes over that length. Plain attention (ExecuTorch's
+  Llama without ``--use_sdpa_with_kv_cache``) reads the whole static cache, masked, at every
+  step (docs/llms.md, measured in docs/measurements/context-depth.md); a program with the
+  ``llama::`` SDPA ops (:data:`POSITION_SDPA_OPS`) reads positions 0 .. p at position ``p``
+  (layers x K and V x kv heads x head dim x dtype each).
+
+A constant's data is in the ``.pte`` (``data_buffer_idx`` > 0, or a segment) or, in a program
+whose weights live in a ``.ptd``, outside it (``extra_tensor_info.location`` EXTERNAL): the
+embedding table is found in either place, so that only one row of it is counted.
 
 The field positions are ``program.fbs``'s (as in :mod:`pytest_sme2.readers.pte_program`).
 """
@@ -27,12 +34,15 @@ from pytest_sme2.readers.pte_program import FILE_IDENTIFIER, PteProgramError
 _P_PLANS, _P_CONST_BUFFER, _P_DELEGATE_DATA, _P_SEGMENTS, _P_CONST_SEGMENT = 1, 2, 3, 4, 5
 _P_MUTABLE, _P_NAMED_DATA = 6, 7
 _PLAN_NAME, _PLAN_VALUES, _PLAN_INPUTS, _PLAN_CHAINS, _PLAN_OPERATORS = 0, 2, 3, 5, 6
-_TENSOR_TYPE, _TENSOR_SIZES, _TENSOR_BUFFER, _TENSOR_ALLOC = 0, 2, 5, 6
+_TENSOR_TYPE, _TENSOR_SIZES, _TENSOR_BUFFER, _TENSOR_ALLOC, _TENSOR_EXTRA = 0, 2, 5, 6, 9
+_EXTRA_LOCATION, _EXTERNAL = 2, 1     # ExtraTensorInfo.location: TensorDataLocation.EXTERNAL
 _EVALUE_TENSOR = 5          # union KernelTypes: Tensor
 _INSTR_KERNEL_CALL = 1      # union InstructionArguments: KernelCall
 ELEMENT_BYTES = {0: 1, 1: 1, 2: 2, 3: 4, 4: 8, 5: 2, 6: 4, 7: 8, 11: 1, 15: 2}  # 15: bfloat16
 EMBEDDING_OPS = ("aten::embedding", "quantized_decomposed::embedding_byte",
                  "quantized_decomposed::embedding_4bit")
+# Attention that reads the KV cache only up to the position (ExecuTorch's custom SDPA ops).
+POSITION_SDPA_OPS = ("llama::custom_sdpa", "llama::sdpa_with_kv_cache")
 
 
 @dataclass(frozen=True)
@@ -43,6 +53,9 @@ class DecodeBytes:
     kv_bytes_per_position: int | None  # None: no KV cache buffer found
     kv_buffers: int = 0             # mutable buffers found (K and V per layer)
     embedding_bytes: int = 0        # the embedding table, of which one row is counted
+    # Plain attention reads every position of the static cache at every step; custom SDPA
+    # only those up to the step's position.
+    reads_whole_cache: bool = True
 
     def kv_bytes(self, position: float) -> float | None:
         return None if self.kv_bytes_per_position is None \
@@ -114,10 +127,22 @@ def _forward(program: _T, pte: Path) -> _T:
     raise PteProgramError(f"{pte}: the program has no method 'forward'; is it an LLM?")
 
 
+def _is_constant(tensor: _T) -> bool:
+    """A tensor whose data the program holds: in the .pte, or outside it (a .ptd)."""
+    if tensor.scalar(_TENSOR_BUFFER, nt.Uint32Flags):
+        return True
+    extra = tensor.table(_TENSOR_EXTRA)
+    return extra is not None and extra.scalar(_EXTRA_LOCATION, nt.Int8Flags) == _EXTERNAL
+
+
+def _operator_names(plan: _T) -> list[str]:
+    return [o.string(0) for o in plan.tables(_PLAN_OPERATORS)]
+
+
 def _embedding(plan: _T, values: list[_T]) -> tuple[int, int]:
     """(bytes, rows) of the constant tables an embedding call reads from (rows: the
     vocabulary, the first dimension)."""
-    names = [o.string(0) for o in plan.tables(_PLAN_OPERATORS)]
+    names = _operator_names(plan)
     total, rows = 0, 1
     for chain in plan.tables(_PLAN_CHAINS):
         for instr in chain.tables(2):
@@ -126,7 +151,7 @@ def _embedding(plan: _T, values: list[_T]) -> tuple[int, int]:
                 continue
             args = call.ints(1)
             tensor = values[args[0]].table(1) if args else None
-            if tensor is not None and tensor.scalar(_TENSOR_BUFFER, nt.Uint32Flags):
+            if tensor is not None and _is_constant(tensor):
                 total += _tensor_bytes(tensor)
                 rows = max(rows, (tensor.ints(_TENSOR_SIZES) or [1])[0])
     return total, rows
@@ -140,7 +165,7 @@ def _kv_per_position(plan: _T, values: list[_T], context_len: int | None) -> tup
     per_position, found = 0, 0
     for v in values[:first_input]:
         t = v.table(1) if v.scalar(0, nt.Uint8Flags) == _EVALUE_TENSOR else None
-        if t is None or t.scalar(_TENSOR_BUFFER, nt.Uint32Flags) or t.table(_TENSOR_ALLOC) is None:
+        if t is None or _is_constant(t) or t.table(_TENSOR_ALLOC) is None:
             continue
         if context_len in t.ints(_TENSOR_SIZES):
             per_position += _tensor_bytes(t) // context_len
@@ -163,4 +188,5 @@ def decode_bytes(pte: Path, ptd: Path | None = None,
     weights = (_constant_bytes(program) + (Path(ptd).stat().st_size if ptd else 0)
                - embedding + embedding // rows)
     kv, found = _kv_per_position(plan, values, context_len)
-    return DecodeBytes(weights, kv, found, embedding)
+    position_sdpa = any(n in POSITION_SDPA_OPS for n in _operator_names(plan))
+    return DecodeBytes(weights, kv, found, embedding, reads_whole_cache=not position_sdpa)

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pytest_sme2.analysis.categories import NAMED_CATEGORIES, OTHER
+from pytest_sme2.analysis.categories import NAMED_CATEGORIES, OTHER, op_name
 from pytest_sme2.report import grouping
 from pytest_sme2.report.grouping import (comparison_blocks, point_runners, runner_point_devices,
                                          unclaimed)
@@ -40,6 +40,19 @@ def category_order(names) -> list[str]:
     return named + extra + ([OTHER] if OTHER in names else [])
 
 
+def below_resolution_note(names: list[str]) -> str:
+    """The line naming operators whose every event read 0 (their clock counts whole
+    microseconds): their time is not 0, it is in Other."""
+    counts: dict[str, int] = {}
+    for name in names:
+        op = op_name(name)
+        counts[op] = counts.get(op, 0) + 1
+    listed = ", ".join(f"{op} x{n}" if n > 1 else op for op, n in counts.items())
+    return (f"{len(names)} operator(s) ran under their clock's resolution (XNNPACK times its "
+            f"operators in whole microseconds; every event read 0), so their time is in Other: "
+            f"{listed}")
+
+
 @dataclass
 class Side:
     """One runner's benchmarks (blocks) in a unit."""
@@ -56,6 +69,12 @@ class Side:
     @property
     def labels(self) -> dict[str, str]:
         return self.info.labels
+
+    @property
+    def resolution_note(self) -> str | None:
+        """Where operators ran under their clock's resolution, the line saying so."""
+        names = [o.name for o in self.operators if o.below_resolution]
+        return below_resolution_note(names) if names else None
 
     @property
     def device(self) -> DeviceFacts | None:
@@ -206,7 +225,8 @@ def _operators(blocks: list[BlockResult]) -> list[OperatorStats]:
             pct_e2e=sum(o.pct_e2e for o in ops) / n,
             calls_per_run=sum(o.calls_per_run for o in ops) / len(ops),
             bottleneck=2 * sum(o.bottleneck for o in ops) >= n,
-            should_delegate=2 * sum(o.should_delegate for o in ops) >= n))
+            should_delegate=2 * sum(o.should_delegate for o in ops) >= n,
+            below_resolution=len(ops) == n and all(o.below_resolution for o in ops)))
     out.sort(key=lambda o: -o.mean_ms_per_run)
     return out
 

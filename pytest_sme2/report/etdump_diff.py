@@ -11,7 +11,9 @@ from typing import Any
 from pytest_sme2 import units
 from pytest_sme2.analysis.diff import ADDED, REMOVED, EtdumpDiff, OperatorDelta
 from pytest_sme2.analysis.summary import Analysis
+from pytest_sme2.report.digest import below_resolution_note
 from pytest_sme2.report.recommend import recommendations
+from pytest_sme2.report.recommend.runtime import ETDUMP_RUNNER_KIND, RUNS_OPTION_LABEL
 from pytest_sme2.units import COMPACT_RATIO_DIGITS
 
 # -- recommendations ------------------------------------------------------------------------
@@ -23,11 +25,14 @@ _POINT = f"{POINT_MODEL}  t0"
 _HERE = "these ETDumps"
 
 
-def with_recommendations(diff: EtdumpDiff, base: Analysis, candidate: Analysis) -> EtdumpDiff:
+def with_recommendations(diff: EtdumpDiff, base: Analysis, candidate: Analysis,
+                         runs_options: tuple[str, str] = ("", "")) -> EtdumpDiff:
     """``diff`` with the report's recommendations. No device facts: rules that need them (the
-    device reports no SME2...) say 'unknown'; no outputs: the output check is skipped."""
+    device reports no SME2...) say 'unknown'; no outputs: the output check is skipped.
+    ``runs_options``: what set each ETDump's measured runs ("": not recorded beside it)."""
     doc = {"schema": "pytest-sme2/results/1", "session": {},
-           "benchmarks": [_block(base, diff.base_name), _block(candidate, diff.candidate_name)],
+           "benchmarks": [_block(base, diff.base_name, runs_options[0]),
+                          _block(candidate, diff.candidate_name, runs_options[1])],
            "comparisons": [{
                "model": POINT_MODEL, "dtype": "", "threads": 0, "base": diff.base_name,
                "candidate": diff.candidate_name, "base_median_ms": base.e2e.median_ms,
@@ -49,14 +54,15 @@ def _offline(text: str) -> str:
         _POINT, _HERE)
 
 
-def _block(a: Analysis, runner: str) -> dict[str, Any]:
+def _block(a: Analysis, runner: str, runs_option: str) -> dict[str, Any]:
     doc = a.to_json()
     timed = [float(v) for v in a.timed_e2e]
     doc.pop("schema", None)
     doc.pop("source", None)
     doc.update({"nodeid": f"compare::{runner}", "model": POINT_MODEL, "dtype": "", "threads": 0,
-                "runner": runner, "runner_info": {"name": runner, "kind": "etdump",
-                                                  "labels": {}},
+                "runner": runner, "runner_info": {
+                    "name": runner, "kind": ETDUMP_RUNNER_KIND,
+                    "labels": {RUNS_OPTION_LABEL: runs_option} if runs_option else {}},
                 "device": {}, "runs": len(timed), "warmup": a.warmup, "e2e_ms": timed,
                 "median_ms": a.e2e.median_ms, "p90_ms": a.e2e.p90_ms, "cv_pct": a.e2e.cv_pct,
                 "etdump": a.source, "pte": "", "export_key": ""})
@@ -93,10 +99,14 @@ def compare_lines(d: EtdumpDiff) -> list[str]:
             for c in d.categories if c.base_ms or c.candidate_ms),
     ]
     matched = [o for o in d.operators if o.status not in (ADDED, REMOVED)]
-    if matched:
+    timed = [o for o in matched if not o.below_resolution]
+    if timed:
         lines.append("largest operator changes: " + "; ".join(
             f"{o.name} {o.delta_ms:+.3f} ms ({_change(o.delta_pct)})"
-            for o in matched[:TOP_CHANGES]))
+            for o in timed[:TOP_CHANGES]))
+    unresolved = [o.name for o in matched if o.below_resolution]
+    if unresolved:
+        lines.append(f"in both: {below_resolution_note(unresolved)}")
     if d.added or d.removed:
         lines.append(f"operators only in {d.candidate_name}: {len(d.added)}, only in "
                      f"{d.base_name}: {len(d.removed)}")
@@ -121,7 +131,7 @@ def _cell(s: str | None) -> str:
 def _op_row(o: OperatorDelta) -> str:
     return (f"| {_cell(o.base_name)} | {_cell(o.candidate_name)} | {o.instruction_id} | "
             f"{o.category} | {o.base_ms:.4f} | {o.candidate_ms:.4f} | {o.delta_ms:+.4f} | "
-            f"{_change(o.delta_pct)} | {o.status} |")
+            f"{_change(o.delta_pct)} | {'under 1 µs' if o.below_resolution else o.status} |")
 
 
 def render_markdown(d: EtdumpDiff) -> str:
@@ -157,6 +167,9 @@ def render_markdown(d: EtdumpDiff) -> str:
     out += [_op_row(o) for o in shown]
     if len(d.operators) > len(shown):
         out.append(f"\n{len(d.operators) - len(shown)} more in the JSON (`--json`).")
+    unresolved = [o.name for o in d.operators if o.below_resolution]
+    if unresolved:
+        out += ["", f"{below_resolution_note(unresolved)} (status `under 1 µs` above)."]
     out += ["", "## KleidiAI packed paths", ""]
     if d.kleidiai_changes:
         out += [f"- `{x}` → `{y}`" for x, y in d.kleidiai_changes]

@@ -18,7 +18,7 @@ from pytest_sme2.analysis.traffic import bandwidth_line
 from pytest_sme2.report.markdown.cells import MISSING, code, fmt_ms, fmt_tokens_per_s
 from pytest_sme2.report.digest import category_order
 from pytest_sme2.results import BlockResult, Judgement
-from pytest_sme2.results.generation import DECODE
+from pytest_sme2.results.generation import DECODE, GenerationResult
 from pytest_sme2.results.pooling import pool_generation
 
 TOKENS_SHOWN = 8      # the first generated token ids a report shows
@@ -129,17 +129,41 @@ def summary_lines(us) -> list[str]:
 
 def bandwidth_lines(blocks: Iterable[BlockResult]) -> list[str]:
     """Decode against the memory-bandwidth limit, one line per LLM benchmark (device, model,
-    scheme, threads, runner): ``tiny_llama 8da8w t1 native on host: decode reads ...``."""
+    scheme, threads, runner, context depth): ``tiny_llama 8da8w t1 native on host: decode reads
+    ...``, ``... on host at depth 512: ...``."""
     groups: dict[tuple, list[BlockResult]] = {}
     for b in generation_blocks(blocks):
-        groups.setdefault((b.device.label, b.model, b.dtype, b.threads, b.runner_name),
-                          []).append(b)
+        groups.setdefault((b.device.label, b.model, b.dtype, b.threads, b.runner_name,
+                           b.generation.depth), []).append(b)
     out = []
-    for (device, model, dtype, threads, runner), bs in groups.items():
+    for (device, model, dtype, threads, runner, depth), bs in groups.items():
         g = pool_generation(bs)
         traffic = next((b.generation.traffic for b in bs if b.generation.traffic), None)
         line = bandwidth_line(traffic, g.decode.tokens_per_s if g else None,
                               any(b.emulated for b in bs))
+        at = f" at depth {depth}" if depth else ""
         if line:
-            out.append(f"{model} {dtype} t{threads} {runner} on {device}: {line}")
+            out.append(f"{model} {dtype} t{threads} {runner} on {device}{at}: {line}")
     return out
+
+
+def generation_analysis_lines(g: GenerationResult) -> list[str]:
+    """``pytest-sme2 analyze`` on an LLM's ETDump: each phase apart (never one median over
+    prefill and decode executes), per generation and per token, with its categories."""
+    lines = [f"Generation: {g.generations} of {g.prompt_tokens} prompt + {g.new_tokens} new "
+             f"tokens ({g.bench_name('prefill')}, {g.bench_name('decode')}), {g.warmup} warm-up "
+             "dropped; per phase, over the generations:"]
+    for p in (g.prefill, g.decode):
+        if not p.executes:
+            continue
+        token = ("" if p.token_median_ms is None else
+                 f"; per token median {fmt_ms(p.token_median_ms)} ms, p90 "
+                 f"{fmt_ms(p.token_p90_ms)} ms")
+        cats = ", ".join(f"{c} {fmt_ms(p.categories_ms[c])}" for c in
+                         category_order(p.categories_ms) if p.categories_ms.get(c))
+        lines.append(f"  {p.phase}: {p.executes} execute(s), median {fmt_ms(p.median_ms)} ms "
+                     f"per generation ({fmt_tokens_per_s(p.tokens_per_s)} tok/s), p90 "
+                     f"{fmt_ms(p.p90_ms)} ms, CV {p.cv_pct:.1f}%{token}")
+        if cats:
+            lines.append(f"    categories (ms per generation): {cats}")
+    return lines

@@ -5,10 +5,12 @@ table) — so that llama.cpp's ``scripts/compare-llama-bench.py -i FILE -b A -c 
 commits' sessions unchanged.
 
 A llama-bench *test* is one phase of a generation: prefill is ``n_prompt=P, n_gen=0``
-(``pp64``), decode ``n_prompt=0, n_gen=N`` (``tg32``). Its samples are one per repetition:
-decode's are the blocks' generations (``e2e_ms``, decode ms per token, times N); prefill's are
-the blocks' prefill medians (results.json keeps no per-generation prefill time). ``avg_ts`` and
-``stddev_ts`` are the mean and sample deviation of tokens / sample, as llama-bench computes them.
+(``pp64``), decode ``n_prompt=0, n_gen=N`` (``tg32``). Its samples are one per repetition, as
+llama-bench's are one per timed run of the test: each timed generation's phase time (the
+phase's ``samples_ms``, every block's in turn). A document written before those were kept gives
+decode per generation from ``e2e_ms`` (N decode steps summed) and prefill one per block (its
+median). ``avg_ts`` and ``stddev_ts`` are the mean and sample deviation of tokens / sample, as
+llama-bench computes them.
 Fields that mean something different here are listed in docs/outputs.md; a field with no
 ExecuTorch counterpart holds llama-bench's neutral value, never null (the script's join drops a
 row with a null key).
@@ -29,6 +31,7 @@ from typing import Any
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.measure.options import LLAMA_BENCH_FORMATS
+from pytest_sme2.programs.exported import recorded_parameters
 from pytest_sme2.report.grouping import BenchmarkSide, benchmark_sides
 from pytest_sme2.results import BlockResult, ComparisonRecord, atomic_write_text, pool_startup
 
@@ -79,12 +82,30 @@ def build_info(rootdir: Path) -> tuple[str, int]:
     return commit or "unknown", int(count) if count.isdigit() else 0
 
 
-def _samples(side: BenchmarkSide, phase: str, tokens: int) -> list[float]:
-    """One ns sample per repetition: decode per generation, prefill per block."""
-    if phase == "decode":
-        return [ms * tokens * 1e6 for b in side.blocks for ms in b.e2e_ms]
-    return [b.generation.prefill.median_ms * 1e6 for b in side.blocks
-            if b.generation is not None and b.generation.prefill.median_ms is not None]
+def _block_samples(b: BlockResult, phase: str) -> list[float]:
+    """One ms sample per timed generation of ``b``'s ``phase`` (see the module's docstring for
+    a document written before they were kept)."""
+    g = b.generation
+    if g is None:
+        return []
+    stats = g.phase(phase)
+    if stats.samples_ms:
+        return list(stats.samples_ms)
+    if phase == "prefill":
+        return [stats.median_ms] if stats.median_ms is not None else []
+    steps, per = list(b.e2e_ms), max(stats.executes, 1)   # e2e_ms: every timed decode step
+    return [sum(steps[i:i + per]) for i in range(0, len(steps) - per + 1, per)]
+
+
+def _samples(side: BenchmarkSide, phase: str) -> list[float]:
+    """One ns sample per repetition (a timed generation), every block's in turn."""
+    return [ms * 1e6 for b in side.blocks for ms in _block_samples(b, phase)]
+
+
+def _cpu_mask(mask: str | None) -> str:
+    """llama-bench's ``--cpu-mask`` text: hexadecimal with ``0x``; ``0x0`` (its default) where
+    the runner was pinned to no mask."""
+    return f"0x{mask.lower().removeprefix('0x')}" if mask else "0x0"
 
 
 def _spread(values: Sequence[float]) -> float:
@@ -95,7 +116,7 @@ def _row(side: BenchmarkSide, phase: str, tokens: int, build: tuple[str, int],
          test_time: str) -> dict[str, Any] | None:
     first: BlockResult = side.first
     g = first.generation
-    ns = _samples(side, phase, tokens)
+    ns = _samples(side, phase)
     if g is None or not ns or tokens <= 0 or min(ns) <= 0:
         return None
     ts = [tokens * 1e9 / s for s in ns]
@@ -105,11 +126,13 @@ def _row(side: BenchmarkSide, phase: str, tokens: int, build: tuple[str, int],
         **NEUTRAL,
         "build_commit": build[0], "build_number": build[1],
         "cpu_info": first.device.cpu or first.device.model or first.device.kind,
-        "backends": "XNNPACK", "model_filename": first.pte,
+        # llama-bench's -m as given: the model as the session named it, the same at every
+        # commit (the export cache's path changes with the program, and the script joins on it).
+        "backends": "XNNPACK", "model_filename": first.model,
         "model_type": f"{Path(first.model).name} {first.dtype} ({first.runner_name} runner)",
-        "model_size": size, "model_n_params": 0,
+        "model_size": size, "model_n_params": recorded_parameters(first.pte) or 0,
         "n_batch": g.prompt_tokens, "n_ubatch": g.prompt_tokens, "n_threads": first.threads,
-        "cpu_mask": first.cpu_mask or "0x0",
+        "cpu_mask": _cpu_mask(first.cpu_mask),
         "n_prompt": tokens if phase == "prefill" else 0,
         "n_gen": tokens if phase == "decode" else 0, "n_depth": g.depth,
         "test_time": test_time,

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_sme2.errors import Sme2Error
+from pytest_sme2.measure.artifacts.earlier import ARTIFACTS, remove_earlier_artifacts
 from pytest_sme2.report.llama_bench import build_info, llama_bench_rows, write_llama_bench
 from pytest_sme2.results import ResultsDoc, SessionInfo
 
@@ -24,6 +25,8 @@ def write_reports(session: BenchSession) -> list[Path]:
     if not session.results:
         return []
     session.write()
+    # As report.md is replaced, so are the artifacts: none of an earlier session stays.
+    remove_earlier_artifacts(session.settings.report_dir / ARTIFACTS, session.started)
     from pytest_sme2.report.markdown.render import render_report  # jinja2: not at start-up
 
     # The records the session holds, rendered as they are: results.json was written from them.

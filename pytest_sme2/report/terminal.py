@@ -126,10 +126,7 @@ def _timing(r: BlockResult) -> str:
         return ""
     if not t.untraced:
         return f" | timed through the operator tracer ({r.runner_name} cannot run without it)"
-    # Said only beyond the timed runs' own spread: a 2-thread process that caught a slow spell
-    # (NOTES: bimodal for seconds) is not tracing's cost.
-    beyond = t.traced_median_ms is not None and t.traced_median_ms > r.e2e.p90_ms
-    note = t.terminal_note() if beyond else None
+    note = t.terminal_note(r.e2e.p90_ms)
     return f" | {note}" if note else ""
 
 
@@ -411,35 +408,3 @@ def generation_table(per_device: Mapping[str, list[BenchmarkSide]]) -> list[str]
     return (["", "generation (LLMs: prefill + decode, medians over the timed generations)",
              fmt(columns), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows]
             + [GENERATION_NOTE])
-
-
-def analysis_summary(a) -> list[str]:
-    """Readable summary of a :class:`pytest_sme2.analysis.summary.Analysis`."""
-    e = a.e2e
-    lines = [f"{a.source}: {a.runs} runs, {a.warmup} warm-up discarded, {e.n} timed",
-             f"Method::execute: median {units.ms(e.median_ms)} ms, "
-             f"mean {units.ms(e.mean_ms)}, p10 {units.ms(e.p10_ms)}, "
-             f"p90 {units.ms(e.p90_ms)}, min {units.ms(e.min_ms)}, max {units.ms(e.max_ms)}, "
-             f"CV {units.percent(e.cv_pct)}%, MAD {units.ms(e.mad_ms)}, "
-             f"outliers {e.outliers} (IQR rule, kept)",
-             "", "Categories (mean ms per run; Other = E2E - named):"]
-    for cat, ms in a.categories_ms.items():
-        pct = 100 * ms / e.mean_ms if e.mean_ms else 0.0
-        lines.append(f"  {cat:<14} {ms:9.4f} ms  {pct:5.1f}%")
-    lines.append(f"  {'E2E':<14} {e.mean_ms:9.4f} ms")
-    o = a.overheads_ms
-    lines += ["", f"Overheads: delegate {o['delegate_ms']:.4f} ms, operator call "
-                  f"{o['operator_call_ms']:.4f} ms, runtime {o['runtime_ms']:.4f} ms per run",
-              "", f"Top operators (of {len(a.operators)}):"]
-    for r in a.operators.head(TOP_OPERATORS).itertuples(index=False):
-        flags = ("  BOTTLENECK" if r.bottleneck else "") + \
-            ("  should be delegated" if r.should_delegate else "")
-        where = r.backend if r.delegated else "portable"
-        lines.append(f"  {r.mean_ms_per_run:9.4f} ms {r.pct_e2e:5.1f}%  {r.name}  "
-                     f"[{r.category}, {where}, instr {r.instruction_id}, "
-                     f"{r.calls_per_run:g}/run]{flags}")
-    ev = a.evidence
-    lines += ["", f"SME2: {ev.sme2} — {ev.reason}"]
-    if ev.shows_sme_level:
-        lines.append(f"SME: {ev.sme} — {ev.sme_reason}")
-    return lines

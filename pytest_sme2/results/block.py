@@ -112,8 +112,8 @@ class BlockResult:
     startup: Startup | None = None
     # The gate's verdicts on load time and peak memory: {"load": ..., "memory": ...}.
     startup_judgements: dict[str, Judgement] | None = None
-    # An LLM's generation (None: a forward pass). Then ``e2e_ms`` holds each timed
-    # generation's decode time per token, and the analysis is of the decode executes; the
+    # An LLM's generation (None: a forward pass). Then ``e2e_ms`` holds every timed decode
+    # step's time (one token each), and the analysis is of the decode executes; the
     # prefill and time to first token are here, judged as {"prefill": ..., "ttft": ...}.
     generation: GenerationResult | None = None
     phase_judgements: dict[str, Judgement] | None = None

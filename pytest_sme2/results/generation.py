@@ -137,11 +137,16 @@ class PhaseStats:
     token_cv_pct: float | None = None
     categories_ms: dict[str, float] = field(default_factory=dict)  # mean ms per generation
     kernel_evidence: KernelEvidence | None = None  # from this phase's own evidence process
+    # The phase's time in each timed generation, in order (llama-bench's samples: one per
+    # repetition); empty in documents written before it was kept.
+    samples_ms: list[float] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["kernel_evidence"] = (self.kernel_evidence.to_json()
                                 if self.kernel_evidence is not None else None)
+        if not self.samples_ms:         # a document without them writes back as it was
+            d.pop("samples_ms")
         return d
 
     @classmethod
@@ -150,6 +155,7 @@ class PhaseStats:
         known["kernel_evidence"] = KernelEvidence.from_json(d.get("kernel_evidence"))
         known["categories_ms"] = {str(k): float(v)
                                   for k, v in (d.get("categories_ms") or {}).items()}
+        known["samples_ms"] = [float(v) for v in d.get("samples_ms") or ()]
         return cls(**known)
 
 

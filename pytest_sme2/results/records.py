@@ -48,11 +48,16 @@ class OperatorStats:
     op_types: list[str] = field(default_factory=list)
     module_paths: list[str] = field(default_factory=list)
     kernel_hint: str = ""
+    # Every event read 0: the operator ran under its clock's resolution (XNNPACK counts whole
+    # microseconds), so its mean says nothing and its time is in Other.
+    below_resolution: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """As ``dataclasses.asdict`` gives it, without its deep copy (hundreds per block)."""
         d = dict(self.__dict__)
         d["op_types"], d["module_paths"] = list(self.op_types), list(self.module_paths)
+        if not self.below_resolution:       # documents written before it: unchanged
+            del d["below_resolution"]
         return d
 
     @classmethod

@@ -22,6 +22,9 @@ class SessionInfo:
     # The machine's speeds as the probe saw them across the session (MachineStates.to_dict());
     # None in documents before it.
     machine: dict[str, Any] | None = None
+    # A session cut short (Ctrl-C): {"by": ..., "in_flight": the test then running or None,
+    # "comparison": whether it was a comparison}; None: it ran to its end.
+    interrupted: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)       # keys this version does not know
     order: tuple[str, ...] = field(default=(), repr=False, compare=False)
 

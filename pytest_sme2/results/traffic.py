@@ -20,6 +20,9 @@ class DecodeTraffic:
     mean_position: float                # KV positions a decode step reads, mean over steps
     copy_gbps: float | None = None      # the device's measured copy bandwidth (read + written)
     copy_source: str = ""               # how it was had ("measured", "cached in ...") or why not
+    # Plain attention reads every position of the static cache at every step (mean_position is
+    # then the cache's length); False: attention up to the step's position (custom SDPA).
+    whole_cache: bool = False
 
     @property
     def bytes_per_token(self) -> float:

@@ -47,6 +47,25 @@ class RunnerSpec:
     hwcap_mask: str | None = None      # a pytest_sme2.device_programs.hwcaps.MASKS name
     tokenizer: Path | None = None      # a llama_main's tokenizer
 
+    def check_files(self, base: Path, given: str) -> None:
+        """A binary's path (a llama_main's tokenizer, a libs= folder) that does not exist is
+        one line when the session is configured, not a runner listed as configured and never
+        used; ``base``: where a relative path starts (where pytest runs), ``given``: the spec as
+        the user wrote it."""
+        if self.path is None:
+            return
+        runner = base / self.path
+        if runner.is_dir():
+            raise RunnerError(f"--runner {given!r}: {runner} is a folder; give the path of the "
+                              "executable")
+        for what, path in (("runner", self.path), ("tokenizer", self.tokenizer),
+                           ("library folder", self.lib_dir)):
+            if path is not None and not (base / path).exists():
+                fix = ("give the path of your executor_runner (or NAME=native, NAME=python)"
+                       if what == "runner" else f"fix its {what}")
+                raise RunnerError(f"--runner {given!r}: {what} {base / path} does not exist; "
+                                  f"{fix}")
+
     def make(self, progress: Callable[[str], None] | None = None,
              target: str = "host", hook: HookRelay | None = None) -> Runner:
         """The runner, built for ``target`` where we build it (the native runner): ``host``
@@ -196,13 +215,17 @@ def mask_labels(mask: str, labels: dict[str, str], text: str = "") -> dict[str, 
     return {"sme2": "off", "hwcap_mask": mask, "made_by": describe_mask(mask)}
 
 
-def runner_specs(texts: list[str], kinds: Collection[str] = ()) -> dict[str, RunnerSpec]:
+def runner_specs(texts: list[str], kinds: Collection[str] = (),
+                 base: Path | None = None) -> dict[str, RunnerSpec]:
     """The configured runners by name: the built-ins, then the user's (which may override).
-    ``kinds``: as for :func:`parse_runner_spec`."""
+    ``kinds``: as for :func:`parse_runner_spec`; ``base``: where relative paths start, their
+    files checked (:meth:`RunnerSpec.check_files`; None: not checked)."""
     specs = {name: RunnerSpec(name, name) for name in BUILTIN}
     seen: set[str] = set()
     for text in texts:
         spec = parse_runner_spec(text, kinds)
+        if base is not None:
+            spec.check_files(base, text)
         if spec.name in seen:
             raise RunnerError(f"--runner {text!r}: a runner named {spec.name!r} is already "
                               "configured")

@@ -101,3 +101,96 @@ def write_program(path: Path, methods: dict[str, list[tuple]],
                   constants: dict[str, int | bool] | None = None) -> Path:
     path.write_bytes(program_bytes(methods, constants))
     return path
+
+
+def _llm_tensor(b: flatbuffers.Builder, scalar_type: int, sizes: list[int], *,
+                buffer: int = 0, external: str | None = None, planned: bool = False) -> int:
+    """A Tensor with its data in ``constant_buffer[buffer]``, outside the program (``external``:
+    its name in the .ptd, ``extra_tensor_info.location`` EXTERNAL) or memory-planned (a mutable
+    buffer: ``allocation_info`` set)."""
+    sizes_vec = _ints(b, sizes)
+    extra = alloc = None
+    if external is not None:
+        name = b.CreateString(external)
+        b.StartObject(5)
+        b.PrependUOffsetTRelativeSlot(1, name, 0)
+        b.PrependInt8Slot(2, 1, 0)                      # TensorDataLocation.EXTERNAL
+        extra = b.EndObject()
+    if planned:
+        b.StartObject(3)
+        b.PrependUint32Slot(0, 1, 0)
+        alloc = b.EndObject()
+    b.StartObject(10)
+    b.PrependInt8Slot(0, scalar_type, 0)
+    b.PrependUOffsetTRelativeSlot(2, sizes_vec, 0)
+    b.PrependUint32Slot(5, buffer, 0)
+    if alloc is not None:
+        b.PrependUOffsetTRelativeSlot(6, alloc, 0)
+    if extra is not None:
+        b.PrependUOffsetTRelativeSlot(9, extra, 0)
+    return b.EndObject()
+
+
+def _kernel_call(b: flatbuffers.Builder, op_index: int, args: list[int]) -> int:
+    args_vec = _ints(b, args)
+    b.StartObject(2)
+    b.PrependInt32Slot(0, op_index, 0)
+    b.PrependUOffsetTRelativeSlot(1, args_vec, 0)
+    call = b.EndObject()
+    b.StartObject(2)
+    b.PrependUint8Slot(0, 1, 0)                         # InstructionArguments: KernelCall
+    b.PrependUOffsetTRelativeSlot(1, call, 0)
+    return b.EndObject()
+
+
+def _buffer(b: flatbuffers.Builder, size: int) -> int:
+    storage = b.CreateByteVector(bytes(size))
+    b.StartObject(1)
+    b.PrependUOffsetTRelativeSlot(0, storage, 0)
+    return b.EndObject()
+
+
+def llm_program_bytes(*, vocab: int, dim: int, context: int, other_weight_bytes: int,
+                      embedding_in_ptd: bool = False, attention: str = "aten::bmm") -> bytes:
+    """A decode step's program as :mod:`pytest_sme2.readers.pte_traffic` reads it: an fp32
+    embedding table (``vocab`` x ``dim``) read by ``aten::embedding`` — in the program's constant
+    buffer, or outside it (``embedding_in_ptd``: the .ptd holds it) —, ``other_weight_bytes`` of
+    other weights in the program, a K and a V cache of ``context`` positions x 2 heads x 8 (fp32:
+    64 B per position each), and an ``attention`` operator (``llama::custom_sdpa``: attention up
+    to the position)."""
+    b = flatbuffers.Builder(1024)
+    fp32, int64 = 6, 4
+    values = [_evalue(b, TENSOR, _llm_tensor(b, fp32, [1, context, 2, 8], planned=True)),
+              _evalue(b, TENSOR, _llm_tensor(b, fp32, [1, context, 2, 8], planned=True)),
+              _evalue(b, TENSOR, _llm_tensor(
+                  b, fp32, [vocab, dim], buffer=0 if embedding_in_ptd else 2,
+                  external="tok_embeddings.weight" if embedding_in_ptd else None)),
+              _evalue(b, TENSOR, _llm_tensor(b, int64, [1, 1]))]
+    values_vec = _offsets(b, values)
+    inputs_vec = _ints(b, [3])
+    instructions = _offsets(b, [_kernel_call(b, 0, [2, 3]), _kernel_call(b, 1, [0, 1])])
+    b.StartObject(4)
+    b.PrependUOffsetTRelativeSlot(2, instructions, 0)
+    chains = _offsets(b, [b.EndObject()])
+    operators = []
+    for op in ("aten::embedding", attention):
+        name = b.CreateString(op)
+        b.StartObject(2)
+        b.PrependUOffsetTRelativeSlot(0, name, 0)
+        operators.append(b.EndObject())
+    operators_vec = _offsets(b, operators)
+    name_off = b.CreateString("forward")
+    b.StartObject(10)
+    b.PrependUOffsetTRelativeSlot(0, name_off, 0)
+    b.PrependUOffsetTRelativeSlot(2, values_vec, 0)
+    b.PrependUOffsetTRelativeSlot(3, inputs_vec, 0)
+    b.PrependUOffsetTRelativeSlot(5, chains, 0)
+    b.PrependUOffsetTRelativeSlot(6, operators_vec, 0)
+    plans_vec = _offsets(b, [b.EndObject()])
+    table = 0 if embedding_in_ptd else vocab * dim * 4
+    buffers = _offsets(b, [_buffer(b, 0), _buffer(b, other_weight_bytes), _buffer(b, table)])
+    b.StartObject(8)
+    b.PrependUOffsetTRelativeSlot(1, plans_vec, 0)
+    b.PrependUOffsetTRelativeSlot(2, buffers, 0)
+    b.Finish(b.EndObject(), file_identifier=b"ET12")
+    return bytes(b.Output())

@@ -294,7 +294,9 @@ def phase(name: str, tokens: int, executes: int, median_ms: float, *, generation
             "tokens_per_s": 1e3 * tokens / median_ms,
             "token_median_ms": token_ms, "token_p90_ms": None if token_ms is None else
             1.2 * token_ms, "token_cv_pct": None if token_ms is None else 6.0,
-            "categories_ms": cats, "kernel_evidence": ev}
+            "categories_ms": cats, "kernel_evidence": ev,
+            # the phase's time in each timed generation, their mean the median given
+            "samples_ms": steady(median_ms, generations, jitter=0.04)}
 
 
 def generation_block(scheme: str = "8da4w", runner: str = "native", *, model: str = "tiny_llama",
@@ -304,8 +306,9 @@ def generation_block(scheme: str = "8da4w", runner: str = "native", *, model: st
                      block: int | None = None, labels: dict | None = None,
                      generations: int = 10, nodeid: str | None = None,
                      depth: int = 0) -> dict[str, Any]:
-    """A generation block as ``BlockResult.to_json()`` writes it: ``e2e_ms`` the decode time
-    per token of each timed generation, the analysis of the decode executes, ``generation``
+    """A generation block as ``BlockResult.to_json()`` writes it (``e2e_ms`` shortened to one
+    decode time per token of each timed generation; a session's holds every decode step's),
+    the analysis of the decode executes, ``generation``
     both phases (prefill in one execute), their kernel evidence from ``*_kernels`` (None: no
     evidence)."""
     decode_ms = token_ms * new

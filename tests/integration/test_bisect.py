@@ -72,6 +72,26 @@ def test_a_lost_device_keeps_the_state_and_resume_finds_the_culprit(project, mon
     assert not (repo / ".git" / "sme2-bisect").exists() and _left_behind(repo) == 0
 
 
+def test_ctrl_c_says_the_state_is_kept_and_resume_continues(project, monkeypatch, capsys):
+    """Issue 49, item 14: Ctrl-C printed `pytest-sme2: interrupted` alone."""
+    repo, shas, cache = project
+    monkeypatch.chdir(repo)
+
+    def ctrl_c(self, base, candidate, label):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pairs.Bench, "compare", ctrl_c)
+    assert main(["bisect", *FAST, shas[0], shas[-1], *_selection(cache)]) == 130
+    err = capsys.readouterr().err
+    folder = repo / ".git" / "sme2-bisect" / f"{shas[0][:12]}..{shas[-1][:12]}"
+    assert err == (f"pytest-sme2: interrupted; the bisect's state is kept in {folder}: the "
+                   "same command with --resume continues\n")
+    assert (folder / "state.json").is_file() and _left_behind(repo) == 0
+    state = json.loads((folder / "state.json").read_text())
+    assert set(state["exported"]) >= {shas[0], shas[-1]}       # the ends' exports are kept
+    subprocess.run(["rm", "-rf", str(folder.parent)], check=True)
+
+
 def test_a_flat_range_is_not_reproducible_and_spends_nothing_more(project, monkeypatch,
                                                                   capsys):
     repo, shas, cache = project
@@ -84,7 +104,14 @@ def test_a_flat_range_is_not_reproducible_and_spends_nothing_more(project, monke
 @pytest.mark.parametrize("good,bad,args,msg", [
     (COMMENT_ONLY, UNBUILDABLE, [], "BAD * cannot be exported"),
     (0, 1, ["-k", "nothing_matches"], "no benchmark selected at both GOOD and BAD*"),
-    (0, 1, ["--sme2-runs-typo=3"], "every commit tried is unbuildable, GOOD and BAD alike*"),
+    # Issue 49, item 17: pytest's usage error read as "every commit tried is unbuildable".
+    (0, 1, ["--sme2-runs-typo=3"], "pytest refused the arguments (exit 4, a usage error): "
+                                   "pytest.main(): error: unrecognized arguments: "
+                                   "--sme2-runs-typo=3*, at GOOD and BAD alike: the selection "
+                                   "is wrong, not the commits; check that `pytest test_bench.py"),
+    (0, 1, ["--json", "b.json"], "bisect's own option(s) --json come after BAD, where every "
+                                 "argument is pytest's selection: put them before GOOD "
+                                 "(pytest-sme2 bisect --json b.json *"),
 ])
 def test_unbuildable_ends_and_no_benchmark_say_one_line(project, monkeypatch, capsys, good,
                                                        bad, args, msg):

@@ -87,7 +87,17 @@ def test_an_export_failing_ahead_is_left_to_its_test(models):
     assert not list((models / "ahead_broken").glob(".tmp-*"))
 
 
+# The exporters below sleep this long: a Ctrl-C that waited for them would take as long.
+SLEEPY_S = 300
+
+
 def test_ctrl_c_stops_the_exports_instead_of_waiting(tmp_path):
+    """Ctrl-C ends the session and its exporters (which would sleep 300 s) at once. What load
+    may change is bounded by what it changes here: each wait scales with how long the
+    exporters took to start (two interpreters importing torch), never a fixed wall-clock
+    figure; and whatever happens, nothing this test started outlives it (issue 49, item 18:
+    on a loaded machine 60 s were not enough, and the pipes it left open failed the next
+    test)."""
     (tmp_path / "aheadmodels.py").write_text(MODELS)
     marker = tmp_path / "pids"
     script = textwrap.dedent(f"""
@@ -97,24 +107,55 @@ def test_ctrl_c_stops_the_exports_instead_of_waiting(tmp_path):
         register_model("sleepy", "aheadmodels:sleepy", marker={str(marker)!r})
         export_ahead([("sleepy", "fp32"), ("sleepy", "fp16")], {str(tmp_path / 'cache')!r}, 2)
     """)
-    proc = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and len(_pids(marker)) < 2:
-        time.sleep(0.2)
-    workers = _pids(marker)
-    assert len(workers) == 2, proc.stderr.read() if proc.poll() is not None else "no workers"
     t0 = time.monotonic()
-    proc.send_signal(signal.SIGINT)                      # to the session's process only
-    _, err = proc.communicate(timeout=60)
-    assert time.monotonic() - t0 < 20, "Ctrl-C waited for the exports"
-    assert proc.returncode != 0 and "KeyboardInterrupt" in err
-    time.sleep(1)
-    for pid in workers:
-        with pytest.raises(ProcessLookupError):
-            os.kill(pid, 0)
+    proc = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True)
+    workers: list[int] = []
+    try:
+        while time.monotonic() - t0 < SLEEPY_S / 2 and len(_pids(marker)) < 2 \
+                and proc.poll() is None:
+            time.sleep(0.2)
+        workers = _pids(marker)
+        assert len(workers) == 2, proc.stderr.read() if proc.poll() is not None else \
+            "no workers"
+        # Stopping costs what starting did, at most a few times over on a loaded machine; it
+        # must end well before the exporters' sleep would have.
+        budget = min(max(30.0, 5 * (time.monotonic() - t0)), SLEEPY_S * 0.8)
+        proc.send_signal(signal.SIGINT)                  # to the session's process only
+        _, err = proc.communicate(timeout=budget)
+        assert proc.returncode != 0 and "KeyboardInterrupt" in err
+        gone_by = time.monotonic() + budget
+        while time.monotonic() < gone_by and any(_alive(pid) for pid in workers):
+            time.sleep(0.2)
+        assert not any(_alive(pid) for pid in workers), "the exporters outlived Ctrl-C"
+    finally:
+        _end(proc, workers)
     # The killed exporters' unfinished folders are left (SIGTERM runs no cleanup); the next
     # export of the key removes them under its lock (test_a_killed_exporters_folder_...).
     assert len(list((tmp_path / "cache" / "sleepy").glob(".tmp-*"))) == 2
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _end(proc: subprocess.Popen, workers: list[int]) -> None:
+    """What the test started ends with it, pass or fail: the session, its exporters, the
+    pipe (left to the garbage collector it would warn in a later test)."""
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+    for pid in workers:     # still the exporters (a spawned interpreter), not a reused pid
+        try:
+            if b"multiprocessing" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                os.kill(pid, signal.SIGKILL)
+        except (OSError, ProcessLookupError):
+            pass
+    if proc.stderr is not None:
+        proc.stderr.close()
 
 
 def _pids(marker: Path) -> list[int]:

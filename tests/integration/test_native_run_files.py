@@ -111,3 +111,10 @@ def test_a_real_etdumps_timeline_csv_gives_our_e2e_per_run(tmp_path, dtype):
     assert timed["warmup"].sum() == 2 and len(timed) == 6
     assert per_run("native_run0_timeline.csv") == analysis.timed_e2e.tolist()[:1]
     assert per_run("native_warmup_timeline.csv") == analysis.e2e_all.tolist()[:2]
+    # What the ETDump holds is written beside it: `analyze` drops the same warm-up.
+    from pytest_sme2.measure.offline import analyze_recorded  # pandas: this check's alone
+
+    found = analyze_recorded(result.etdump)
+    assert (found.record.warmup, found.record.runs, found.record.runs_option) == (
+        2, settings.trace_runs, "--sme2-trace-runs")
+    assert found.analysis.timed_e2e.tolist() == analysis.timed_e2e.tolist()

@@ -136,3 +136,18 @@ def test_the_fake_phone_gets_the_ptd_pushed_once(fake_arm64_android, ptd_export,
                                      tmp_path / "b"))
     assert again.pushed[0] == 0 and first.pushed[0] > again.pushed[0]
     assert [Path(p).name for p in phone.device.sends].count("model.ptd") == 1
+
+
+def test_an_llm_with_its_weights_in_a_ptd_reads_what_it_reads_in_one_file(tiny_llama_exports):
+    """The same LLM exported whole and with ``?weights=ptd``: a decode step reads one row of the
+    embedding table either way (issue 49, item 5: with the .ptd the whole fp32 table, 131,072
+    bytes, was counted). The .ptd's own header and alignment are the only difference."""
+    from pytest_sme2.readers.pte_traffic import decode_bytes  # readers.pte_traffic: this test's
+
+    whole = export_model("tiny_llama", "8da8w", tiny_llama_exports)
+    split = export_model("tiny_llama?weights=ptd", "8da8w", tiny_llama_exports)
+    one = decode_bytes(whole.pte, None, 128)
+    two = decode_bytes(split.pte, split.ptd, 128)
+    assert one.embedding_bytes == two.embedding_bytes == 512 * 64 * 4
+    assert abs(two.weight_bytes - one.weight_bytes) < 0.02 * one.weight_bytes, (one, two)
+    assert one.kv_bytes_per_position == two.kv_bytes_per_position and one.reads_whole_cache

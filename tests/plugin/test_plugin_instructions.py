@@ -33,12 +33,9 @@ def test_record_instructions_then_the_same_code_passes(pytester, run_pytest, exp
     assert sorted(docs) == ["instructions", "time"]
     counts = [s["blocks"] for s in docs["instructions"][1]["sessions"]]
     assert len(counts) == 3 and all(len(b) == 1 and len(b[0]) == 1 for b in counts)
-    # Time on this VM drifts far beyond 2% between sessions: a past 3x slower keeps the time
+    # Time on this VM drifts far beyond 2% between sessions: a past 10x slower keeps the time
     # gate out of this test, which is about the instruction gate.
-    path, doc = docs["time"]
-    for s in doc["sessions"]:
-        s["blocks"] = [[v * 10 for v in b] for b in s["blocks"]]   # 10x: beyond any VM drift
-    path.write_text(json.dumps(doc))
+    _ten_times_slower_past(pytester.path / "bl")
 
     res = run_pytest(*args, "--fail-on-regression=2", "--junitxml=j.xml",
                      "--sme2-load-threshold=off", "--sme2-memory-threshold=off")
@@ -54,6 +51,20 @@ def test_record_instructions_then_the_same_code_passes(pytester, run_pytest, exp
              for p in ET.parse(pytester.path / "j.xml").iter("property")}
     assert props["sme2_gate_instructions_status"] == "no_change"
     assert props["sme2_gate_status"] == "improvement"
+
+
+def _ten_times_slower_past(folder):
+    """The time baselines in ``folder`` made 10x slower: beyond any drift of a loaded VM, so
+    the time gate reads an improvement and measures no confirmation block."""
+    for f in folder.glob("*.json"):
+        doc = json.loads(f.read_text())
+        if doc["key"]["measure"] == "time":
+            for s in doc["sessions"]:
+                s["blocks"] = [[v * 10 for v in b] for b in s["blocks"]]
+                for phase in ("prefill_ms", "ttft_ms"):     # an LLM's, judged like the blocks
+                    if s.get(phase):
+                        s[phase] = [v * 10 for v in s[phase]]
+            f.write_text(json.dumps(doc))
 
 
 LLM = """
@@ -77,6 +88,9 @@ def test_an_llm_is_counted_and_gated_per_phase(pytester, run_pytest, export_cach
               if json.loads(f.read_text())["key"]["measure"] == "instructions"]
     [session] = json.loads(path.read_text())["sessions"]
     assert len(session["blocks"]) == 1 and len(session["prefill_instructions"]) == 1
+    # The time gate is not this test's: a past 10x slower keeps it from suspecting a
+    # regression on a loaded machine and measuring confirmation blocks (issue 49, item 18).
+    _ten_times_slower_past(pytester.path / "bl")
 
     res = run_pytest(*args, "--fail-on-regression=2", "--junitxml=j.xml",
                      "--sme2-load-threshold=off", "--sme2-memory-threshold=off")
@@ -84,8 +98,9 @@ def test_an_llm_is_counted_and_gated_per_phase(pytester, run_pytest, export_cach
     res.stdout.fnmatch_lines(["*instructions * per decode token, * per prefill of 16 tokens*"])
     res.stdout.fnmatch_lines(["test_llm *native*decode instructions no change 1.0000x; prefill "
                               "instructions no change 1.0000x"])
-    [block] = json.loads((pytester.path / "sme2-report" / "results.json").read_text()
-                         )["benchmarks"]
+    # The benchmark's first block, whatever more the time gate measured.
+    [block] = [b for b in json.loads((pytester.path / "sme2-report" / "results.json")
+                                     .read_text())["benchmarks"] if b.get("block") is None]
     counted = block["instructions"]
     assert counted["per_execute"] > 0 and counted["prefill"] > counted["per_execute"]
     assert (counted["prompt_tokens"], counted["new_tokens"]) == (16, 4)

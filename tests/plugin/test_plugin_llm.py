@@ -84,6 +84,14 @@ def test_an_llm_in_a_session(pytester, run_pytest, export_cache, toy_export, tin
     assert "| prefill | pp12 @ d32 | 12 | 1 |" in report
     gen = next(b for b in generated if b["nodeid"].endswith("test_generate"))
     assert gen["generation"]["prefill"]["tokens"] == 12
+    # `pytest-sme2 analyze` of its ETDump: the record beside it drops the traced warm-up
+    # generation and splits prefill from decode, as the session did (issue 49, item 11).
+    from pytest_sme2.measure.offline import analyze_recorded  # pandas: this check's alone
+
+    found = analyze_recorded(gen["etdump"])
+    assert (found.record.warmup, found.record.runs) == (1, 10)       # --warmup, trace runs
+    assert found.generation.prefill.executes == 1 and found.generation.decode.executes == 6
+    assert found.generation.generations == 10 and found.analysis.e2e.n == 10 * 6
     cmp = doc["comparisons"][0]
     assert set(cmp["phase_speedups"]) == {"prefill", "ttft", "decode"}
 

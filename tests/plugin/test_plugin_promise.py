@@ -111,7 +111,9 @@ def report_says(folder: Path, n: int) -> None:
 
 # -- runners -------------------------------------------------------------------------------------
 
-RUNNER_FAULTS = ["missing", "directory", "noexec", "foreign", "segv", "exit3", "hang",
+# A runner path that is missing, or a folder, stops the session when it is configured (the
+# options test below).
+RUNNER_FAULTS = ["noexec", "foreign", "segv", "exit3", "hang",
                  "no_etdump", "stale", "not_etdump", "truncated", "zero_runs", "no_execute",
                  "fewer_runs", "binary_stderr"]
 
@@ -156,8 +158,7 @@ def runner_session(pytester, export_cache, toy_export, run_pytest):
     _script(bins / "no_etdump.sh", "exit 0\n")
     _script(bins / "stale.sh", "exit 0\n")
     _script(bins / "binary_stderr.sh", r"printf 'bad header \377\376\n' >&2; exit 1" + "\n")
-    (bins / "directory").mkdir()
-    paths = {"missing": bins / "missing", "directory": bins / "directory", "foreign": foreign}
+    paths = {"foreign": foreign}
     for name in RUNNER_FAULTS:
         paths.setdefault(name, bins / f"{name}.sh")
     # A valid trace with the right number of runs, left where the 'stale' benchmark writes
@@ -182,10 +183,6 @@ def test_runner_faults_fail_one_line_each_and_the_rest_go_on(runner_session, pyt
     assert res.ret == pytest.ExitCode.TESTS_FAILED
     no_wrote = "succeeded but wrote no ETDump at {} (was it built with the event tracer?)"
     expected = {
-        "missing": f"runner 'missing': {paths['missing']} does not exist; fix the path given "
-                   "with --runner",
-        "directory": f"runner 'directory': {paths['directory']} is not a file; give the path "
-                     "of the executable with --runner",
         "noexec": f"runner 'noexec': {paths['noexec']} is not executable (chmod +x it)",
         "foreign": f"runner 'foreign': {paths['foreign']} is an {arch} binary and this host is "
                    f"{host_machine()}; run it on a device of that architecture (e.g. --device "
@@ -374,6 +371,12 @@ USAGE = ("expected NAME=python, NAME=native or NAME=/path/to/executor_runner[,li
                                     f"{USAGE}"),
     (["--runner=a=native", "--runner=a=python"], "--runner 'a=python': a runner named 'a' is "
                                                  "already configured"),
+    # Issue 49, item 15: accepted, then listed in report.md as "x (configured, unused)".
+    (["--runner=x=/nonexistent/runner"], "--runner 'x=/nonexistent/runner': runner "
+                                         "/nonexistent/runner does not exist; give the path of "
+                                         "your executor_runner (or NAME=native, NAME=python)"),
+    (["--runner=x=/tmp"], "--runner 'x=/tmp': /tmp is a folder; give the path of the "
+                          "executable"),
     (["--runs=-3"], "--runs must be a positive number of timed runs, got -3"),
     (["--runs=0"], "--runs must be a positive number of timed runs, got 0"),
     (["--sme2-timeout=0"], "--sme2-timeout must be a positive number of seconds, got 0"),
@@ -381,6 +384,7 @@ USAGE = ("expected NAME=python, NAME=native or NAME=/path/to/executor_runner[,li
     (["--sme2-dtypes=fp64"], "--sme2-dtypes: unknown dtype 'fp64'; choose from fp32, fp16, "
                              "int8, int8_dynamic"),
 ], ids=["runner-empty-target", "runner-bad-name", "runner-bad-label", "runner-twice",
+        "runner-missing", "runner-folder",
         "runs-negative", "runs-zero", "timeout-zero", "threads-word", "dtype-unknown"])
 def test_bad_options_stop_the_session_with_one_line_and_touch_nothing(pytester, args, message,
                                                                       run_pytest):
@@ -556,8 +560,8 @@ def test_1(sme2_bench):
 def test_2(sme2_bench):
     sme2_bench("toy_cnn", threads=2, runner="native")
 
-def test_3(sme2_bench):
-    sme2_bench("toy_cnn", runner="slow")     # Ctrl-C arrives while this one runs
+def test_3(sme2_compare):                   # Ctrl-C arrives while this comparison runs
+    sme2_compare("native", "slow", "toy_cnn", blocks=2)
 
 def test_4(sme2_bench):
     sme2_bench("toy_cnn", runner="native")
@@ -565,9 +569,10 @@ def test_4(sme2_bench):
 
 
 def test_ctrl_c_in_the_middle_keeps_every_completed_result(pytester, export_cache, toy_export):
-    """A real Ctrl-C (SIGINT to the session's process group) while the third benchmark runs:
-    pytest stops with status 2; results.json is valid and holds the two completed benchmarks,
-    and report.md is written for them."""
+    """A real Ctrl-C (SIGINT to the session's process group) while the third test, a
+    comparison, runs: pytest stops with status 2; results.json is valid and holds the two
+    completed benchmarks, and report.md is written for them; both say the session was cut
+    short, and name the comparison then running (issue 49, item 14: it looked complete)."""
     _script(pytester.path / "slow.sh", "exec sleep 60\n")
     pytester.makepyfile(test_i=INTERRUPTED)
     # The session as a terminal starts a foreground job: SIGINT not ignored. A process started
@@ -617,6 +622,14 @@ def test_ctrl_c_in_the_middle_keeps_every_completed_result(pytester, export_cach
     assert "KeyboardInterrupt" in text and "Traceback" not in text
     assert "2 passed" in text and "test_4" not in text
     out = pytester.path / "sme2-report"
+    assert [b["nodeid"] for b in results(out)][:2] == ["test_i.py::test_1", "test_i.py::test_2"]
+    session = json.loads((out / "results.json").read_text())["session"]
+    assert session["interrupted"] == {"by": "KeyboardInterrupt (Ctrl-C)",
+                                      "in_flight": "test_i.py::test_3", "comparison": True}
+    assert (out / "report.md").read_text().split("\n")[2] == (
+        "**Interrupted** by KeyboardInterrupt (Ctrl-C) while `test_i.py::test_3` was running (a "
+        "comparison: the blocks it had measured are not in this report, a comparison is judged "
+        "whole): this session is incomplete; what follows is what finished before it stopped.")
     assert [b["nodeid"] for b in results(out)] == ["test_i.py::test_1", "test_i.py::test_2"]
     assert [b["threads"] for b in results(out)] == [1, 2]
     assert all(len(b["e2e_ms"]) == 3 for b in results(out))

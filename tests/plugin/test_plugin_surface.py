@@ -1,12 +1,16 @@
 """Matrix, runners, comparisons and SME2 skips, as users meet them in an inner session."""
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 
 from pytest_sme2.devices.facts import host_facts
 
 pytestmark = pytest.mark.usefixtures("inner_session_env")
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 MATRIX = """
 def test_lat(sme2_bench, sme2_case):
@@ -134,3 +138,22 @@ def test_help_lists_every_option_and_a_percent_sign_does_not_break_it(run_pytest
     assert "a category under 5% of the end-to-end time" in out
     for flag in ("--sme2-max-pairs", "--sme2-on-unresolved", "--sme2-precision-budget"):
         assert flag in out
+
+
+def test_the_builtin_llm_benchmark_follows_sme2_threads_and_a_pinned_test_says_so(
+        pytester, run_pytest):
+    """`pytest benchmarks/test_llm.py --sme2-threads 1,2` collects the generation at both
+    counts (the scaling table's input); the SME2 pair, pinned to 1 thread by its marker, is
+    named in one line instead of dropping 2 threads without a word (issue 49, item 8)."""
+    shutil.copy(BENCHMARKS / "test_llm.py", pytester.path / "test_llm.py")
+    given = run_pytest("--co", "-q", "--sme2-threads=1,2")
+    given.stdout.fnmatch_lines([
+        "test_llm.py::test_generation[[]tiny_llama-8da8w-t1[]]",
+        "test_llm.py::test_generation[[]tiny_llama-8da8w-t2[]]",
+        "test_llm.py::test_generation_sme2[[]tiny_llama-8da8w-t1[]]",
+        "sme2: --sme2-threads 1,2: 2 thread(s) not measured by test_generation_sme2 (their "
+        "@pytest.mark.sme2(threads=[[]...[]]) keeps fewer)"])
+    default = run_pytest("--co", "-q")
+    assert "tiny_llama-8da8w-t2" not in default.stdout.str()
+    assert "not measured by" not in default.stdout.str()
+    default.stdout.fnmatch_lines(["test_llm.py::test_generation[[]tiny_llama-8da8w-t1[]]"])

@@ -48,3 +48,11 @@ def test_the_architecture_page_lists_every_layer_of_the_structure_test():
             row = next(line for line in table.splitlines()
                        if line.startswith(f"| {number} "))
             assert f"`{key}`" in row or f"`{key}/`" in row
+
+
+def test_a_percent_sign_reads_as_one_in_the_options_page():
+    """argparse's escaping ("5%%" in the help) is not copied into the page (issue 49, item 19)."""
+    generate = _generator()
+    options, cli = generate.options_markdown(), generate.cli_markdown()
+    assert "%%" not in options and "%%" not in cli
+    assert "under 5% of the end-to-end time" in options and "95% interval" in options

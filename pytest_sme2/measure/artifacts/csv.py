@@ -31,8 +31,10 @@ import numpy as np
 import pandas as pd
 
 from pytest_sme2.analysis.kernel_trace import executed_frame
-from pytest_sme2.analysis.isa import kernel_name_fields
-from pytest_sme2.analysis.kernels import KERNEL_COLUMNS, kernels_frame, log_category
+from pytest_sme2.analysis.categories import op_name
+from pytest_sme2.analysis.isa import kernel_category, kernel_name_fields
+from pytest_sme2.analysis.kernels import (KERNEL_COLUMNS, kernels_frame, log_category,
+                                          operator_kernel_hints)
 from pytest_sme2.analysis.operators import PORTABLE, UNKNOWN_DELEGATE
 from pytest_sme2.analysis.summary import Analysis
 from pytest_sme2.readers.etdump import TICKS_PER_MS
@@ -183,10 +185,22 @@ def ops_stats_frame(analysis: Analysis, model_id: str) -> pd.DataFrame:
     return pd.DataFrame({**columns, **ours})
 
 
+def _operators_served(analysis: Analysis, names: list[str]) -> list[int]:
+    """Per executed kernel, the ETDump's operators (instances) of the datatype it serves
+    (:func:`~pytest_sme2.analysis.kernels.operator_kernel_hints`); 0 for packing kernels."""
+    hints = operator_kernel_hints(analysis.operators["name"], analysis.evidence.executed_kernels)
+    served: dict[str, int] = {}
+    for op in analysis.operators["name"]:
+        for kernel in hints.get(op_name(op), ()):
+            served[kernel] = served.get(kernel, 0) + 1
+    return [served.get(name, 0) for name in names]
+
+
 def kernels_table(analysis: Analysis, model_id: str) -> pd.DataFrame:
     """The kernels file: the kit's columns, then ours (``kind, isa, isa_family, sme2``; for
     executed kernels ``library, blocks, streaming_blocks`` too). ``category`` and ``count``
-    come from the xnntrace log (empty for a kernel it does not name)."""
+    come from the xnntrace log; for an executed kernel no log names (QEMU's kernel trace),
+    ``category`` from its name and ``count`` the operators it serves."""
     ev = analysis.evidence
     # Executed kernels are the stronger evidence; a trace that named none still replaces the
     # xnntrace rows (an empty table with the executed columns says "traced, none named").
@@ -198,7 +212,9 @@ def kernels_table(analysis: Analysis, model_id: str) -> pd.DataFrame:
     for (name, kind), n in counts.items():
         logged.setdefault(name, (kind, n))
     if executed:
-        per_row = [logged.get(name, ("", None)) for name in names]
+        served = _operators_served(analysis, names)
+        per_row = [logged.get(name, (kernel_category(name), n))
+                   for name, n in zip(names, served)]
     else:
         per_row = [(kind, counts.get((name, kind))) for name, kind in zip(names, ours["kind"])]
     fields = [kernel_name_fields(name) for name in names]

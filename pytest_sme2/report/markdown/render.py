@@ -69,6 +69,7 @@ def context(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = No
         "schema": doc.schema,
         "n_benchmarks": len(doc.benchmarks),
         "n_comparisons": len(doc.comparisons),
+        "interrupted": up.interrupted_line(doc),
         "any_units": bool(us),
         "overview_chart": charts.get(OVERVIEW),
         "summary": [up.comparison_line(u) for u in us if u.comparison] + sec.gate_line(regressions)
@@ -92,6 +93,7 @@ def context(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = No
         "evidence_intro": up.EVIDENCE_INTRO,
         "share_growth": f"{SHARE_GROWTH_PP:g}",
         "recommendations": recommendations(doc, us),
+        "emulated_cases": sum(u.emulated for u in us), "units_count": len(us),
         "top_recommendations": TOP_RECOMMENDATIONS,
         "regressions": regressions,
         "notes": up.output_notes(doc) + up.emulated_notes(doc) + up.cooldown_notes(doc)
@@ -116,7 +118,8 @@ def detail_context(doc: ResultsDoc, u: Unit, charts: dict[str, str] | None = Non
             "startup": (startup := sec.startup_rows([u])),
             "startup_notes": sec.startup_notes(startup),
             "generation": gen.report_rows([u]),
-            "evidence_intro": up.EVIDENCE_INTRO, "recommendations": recommendations(doc, [u])}
+            "evidence_intro": up.EVIDENCE_INTRO, "recommendations": recommendations(doc, [u]),
+            "emulated_cases": int(u.emulated)}
 
 
 @cache

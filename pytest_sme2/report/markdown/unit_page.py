@@ -181,6 +181,21 @@ EMULATED_NOTE = ("Measured on an emulated CPU ({what}): emulated timings say not
                  "executed and the outputs are real.")
 
 
+def interrupted_line(doc: ResultsDoc) -> str | None:
+    """report.md's first line on a session cut short: what stopped it, the test then running
+    (a comparison's blocks measured so far are not here: it is judged whole), and that what
+    follows is what finished."""
+    cut = doc.session.interrupted
+    if not cut:
+        return None
+    running = cut.get("in_flight")
+    lost = ("a comparison: the blocks it had measured are not in this report, a comparison "
+            "is judged whole" if cut.get("comparison") else "it is not in this report")
+    during = f" while `{running}` was running ({lost})" if running else ""
+    return (f"**Interrupted** by {cut.get('by') or 'an interrupt'}{during}: this session is "
+            "incomplete; what follows is what finished before it stopped.")
+
+
 def emulated_notes(doc: ResultsDoc) -> list[str]:
     """One note per emulated device the results came from."""
     seen: dict[str, str] = {}

@@ -31,14 +31,18 @@ from pytest_sme2.report.recommend.wording import Recommendation
 from pytest_sme2.results import ResultsDoc, load_results
 
 # The rules, most urgent first: each sees one case, or every case at once (a finding said once
-# for all the cases it is in).
+# for all the cases it is in); a rule that reads times (speed-ups, shares of E2E, CVs) never
+# sees a case measured on an emulated CPU, whose times say nothing about speed.
 PER_CASE, ACROSS_CASES = "per case", "across cases"
-RULES: tuple[tuple[Callable[[Any], list[Recommendation]], str], ...] = (
-    (find_outputs, PER_CASE), (find_direction, PER_CASE),
-    (find_generation_kernels, ACROSS_CASES), (find_portable_ops, ACROSS_CASES),
-    (find_data_movement, ACROSS_CASES), (find_low_compute_speedup, PER_CASE),
-    (find_overhead, ACROSS_CASES), (find_other_ops, PER_CASE), (find_evidence, PER_CASE),
-    (find_noise, ACROSS_CASES))
+READS_TIMES, NOT_TIMES = True, False
+RULES: tuple[tuple[Callable[[Any], list[Recommendation]], str, bool], ...] = (
+    (find_outputs, PER_CASE, NOT_TIMES), (find_direction, PER_CASE, READS_TIMES),
+    (find_generation_kernels, ACROSS_CASES, NOT_TIMES),
+    (find_portable_ops, ACROSS_CASES, READS_TIMES),
+    (find_data_movement, ACROSS_CASES, READS_TIMES),
+    (find_low_compute_speedup, PER_CASE, READS_TIMES),
+    (find_overhead, ACROSS_CASES, READS_TIMES), (find_other_ops, PER_CASE, READS_TIMES),
+    (find_evidence, PER_CASE, NOT_TIMES), (find_noise, ACROSS_CASES, READS_TIMES))
 
 
 def recommendations(doc: ResultsDoc | dict[str, Any],
@@ -46,11 +50,13 @@ def recommendations(doc: ResultsDoc | dict[str, Any],
     """``us``: the document's units when the caller has them already."""
     out: list[Recommendation] = []
     us = units(load_results(doc)) if us is None else us
-    for rule, scope in RULES:
+    timed = [u for u in us if not u.emulated]
+    for rule, scope, reads_times in RULES:
+        seen = timed if reads_times else us
         if scope == ACROSS_CASES:
-            out.extend(rule(us))
+            out.extend(rule(seen))
         else:
-            for unit in us:
+            for unit in seen:
                 out.extend(rule(unit))
     return out
 

@@ -59,10 +59,31 @@ def _overhead_recommendation(found: list[tuple[float, float, Unit, Side]]) -> Re
 
 
 
+# An ETDump compared offline (``pytest-sme2 compare``) is a side of this runner kind; its runs
+# are what the ETDump holds, set by the option its label names (the record beside it).
+ETDUMP_RUNNER_KIND = "etdump"
+RUNS_OPTION_LABEL = "runs_option"
+
+
+def _more_runs(sides: list[Side], runs: set[int]) -> str:
+    """The remedy's last words: the option that really changes the runs the noisy sides hold
+    (a session's --runs; an offline ETDump's, the option that wrote it)."""
+    now = ", ".join(map(str, sorted(runs)))
+    offline = [s for s in sides if s.info.kind == ETDUMP_RUNNER_KIND]
+    if not offline:
+        return f"raise --runs (now {now})"
+    options = sorted({s.labels.get(RUNS_OPTION_LABEL, "") for s in offline} - {""})
+    if options:
+        return (f"raise the measured runs the ETDumps hold (now {now}: {' / '.join(options)} "
+                "where they were written)")
+    return (f"raise the runs the ETDumps hold (now {now}: --sme2-trace-runs in the pytest-sme2 "
+            "session that wrote them, --runs of `pytest-sme2 run`)")
+
+
 def find_noise(us: list[Unit]) -> list[Recommendation]:
     """One recommendation for every noisy benchmark of the session (the remedy is the same),
     each named with its worst CV; and each benchmark that heated its device."""
-    noisy, heat, android, runs = [], [], False, set()
+    noisy, heat, android, runs, sides = [], [], False, set(), []
     for unit in us:
         parts, figs = [], []
         for side in unit.sides:
@@ -80,6 +101,7 @@ def find_noise(us: list[Unit]) -> list[Recommendation]:
         if parts:
             noisy.append((unit, parts, figs))
             runs |= {s.runs for s in unit.sides if s.runs}
+            sides += unit.sides
         for s in unit.sides:
             h = s.thermal()
             if h is not None and h[1] - h[0] >= THERMAL_RISE_C:
@@ -89,7 +111,7 @@ def find_noise(us: list[Unit]) -> list[Recommendation]:
         pin = ("pin the benchmark to the big cores (--sme2-taskset)" if android
                else "pin the benchmark to fixed cores (taskset -c)")
         remedy = (f"CV above {CV_NOISY_PCT:.0f}%, the results are noisy: {pin}, stop "
-                  f"background load and raise --runs (now {', '.join(map(str, sorted(runs)))})")
+                  f"background load and {_more_runs(sides, runs)}")
         if len(noisy) == 1:
             unit, parts, figs = noisy[0]
             text = f"{unit.point}: {'; '.join(parts)} — {remedy}."

@@ -39,7 +39,8 @@ def reference_table(annotated, timed_runs, e2e_mean_ms, etrecord=None):
     g = leaves.groupby(["instruction_id", "name"], sort=False, observed=True)
     table = g.agg(category=("category", "first"), delegated=("delegated", "first"),
                   backend=("backend", "first"), calls=("duration_ms", "size"),
-                  total_ms=("duration_ms", "sum")).reset_index()
+                  total_ms=("duration_ms", "sum"),
+                  longest=("duration_ms", "max")).reset_index()
     table["op"] = table["name"].map(op_name)
     table["calls_per_run"] = table["calls"] / n
     table["mean_ms_per_run"] = table["total_ms"] / n
@@ -51,6 +52,7 @@ def reference_table(annotated, timed_runs, e2e_mean_ms, etrecord=None):
                          for i, d in zip(table["instruction_id"], table["delegated"])]
     table["module_paths"] = [list(info[i].module_paths) if i in info and not d else []
                              for i, d in zip(table["instruction_id"], table["delegated"])]
+    table["below_resolution"] = table["longest"].fillna(0.0) <= 0
     table = table.sort_values("mean_ms_per_run", ascending=False, kind="stable")
     return table[OPERATOR_COLUMNS].reset_index(drop=True)
 

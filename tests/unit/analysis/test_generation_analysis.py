@@ -126,6 +126,9 @@ def test_warmup_generations_are_dropped():
     r = analyze_generation(parse_etdump(make_etdump(runs)), s)
     assert r.prefill.median_ms == pytest.approx(0.2002)
     assert r.decode.median_ms == pytest.approx(2 * 0.1002)
+    # Each timed generation's phase time is kept (llama-bench's samples), warm-up left out.
+    assert r.prefill.samples_ms == pytest.approx([0.2002, 0.2002])
+    assert r.decode.samples_ms == pytest.approx([2 * 0.1002, 2 * 0.1002])
 
 
 def test_prefill_only_process_has_no_decode_stats():

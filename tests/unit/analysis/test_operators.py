@@ -156,3 +156,36 @@ def test_etrecord_annotates_portable_events_and_delegate_calls(events):
     assert calls["backend"].tolist() == ["XnnpackBackend", "delegate"]
     conv = ev.loc["Convolution (NHWC, F32) IGEMM #1"]
     assert conv["op_types"] == "" and conv["backend"] == "XnnpackBackend"
+
+
+def test_an_operator_whose_every_event_read_zero_is_below_the_clocks_resolution():
+    """XNNPACK counts whole microseconds: Fully Connected, Mean and Reshape of a small model
+    read 0 on every run, their time lands in Other, and every output says so instead of
+    showing 0.0000 ms (issue 49, item 7)."""
+    from pytest_sme2.analysis.diff import compare_analyses
+    from pytest_sme2.report.etdump_diff import compare_lines
+    from pytest_sme2.report.analysis_text import analysis_summary
+
+    calls = [("delegate", 0, [("Convolution (NHWC, F32) IGEMM #1", 6000),
+                              ("Fully Connected (NC, F32) GEMM #1", 0),
+                              ("Fully Connected (NC, F32) GEMM #2", 0),
+                              ("Static Reshape (NC) #1", 0)])]
+    a = analyze(parse_etdump(make_etdump([program_run(i * 1_000_000, calls)
+                                          for i in range(4)])))
+    assert _op(a, "Fully Connected (NC, F32) GEMM #1", 0).below_resolution
+    assert not _op(a, "Convolution (NHWC, F32) IGEMM #1", 0).below_resolution
+    records = {o.name: o for o in a.operator_records()}
+    assert records["Static Reshape (NC) #1"].below_resolution
+    assert "below_resolution" not in records["Convolution (NHWC, F32) IGEMM #1"].to_json()
+    text = "\n".join(analysis_summary(a))
+    assert "0.0000 ms   0.0%  Fully Connected" not in text
+    assert "< 1 µs        Fully Connected (NC, F32) GEMM #1" in text
+    assert "GEMM              0.0000 ms    0.0%  (under the clock's resolution: in Other)" in text
+    assert ("3 operator(s) ran under their clock's resolution (XNNPACK times its operators in "
+            "whole microseconds; every event read 0), so their time is in Other: Fully "
+            "Connected (NC, F32) GEMM x2, Static Reshape (NC)") in text
+    lines = compare_lines(compare_analyses(a, a))
+    largest = next(line for line in lines if line.startswith("largest operator changes"))
+    assert "n/a" not in largest and "Fully Connected" not in largest
+    assert any(line.startswith("in both: 3 operator(s) ran under their clock's resolution")
+               for line in lines)

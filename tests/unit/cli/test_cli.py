@@ -242,3 +242,86 @@ def test_analyze_json_into_a_missing_folder_is_one_line(trace, tmp_path, capsys)
     assert main(["analyze", str(trace), "--warmup", "2", "--json", str(out)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{out}: cannot write" in err and "Traceback" not in err
+
+
+def _session_etdump(folder, *, generation=None, runs=None):
+    """An ETDump as a session leaves it, with the record beside it: 3 slow traced warm-up
+    runs, then 10 measured ones (``runs``: the Execute runs, each a list of (op, ns))."""
+    from pytest_sme2.readers.etdump_runs import EtdumpRuns, write_etdump_runs
+
+    runs = runs or [[("Add (ND) #1", 900_000 if i < 3 else 1000)] for i in range(13)]
+    path = folder / "native.etdump"
+    path.write_bytes(make_etdump([execute_run(i * 2_000_000, ops) for i, ops in enumerate(runs)]))
+    write_etdump_runs(path, EtdumpRuns(3, 10, "--sme2-trace-runs", "a pytest-sme2 session",
+                                       generation))
+    return path
+
+
+def test_analyze_drops_the_warm_up_the_etdump_holds(tmp_path, capsys):
+    """The plugin's ETDumps hold 3 traced warm-up runs: analyze reads that from the record
+    beside the ETDump instead of timing them with the rest (issue 49, item 11)."""
+    path = _session_etdump(tmp_path)
+    assert main(["analyze", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("3 warm-up runs dropped and 10 measured, as recorded beside it "
+                          "(native.etdump.runs.json: written by a pytest-sme2 session; "
+                          "--sme2-trace-runs sets the measured ones)")
+    assert "13 runs, 3 warm-up discarded, 10 timed" in out and "max 0.001, CV" in out
+    path.with_name("native.etdump.runs.json").unlink()
+    assert main(["analyze", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "no warm-up run dropped: no record beside the ETDump" in out and "13 timed" in out
+    assert main(["analyze", str(path), "--warmup", "3"]) == 0
+    assert "3 warm-up run(s) dropped, as --warmup says" in capsys.readouterr().out
+
+
+def test_analyze_splits_an_llms_generations_into_phases(tmp_path, capsys):
+    """An LLM's ETDump: prefill and decode apart (no one median over both, CV 78%), warm-up
+    generations dropped (issue 49, item 11)."""
+    loop = {"prompt_tokens": 16, "new_tokens": 4, "warmup": 1, "generations": 3,
+            "prefill_executes": 1, "decode_executes": 4, "dynamic_shape": True}
+    runs = [[("Fully Connected (NC, F32) GEMM #1", 800_000 if k == 0 else 100_000)]
+            for _ in range(3) for k in range(5)]
+    path = _session_etdump(tmp_path, runs=runs)
+    from pytest_sme2.readers.etdump_runs import EtdumpRuns, write_etdump_runs
+
+    write_etdump_runs(path, EtdumpRuns(1, 2, "--sme2-trace-runs", "a pytest-sme2 session", loop))
+    assert main(["analyze", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("1 warm-up generations dropped and 2 measured")
+    assert "Generation: 2 of 16 prompt + 4 new tokens (pp16, tg4), 1 warm-up dropped" in out
+    assert "  prefill: 1 execute(s), median 0.800 ms per generation" in out
+    assert "  decode: 4 execute(s), median 0.401 ms per generation" in out
+    assert "(decode steps): 8 runs, 0 warm-up discarded, 8 timed" in out
+    assert "median 0.100 ms" in out
+
+
+def test_compare_names_what_really_changes_the_etdumps_runs(tmp_path, capsys):
+    """Noisy traced runs: the advice names the option that set them (--sme2-trace-runs in the
+    session), not --runs, which does not change them (issue 49, item 12)."""
+    runs = [[("Add (ND) #1", 900_000 if i < 3 else (1000 if i % 2 else 3000))]
+            for i in range(13)]
+    a = _session_etdump(tmp_path, runs=runs)
+    assert main(["compare", str(a), str(a)]) == 0
+    out = capsys.readouterr().out
+    advice = next(line for line in out.splitlines() if "the results are noisy" in line)
+    assert "--runs" not in advice.replace("--sme2-trace-runs", "")
+    assert advice.endswith("raise the measured runs the ETDumps hold (now 10: "
+                           "--sme2-trace-runs where they were written).")
+
+
+def test_bisect_options_after_bad_are_one_line_before_anything_runs(capsys):
+    """`bisect GOOD BAD benchmarks -k test_x --json b.json` gave every commit to pytest with
+    --json, which refused it at each: "every commit tried is unbuildable" (issue 49, item 17).
+    The plugin's --runs and --warmup are pytest's there, and stay so."""
+    from pytest_sme2.cli.bisect import split_misplaced
+
+    assert main(["bisect", "GOOD", "BAD", "benchmarks", "-k", "test_x", "--json", "b.json",
+                 "--threshold=5"]) == 2
+    assert capsys.readouterr().err == (
+        "pytest-sme2: bisect's own option(s) --json, --threshold come after BAD, where every "
+        "argument is pytest's selection: put them before GOOD (pytest-sme2 bisect --json "
+        "b.json --threshold=5 GOOD BAD benchmarks -k test_x)\n")
+    own = {"--json": True, "--resume": False}
+    assert split_misplaced(["t.py", "--runs", "3", "--resume"], own) == (
+        ["--resume"], ["t.py", "--runs", "3"])

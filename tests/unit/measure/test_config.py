@@ -181,3 +181,27 @@ def test_the_a_b_options_reach_the_policy():
 def test_bad_a_b_options_are_one_line(values, message):
     with pytest.raises(Sme2Error, match=message):
         _config(**values)
+
+
+def test_the_generation_matrix_follows_the_threads_the_user_gave():
+    """--sme2-threads 1,2 gives the LLMs' scaling table; without it an LLM runs at 1 thread
+    (issue 49, item 8: the built-in LLM benchmark ignored the option without a word)."""
+    assert (_config().llm_threads, _config().threads_given) == ((1,), False)
+    given = _config(sme2_threads="1,2")                 # the default's value, but given
+    assert given.llm_threads == (1, 2) and given.threads_given
+    from_ini = _config({"sme2_threads": "1,4"})
+    assert from_ini.llm_threads == (1, 4) and from_ini.threads_given
+
+
+def test_a_runner_path_that_does_not_exist_is_one_line_when_configured(tmp_path):
+    """Issue 49, item 15: it was accepted and listed as "x (configured, unused)"."""
+    dirs = BaseDirs(invocation=tmp_path, rootdir=tmp_path)
+    with pytest.raises(Sme2Error) as e:
+        config_from_options({"runners": ["x=/nonexistent/runner"]}, {}, dirs)
+    assert str(e.value) == ("--runner 'x=/nonexistent/runner': runner /nonexistent/runner does "
+                            "not exist; give the path of your executor_runner (or NAME=native, "
+                            "NAME=python)")
+    with pytest.raises(Sme2Error, match="tokenizer .*tok.model does not exist"):
+        config_from_options({"runners": ["llm=/bin/true,tokenizer=tok.model"]}, {}, dirs)
+    (tmp_path / "run").write_text("#!/bin/sh\n")
+    assert config_from_options({"runners": ["x=./run"]}, {}, dirs).runners == ("x=./run",)

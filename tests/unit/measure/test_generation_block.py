@@ -87,6 +87,18 @@ def test_which_programs_run_generations(monkeypatch, tmp_path):
                                         r"is over the program's limits"):
         gen_block.generation_for(Generation(64, 32, depth=512), llm, 64, 32)
     assert gen_block.generation_for(Generation(16, 8, 100), llm, 64, 32).positions == 124
+    # Named as the user named it, with the depth that fits and the documented remedy (issue
+    # 49, item 9: the export cache's path and "ask for 128 tokens or fewer" only).
+    with pytest.raises(Sme2Error) as e:
+        gen_block.generation_for(Generation(64, 32, depth=512), llm, 64, 32, "tiny_llama")
+    assert str(e.value) == (
+        "tiny_llama: depth 512 + prompt 64 + new 32 tokens is over the program's limits "
+        "(max_seq_len 128, max_context_len 128): ask for 128 tokens or fewer in all "
+        "(--sme2-context-depth 32 or less fits), or measure a model with a longer cache: "
+        "executorch:llama?max_context_len=1024 (tiny_llama's shape) in --sme2-llm-models")
+    with pytest.raises(Sme2Error, match=r"or export it with a longer cache \(export_llama "
+                                        r"--max_context_length\)"):
+        gen_block.generation_for(Generation(64, 32, depth=512), llm, 64, 32, "mine/llm.pte")
 
 
 @pytest.mark.parametrize("change, says", [

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from pytest_sme2.analysis.categories import op_name
 from pytest_sme2.analysis.isa import kernel_name_fields
 from pytest_sme2.analysis.kernel_sources import KernelSources
 from pytest_sme2.analysis.kernels import log_category, xnntrace_counts
@@ -47,7 +48,7 @@ def test_every_file_starts_with_the_kits_columns_and_goes_on_with_ours(files):
     assert list(f["s_ops_stats.csv"].columns) == OPS_STATS_COLUMNS + [
         "op", "instruction_id", "category", "delegated", "backend", "calls_per_run",
         "mean_ms_per_run", "pct_e2e", "bottleneck", "should_delegate", "op_types",
-        "module_paths"]
+        "module_paths", "below_resolution"]
     assert OPS_STATS_COLUMNS == ["model_id", "name", "type", "delegate_backend", "count",
                                  "total_ms", "avg_ms", "pct_total"]
     assert list(f["kernels.csv"].columns) == KIT_KERNEL_COLUMNS + [
@@ -171,7 +172,12 @@ def test_operator_called_several_times_a_run(tmp_path):
     ("xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_1x8c4__neondot",
      ("qs8", "qc8w", "gemm", "1x8c4", "neondot")),
     ("xnn_f32_rminmax_ukernel", ("f32", "rminmax", "", "", "")),
-    ("kai_run_matmul_clamp_f32_f32p2vlx1_f32p2vlx1biasf32_sme2_mopa", ("", "", "", "", "")),
+    # KleidiAI's names by their own scheme (issue 49, item 13: empty on QEMU before)
+    ("kai_run_matmul_clamp_f32_f32p2vlx1_f32p2vlx1biasf32_sme2_mopa",
+     ("f32", "matmul", "clamp", "", "sme2_mopa")),
+    ("kai_run_matmul_clamp_f32_qai8dxp1vlx4_qsi8cxp4vlx4_1vlx4vl_sme2_mopa",
+     ("f32", "matmul", "clamp", "1vlx4vl", "sme2_mopa")),
+    ("kai_run_lhs_imatmul_pack_x32p2vlx1_x32p_sme", ("x32p", "lhs_imatmul_pack", "", "", "sme")),
     ("", ("", "", "", "", "")),
 ])
 def test_kernel_name_fields_read_the_name_as_the_kit_does(name, fields):
@@ -214,7 +220,9 @@ def test_kernels_file_from_an_xnntrace_log(tmp_path):
     assert kernels["sme2"].tolist() == [True, False, False]
 
 
-def test_kernels_file_from_a_kernel_trace_leaves_the_logs_columns_empty(tmp_path):
+def test_kernels_file_from_a_kernel_trace_fills_the_kits_columns_from_the_names(tmp_path):
+    """On QEMU no log names the kernels: category from the name, count the operators the
+    kernel serves, the name's fields read (issue 49, item 13: 7 columns were empty)."""
     analysis = crafted_analysis()
     executed = [TracedKernel("kai_run_matmul_clamp_f32_f32p_f32p_sme2_mopa", "SME2", "kleidiai",
                              "libkai.so", 12, 7),
@@ -228,9 +236,14 @@ def test_kernels_file_from_a_kernel_trace_leaves_the_logs_columns_empty(tmp_path
     assert list(kernels.columns) == KIT_KERNEL_COLUMNS + [
         "kind", "isa", "isa_family", "sme2", "library", "blocks", "streaming_blocks"]
     assert kernels["kernel_name"].tolist() == [k.name for k in executed]
-    # the log named the second one (3 times); the first only the trace saw
-    assert kernels["category"].tolist() == ["", "gemm"]
-    assert kernels["count"].tolist() == ["", "3"]   # a column with a blank reads as text
+    # the log named the second one (3 times); the first only the trace saw: its category
+    # from its name, its count the operators of its datatype (PF32) in the ETDump
+    assert kernels["category"].tolist() == ["gemm", "gemm"]
+    served = sum(op_name(n) in ("Fully Connected (NC, PF32)", "Convolution (NHWC, PF32) IGEMM")
+                 for n in analysis.operators["name"])
+    assert kernels["count"].tolist() == [served, 3]
+    assert kernels[["dtype", "xnn_op", "variant", "arch_chain"]].values.tolist() == [
+        ["f32", "matmul", "clamp", "sme2_mopa"], ["f32", "gemm", "minmax", "neonsme"]]
     assert kernels["has_sme"].tolist() == [1, 1] and kernels["has_sme2"].tolist() == [1, 0]
     assert kernels["kind"].tolist() == ["kleidiai", "xnnpack"]
 
@@ -275,3 +288,18 @@ def test_analyze_csv_dir_writes_files_the_kits_reading_agrees_with(tmp_path, cap
     executes = timeline[timeline["name"] == "Method::execute"]
     assert executes.groupby("run_index")["duration_ms"].sum().tolist() == doc["e2e_ms"][1:]
     assert set(timeline["model_id"]) == {"m"}
+
+
+def test_an_executed_kernels_count_is_the_operators_of_its_datatype(tmp_path):
+    calls = [("delegate", 0, [("Fully Connected (NC, PF32) #1", 400),
+                              ("Fully Connected (NC, PF32) #2", 400), ("Add (ND) #1", 100)])]
+    analysis = analyze(parse_etdump(make_etdump([program_run(0, calls)])))
+    executed = [TracedKernel("kai_run_matmul_clamp_f32_f32p2vlx1_f32p2vlx1biasf32_sme2_mopa",
+                             "SME2", "kleidiai", "libkai.so", 12, 7),
+                TracedKernel("kai_run_rhs_pack_kxn_f32p2vlx1biasf32_f32_f32_sme", "SME",
+                             "kleidiai", "libkai.so", 4, 4)]
+    analysis = replace(analysis, evidence=replace(analysis.evidence, executed_kernels=executed,
+                                                  streaming_sme_blocks=11))
+    kernels = pd.read_csv(write_csvs(analysis, tmp_path, "x")[2], keep_default_na=False)
+    assert kernels[["category", "count", "xnn_op"]].values.tolist() == [
+        ["gemm", 2, "matmul"], ["pack", 0, "rhs_pack"]]

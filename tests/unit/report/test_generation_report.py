@@ -209,3 +209,19 @@ def test_llama_bench_rows_carry_the_depth():
     rows = llama_bench_rows(_blocks(_depth_doc()), [], ("abc1234", 1))
     assert [(r["n_prompt"], r["n_gen"], r["n_depth"]) for r in rows] == [
         (64, 0, 0), (0, 32, 0), (64, 0, 512), (0, 32, 512)]
+
+
+def test_every_depth_gets_its_bandwidth_line():
+    """With --sme2-context-depth 0,512 each depth is its own benchmark and gets its own line
+    (issue 49, item 5: only depth 0 had one)."""
+    from pytest_sme2.report.generation import bandwidth_lines
+    from pytest_sme2.results.traffic import DecodeTraffic
+
+    doc = _depth_doc()
+    for b in doc["benchmarks"][-2:]:
+        b["generation"]["traffic"] = DecodeTraffic(200_000, 512, 640.0, 20.0, "measured",
+                                                   whole_cache=True).to_json()
+    lines = bandwidth_lines(_blocks(doc))
+    assert [line.split(": decode reads")[0] for line in lines] == [
+        "tiny_llama 8da8w t1 native on vm", "tiny_llama 8da8w t1 native on vm at depth 512"]
+    assert "all 640 positions: plain attention reads the whole cache" in lines[1]

@@ -56,8 +56,50 @@ def test_a_row_per_phase_with_llama_bench_fields_and_types():
     decode = rows[1]      # 8da4w: 1.0 ms per token, 32 tokens, per generation
     assert decode["avg_ns"] == pytest.approx(32e6, rel=0.01)
     assert decode["avg_ts"] == pytest.approx(1000, rel=0.01)
-    prefill = rows[2]     # 8da8w: 8 ms for 64 tokens
-    assert prefill["avg_ts"] == pytest.approx(8000, rel=1e-6) and prefill["stddev_ts"] == 0
+    prefill = rows[2]     # 8da8w: 8 ms for 64 tokens, one sample per timed generation
+    assert prefill["avg_ns"] == pytest.approx(8e6, rel=1e-6)
+    assert prefill["avg_ts"] == pytest.approx(8000, rel=0.01) and prefill["stddev_ts"] > 0
+
+
+def test_samples_are_one_per_timed_generation_as_llama_bench_takes_one_per_repetition():
+    """Issue 49, item 6: tg rows carried one sample per decode step times N (960 for 30
+    generations, a 4.5 ms step read as 145 ms), pp rows one sample and stddev_ns 0."""
+    doc = llm_doc()
+    block = doc["benchmarks"][-1]                   # 8da8w: 10 timed generations
+    steps = [0.5] * 10 * 32
+    steps[5] = 4.5                                  # one slow step in the first generation
+    block["e2e_ms"] = steps
+    decode_samples = [16.0] * 10
+    decode_samples[0] = 20.0
+    block["generation"]["decode"]["samples_ms"] = decode_samples
+    rows = llama_bench_rows(load_results(doc).benchmarks, [], ("c", 1), now=NOW)
+    pp, tg = rows[2], rows[3]
+    assert len(pp["samples_ns"]) == len(tg["samples_ns"]) == 10
+    assert tg["samples_ns"] == [round(ms * 1e6) for ms in decode_samples]
+    assert pp["stddev_ns"] > 0 and tg["stddev_ns"] > 0
+    # A document written before the samples were kept: decode from its steps, N per
+    # generation, summed (not each step times N); prefill one per block.
+    for phase in ("prefill", "decode"):
+        del block["generation"][phase]["samples_ms"]
+    rows = llama_bench_rows(load_results(doc).benchmarks, [], ("c", 1), now=NOW)
+    assert rows[3]["samples_ns"] == [round(20e6)] + [round(16e6)] * 9
+    assert len(rows[2]["samples_ns"]) == 1
+
+
+def test_the_model_fields_mean_what_llama_benchs_do(tmp_path):
+    """model_filename is the model as named (llama-bench's -m, the same at every commit),
+    model_n_params what our export recorded, cpu_mask llama-bench's hex text (issue 49)."""
+    folder = tmp_path / "tiny_llama" / "8da8w-0123"
+    folder.mkdir(parents=True)
+    (folder / "model.pte").write_bytes(b"")
+    (folder / "meta.json").write_text(json.dumps({"parameters": 215360}))
+    doc = llm_doc()
+    pinned, plain = doc["benchmarks"][-2:]
+    pinned["pte"], pinned["cpu_mask"] = str(folder / "model.pte"), "f0"
+    rows = llama_bench_rows(load_results(doc).benchmarks, [], ("c", 1), now=NOW)
+    assert {r["model_filename"] for r in rows} == {"tiny_llama"}
+    assert [r["model_n_params"] for r in rows] == [215360, 215360, 0, 0]   # 0: not ours
+    assert [r["cpu_mask"] for r in rows] == ["0xf0", "0xf0", "0x0", "0x0"]
 
 
 @pytest.mark.parametrize("ext", [".sqlite", ".jsonl"])

@@ -349,3 +349,23 @@ def test_a_noisy_comparison_is_told_apart_from_a_noisy_benchmark_of_the_same_cas
                              "sme2_on): sme2_on CV")
     assert "; mobilenet_v3_small fp16 t1: python CV" in r.text
     assert "1 outlier runs" not in r.text
+
+
+def test_an_emulated_session_gets_no_advice_from_its_times():
+    """A real --device qemu session: its speed-up, shares and CVs are the emulator's, so no
+    rule that reads times fires ("Convolution ... only 1.004x faster (typically 3-15x)",
+    "sme2_on is slower", "raise --runs"); the report says why (issue 49, item 13)."""
+    import json
+    from pathlib import Path
+
+    from pytest_sme2.report.markdown.render import render_markdown
+
+    doc = json.loads((Path(__file__).parents[2] / "fakes" / "results_qemu_session.json")
+                     .read_text())
+    rules = {r.rule for r in recommendations(doc)}
+    assert not rules & {"low-compute-speedup", "noise", "sme2-no-difference", "overhead",
+                        "portable-op", "data-movement"}, rules
+    text = render_markdown(doc)
+    advice = text.split("## Actionable Recommendations", 1)[1]
+    assert "case(s) measured on an emulated CPU get no advice from their times" in advice
+    assert "no noisy runs" not in advice and "typically 3-15x" not in advice

@@ -694,3 +694,29 @@ def test_the_breakdown_says_what_tracing_added_and_shares_are_of_the_traced_e2e(
     assert row[2] == "2.136"                                    # the traced E2E
     assert sum(float(v) for v in row[3:]) == pytest.approx(100.0, abs=0.2)
     assert "operator tracing added +6.8%" in section(page(doc), "Operator Category Breakdown")
+
+
+def test_operators_under_the_clocks_resolution_are_named_above_the_breakdown():
+    """Their 0 ms is not their time: report.md says their time is in Other (issue 49)."""
+    doc = single_doc()
+    b = doc["benchmarks"][0]
+    b["operators"].append({**op("Mean (ND) #1", 0.0, 2.0, "Pooling"), "below_resolution": True})
+    text = section(page(doc), "Operator Category Breakdown")
+    assert ("python: 1 operator(s) ran under their clock's resolution (XNNPACK times its "
+            "operators in whole microseconds; every event read 0), so their time is in Other: "
+            "Mean (ND)") in text
+    assert "clock's resolution" not in section(page(single_doc()), "Operator Category Breakdown")
+
+
+def test_a_session_cut_short_says_so_first_and_names_the_test_it_cut():
+    doc = single_doc()
+    assert "Interrupted" not in render_markdown(doc)
+    doc["session"]["interrupted"] = {"by": "KeyboardInterrupt (Ctrl-C)",
+                                     "in_flight": "b.py::test_cmp", "comparison": True}
+    loaded = load_results(doc)
+    assert loaded.session.interrupted["in_flight"] == "b.py::test_cmp"
+    assert loaded.session.to_json()["interrupted"] == doc["session"]["interrupted"]
+    text = render_markdown(doc)
+    assert text.index("**Interrupted** by KeyboardInterrupt (Ctrl-C) while `b.py::test_cmp` was "
+                      "running (a comparison: the blocks it had measured are not in this "
+                      "report") < text.index("benchmark")

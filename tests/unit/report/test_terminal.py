@@ -130,9 +130,13 @@ def test_what_tracing_costs_is_said_in_the_line_only_when_it_is_loud():
     assert benchmark_line(load_results(doc).benchmarks[0]).split(" | ")[1] == (
         "operator tracing adds +52.0% here: latency from untraced runs, breakdown from traced "
         "ones")
-    # Within the timed runs' own spread (a slow spell, not tracing): not said.
+    # Within the timed runs' own spread (a slow spell makes it as well as tracing): said, with
+    # that (issue 49, item 4: tiny_llama t2's +98.65% was hidden).
     b["timing"]["traced_median_ms"] = b["p90_ms"]
-    assert "tracing" not in benchmark_line(load_results(doc).benchmarks[0])
+    assert benchmark_line(load_results(doc).benchmarks[0]).split(" | ")[1] == (
+        f"operator tracing adds +52.0% here (within the timed runs' own spread: traced median "
+        f"{b['p90_ms']:.3f} ms <= their p90 {b['p90_ms']:.3f} ms): latency from untraced runs, "
+        "breakdown from traced ones")
     # A runner that cannot run without its tracer: said in its line, whatever it cost.
     b["timing"] = {"mode": "operator-traced", "source": "ETDump"}
     assert " | timed through the operator tracer (python cannot run without it)" in \

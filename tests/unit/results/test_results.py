@@ -332,6 +332,19 @@ def test_a_blocks_timing_round_trips_and_says_what_the_breakdown_adds_up_to():
                                     "runs, breakdown from traced ones")
 
 
+def test_a_negative_tracing_cost_gets_a_word():
+    """The Python runner's clock spans a call into the bindings: its traced runs can read
+    faster than its timed ones, and report.md says what that means (issue 49, item 4)."""
+    from pytest_sme2.results.timing import UNTRACED, Timing
+
+    line = Timing(UNTRACED, "", traced_median_ms=0.1, overhead_pct=-3.6).breakdown_line()
+    assert line.startswith("operator tracing added -3.6% to Method::execute (less than nothing: "
+                           "tracing cost less than the timed runs' clock adds around "
+                           "Method::execute, or than the runs vary); the breakdown")
+    positive = Timing(UNTRACED, "", traced_median_ms=0.1, overhead_pct=3.6).breakdown_line()
+    assert "less than nothing" not in positive
+
+
 def test_the_projects_own_keys_are_typed_fields_written_under_their_old_keys():
     from pytest_sme2.results import PrecisionOutcome, UnderTest
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_sme2.measure.config import Sme2Config
 from pytest_sme2.runners.base import RunRequest
 from pytest_sme2.runners.fork_client import HEADER
 from pytest_sme2.runners.fork_server import CLIENT, ForkServer, _status
@@ -172,7 +173,6 @@ def test_python_runners_share_one_server_per_interpreter():
 
 
 def test_the_session_starts_the_server_only_for_declared_python_runners(monkeypatch):
-    from pytest_sme2.measure.config import Sme2Config
     from pytest_sme2.measure.session import BenchSession
 
     started: list[str] = []
@@ -197,7 +197,8 @@ def test_collected_benchmarks_declare_their_runners_with_the_sme2_marker():
     items = [types.SimpleNamespace(iter_markers=lambda name, m=m: iter([m] if name == "sme2"
                                                                        else []))
              for m in (marker, plain)]
-    bench = types.SimpleNamespace(start_ahead=lambda runners, points: asked.append(runners))
+    bench = types.SimpleNamespace(start_ahead=lambda runners, points: asked.append(runners),
+                                  config=Sme2Config())
     config = types.SimpleNamespace(stash={plugin.SESSION_KEY: bench},
                                    option=types.SimpleNamespace(collectonly=False))
     plugin.pytest_collection_finish(types.SimpleNamespace(items=items, config=config))
@@ -337,7 +338,8 @@ def test_the_collected_matrix_cases_are_exported_ahead_not_for_collect_only():
                                    iter_markers=lambda name: iter([]))
              for key, c in zip(("sme2_case", "sme2_case", "sme2_llm_case"), cases)]
     items.append(types.SimpleNamespace(iter_markers=lambda name: iter([])))  # no case
-    bench = types.SimpleNamespace(export_ahead=lambda points, say: asked.append(points))
+    bench = types.SimpleNamespace(export_ahead=lambda points, say: asked.append(points),
+                                  config=Sme2Config())
     for collect_only in (True, False):
         config = types.SimpleNamespace(stash={plugin.SESSION_KEY: bench},
                                        option=types.SimpleNamespace(collectonly=collect_only))
