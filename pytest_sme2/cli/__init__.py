@@ -13,6 +13,8 @@
     pytest-sme2 report RESULTS.json [--out DIR] [--no-charts]
     pytest-sme2 gate RESULTS.json --baseline-dir DIR [--fail-on-regression PCT]
                      [--allow-foreign-baseline] [--categories LIST]
+    pytest-sme2 aa MODEL [--dtype D] [--threads N] [--runner R] [--device SPEC]
+                   [--judgements N] [--threshold PCT] [--max-pairs N] [--budget S] [--json F]
     pytest-sme2 setup qemu|history [--dry-run]
     pytest-sme2 history import|report ...
     pytest-sme2 bisect [--setup CMD] [--improvement] [--resume] [--json F] GOOD BAD [PYTEST_ARGS]
@@ -27,14 +29,14 @@ import argparse
 import sys
 
 from pytest_sme2._util.text import plain
-from pytest_sme2.cli import (analyze, bisect, compare, export, fake_phone, gate, history, report,
-                             run, setup)
+from pytest_sme2.cli import (aa, analyze, bisect, compare, export, fake_phone, gate, history,
+                             report, run, setup)
 from pytest_sme2.errors import Sme2Error
 
 # One function per subcommand, each adding its parser; in the order --help lists them.
 SUBCOMMANDS = (analyze.add_parser, compare.add_parser, export.add_parser, run.add_parser,
-               report.add_parser, gate.add_parser, setup.add_parser, history.add_parser,
-               bisect.add_parser, fake_phone.add_parser)
+               report.add_parser, gate.add_parser, aa.add_parser, setup.add_parser,
+               history.add_parser, bisect.add_parser, fake_phone.add_parser)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -120,6 +120,21 @@ def test_analyze_with_a_kernel_trace_proves_sme2(tmp_path, capsys):
 # Every subcommand's options as ``build_parser`` gave them before it was split into one
 # function per subcommand: option (or positional) -> (dest, required, action).
 PARSER_BEFORE_SPLIT = {
+    "aa": {  # issue 44
+        "--budget": ("budget", False, "store"),
+        "--cache-dir": ("cache_dir", False, "store"),
+        "--device": ("device", False, "store"),
+        "--dtype": ("dtype", False, "store"),
+        "--json": ("json", False, "store"),
+        "--judgements": ("judgements", False, "store"),
+        "--max-pairs": ("max_pairs", False, "store"),
+        "--out": ("out", False, "store"),
+        "--runner": ("runner", False, "store"),
+        "--runs": ("runs", False, "store"),
+        "--threads": ("threads", False, "store"),
+        "--threshold": ("threshold", False, "store"),
+        "model": ("model", True, "store"),
+    },
     "analyze": {
         "--csv-dir": ("csv_dir", False, "store"),
         "--device-facts": ("device_facts", False, "store"),
