@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from pytest_sme2.analysis.machine_state import STRADDLE
 from pytest_sme2.history import MIN_CHANGE_PCT, require
 
 MIN_SEGMENT = 3          # commits either side: a single slow commit is noise, not a change
@@ -205,14 +206,52 @@ def describe(changed: dict[str, Any]) -> str:
 
 
 @dataclass(frozen=True)
+class OffSpeed:
+    """A commit whose sessions ran while the machine ran at another speed than the series'
+    typical (the machine-state probe's time ``ratio`` times its median): its median measures
+    the machine, so it makes no change point; the page says so instead."""
+
+    commit: str
+    order: int
+    ratio: float
+
+    def __str__(self) -> str:
+        word = "slower" if self.ratio > 1 else "faster"
+        r = self.ratio if self.ratio > 1 else 1 / self.ratio
+        return (f"commit {self.commit[:10]}: the machine ran {r:.2f}x {word} than in the rest "
+                "of the series (the machine-state probe): not used for change points")
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def off_speed(rows: pd.DataFrame) -> list[OffSpeed]:
+    """The rows (one per commit) whose probe time lies past
+    :data:`pytest_sme2.analysis.machine_state.STRADDLE` from the series' median probe time."""
+    if "probe_us" not in rows:
+        return []
+    probe = pd.to_numeric(rows["probe_us"], errors="coerce")
+    typical = probe.median()
+    if not np.isfinite(typical) or typical <= 0:
+        return []
+    out = []
+    for r, p in zip(rows.itertuples(), probe):
+        if np.isfinite(p) and max(p / typical, typical / p) > STRADDLE:
+            out.append(OffSpeed(str(r.commit), int(r.order), round(float(p / typical), 3)))
+    return out
+
+
+@dataclass(frozen=True)
 class Found:
     """One series' changes: those of at least ``min_change_pct`` (regressions and improvements)
-    and the smaller shifts, set apart."""
+    and the smaller shifts, set apart; and the commits left out because the machine ran at
+    another speed."""
 
     change_points: list[ChangePoint]
     shifts: list[ChangePoint]
     min_change_pct: float
     noise_floor_pct: float
+    off_speed: list[OffSpeed] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -241,6 +280,10 @@ def find(series: pd.DataFrame, name: str, min_change: float | None = None) -> Fo
     """Change points of one key's per-commit rows (``series.per_commit``, one key);
     ``min_change`` (percent, ``--min-change``): None for the default (``min_change_pct``)."""
     s = series.sort_values("order").reset_index(drop=True)
+    off = off_speed(s)
+    s = s[~s["order"].isin({o.order for o in off})].reset_index(drop=True)
+    if s.empty:
+        return Found([], [], MIN_CHANGE_PCT, 0.0, off)
     values = s["median_ms"].to_numpy(dtype=float)
     least = min_change_pct(values, min_change)
     kept, small = split_by_size(values, significant(values, breakpoints(values)), least)
@@ -251,4 +294,4 @@ def find(series: pd.DataFrame, name: str, min_change: float | None = None) -> Fo
     shifts = [measured.change(max([0, *[k for k in kept if k < cut]]), cut,
                               min([len(values), *[k for k in kept if k > cut]]), SHIFT)
               for cut in small]
-    return Found(changes, shifts, round(least, 2), round(noise_floor_pct(values), 2))
+    return Found(changes, shifts, round(least, 2), round(noise_floor_pct(values), 2), off)

@@ -93,9 +93,15 @@ def _svg(s: Series, commits: int) -> str:
                f"median {r.median_ms:.4g} {unit} [{r.low_ms:.4g}, {r.high_ms:.4g}], "
                f"{r.sessions} session(s)\nexecutorch {r.executorch or '?'}; "
                f"versions {json.dumps(r.versions or {})}\nSME2 {r.sme2}{gate_text(r.gate)}")
-        # A point the gate could not tell is drawn hollow: never shown as an ok point.
+        off = next((o for o in s.off_speed if o.order == r.order), None)
+        if off is not None:
+            tip += f"\n{off}"
+        # A point the gate could not tell, or one the machine's speed made, is drawn hollow:
+        # never shown as an ok point.
         hollow = ' fill="none" stroke="currentColor" class="cannot-tell"' \
             if isinstance(r.gate, dict) and r.gate.get("status") == "cannot_tell" else ""
+        if off is not None:
+            hollow = ' fill="none" stroke="currentColor" class="off-speed"'
         parts.append(f'<circle cx="{x(r.order):.1f}" cy="{y(r.median_ms):.1f}" r="2"{hollow} '
                      f'data-commit="{html.escape(_short(r.commit))}">'
                      f'<title>{html.escape(tip)}</title></circle>')

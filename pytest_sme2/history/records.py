@@ -49,6 +49,7 @@ class PointRecord:
     export_key: str = ""
     executorch: str = ""
     gate: dict[str, Any] | None = None    # gate_of(): the verdict, when it was compared
+    probe_us: float | None = None         # the machine-state probe's median over the blocks
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,14 @@ def point(blocks: list[BlockResult]) -> PointRecord:
         categories_ms=categories,
         sme2=str(evidence.sme2) if evidence else "unknown",
         export_key=first.export_key,
-        executorch=str(first.device.executorch or ""), gate=gate_of(first.judgement))
+        executorch=str(first.device.executorch or ""), gate=gate_of(first.judgement),
+        probe_us=_probe_level(blocks))
+
+
+def _probe_level(blocks: list[BlockResult]) -> float | None:
+    """The machine's speed in this session as the probe saw it: its median over the blocks."""
+    levels = [b.probe.level for b in blocks if b.probe is not None and b.probe.before_us]
+    return round(float(statistics.median(levels)), 3) if levels else None
 
 
 def gate_of(j: Judgement | None) -> dict[str, Any] | None:

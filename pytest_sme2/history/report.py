@@ -38,6 +38,8 @@ class Series:
     min_change_pct: float = changepoints.MIN_CHANGE_PCT
     noise_floor_pct: float = 0.0
     unit: str = UNIT
+    # Commits whose sessions ran while the machine ran at another speed: no change point.
+    off_speed: list[changepoints.OffSpeed] = field(default_factory=list)
 
     def points_json(self) -> list[dict[str, Any]]:
         return [{"commit": r.commit, "order": int(r.order), "median_ms": round(r.median_ms, 6),
@@ -80,6 +82,7 @@ class HistoryReport:
                             "runner": s.runner, "emulated": s.emulated, "unit": s.unit,
                             "min_change_pct": s.min_change_pct,
                             "noise_floor_pct": s.noise_floor_pct,
+                            "off_speed": [o.to_json() for o in s.off_speed],
                             "points": s.points_json()} for s in self.series]}
 
     def bisect_commands(self) -> list[str]:
@@ -97,6 +100,13 @@ class HistoryReport:
         if self.change_points:
             lines += ["", "To find each change point's commit, from the repository's root:", ""]
             lines += [f"    {cmd}" for cmd in self.bisect_commands()]
+        off = [(s, o) for s in self.series for o in s.off_speed]
+        if off:
+            lines += ["", "## Sessions at another machine speed", "",
+                      "The machine-state probe says these commits' sessions ran while the "
+                      "machine ran at another speed: their medians measure the machine, so they "
+                      "make no change point.", ""]
+            lines += [f"- {s.name}: {o}" for s, o in off]
         if self.shifts:
             lines += ["", f"## Shifts below {least}", "",
                       "Real (their 95% interval clears zero) but smaller than the minimum "
@@ -159,6 +169,6 @@ def build(points: pd.DataFrame, filters: Filters | None = None,
                              str(first["dtype"]), int(first["threads"]), str(first["runner"]),
                              bool(first["emulated"]), g.reset_index(drop=True),
                              found.change_points, found.shifts, found.min_change_pct,
-                             found.noise_floor_pct))
+                             found.noise_floor_pct, off_speed=found.off_speed))
     series.sort(key=lambda s: s.name)
     return HistoryReport(filters, commits, series, min_change)

@@ -12,7 +12,7 @@ from sqlalchemy import (JSON, Boolean, Column, Float, ForeignKey, Integer, MetaD
                         Table, Text, UniqueConstraint)
 
 # Bump on any change a reader of the old layout would misread; add a step to MIGRATIONS.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 metadata = MetaData()
 
@@ -63,9 +63,13 @@ points = Table(
     # The gate's end-to-end verdict on it (status, ratio and interval, pairs); None: not
     # compared, or recorded before schema 2.
     Column("gate", JSON),
+    # The machine-state probe's median time (µs) over its blocks: the machine's speed in that
+    # session; None: not probed, or recorded before schema 3.
+    Column("probe_us", Float),
 )
 
 # version -> SQL statements taking a store from the version before it to this one.
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     2: ("ALTER TABLE sme2_points ADD COLUMN gate JSON",),
+    3: ("ALTER TABLE sme2_points ADD COLUMN probe_us FLOAT",),
 }

@@ -11,6 +11,7 @@ COLUMNS = ["id", "session_id", "key_digest", "key", "device", "model", "dtype", 
            "runner", "emulated", "median_ms", "block_medians_ms", "runs_ms", "under_test",
            "instructions",
            "load_ms", "peak_rss_kb", "categories_ms", "sme2", "export_key", "executorch", "gate",
+           "probe_us",
            "uid", "commit_sha", "branch", "time", "ci_run", "host", "versions"]
 UNKNOWN_COMMIT = "unknown"
 
@@ -57,6 +58,8 @@ def per_commit(points: pd.DataFrame) -> pd.DataFrame:
     p = points.assign(commit=points["commit_sha"].fillna(UNKNOWN_COMMIT))
     if "gate" not in p:              # points from before the store kept the gate's verdict
         p["gate"] = None
+    if "probe_us" not in p:          # ... or the machine-state probe's time
+        p["probe_us"] = None
     # Sessions without a commit stay apart (one "commit" each), placed by their time.
     p.loc[p["commit_sha"].isna(), "commit"] = UNKNOWN_COMMIT + "@" + p["time"]
     first_seen = p.groupby("commit")["time"].min().sort_values()
@@ -71,6 +74,7 @@ def per_commit(points: pd.DataFrame) -> pd.DataFrame:
                    "export_key", "executorch", "branch", "time", "versions", "categories_ms",
                    "instructions", "order", "key", "gate"]].last()
     pooled = groups.agg(median_ms=("median_ms", "median"), low_ms=("low_ms", "min"),
-                        high_ms=("high_ms", "max"), sessions=("uid", "size"))
+                        high_ms=("high_ms", "max"), sessions=("uid", "size"),
+                        probe_us=("probe_us", "median"))
     rows = last.join(pooled).reset_index()
     return rows.sort_values(["key_digest", "order"]).reset_index(drop=True)

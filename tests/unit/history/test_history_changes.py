@@ -216,3 +216,27 @@ def test_cli_min_change(tmp_path, capsys):
         main(["history", "report", "--store", store, "--min-change", "-1"])
     assert e.value.code == 2
     assert "--min-change: a percentage of 0 or more, got '-1'" in capsys.readouterr().err
+
+
+def test_sessions_the_probe_says_ran_at_another_speed_make_no_change_point():
+    """Issue 44: 24 sessions of unchanged toy_cnn over 24 commits, recorded on a machine that
+    switched speed, gave two false change points (-24.6%, +27.9%). Their probe times moved
+    with them: those commits are set apart and said, not called."""
+    values = quiet(step=1.0, seed=3)
+    speed = np.ones(24)
+    speed[8:12], speed[16:20] = 1.28, 0.76
+    f = frame({"toy_cnn": values * speed})
+    without = report.build(f)
+    assert without.change_points                       # the machine's speed, read as changes
+    f["probe_us"] = 14.0 * speed
+    built = report.build(f)
+    assert built.change_points == [] and built.shifts == []
+    [s] = built.series
+    assert [o.order for o in s.off_speed] == [*range(8, 12), *range(16, 20)]
+    assert str(s.off_speed[0]) == (f"commit {sha(8)[:10]}: the machine ran 1.28x slower than in "
+                                   "the rest of the series (the machine-state probe): not used "
+                                   "for change points")
+    md = built.to_markdown()
+    assert "## Sessions at another machine speed" in md and "1.32x faster" in md
+    assert built.to_json()["series"][0]["off_speed"][0]["ratio"] == 1.28
+    assert page.render(built).count('class="off-speed"') == 8
