@@ -27,7 +27,7 @@ from pytest_sme2.emulation.wheel import target_executorch_dir
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate.policy import DEFAULT_THRESHOLD_PCT, GatePolicy
 from pytest_sme2.gate.junit import junit_properties
-from pytest_sme2.gate.ab import Pairs, judge_ab
+from pytest_sme2.gate.ab import Pairs, judge_ab, judge_pairs
 from pytest_sme2.gate.decide import PairBudget, decide, until_told
 from pytest_sme2.gate.levels import (CANNOT_TELL, IMPROVEMENT, NO_CHANGE, REGRESSION,
                                      judge_levels)
@@ -95,7 +95,7 @@ __all__ = [
     "judge_levels", "REGRESSION", "DEFAULT_THRESHOLD_PCT", "paired_ratio", "Interval",
     "hodges_lehmann", "t_quantile",
     "IMPROVEMENT", "NO_CHANGE", "CANNOT_TELL", "decide", "until_told", "PairBudget", "Pairs",
-    "judge_ab",
+    "judge_ab", "judge_pairs",
     # the history store
     "open_store", "import_files",
     # operator categories (plugins' rules)

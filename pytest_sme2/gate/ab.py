@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from statistics import median
 from typing import Callable, Sequence
 
-from pytest_sme2.analysis.machine_state import straddle, typical_levels
+from pytest_sme2.analysis.machine_state import straddle
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate.decide import decide, unresolved
 from pytest_sme2.gate.levels import PREFILL, TTFT, Judgement, not_compared
@@ -87,14 +87,22 @@ def pairs_of(base: Sequence[BlockResult], candidate: Sequence[BlockResult],
     """Each pair's ``value`` (by default its end-to-end median), base block ``i`` beside
     candidate block ``i``, with the pairs the machine-state probe saw straddle two speeds."""
     n = min(len(base), len(candidate))
-    # each side's probe against its own typical one: two runners time the probe differently
-    sb = typical_levels([b.probe for b in base[:n]], [0] * n)
-    sc = typical_levels([c.probe for c in candidate[:n]], [0] * n)
-    seen = [straddle(b.probe, c.probe, x or 1.0, y or 1.0)
-            for b, c, x, y in zip(base[:n], candidate[:n], sb, sc)]
+    scale = probe_scale(base[:n], candidate[:n])
+    seen = [straddle(b.probe, c.probe, 1.0, scale) for b, c in zip(base[:n], candidate[:n])]
     return Pairs(tuple(value(b) for b in base[:n]), tuple(value(c) for c in candidate[:n]),
                  tuple(i for i, s in enumerate(seen) if s),
                  max((s for s in seen if s), default=1.0))
+
+
+def probe_scale(base: Sequence[BlockResult], candidate: Sequence[BlockResult]) -> float:
+    """How much slower the candidate's runner times the probe than the base's at one machine
+    speed (1.0 for one runner; the Python runtime adds its binding's microseconds): the median
+    over the probed pairs of their probe ratio. Most pairs run both blocks at one speed, and
+    the ABBA order makes the others straddle either way, so the median is the runners'."""
+    ratios = [c.probe.level / b.probe.level for b, c in zip(base, candidate)
+              if b.probe is not None and c.probe is not None and b.probe.before_us
+              and c.probe.before_us and b.probe.level > 0]
+    return float(median(ratios)) if ratios else 1.0
 
 
 def line(threshold_pct: float) -> float:

@@ -50,6 +50,9 @@ INTERNAL = {
     "llm_runner_overhead": {"pytest_sme2.runners.native.cmake:SOURCE_DIR",
                             "pytest_sme2.runners.native.cmake:executorch_cmake_dir"},
     "regression_gate_evaluation_time_gates": {"pytest_sme2.gate.robust:judge_robust"},
+    "machine_speed": {"pytest_sme2.analysis.latency:latency_stats",    # a block as a runner's
+                      "pytest_sme2.baselines.store:save",              # the stored gate's A/A
+                      "pytest_sme2.results.machine:ProbeReading"},     # the probe's readings
     "sampled_vs_traced": {"pytest_sme2.analysis.addresses:kernel_key"},
     "tracing_cost": {"pytest_sme2.analysis.timing:process_runs"},
     "wheel_kernels": {"pytest_sme2.analysis.kernel_map:library_kernels",
