@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from pytest_sme2.gate.policy import DEFAULT_MAX_PAIRS, DEFAULT_PRECISION_BUDGET_S
-from pytest_sme2.results.judgement import (CANNOT_TELL, IMPROVEMENT, NO_CHANGE, REGRESSION,
-                                           Judgement)
+from pytest_sme2.results.judgement import (CANNOT_TELL, IMPROVEMENT, LOAD, MEMORY, NO_CHANGE,
+                                           REGRESSION, TIME, Judgement)
 from pytest_sme2.stats import DEFAULT_MARGIN, Interval
 
 START_PAIRS = 6          # the first look (the fewest pairs a 95% signed-rank interval needs)
@@ -101,15 +101,24 @@ def unresolved(ratio: Interval, pairs: int, threshold_pct: float, what: str = "p
             f"{tail})")
 
 
-def floor_remedy(floor_pct: float, threshold_pct: float) -> str:
+# The option whose threshold a measure is judged at; end to end and an LLM's phases are the
+# ones the gate can also judge in pairs against the base program.
+THRESHOLD_OPTION = {LOAD: "--sme2-load-threshold", MEMORY: "--sme2-memory-threshold"}
+
+
+def floor_remedy(floor_pct: float, threshold_pct: float, measure: str = TIME) -> str:
     """What resolves a stored gate whose sessions drift more than the change to detect — more
     blocks of this session cannot: ``the baseline's sessions drift 45% between themselves,
-    more than the 10% to detect; to judge 10% here, ...``."""
+    more than the 10% to detect; to judge it, ...`` (load and memory are judged against the
+    stored sessions only: no pairs for them)."""
+    option = THRESHOLD_OPTION.get(measure, "--fail-on-regression")
+    pairs = "" if measure in THRESHOLD_OPTION else (
+        "record the baseline again on the base commit with --save-baseline (it keeps the base "
+        "program, which the gate then re-measures beside yours in pairs), or ")
     return (f"the baseline's sessions drift {floor_pct:.0f}% between themselves, more than the "
             f"{threshold_pct:g}% to detect, and more blocks of this session cannot narrow that; "
-            "to judge it, record the baseline again on the base commit with --save-baseline "
-            "(it keeps the base program, which the gate then re-measures beside yours in "
-            f"pairs), or raise --fail-on-regression above {floor_pct:.0f}%")
+            f"to judge it, {pairs}raise {option} above {floor_pct:.0f}%, or record the baseline "
+            "on a quieter machine")
 
 
 @dataclass(frozen=True)

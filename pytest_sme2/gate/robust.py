@@ -94,7 +94,7 @@ def judge_robust(judge: Callable[..., Judgement], base_sessions: Sequence[Sequen
         notes.append(f"noise floor {j.noise_floor_pct:.0f}% ({full * 100:.0f}% with it) "
                      f"because {', '.join(map(str, out))} (left out)")
     if j.noise_floor_pct > threshold_pct:
-        notes.append(floor_remedy(j.noise_floor_pct, threshold_pct))
+        notes.append(floor_remedy(j.noise_floor_pct, threshold_pct, j.measure))
     if not notes:
         return j
     return replace(j, reason=j.reason + "; " + "; ".join(notes))

@@ -28,6 +28,7 @@ from pytest_sme2.baselines import store as baseline_store
 from pytest_sme2 import units
 from pytest_sme2.baselines.key import BaselineKey, under_test_of
 from pytest_sme2.gate.policy import DEFAULT_THRESHOLD_PCT, GatePolicy
+from pytest_sme2.gate.decide import floor_remedy, unresolved
 from pytest_sme2.gate.robust import judge_robust
 from pytest_sme2.results import BlockResult, UnderTest
 from pytest_sme2.results.under_test import VERSIONED
@@ -114,7 +115,8 @@ class GateReport:
         regressions = [j.reason for j in self.regressions if j.enforced]
         if regressions:
             return "regression against the baseline: " + "; and ".join(regressions)
-        unresolved = [j.reason for j in self.judgements if j.unresolved and j.enforced]
+        unresolved = [_unresolved_line(j) for j in self.judgements
+                      if j.unresolved and j.enforced]
         if unresolved and policy.on_unresolved == "fail":
             return ("--sme2-on-unresolved fail: " + "; and ".join(unresolved))
         foreign = list(dict.fromkeys(j.reason for j in self.judgements if j.foreign))
@@ -147,6 +149,17 @@ class GateReport:
         """Several benchmarks judged in one test (the two sides of a comparison), as one."""
         return cls(tuple(j for r in reports for j in r.judgements),
                    sum(r.blocks for r in reports), any(r.confirmed for r in reports))
+
+
+def _unresolved_line(j: Judgement) -> str:
+    """A "cannot tell" in one short line: the verdict, and what would resolve it (results.json
+    and report.md keep the whole reason)."""
+    if j.ratio is not None and j.against != "baseline":
+        return f"{j.summary}: {unresolved(j.ratio, j.current_blocks, j.threshold_pct)}"
+    floor = j.noise_floor_pct or 0.0
+    if floor >= j.threshold_pct:
+        return f"{j.summary}: {floor_remedy(floor, j.threshold_pct, j.measure)}"
+    return f"{j.summary}: {j.threshold_pct:g}% is not resolvable against the stored baseline"
 
 
 def _category_names(policy: GatePolicy, results: Sequence[BlockResult]) -> list[str]:

@@ -107,14 +107,14 @@ class Judging:
         self.hands.tell(len(blocks))
         return blocks[-1]
 
-    def judge(self) -> GateReport:
+    def judge(self, quiet: bool = False) -> GateReport:
         """The gate on the runner's blocks; confirmation blocks, measured when a regression
         is suspected, join ``blocks``. A line says what changed under test since the
-        baseline."""
+        baseline (``quiet``: the caller says more of it, once)."""
         report = gate.run_with_confirmation(self.side, self.more_block,
                                             self.hands.config.baseline_dir, self.policy,
                                             self.hands.progress)[1]
-        if report.e2e.changed_since_baseline:       # what the test changed, and its cost
+        if report.e2e.changed_since_baseline and not quiet:   # what changed, and its cost
             self.say(report.e2e.summary)
         return report
 
@@ -169,15 +169,19 @@ class Judging:
         fail CI by itself), else, on "cannot tell", more blocks of the candidate while the
         baseline's noise floor leaves the threshold resolvable; the verdict says which."""
         blocks, policy = self.blocks, self.policy
-        report = self.judge()
+        report = self.judge(quiet=True)
         doubt = report.e2e.unresolved or report.e2e.regressed
         if not doubt or policy.confirm_blocks <= 0 or blocks[0].emulated:
+            if report.e2e.changed_since_baseline:     # one line: what changed, its verdict
+                self.say(report.e2e.summary)
             return report                   # emulated times say nothing: no pairs for them
         base = self.ab_base()
         if not base.missing:
             self.say(f"{report.e2e.summary}: re-measuring the base program in interleaved "
                      "pairs until told")
             return self.judge_ab(base, fresh=True)
+        if report.e2e.changed_since_baseline:
+            self.say(report.e2e.summary)
         if report.e2e.regressed:
             return report
         floor = report.e2e.noise_floor_pct or 0.0
@@ -245,8 +249,9 @@ class Judging:
         are judged, never recorded."""
         run, blocks, policy = self.run, self.blocks, self.policy
         first = len(blocks) if fresh else 0
+        # Its lines are the verdict's: the base program's own import says nothing of its own.
         base_run = replace(run, model=base.pte or run.model,
-                           dtype=AS_EXPORTED if base.pte else run.dtype)
+                           dtype=AS_EXPORTED if base.pte else run.dtype, progress=None)
 
         def measure_base(i: int) -> BlockResult:
             try:

@@ -30,7 +30,7 @@ def _why(j: Judgement) -> str:
     why = (f"{j.threshold_pct:g}% is not resolvable against the stored baseline (ratio "
            f"{j.ratio}; its noise floor {floor:.1f}%)")
     if floor >= j.threshold_pct:
-        why += f": {floor_remedy(floor, j.threshold_pct)}"
+        why += f": {floor_remedy(floor, j.threshold_pct, j.measure)}"
     return why
 
 

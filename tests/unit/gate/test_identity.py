@@ -74,3 +74,11 @@ def test_the_floor_remedy_names_what_works():
                            "the 10% to detect")
     assert "record the baseline again on the base commit with --save-baseline" in text
     assert "raise --fail-on-regression above 45%" in text
+
+
+def test_load_and_memory_name_their_own_threshold_and_no_pairs():
+    from pytest_sme2.results.judgement import LOAD
+
+    text = floor_remedy(88.0, 25, LOAD)
+    assert "raise --sme2-load-threshold above 88%" in text
+    assert "--fail-on-regression" not in text and "pairs" not in text
