@@ -49,7 +49,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def export_cache(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("exports")
+    """The session's export cache, holding the machine-state probe's program already: every
+    host session times it around its blocks (and must not be seen exporting it)."""
+    from pytest_sme2.programs.export import export_model
+
+    cache = tmp_path_factory.mktemp("exports")
+    export_model("machine_probe", "fp32", cache)
+    return cache
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from pytest_sme2.analysis.machine_state import machine_of
+from pytest_sme2.analysis.machine_state import PROBE_MODEL, machine_of
 from pytest_sme2.measure import cost as session_cost
 from pytest_sme2.measure.config import Sme2Config
 from pytest_sme2.devices.base import Device
@@ -213,6 +213,8 @@ class BenchSession:
         from pytest_sme2.programs.ahead import default_jobs, export_ahead  # pool: not at start-up
 
         jobs = self.config.export_jobs or default_jobs()
+        if self.settings.probe != "off":     # the machine-state probe's program, with them
+            points = [*points, (PROBE_MODEL, "fp32")]
         if jobs > 1 and not self.settings.reexport:
             export_ahead(points, self.settings.cache_dir, jobs, progress)
 

@@ -68,6 +68,13 @@ def test_runs_benchmark_prints_latency_and_writes_results(bench_dir, export_cach
     assert executes.groupby("run_index")["duration_ms"].sum().tolist() == pytest.approx(
         from_trace[2:], abs=1e-9)
     assert set(timeline["model_id"]) == {"toy_cnn_fp32_t1_native"}
+    # The machine-state probe, timed in the block's own process at both ends of its runs
+    # (issue 44), and the session's reading of the machine.
+    probe = b["probe"]
+    assert len(probe["before_us"]) == len(probe["after_us"]) == 24
+    assert all(v > 0 for v in probe["before_us"] + probe["after_us"])
+    machine = doc["session"]["machine"]
+    assert machine["probed_blocks"] == 1 and machine["note"] == ""
 
 
 def test_without_a_native_runner_benchmarks_use_python_and_say_why(bench_dir, export_cache,

@@ -232,3 +232,22 @@ def test_a_comparison_that_cannot_tell_doubles_its_pairs_until_told():
     done = benchmarking.compare(session, "off", "on", "toy_cnn")
     assert len(done.comparison.base_blocks) == 3 and done.comparison.verdict == "cannot tell"
     assert done.comparison.stopped_by == "the most pairs asked (3, --sme2-max-pairs)"
+
+
+def test_each_side_of_a_comparison_is_judged_as_any_benchmark_pairs_included(monkeypatch):
+    """Issue 49: a comparison's sides were judged against their stored baselines by more
+    blocks only, so a 41% slowdown read "cannot tell" and passed; each side now goes the way
+    of any benchmark, a verdict in doubt confirmed in pairs against the kept base program."""
+    from pytest_sme2.gate.rule import GateReport
+    from pytest_sme2.measure.judging import Judging
+
+    judged = []
+
+    def judge_stored(self):
+        judged.append((self.runner, self.side_label, len(self.side)))
+        return GateReport.unjudged("not judged: stand-in")
+
+    monkeypatch.setattr(Judging, "judge_stored", judge_stored)
+    session = _PairSession(None, blocks=6)
+    benchmarking.compare(session, "off", "on", "toy_cnn")
+    assert judged == [("off", True, 6), ("on", True, 6)]
