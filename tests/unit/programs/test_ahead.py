@@ -88,4 +88,6 @@ def test_the_session_exports_ahead_unless_asked_not_to(monkeypatch):
             session.export_ahead(point)
         finally:
             session.close()
-    assert calls == [(point, 2), (point, 3)]      # not with 1 job, nor with --sme2-reexport
+    # not with 1 job, nor with --sme2-reexport; the machine-state probe's program with them
+    with_probe = point + [("machine_probe", "fp32")]
+    assert calls == [(with_probe, 2), (with_probe, 3)]
