@@ -68,28 +68,32 @@ LAYER_ROLES: dict[int, tuple[str, str]] = {
     1: ("readers", "files and statistics, no torch: readers/ (etdump, etrecord, tensorfile, "
                    "pte_program), stats"),
     2: ("records", "what results.json stores (records, latency, block, comparison, judgement, "
-                   "pooling, document...); the one loader. It does not import analysis/"),
+                   "machine, pooling, document...); the one loader. It does not import "
+                   "analysis/"),
     3: ("analysis", "an ETDump's meaning: latency, categories, operators, isa (kernel naming), "
                     "kernels (the SME and SME2 verdicts, dispatch bugs), kernel_map (category "
                     "and ISA family of a kernel), addresses, kernel_trace (QEMU), "
-                    "kernel_sample, generation, startup, summary, diff"),
+                    "kernel_sample, generation, startup, summary, diff, machine_state (the "
+                    "probe's speeds, modes, straddled pairs)"),
     4: ("under test and judged against", "programs/ (export, recipes, .pte, library models, "
                                          "LLMs, the scheme table); baselines/ (key, store, the "
                                          "base programs)"),
-    5: ("the gate", "the judgement: rule, robust, ab, policy (GatePolicy), junit"),
+    5: ("the gate", "the judgement: decide (the four verdicts), rule (the stored gate, the "
+                    "identity rule), robust, ab (the paired rule), policy (GatePolicy), junit"),
     6: ("runners", "what runs a .pte: runners/ (base, spec, python + fork server, binary, "
                    "native/); device_programs/ (preload.c, sme2_probe.c, hwcaps); emulation/ "
                    "(QEMU, the cross toolchain, the aarch64 wheel)"),
     7: ("devices", "where it runs: devices/ (base, kinds, registry, facts, host, qemu, android/, "
-                   "thermal); fakephone/; instructions/ (valgrind, callgrind, count)"),
+                   "thermal, beside: the session's own work beside a block); fakephone/; "
+                   "instructions/ (valgrind, callgrind, count)"),
     8: ("history, hooks", "history over commits (history/); the hooks plugins implement "
                           "(hookspec)"),
     9: ("the loop", "measure/: the benchmark loop as library code (options, config, session, "
-                    "matrix, block, pairs, benchmark, judging, comparison, precision, "
-                    "artifacts/)"),
+                    "matrix, block, pairs, benchmark, judging, comparison, precision, aa (A/A "
+                    "calibration), artifacts/)"),
     10: ("report, provision, bisect", "report/ (outputs, markdown/, terminal, digest, "
                                       "grouping, recommend/, etdump_diff, benchmark_json, "
-                                      "github); provision/ (apt, qemu, history: what the "
+                                      "github, machine_notes, analysis_text); provision/ (apt, qemu, history: what the "
                                       "machine needs, called by cli/ alone); bisect/ (git "
                                       "worktrees, each commit's programs, the search, the "
                                       "paired comparisons, the state file)"),
