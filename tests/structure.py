@@ -93,8 +93,9 @@ LAYER_ROLES: dict[int, tuple[str, str]] = {
                     "calibration), artifacts/)"),
     10: ("report, provision, bisect", "report/ (outputs, markdown/, terminal, digest, "
                                       "grouping, recommend/, etdump_diff, benchmark_json, "
-                                      "github, machine_notes, analysis_text); provision/ (apt, qemu, history: what the "
-                                      "machine needs, called by cli/ alone); bisect/ (git "
+                                      "github, machine_notes, analysis_text); provision/ "
+                                      "(apt, qemu, history: what the machine needs, called "
+                                      "by cli/ alone); bisect/ (git "
                                       "worktrees, each commit's programs, the search, the "
                                       "paired comparisons, the state file)"),
     11: ("edges", "pytest (plugin/), the command line (cli/, one module per command), the "

@@ -53,7 +53,8 @@ from pytest_sme2.errors import Sme2Error
 from pytest_sme2.device_programs.hwcaps import (HWCAP2_CLEAR_ENV, MAPS_OUT_ENV, MASKS,
                                                 SAMPLE_OUT_ENV, mask_bits, mask_problem)
 from pytest_sme2._util.locking import file_lock
-from pytest_sme2.runners.native.bundle import GlibcBundle, glibc_bundle, is_glibc_program
+from pytest_sme2.runners.native.bundle import (GlibcBundle, glibc_bundle, is_glibc_program,
+                                              loader_failed)
 from pytest_sme2.runners.base import Runner, RunnerError, RunOutcome, RunRequest
 from pytest_sme2.readers.pte_data import program_digest
 from pytest_sme2.readers.tensorfile import sidecar
@@ -266,10 +267,13 @@ class AndroidDevice(DeviceBase):
                                    request.inputs.name)
         # replace(), not a new RunRequest: every other field (threads, runs, an LLM's
         # generation) reaches the phone as the caller asked.
+        # The machine-state probe's program: kept like a program, by its content.
+        probe = PurePosixPath(CACHE_DIR, f"probe-{file_sha256(request.probe)[:16]}",
+                              request.probe.name) if request.probe else None
         return replace(
             request,
             pte=program / request.pte.name,
-            data=program / request.data.name if request.data else None,
+            data=program / request.data.name if request.data else None, probe=probe,
             etdump=out / request.etdump.name, inputs=inputs,
             outputs=out / request.outputs.name if request.outputs else None,
             kernel_trace=None,
@@ -284,10 +288,11 @@ class AndroidDevice(DeviceBase):
 
     def _data_pushes(self, request: RunRequest, device: RunRequest) -> list[Push]:
         # The program's folder is named by its content: checked on the phone by size.
-        pushes = [Push(request.pte, str(device.pte), 0o644, file_sha256(request.pte), True)]
-        if request.data and device.data:     # the weights beside it, pushed once per content
-            pushes.append(Push(request.data, str(device.data), 0o644, file_sha256(request.data),
-                               True))
+        # The program, its weights beside it and the machine-state probe's program: each once
+        # per content.
+        pushes = [Push(local, str(remote), 0o644, file_sha256(local), True)
+                  for local, remote in ((request.pte, device.pte), (request.data, device.data),
+                                        (request.probe, device.probe)) if local and remote]
         if request.inputs and device.inputs:
             folder = device.inputs.parent
             group = [request.inputs] + [p for p in [sidecar(request.inputs)] if p.is_file()]
@@ -420,20 +425,6 @@ class AndroidDevice(DeviceBase):
             except (EOFError, OSError, AdbError):
                 return False
         return res.returncode == 0
-
-
-# What the glibc loader, the kernel or the phone's shell say when the loader cannot start the
-# runner (our runner's own failures are one line of its own and never look like these).
-_LOADER_FAILURE = re.compile(
-    r"ld-linux-aarch64\.so\.1\S*:.*(?:Permission denied|not found|cannot)|"
-    r"error while loading shared libraries|kernel too old|Exec format error|"
-    r"cannot execute binary file")
-
-
-def loader_failed(rc: int, stderr: str) -> bool:
-    """The loader (not the runner) failed: an exec failure (126/127), a seccomp kill
-    (SIGSYS) or a loader-shaped complaint."""
-    return rc in (126, 127, 128 + signal.SIGSYS) or bool(_LOADER_FAILURE.search(stderr))
 
 
 def _explain(stderr: str) -> str | None:

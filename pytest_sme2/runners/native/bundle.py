@@ -19,6 +19,8 @@ A user's NDK build of ``executor_runner`` is a bionic program: it runs directly,
 from __future__ import annotations
 
 import functools
+import re
+import signal
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Sequence
@@ -114,3 +116,17 @@ def glibc_bundle(files: Sequence[Path], sysroot_lib: Path,
         by_name[GLIBC_LOADER] = loader
     rest = sorted((p for n, p in by_name.items() if n != given[0].name), key=lambda p: p.name)
     return GlibcBundle((given[0], *rest), preload)
+
+
+# What the glibc loader, the kernel or the phone's shell say when the loader cannot start the
+# runner (our runner's own failures are one line of its own and never look like these).
+_LOADER_FAILURE = re.compile(
+    r"ld-linux-aarch64\.so\.1\S*:.*(?:Permission denied|not found|cannot)|"
+    r"error while loading shared libraries|kernel too old|Exec format error|"
+    r"cannot execute binary file")
+
+
+def loader_failed(rc: int, stderr: str) -> bool:
+    """The loader (not the runner) failed: an exec failure (126/127), a seccomp kill
+    (SIGSYS) or a loader-shaped complaint."""
+    return rc in (126, 127, 128 + signal.SIGSYS) or bool(_LOADER_FAILURE.search(stderr))
