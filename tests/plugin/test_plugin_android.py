@@ -47,9 +47,29 @@ def test_benchmark_on_the_phone_records_its_facts(phone_session, pytester, fake_
     tmp = fake_android.root / "data" / "local" / "tmp"
     assert [p.name for p in tmp.iterdir() if p.name.startswith("pytest-sme2-")] == [
         "pytest-sme2-cache"]
+    # (and the machine-state probe's program: the fake phone passes for a real one)
     assert sorted(p.name[:6] for p in (tmp / "pytest-sme2-cache").iterdir()) == [
-        "model-", "runner"]
+        "model-", "probe-", "runner"]
     assert (pytester.path / "sme2-report" / "report.md").is_file()
+
+
+def test_the_probe_reaches_a_phone_with_the_program_and_runs_beside_it(phone_session, pytester,
+                                                                        fake_android):
+    """A phone times the machine-state probe in the runner's process (DVFS, a little core):
+    its program is pushed once, by content, and read back per block; off leaves it out."""
+    res = phone_session("native", "--sme2-probe=on")
+    res.assert_outcomes(passed=1)
+    (b,) = json.loads((pytester.path / "sme2-report" / "results.json").read_text())["benchmarks"]
+    assert len(b["probe"]["before_us"]) == len(b["probe"]["after_us"]) == 24
+    cache = fake_android.root / "data" / "local" / "tmp" / "pytest-sme2-cache"
+    [folder] = [p for p in cache.iterdir() if p.name.startswith("probe-")]
+    [program] = list(folder.iterdir())
+    pushed = program.stat().st_mtime_ns
+    phone_session("native", "--sme2-probe=on").assert_outcomes(passed=1)
+    assert program.stat().st_mtime_ns == pushed            # there already: not pushed again
+    phone_session("native", "--sme2-probe=off").assert_outcomes(passed=1)
+    (b,) = json.loads((pytester.path / "sme2-report" / "results.json").read_text())["benchmarks"]
+    assert "probe" not in b
 
 
 def test_python_runner_on_the_phone_fails_clearly(phone_session):
