@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pytest_sme2.device_programs import parse_probe
 from pytest_sme2.devices.facts import DeviceFacts
-from pytest_sme2.emulation import cache_root
+from pytest_sme2._util.buildcache import cache_root
 
 BUFFER_MB = 128
 REPEATS = 5
