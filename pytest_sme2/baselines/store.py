@@ -17,7 +17,6 @@ import json
 import math
 import os
 import re
-import subprocess
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import Any, Iterable, Sequence
 from pytest_sme2.baselines import programs as base_programs
 from pytest_sme2.baselines.key import MEASURE_TIME, BaselineKey, under_test_of
 from pytest_sme2.errors import Sme2Error
+from pytest_sme2._util.checkout import head_commit
 from pytest_sme2._util.locking import folder_lock
 from pytest_sme2.results import BlockResult, DeviceFacts, UnderTest, atomic_write_text
 from pytest_sme2.results.device import sme_class
@@ -293,17 +293,6 @@ def find(baseline_dir: Path, key: BaselineKey) -> Lookup:
 # -- writing ---------------------------------------------------------------------------------
 
 
-def git_commit(cwd: Path | None = None, timeout_s: float = 5.0) -> str | None:
-    """HEAD of the repository around ``cwd``, or None (not a repo, no git, too slow)."""
-    try:
-        proc = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True,
-                              text=True, timeout=timeout_s)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    sha = proc.stdout.strip()
-    return sha if proc.returncode == 0 and re.fullmatch(r"[0-9a-f]{40,64}", sha) else None
-
-
 def _versions(result: BlockResult) -> dict[str, str]:
     out = {pkg: v for pkg in ("torch", "torchao") if (v := package_version(pkg)) != "missing"}
     labels = result.runner.labels
@@ -358,7 +347,7 @@ def save(results: Sequence[BlockResult], baseline_dir: Path, keep: int = DEFAULT
                                 f"{results[0].nodeid or results[0].model!r}: different keys")
     folder = Path(baseline_dir)
     path = folder / key.filename
-    sha = git_commit() if commit is True else (commit or None)
+    sha = head_commit() if commit is True else (commit or None)
     stamp = (now or datetime.now(timezone.utc)).isoformat(timespec="seconds")
     loads: list[float] = []
     peaks: list[float] = []

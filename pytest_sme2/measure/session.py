@@ -273,11 +273,12 @@ class BenchSession:
 
         if self.config.baseline_dir is None:
             return []
-        saved = [save(rs, self.config.baseline_dir, session_id=self.session_id)
+        commit = self.identity.get("commit")      # the session's, asked of git once
+        saved = [save(rs, self.config.baseline_dir, session_id=self.session_id, commit=commit)
                  for rs in group_by_key(self.results).values()]
         counted = [r for r in self.results if r.instructions]   # --sme2-measure instructions
         saved += [save(rs, self.config.baseline_dir, session_id=self.session_id,
-                       measure="instructions")
+                       commit=commit, measure="instructions")
                   for rs in group_by_key(counted).values()]
         return saved
 

@@ -56,7 +56,8 @@ def _write_ci_files(session: BenchSession) -> tuple[list[Path], list[str]]:
             write_benchmark_json)
 
         try:
-            written.append(write_benchmark_json(target, session.results, session.comparisons))
+            written.append(write_benchmark_json(target, session.results, session.comparisons,
+                                                identity=session.identity))
         except OSError as e:
             problems.append(f"--sme2-benchmark-json {target}: cannot write it "
                             f"({e.strerror or e})")
@@ -64,7 +65,7 @@ def _write_ci_files(session: BenchSession) -> tuple[list[Path], list[str]]:
         try:
             written.append(write_llama_bench(session.config.llama_bench, llama_bench_rows(
                 session.results, session.comparisons,
-                build_info(session.config.rootdir or Path.cwd()))))
+                build_info(session.config.rootdir or Path.cwd(), session.identity.get("commit")))))
         except (OSError, sqlite3.Error) as e:
             problems.append(f"--sme2-llama-bench {session.config.llama_bench}: cannot write "
                             f"it ({getattr(e, 'strerror', None) or e})")
