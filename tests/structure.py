@@ -68,7 +68,8 @@ LAYER_ROLES: dict[int, tuple[str, str]] = {
     1: ("readers", "files and statistics, no torch: readers/ (etdump, etrecord, tensorfile, "
                    "pte_program), stats"),
     2: ("records", "what results.json stores (records, latency, block, comparison, judgement, "
-                   "pooling, document...); the one loader. It does not import analysis/"),
+                   "pooling, document...), written and read by one codec (codec); the one "
+                   "loader. It does not import analysis/"),
     3: ("analysis", "an ETDump's meaning: latency, categories, operators, isa (kernel naming), "
                     "kernels (the SME and SME2 verdicts, dispatch bugs), kernel_map (category "
                     "and ISA family of a kernel), addresses, kernel_trace (QEMU), "
