@@ -55,9 +55,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                         help=f"{help_text} [ini: {option.ini}]".replace("%", "%%"),
                         **({"action": "append"} if dest in REPEATABLE else {}))
         parser.addini(option.ini, help_text, default=option.default)
-    for dest, help_text in FLAGS.items():
+    for dest, flag in FLAGS.items():
         group.addoption("--" + dest.replace("_", "-"), dest=dest, action="store_true",
-                        default=False, help=plain(help_text).replace("%", "%%"))
+                        default=False, help=plain(flag.help).replace("%", "%%"))
     group.addoption("--runner", dest=RUNNERS_DEST, action="append", default=[],
                     metavar="NAME=SPEC",
                     help="add a runner: NAME=python, NAME=native or NAME=/path/to/executor_runner"

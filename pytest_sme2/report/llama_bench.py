@@ -28,7 +28,7 @@ from typing import Any
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2._util.checkout import git
-from pytest_sme2.measure.options import LLAMA_BENCH_FORMATS
+from pytest_sme2.measure.option_values import LLAMA_BENCH_FORMATS
 from pytest_sme2.report.grouping import BenchmarkSide, benchmark_sides
 from pytest_sme2.results import BlockResult, ComparisonRecord, atomic_write_text, pool_startup
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.measure.option_values import parse_export_jobs
+from pytest_sme2.measure.option_values import Given, export_jobs
 from pytest_sme2.programs import ahead
 from pytest_sme2.programs.ahead import default_jobs, export_ahead, missing_points
 from pytest_sme2.programs.registry import _REGISTRY, register_model
@@ -61,14 +61,14 @@ def test_default_jobs_are_the_cpus_memory_allows(monkeypatch):
 
 @pytest.mark.parametrize("text, jobs", [("auto", None), (" AUTO ", None), ("1", 1), ("3", 3)])
 def test_export_jobs_option(text, jobs):
-    assert parse_export_jobs(text) == jobs
+    assert export_jobs(Given(text, "--sme2-export-jobs")) == jobs
 
 
 @pytest.mark.parametrize("text", ["0", "-1", "two", "1.5", ""])
 def test_export_jobs_option_refuses_in_one_line(text):
     with pytest.raises(Sme2Error, match=r"^--sme2-export-jobs must be auto or a number of "
                                         r"processes \(1 or more; 1: no exporting ahead\), got"):
-        parse_export_jobs(text)
+        export_jobs(Given(text, "--sme2-export-jobs"))
 
 
 def test_the_session_exports_ahead_unless_asked_not_to(monkeypatch):
