@@ -13,7 +13,7 @@ import pytest
 
 from pytest_sme2._util.text import plain
 from pytest_sme2.measure import cost as session_cost
-from pytest_sme2.runners.spec import runner_kinds
+from pytest_sme2.runners.spec import runner_kinds, spec_forms
 from pytest_sme2.plugin.collector import (COLLECTOR_NAME, Collector, is_xdist_worker,
                                           live_progress, write_live)
 from pytest_sme2.measure.config import BaseDirs, Sme2Config, config_from_options
@@ -60,8 +60,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                         default=False, help=plain(flag.help).replace("%", "%%"))
     group.addoption("--runner", dest=RUNNERS_DEST, action="append", default=[],
                     metavar="NAME=SPEC",
-                    help="add a runner: NAME=python, NAME=native or NAME=/path/to/executor_runner"
-                         f"[,libs=DIR][,label=value...] (repeatable) [ini: {RUNNERS_INI}]")
+                    help=f"add a runner: {spec_forms()} (repeatable) [ini: {RUNNERS_INI}]")
     parser.addini(RUNNERS_INI, "runner specs, one per line (see --runner)", type="linelist",
                   default=[])
 

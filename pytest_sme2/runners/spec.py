@@ -123,13 +123,18 @@ KINDS: dict[str, RunnerKind] = {k.name: k for k in (
 BUILTIN = tuple(k.name for k in KINDS.values() if k.builtin)
 
 
+def spec_forms() -> str:
+    """``NAME=python, NAME=native or NAME=/path/...``: what --runner takes, from the table."""
+    return (f"{', '.join(f'NAME={name}' for name in BUILTIN)} or "
+            "NAME=/path/to/executor_runner[,libs=DIR][,label=value...]")
+
+
 def parse_runner_spec(text: str, kinds: Collection[str] = ()) -> RunnerSpec:
     """Parse one ``[NAME=]SPEC`` string; errors name the spec and show the expected form.
     ``kinds``: runner kinds plugins make (:func:`runner_kinds`), accepted as
     ``NAME=KIND[,key=value...]``."""
     raw = text.strip()
-    usage = (f"expected {', '.join(f'NAME={name}' for name in BUILTIN)} or "
-             "NAME=/path/to/executor_runner[,libs=DIR][,label=value...]")
+    usage = f"expected {spec_forms()}"
     if not raw:
         raise RunnerError(f"empty --runner spec; {usage}")
     head, *rest = raw.split(",")
