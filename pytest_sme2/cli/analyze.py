@@ -32,7 +32,7 @@ def _device_sme2(args: argparse.Namespace) -> bool | None:
 def _analyze(args: argparse.Namespace) -> int:
     # Deliberately light: no torch, no executorch on this path.
     from pytest_sme2.analysis.summary import analyze_file  # pandas: not at --help
-    from pytest_sme2.report.terminal import analysis_summary  # report.terminal: not at --help
+    from pytest_sme2.report.terminal import analysis_summary  # report.terminal: 39 ms of --help
 
     analysis = analyze_file(args.etdump, warmup=args.warmup, etrecord=args.etrecord,
                             xnntrace=args.xnntrace,

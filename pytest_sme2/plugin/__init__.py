@@ -75,7 +75,7 @@ def _config(config: pytest.Config) -> Sme2Config:
                                   BaseDirs(config.invocation_params.dir, config.rootpath),
                                   runner_kinds(config.hook), category_rules(config.hook))
         if cfg.measure == "instructions" and HOST.name in cfg.devices:
-            from pytest_sme2.instructions.count import (  # instructions.count: not at start-up
+            from pytest_sme2.instructions.count import (  # instructions.count: 15 ms of start-up
                 find_valgrind)
 
             find_valgrind()   # missing or too old: one line naming the package, up front

@@ -30,6 +30,7 @@ from pytest_sme2.device_programs.hwcaps import MASKS, describe_mask
 from pytest_sme2.runners.base import Runner, RunnerError, with_defaults
 from pytest_sme2.runners.binary import BinaryRunner
 from pytest_sme2.runners.llama_main import LlamaMainRunner, is_llama_main
+from pytest_sme2.runners.native import NativeRunner, build_native_runner
 from pytest_sme2.runners.python import PythonRunner
 from pytest_sme2.results.runner import RunnerInfo
 
@@ -75,9 +76,6 @@ def _python(spec: RunnerSpec, progress: Progress, target: str) -> Runner:
 
 
 def _native(spec: RunnerSpec, progress: Progress, target: str) -> Runner:
-    from pytest_sme2.runners.native import (  # runners.native: not at start-up
-        NativeRunner, build_native_runner)
-
     binary = build_native_runner(progress=progress, target=target)
     runner = NativeRunner.from_build(binary, spec.name)
     return NativeRunner(runner.binary,

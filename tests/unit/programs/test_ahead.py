@@ -72,14 +72,15 @@ def test_export_jobs_option_refuses_in_one_line(text):
 
 
 def test_the_session_exports_ahead_unless_asked_not_to(monkeypatch):
+    import pytest_sme2.measure.session as session_module
     from pytest_sme2.measure.config import Sme2Config
     from pytest_sme2.measure.session import BenchSession
     from pytest_sme2.measure.settings import BenchSettings
 
     calls = []
-    monkeypatch.setattr(ahead, "export_ahead", lambda points, cache, jobs, say: calls.append(
-        (list(points), jobs)))
-    monkeypatch.setattr(ahead, "default_jobs", lambda: 2)
+    monkeypatch.setattr(session_module, "export_ahead",
+                        lambda points, cache, jobs, say: calls.append((list(points), jobs)))
+    monkeypatch.setattr(session_module, "default_jobs", lambda: 2)
     point = [("toy_cnn", "fp32")]
     for config in (Sme2Config(), Sme2Config(export_jobs=3), Sme2Config(export_jobs=1),
                    Sme2Config(settings=BenchSettings(reexport=True))):
