@@ -9,7 +9,7 @@ import ast
 from pathlib import Path
 
 from tests.structure import (LAYER_ROLES, LAYERS, LONG_SIGNATURE, MAX_INNER_IMPORTS, MAX_LINES,
-                             MAX_LONG_SIGNATURES, PACKAGE, inner_imports, layer,
+                             MAX_LONG_SIGNATURES, PACKAGE, inner_imports, is_fixture, layer,
                              names_only_our_modules, read_structure)
 
 ROOT = Path(__file__).resolve().parents[2] / PACKAGE
@@ -55,6 +55,18 @@ def test_few_functions_take_long_parameter_lists():
     assert len(long) <= MAX_LONG_SIGNATURES, (
         f"{len(long)} functions take {LONG_SIGNATURE} or more parameters, at most "
         f"{MAX_LONG_SIGNATURES} may: group the ones that travel together", long)
+
+
+def test_a_public_fixture_and_the_callable_it_returns_are_exempt_from_the_signature_rule():
+    """What a user's test writes keeps named parameters (tests/structure.py's docstring):
+    ``sme2_generate(model, scheme=..., prompt_tokens=...)``, not a dataclass to build."""
+    s = read_structure(ROOT)
+    exempt = {f.name: f.params for f in s.functions
+              if f.module == f"{PACKAGE}.plugin.fixtures" and f.fixture}
+    assert exempt["generate"] == 7 and exempt["compare"] >= LONG_SIGNATURE
+    assert not any(f.fixture for f in s.long_signatures())
+    source = "@pytest.fixture(scope='session')\ndef f():\n    pass\n@other\ndef g(): pass\n"
+    assert [is_fixture(n) for n in ast.parse(source).body] == [True, False]
 
 
 def test_the_benchmark_loop_passes_state_on_objects_not_in_long_parameter_lists():
