@@ -72,7 +72,7 @@ def find_cmake() -> str:
     cmake = shutil.which("cmake")
     if not cmake:
         raise RunnerError("the native runner is built with CMake (>= 3.19), which is not on PATH; "
-                          "install cmake or use --sme2-runner python")
+                          "install cmake or use --runner python")
     return cmake
 
 
