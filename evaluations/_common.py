@@ -5,6 +5,7 @@ chosen in advance (:func:`deeper_toy_source`)."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 import textwrap
 from pathlib import Path
@@ -19,6 +20,22 @@ if str(ROOT) not in sys.path:
 def comma_list(text: str) -> list[str]:
     """``--models a,b`` and the like: the names between the commas."""
     return text.split(",")
+
+
+def generation_parser(prompt: int, new: int, warmup: int, several: bool = False,
+                      **counts: int) -> argparse.ArgumentParser:
+    """The options the LLM evaluations share: ``--pte`` (one, or with ``several`` any number;
+    none: the tiny Llama, :func:`tiny_llama_pte`), the generation's ``--prompt`` and ``--new``
+    tokens, its ``--warmup`` generations, and each whole number in ``counts`` (``runs=20``:
+    ``--runs``, default 20)."""
+    p = argparse.ArgumentParser()
+    p.add_argument("--pte", type=Path, nargs="*" if several else None)
+    p.add_argument("--prompt", type=int, default=prompt)
+    p.add_argument("--new", type=int, default=new)
+    p.add_argument("--warmup", type=int, default=warmup)
+    for name, default in counts.items():
+        p.add_argument(f"--{name}", type=int, default=default)
+    return p
 
 
 def tiny_llama_pte(pte: Path | None) -> Path:
