@@ -40,8 +40,12 @@ class Given(NamedTuple):
 Parser = Callable[[Given], Any]
 
 
-def text(given: Given) -> str:
-    return given.text
+def _number(text: str) -> float:
+    """``text`` as a float; NaN where it is none (every check below then refuses it)."""
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
 
 
 def text_or_none(given: Given) -> str | None:
@@ -79,24 +83,16 @@ def seconds(least: int, what: str) -> Parser:
     return lambda given: float(whole(least, what)(given))
 
 
-def choice(choices: tuple[str, ...]) -> Parser:
-    """One of ``choices`` (any case, surrounding spaces ignored)."""
+def choice(choices: tuple[str, ...], what: str = "value") -> Parser:
+    """One of ``choices`` (any case, surrounding spaces ignored); ``what`` names one in the
+    error (``unknown measure 'x'``)."""
     def parse(given: Given) -> str:
         value = given.text.strip().lower()
         if value not in choices:
-            raise Sme2Error(f"{given.flag}: unknown value {given.text!r}; choose from "
+            raise Sme2Error(f"{given.flag}: unknown {what} {given.text!r}; choose from "
                             f"{', '.join(choices)}")
         return value
     return parse
-
-
-def measure(given: Given) -> str:
-    """``--sme2-measure``: time or instructions (any case, surrounding spaces ignored)."""
-    value = given.text.strip().lower()
-    if value not in MEASURES:
-        raise Sme2Error(f"{given.flag}: unknown measure {given.text!r}; choose from "
-                        f"{', '.join(MEASURES)}")
-    return value
 
 
 def taskset(given: Given) -> str | None:
@@ -132,10 +128,7 @@ def temperature(given: Given) -> float | None:
     if not given.text.strip():
         return None
     low, high = COOLDOWN_RANGE_C
-    try:
-        target_c = float(given.text)
-    except ValueError:
-        target_c = math.nan
+    target_c = _number(given.text)
     if not low < target_c < high:
         raise Sme2Error(f"{given.flag} must be a temperature in degrees C between {low:g} and "
                         f"{high:g} (e.g. 37), got {given.text!r}")
@@ -143,10 +136,7 @@ def temperature(given: Given) -> float | None:
 
 
 def positive_seconds(given: Given) -> float:
-    try:
-        value = float(given.text)
-    except ValueError:
-        value = math.nan
+    value = _number(given.text)
     if not 0 < value < math.inf:
         raise Sme2Error(f"{given.flag} must be a positive number of seconds, got "
                         f"{given.text!r}")
@@ -165,10 +155,7 @@ def progress(given: Given) -> float | str | None:
     value = given.text.strip().lower()
     if value in ("auto", "off"):
         return None if value == "off" else "auto"
-    try:
-        interval = float(value)
-    except ValueError:
-        interval = math.nan
+    interval = _number(value)
     if not 0 <= interval < math.inf:
         raise Sme2Error(f"{given.flag} must be auto, off or a number of seconds (0 or more), "
                         f"got {given.text!r}")
@@ -273,20 +260,14 @@ def precision(given: Given) -> float | None:
 
 def budget(given: Given) -> float:
     """``--sme2-precision-budget``: seconds of measuring one benchmark may add, above 0."""
-    try:
-        value = float(given.text)
-    except ValueError:
-        value = math.nan
+    value = _number(given.text)
     if not value > 0 or math.isinf(value):
         raise Sme2Error(f"{given.flag}: expected seconds above 0, got {given.text!r}")
     return value
 
 
 def _percentage(given: Given, also: str = "") -> float:
-    try:
-        pct = float(given.text)
-    except ValueError:
-        pct = math.nan
+    pct = _number(given.text)
     if not pct >= 0 or math.isinf(pct):
         raise Sme2Error(f"{given.flag} must be a percentage of 0 or more{also}, got "
                         f"{given.text!r}")

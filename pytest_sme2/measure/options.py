@@ -144,7 +144,7 @@ OPTIONS: dict[str, Option] = {
                            "time (default), or instructions: host sme2_bench benchmarks also "
                            "count instructions per Method::execute once under valgrind, "
                            "recorded, saved and gated like time (docs/instruction-counts.md)",
-                           parse.measure, "measure"),
+                           parse.choice(parse.MEASURES, "measure"), "measure"),
     "fail_on_regression": Option("sme2_fail_on_regression", "",
                                  "the change to detect, PCT percent: fail a benchmark (and the "
                                  "session) whose slow-down is clear of noise and at least half of "

@@ -23,14 +23,13 @@ callers use). Hand code stays where a key is computed or a document's own key or
 
 from __future__ import annotations
 
-import collections.abc
 import dataclasses
 import sys
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cache
-from typing import Any, TypeVar
+from typing import Any, Callable, NamedTuple, TypeVar
 
 T = TypeVar("T")
 
@@ -43,22 +42,12 @@ def added(group: str | None = None) -> dict[str, Any]:
     return {"added": group or True}
 
 
-@dataclasses.dataclass(frozen=True)
-class _Field:
+class _Field(NamedTuple):
     name: str
-    kind: Any                   # the field's type, resolved (Any where it cannot be)
-    default: Any                # a zero-argument callable giving the default; None: required
+    kind: Any                       # the field's type, resolved (Any where it cannot be)
+    default: Callable[[], Any] | None   # gives the default; None: the field is required
     stored: bool
-    group: str | None           # an added field's group (its own name when alone)
-
-
-def _default_of(f: dataclasses.Field) -> Any:
-    if f.default is not dataclasses.MISSING:
-        value = f.default
-        return lambda: value
-    if f.default_factory is not dataclasses.MISSING:
-        return f.default_factory
-    return None
+    group: str | None               # an added field's group (its own name when alone)
 
 
 @cache
@@ -70,9 +59,11 @@ def _fields(cls: type) -> tuple[_Field, ...]:
             kind = eval(f.type, scope) if isinstance(f.type, str) else f.type
         except NameError:       # a name imported for type checkers only
             kind = Any
+        default = (f.default_factory if f.default_factory is not dataclasses.MISSING
+                   else None if f.default is dataclasses.MISSING
+                   else lambda value=f.default: value)
         mark = f.metadata.get("added")
-        out.append(_Field(f.name, kind, _default_of(f),
-                          f.metadata.get("stored", True),
+        out.append(_Field(f.name, kind, default, f.metadata.get("stored", True),
                           (f.name if mark is True else mark) if mark else None))
     return tuple(out)
 
@@ -121,13 +112,13 @@ def _read(kind: Any, v: Any) -> Any:
         reader = getattr(kind, "from_json", None) or getattr(kind, "from_dict", None)
         return reader(v) if reader is not None else decode(kind, v)
     origin, args = typing.get_origin(kind), typing.get_args(kind)
-    if origin in (list, tuple, collections.abc.Sequence) and isinstance(v, (list, tuple)):
+    if origin in (list, tuple, Sequence) and isinstance(v, (list, tuple)):
         if origin is tuple and args and args[-1] is not Ellipsis:
             return tuple(_read(a, x) for a, x in zip(args, v))
         items = [_read(args[0] if args else Any, x) for x in v]
         return tuple(items) if origin is tuple else items
     if isinstance(v, Mapping):
-        of = args[1] if origin in (dict, collections.abc.Mapping) and len(args) == 2 else Any
+        of = args[1] if origin in (dict, Mapping) and len(args) == 2 else Any
         return {k: _read(of, x) for k, x in v.items()}
     if isinstance(v, list):
         return list(v)
