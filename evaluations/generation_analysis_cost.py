@@ -21,13 +21,12 @@ event, alone and with the read (events = rows of the frame read_etdump gives).
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
-from _common import tiny_llama_pte
+from _common import generation_parser, tiny_llama_pte
 
 
 
@@ -41,14 +40,7 @@ def _best(fn, repeat: int) -> tuple[float, object]:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("--pte", type=Path)
-    p.add_argument("--prompt", type=int, default=16)
-    p.add_argument("--new", type=int, default=99)
-    p.add_argument("--generations", type=int, default=10)
-    p.add_argument("--warmup", type=int, default=1)
-    p.add_argument("--repeat", type=int, default=7)
-    a = p.parse_args()
+    a = generation_parser(16, 99, 1, generations=10, repeat=7).parse_args()
 
     from pytest_sme2.api import (analyze_generation, parse_summary, analyze, read_etdump,
                                  Generation, RunRequest, native_runner)

@@ -19,9 +19,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from _common import ROOT
-
-import pytest_sme2_models as models
+from _common import ROOT, deeper_toy_source
 
 PLUGIN = textwrap.dedent('''
     """Registers `grower` (written by history_evaluation_real_sessions.py)."""
@@ -37,33 +35,6 @@ PLUGIN = textwrap.dedent('''
                               extra=((1, False), (1, False)) if step else (), size=size)
 ''')
 
-VARIANT = textwrap.dedent('''
-
-
-    class _Deeper(ToyCNN):
-        def __init__(self, channels=16, classes=10, extra=()):
-            super().__init__(channels, classes)
-            self.extra = nn.Sequential(*[nn.Conv2d(channels, channels, k, padding=k // 2,
-                                                   groups=channels if dw else 1)
-                                         for k, dw in extra])
-
-        def forward(self, x):
-            y = self.stem(x)
-            y = torch.relu(y + self.block(y))
-            y = self.extra(y)
-            y = self.pool(y)
-            y = y.transpose(1, 3).flatten(1)
-            return self.head(y)
-
-
-    def build_variant(extra=(), channels=16, size=32, seed=0):
-        gen = torch.Generator().manual_seed(seed)
-        torch.manual_seed(seed)
-        model = _Deeper(channels, extra=extra).eval()
-        example = (torch.randn(1, 3, size, size, generator=gen),)
-        calibration = [(torch.randn(1, 3, size, size, generator=gen),) for _ in range(8)]
-        return ModelDef(model, example, calibration)
-''')
 
 
 def main() -> None:
@@ -82,8 +53,7 @@ def main() -> None:
     out = args.out or Path(tempfile.mkdtemp(prefix="sme2-history-real-"))
     plugin_dir = out / "plugin"
     plugin_dir.mkdir(parents=True, exist_ok=True)
-    source = models.get_model("toy_cnn").source_file().read_text()
-    (plugin_dir / "grower_model.py").write_text(source + VARIANT)
+    (plugin_dir / "grower_model.py").write_text(deeper_toy_source())
     (plugin_dir / "grower_plugin.py").write_text(PLUGIN)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin_dir), str(ROOT),
                                                         os.environ.get("PYTHONPATH", "")]),

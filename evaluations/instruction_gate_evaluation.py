@@ -36,13 +36,13 @@ import json
 import statistics
 import sys
 import tempfile
-import textwrap
 import time
 from pathlib import Path
 
 import numpy as np
 
 import pytest_sme2_models as _models
+from _common import deeper_toy_source, toy_source
 from pytest_sme2.api import REGRESSION, judge_levels
 
 from pytest_sme2.instructions import count as ins
@@ -59,36 +59,6 @@ VARIANTS = [
     ("+5x5 dw + 1x1 conv (aim ~20%)", ((5, True), (1, False))),
     ("+3x3 + 2x 1x1 conv (aim ~50%)", ((3, False), (1, False), (1, False))),
 ]
-_DEEPER = textwrap.dedent('''
-
-
-    # --- added by evaluations/instruction_gate_evaluation.py ---------------------------------
-    class _Deeper(ToyCNN):
-        """ToyCNN with extra (kernel, depthwise) convolutions after the residual block."""
-
-        def __init__(self, channels=16, classes=10, extra=()):
-            super().__init__(channels, classes)
-            self.extra = nn.Sequential(*[nn.Conv2d(channels, channels, k, padding=k // 2,
-                                                   groups=channels if dw else 1)
-                                         for k, dw in extra])
-
-        def forward(self, x):
-            y = self.stem(x)
-            y = torch.relu(y + self.block(y))
-            y = self.extra(y)
-            y = self.pool(y)
-            y = y.transpose(1, 3).flatten(1)
-            return self.head(y)
-
-
-    def build_variant(extra=(), channels=16, size=32, seed=0):
-        gen = torch.Generator().manual_seed(seed)
-        torch.manual_seed(seed)
-        model = _Deeper(channels, extra=extra).eval()
-        example = (torch.randn(1, 3, size, size, generator=gen),)
-        calibration = [(torch.randn(1, 3, size, size, generator=gen),) for _ in range(8)]
-        return ModelDef(model, example, calibration)
-''')
 
 
 def say(msg: str) -> None:
@@ -226,14 +196,13 @@ def measure(args: argparse.Namespace) -> dict:
 def _variant_module(folder: Path, name: str, comment_only: bool) -> object:
     """A copy of the model file (with one comment, or with the deeper variant appended),
     imported as its own module: the export cache keys the model by its builder's source file."""
-    source = _models.get_model(TOY).source_file().read_text()
     if comment_only:
-        lines = source.splitlines(keepends=True)
+        lines = toy_source().splitlines(keepends=True)
         at = next(i for i, ln in enumerate(lines) if ln.startswith("class "))
         lines.insert(at, "# A comment: the graph does not change.\n")
         text = "".join(lines)
     else:
-        text = source + _DEEPER
+        text = deeper_toy_source()
     (folder / f"{name}.py").write_text(text)
     sys.path.insert(0, str(folder))
     try:

@@ -11,24 +11,16 @@ p90 and CV, TTFT, and the GEMM share of each phase; and whether the runners' tok
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 import tempfile
 from pathlib import Path
 
-from _common import tiny_llama_pte
+from _common import generation_parser, tiny_llama_pte
 
 
 
 def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("--pte", type=Path, nargs="*")
-    p.add_argument("--prompt", type=int, default=64)
-    p.add_argument("--new", type=int, default=32)
-    p.add_argument("--runs", type=int, default=20)
-    p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--threads", type=int, default=1)
-    a = p.parse_args()
+    a = generation_parser(64, 32, 3, several=True, runs=20, threads=1).parse_args()
 
     from pytest_sme2.api import (analyze_generation_file, Generation, RunRequest, native_runner,
                                  PythonRunner)

@@ -23,7 +23,6 @@ the 1% by.
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import statistics
@@ -31,7 +30,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from _common import tiny_llama_pte
+from _common import generation_parser, tiny_llama_pte
 
 
 MINIMAL = r"""
@@ -160,14 +159,7 @@ def instructions(ours_runner, minimal: Path, pte: Path, prompt: int, tmp: Path,
 
 
 def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("--pte", type=Path)
-    p.add_argument("--prompt", type=int, default=16)
-    p.add_argument("--new", type=int, default=100)
-    p.add_argument("--generations", type=int, default=20)
-    p.add_argument("--warmup", type=int, default=2)
-    p.add_argument("--rounds", type=int, default=7)
-    a = p.parse_args()
+    a = generation_parser(16, 100, 2, generations=20, rounds=7).parse_args()
 
     from pytest_sme2.api import parse_summary, Generation, RunRequest, native_runner
 

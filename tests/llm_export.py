@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
 import sys
 import warnings
 from pathlib import Path
+
+from pytest_sme2._util import buildcache
 
 PARAMS = {"dim": 64, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2, "vocab_size": 512,
           "multiple_of": 32, "norm_eps": 1e-5}
@@ -30,8 +31,7 @@ SCHEMES = {
 
 
 def cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "pytest-sme2" / "test-llm"
+    return buildcache.cache_root() / "test-llm"
 
 
 def _key(scheme: str, extra: list[str]) -> str:

@@ -1,6 +1,8 @@
-"""What the on-demand builds (the native runner, the target helpers, the aarch64 wheel) share:
-a cache key over their package-data sources, so an edited source or a broken installation is
-noticed, and one way to fill a cache entry so that nobody ever sees half of one."""
+"""What the caches share: one root (:func:`cache_root`, ``~/.cache/pytest-sme2``: the exports,
+the native runner, the target helpers and wheels, QEMU, the copy bandwidths), and for the
+on-demand builds (the native runner, the target helpers, the aarch64 wheel) a cache key over
+their package-data sources, so an edited source or a broken installation is noticed, and one
+way to fill a cache entry so that nobody ever sees half of one."""
 
 from __future__ import annotations
 
@@ -17,6 +19,13 @@ from pytest_sme2._util.locking import file_lock
 
 T = TypeVar("T")
 B = TypeVar("B")
+
+
+def cache_root() -> Path:
+    """``$XDG_CACHE_HOME/pytest-sme2`` (``~/.cache/pytest-sme2`` when it is not set): every
+    cache of the package is a folder in it."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "pytest-sme2"
 
 
 def sources_hash(folder: Path, names: Iterable[str], what: str,

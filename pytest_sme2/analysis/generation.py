@@ -149,21 +149,17 @@ def phase_evidence(operator_names: Sequence[str],
     """The SME2 verdict of one phase: the KleidiAI (packed) operators among the operators its
     executes ran (main ETDump), and the kernels a phase-only process executed (its QEMU trace,
     ``RunRequest.phase_only``) or was sampled running (a phone), if given."""
-    from pytest_sme2.analysis.kernel_sample import (  # pandas: only phase_evidence() needs it
-        KernelSample, read_kernel_sample_csv)
-    from pytest_sme2.analysis.kernel_trace import (  # pandas: only phase_evidence() needs it
-        KernelTrace, read_kernel_trace_csv)
-    from pytest_sme2.analysis.kernels import (  # pandas: only phase_evidence() needs it
-        kleidiai_ops, sme2_verdict)
+    from pytest_sme2.analysis import (  # pandas: only phase_evidence() needs it
+        kernel_sample as samples, kernel_trace as traces, kernels as verdicts)
 
     kernel_trace, kernel_sample = kernels.trace, kernels.sample
-    if kernel_trace is not None and not isinstance(kernel_trace, KernelTrace):
-        kernel_trace = read_kernel_trace_csv(kernel_trace)
-    if kernel_sample is not None and not isinstance(kernel_sample, KernelSample):
-        kernel_sample = read_kernel_sample_csv(kernel_sample)
-    return sme2_verdict(kernels=None, kleidiai=kleidiai_ops(operator_names),
-                        device_sme2=kernels.device_sme2, executed=kernel_trace,
-                        sampled=kernel_sample, device_sme=kernels.device_sme)
+    if kernel_trace is not None and not isinstance(kernel_trace, traces.KernelTrace):
+        kernel_trace = traces.read_kernel_trace_csv(kernel_trace)
+    if kernel_sample is not None and not isinstance(kernel_sample, samples.KernelSample):
+        kernel_sample = samples.read_kernel_sample_csv(kernel_sample)
+    return verdicts.sme2_verdict(kernels=None, kleidiai=verdicts.kleidiai_ops(operator_names),
+                                 device_sme2=kernels.device_sme2, executed=kernel_trace,
+                                 sampled=kernel_sample, device_sme=kernels.device_sme)
 
 
 def _fill_ms(ms: np.ndarray, summary: GenerationSummary) -> float | None:

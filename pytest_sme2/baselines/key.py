@@ -22,13 +22,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.programs.spec import is_pte
 from pytest_sme2.results.block import test_of
+from pytest_sme2.results.codec import added, decode, encode
 from pytest_sme2.results.under_test import VERSIONED, UnderTest
 from pytest_sme2._util.versions import package_version
 from pytest_sme2.programs.registry import get_model
@@ -90,12 +91,12 @@ class BaselineKey:
     # An LLM's context depth (tokens in its KV cache before the timed prompt): decode at depth
     # 512 is another workload than at 0. Left out of the key's JSON at 0, so every key written
     # before it keeps its digest and file.
-    depth: int = 0
+    depth: int = field(default=0, metadata=added())
     # The pytest test that measured it (its node id, a block's own suffix left out): two tests
     # of one model measure in their own ways (a comparison's pairs, a benchmark's one block),
     # and one must never set the other's level or noise floor. "" outside pytest; left out
     # of the key's JSON then, as depth at 0.
-    test: str = ""
+    test: str = field(default="", metadata=added())
 
     @classmethod
     def from_result(cls, result: BlockResult, measure: str = MEASURE_TIME) -> BaselineKey:
@@ -107,17 +108,8 @@ class BaselineKey:
                    depth=result.generation.depth if result.generation is not None else 0,
                    test=test_of(result.nodeid) if "::" in result.nodeid else "")
 
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        for optional in ("depth", "test"):
-            if not d[optional]:
-                del d[optional]
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> BaselineKey:
-        optional = ("depth", "test")
-        return cls(**{f: d[f] for f in cls.__dataclass_fields__ if f in d or f not in optional})
+    to_dict = encode
+    from_dict = classmethod(decode)
 
     @property
     def digest(self) -> str:

@@ -17,7 +17,6 @@ import json
 import math
 import os
 import re
-import subprocess
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,8 +26,10 @@ from typing import Any, Iterable, Sequence
 from pytest_sme2.baselines import programs as base_programs
 from pytest_sme2.baselines.key import MEASURE_TIME, BaselineKey, under_test_of
 from pytest_sme2.errors import Sme2Error
+from pytest_sme2._util.checkout import head_commit
 from pytest_sme2._util.locking import folder_lock
 from pytest_sme2.results import BlockResult, DeviceFacts, UnderTest, atomic_write_text
+from pytest_sme2.results.codec import added, encode
 from pytest_sme2.results.device import sme_class
 from pytest_sme2._util.versions import package_version
 
@@ -57,18 +58,18 @@ class Session:
     under_test: UnderTest = field(default_factory=UnderTest)
     # One value per cold runner process (pytest_sme2.results.Startup): load time and peak
     # resident memory, judged by the gate like the blocks; empty in files from before them.
-    load_ms: list[float] = field(default_factory=list)
-    peak_rss_kb: list[float] = field(default_factory=list)
+    load_ms: list[float] = field(default_factory=list, metadata=added())
+    peak_rss_kb: list[float] = field(default_factory=list, metadata=added())
     # An LLM's blocks (generations): each block's prefill time and time to first token (ms,
     # medians over its generations), judged like the blocks (its decode steps); else empty.
-    prefill_ms: list[float] = field(default_factory=list)
-    ttft_ms: list[float] = field(default_factory=list)
+    prefill_ms: list[float] = field(default_factory=list, metadata=added())
+    ttft_ms: list[float] = field(default_factory=list, metadata=added())
     # An LLM's instruction baseline (measure "instructions"): each block's instructions per
     # prefill; its ``blocks`` hold the instructions per decode token.
-    prefill_instructions: list[float] = field(default_factory=list)
+    prefill_instructions: list[float] = field(default_factory=list, metadata=added())
     # The machine-state probe's time (µs) of each probed block: the machine's speed when the
     # baseline was recorded (pytest_sme2.analysis.machine_state); empty when not probed.
-    probe_us: list[float] = field(default_factory=list)
+    probe_us: list[float] = field(default_factory=list, metadata=added())
 
     @property
     def block_medians(self) -> list[float]:
@@ -80,18 +81,10 @@ class Session:
         return float(median(self.block_medians))
 
     def to_json(self) -> dict[str, Any]:
-        return {"timestamp": self.timestamp, "git_commit": self.git_commit,
-                "versions": self.versions, "device": self.device.to_dict(), "blocks": self.blocks,
-                "block_medians": [round(m, 6) for m in self.block_medians],
-                "median_ms": round(self.median_ms, 6), "categories_ms": self.categories_ms,
-                "session_id": self.session_id, "under_test": self.under_test.to_dict(),
-                **{k: v for k, v in (("load_ms", self.load_ms),
-                                     ("peak_rss_kb", self.peak_rss_kb),
-                                     ("prefill_ms", self.prefill_ms),
-                                     ("ttft_ms", self.ttft_ms),
-                                     ("prefill_instructions", self.prefill_instructions),
-                                     ("probe_us", self.probe_us))
-                   if v}}
+        """The fields, and each block's median and their median beside them (written for a
+        reader of the file; :func:`dumps` sorts the keys)."""
+        return {**encode(self), "block_medians": [round(m, 6) for m in self.block_medians],
+                "median_ms": round(self.median_ms, 6)}
 
 
 @dataclass
@@ -293,17 +286,6 @@ def find(baseline_dir: Path, key: BaselineKey) -> Lookup:
 # -- writing ---------------------------------------------------------------------------------
 
 
-def git_commit(cwd: Path | None = None, timeout_s: float = 5.0) -> str | None:
-    """HEAD of the repository around ``cwd``, or None (not a repo, no git, too slow)."""
-    try:
-        proc = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True,
-                              text=True, timeout=timeout_s)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    sha = proc.stdout.strip()
-    return sha if proc.returncode == 0 and re.fullmatch(r"[0-9a-f]{40,64}", sha) else None
-
-
 def _versions(result: BlockResult) -> dict[str, str]:
     out = {pkg: v for pkg in ("torch", "torchao") if (v := package_version(pkg)) != "missing"}
     labels = result.runner.labels
@@ -358,7 +340,7 @@ def save(results: Sequence[BlockResult], baseline_dir: Path, keep: int = DEFAULT
                                 f"{results[0].nodeid or results[0].model!r}: different keys")
     folder = Path(baseline_dir)
     path = folder / key.filename
-    sha = git_commit() if commit is True else (commit or None)
+    sha = head_commit() if commit is True else (commit or None)
     stamp = (now or datetime.now(timezone.utc)).isoformat(timespec="seconds")
     loads: list[float] = []
     peaks: list[float] = []

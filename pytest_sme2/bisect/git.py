@@ -7,13 +7,13 @@ from __future__ import annotations
 import re
 import shutil
 import signal
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
 from pytest_sme2.errors import Sme2Error
+from pytest_sme2._util.checkout import run_git
 
 # Files that pin the runtime, and the packages whose pins a culprit's report names.
 PIN_FILES = re.compile(r"(^|/)(pyproject\.toml|requirements[^/]*\.txt|[^/]*\.lock|"
@@ -27,10 +27,9 @@ _LOCK_VERSION = re.compile(r'^version\s*=\s*"([^"]+)"')
 
 def git(repo: Path, *args: str, check: bool = True) -> str:
     """``git -C repo args``' stdout, stripped; a failure raises one line."""
-    try:
-        done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
-    except FileNotFoundError:
-        raise Sme2Error("bisect needs git on PATH") from None
+    done = run_git(["-C", str(repo), *args], timeout_s=None)
+    if done is None:
+        raise Sme2Error("bisect needs git on PATH")
     if check and done.returncode != 0:
         why = (done.stderr.strip().splitlines() or ["failed"])[-1]
         raise Sme2Error(f"git {' '.join(args)}: {why}")
@@ -69,9 +68,9 @@ class Repo:
 
     def commits(self, good: str, bad: str, first_parent: bool = True) -> list[str]:
         """The commits after ``good`` up to ``bad``, oldest first (``good`` not included)."""
-        ancestor = subprocess.run(["git", "-C", str(self.root), "merge-base",
-                                   "--is-ancestor", good, bad], capture_output=True)
-        if ancestor.returncode != 0:
+        ancestor = run_git(["-C", str(self.root), "merge-base", "--is-ancestor", good, bad],
+                           timeout_s=None)
+        if ancestor is None or ancestor.returncode != 0:
             raise Sme2Error(f"GOOD {good[:10]} is not an ancestor of BAD {bad[:10]}: "
                             "give the older commit first")
         args = ["rev-list", "--reverse"] + (["--first-parent"] if first_parent else [])

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pytest_sme2.bisect.pairs import Compared
+from pytest_sme2.results.codec import encode
 
 FOUND, NOT_REPRODUCIBLE, CANNOT_TELL = "found", "not reproducible", "cannot tell"
 
@@ -18,9 +19,7 @@ class Probe:
     interval: str
     comparison: str         # the paired rule's status, or what it was reused from
 
-    def to_json(self) -> dict:
-        return {"commit": self.commit, "verdict": self.verdict, "pairs": self.pairs,
-                "interval": self.interval, "comparison": self.comparison}
+    to_json = encode
 
 
 @dataclass(frozen=True)

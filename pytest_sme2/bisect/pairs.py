@@ -22,6 +22,7 @@ from pytest_sme2.measure.pairs import Measure, PairPlan, take_pairs
 from pytest_sme2.results import BlockResult
 from pytest_sme2.measure.settings import BenchSettings
 from pytest_sme2.programs.spec import AS_EXPORTED
+from pytest_sme2.results.codec import decode, encode
 from pytest_sme2.results.judgement import NO_CHANGE
 from pytest_sme2.runners.base import Runner
 from pytest_sme2.runners.spec import parse_runner_spec
@@ -73,12 +74,8 @@ class Compared:
             return f"{self.pairs} pairs"
         return "instructions counted" if self.point is not None else "kernels traced"
 
-    def to_json(self) -> dict:
-        return dict(vars(self))
-
-    @classmethod
-    def from_json(cls, d: dict) -> Compared:
-        return cls(**d)
+    to_json = encode
+    from_json = classmethod(decode)
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,11 @@ from __future__ import annotations
 import hashlib
 import shutil
 import subprocess
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_sme2.errors import Sme2Error
+from pytest_sme2.results.codec import decode, encode
 from pytest_sme2.results.document import load_results
 from pytest_sme2.bisect.exporter import FreshSessions, SessionTimeout, WarmExporter
 
@@ -49,12 +50,8 @@ class Program:
         """What a measurement is keyed by besides the program's bytes."""
         return f"{self.runner}@{self.device}/t{self.threads}"
 
-    def to_json(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, d: dict) -> Program:
-        return cls(**{k: d[k] for k in cls.__dataclass_fields__})
+    to_json = encode
+    from_json = classmethod(decode)
 
 
 @dataclass(frozen=True)
@@ -65,14 +62,8 @@ class Exported:
     skipped: str = ""
     seconds: float = 0.0
 
-    def to_json(self) -> dict:
-        return {"programs": {k: p.to_json() for k, p in self.programs.items()},
-                "skipped": self.skipped, "seconds": self.seconds}
-
-    @classmethod
-    def from_json(cls, d: dict) -> Exported:
-        return cls({k: Program.from_json(p) for k, p in d["programs"].items()},
-                   d.get("skipped", ""), d.get("seconds", 0.0))
+    to_json = encode
+    from_json = classmethod(decode)
 
 
 def sha256_of(path: Path) -> str:

@@ -32,8 +32,7 @@ def _device_sme2(args: argparse.Namespace) -> bool | None:
 def _analyze(args: argparse.Namespace) -> int:
     # Deliberately light: no torch, no executorch on this path.
     from pytest_sme2.measure.offline import analyze_recorded  # pandas: not at --help
-    from pytest_sme2.report.analysis_text import (  # report: not at --help
-        analysis_summary)
+    from pytest_sme2.report.analysis_text import analysis_summary  # pandas: not at --help
 
     found = analyze_recorded(args.etdump, args.warmup, etrecord=args.etrecord,
                              xnntrace=args.xnntrace,

@@ -6,8 +6,10 @@ import argparse
 from pathlib import Path
 
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.gate.policy import (CLI_FLAGS, GateOptions, DEFAULT_LOAD_THRESHOLD_PCT,
-                                     DEFAULT_MEMORY_THRESHOLD_PCT, DEFAULT_THRESHOLD_PCT)
+from pytest_sme2.gate.policy import (DEFAULT_LOAD_THRESHOLD_PCT, DEFAULT_MEMORY_THRESHOLD_PCT,
+                                     DEFAULT_THRESHOLD_PCT, GatePolicy)
+from pytest_sme2.measure.option_values import (Given, gate_categories, threshold,
+                                               threshold_or_off)
 from pytest_sme2.results import load_results
 
 
@@ -16,13 +18,17 @@ def _gate(args: argparse.Namespace) -> int:
     as --save-baseline groups them) against the stored baselines: one line per benchmark;
     exit 1 when the gate fails (a regression, or a baseline from another device that was not
     compared), else 0."""
-    from pytest_sme2.gate import rule as gate  # gate.rule: not at --help
-    from pytest_sme2.baselines.store import group_by_key  # baselines.store: not at --help
+    from pytest_sme2.gate import rule as gate  # gate.rule, flatbuffers: 23 ms of --help
+    from pytest_sme2.baselines.store import group_by_key  # flatbuffers: with gate.rule
 
     # Blocks cannot be measured again here: a suspected regression is judged as it stands.
-    policy = GateOptions(args.fail_on_regression, args.allow_foreign_baseline, args.categories,
-                         confirm_blocks=0, load_threshold=args.load_threshold,
-                         memory_threshold=args.memory_threshold).policy(flags=CLI_FLAGS)
+    policy = GatePolicy(
+        fail_on_regression=threshold(Given(args.fail_on_regression, "--fail-on-regression")),
+        allow_foreign=args.allow_foreign_baseline,
+        categories=gate_categories(Given(args.categories, "--categories")), confirm_blocks=0,
+        load_threshold_pct=threshold_or_off(Given(args.load_threshold, "--load-threshold")),
+        memory_threshold_pct=threshold_or_off(Given(args.memory_threshold,
+                                                    "--memory-threshold")))
     doc = load_results(args.results)
     if not doc.benchmarks:
         raise Sme2Error(f"{args.results}: no benchmarks to judge")

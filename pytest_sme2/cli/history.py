@@ -50,9 +50,9 @@ def _percent(text: str) -> float:
 
 
 def run_import(args: argparse.Namespace) -> int:
-    # numpy (through results/): only this command needs it, not `pytest-sme2 --help`.
-    from pytest_sme2.history.importer import import_files  # history.importer: not at --help
-    from pytest_sme2.history.store import open_store  # history.store: not at --help
+    # The records and the .pte reader (flatbuffers): only this command needs them.
+    from pytest_sme2.history.importer import import_files  # flatbuffers: 14 ms of --help
+    from pytest_sme2.history.store import open_store  # flatbuffers: with the importer
 
     store = open_store(args.store)
     try:
@@ -67,7 +67,7 @@ def run_report(args: argparse.Namespace) -> int:
     # pandas and numpy: only this command needs them, not `pytest-sme2 --help`.
     from pytest_sme2.history import page, report  # pandas: not at --help
     from pytest_sme2.history.series import Filters  # pandas: not at --help
-    from pytest_sme2.history.store import open_store  # history.store: not at --help
+    from pytest_sme2.history.store import open_store  # flatbuffers: 14 ms of --help
 
     store = open_store(args.store)
     try:

@@ -13,6 +13,7 @@ from pytest_sme2.devices import open_device
 from pytest_sme2.devices.registry import remote_adb_warning
 from pytest_sme2.runners import RunRequest, parse_runner_spec
 from pytest_sme2.measure.settings import BenchSettings
+from pytest_sme2.programs.export import export_model
 from pytest_sme2.programs.export_output import lines_only
 from pytest_sme2.readers.etdump_runs import EtdumpRuns, write_etdump_runs
 
@@ -20,8 +21,6 @@ from pytest_sme2.readers.etdump_runs import EtdumpRuns, write_etdump_runs
 def _program_and_inputs(args: argparse.Namespace) -> tuple[Path, Path, Path | None]:
     """``run``'s model: a .pte (inputs from forward's metadata unless --inputs), or a
     registered or library model name (exported, or the cached export, in --dtype)."""
-    from pytest_sme2.programs.export import export_model  # programs.export: not at --help
-
     exported = export_model(args.model, args.dtype, progress=lines_only(lambda msg: print(
         msg, file=sys.stderr, flush=True)))
     return (exported.pte.resolve(), Path(args.inputs or exported.inputs).resolve(),

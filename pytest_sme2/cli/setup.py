@@ -15,8 +15,8 @@ def _print(line: str) -> None:
 def _setup(args: argparse.Namespace) -> int:
     if args.what == "history":
         return history.run_setup(args.dry_run, out=_print)
-    # numpy and the runner builds (through runners/): only `setup qemu` needs them.
-    from pytest_sme2.provision import qemu  # provision.qemu: not at --help
+    # The runner builds (through runners/): only `setup qemu` needs them.
+    from pytest_sme2.provision import qemu  # provision.qemu: 16 ms of --help
 
     return qemu.run_setup(args.dry_run, out=_print)
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from pytest_sme2._util.buildcache import cached_build, sources_hash
-from pytest_sme2.emulation import EmulationError, cache_root
+from pytest_sme2._util.buildcache import cache_root, cached_build, sources_hash
+from pytest_sme2.emulation import EmulationError
 from pytest_sme2.device_programs import SOURCE_DIR
 from pytest_sme2.emulation.tools import find_cross_compiler, compiler_version
 

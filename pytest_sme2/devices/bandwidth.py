@@ -13,12 +13,13 @@ import hashlib
 import json
 import subprocess
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_sme2.device_programs import parse_probe
 from pytest_sme2.devices.facts import DeviceFacts
-from pytest_sme2.emulation import cache_root
+from pytest_sme2._util.buildcache import cache_root
+from pytest_sme2.results.codec import encode
 
 BUFFER_MB = 128
 REPEATS = 5
@@ -33,8 +34,7 @@ class CopyBandwidth:
     threads: int = 0
     source: str = ""            # "measured", "cached <date>" or why not
 
-    def to_json(self) -> dict:
-        return asdict(self)
+    to_json = encode
 
 
 def cache_file(facts: DeviceFacts, cache_dir: Path | None = None) -> Path:

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from types import ModuleType
 from typing import TYPE_CHECKING, Sequence
 
 from pytest_sme2.devices.base import Device, DeviceError, with_defaults
+from pytest_sme2.devices.host import HostDevice
 from pytest_sme2.devices.kinds import ANDROID, HOST, KINDS, QEMU, spec_forms
+from pytest_sme2.devices.qemu import QemuDevice
 
 if TYPE_CHECKING:
     from pluggy import HookRelay
@@ -46,6 +49,13 @@ class DeviceSpec:
         return self.kind in KINDS and KINDS[self.kind].emulated
 
 
+def _android() -> ModuleType:
+    """The Android package, for an Android spec alone: it imports adbutils (~110 ms)."""
+    from pytest_sme2.devices import android  # adbutils: ~110 ms, for an Android spec alone
+
+    return android
+
+
 def resolve_devices(specs: Sequence[str]) -> tuple[tuple[str, ...], list[str]]:
     """The devices a session runs on: ``specs`` in order with ``android:*[@HOST:PORT]``
     expanded into one spec per ready device of that adb server; duplicates once. Also the
@@ -54,9 +64,7 @@ def resolve_devices(specs: Sequence[str]) -> tuple[tuple[str, ...], list[str]]:
     notes: list[str] = []
     for text in specs:
         if DeviceSpec.parse(text).is_all_android:
-            from pytest_sme2.devices.android import expand_all  # adbutils: not at start-up
-
-            ready, skipped = expand_all(text)
+            ready, skipped = _android().expand_all(text)
             out += ready
             notes += skipped
         else:
@@ -70,18 +78,14 @@ def remote_adb_warning(specs: Sequence[str]) -> str | None:
     nothing; adbutils is imported only when a spec is an Android one."""
     if not any(DeviceSpec.parse(s).kind == ANDROID.name for s in specs):
         return None
-    from pytest_sme2.devices.android import remote_server_warning  # adbutils: not at start-up
-
-    return remote_server_warning(specs)
+    return _android().remote_server_warning(specs)
 
 
 def check_only_device(devices: Sequence[str]) -> None:
     """A session whose only device is a phone that adb does not list stops before its tests,
     with one line (several devices: the missing one's tests fail, the others go on)."""
     if len(devices) == 1 and DeviceSpec.parse(devices[0]).kind == ANDROID.name:
-        from pytest_sme2.devices.android import attached  # adbutils: not at start-up
-
-        attached(devices[0])
+        _android().attached(devices[0])
 
 
 def schedule_group(spec: str) -> str:
@@ -114,18 +118,12 @@ def open_device(spec: str, *, taskset: str | None = "auto",
             return with_defaults(device)
     parsed = DeviceSpec.parse(spec)
     if parsed.kind == HOST.name:
-        from pytest_sme2.devices.host import HostDevice  # devices.host: not at start-up
-
         if spec != HOST.name:
             raise DeviceError(f"--device {spec!r}: the host takes no serial; use --device host")
         return HostDevice()
     if parsed.kind == ANDROID.name:
-        from pytest_sme2.devices.android import open_android  # adbutils: not at start-up
-
-        return open_android(spec, taskset=taskset, session_id=session_id)
+        return _android().open_android(spec, taskset=taskset, session_id=session_id)
     if parsed.kind == QEMU.name:
-        from pytest_sme2.devices.qemu import QemuDevice  # devices.qemu: not at start-up
-
         return QemuDevice(spec)
     raise DeviceError(f"--device {spec!r}: unknown device kind {parsed.kind!r}; use "
                       f"{spec_forms()} (or a kind a plugin opens: pytest_sme2_open_device)")

@@ -6,9 +6,6 @@ installed version (``wheel``), and the one command that provisions them all (``p
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 from pytest_sme2.errors import Sme2Error
 
 SETUP_COMMAND = "pytest-sme2 setup qemu"
@@ -18,9 +15,3 @@ SETUP_HINT = f"run `{SETUP_COMMAND}`"
 class EmulationError(Sme2Error):
     """A missing or unsuitable piece of the emulated target; the message names the piece and
     the setup command."""
-
-
-def cache_root() -> Path:
-    """~/.cache/pytest-sme2 (or $XDG_CACHE_HOME/pytest-sme2): where setup puts what it fetches."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "pytest-sme2"

@@ -15,7 +15,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_sme2.emulation import SETUP_HINT, EmulationError, cache_root
+from pytest_sme2._util.buildcache import cache_root
+from pytest_sme2.emulation import SETUP_HINT, EmulationError
 
 QEMU_ENV = "PYTEST_SME2_QEMU"        # path of a qemu-aarch64 to use instead of the search
 SYSROOT_ENV = "PYTEST_SME2_SYSROOT"  # another aarch64 glibc sysroot (other distributions)

@@ -19,8 +19,8 @@ import zipfile
 from pathlib import Path
 from typing import Callable
 
-from pytest_sme2._util.buildcache import cached_build
-from pytest_sme2.emulation import SETUP_HINT, EmulationError, cache_root
+from pytest_sme2._util.buildcache import cache_root, cached_build
+from pytest_sme2.emulation import SETUP_HINT, EmulationError
 from pytest_sme2._util.versions import package_version
 
 PLATFORM = "manylinux_2_28_aarch64"

@@ -10,7 +10,7 @@ DataFrame in, records out."""
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -18,6 +18,7 @@ import pandas as pd
 
 from pytest_sme2.analysis.machine_state import STRADDLE
 from pytest_sme2.history import MIN_CHANGE_PCT, require
+from pytest_sme2.results.codec import encode
 
 MIN_SEGMENT = 3          # commits either side: a single slow commit is noise, not a change
 PENALTY_PER_LOG_N = 4.0  # BIC-like penalty in noise units: pen = 4 * log(n)
@@ -39,8 +40,7 @@ class ChangePoint:
     kind: str                   # "regression" (slower), "improvement", or SHIFT (too small)
     what_changed: dict[str, Any] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+    to_json = encode
 
 
 def noise_scale(log_values: np.ndarray) -> float:

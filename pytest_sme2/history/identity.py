@@ -6,20 +6,9 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
 from datetime import datetime, timezone
 
-from pytest_sme2.baselines.store import git_commit
-
-
-def git_branch(timeout_s: float = 5.0) -> str | None:
-    try:
-        proc = subprocess.run(["git", "rev-parse", "--abbrev-ref", "HEAD"], capture_output=True,
-                              text=True, timeout=timeout_s)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    name = proc.stdout.strip()
-    return name if proc.returncode == 0 and name and name != "HEAD" else None
+from pytest_sme2._util.checkout import head_branch, head_commit
 
 
 def ci_run() -> str | None:
@@ -33,8 +22,8 @@ def ci_run() -> str | None:
 def session_identity(now: datetime | None = None) -> dict[str, str | None]:
     env = os.environ
     branch = (env.get("GITHUB_HEAD_REF") or env.get("GITHUB_REF_NAME")
-              or env.get("CI_COMMIT_REF_NAME") or git_branch())
-    return {"commit": env.get("GITHUB_SHA") or env.get("CI_COMMIT_SHA") or git_commit(),
+              or env.get("CI_COMMIT_REF_NAME") or head_branch())
+    return {"commit": env.get("GITHUB_SHA") or env.get("CI_COMMIT_SHA") or head_commit(),
             "branch": branch,
             "time": (now or datetime.now(timezone.utc)).isoformat(timespec="seconds"),
             "ci_run": ci_run(), "host": socket.gethostname()}

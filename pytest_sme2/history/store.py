@@ -46,6 +46,9 @@ class HistoryStore:
         require("sqlalchemy")
         from sqlalchemy import create_engine  # sqlalchemy: an optional extra ([history])
 
+        from pytest_sme2.history import schema  # sqlalchemy: an optional extra ([history])
+
+        self.schema = schema    # the tables, read by every method (sqlalchemy's)
         self.url = url
         full = engine_url(url)
         if full.startswith("postgresql"):
@@ -77,7 +80,7 @@ class HistoryStore:
         from sqlalchemy.exc import (  # sqlalchemy: an optional extra ([history])
             IntegrityError, OperationalError, ProgrammingError)
 
-        from pytest_sme2.history import schema  # sqlalchemy: an optional extra ([history])
+        schema = self.schema
 
         for attempt in range(3):   # two writers creating the tables at once: one wins
             try:
@@ -110,7 +113,7 @@ class HistoryStore:
     def _migrate(self, found: int) -> None:
         from sqlalchemy import text  # sqlalchemy: an optional extra ([history])
 
-        from pytest_sme2.history import schema  # sqlalchemy: an optional extra ([history])
+        schema = self.schema
 
         with self.engine.begin() as conn:
             for version in range(found + 1, schema.SCHEMA_VERSION + 1):
@@ -127,7 +130,7 @@ class HistoryStore:
     def _record(self, sp: SessionPoints) -> bool:
         from sqlalchemy.exc import IntegrityError  # sqlalchemy: an optional extra ([history])
 
-        from pytest_sme2.history import schema  # sqlalchemy: an optional extra ([history])
+        schema = self.schema
 
         try:
             with self.engine.begin() as conn:
@@ -145,7 +148,7 @@ class HistoryStore:
     def _has(self, uid: str) -> bool:
         from sqlalchemy import select  # sqlalchemy: an optional extra ([history])
 
-        from pytest_sme2.history import schema  # sqlalchemy: an optional extra ([history])
+        schema = self.schema
 
         with self.engine.connect() as conn:
             return conn.execute(select(schema.sessions.c.id).where(
@@ -159,10 +162,9 @@ class HistoryStore:
         import pandas as pd  # pandas: only a read of the points needs it
         from sqlalchemy import select  # sqlalchemy: an optional extra ([history])
 
-        from pytest_sme2.history import schema  # sqlalchemy: an optional extra ([history])
         from pytest_sme2.history.series import COLUMNS  # pandas: only a read of the points needs it
 
-        s, p = schema.sessions, schema.points
+        s, p = self.schema.sessions, self.schema.points
         query = select(p, s.c.uid, s.c.commit_sha, s.c.branch, s.c.time, s.c.ci_run, s.c.host,
                        s.c.versions).join(s, p.c.session_id == s.c.id)
         with self.engine.connect() as conn:

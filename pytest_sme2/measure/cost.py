@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from pytest_sme2.programs.export import cached_export
+from pytest_sme2.readers.etrecord import read_etrecord
 from pytest_sme2.runners.fork_server import shared_server
 
 _EXIT_HOOKS: set[str] = set()
@@ -63,8 +64,6 @@ def warm_imports(prefetch: Iterable[tuple[str, str]], cache_dir: Path | None,
     plotting library and templates: ``pytest_sme2.report.outputs.warm_up``), and each collected
     export (``prefetch``: model, dtype) verified and its .etrecord read once, here rather than
     per block."""
-    from pytest_sme2.readers.etrecord import read_etrecord  # etrecord: ~1.6 ms, not at start-up
-
     for warm in warm_ups:
         warm()
     for model, dtype in prefetch:

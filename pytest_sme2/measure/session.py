@@ -17,9 +17,12 @@ from pytest_sme2.measure.config import Sme2Config
 from pytest_sme2.devices.base import Device
 from pytest_sme2.devices.kinds import HOST
 from pytest_sme2.devices.registry import open_device
+from pytest_sme2.history.identity import session_identity
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.runners.base import Runner, RunnerError
 from pytest_sme2.runners.fork_server import shared_server
+from pytest_sme2.runners.native import native_runner
+from pytest_sme2.programs.ahead import default_jobs, export_ahead
 from pytest_sme2.programs.export import export_model
 from pytest_sme2.results import ResultsWriter
 from pytest_sme2.runners.spec import RunnerSpec, masked_pair, runner_specs, sme_pair
@@ -39,13 +42,6 @@ DEFAULT_HOST_RUNNER = "native"
 FALLBACK_HOST_RUNNER = "python"
 
 
-def _identity() -> dict[str, Any]:
-    # Only when a session records itself (git and CI variables): not at the plugin's start-up.
-    from pytest_sme2.history.identity import session_identity  # history.identity: not at start-up
-
-    return session_identity()
-
-
 @dataclass
 class BenchSession:
     config: Sme2Config = field(default_factory=Sme2Config)
@@ -60,7 +56,7 @@ class BenchSession:
     # Set when the session is cut short (results.json's session.interrupted).
     interrupted: dict[str, Any] | None = None
     # Commit, branch, time and CI run of the session (results.json "identity"; the history).
-    identity: dict[str, Any] = field(default_factory=lambda: _identity())
+    identity: dict[str, Any] = field(default_factory=session_identity)
     hook: Any = None        # pytest's config.hook: plugins' device and runner kinds (hookspec.py)
     # The devices the session runs on, ``android:*`` expanded (devices.resolve_devices); None:
     # the configured specs as they are.
@@ -210,8 +206,6 @@ class BenchSession:
         """Export the collected (model, dtype) points the cache lacks side by side, before
         anything is measured (:mod:`pytest_sme2.programs.ahead`); not with --sme2-export-jobs
         1, nor with --sme2-reexport (each benchmark exports its own again)."""
-        from pytest_sme2.programs.ahead import default_jobs, export_ahead  # pool: not at start-up
-
         jobs = self.config.export_jobs or default_jobs()
         if self.settings.probe != "off":     # the machine-state probe's program, with them
             points = [*points, (PROBE_MODEL, "fp32")]
@@ -246,11 +240,10 @@ class BenchSession:
         LLM's per decode token and per prefill, with the block's prompt and new tokens. Off
         the host, say once per session that only time is measured. A failed count (a runner
         killed under valgrind) raises: that benchmark fails, the others go on."""
-        # Only under --sme2-measure instructions: valgrind's and the native build's modules
-        # stay out of every other pytest run's start-up.
-        from pytest_sme2.instructions.count import (  # instructions.count: not at start-up
+        # Only under --sme2-measure instructions: valgrind's modules stay out of every other
+        # pytest run's start-up.
+        from pytest_sme2.instructions.count import (  # instructions.count: 15 ms of start-up
             count_generation, count_instructions, host_only_reason)
-        from pytest_sme2.runners.native import native_runner  # runners.native: not at start-up
 
         say = progress or (lambda msg: None)
         reason = host_only_reason(self.device(device))
@@ -278,15 +271,17 @@ class BenchSession:
 
     def save_baselines(self) -> list[Path]:
         """Add this session's results to the baselines, one session per benchmark key."""
-        from pytest_sme2.baselines.store import group_by_key, save  # baselines: --save-baseline
+        from pytest_sme2.baselines.store import (  # flatbuffers: 15 ms, for --save-baseline
+            group_by_key, save)
 
         if self.config.baseline_dir is None:
             return []
-        saved = [save(rs, self.config.baseline_dir, session_id=self.session_id)
+        commit = self.identity.get("commit")      # the session's, asked of git once
+        saved = [save(rs, self.config.baseline_dir, session_id=self.session_id, commit=commit)
                  for rs in group_by_key(self.results).values()]
         counted = [r for r in self.results if r.instructions]   # --sme2-measure instructions
         saved += [save(rs, self.config.baseline_dir, session_id=self.session_id,
-                       measure="instructions")
+                       commit=commit, measure="instructions")
                   for rs in group_by_key(counted).values()]
         return saved
 

@@ -13,7 +13,7 @@ import pytest
 
 from pytest_sme2._util.text import plain
 from pytest_sme2.measure import cost as session_cost
-from pytest_sme2.runners.spec import runner_kinds
+from pytest_sme2.runners.spec import runner_kinds, spec_forms
 from pytest_sme2.plugin.collector import (COLLECTOR_NAME, Collector, is_xdist_worker,
                                           live_progress, write_live)
 from pytest_sme2.measure.config import BaseDirs, Sme2Config, config_from_options
@@ -55,13 +55,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                         help=f"{help_text} [ini: {option.ini}]".replace("%", "%%"),
                         **({"action": "append"} if dest in REPEATABLE else {}))
         parser.addini(option.ini, help_text, default=option.default)
-    for dest, help_text in FLAGS.items():
+    for dest, flag in FLAGS.items():
         group.addoption("--" + dest.replace("_", "-"), dest=dest, action="store_true",
-                        default=False, help=plain(help_text).replace("%", "%%"))
+                        default=False, help=plain(flag.help).replace("%", "%%"))
     group.addoption("--runner", dest=RUNNERS_DEST, action="append", default=[],
                     metavar="NAME=SPEC",
-                    help="add a runner: NAME=python, NAME=native or NAME=/path/to/executor_runner"
-                         f"[,libs=DIR][,label=value...] (repeatable) [ini: {RUNNERS_INI}]")
+                    help=f"add a runner: {spec_forms()} (repeatable) [ini: {RUNNERS_INI}]")
     parser.addini(RUNNERS_INI, "runner specs, one per line (see --runner)", type="linelist",
                   default=[])
 
@@ -76,7 +75,7 @@ def _config(config: pytest.Config) -> Sme2Config:
                                   BaseDirs(config.invocation_params.dir, config.rootpath),
                                   runner_kinds(config.hook), category_rules(config.hook))
         if cfg.measure == "instructions" and HOST.name in cfg.devices:
-            from pytest_sme2.instructions.count import (  # instructions.count: not at start-up
+            from pytest_sme2.instructions.count import (  # instructions.count: 15 ms of start-up
                 find_valgrind)
 
             find_valgrind()   # missing or too old: one line naming the package, up front

@@ -5,6 +5,7 @@ the saved baselines and the summary table at the end go to the terminal."""
 from __future__ import annotations
 
 from contextlib import nullcontext
+from types import ModuleType
 from typing import TYPE_CHECKING, Callable
 
 import pytest
@@ -27,6 +28,14 @@ COMPARISON_PROPERTY = "sme2_comparison"           # a comparison, on its test's 
 # A skip whose reason starts so is a test that cannot apply to the device (an SME2 test on a
 # device without SME2): the session's summary says how many and why, not only ``-rs``.
 NOT_APPLICABLE = "does not apply here: "
+
+
+def _terminal() -> ModuleType:
+    """The terminal's lines (:mod:`pytest_sme2.report.terminal`), for the first block reported:
+    a session that measures nothing never imports them."""
+    from pytest_sme2.report import terminal  # report.terminal: 38 ms of the plugin's start-up
+
+    return terminal
 
 
 def is_xdist_worker(config: pytest.Config) -> bool:
@@ -128,29 +137,25 @@ class Collector:
         self.session.write()        # once per test, however many blocks it measured
 
     def _add_block(self, value: dict) -> None:
-        from pytest_sme2.report.terminal import (  # report.terminal: not at the plugin's start-up
-            benchmark_line, cooldown_lines)
-
+        terminal = _terminal()
         result = BlockResult.from_json(value)
         self.session.add(result, write=False)
         if result.block is None:
             several = len(self.session.devices or ()) > 1
-            write_live(self.config, benchmark_line(result, device=several))
-        for line in cooldown_lines(result, told=self.cooldown_told):
+            write_live(self.config, terminal.benchmark_line(result, device=several))
+        for line in terminal.cooldown_lines(result, told=self.cooldown_told):
             write_live(self.config, line)
         held = result.context.cooldown
         self.cooldown_told |= held is not None and not held.applied
 
     def _add_comparison(self, value: dict) -> None:
-        from pytest_sme2.report.terminal import (  # report.terminal: not at start-up
-            comparison_line, comparison_notes, side_evidence_lines)
-
+        terminal = _terminal()
         record = ComparisonRecord.from_json(value)
         self.session.add_comparison(record, write=False)
-        write_live(self.config, comparison_line(record, self._device_of(record)))
-        for line in side_evidence_lines(record, self.session.results):
+        write_live(self.config, terminal.comparison_line(record, self._device_of(record)))
+        for line in terminal.side_evidence_lines(record, self.session.results):
             write_live(self.config, line)
-        for note in comparison_notes(record):
+        for note in terminal.comparison_notes(record):
             write_live(self.config, f"sme2:   {note}")
 
     def _device_of(self, record) -> str | None:
@@ -185,16 +190,15 @@ class Collector:
             terminalreporter.write_line(f"sme2: {tests} not apply here: {reason}", yellow=True)
         if not self.session.results:
             return
-        from pytest_sme2.report.terminal import (  # report.terminal: not at start-up
-            session_lines, summary_table, unresolved_lines)
-
+        terminal = _terminal()
         terminalreporter.section("pytest-sme2 summary")
-        for line in summary_table(self.session.results, self.session.comparisons):
+        for line in terminal.summary_table(self.session.results, self.session.comparisons):
             terminalreporter.write_line(line)
         if self.session.config.gate.on_unresolved != "pass":
-            for line in unresolved_lines(self.session.results, self.session.comparisons):
+            for line in terminal.unresolved_lines(self.session.results,
+                                                  self.session.comparisons):
                 terminalreporter.write_line(line, yellow=True)
-        for line in session_lines(self.session.results):
+        for line in terminal.session_lines(self.session.results):
             terminalreporter.write_line(line, yellow=True)
         try:
             written = write_reports(self.session)
@@ -212,7 +216,7 @@ class Collector:
         for path in written:
             terminalreporter.write_line(f"wrote {path}")
         if self.session.config.history:
-            from pytest_sme2.history.recording import (  # history.recording: not at start-up
+            from pytest_sme2.history.recording import (  # flatbuffers: 15 ms of start-up
                 record_session)
 
             line, ok = record_session(self.session.config.history, self.session.results_path)

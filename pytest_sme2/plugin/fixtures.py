@@ -314,10 +314,6 @@ def sme2_bench(request: pytest.FixtureRequest, sme2_session: BenchSession,
     return bench
 
 
-# sme2_generate's keywords for the generation's size (None or absent: the session's; depth 0).
-GENERATION_SIZE = ("prompt_tokens", "new_tokens", "depth")
-
-
 @pytest.fixture
 def sme2_generate(request: pytest.FixtureRequest, sme2_session: BenchSession,
                   sme2_device, sme2_device_spec: str) -> Callable[..., GenerationResult]:
@@ -335,22 +331,17 @@ def sme2_generate(request: pytest.FixtureRequest, sme2_session: BenchSession,
     ``.pte`` is taken as exported). None for a token count: the session's
     ``--sme2-prompt-tokens`` / ``--sme2-new-tokens``. ``depth``: tokens filled into the KV
     cache, untimed, before the timed prompt (llama-bench's ``pp64 @ d512``; the generation
-    matrix's ``sme2_llm_case.depth``). The size's keywords (``prompt_tokens``, ``new_tokens``,
-    ``depth``) travel together as ``**size``."""
+    matrix's ``sme2_llm_case.depth``)."""
     sme2_session.prepare()
     settings = sme2_session.settings
 
     def generate(model: str, scheme: str = "8da8w", threads: int = 1,
-                 runner: str | None = None, **size: int | None) -> GenerationResult:
-        unknown = set(size) - set(GENERATION_SIZE)
-        if unknown:
-            raise TypeError(f"sme2_generate() got {', '.join(sorted(unknown))}; a generation's "
-                            f"size is given by {', '.join(GENERATION_SIZE)}")
-        prompt_tokens, new_tokens = size.get("prompt_tokens"), size.get("new_tokens")
+                 runner: str | None = None, prompt_tokens: int | None = None,
+                 new_tokens: int | None = None, depth: int = 0) -> GenerationResult:
         try:
             asked = Generation(prompt_tokens or settings.prompt_tokens,
                                settings.new_tokens if new_tokens is None else new_tokens,
-                               size.get("depth") or 0)
+                               depth or 0)
         except ValueError as e:
             fail(Sme2Error(str(e)), request.config)
         loop = replace(_loop(request, sme2_session, sme2_device_spec), generation=asked)

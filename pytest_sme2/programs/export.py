@@ -28,6 +28,7 @@ from pytest_sme2.programs.export_output import ExportOutput, caught_warnings, wa
 from pytest_sme2.programs.exported import (ETRECORD, INPUTS, META, PTD, PTE,  # noqa: F401
                                            ExportedModel, ExportError)
 from pytest_sme2.readers.pte_data import program_digest
+from pytest_sme2._util.buildcache import cache_root
 from pytest_sme2._util.fsutil import file_sha256
 from pytest_sme2._util.locking import file_lock
 from pytest_sme2.programs.library import model_entry
@@ -68,8 +69,7 @@ LLM_RECIPE_SOURCES = tuple(Path(importlib.util.find_spec(m).origin) for m in (
 
 
 def default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "pytest-sme2" / "exports"
+    return cache_root() / "exports"
 
 
 def _versions() -> dict[str, str]:

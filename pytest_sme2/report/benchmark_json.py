@@ -8,7 +8,8 @@ runs are the ``Method::execute`` samples of all its blocks (runner processes), i
 per phase (:func:`generation_entries`). ``stats`` are computed the way pytest-benchmark's
 ``Stats`` computes them (``iterations`` is 1: every sample is one execute). ``machine_info``
 describes the device the benchmarks ran on (from our device facts) with pytest-benchmark's keys;
-``commit_info`` is what pytest-benchmark reads from ``git``.
+``commit_info`` is what pytest-benchmark reads from ``git``, the commit and branch the
+session's identity.
 
 pytest-benchmark is not a dependency: the format is written here.
 """
@@ -19,7 +20,6 @@ import json
 import platform
 import re
 import statistics
-import subprocess
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
@@ -30,6 +30,7 @@ from pytest_sme2.report.columns import JSON, LATENCY, shown
 from pytest_sme2.report.grouping import BenchmarkSide, benchmark_sides
 from pytest_sme2.results import (BlockResult, ComparisonRecord, atomic_write_text, pool,
                                  pool_generation, pool_startup)
+from pytest_sme2._util.checkout import git
 from pytest_sme2._util.versions import package_version
 
 # The pytest-benchmark JSON layout this module writes (its "version" field names the writer's
@@ -213,50 +214,43 @@ def machine_info(devices: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _git(args: list[str], cwd: Path) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True,
-                          timeout=10).stdout.strip()
-
-
-def commit_info(cwd: Path | None = None) -> dict[str, Any]:
-    """What pytest-benchmark's ``get_commit_info`` records, from ``git`` in ``cwd``."""
+def commit_info(cwd: Path | None = None,
+                identity: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """What pytest-benchmark's ``get_commit_info`` records: the commit and branch from the
+    session's identity (``SessionInfo.identity``) where it has them, the rest from ``git`` in
+    ``cwd``."""
     cwd = Path.cwd() if cwd is None else Path(cwd)
+    identity = identity or {}
     project = cwd.name
-    try:
-        url = _git(["config", "--local", "remote.origin.url"], cwd)
+    if url := git(["config", "--local", "remote.origin.url"], cwd):
         parts = [p for p in re.split(r"[/:\s\\]|\.git", url) if p]
         project = parts[-1].strip() if parts else project
-    except (OSError, subprocess.SubprocessError):
-        pass
-    dirty, branch = False, "(unknown)"
-    try:
-        _git(["rev-parse", "--git-dir"], cwd)
-    except (OSError, subprocess.SubprocessError):
+    if git(["rev-parse", "--git-dir"], cwd) is None:
         return {"id": "unversioned", "time": None, "author_time": None, "dirty": False,
-                "project": project, "branch": branch}
-    try:
-        desc = _git(["describe", "--dirty", "--always", "--long", "--abbrev=40"], cwd).split("-")
-        if desc[-1].strip() == "dirty":
-            dirty = True
-            desc.pop()
-        commit = desc[-1].strip("g")
-        commit_time = _git(["show", "-s", "--pretty=format:%cI"], cwd)
-        author_time = _git(["show", "-s", "--pretty=format:%aI"], cwd)
-        branch = _git(["rev-parse", "--abbrev-ref", "HEAD"], cwd)
-        if branch == "HEAD":
-            branch = "(detached head)"
-        return {"id": commit, "time": commit_time, "author_time": author_time, "dirty": dirty,
-                "project": project, "branch": branch}
-    except (OSError, subprocess.SubprocessError) as e:
-        return {"id": "unknown", "time": None, "author_time": None, "dirty": dirty,
-                "error": repr(e), "project": project, "branch": branch}
+                "project": project, "branch": "(unknown)"}
+    asked = {"describe": ["describe", "--dirty", "--always", "--long", "--abbrev=40"],
+             "commit time": ["show", "-s", "--pretty=format:%cI"],
+             "author time": ["show", "-s", "--pretty=format:%aI"],
+             "branch": ["rev-parse", "--abbrev-ref", "HEAD"]}
+    said = {what: git(args, cwd) for what, args in asked.items()}
+    if failed := [" ".join(asked[what]) for what, out in said.items() if out is None]:
+        return {"id": "unknown", "time": None, "author_time": None, "dirty": False,
+                "error": f"git {failed[0]} failed", "project": project, "branch": "(unknown)"}
+    desc = said["describe"].split("-")
+    dirty = desc[-1].strip() == "dirty"
+    commit = desc[-2 if dirty else -1].strip("g")
+    branch = identity.get("branch") or said["branch"]
+    return {"id": identity.get("commit") or commit, "time": said["commit time"],
+            "author_time": said["author time"], "dirty": dirty, "project": project,
+            "branch": "(detached head)" if branch == "HEAD" else branch}
 
 
 # -- the document ----------------------------------------------------------------------------
 
 def benchmark_document(results: Iterable[BlockResult],
                        comparisons: Iterable[ComparisonRecord | Mapping[str, Any]] = (),
-                       cwd: Path | None = None) -> dict[str, Any]:
+                       cwd: Path | None = None,
+                       identity: Mapping[str, Any] | None = None) -> dict[str, Any]:
     results = list(results)
     sides = benchmark_sides(results, comparisons)
     devices: list[dict[str, Any]] = []
@@ -264,7 +258,7 @@ def benchmark_document(results: Iterable[BlockResult],
         if (d := r.device.to_dict()) not in devices:
             devices.append(d)
     seen: set[str] = set()
-    return {"machine_info": machine_info(devices), "commit_info": commit_info(cwd),
+    return {"machine_info": machine_info(devices), "commit_info": commit_info(cwd, identity),
             "benchmarks": [e for s in sides for e in (
                 generation_entries(s, seen) if s.first.generation is not None
                 else [benchmark_entry(s, seen)])],
@@ -274,7 +268,8 @@ def benchmark_document(results: Iterable[BlockResult],
 
 def write_benchmark_json(path: Path, results: Iterable[BlockResult],
                          comparisons: Iterable[ComparisonRecord | Mapping[str, Any]] = (),
-                         cwd: Path | None = None) -> Path:
-    doc = benchmark_document(results, comparisons, cwd)
+                         cwd: Path | None = None,
+                         identity: Mapping[str, Any] | None = None) -> Path:
+    doc = benchmark_document(results, comparisons, cwd, identity)
     atomic_write_text(Path(path), json.dumps(doc, indent=4) + "\n")
     return Path(path)

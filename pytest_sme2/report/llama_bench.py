@@ -23,14 +23,14 @@ import io
 import json
 import sqlite3
 import statistics
-import subprocess
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.measure.options import LLAMA_BENCH_FORMATS
+from pytest_sme2._util.checkout import git
+from pytest_sme2.measure.option_values import LLAMA_BENCH_FORMATS
 from pytest_sme2.programs.exported import recorded_parameters
 from pytest_sme2.report.grouping import BenchmarkSide, benchmark_sides
 from pytest_sme2.results import BlockResult, ComparisonRecord, atomic_write_text, pool_startup
@@ -66,20 +66,12 @@ NEUTRAL: dict[str, Any] = {
 }
 
 
-def _git(args: list[str], cwd: Path) -> str:
-    try:
-        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
-                              check=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return ""
-
-
-def build_info(rootdir: Path) -> tuple[str, int]:
-    """(``git rev-parse --short HEAD`` of the user's repository, its commit count): "unknown"
-    and 0 outside git."""
-    commit = _git(["rev-parse", "--short", "HEAD"], rootdir)
-    count = _git(["rev-list", "--count", "HEAD"], rootdir) if commit else ""
-    return commit or "unknown", int(count) if count.isdigit() else 0
+def build_info(rootdir: Path, commit: str | None = None) -> tuple[str, int]:
+    """(``git rev-parse --short`` of ``commit``, the session's (its identity's; None: HEAD),
+    in the user's repository at ``rootdir``, its commit count): "unknown" and 0 outside git."""
+    short = git(["rev-parse", "--short", commit or "HEAD"], rootdir)
+    count = git(["rev-list", "--count", commit or "HEAD"], rootdir) if short else None
+    return short or "unknown", int(count) if count and count.isdigit() else 0
 
 
 def _block_samples(b: BlockResult, phase: str) -> list[float]:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.measure.artifacts.earlier import ARTIFACTS, remove_earlier_artifacts
+from pytest_sme2.report.benchmark_json import write_benchmark_json
 from pytest_sme2.report.llama_bench import build_info, llama_bench_rows, write_llama_bench
 from pytest_sme2.results import ResultsDoc, SessionInfo
 
@@ -49,17 +50,16 @@ def _write_ci_files(session: BenchSession) -> tuple[list[Path], list[str]]:
     """--sme2-benchmark-json (pytest-benchmark's format) and, in GitHub Actions, the step
     summary: written before report.md, so a report that fails to render loses neither.
     Returns what was written and, one line each, what could not be."""
-    from pytest_sme2.report.github import append_step_summary  # report.github: not at start-up
+    # The step summary's tables: 39 ms of the plugin's start-up, for the session's end.
+    from pytest_sme2.report.github import append_step_summary  # report.github: 39 ms
 
     written: list[Path] = []
     problems: list[str] = []
     target = session.config.benchmark_json
     if target is not None:
-        from pytest_sme2.report.benchmark_json import (  # report.benchmark_json: not at start-up
-            write_benchmark_json)
-
         try:
-            written.append(write_benchmark_json(target, session.results, session.comparisons))
+            written.append(write_benchmark_json(target, session.results, session.comparisons,
+                                                identity=session.identity))
         except OSError as e:
             problems.append(f"--sme2-benchmark-json {target}: cannot write it "
                             f"({e.strerror or e})")
@@ -67,7 +67,7 @@ def _write_ci_files(session: BenchSession) -> tuple[list[Path], list[str]]:
         try:
             written.append(write_llama_bench(session.config.llama_bench, llama_bench_rows(
                 session.results, session.comparisons,
-                build_info(session.config.rootdir or Path.cwd()))))
+                build_info(session.config.rootdir or Path.cwd(), session.identity.get("commit")))))
         except (OSError, sqlite3.Error) as e:
             problems.append(f"--sme2-llama-bench {session.config.llama_bench}: cannot write "
                             f"it ({getattr(e, 'strerror', None) or e})")

@@ -4,13 +4,9 @@ and results.json stores them (a block's ``instructions``). How they are counted:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from dataclasses import dataclass, field
 
-
-
-_GENERATION_KEYS = ("prefill", "prompt_tokens", "new_tokens")
+from pytest_sme2.results.codec import added, decode, encode
 
 
 @dataclass(frozen=True)
@@ -37,26 +33,13 @@ class InstructionCount:
     # then per decode token (one decode execute; with no decode step, per prefill) and
     # ``prefill`` the instructions of one whole prefill of ``prompt_tokens`` tokens; None for a
     # forward pass.
-    prefill: float | None = None
-    prompt_tokens: int | None = None
-    new_tokens: int | None = None
+    prefill: float | None = field(default=None, metadata=added("generation"))
+    prompt_tokens: int | None = field(default=None, metadata=added("generation"))
+    new_tokens: int | None = field(default=None, metadata=added("generation"))
 
     @property
     def is_generation(self) -> bool:
         return self.prefill is not None
 
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["hottest"] = [[name, value] for name, value in self.hottest]
-        if self.prefill is None:     # a forward pass's count: the keys it always had
-            for name in _GENERATION_KEYS:
-                d.pop(name)
-        return d
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> InstructionCount:
-        """What :meth:`to_dict` wrote; numbers as they were written (byte for byte)."""
-        names = {f.name for f in fields(cls)}
-        known = {k: v for k, v in d.items() if k in names}
-        known["hottest"] = [(str(n), v) for n, v in d.get("hottest", [])]
-        return cls(**known)
+    to_dict = encode
+    from_dict = classmethod(decode)

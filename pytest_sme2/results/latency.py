@@ -3,7 +3,9 @@ computed from the runs by :func:`pytest_sme2.analysis.latency.latency_stats`."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+
+from pytest_sme2.results.codec import encode
 
 
 @dataclass(frozen=True)
@@ -23,5 +25,4 @@ class LatencyStats:
     mad_ms: float
     outliers: int
 
-    def to_dict(self) -> dict:
-        return asdict(self)
+    to_dict = encode

@@ -4,9 +4,9 @@ it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+
+from pytest_sme2.results.codec import decode, encode
 
 
 @dataclass(frozen=True)
@@ -22,14 +22,5 @@ class PrecisionOutcome:
     reached: bool = False
     why: str = ""           # "" when reached; else what limited it
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"target_pct": self.target_pct, "half_width_pct": self.half_width_pct,
-                "blocks": self.blocks, "paired": self.paired, "seconds": self.seconds,
-                "reached": self.reached, "why": self.why}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> PrecisionOutcome:
-        return cls(target_pct=d["target_pct"], half_width_pct=d.get("half_width_pct"),
-                   blocks=d.get("blocks", 0), paired=d.get("paired", False),
-                   seconds=d.get("seconds", 0.0), reached=d.get("reached", False),
-                   why=d.get("why", ""))
+    to_dict = encode
+    from_dict = classmethod(decode)

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
+from pytest_sme2.results.codec import NOT_STORED, added, decode, decode_optional, encode
 from pytest_sme2.results.thermal import CooldownRecord
 
 # A kernel's tile-size accessor, not a kernel (pytest_sme2.analysis.isa.is_accessor's rule: the
@@ -50,19 +51,10 @@ class OperatorStats:
     kernel_hint: str = ""
     # Every event read 0: the operator ran under its clock's resolution (XNNPACK counts whole
     # microseconds), so its mean says nothing and its time is in Other.
-    below_resolution: bool = False
+    below_resolution: bool = field(default=False, metadata=added())
 
-    def to_json(self) -> dict[str, Any]:
-        """As ``dataclasses.asdict`` gives it, without its deep copy (hundreds per block)."""
-        d = dict(self.__dict__)
-        d["op_types"], d["module_paths"] = list(self.op_types), list(self.module_paths)
-        if not self.below_resolution:       # documents written before it: unchanged
-            del d["below_resolution"]
-        return d
-
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> "OperatorStats":
-        return cls(**known_fields(cls, d))
+    to_json = encode
+    from_json = classmethod(decode)
 
 
 @dataclass
@@ -89,11 +81,9 @@ class TracedKernel:
     kind: str = ""
     library: str = ""
     blocks: int = 0
-    streaming_blocks: int = 0
+    streaming_blocks: int = field(default=0, metadata=NOT_STORED)
 
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "isa_family": self.isa_family, "kind": self.kind,
-                "library": self.library, "blocks": self.blocks}
+    to_json = encode
 
 
 @dataclass
@@ -124,14 +114,15 @@ class KernelEvidence:
     kernel_trace_source: str = ""
     # Sampling (an evidence process): what was caught, out of how many samples (None: none
     # taken), and the CSV. Written to results.json only when a sample was taken.
-    sampled_kernels: list[SampledKernel] = field(default_factory=list)
-    samples_total: int | None = None
-    kernel_sample_source: str = ""
+    sampled_kernels: list[SampledKernel] = field(default_factory=list,
+                                                 metadata=added("sampling"))
+    samples_total: int | None = field(default=None, metadata=added("sampling"))
+    kernel_sample_source: str = field(default="", metadata=added("sampling"))
     # The SME level: proven when SME1 kernels executed (or were sampled), absent when the
     # process has no SME or ran no SME code, indicated by KleidiAI packed operators on a device
     # with SME but no SME2, else unknown. Written only when known (older documents lack it).
-    sme: str = "unknown"
-    sme_reason: str = ""
+    sme: str = field(default="unknown", metadata=added("sme"))
+    sme_reason: str = field(default="", metadata=added("sme"))
 
     @property
     def traced(self) -> bool:
@@ -169,30 +160,8 @@ class KernelEvidence:
         named = f" (SME1 kernels: {', '.join(ran[:2])}{more})" if ran else ""
         return f"SME: {self.sme}{named}; SME2: {self.sme2}"
 
-    def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["executed_kernels"] = [k.to_json() for k in self.executed_kernels]
-        if self.samples_total is None:      # sessions without sampling read as before
-            for key in ("sampled_kernels", "samples_total", "kernel_sample_source"):
-                d.pop(key)
-        if self.sme == "unknown" and not self.sme_reason:    # documents before the SME level
-            d.pop("sme")
-            d.pop("sme_reason")
-        return d
-
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any] | None) -> "KernelEvidence | None":
-        if not d:
-            return None
-        known = known_fields(cls, d)
-        known["kernels"] = [LoggedKernel(**known_fields(LoggedKernel, k))
-                            for k in known.get("kernels") or []]
-        known["executed_kernels"] = [TracedKernel(**known_fields(TracedKernel, k))
-                                     for k in known.get("executed_kernels") or []]
-        known["sampled_kernels"] = [SampledKernel(**known_fields(SampledKernel, k))
-                                    for k in known.get("sampled_kernels") or []]
-        known["kleidiai_ops"] = list(known.get("kleidiai_ops") or [])
-        return cls(**known)
+    to_json = encode
+    from_json = classmethod(decode_optional)
 
 
 @dataclass
@@ -206,19 +175,14 @@ class ResultAnalysis:
     kernel_evidence: KernelEvidence | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"categories_ms": self.categories_ms, "overheads_ms": self.overheads_ms,
-                "operators": [o.to_json() for o in self.operators],
-                "kernel_evidence": self.kernel_evidence.to_json() if self.kernel_evidence
-                else {}}
+        """No kernel evidence is written ``{}``, as it always was."""
+        d = encode(self)
+        d["kernel_evidence"] = d["kernel_evidence"] or {}
+        return d
 
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> "ResultAnalysis":
-        """From a benchmark's entry or ``Analysis.to_json()`` (the same keys); the analysis
-        itself gives its record directly (``Analysis.record()``)."""
-        return cls(categories_ms=dict(d.get("categories_ms") or {}),
-                   overheads_ms=dict(d.get("overheads_ms") or {}),
-                   operators=[OperatorStats.from_json(o) for o in d.get("operators") or []],
-                   kernel_evidence=KernelEvidence.from_json(d.get("kernel_evidence")))
+    # From a benchmark's entry or ``Analysis.to_json()`` (the same keys); the analysis itself
+    # gives its record directly (``Analysis.record()``).
+    from_json = classmethod(decode)
 
 
 @dataclass
@@ -230,19 +194,20 @@ class RunContext:
     block: int | None = None          # position in a comparison or confirmation; None: first
     outputs: str | None = None        # the last run's outputs (runners that write them)
     kernel_trace: str | None = None   # executed kernels CSV (traced devices)
-    trace: str | None = None          # Chrome/Perfetto trace JSON of the median run
+    # Chrome/Perfetto trace JSON of the median run
+    trace: str | None = field(default=None, metadata=added())
     # --sme2-cooldown: what the thermal hold before this block did (None: not asked for)
-    cooldown: CooldownRecord | None = None
+    cooldown: CooldownRecord | None = field(default=None, metadata=added())
     # --sme2-sample: the sampled-kernels CSV of the benchmark's evidence process, or why there
     # is none (the block itself is measured either way)
-    kernel_sample: str | None = None
-    sample_problem: str | None = None
+    kernel_sample: str | None = field(default=None, metadata=added())
+    sample_problem: str | None = field(default=None, metadata=added())
     # Outputs (an LLM's sampled logits) that hold NaN or inf: what the runner saw and the
     # likely cause (pytest_sme2.analysis.output_values); None when they were finite.
-    output_problem: str | None = None
+    output_problem: str | None = field(default=None, metadata=added())
     # The session's other processes that took CPU on this machine while the block ran
     # (pytest_sme2.devices.beside); None when none did.
-    beside: list[str] | None = None
+    beside: list[str] | None = field(default=None, metadata=added())
 
     def __post_init__(self) -> None:
         if isinstance(self.cooldown, Mapping):     # as results.json holds it
@@ -252,11 +217,5 @@ class RunContext:
     def started_hot(self) -> bool:
         return bool(self.cooldown and self.cooldown.hot)
 
-    def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
-        # documents written before these keys: unchanged
-        for key in ("trace", "cooldown", "kernel_sample", "sample_problem", "output_problem",
-                    "beside"):
-            if d[key] is None:
-                del d[key]
-        return d
+    # documents written before the keys marked added(): unchanged
+    to_json = encode

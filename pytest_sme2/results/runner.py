@@ -3,10 +3,9 @@ give it and results.json stores it (a block's ``runner_info``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
+from pytest_sme2.results.codec import decode, encode
 
 
 @dataclass(frozen=True)
@@ -17,9 +16,5 @@ class RunnerInfo:
     kind: str = ""
     labels: dict[str, str] = field(default_factory=dict)
 
-    def to_dict(self) -> dict:
-        return {"name": self.name, "kind": self.kind, "labels": dict(self.labels)}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> RunnerInfo:
-        return cls(name=d["name"], kind=d.get("kind", ""), labels=dict(d.get("labels") or {}))
+    to_dict = encode
+    from_dict = classmethod(decode)

@@ -4,11 +4,11 @@ the median over its cold processes."""
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_sme2.results.records import known_fields
+from pytest_sme2.results.codec import decode, decode_optional, encode
 
 # -- load, first inference, memory ------------------------------------------------------------
 
@@ -23,9 +23,8 @@ class ProcessStartup:
     peak_rss_kb: int | None = None        # VmHWM at the end of the process
     load_rss_kb: int | None = None        # resident memory the load added
 
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> "ProcessStartup":
-        return cls(**known_fields(cls, d))
+    to_json = encode
+    from_json = classmethod(decode)
 
 
 def _median(values: Iterable[float | int | None]) -> float | None:
@@ -72,21 +71,15 @@ class Startup:
         return sum(1 for p in self.processes if p.load_ms is not None)
 
     def to_json(self) -> dict[str, Any]:
+        """The medians over processes are written beside the fields (a reader of the file
+        needs no arithmetic), so the writer is by hand; the reader is the codec's."""
         return {"pte_bytes": self.pte_bytes,
                 **({"ptd_bytes": self.ptd_bytes} if self.ptd_bytes is not None else {}),
                 "load_ms": self.load_ms, "method_load_ms": self.method_load_ms,
                 "first_inference_ms": self.first_inference_ms,
                 "peak_rss_kb": self.peak_rss_kb, "load_rss_kb": self.load_rss_kb,
                 "load_source": self.load_source, "memory_source": self.memory_source,
-                "processes": [asdict(p) for p in self.processes],
+                "processes": [p.to_json() for p in self.processes],
                 **({"problem": self.problem} if self.problem else {})}
 
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any] | None) -> "Startup | None":
-        if not d:
-            return None
-        return cls(pte_bytes=d.get("pte_bytes"), ptd_bytes=d.get("ptd_bytes"),
-                   processes=[ProcessStartup.from_json(p) for p in d.get("processes") or []],
-                   load_source=str(d.get("load_source") or ""),
-                   memory_source=str(d.get("memory_source") or ""),
-                   problem=str(d.get("problem") or ""))
+    from_json = classmethod(decode_optional)

@@ -4,8 +4,10 @@ results.json). The policy that reads and judges them is :mod:`pytest_sme2.device
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from pytest_sme2.results.codec import decode_optional, encode
 
 
 @dataclass(frozen=True)
@@ -49,15 +51,8 @@ class CooldownRecord:
     start_c: float | None = None
     throttling: list[str] = field(default_factory=list)   # at the block's start
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any] | None) -> "CooldownRecord | None":
-        if not d:
-            return None
-        names = cls.__dataclass_fields__
-        return cls(**{k: v for k, v in d.items() if k in names})
+    to_dict = encode
+    from_dict = classmethod(decode_optional)
 
     def summary(self) -> str:
         """One phrase: where the block started, and why it counts as hot."""

@@ -11,9 +11,9 @@ cannot run without its tracer (a user's ``executor_runner``, ``llama_main``) is 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
+
+from pytest_sme2.results.codec import decode, encode
 
 UNTRACED = "untraced"
 TRACED = "operator-traced"
@@ -33,8 +33,8 @@ class Timing:
     runs the breakdown averages; ``clock_overhead_ns``: what one timing (two clock reads) costs on
     the device, measured in the runner's process."""
 
-    mode: str
-    source: str
+    mode: str = BEFORE_RECORDED
+    source: str = ""
     traced_median_ms: float | None = None
     overhead_pct: float | None = None
     traced_mean_ms: float | None = None
@@ -77,21 +77,8 @@ class Timing:
         return (f"operator tracing adds {self.overhead_pct:+.1f}% here{spread}: latency from "
                 f"untraced runs, breakdown from traced ones")
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Timing:
-        def number(key: str) -> float | None:
-            v = d.get(key)
-            return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-        return cls(mode=str(d.get("mode") or BEFORE_RECORDED), source=str(d.get("source") or ""),
-                   traced_median_ms=number("traced_median_ms"),
-                   overhead_pct=number("overhead_pct"),
-                   traced_mean_ms=number("traced_mean_ms"),
-                   traced_runs=int(d.get("traced_runs") or 0),
-                   clock_overhead_ns=number("clock_overhead_ns"))
+    to_dict = encode
+    from_dict = classmethod(decode)
 
 
 def overhead_pct(traced_median_ms: float, untraced_median_ms: float) -> float | None:

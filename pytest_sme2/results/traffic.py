@@ -6,11 +6,9 @@ device's probe (:mod:`pytest_sme2.devices.bandwidth`); the line is
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
-from pytest_sme2.results.records import known_fields
+from pytest_sme2.results.codec import decode_optional, encode
 
 
 @dataclass(frozen=True)
@@ -28,9 +26,5 @@ class DecodeTraffic:
     def bytes_per_token(self) -> float:
         return self.weight_bytes + (self.kv_bytes_per_position or 0) * self.mean_position
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any] | None) -> DecodeTraffic | None:
-        return cls(**known_fields(cls, d)) if d else None
+    to_json = encode
+    from_json = classmethod(decode_optional)

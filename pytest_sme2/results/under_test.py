@@ -7,9 +7,9 @@ meta.json, the registry) is :func:`pytest_sme2.baselines.key.under_test_of`."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field
 
+from pytest_sme2.results.codec import added, decode, encode
 from pytest_sme2.results.timing import timing_change
 
 VERSIONED = ("torch", "executorch", "torchao")
@@ -28,23 +28,10 @@ class UnderTest:
     runner_labels: dict[str, str] = field(default_factory=dict)   # the runner's build labels
     # How the latency was timed (results.timing: "untraced", "operator-traced"); None: not
     # recorded (every version before it timed through the operator tracer).
-    timing: str | None = None
+    timing: str | None = field(default=None, metadata=added())
 
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        if d["timing"] is None:     # files written before it: unchanged
-            del d["timing"]
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> UnderTest:
-        return cls(export_key=str(d.get("export_key") or ""),
-                   model_source=d.get("model_source"), recipe=d.get("recipe"),
-                   program=d.get("program"),
-                   versions={str(k): str(v) for k, v in (d.get("versions") or {}).items()},
-                   runner_labels={str(k): str(v)
-                                  for k, v in (d.get("runner_labels") or {}).items()},
-                   timing=d.get("timing"))
+    to_dict = encode
+    from_dict = classmethod(decode)
 
     def changes_since(self, old: UnderTest) -> list[str]:
         """What changed from ``old`` (a baseline's newest session) to this, for people:

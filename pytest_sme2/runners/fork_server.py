@@ -85,7 +85,8 @@ def _run_child(request: dict, fds: list[int], keep_closed: list[int]) -> NoRetur
             if fd > 2:
                 os.close(fd)
         os.chdir(request["cwd"])
-        from pytest_sme2.runners import python_child  # python_child: the server's, not a session's
+        # python_child is also `python -m`'s entry: imported by its own package, runpy warns.
+        from pytest_sme2.runners import python_child  # python_child: a `python -m` entry; 7 ms
 
         status = python_child.main(list(request["argv"]))
     except SystemExit as e:  # argparse, or a one-line error raised as SystemExit(message)
@@ -132,7 +133,8 @@ def serve(address: str, parent: int | None = None) -> NoReturn:
         _die_with(parent)
     # Ctrl-C in the terminal is for the session, which kills its clients; we end on stdin EOF.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from pytest_sme2.runners import python_child  # python_child: the server's, not a session's
+    # python_child is also `python -m`'s entry: imported by its own package, runpy warns.
+    from pytest_sme2.runners import python_child  # python_child: a `python -m` entry; 7 ms
 
     python_child.import_runtime()   # modules only: no program, no thread pool
     os.close(os.pidfd_open(os.getpid()))  # a kernel without pidfds fails here, not per run

@@ -28,19 +28,23 @@ from typing import TYPE_CHECKING, Any, Callable, Collection
 
 from pytest_sme2.device_programs.hwcaps import MASKS, describe_mask
 from pytest_sme2.runners.base import Runner, RunnerError, with_defaults
+from pytest_sme2.runners.binary import BinaryRunner
+from pytest_sme2.runners.llama_main import LlamaMainRunner, is_llama_main
+from pytest_sme2.runners.native import NativeRunner, build_native_runner
+from pytest_sme2.runners.python import PythonRunner
 from pytest_sme2.results.runner import RunnerInfo
 
 if TYPE_CHECKING:
     from pluggy import HookRelay
 
-BUILTIN = ("python", "native")
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+Progress = Callable[[str], None] | None
 
 
 @dataclass(frozen=True)
 class RunnerSpec:
     name: str
-    kind: str                          # python | native | binary, or a kind a plugin makes
+    kind: str                          # a KINDS name (python, native, binary...) or a plugin's
     path: Path | None = None
     lib_dir: Path | None = None
     labels: dict[str, str] = field(default_factory=dict)
@@ -66,8 +70,8 @@ class RunnerSpec:
                 raise RunnerError(f"--runner {given!r}: {what} {base / path} does not exist; "
                                   f"{fix}")
 
-    def make(self, progress: Callable[[str], None] | None = None,
-             target: str = "host", hook: HookRelay | None = None) -> Runner:
+    def make(self, progress: Progress = None, target: str = "host",
+             hook: HookRelay | None = None) -> Runner:
         """The runner, built for ``target`` where we build it (the native runner): ``host``
         or a device's target such as ``aarch64-linux-gnu`` (QEMU). A plugin's
         ``pytest_sme2_make_runner`` hook, asked first through ``hook`` (:func:`runner_kinds`),
@@ -76,39 +80,70 @@ class RunnerSpec:
             runner = hook.pytest_sme2_make_runner(spec=self, target=target)
             if runner is not None:
                 return with_defaults(runner)
-        if self.kind not in ("python", "native", "binary", "llama_main"):
+        if self.kind not in KINDS:
             raise RunnerError(f"runner {self.name!r}: no plugin made a runner of kind "
                               f"{self.kind!r} (their pytest_sme2_make_runner returned None)")
-        if self.kind == "python":
-            from pytest_sme2.runners.python import PythonRunner  # runners.python: not at start-up
+        kind = KINDS[self.kind]
+        kind.check_mask(self.hwcap_mask, f"runner {self.name!r}")
+        return kind.make(self, progress, target)
 
-            if self.hwcap_mask:
-                raise RunnerError(f"runner {self.name!r}: mask= needs a native or binary runner "
-                                  "on an Arm64 device; the python runner runs on the host")
-            base = PythonRunner()
-            return PythonRunner(info=RunnerInfo(self.name, "python",
-                                                {**base.info.labels, **self.labels}),
-                                progress=progress)
-        if self.kind == "native":
-            from pytest_sme2.runners.native import (  # runners.native: not at start-up
-                NativeRunner, build_native_runner)
 
-            binary = build_native_runner(progress=progress, target=target)
-            runner = NativeRunner.from_build(binary, self.name)
-            return NativeRunner(runner.binary,
-                                RunnerInfo(self.name, "native", {**runner.info.labels,
-                                                                 **self.labels}),
-                                runner.libs, self.hwcap_mask)
-        if self.kind == "llama_main":
-            from pytest_sme2.runners.llama_main import (  # runners.llama_main: not at start-up
-                LlamaMainRunner)
+def _python(spec: RunnerSpec, progress: Progress, target: str) -> Runner:
+    base = PythonRunner()
+    return PythonRunner(info=RunnerInfo(spec.name, "python", {**base.info.labels, **spec.labels}),
+                        progress=progress)
 
-            return LlamaMainRunner(self.name, self.path, self.lib_dir, dict(self.labels),
-                                   self.hwcap_mask, tokenizer=self.tokenizer)
-        from pytest_sme2.runners.binary import BinaryRunner  # runners.binary: not at start-up
 
-        return BinaryRunner(self.name, self.path, self.lib_dir, dict(self.labels),
-                            self.hwcap_mask)
+def _native(spec: RunnerSpec, progress: Progress, target: str) -> Runner:
+    binary = build_native_runner(progress=progress, target=target)
+    runner = NativeRunner.from_build(binary, spec.name)
+    return NativeRunner(runner.binary,
+                        RunnerInfo(spec.name, "native", {**runner.info.labels, **spec.labels}),
+                        runner.libs, spec.hwcap_mask)
+
+
+def _binary(spec: RunnerSpec, progress: Progress, target: str) -> Runner:
+    return BinaryRunner(spec.name, spec.path, spec.lib_dir, dict(spec.labels), spec.hwcap_mask)
+
+
+def _llama_main(spec: RunnerSpec, progress: Progress, target: str) -> Runner:
+    return LlamaMainRunner(spec.name, spec.path, spec.lib_dir, dict(spec.labels),
+                           spec.hwcap_mask, tokenizer=spec.tokenizer)
+
+
+@dataclass(frozen=True)
+class RunnerKind:
+    """A runner kind built in: ``name`` is ``RunnerSpec.kind`` and ``RunnerInfo.kind``;
+    ``make`` makes its runner from a spec; ``builtin``: configured by its name alone
+    (``--runner NAME=python``), and every session has a runner of that name; ``host_only``: it
+    runs in this machine's Python, so a hwcap mask cannot reach it."""
+    name: str
+    make: Callable[[RunnerSpec, Progress, str], Runner]
+    builtin: bool = False
+    host_only: bool = False
+
+    def check_mask(self, mask: str | None, who: str) -> None:
+        if mask is not None and self.host_only:
+            raise RunnerError(f"{who}: mask= needs a native or binary runner on an Arm64 device; "
+                              f"the {self.name} runner runs on the host")
+
+
+# The runner kinds built in, one row each: --runner's parsing and its errors, the runners every
+# session has and RunnerSpec.make read it. A kind a plugin makes (pytest_sme2_runner_kinds) is
+# not in it.
+KINDS: dict[str, RunnerKind] = {k.name: k for k in (
+    RunnerKind("python", _python, builtin=True, host_only=True),
+    RunnerKind("native", _native, builtin=True),
+    RunnerKind("binary", _binary),
+    RunnerKind("llama_main", _llama_main),
+)}
+BUILTIN = tuple(k.name for k in KINDS.values() if k.builtin)
+
+
+def spec_forms() -> str:
+    """``NAME=python, NAME=native or NAME=/path/...``: what --runner takes, from the table."""
+    return (f"{', '.join(f'NAME={name}' for name in BUILTIN)} or "
+            "NAME=/path/to/executor_runner[,libs=DIR][,label=value...]")
 
 
 def parse_runner_spec(text: str, kinds: Collection[str] = ()) -> RunnerSpec:
@@ -116,8 +151,7 @@ def parse_runner_spec(text: str, kinds: Collection[str] = ()) -> RunnerSpec:
     ``kinds``: runner kinds plugins make (:func:`runner_kinds`), accepted as
     ``NAME=KIND[,key=value...]``."""
     raw = text.strip()
-    usage = ("expected NAME=python, NAME=native or NAME=/path/to/executor_runner"
-             "[,libs=DIR][,label=value...]")
+    usage = f"expected {spec_forms()}"
     if not raw:
         raise RunnerError(f"empty --runner spec; {usage}")
     head, *rest = raw.split(",")
@@ -158,9 +192,7 @@ def parse_runner_spec(text: str, kinds: Collection[str] = ()) -> RunnerSpec:
     if target in BUILTIN:
         if lib_dir is not None:
             raise RunnerError(f"--runner {text!r}: libs= applies to a binary path only")
-        if mask is not None and target == "python":
-            raise RunnerError(f"--runner {text!r}: mask= needs a native or binary runner on an "
-                              "Arm64 device; the python runner runs on the host")
+        KINDS[target].check_mask(mask, f"--runner {text!r}")
         return RunnerSpec(name, target, labels=labels, hwcap_mask=mask)
     if target in kinds:
         return RunnerSpec(name, target, lib_dir=lib_dir, labels=labels, hwcap_mask=mask)
@@ -168,8 +200,6 @@ def parse_runner_spec(text: str, kinds: Collection[str] = ()) -> RunnerSpec:
         plugins = f", a kind a plugin makes ({', '.join(sorted(kinds))})" if kinds else ""
         raise RunnerError(f"--runner {text!r}: {target!r} is neither a built-in runner "
                           f"({', '.join(BUILTIN)}){plugins} nor a path; {usage}")
-    from pytest_sme2.runners.llama_main import is_llama_main  # runners.llama_main: not at start-up
-
     if tokenizer is not None or is_llama_main(target):
         if tokenizer is None:
             raise RunnerError(f"--runner {text!r}: a llama_main needs its tokenizer; add "

@@ -1,6 +1,7 @@
-"""The evaluation scripts (evaluations/) behind docs/measurements/: each compiles, keeps its
-work under ``if __name__ == "__main__":`` and imports, so a moved module breaks this test and
-not a published figure months later. The scripts themselves are long timing runs: not run.
+"""The evaluation scripts (evaluations/) behind docs/measurements/: each feeds a page there,
+compiles, keeps its work under ``if __name__ == "__main__":`` and imports, so a moved module
+breaks this test and not a published figure months later. The scripts themselves are long
+timing runs: not run.
 
 They import the library through ``pytest_sme2.api``, as a user's own evaluation would. The
 scripts that measure the internals themselves (a private step, a module's own parts) are
@@ -11,11 +12,13 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 from pathlib import Path
 
 import pytest
 
 EVALUATIONS = Path(__file__).resolve().parents[2] / "evaluations"
+MEASUREMENTS = EVALUATIONS.parent / "docs" / "measurements"
 # Modules the scripts share (_common, _rules_before) are not scripts.
 SCRIPTS = sorted(p for p in EVALUATIONS.glob("*.py") if not p.name.startswith("_"))
 # Public besides pytest_sme2.api: the model zoo.
@@ -30,10 +33,6 @@ INTERNAL = {
                       "pytest_sme2.measure.matrix:DEFAULT_MODELS",
                       "pytest_sme2.measure.matrix:DEFAULT_THREADS",
                       "pytest_sme2.measure.settings:MIN_BLOCKS"},
-    "csv_cost": {"pytest_sme2.measure.artifacts.csv:kernels_table",
-                 "pytest_sme2.measure.artifacts.csv:ops_stats_frame",
-                 "pytest_sme2.measure.artifacts.csv:timeline_frames",
-                 "pytest_sme2.measure.artifacts.csv:write_csvs"},
     "history_evaluation": {"pytest_sme2.history:page", "pytest_sme2.history:report",
                            "pytest_sme2.history.records:session_points",
                            "pytest_sme2.provision.history:postgres_bin"},
@@ -79,7 +78,16 @@ def _internal_imports(tree: ast.Module) -> set[str]:
 
 
 def test_the_evaluations_are_there():
-    assert len(SCRIPTS) >= 24
+    assert len(SCRIPTS) >= 20
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.stem)
+def test_every_evaluation_feeds_a_measurements_page(script):
+    """A script whose figures no page under docs/measurements/ states is deleted, or its
+    figures get a page: a guide links to the page, never to the script alone."""
+    named = re.compile(rf"(?<![\w]){script.stem}\.py")
+    pages = [p for p in MEASUREMENTS.glob("*.md") if named.search(p.read_text())]
+    assert pages, f"{script.name}: no page under docs/measurements/ names it"
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.stem)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from pytest_sme2._util.buildcache import cached_build
+from pytest_sme2._util.buildcache import cache_root, cached_build
 from pytest_sme2.runners.base import RunnerError
 
 SOURCE_DIR = Path(__file__).parent
@@ -33,8 +33,7 @@ HOST = "host"
 
 
 def default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "pytest-sme2" / "native-runner"
+    return cache_root() / "native-runner"
 
 
 

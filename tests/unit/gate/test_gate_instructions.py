@@ -177,14 +177,14 @@ def test_an_instruction_baseline_without_prefill_is_not_compared_with_the_fix(tm
 def test_a_generation_is_counted_per_phase_by_the_session(monkeypatch):
     """The session hands an LLM block's prompt and new tokens to count_generation."""
     import pytest_sme2.instructions.count as count
-    import pytest_sme2.runners.native as native
+    import pytest_sme2.measure.session as session_module
     from pytest_sme2.measure.session import BenchSession
     from pytest_sme2.results import BlockResult
     from pytest_sme2.results.generation import Generation
     from tests.fakes.results_docs import generation_block
 
     calls = []
-    monkeypatch.setattr(native, "native_runner", lambda progress=None: "the host build")
+    monkeypatch.setattr(session_module, "native_runner", lambda progress=None: "the host build")
     monkeypatch.setattr(count, "count_instructions", lambda *a, **k: pytest.fail(
         "a generation is not counted as one forward pass"))
     monkeypatch.setattr(count, "count_generation",

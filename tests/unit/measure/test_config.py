@@ -154,12 +154,28 @@ def test_an_unknown_measure_is_a_usage_error_listing_both(bad):
 
 
 def test_gate_mode_and_precision_parse_into_the_policy():
-    from pytest_sme2.gate.policy import GateOptions
-
     assert (_config().gate.mode, _config().gate.precision_pct) == ("stored", None)
     assert _config({"sme2_gate_mode": "stored"}).gate.mode == "stored"
-    told = GateOptions(mode="AB", precision="2%").policy()
+    told = _config(sme2_gate_mode="AB", sme2_precision="2%").gate
     assert (told.mode, told.precision_pct) == ("ab", 2.0)
+
+
+def test_each_option_names_its_parser_and_the_field_it_sets():
+    """The table is the configuration's one description: every option but --device (a list)
+    has a parser, and every field it names exists where it says."""
+    from dataclasses import fields
+
+    from pytest_sme2.measure.options import FLAGS
+
+    have = {"": {f.name for f in fields(Sme2Config)},
+            "settings": {f.name for f in fields(BenchSettings)},
+            "gate": {f.name for f in fields(GatePolicy)}}
+    for dest, option in OPTIONS.items():
+        assert (option.parser is None) == (dest == "device"), dest
+        part, _, name = option.to.rpartition(".")
+        assert not option.to or name in have[part], (dest, option.to)
+    assert all(flag.to.rpartition(".")[2] in have[flag.to.rpartition(".")[0]]
+               for flag in FLAGS.values())
 
 
 def test_the_a_b_options_reach_the_policy():

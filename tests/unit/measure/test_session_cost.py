@@ -112,8 +112,6 @@ def test_the_fork_server_waits_around_a_measured_process_even_when_it_fails(monk
 
 
 def test_warm_imports_read_each_collected_export_once_and_never_fail(monkeypatch, tmp_path):
-    from pytest_sme2.readers import etrecord
-
     asked: list[tuple] = []
     read: list = []
 
@@ -124,7 +122,7 @@ def test_warm_imports_read_each_collected_export_once_and_never_fail(monkeypatch
         return None if model == "missing" else types.SimpleNamespace(etrecord=f"{model}.et")
 
     monkeypatch.setattr(session_cost, "cached_export", cached)
-    monkeypatch.setattr(etrecord, "read_etrecord", read.append)
+    monkeypatch.setattr(session_cost, "read_etrecord", read.append)
     session_cost.warm_imports([("toy_cnn", "fp32"), ("missing", "fp16"), ("broken", "int8")],
                               tmp_path)
     assert asked == [("toy_cnn", "fp32", tmp_path), ("missing", "fp16", tmp_path),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.measure.option_values import parse_export_jobs
+from pytest_sme2.measure.option_values import Given, export_jobs
 from pytest_sme2.programs import ahead
 from pytest_sme2.programs.ahead import default_jobs, export_ahead, missing_points
 from pytest_sme2.programs.registry import _REGISTRY, register_model
@@ -61,25 +61,26 @@ def test_default_jobs_are_the_cpus_memory_allows(monkeypatch):
 
 @pytest.mark.parametrize("text, jobs", [("auto", None), (" AUTO ", None), ("1", 1), ("3", 3)])
 def test_export_jobs_option(text, jobs):
-    assert parse_export_jobs(text) == jobs
+    assert export_jobs(Given(text, "--sme2-export-jobs")) == jobs
 
 
 @pytest.mark.parametrize("text", ["0", "-1", "two", "1.5", ""])
 def test_export_jobs_option_refuses_in_one_line(text):
     with pytest.raises(Sme2Error, match=r"^--sme2-export-jobs must be auto or a number of "
                                         r"processes \(1 or more; 1: no exporting ahead\), got"):
-        parse_export_jobs(text)
+        export_jobs(Given(text, "--sme2-export-jobs"))
 
 
 def test_the_session_exports_ahead_unless_asked_not_to(monkeypatch):
+    import pytest_sme2.measure.session as session_module
     from pytest_sme2.measure.config import Sme2Config
     from pytest_sme2.measure.session import BenchSession
     from pytest_sme2.measure.settings import BenchSettings
 
     calls = []
-    monkeypatch.setattr(ahead, "export_ahead", lambda points, cache, jobs, say: calls.append(
-        (list(points), jobs)))
-    monkeypatch.setattr(ahead, "default_jobs", lambda: 2)
+    monkeypatch.setattr(session_module, "export_ahead",
+                        lambda points, cache, jobs, say: calls.append((list(points), jobs)))
+    monkeypatch.setattr(session_module, "default_jobs", lambda: 2)
     point = [("toy_cnn", "fp32")]
     for config in (Sme2Config(), Sme2Config(export_jobs=3), Sme2Config(export_jobs=1),
                    Sme2Config(settings=BenchSettings(reexport=True))):
