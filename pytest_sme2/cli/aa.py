@@ -20,7 +20,7 @@ from pytest_sme2.runners import parse_runner_spec
 def _aa(args: argparse.Namespace) -> int:
     """Open the device and runner, take the judgements, print one line each and the summary;
     ``--json``: every judgement too."""
-    from pytest_sme2.measure import aa  # measure.aa: pandas (the blocks), not at --help
+    from pytest_sme2.measure import aa  # measure.aa: 220 ms of --help (pandas, the loop)
 
     for flag in ("judgements", "threads", "runs"):
         if getattr(args, flag) < 1:

@@ -76,16 +76,15 @@ def _run(args: argparse.Namespace) -> int:
           f"CV {units.percent(stats.cv_pct)}%{load}"
           + (" [emulated CPU: timings say nothing about speed]"
              if device.facts().emulated else ""))
-    if outcome.kernel_trace:
-        from pytest_sme2.analysis.kernel_trace import read_kernel_trace_csv  # pandas: not at --help
+    if outcome.kernel_trace or outcome.kernel_sample:
+        from pytest_sme2.analysis import kernel_sample, kernel_trace  # pandas: not at --help
 
-        trace = read_kernel_trace_csv(outcome.kernel_trace)
-        print(f"{outcome.kernel_trace}: {trace.summary()}")
-    if outcome.kernel_sample:
-        from pytest_sme2.analysis.kernel_sample import (  # pandas: not at --help
-            read_kernel_sample_csv)
-
-        print(f"{outcome.kernel_sample}: {read_kernel_sample_csv(outcome.kernel_sample).summary()}")
+        if outcome.kernel_trace:
+            trace = kernel_trace.read_kernel_trace_csv(outcome.kernel_trace)
+            print(f"{outcome.kernel_trace}: {trace.summary()}")
+        if outcome.kernel_sample:
+            sample = kernel_sample.read_kernel_sample_csv(outcome.kernel_sample)
+            print(f"{outcome.kernel_sample}: {sample.summary()}")
     return 0
 
 

@@ -221,8 +221,7 @@ class OffSpeed:
         return (f"commit {self.commit[:10]}: the machine ran {r:.2f}x {word} than in the rest "
                 "of the series (the machine-state probe): not used for change points")
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+    to_json = encode
 
 
 def off_speed(rows: pd.DataFrame) -> list[OffSpeed]:
