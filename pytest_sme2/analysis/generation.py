@@ -244,7 +244,7 @@ def analyze_generation(events: pd.DataFrame, summary: GenerationSummary, *,
         sampling_ms=runner_median(summary.sampling_ms),
         generation_ms=runner_median(summary.generation_ms), tokens=list(summary.tokens),
         max_seq_len=summary.max_seq_len, max_context_len=summary.max_context_len,
-        vocab_size=summary.vocab_size, source=source)
+        vocab_size=summary.vocab_size, source=source, runner_report=summary.runner_report)
 
 
 def analyze_generation_file(etdump: str | Path, stdout: str, **kwargs) -> GenerationResult:

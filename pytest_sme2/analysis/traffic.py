@@ -19,6 +19,9 @@ EMULATED_LINE = ("decode memory traffic: not measured on an emulated CPU (QEMU's
                  "is the host's through a translator)")
 
 
+FILLED, WHOLE_CACHE = "filled", "whole cache"
+
+
 def mean_decode_position(prompt_tokens: int, new_tokens: int, depth: int = 0) -> float:
     """KV positions a decode step reads, mean over the D steps of a generation: step i runs
     the token at position depth + P + i and attends positions 0 .. depth + P + i."""
@@ -27,10 +30,17 @@ def mean_decode_position(prompt_tokens: int, new_tokens: int, depth: int = 0) ->
 
 def decode_traffic(weight_bytes: int, kv_bytes_per_position: int | None,
                    g: GenerationResult, copy_gbps: float | None, copy_source: str,
-                   depth: int = 0) -> DecodeTraffic:
+                   whole_cache: bool = False) -> DecodeTraffic:
+    """What a decode step of ``g`` reads. Custom SDPA attends to the filled positions, so the
+    depth counts (``g.depth``: bytes per token grow with it); plain attention
+    (``whole_cache``) reads all ``g.max_context_len`` positions of its static cache at every
+    step, whatever the depth."""
+    if whole_cache and g.max_context_len:
+        return DecodeTraffic(weight_bytes, kv_bytes_per_position, float(g.max_context_len),
+                             copy_gbps, copy_source, WHOLE_CACHE)
     return DecodeTraffic(weight_bytes, kv_bytes_per_position,
-                         mean_decode_position(g.prompt_tokens, g.new_tokens, depth),
-                         copy_gbps, copy_source)
+                         mean_decode_position(g.prompt_tokens, g.new_tokens, g.depth),
+                         copy_gbps, copy_source, FILLED)
 
 
 def _mb(n: float) -> str:
@@ -46,9 +56,11 @@ def bandwidth_line(t: DecodeTraffic | None, tokens_per_s: float | None,
     if t is None or not tokens_per_s:
         return None
     gbps = t.bytes_per_token * tokens_per_s / 1e9
+    where = (f"all {t.mean_position:,.0f} positions: plain attention reads the whole cache"
+             if t.kv_reads == WHOLE_CACHE else f"at position {t.mean_position:g}")
     kv = ("" if t.kv_bytes_per_position is None else
           f" (weights {_mb(t.weight_bytes)} MB + KV cache {_mb(t.bytes_per_token - t.weight_bytes)}"
-          f" MB at position {t.mean_position:g})")
+          f" MB {where})")
     head = f"decode reads {_mb(t.bytes_per_token)} MB/token{kv} at {gbps:.3g} GB/s"
     if t.copy_gbps is None:
         return f"{head}; no copy bandwidth to compare with ({t.copy_source or 'not measured'})"

@@ -27,7 +27,7 @@ from pathlib import Path
 import subprocess
 import tempfile
 
-from pytest_sme2.devices.base import DeviceBase, DeviceError
+from pytest_sme2.devices.base import DeviceBase, DeviceError, check_operators
 from pytest_sme2.devices.facts import DeviceFacts, host_facts
 from pytest_sme2.devices.kinds import QEMU
 from pytest_sme2.devices.host import run_local, sample_kernels
@@ -129,6 +129,7 @@ class QemuDevice(DeviceBase):
     def run(self, runner: Runner, request: RunRequest) -> RunOutcome:
         name = runner.info.name
         self._check_runner(runner)
+        check_operators(runner, request, f"--device {self.spec}")
         clear = mask_bits(runner.hwcap_mask) if runner.hwcap_mask else 0
         env = {"LD_PRELOAD": str(self.helpers.preload), HWCAP2_CLEAR_ENV: hex(clear)}
         stem = request.etdump.with_suffix("")

@@ -16,6 +16,7 @@ from typing import Any, Collection, Mapping, NamedTuple
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.programs.export import DTYPES
 from pytest_sme2.programs.llm.schemes import parse_schemes
+from pytest_sme2.programs.llm.tokenizer import check_tokenizer_path
 from pytest_sme2.programs.spec import matrix_models
 from pytest_sme2.gate.policy import GateOptions, GatePolicy
 from pytest_sme2.measure.matrix import (DEFAULT_DTYPES, DEFAULT_MODELS, DEFAULT_THREADS,
@@ -45,7 +46,7 @@ class Sme2Config:
     category_rules: tuple[Any, ...] | None = None   # None: the built-in table (hookspec.py)
     taskset: str | None = "auto"              # None: no pinning
     models: tuple[str, ...] = DEFAULT_MODELS
-    llm_models: tuple[str, ...] = ("tiny_llama",)   # the generation matrix (sme2_llm_case)
+    llm_models: tuple[str, ...] = ("auto",)   # the generation matrix (sme2_llm_case)
     llm_schemes: tuple[str, ...] = ("8da8w",)
     context_depths: tuple[int, ...] = (0,)    # --sme2-context-depth: the LLMs' depth axis
     dtypes: tuple[str, ...] = DEFAULT_DTYPES
@@ -209,8 +210,13 @@ def _bench_settings(r: _Reader) -> BenchSettings:
                          sample=parse_sampling(r.text("sme2_sample")[0]),
                          prompt_tokens=r.whole("sme2_prompt_tokens", 1, "1 or more"),
                          new_tokens=r.whole("sme2_new_tokens", 1, "1 or more"),
+                         tokenizer=_tokenizer(r.path("sme2_tokenizer")),
                          trace_runs=r.whole("sme2_trace_runs", 1, "1 or more: the operator "
                                             "breakdown comes from traced runs"))
+
+
+def _tokenizer(path: Path | None) -> Path | None:
+    return check_tokenizer_path(path, "--sme2-tokenizer") if path is not None else None
 
 
 def _gate(r: _Reader, category_rules: tuple[Any, ...] | None) -> GatePolicy:

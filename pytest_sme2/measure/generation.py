@@ -98,15 +98,10 @@ def generation_for(asked: Generation | None, pte: Path, prompt_tokens: int,
 
 
 def check_program(pte: Path, facts: LlmFacts, generation: Generation) -> None:
-    """One line for what the program says it cannot do: custom attention ops the wheel's
-    runtime lacks, a forward that does not take (tokens, input_pos), a generation over its
-    limits. Limits the file does not give are the runner's to check."""
-    if facts.use_sdpa_with_kv_cache:
-        raise Sme2Error(f"{pte}: exported with --use_sdpa_with_kv_cache, whose llama:: custom "
-                        "ops (custom_sdpa, update_cache) the executorch wheel's runtime and our "
-                        "runners do not register: export with plain attention (-kv without "
-                        "--use_sdpa_with_kv_cache), or pass a llama_main built with the custom "
-                        "ops as a runner")
+    """One line for what the program says it cannot do: a forward that does not take
+    (tokens, input_pos), a generation over its limits. Limits the file does not give are the
+    runner's to check. (Custom attention operators are the device's and runner's to judge:
+    :func:`pytest_sme2.devices.base.check_operators`.)"""
     if facts.forward_inputs and not facts.takes_tokens_and_pos:
         raise Sme2Error(f"{pte}: forward does not take (tokens int64[1, n], input_pos "
                         "int64[1]), the interface the generation loop drives")
@@ -318,6 +313,8 @@ def traffic_of(device: Device, pte: Path, ptd: Path | None, g: GenerationResult,
     except Sme2Error:
         return None
     bw = device.copy_bandwidth()
+    facts = facts_of(pte)
     return decode_traffic(read.weight_bytes, read.kv_bytes_per_position, g,
                           bw.gbps if bw is not None else None,
-                          bw.source if bw is not None else "this device measures none")
+                          bw.source if bw is not None else "this device measures none",
+                          whole_cache=facts is not None and facts.use_sdpa_with_kv_cache is False)

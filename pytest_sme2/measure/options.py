@@ -160,10 +160,13 @@ OPTIONS: dict[str, Option] = {
                           "kernels ran: auto (an Arm64 device that reports SME2 or cannot "
                           "tell), on (every device our runner runs on; the host needs a C "
                           "compiler), off"),
-    "sme2_llm_models": Option("sme2_llm_models", "tiny_llama",
+    "sme2_llm_models": Option("sme2_llm_models", "auto",
                               "LLMs of the generation matrix (sme2_llm_case: LLM models x "
                               "--sme2-llm-schemes x --sme2-threads): registered LLMs, "
-                              "executorch:llama?..., transformers:...ForCausalLM or .pte files"),
+                              "executorch:llama?..., transformers:...ForCausalLM or .pte files; "
+                              "auto: tiny_llama (ExecuTorch's custom SDPA) on the host, "
+                              "tiny_llama_plain (plain attention) on QEMU and phones, where "
+                              "our runners cannot load the custom operators"),
     "sme2_llm_schemes": Option("sme2_llm_schemes", "8da8w",
                                "the LLMs' quantization schemes, their dtype axis "
                                f"({', '.join(LLM_SCHEMES)}; default 8da8w: one export of "
@@ -176,6 +179,10 @@ OPTIONS: dict[str, Option] = {
                                  "prompt tokens prefilled per generation (default 64)"),
     "sme2_new_tokens": Option("sme2_new_tokens", "32", "an LLM's greedy decode steps per "
                               "generation (default 32)"),
+    "sme2_tokenizer": Option("sme2_tokenizer", "",
+                             "the LLM's tokenizer (tokenizer.model, tokenizer.json, tiktoken or "
+                             "llama2.c tokenizer.bin) for a runner that takes text, ExecuTorch's "
+                             "text_llm_runner; default: one generated for the program"),
     "sme2_history": Option("sme2_history", "",
                            "record every session into this history store (a SQLite path, "
                            "sqlite:///... or postgresql://...) after results.json and "

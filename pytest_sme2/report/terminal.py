@@ -297,6 +297,7 @@ def summary_table(results: Iterable[BlockResult],
     if any(r.emulated for r in results):
         lines.append(EMULATED_SUMMARY)
     return (lines + generation_table(per_device) + gen.bandwidth_lines(results)
+            + gen.attention_lines(results) + gen.runner_stats_lines(results)
             + scaling.terminal_lines(thread_scaling(results)) + precision_lines(results))
 
 

@@ -20,6 +20,9 @@ class DecodeTraffic:
     mean_position: float                # KV positions a decode step reads, mean over steps
     copy_gbps: float | None = None      # the device's measured copy bandwidth (read + written)
     copy_source: str = ""               # how it was had ("measured", "cached in ...") or why not
+    # Which positions a step reads: "filled" (0 .. its own: custom SDPA), or "whole cache"
+    # (plain attention reads every position of the static cache, whatever is in it).
+    kv_reads: str = "filled"
 
     @property
     def bytes_per_token(self) -> float:

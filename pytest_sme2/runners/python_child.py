@@ -17,10 +17,13 @@ import json
 import logging
 import sys
 import time
+from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 
+from pytest_sme2.errors import Sme2Error
+from pytest_sme2.programs.kernel_libraries import import_for_python, program_libraries
 from pytest_sme2.runners.python_generation import generate
 from pytest_sme2.runners.python_process import (Refused, Steps, TimedMethod, first_line,
                                                 load_untraced, nonfinite_elements, status_kb,
@@ -80,6 +83,23 @@ def import_runtime() -> ModuleType:
         from executorch.extension.pybindings import (  # executorch: after torch, on purpose
             portable_lib as runtime)
     return runtime
+
+
+def load_operator_libraries(pte: str) -> str | None:
+    """Load the executorch wheel's libraries that register the operators ``pte`` calls outside
+    the runtime (``llama::custom_sdpa``: ExecuTorch's LLM custom ops), before the program
+    loads; the one line when one cannot be, else None."""
+    libraries = ()
+    try:
+        libraries = program_libraries(Path(pte))
+        import_for_python(libraries)
+    except Sme2Error as e:
+        return f"{pte}: {e}"
+    except (ImportError, OSError) as e:
+        names = ", ".join(lib.path for lib in libraries)
+        return (f"{pte}: its operators come from the executorch wheel's {names}, which does "
+                f"not load here ({first_line(e)}): reinstall executorch")
+    return None
 
 
 def _forwards(forward, inputs, total: int, pte: str):
@@ -198,6 +218,10 @@ def main(argv: list[str] | None = None) -> int:
     import torch  # torch: the child's alone, before the runtime
 
     runtime = import_runtime()
+    problem = load_operator_libraries(a.pte)
+    if problem:
+        print(problem, file=sys.stderr)
+        return 1
     runtime._unsafe_reset_threadpool(a.threads)  # before the load, never after
     rss_before_load = status_kb("VmRSS:")
     if a.generate:

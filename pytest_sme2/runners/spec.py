@@ -2,6 +2,8 @@
 
     python                                  the ExecuTorch Python runtime (name "python")
     native                                  our C++ runner, built on demand (name "native")
+    text_llm_runner[,tokenizer=PATH]        ExecuTorch's own LLM runner from the wheel
+                                            (TextLLMRunner; host only, generations only)
     fast=native                             the same under another name
     sme2_on=/path/executor_runner,sme2=on   a user binary with build labels
     sme2_off=/path/runner,libs=/path/lib,sme2=off,flags=-DXNNPACK_ENABLE_ARM_SME2=OFF
@@ -27,13 +29,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Collection
 
 from pytest_sme2.device_programs.hwcaps import MASKS, describe_mask
+from pytest_sme2.programs.llm.tokenizer import TokenizerError, check_tokenizer_path
 from pytest_sme2.runners.base import Runner, RunnerError, with_defaults
+from pytest_sme2.runners.text_llm_runner import TextLlmRunner
 from pytest_sme2.results.runner import RunnerInfo
 
 if TYPE_CHECKING:
     from pluggy import HookRelay
 
-BUILTIN = ("python", "native")
+BUILTIN = ("python", "native", "text_llm_runner")
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
@@ -57,7 +61,7 @@ class RunnerSpec:
             runner = hook.pytest_sme2_make_runner(spec=self, target=target)
             if runner is not None:
                 return with_defaults(runner)
-        if self.kind not in ("python", "native", "binary", "llama_main"):
+        if self.kind not in ("python", "native", "binary", "llama_main", "text_llm_runner"):
             raise RunnerError(f"runner {self.name!r}: no plugin made a runner of kind "
                               f"{self.kind!r} (their pytest_sme2_make_runner returned None)")
         if self.kind == "python":
@@ -70,6 +74,14 @@ class RunnerSpec:
             return PythonRunner(info=RunnerInfo(self.name, "python",
                                                 {**base.info.labels, **self.labels}),
                                 progress=progress)
+        if self.kind == "text_llm_runner":
+            if self.hwcap_mask:
+                raise RunnerError(f"runner {self.name!r}: mask= needs a native or binary runner "
+                                  "on an Arm64 device; text_llm_runner runs on the host")
+            base = TextLlmRunner()
+            return TextLlmRunner(RunnerInfo(self.name, "text_llm_runner",
+                                            {**base.info.labels, **self.labels}),
+                                 tokenizer=self.tokenizer, progress=progress)
         if self.kind == "native":
             from pytest_sme2.runners.native import (  # runners.native: not at start-up
                 NativeRunner, build_native_runner)
@@ -79,7 +91,7 @@ class RunnerSpec:
             return NativeRunner(runner.binary,
                                 RunnerInfo(self.name, "native", {**runner.info.labels,
                                                                  **self.labels}),
-                                runner.libs, self.hwcap_mask)
+                                runner.libs, self.hwcap_mask, runner.target)
         if self.kind == "llama_main":
             from pytest_sme2.runners.llama_main import (  # runners.llama_main: not at start-up
                 LlamaMainRunner)
@@ -97,7 +109,8 @@ def parse_runner_spec(text: str, kinds: Collection[str] = ()) -> RunnerSpec:
     ``kinds``: runner kinds plugins make (:func:`runner_kinds`), accepted as
     ``NAME=KIND[,key=value...]``."""
     raw = text.strip()
-    usage = ("expected NAME=python, NAME=native or NAME=/path/to/executor_runner"
+    usage = ("expected NAME=python, NAME=native, NAME=text_llm_runner or "
+             "NAME=/path/to/executor_runner"
              "[,libs=DIR][,label=value...]")
     if not raw:
         raise RunnerError(f"empty --runner spec; {usage}")
@@ -139,10 +152,18 @@ def parse_runner_spec(text: str, kinds: Collection[str] = ()) -> RunnerSpec:
     if target in BUILTIN:
         if lib_dir is not None:
             raise RunnerError(f"--runner {text!r}: libs= applies to a binary path only")
-        if mask is not None and target == "python":
+        if mask is not None and target in ("python", "text_llm_runner"):
             raise RunnerError(f"--runner {text!r}: mask= needs a native or binary runner on an "
-                              "Arm64 device; the python runner runs on the host")
-        return RunnerSpec(name, target, labels=labels, hwcap_mask=mask)
+                              f"Arm64 device; the {target} runner runs on the host")
+        if tokenizer is not None and target != "text_llm_runner":
+            raise RunnerError(f"--runner {text!r}: tokenizer= applies to text_llm_runner and "
+                              "a llama_main; the native and python runners feed token ids")
+        if tokenizer is not None:
+            try:
+                tokenizer = check_tokenizer_path(tokenizer, f"--runner {text!r}")
+            except TokenizerError as e:
+                raise RunnerError(str(e)) from None
+        return RunnerSpec(name, target, labels=labels, hwcap_mask=mask, tokenizer=tokenizer)
     if target in kinds:
         return RunnerSpec(name, target, lib_dir=lib_dir, labels=labels, hwcap_mask=mask)
     if "/" not in target and not target.startswith("."):
