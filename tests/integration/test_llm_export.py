@@ -1,6 +1,7 @@
 """tiny_llama exported in each LLM scheme through the cached, verified export path (once per
 test session: the session's export cache), and what the program then says about itself: its
-constant methods, its dynamic (tokens, input_pos) forward, LLM detection. Plus the
+constant methods, its dynamic (tokens, input_pos) forward, LLM detection, ExecuTorch's custom
+SDPA and KV-cache operators in its operator table. Plus the
 ``executorch:`` library's other models, built or exported."""
 
 from __future__ import annotations
@@ -11,11 +12,12 @@ import time
 import pytest
 
 from pytest_sme2.programs.export import ExportError, export_model
+from pytest_sme2.programs.kernel_libraries import program_operators
 from pytest_sme2.programs.llm.facts import llm_facts
 from pytest_sme2.programs.llm.schemes import LLM_SCHEMES
 
 CONSTANTS = {"get_max_seq_len": 128, "get_max_context_len": 128, "get_vocab_size": 512,
-             "get_n_layers": 2, "use_kv_cache": True, "use_sdpa_with_kv_cache": False,
+             "get_n_layers": 2, "use_kv_cache": True, "use_sdpa_with_kv_cache": True,
              "enable_dynamic_shape": True}
 
 
@@ -53,6 +55,9 @@ def test_each_scheme_exports_verified_with_its_methods(llm_export, scheme):
     assert facts is not None, "an LLM program must be detected by its methods"
     assert {k: getattr(facts, k.removeprefix("get_")) for k in CONSTANTS} == CONSTANTS
     assert facts.takes_tokens_and_pos and facts.max_prompt_tokens == 127
+    # export_llama --use_sdpa_with_kv_cache's operators, outside the delegate.
+    assert {"llama::custom_sdpa.out", "llama::update_cache.out"} <= set(
+        program_operators(exported.pte))
     print(f"{scheme}: exported in {meta['export_seconds']:.1f} s "
           f"({meta.get('export_cpu_seconds', 0):.1f} s CPU), {exported.pte.stat().st_size} B")
 

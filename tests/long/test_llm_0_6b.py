@@ -1,18 +1,27 @@
 """Qwen3-0.6B's shape (:mod:`pytest_sme2_models.qwen3_0_6b`, 0.75B parameters) end to end in
-8da8w and 8da4w: the export (in the user's export cache: minutes and GBs once, then a hit), a
-host generation, a short one under QEMU (each phase's kernels) and the fake phone (a second
-session pushes nothing). Marked ``llm_large``: deselected unless asked for,
-``pytest tests/long -m llm_large`` (figures: docs/measurements/llm-0.6b.md)."""
+8da8w and 8da4w with plain attention (it runs on every device): the export (in the user's
+export cache: minutes and GBs once, then a hit), a host generation, a short one under QEMU
+(each phase's kernels) and the fake phone (a second session pushes nothing); and the same
+weights with ExecuTorch's custom SDPA (8da4w): the native runner and ExecuTorch's own
+TextLLMRunner on the host sample the plain program's tokens, and QEMU refuses it in one line.
+Marked ``llm_large``: deselected unless asked for, ``pytest tests/long -m llm_large`` (three
+exports of about 40 minutes each on 2 cores the first time; figures:
+docs/measurements/llm-0.6b.md)."""
 
 import json
 import re
+import subprocess
 
 import pytest
 
+from pytest_sme2.analysis.runner_summary import parse_summary
 from pytest_sme2.api import export_model
+from pytest_sme2.results.generation import Generation
+from pytest_sme2.runners.base import RunRequest
+from pytest_sme2.runners.native import native_runner
 from pytest_sme2.programs.export import default_cache_dir
 from pytest_sme2.programs.export_watch import memory_needed
-from pytest_sme2_models.qwen3_0_6b import SCHEMES, SPEC
+from pytest_sme2_models.qwen3_0_6b import PLAIN_SPEC, SCHEMES, SPEC
 
 pytestmark = [pytest.mark.llm_large, pytest.mark.usefixtures("inner_session_env")]
 # Read at import, before inner_session_env points XDG_CACHE_HOME at a fresh folder: the inner
@@ -36,14 +45,28 @@ def test_generation(sme2_generate, sme2_llm_case):
 """
 
 
+CUSTOM = """
+import json
+
+import pytest
+
+
+@pytest.mark.parametrize("runner", ["native", "text_llm_runner"])
+def test_custom_sdpa(sme2_generate, sme2_llm_case, runner):
+    gen = sme2_generate(sme2_llm_case.model, scheme=sme2_llm_case.dtype, threads=1,
+                        runner=runner)
+    print("TOKENS", runner, json.dumps(gen.tokens))
+"""
+
+
 @pytest.fixture(scope="module", params=SCHEMES)
 def exported(request):
-    return export_model(SPEC, request.param, CACHE, progress=print)
+    return export_model(PLAIN_SPEC, request.param, CACHE, progress=print)
 
 
-def _session(pytester, run_pytest, scheme: str, body: str, *args: str):
+def _session(pytester, run_pytest, scheme: str, body: str, *args: str, spec: str = PLAIN_SPEC):
     pytester.makepyfile(test_big=body)
-    return run_pytest(f"--sme2-llm-models={SPEC}", f"--sme2-llm-schemes={scheme}",
+    return run_pytest(f"--sme2-llm-models={spec}", f"--sme2-llm-schemes={scheme}",
                       f"--sme2-cache-dir={CACHE}", *SHORT, *args)
 
 
@@ -85,3 +108,31 @@ def test_the_fake_phone_pushes_the_program_once(exported, pytester, run_pytest, 
                        if (m := re.search(r"pushed \d+ files \(([\d.]+) MB\)", line))])
     assert sum(float(mb) for mb in pushed[0]) > 300      # the program, once
     assert sum(float(mb) for mb in pushed[1]) < 1        # content-addressed: nothing again
+
+
+
+def _plain_tokens(pte, folder) -> list[int]:
+    """The plain-attention program's tokens, our native runner, pp8 tg2, one generation."""
+    req = RunRequest(pte, folder / "plain.etdump", runs=1, warmup=0, generation=Generation(8, 2))
+    done = subprocess.run(native_runner().command(req), capture_output=True, text=True,
+                          timeout=1800)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return list(parse_summary(done.stdout).generation.tokens)
+
+
+def test_custom_sdpa_on_the_host_and_refused_on_qemu(pytester, run_pytest, provisioned_qemu,
+                                                     tmp_path):
+    plain = export_model(PLAIN_SPEC, "8da4w", CACHE, progress=print)
+    export_model(SPEC, "8da4w", CACHE, progress=print)
+    res = _session(pytester, run_pytest, "8da4w", CUSTOM, spec=SPEC)
+    res.assert_outcomes(passed=2)
+    tokens = {line.split()[1]: json.loads(line.split(" ", 2)[2]) for line in res.outlines
+              if line.startswith("TOKENS ")}
+    assert tokens["native"] == tokens["text_llm_runner"] == _plain_tokens(plain.pte, tmp_path)
+    if provisioned_qemu:
+        res = _session(pytester, run_pytest, "8da4w", GENERATE, "--device=qemu", spec=SPEC)
+        res.assert_outcomes(failed=1)
+        res.stdout.fnmatch_lines(["*calls llama::update_cache.out, llama::custom_sdpa.out, "
+                                  "which the executorch wheel registers from "
+                                  "libcustom_ops_aot_lib.so; our runner cannot load that on "
+                                  "--device qemu*"])
