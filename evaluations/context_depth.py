@@ -89,12 +89,15 @@ def main() -> None:
     ap.add_argument("--prompt", type=int, default=64)
     ap.add_argument("--new", type=int, default=32)
     ap.add_argument("--custom", help="a custom-SDPA .pte (default: the spec above, 8da8w)")
-    ap.add_argument("--plain", help="its plain-attention twin .pte")
+    ap.add_argument("--plain", help="its plain-attention twin .pte (either alone: that form)")
     a = ap.parse_args()
     depths = [int(d) for d in a.depths.split(",")]
-    programs = {FORMS[0]: Path(a.custom) if a.custom else export_model(CUSTOM, "8da8w").pte,
-                FORMS[1]: Path(a.plain) if a.plain else export_model(PLAIN, "8da8w").pte}
-    got: dict[tuple, list[dict]] = {(f, d): [] for f in FORMS for d in depths}
+    if a.custom or a.plain:     # given programs: the forms given
+        programs = {form: Path(p) for form, p in zip(FORMS, (a.custom, a.plain)) if p}
+    else:
+        programs = {FORMS[0]: export_model(CUSTOM, "8da8w").pte,
+                    FORMS[1]: export_model(PLAIN, "8da8w").pte}
+    got: dict[tuple, list[dict]] = {(f, d): [] for f in programs for d in depths}
     print(f"load average at the start: {load()}", file=sys.stderr)
     with tempfile.TemporaryDirectory() as tmp:
         for k in range(a.rounds):

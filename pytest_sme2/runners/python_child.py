@@ -102,6 +102,14 @@ def load_operator_libraries(pte: str) -> str | None:
     return None
 
 
+def limit_torch_threads(torch, threads: int) -> None:
+    """The wheel's custom-ops library links libtorch; in a Python process its GEMMs run
+    libtorch's BLAS on torch's OpenMP pool, which takes every core unless told (measured: a
+    0.6B-class prefill took 12.7 s at "1 thread" beside 2.6 s with the pool at 1). ExecuTorch's
+    own pool is sized apart (``_unsafe_reset_threadpool``)."""
+    torch.set_num_threads(threads)
+
+
 def _forwards(forward, inputs, total: int, pte: str):
     """``total`` calls of ``forward``; the last outputs and the RSS after the first (this
     runtime loads a module's method in its first forward(): no earlier point), or the line
@@ -187,6 +195,7 @@ def _forward_pass(a, runtime, torch, rss_before_load) -> int:
     # Traced: the method load is timed by the runtime itself (Program::load_method in the
     # ETDump), there is no method_load_ms here, and rss_after_load_kb includes the first run.
     summary = {"threads": int(runtime._threadpool_get_thread_count()),
+               "torch_threads": torch.get_num_threads(),     # the custom ops' BLAS pool
                "executions": a.warmup + a.runs, "rss_before_load_kb": rss_before_load,
                "peak_includes": "the Python interpreter, torch and the runtime extension",
                "peak_rss_kb": peak, "nonfinite_outputs": nonfinite_elements(arrays_out),
@@ -222,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         print(problem, file=sys.stderr)
         return 1
+    limit_torch_threads(torch, a.threads)
     runtime._unsafe_reset_threadpool(a.threads)  # before the load, never after
     rss_before_load = status_kb("VmRSS:")
     if a.generate:

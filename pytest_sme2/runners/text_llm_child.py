@@ -28,7 +28,8 @@ from pytest_sme2.programs.llm.facts import llm_facts
 from pytest_sme2.programs.llm.tokenizer import (PromptText, TokenizerError, minimal_tokenizer,
                                                 prompt_text)
 from pytest_sme2.results.generation import parse_generate, prompt_token_ids
-from pytest_sme2.runners.python_child import import_runtime, load_operator_libraries
+from pytest_sme2.runners.python_child import (import_runtime, limit_torch_threads,
+                                               load_operator_libraries)
 from pytest_sme2.runners.python_process import first_line, status_kb
 
 SPAN = "Method::execute() inside ExecuTorch's TextLLMRunner"
@@ -130,6 +131,9 @@ def run(a) -> dict:
     runtime._unsafe_reset_threadpool(a.threads)     # before the load, as our runners
     from executorch.extension.llm.runner import (  # executorch: imports torch, this child only
         GenerationConfig, TextLLMRunner)
+    import torch  # torch: imported by the runner's module already; its pool is sized here
+
+    limit_torch_threads(torch, a.threads)
 
     clock = _clock()
     rss_before = status_kb("VmRSS:")
@@ -175,7 +179,8 @@ def run(a) -> dict:
     executes = per_generation[0]
     prompt = len(fed.ids) if fed else int(stats[-1].num_prompt_tokens)
     return {
-        "threads": a.threads, "executions": sum(per_generation),
+        "threads": a.threads, "torch_threads": torch.get_num_threads(),
+        "executions": sum(per_generation),
         "program_load_ms": load_ms, "method_load_ms": 0.0,
         "rss_before_load_kb": rss_before, "rss_after_load_kb": rss_after,
         "peak_rss_kb": status_kb("VmHWM:"),

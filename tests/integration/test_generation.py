@@ -7,6 +7,7 @@ generations, a missing custom operator)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -220,6 +221,10 @@ def test_a_custom_sdpa_program_runs_on_every_host_runner(native, tiny_llama_8da4
         summary = parse_summary(done.stdout)
         assert summary.executions == 3 * (1 + 8), name
         tokens[name] = list(summary.generation.tokens)
+        if name in ("python", "text_llm_runner"):
+            # The custom ops' GEMMs run libtorch's BLAS on torch's OpenMP pool in a Python
+            # process: held to the request's thread count (it took every core before).
+            assert json.loads(done.stdout.strip().splitlines()[-1])["torch_threads"] == 1
     assert "--kernel_lib" in native.command(RunRequest(tiny_llama_8da4w_sdpa, tmp_path / "e"))
     assert len(set(tokens["plain"])) > 1
     assert tokens["native"] == tokens["python"] == tokens["text_llm_runner"] == tokens["plain"]
