@@ -24,9 +24,11 @@ Reading which operators a program calls is the flatbuffer's own operator table
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import importlib
 import importlib.util
+import os
 import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,8 +102,22 @@ def custom_operators(pte: Path) -> tuple[str, ...]:
     return tuple(op for op in program_operators(pte) if namespace(op) in spaces)
 
 
+# ExecuTorch's own BLAS (``sgemm_``...), what its kernels and the custom ops call where they
+# are linked as llama_main links them, and what our native runner binds them to.
+EXECUTORCH_BLAS = "lib/libexecutorch_kernels_optimized.so"
+
+
 def import_for_python(libraries: Iterable[KernelLibrary]) -> None:
-    """Load ``libraries`` into this Python process (before the program is loaded)."""
+    """Load ``libraries`` into this Python process (before the program is loaded).
+
+    The custom-ops library calls ``sgemm_``; loaded by Python it would bind to libtorch_cpu's
+    (MKL, on torch's OpenMP pool: other numerics than our native runner's, and threads beyond
+    the request's: a 0.6B-class program sampled other tokens from its second one). Making
+    ExecuTorch's own BLAS library global first (it is loaded already, with the pybindings)
+    binds them as in our native runner."""
+    libraries = list(libraries)
+    if any(not lib.native_links_it for lib in libraries):
+        ctypes.CDLL(str(executorch_dir() / EXECUTORCH_BLAS), mode=os.RTLD_GLOBAL | os.RTLD_NOW)
     for lib in libraries:
         importlib.import_module(lib.module)
 

@@ -8,6 +8,7 @@ generations, a missing custom operator)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -271,3 +272,24 @@ def test_phase_kernels_on_emulated_sme2(tiny_llama_8da4w):
             assert not any("neon_i8mm" in n for n in names), (side, names)
     for phase in ("prefill", "decode"):
         assert result[("sme2_on", phase)]["tokens"] == result[("sme2_off", phase)]["tokens"]
+
+
+def test_the_custom_ops_gemms_are_executorchs_in_every_host_runner(native, tiny_llama_8da4w_sdpa,
+                                                                    tmp_path):
+    """libcustom_ops_aot_lib.so calls sgemm_: in a Python process it would bind to libtorch's
+    (MKL on torch's OpenMP pool), unlike the native runner; a 0.6B-class program then sampled
+    other tokens from its second on. Every runner binds it to ExecuTorch's own BLAS."""
+    from pytest_sme2.runners.text_llm_runner import TextLlmRunner
+
+    req = RunRequest(tiny_llama_8da4w_sdpa, tmp_path / "x.etdump", runs=1, warmup=0,
+                     generation=Generation(8, 2), untraced=True)
+    for name, argv in (("native", native.command(req)), ("python", _python_argv(req)),
+                       ("text_llm_runner", TextLlmRunner().command(req))):
+        log = tmp_path / name
+        env = {**os.environ, "LD_DEBUG": "bindings", "LD_DEBUG_OUTPUT": str(log)}
+        done = subprocess.run(argv, capture_output=True, timeout=600, env=env)
+        assert done.returncode == 0, (name, done.stderr[-2000:])
+        bound = [line for f in tmp_path.glob(f"{name}.*") for line in f.read_text().splitlines()
+                 if "libcustom_ops_aot_lib.so" in line and "`sgemm_'" in line]
+        assert bound and all("libexecutorch_kernels_optimized.so" in b for b in bound), (
+            name, bound)
