@@ -9,13 +9,13 @@ Programs (the plugin's own exports, cached, unless given): ``executorch:llama?ma
 4096`` 8da8w (tiny_llama's shape with a 4,096-token KV cache: ExecuTorch's custom SDPA, the
 default) and the same spec with ``attention=plain`` (aten SDPA over the whole static cache).
 Each process times untraced (the runner's clock around each execute), ``--generations`` timed
-generations after 2 warm-up ones; per process: decode per token = median of the timed decode
-executes, prefill = median of the prompt's execute, fill = median of the depth fill's executes
-summed per generation (counted apart from every phase). Rounds alternate every (form, depth)
-in one order, ``--rounds`` times (this VM drifts between processes); the table gives medians
-over rounds, each depth's decode per token relative to depth 0 of the same form (median over
-rounds of the per-round ratio), and the growth of decode per token per 1,000 tokens of depth
-(the slope from depth 0 to that depth, ms and % of depth 0).
+generations after ``--warmup`` (2) warm-up ones; per process: decode per token = median of the
+timed decode executes, prefill = median of the prompt's execute, fill = median of the depth
+fill's executes summed per generation (counted apart from every phase). Rounds alternate every
+(form, depth) in one order, ``--rounds`` times (this VM drifts between processes); the table
+gives medians over rounds, each depth's decode per token relative to depth 0 of the same form
+(median over rounds of the per-round ratio), and the growth of decode per token per 1,000
+tokens of depth (the slope from depth 0 to that depth, ms and % of depth 0).
 """
 
 from __future__ import annotations
@@ -39,10 +39,10 @@ def load() -> str:
     return ", ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def one_process(pte: Path, gen: Generation, runs: int, tmp: Path) -> dict:
+def one_process(pte: Path, gen: Generation, runs: int, warmup: int, tmp: Path) -> dict:
     """One untraced native process: its decode per token, prefill and fill medians (ms)."""
-    req = RunRequest(pte, tmp / "x.etdump", threads=1, runs=runs, warmup=2, generation=gen,
-                     untraced=True, trace_runs=0)
+    req = RunRequest(pte, tmp / "x.etdump", threads=1, runs=runs, warmup=warmup,
+                     generation=gen, untraced=True, trace_runs=0)
     done = subprocess.run(native_runner().command(req), capture_output=True, text=True,
                           timeout=3600)
     if done.returncode != 0:
@@ -86,6 +86,7 @@ def main() -> None:
     ap.add_argument("--depths", default="0,512,2048")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--generations", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=2, help="warm-up generations per process")
     ap.add_argument("--prompt", type=int, default=64)
     ap.add_argument("--new", type=int, default=32)
     ap.add_argument("--custom", help="a custom-SDPA .pte (default: the spec above, 8da8w)")
@@ -104,7 +105,7 @@ def main() -> None:
             for form, depth in got:
                 got[(form, depth)].append(one_process(
                     programs[form], Generation(a.prompt, a.new, depth), a.generations,
-                    Path(tmp)))
+                    a.warmup, Path(tmp)))
             print(f"round {k + 1} of {a.rounds} done, load {load()}", file=sys.stderr)
     print(f"load average at the end: {load()}")
     print("\n".join(table(got, a.prompt, a.new)))

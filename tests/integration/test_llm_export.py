@@ -23,13 +23,14 @@ CONSTANTS = {"get_max_seq_len": 128, "get_max_context_len": 128, "get_vocab_size
 
 @pytest.fixture(scope="session")
 def llm_export(export_cache):
-    """``llm_export(scheme)``: tiny_llama in that scheme, exported once per session."""
+    """``llm_export(scheme)``: tiny_llama in that scheme, exported once per session
+    (``llm_export(scheme, "tiny_llama_plain")``: its plain-attention twin, which QEMU runs)."""
     done = {}
 
-    def get(scheme: str):
-        if scheme not in done:
-            done[scheme] = export_model("tiny_llama", scheme, export_cache)
-        return done[scheme]
+    def get(scheme: str, model: str = "tiny_llama"):
+        if (model, scheme) not in done:
+            done[(model, scheme)] = export_model(model, scheme, export_cache)
+        return done[(model, scheme)]
 
     return get
 
@@ -175,13 +176,14 @@ def _traced_int_matmuls(pte, inputs, runner: str, out) -> set[str]:
 
 def test_8da8w_prefill_runs_sme2_int8_kernels_and_masked_neon(llm_export, prefill_inputs,
                                                               tmp_path):
-    pte = llm_export("8da8w").pte
+    pte = llm_export("8da8w", "tiny_llama_plain").pte
     on = _traced_int_matmuls(pte, prefill_inputs, "native", tmp_path)
     assert any("qsi8cxp4vlx4_1vlx4vl_sme2_mopa SME2" in k for k in on), on
     off = _traced_int_matmuls(pte, prefill_inputs, "native,sme2=off", tmp_path)
     assert off and all(k.endswith(" NEON") for k in off), off
 
 
-def test_8da4w_prefill_runs_no_sme2_int4_kernel(llm_export, prefill_inputs, tmp_path):
-    on = _traced_int_matmuls(llm_export("8da4w").pte, prefill_inputs, "native", tmp_path)
+def test_8da4w_prefill_runs_no_sme2_int4_kernel(tiny_llama_8da4w, prefill_inputs, tmp_path):
+    # export_llama's plain-attention 8da4w program (the session's, shared): QEMU runs it.
+    on = _traced_int_matmuls(tiny_llama_8da4w, prefill_inputs, "native", tmp_path)
     assert on and all(k.endswith(" NEON") and "qsi4c32p" in k for k in on), on
