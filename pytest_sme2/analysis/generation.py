@@ -127,8 +127,9 @@ class _Leaves:
     def categories_ms(self, rows: np.ndarray, generations: int,
                       phase_ms_per_generation: float) -> dict[str, float]:
         """Mean ms per generation by named category, Other the rest of the phase's time (as
-        :func:`pytest_sme2.analysis.operators.category_breakdown` makes them add up)."""
-        if generations <= 0:
+        :func:`pytest_sme2.analysis.operators.category_breakdown` makes them add up); none
+        when nothing traced an operator (a runner timed by its executes alone)."""
+        if generations <= 0 or not self.leaf.any():
             return {}
         d = self.duration[rows]
         sums = np.bincount(self.category_of[self.codes[rows]],
