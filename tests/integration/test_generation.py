@@ -278,7 +278,8 @@ def test_the_custom_ops_gemms_are_executorchs_in_every_host_runner(native, tiny_
                                                                     tmp_path):
     """libcustom_ops_aot_lib.so calls sgemm_: in a Python process it would bind to libtorch's
     (MKL on torch's OpenMP pool), unlike the native runner; a 0.6B-class program then sampled
-    other tokens from its second on. Every runner binds it to ExecuTorch's own BLAS."""
+    other tokens from its second on (other numerics: 2% of the largest logit). Every runner
+    binds it to ExecuTorch's own BLAS."""
     from pytest_sme2.runners.text_llm_runner import TextLlmRunner
 
     req = RunRequest(tiny_llama_8da4w_sdpa, tmp_path / "x.etdump", runs=1, warmup=0,
