@@ -5,7 +5,9 @@ test: prints figures.)
         [--prompt 64] [--new 32] [--runs 5] [--qemu-prompt 8] [--qemu-new 2]
 
 The model is Qwen3-0.6B's shape as ExecuTorch's Llama with seeded random weights
-(pytest_sme2_models.qwen3_0_6b). Per scheme:
+(pytest_sme2_models.qwen3_0_6b), plain attention (``PLAIN_SPEC``: it runs on QEMU and the
+phone too; the custom-SDPA form's figures are evaluations/text_llm_runner.py's and
+evaluations/context_depth.py's). Per scheme:
 - export: in its own process (its peak RSS is the export's), into the user's export cache (a
   hit the next time: the figures are then the cached export's own, from its metadata);
 - host: one pytest session of the generation benchmark (1 thread): load time, peak RSS,
@@ -31,7 +33,7 @@ from pathlib import Path
 
 from _common import ROOT, comma_list
 
-from pytest_sme2_models.qwen3_0_6b import SCHEMES, SPEC
+from pytest_sme2_models.qwen3_0_6b import PLAIN_SPEC as SPEC, SCHEMES
 from tests.long.test_llm_0_6b import KERNELS    # the long test's inner session: one copy
 
 EXPORT = """

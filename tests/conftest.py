@@ -92,13 +92,24 @@ def tiny_llama_8da4w() -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_llama_8da4w_sdpa() -> Path:
+    """The same checkpoint as :func:`tiny_llama_8da4w` exported as ExecuTorch's guides export
+    it (``export_llama -kv --use_sdpa_with_kv_cache``): ``llama::custom_sdpa`` and
+    ``llama::update_cache`` outside the delegate."""
+    from tests.llm_export import export_tiny_llama
+
+    return export_tiny_llama("8da4w", ["--use_sdpa_with_kv_cache"])
+
+
+@pytest.fixture(scope="session")
 def tiny_llama_exports(export_cache) -> Path:
-    """The session's export cache holding the zoo's ``tiny_llama`` 8da8w (the plugin's own
-    export, about a minute cold on 2 cores, shared with every other test that exports it):
-    pass it as an inner session's ``--sme2-cache-dir``."""
+    """The session's export cache holding the zoo's ``tiny_llama_plain`` 8da8w (the plugin's
+    own export, about a minute cold on 2 cores, shared with every other test that exports it;
+    plain attention: it runs on QEMU and phones): pass it as an inner session's
+    ``--sme2-cache-dir``."""
     from pytest_sme2.programs.export import export_model
 
-    export_model("tiny_llama", "8da8w", export_cache)
+    export_model("tiny_llama_plain", "8da8w", export_cache)
     return export_cache
 
 

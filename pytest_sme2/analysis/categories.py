@@ -31,16 +31,28 @@ Pooling             average/max/global pooling and ``Mean``, which is what Execu
                     global average pooling to (XNNPACK only takes mean over the spatial dims)
 Normalization       Softmax, layer/batch/group/RMS norm: reductions plus arithmetic that SME2
                     does not speed up, large in transformers; the seed misfiled batch norm
+Attention           fused attention: ExecuTorch's LLM custom SDPA (``llama::custom_sdpa``,
+                    ``sdpa_with_kv_cache``, ``custom_quantized_sdpa``: portable-style operators
+                    outside the delegate, Q·Kᵀ, softmax and ·V over the filled positions in one
+                    operator) and XNNPACK's Scaled Dot Product Attention
 Other               not a rule: reports compute it as E2E minus the named categories
 ==================  ===========================================================================
 
-Pooling and Normalization are the only additions to the seed's five keys: without them the
-global pools of CNNs and the softmax/norms of transformers vanish into Other. Reductions that are
+Pooling, Normalization and Attention are the additions to the seed's five keys: without them
+the global pools of CNNs, the softmax/norms of transformers and an LLM's fused attention vanish
+into Other. Plain attention (the aten SDPA that ExecuTorch's Llama decomposes without
+``--use_sdpa_with_kv_cache``) has no operator of its own: its matmuls are GEMM, its softmax
+Normalization, its KV-head expansion Data Movement, so comparing the two forms moves time
+between those rows and Attention. The custom form's KV-cache write, ``llama::update_cache``,
+is Data Movement, as the plain form's ``index_put`` is. Reductions that are
 neither (``Sum``, ``Reduce Max``...) stay in Other.
 
 ``classify`` returns Other for names no rule matches and for framework events (``Method::execute``,
 ``DELEGATE_CALL``...), which are containers, not operators: drop them with ``is_framework_event``
 before summing, or they double count.
+
+Over 450 lines because it is one table (:data:`DEFAULT_RULES`, an operator word per line) and
+this docstring: split, the taxonomy would no longer be read in one place.
 """
 
 from __future__ import annotations
@@ -57,6 +69,7 @@ DATA_MOVEMENT = "Data Movement"
 ELEMENTWISE = "Elementwise"
 POOLING = "Pooling"
 NORMALIZATION = "Normalization"
+ATTENTION = "Attention"
 OTHER = "Other"
 
 NAMED_CATEGORIES: tuple[str, ...] = (
@@ -66,6 +79,7 @@ NAMED_CATEGORIES: tuple[str, ...] = (
     ELEMENTWISE,
     POOLING,
     NORMALIZATION,
+    ATTENTION,
 )
 KNOWN_CATEGORIES: tuple[str, ...] = NAMED_CATEGORIES + (OTHER,)
 
@@ -105,6 +119,11 @@ class CategoryRule:
 def _xnn(*words: str) -> str:
     """XNNPACK operator words, followed by ``(``-arguments or the end of the name."""
     return r"^(?:%s)(?=\s*\(|\s*$)" % "|".join(words)
+
+
+def _custom(namespace: str, *ops: str) -> str:
+    """Operators of a library's own namespace (``llama::custom_sdpa.out``), exact op name."""
+    return r"^%s::(?:%s)(?:\.|$)" % (namespace, "|".join(ops))
 
 
 def _portable(*ops: str) -> str:
@@ -200,6 +219,12 @@ DEFAULT_RULES: tuple[CategoryRule, ...] = (
     ),
     CategoryRule(
         DATA_MOVEMENT,
+        _custom("llama", r"update_cache(?:_with_indices)?"),
+        "ExecuTorch's LLM KV-cache write (llama::update_cache): a copy into the cache, as plain "
+        "attention's index_put",
+    ),
+    CategoryRule(
+        DATA_MOVEMENT,
         _portable(r"(?:de)?quantize_\w+", r"choose_qparams\w*"),
         "portable quantize/dequantize (and the qparams they need): a dtype conversion like "
         "XNNPACK's Convert",
@@ -257,6 +282,17 @@ DEFAULT_RULES: tuple[CategoryRule, ...] = (
             r"_?(?:fused_)?rms_norm",
         ),
         "portable softmax and normalisation",
+    ),
+    CategoryRule(
+        ATTENTION,
+        _custom("llama", r"custom_sdpa", r"sdpa_with_kv_cache", r"custom_quantized_sdpa"),
+        "ExecuTorch's LLM custom SDPA (export_llama --use_sdpa_with_kv_cache): attention over "
+        "the filled KV-cache positions in one operator, outside the delegate",
+    ),
+    CategoryRule(
+        ATTENTION,
+        _xnn(r"Scaled Dot Product Attention"),
+        "XNNPACK's fused attention",
     ),
     CategoryRule(
         ELEMENTWISE,

@@ -128,8 +128,9 @@ class _Leaves:
     def categories_ms(self, rows: np.ndarray, generations: int,
                       phase_ms_per_generation: float) -> dict[str, float]:
         """Mean ms per generation by named category, Other the rest of the phase's time (as
-        :func:`pytest_sme2.analysis.operators.category_breakdown` makes them add up)."""
-        if generations <= 0:
+        :func:`pytest_sme2.analysis.operators.category_breakdown` makes them add up); none
+        when nothing traced an operator (a runner timed by its executes alone)."""
+        if generations <= 0 or not self.leaf.any():
             return {}
         d = self.duration[rows]
         sums = np.bincount(self.category_of[self.codes[rows]],
@@ -241,7 +242,7 @@ def analyze_generation(events: pd.DataFrame, summary: GenerationSummary, *,
         sampling_ms=runner_median(summary.sampling_ms),
         generation_ms=runner_median(summary.generation_ms), tokens=list(summary.tokens),
         max_seq_len=summary.max_seq_len, max_context_len=summary.max_context_len,
-        vocab_size=summary.vocab_size, source=source)
+        vocab_size=summary.vocab_size, source=source, runner_report=summary.runner_report)
 
 
 def analyze_generation_file(etdump: str | Path, stdout: str, **kwargs) -> GenerationResult:

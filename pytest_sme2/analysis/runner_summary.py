@@ -40,6 +40,9 @@ class GenerationSummary:
     # Sampled steps of the first generation whose logits held a NaN or an infinity (None: a
     # runner that does not check).
     nonfinite_steps: int | None = None
+    # A runner's own figures beside ours (ExecuTorch's TextLLMRunner: its stats.h, whole ms):
+    # GenerationResult.runner_report.
+    runner_report: dict | None = None
 
     @property
     def executes_per_generation(self) -> int:
@@ -74,7 +77,9 @@ class GenerationSummary:
                    prefill_ms=floats("prefill_ms"), first_sampling_ms=floats("first_sampling_ms"),
                    sampling_ms=floats("sampling_ms"), decode_ms=floats("decode_ms"),
                    generation_ms=floats("generation_ms"),
-                   nonfinite_steps=_count(d.get("nonfinite_steps")))
+                   nonfinite_steps=_count(d.get("nonfinite_steps")),
+                   runner_report=d["runner_report"] if isinstance(d.get("runner_report"), dict)
+                   else None)
 
 
 @dataclass(frozen=True)

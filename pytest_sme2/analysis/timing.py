@@ -27,8 +27,11 @@ from pytest_sme2.results.timing import TRACED, UNTRACED, Timing, overhead_pct
 NATIVE_CLOCK = "the runner's clock around each Method::execute, no event tracer in the process"
 PYTHON_CLOCK = ("the runner's clock around each ExecuTorchMethod.execute() (Method::execute and "
                 "one call into the Python bindings), no event tracer in the process")
+TEXT_LLM_CLOCK = ("our clock around each Method::execute inside ExecuTorch's TextLLMRunner "
+                  "(a preloaded library), no event tracer in the process")
 # What a runner's execute_span names -> how its clock is said
-SPANS = {"": NATIVE_CLOCK, "ExecuTorchMethod.execute()": PYTHON_CLOCK}
+SPANS = {"": NATIVE_CLOCK, "ExecuTorchMethod.execute()": PYTHON_CLOCK,
+         "Method::execute() inside ExecuTorch's TextLLMRunner": TEXT_LLM_CLOCK}
 THROUGH_TRACER = ("Method::execute events of the same runs the operator breakdown is from "
                   "(ETDump, every operator traced: this runner cannot time without its tracer)")
 
@@ -74,7 +77,9 @@ class ProcessRuns:
 
     @property
     def separate(self) -> bool:
-        return self.timing.untraced
+        """Timed runs apart from traced ones. Untimed by a tracer but traced nowhere (a runner
+        that cannot trace: ExecuTorch's TextLLMRunner) is one set of runs, the timed."""
+        return self.timing.untraced and self.traced is not None
 
 
 def process_runs(etdump_events: pd.DataFrame | None, summary: RunnerSummary, warmup: int,

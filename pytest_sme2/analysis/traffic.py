@@ -27,12 +27,13 @@ def mean_decode_position(prompt_tokens: int, new_tokens: int, depth: int = 0) ->
 
 
 def decode_traffic(read: DecodeBytes, g: GenerationResult, copy_gbps: float | None,
-                   copy_source: str, depth: int = 0) -> DecodeTraffic:
+                   copy_source: str) -> DecodeTraffic:
     """What each decode step of ``g`` reads: plain attention the whole static cache
-    (``g.max_context_len`` positions, at any depth), custom SDPA up to the step's position."""
+    (``g.max_context_len`` positions, at any depth), custom SDPA up to the step's position
+    (so ``g.depth`` counts: bytes per token grow with it)."""
     whole = read.reads_whole_cache and bool(g.max_context_len)
     position = (float(g.max_context_len) if whole
-                else mean_decode_position(g.prompt_tokens, g.new_tokens, depth))
+                else mean_decode_position(g.prompt_tokens, g.new_tokens, g.depth))
     return DecodeTraffic(read.weight_bytes, read.kv_bytes_per_position, position, copy_gbps,
                          copy_source, whole_cache=whole)
 

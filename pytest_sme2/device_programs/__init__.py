@@ -13,6 +13,11 @@ bundled glibc loader, Android with an NDK, or the host) and run there beside the
   read + written per second, STREAM Copy's convention), what decode's achieved GB/s is set
   against (:mod:`pytest_sme2.devices.bandwidth`).
 
+* ``execute_clock.c`` -> ``libpytest_sme2_execute_clock.so``: preloaded into a process that
+  runs a runner we cannot change (the wheel's TextLLMRunner), it times each
+  ``Method::execute`` with the clock our native runner uses (:mod:`pytest_sme2.runners.
+  text_llm_runner`).
+
 ``build.build_target_helpers`` compiles them, cached.
 """
 

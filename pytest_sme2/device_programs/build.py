@@ -28,9 +28,10 @@ from pytest_sme2.emulation.tools import find_cross_compiler, compiler_version
 
 TARGETS = ("aarch64-linux-gnu", "android-arm64", "host")
 PRELOAD_LIB = "libpytest_sme2_preload.so"
+EXECUTE_CLOCK_LIB = "libpytest_sme2_execute_clock.so"
 PROBE = "sme2_probe"
 COPY_PROBE = "copy_bandwidth"
-SOURCES = ("preload.c", "sme2_probe.c", "copy_bandwidth.c")
+SOURCES = ("preload.c", "sme2_probe.c", "copy_bandwidth.c", "execute_clock.c")
 MANIFEST = "helpers.json"
 NDK_ENVS = ("ANDROID_NDK", "ANDROID_NDK_HOME")
 ANDROID_API = 28   # Android 9: the oldest API level pytest-sme2 documents for arm64 phones
@@ -42,6 +43,7 @@ class TargetHelpers:
     preload: Path         # the .so to preload (hwcap mask, maps, sampler: preload.c)
     probe: Path           # the probe executable
     copy_probe: Path      # the copy-bandwidth probe (copy_bandwidth.c)
+    execute_clock: Path   # times Method::execute in a runner we cannot change (execute_clock.c)
 
 
 def default_cache_dir() -> Path:
@@ -90,6 +92,8 @@ def helper_commands(cc: str, out: Path, src: Path = SOURCE_DIR) -> dict[str, lis
         PROBE: [cc, "-O2", "-o", str(out / PROBE), str(src / "sme2_probe.c")],
         COPY_PROBE: [cc, "-O2", "-pthread", "-o", str(out / COPY_PROBE),
                      str(src / "copy_bandwidth.c")],
+        EXECUTE_CLOCK_LIB: [cc, "-O2", "-shared", "-fPIC", "-o", str(out / EXECUTE_CLOCK_LIB),
+                            str(src / "execute_clock.c"), "-ldl"],
     }
 
 
@@ -107,9 +111,10 @@ def _compiler_version(cc: str) -> str:
 
 
 def _helpers_in(folder: Path) -> TargetHelpers | None:
-    helpers = TargetHelpers(folder / PRELOAD_LIB, folder / PROBE, folder / COPY_PROBE)
-    if (helpers.preload.is_file() and all(os.access(p, os.X_OK) for p in
-                                           (helpers.probe, helpers.copy_probe))
+    helpers = TargetHelpers(folder / PRELOAD_LIB, folder / PROBE, folder / COPY_PROBE,
+                            folder / EXECUTE_CLOCK_LIB)
+    if (helpers.preload.is_file() and helpers.execute_clock.is_file()
+            and all(os.access(p, os.X_OK) for p in (helpers.probe, helpers.copy_probe))
             and (folder / MANIFEST).is_file()):
         return helpers
     return None

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Protocol
 from pytest_sme2.devices.facts import DeviceFacts
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2._util.protocol_defaults import WithDefaults
-from pytest_sme2.runners.base import Runner, RunOutcome, RunRequest
+from pytest_sme2.programs.kernel_libraries import target_problem
+from pytest_sme2.runners.base import Runner, RunnerError, RunOutcome, RunRequest
 
 if TYPE_CHECKING:
     from pytest_sme2.devices.bandwidth import CopyBandwidth
@@ -82,6 +83,18 @@ class DeviceBase:
 _DEVICE_DEFAULTS = {"trace_kernels": False, "samples_kernels": False,
                     "thermal": lambda: None, "thermal_state": lambda: None,
                     "cleanup": lambda: True, "copy_bandwidth": lambda: None}
+
+
+def check_operators(runner: Runner, request: RunRequest, where: str) -> None:
+    """RunnerError, before any process, when ``runner`` takes a program's custom operators
+    from this host's executorch wheel (ours do) and ``where`` (a device other than the host:
+    "device qemu") cannot have them (:func:`~pytest_sme2.programs.kernel_libraries.
+    target_problem`)."""
+    if runner.brings_own_operators or not request.kernel_libraries:
+        return
+    problem = target_problem(request.pte, where)
+    if problem:
+        raise RunnerError(f"runner {runner.info.name!r}: {problem}")
 
 
 def with_defaults(device: object) -> Device:

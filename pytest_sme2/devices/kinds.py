@@ -16,9 +16,12 @@ class DeviceKind:
     help: str                   # its part of --device's help
     on_host_cpu: bool = False   # runs on this machine's CPU: shares the host's xdist group
     emulated: bool = False      # an emulated CPU: its timings say nothing about speed
+    # Our runners load the executorch wheel's operator libraries there (this host's
+    # installation: a custom-SDPA LLM runs); elsewhere they need a plain-attention program.
+    host_operators: bool = False
 
 
-HOST = DeviceKind("host", ("host",), "host", on_host_cpu=True)
+HOST = DeviceKind("host", ("host",), "host", on_host_cpu=True, host_operators=True)
 ANDROID = DeviceKind(
     "android", ("android", "android:SERIAL", "android:SERIAL@HOST:PORT"),
     "android (the only attached device), android:SERIAL, android:SERIAL@HOST:PORT, android:* "
@@ -27,6 +30,11 @@ QEMU = DeviceKind("qemu", ("qemu", "qemu:CPU", "qemu:sme1"),
                   "qemu[:CPU] (an emulated Arm64 CPU with SME2), qemu:sme1 (the same with SME2 "
                   "hidden from every process: SME without SME2)", on_host_cpu=True, emulated=True)
 KINDS: dict[str, DeviceKind] = {k.name: k for k in (HOST, ANDROID, QEMU)}
+
+
+def kind_of(spec: str) -> DeviceKind | None:
+    """The built-in kind of a ``--device`` spec (``qemu:max`` -> QEMU); None: a plugin's."""
+    return KINDS.get(spec.split(":", 1)[0])
 
 
 def device_help() -> str:

@@ -33,7 +33,7 @@ from pathlib import Path
 import subprocess
 import tempfile
 
-from pytest_sme2.devices.base import DeviceBase, DeviceError
+from pytest_sme2.devices.base import DeviceBase, DeviceError, check_operators
 from pytest_sme2.devices.facts import DeviceFacts, host_facts
 from pytest_sme2.devices.kinds import QEMU
 from pytest_sme2.devices.host import run_local, sample_kernels
@@ -190,6 +190,7 @@ class QemuDevice(DeviceBase):
     def run(self, runner: Runner, request: RunRequest) -> RunOutcome:
         name = runner.info.name
         self._check_runner(runner)
+        check_operators(runner, request, f"--device {self.spec}")
         # The device class's hidden features, and the runner's mask on top.
         clear = self.hidden | (mask_bits(runner.hwcap_mask) if runner.hwcap_mask else 0)
         env = {"LD_PRELOAD": str(self.helpers.preload), HWCAP2_CLEAR_ENV: hex(clear)}

@@ -132,7 +132,8 @@ class _Block:
             inputs=self.exported.inputs if tensors else None,
             outputs=self.out / f"{self.stem}.outputs.bin" if run.save_outputs and tensors
             else None, timeout_s=settings.timeout_s, generation=self.generation,
-            untraced=untraced, trace_runs=settings.trace_runs if untraced else 0,
+            untraced=untraced, trace_runs=settings.trace_runs if untraced and runner.traces
+            else 0,
             trace_warmup=settings.warmup if untraced else 0,
             probe=probe_program(runner, self.device, settings, run.progress))
 

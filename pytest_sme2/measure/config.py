@@ -39,7 +39,7 @@ class Sme2Config:
     category_rules: tuple[Any, ...] | None = None   # None: the built-in table (hookspec.py)
     taskset: str | None = "auto"              # None: no pinning
     models: tuple[str, ...] = DEFAULT_MODELS
-    llm_models: tuple[str, ...] = ("tiny_llama",)   # the generation matrix (sme2_llm_case)
+    llm_models: tuple[str, ...] = ("auto",)   # the generation matrix (sme2_llm_case)
     llm_schemes: tuple[str, ...] = ("8da8w",)
     context_depths: tuple[int, ...] = (0,)    # --sme2-context-depth: the LLMs' depth axis
     dtypes: tuple[str, ...] = DEFAULT_DTYPES

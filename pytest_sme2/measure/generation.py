@@ -108,15 +108,10 @@ def longer_cache(model: str) -> str:
 
 
 def check_program(pte: Path, facts: LlmFacts, generation: Generation, model: str = "") -> None:
-    """One line for what the program says it cannot do: custom attention ops the wheel's
-    runtime lacks, a forward that does not take (tokens, input_pos), a generation over its
-    limits. Limits the file does not give are the runner's to check."""
-    if facts.use_sdpa_with_kv_cache:
-        raise Sme2Error(f"{pte}: exported with --use_sdpa_with_kv_cache, whose llama:: custom "
-                        "ops (custom_sdpa, update_cache) the executorch wheel's runtime and our "
-                        "runners do not register: export with plain attention (-kv without "
-                        "--use_sdpa_with_kv_cache), or pass a llama_main built with the custom "
-                        "ops as a runner")
+    """One line for what the program says it cannot do: a forward that does not take
+    (tokens, input_pos), a generation over its limits. Limits the file does not give are the
+    runner's to check. (Custom attention operators are the device's and runner's to judge:
+    :func:`pytest_sme2.devices.base.check_operators`.)"""
     if facts.forward_inputs and not facts.takes_tokens_and_pos:
         raise Sme2Error(f"{pte}: forward does not take (tokens int64[1, n], input_pos "
                         "int64[1]), the interface the generation loop drives")

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Sequence
 
 from pytest_sme2._util.text import split_list
+from pytest_sme2.devices.kinds import kind_of
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.programs.export import DTYPES
 from pytest_sme2.programs.registry import get_model, registered_models
@@ -18,6 +19,10 @@ from pytest_sme2.programs.spec import AS_EXPORTED, LibrarySpec, is_library, is_p
 DEFAULT_MODELS = ("toy_cnn", "mobilenet_v3_small", "vit_tiny")
 DEFAULT_DTYPES = ("fp32", "fp16", "int8")
 DEFAULT_THREADS = (1, 2)
+# --sme2-llm-models auto: the zoo's LLM in ExecuTorch's production form (custom SDPA) where our
+# runners can load its operators (the host), its plain-attention twin elsewhere (QEMU, phones).
+AUTO = "auto"
+AUTO_LLMS = {True: "tiny_llama", False: "tiny_llama_plain"}
 
 
 @dataclass(frozen=True)
@@ -96,6 +101,14 @@ def build_matrix(models: list[str], dtypes: list[str], threads: tuple[int, ...])
                         "thread count")
     return [Case(m, d, t) for m in dict.fromkeys(models)
             for d in ((AS_EXPORTED,) if is_pte(m) else dict.fromkeys(dtypes)) for t in threads]
+
+
+def llm_models_on(models: Sequence[str], device: str) -> list[str]:
+    """``models`` with ``auto`` made :data:`AUTO_LLMS`' choice for ``device`` (a --device spec),
+    each once."""
+    kind = kind_of(device)
+    auto = AUTO_LLMS[bool(kind and kind.host_operators)]
+    return list(dict.fromkeys(auto if m == AUTO else m for m in models))
 
 
 def build_llm_matrix(models: list[str], schemes: tuple[str, ...], threads: tuple[int, ...],

@@ -17,6 +17,7 @@ from pytest_sme2.gate.policy import DEFAULT_ON_UNRESOLVED, GATE_MODES, ON_UNRESO
 from pytest_sme2.measure.matrix import parse_depths, parse_threads
 from pytest_sme2.programs.export import DTYPES
 from pytest_sme2.programs.llm.schemes import parse_schemes
+from pytest_sme2.programs.llm.tokenizer import check_tokenizer_path
 from pytest_sme2._util.text import split_list
 
 MEASURES = ("time", "instructions")   # --sme2-measure: time only, or instructions counted too
@@ -59,6 +60,12 @@ def listed(given: Given) -> tuple[str, ...]:
 def path(given: Given) -> Path | None:
     """An absolute path (None when empty), a relative one from where it was given."""
     return (given.base / given.text).resolve() if given.text else None
+
+
+def tokenizer(given: Given) -> Path | None:
+    """A tokenizer file (None when empty: the one generated for the program)."""
+    found = path(given)
+    return check_tokenizer_path(found, given.flag) if found is not None else None
 
 
 def report_dir(given: Given) -> Path:

@@ -196,10 +196,13 @@ OPTIONS: dict[str, Option] = {
                          "before and after its runs, says which speed the machine ran at: auto "
                          "(every device but an emulated CPU, whose speed means nothing), on, "
                          "off", parse.choice(parse.PROBING), "settings.probe"),
-    "sme2_llm_models": Option("sme2_llm_models", "tiny_llama",
+    "sme2_llm_models": Option("sme2_llm_models", "auto",
                               "LLMs of the generation matrix (sme2_llm_case: LLM models x "
                               "--sme2-llm-schemes x --sme2-threads): registered LLMs, "
-                              "executorch:llama?..., transformers:...ForCausalLM or .pte files",
+                              "executorch:llama?..., transformers:...ForCausalLM or .pte files; "
+                              "auto: tiny_llama (ExecuTorch's custom SDPA) on the host, "
+                              "tiny_llama_plain (plain attention) on QEMU and phones, where "
+                              "our runners cannot load the custom operators",
                               parse.listed, "llm_models"),
     "sme2_llm_schemes": Option("sme2_llm_schemes", "8da8w",
                                "the LLMs' quantization schemes, their dtype axis "
@@ -219,6 +222,11 @@ OPTIONS: dict[str, Option] = {
     "sme2_new_tokens": Option("sme2_new_tokens", "32", "an LLM's greedy decode steps per "
                               "generation (default 32)",
                               parse.whole(1, "1 or more"), "settings.new_tokens"),
+    "sme2_tokenizer": Option("sme2_tokenizer", "",
+                             "the LLM's tokenizer (tokenizer.model, tokenizer.json, tiktoken or "
+                             "llama2.c tokenizer.bin) for a runner that takes text, ExecuTorch's "
+                             "text_llm_runner; default: one generated for the program",
+                             parse.tokenizer, "settings.tokenizer"),
     "sme2_history": Option("sme2_history", "",
                            "record every session into this history store (a SQLite path, "
                            "sqlite:///... or postgresql://...) after results.json and "

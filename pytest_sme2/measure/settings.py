@@ -40,6 +40,9 @@ class BenchSettings:
     # greedy decode steps, per run (--sme2-prompt-tokens, --sme2-new-tokens).
     prompt_tokens: int = 64
     new_tokens: int = 32
+    # --sme2-tokenizer: the LLM's tokenizer for a runner that takes text (text_llm_runner);
+    # None: one generated for the program (pytest_sme2.programs.llm.tokenizer).
+    tokenizer: Path | None = None
     # Traced runs per block (generations for an LLM), after the untraced timed ones
     # (RunRequest.untraced; runners that cannot time untraced trace their timed runs instead).
     trace_runs: int = DEFAULT_TRACE_RUNS

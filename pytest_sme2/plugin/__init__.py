@@ -28,7 +28,8 @@ from pytest_sme2.plugin.fixtures import (  # noqa: F401 - pytest finds the fixtu
     SESSION_KEY, item_device, session_devices, sme2_bench, sme2_capable_device, sme2_compare,
     sme2_device, sme2_device_spec, sme2_emulated, sme2_generate, sme2_min_speedup, sme2_model,
     sme2_off, sme2_on, sme2_runners, sme2_session, sme2_settings, sme_off, sme_on)
-from pytest_sme2.measure.matrix import Case, build_llm_matrix, build_matrix, with_devices
+from pytest_sme2.measure.matrix import (Case, build_llm_matrix, build_matrix, llm_models_on,
+                                        with_devices)
 from pytest_sme2.report.outputs import warm_up
 from pytest_sme2.measure.session import BenchSession
 from pytest_sme2 import hookspec
@@ -261,8 +262,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         if marker and "threads" in marker.kwargs:
             threads = tuple(t for t in threads if t in set(marker.kwargs["threads"]))
         try:
-            cases = with_devices(build_llm_matrix(list(cfg.llm_models), cfg.llm_schemes,
-                                                  threads, cfg.context_depths), devices)
+            cases = [c for d in devices
+                     for c in with_devices(build_llm_matrix(llm_models_on(cfg.llm_models, d),
+                                                            cfg.llm_schemes, threads,
+                                                            cfg.context_depths), [d])]
         except Sme2Error as e:
             raise pytest.UsageError(str(e)) from None
         metafunc.parametrize("sme2_llm_case", cases,

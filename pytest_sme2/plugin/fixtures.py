@@ -8,6 +8,7 @@ them."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable, NoReturn
 
 import pytest
@@ -18,6 +19,7 @@ from pytest_sme2.plugin.collector import (COMPARISON_PROPERTY, NOT_APPLICABLE, R
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate.junit import junit_properties
 from pytest_sme2.programs.export import ExportedModel, export_model
+from pytest_sme2.programs.llm.tokenizer import check_tokenizer_path
 from pytest_sme2.measure.matrix import Case
 from pytest_sme2.measure.session import BenchSession
 from pytest_sme2.measure.settings import BenchSettings
@@ -331,18 +333,24 @@ def sme2_generate(request: pytest.FixtureRequest, sme2_session: BenchSession,
     ``.pte`` is taken as exported). None for a token count: the session's
     ``--sme2-prompt-tokens`` / ``--sme2-new-tokens``. ``depth``: tokens filled into the KV
     cache, untimed, before the timed prompt (llama-bench's ``pp64 @ d512``; the generation
-    matrix's ``sme2_llm_case.depth``)."""
+    matrix's ``sme2_llm_case.depth``). ``tokenizer``: a tokenizer file for a runner that takes
+    text (``runner="text_llm_runner"``, ExecuTorch's own; default ``--sme2-tokenizer``, else
+    one generated for the program)."""
     sme2_session.prepare()
     settings = sme2_session.settings
 
     def generate(model: str, scheme: str = "8da8w", threads: int = 1,
-                 runner: str | None = None, prompt_tokens: int | None = None,
-                 new_tokens: int | None = None, depth: int = 0) -> GenerationResult:
+                 runner: str | None = None, tokenizer: str | Path | None = None,
+                 prompt_tokens: int | None = None, new_tokens: int | None = None,
+                 depth: int = 0) -> GenerationResult:
         try:
+            given = check_tokenizer_path(tokenizer, "sme2_generate(tokenizer=...)") \
+                if tokenizer is not None else settings.tokenizer
             asked = Generation(prompt_tokens or settings.prompt_tokens,
                                settings.new_tokens if new_tokens is None else new_tokens,
-                               depth or 0)
-        except ValueError as e:
+                               depth or 0,
+                               tokenizer=str(given) if given is not None else None)
+        except (ValueError, Sme2Error) as e:
             fail(Sme2Error(str(e)), request.config)
         loop = replace(_loop(request, sme2_session, sme2_device_spec), generation=asked)
         done = loop.benchmark(Case(model, scheme, threads), runner)

@@ -148,7 +148,12 @@ register_model("machine_probe", "pytest_sme2_models.machine_probe:build",
 register_model("tiny_llama", "pytest_sme2_models.tiny_llama:build", llm=True,
                dtypes=DEFAULT_SCHEMES,
                description="ExecuTorch's Llama (dim 64, 2 layers, 4 heads / 2 KV heads, vocab "
-               "512, max_seq_len 128), static KV cache, seeded random weights: an LLM")
+               "512, max_seq_len 128), static KV cache, seeded random weights, ExecuTorch's "
+               "custom SDPA and KV-cache ops (export_llama --use_sdpa_with_kv_cache): an LLM")
+register_model("tiny_llama_plain", "pytest_sme2_models.tiny_llama:build", llm=True,
+               dtypes=DEFAULT_SCHEMES, attention="plain",
+               description="tiny_llama's weights with plain attention (aten SDPA over the "
+               "whole static KV cache; export_llama -kv alone): runs on every device")
 
 
 def _load_entry_points() -> None:

@@ -9,6 +9,8 @@ them imports ``executorch.exir`` and with it torch (~4 s).
 
 from __future__ import annotations
 
+import mmap
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +24,8 @@ FILE_IDENTIFIER = b"ET12"
 # program.fbs field positions (vtable slot = 4 + 2 * position; a union takes two positions).
 _PROGRAM_EXECUTION_PLAN = 1
 _PLAN_NAME, _PLAN_VALUES, _PLAN_INPUTS, _PLAN_OUTPUTS = 0, 2, 3, 4  # 1: container_meta_type
+_PLAN_OPERATORS = 6                                                   # 5: chains
+_OPERATOR_NAME, _OPERATOR_OVERLOAD = 0, 1
 _EVALUE_TYPE, _EVALUE_VAL = 0, 1
 _TENSOR_SCALAR_TYPE, _TENSOR_SIZES, _TENSOR_DYNAMISM = 0, 2, 8
 _INT_VAL, _BOOL_VAL, _DOUBLE_VAL = 0, 0, 0
@@ -62,6 +66,9 @@ class MethodSignature:
     # ``constant_methods``, e.g. ``get_max_seq_len``) has no inputs and one Int/Bool/Double
     # output whose ``value`` the program stores.
     outputs: tuple[MethodInput, ...] = ()
+    # The operators its instructions call outside any delegate, as the runtime looks them up
+    # (``llama::custom_sdpa.out``, ``aten::add.out``), in the program's order.
+    operators: tuple[str, ...] = ()
 
     @property
     def constant(self) -> int | float | bool | None:
@@ -104,6 +111,16 @@ def _ints(tab: flatbuffers.table.Table, position: int, flags=number_types.Int32F
     return [tab.Get(flags, start + flags.bytewidth * i) for i in range(n)]
 
 
+def _string(tab: flatbuffers.table.Table, position: int) -> str:
+    off = _field(tab, position)
+    return tab.String(off + tab.Pos).decode() if off else ""
+
+
+def _operator(op: flatbuffers.table.Table) -> str:
+    name, overload = _string(op, _OPERATOR_NAME), _string(op, _OPERATOR_OVERLOAD)
+    return f"{name}.{overload}" if overload else name
+
+
 def _input(index: int, value: flatbuffers.table.Table) -> MethodInput:
     kind_code = _scalar(value, _EVALUE_TYPE, number_types.Uint8Flags, 0)
     kind = KINDS[kind_code] if kind_code < len(KINDS) else f"type {kind_code}"
@@ -124,7 +141,10 @@ def _input(index: int, value: flatbuffers.table.Table) -> MethodInput:
 def read_signatures(pte: Path) -> dict[str, MethodSignature]:
     """Every method of the program and its inputs, in argument order."""
     try:
-        data = Path(pte).read_bytes()
+        with open(pte, "rb") as fh:
+            # Mapped, not read: a 1 GB program's methods are a few pages of it.
+            data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) \
+                if os.fstat(fh.fileno()).st_size else b""
     except FileNotFoundError:
         raise PteProgramError(f"{pte}: no such file") from None
     except OSError as e:
@@ -137,13 +157,13 @@ def read_signatures(pte: Path) -> dict[str, MethodSignature]:
                                                         data, 0))
         methods = {}
         for plan in _tables(root, _PROGRAM_EXECUTION_PLAN):
-            name_off = _field(plan, _PLAN_NAME)
-            name = plan.String(name_off + plan.Pos).decode() if name_off else ""
+            name = _string(plan, _PLAN_NAME)
             values = _tables(plan, _PLAN_VALUES)
             inputs = tuple(_input(i, values[v]) for i, v in enumerate(_ints(plan, _PLAN_INPUTS)))
             outputs = tuple(_input(i, values[v])
                             for i, v in enumerate(_ints(plan, _PLAN_OUTPUTS)))
-            methods[name] = MethodSignature(name, inputs, outputs)
+            operators = tuple(_operator(op) for op in _tables(plan, _PLAN_OPERATORS))
+            methods[name] = MethodSignature(name, inputs, outputs, operators)
     except (IndexError, ValueError, UnicodeDecodeError) as e:
         raise PteProgramError(f"{pte}: damaged program flatbuffer ({e})") from None
     return methods

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 
 from pytest_sme2.analysis.isa import PhaseKernel, kernel_phrase, phase_kernels
 from pytest_sme2.analysis.traffic import bandwidth_line
+from pytest_sme2.programs.llm.forms import ATTENTION_NOTE, pairs_of_forms
 from pytest_sme2.report.markdown.cells import MISSING, code, fmt_ms, fmt_tokens_per_s
 from pytest_sme2.report.digest import category_order
 from pytest_sme2.results import BlockResult, Judgement
@@ -167,3 +168,91 @@ def generation_analysis_lines(g: GenerationResult) -> list[str]:
         if cats:
             lines.append(f"    categories (ms per generation): {cats}")
     return lines
+
+
+# -- ExecuTorch's own runner, by its stats, beside our clock ---------------------------------
+
+STATS_NOTE = ("ExecuTorch's TextLLMRunner keeps its stats in whole milliseconds "
+              "(extension/llm/runner/stats.h: ms timestamps): a phase under 1 ms reads 0 ms "
+              "and has no rate (—), and a phase of a few ms is off by up to 1 ms (a 2 ms decode "
+              "reads 1 to 3 ms: half to 1.5 times its rate); our clock (ns) times the same "
+              "executes, the native runner's its own")
+STATS_COLUMNS = ("benchmark", "scheme", "tests", "figures from", "prefill ms", "prefill tok/s",
+                 "decode ms", "decode tok/s", "TTFT ms")
+
+
+def _stats_row(model: str, dtype: str, tests: str, source: str, report: dict) -> dict:
+    return {"benchmark": model, "scheme": dtype, "tests": tests, "source": source,
+            "prefill_ms": report.get("prefill_ms"),
+            "prefill_tokens_per_s": report.get("prefill_tokens_per_s"),
+            "decode_ms": report.get("decode_ms"),
+            "decode_tokens_per_s": report.get("decode_tokens_per_s"),
+            "ttft_ms": report.get("ttft_ms")}
+
+
+def _clock_row(model: str, dtype: str, tests: str, source: str, g) -> dict:
+    return {"benchmark": model, "scheme": dtype, "tests": tests, "source": source,
+            "prefill_ms": g.prefill.median_ms, "prefill_tokens_per_s": g.prefill.tokens_per_s,
+            "decode_ms": g.decode.median_ms, "decode_tokens_per_s": g.decode.tokens_per_s,
+            "ttft_ms": g.ttft_ms}
+
+
+def runner_stats_rows(blocks: Iterable[BlockResult]) -> list[dict]:
+    """Per benchmark that ExecuTorch's TextLLMRunner ran: its own stats (whole ms), our clock
+    around its executes, and the native runner's clock on the same program, device, threads
+    and token counts where the session has it. Medians over the timed generations."""
+    groups: dict[tuple, dict[str, list[BlockResult]]] = {}
+    for b in generation_blocks(blocks):
+        g = b.generation
+        key = (b.device.label, b.model, b.dtype, b.threads, g.prompt_tokens, g.new_tokens,
+               g.depth)
+        groups.setdefault(key, {}).setdefault(b.runner_name, []).append(b)
+    out = []
+    for (device, model, dtype, threads, *_), sides in groups.items():
+        for runner, bs in sides.items():
+            reports = [b.generation.runner_report for b in bs if b.generation.runner_report
+                       and b.generation.runner_report.get("runner") == "text_llm_runner"]
+            if not reports:
+                continue
+            g = pool_generation(bs)
+            name = f"{model} t{threads} on {device}"
+            out.append(_stats_row(name, dtype, g.tests, f"{runner}: its own stats (whole ms)",
+                                  reports[0]))
+            out.append(_clock_row(name, dtype, g.tests, f"{runner}: our clock around its "
+                                  "executes", g))
+            native = [b for r, nbs in sides.items() for b in nbs
+                      if b.runner.kind == "native" and r != runner]
+            if native:
+                out.append(_clock_row(name, dtype, g.tests, f"{native[0].runner_name}: its "
+                                      "clock around each execute", pool_generation(native)))
+    return out
+
+
+def runner_stats_lines(blocks: Iterable[BlockResult]) -> list[str]:
+    """The terminal's table of :func:`runner_stats_rows`, and what whole ms do to it."""
+    rows = runner_stats_rows(blocks)
+    if not rows:
+        return []
+    table = [STATS_COLUMNS] + [
+        (r["benchmark"], r["scheme"], r["tests"], r["source"], fmt_ms(r["prefill_ms"]),
+         fmt_tokens_per_s(r["prefill_tokens_per_s"]), fmt_ms(r["decode_ms"]),
+         fmt_tokens_per_s(r["decode_tokens_per_s"]), fmt_ms(r["ttft_ms"])) for r in rows]
+    widths = [max(len(str(row[i])) for row in table) for i in range(len(STATS_COLUMNS))]
+
+    def fmt(row) -> str:
+        return "  ".join(str(c).rjust(w) if i >= 4 else str(c).ljust(w)
+                         for i, (c, w) in enumerate(zip(row, widths))).rstrip()
+
+    return (["", "ExecuTorch's own LLM runner (TextLLMRunner), by its stats and by our clock",
+             fmt(table[0]), "  ".join("-" * w for w in widths)]
+            + [fmt(r) for r in table[1:]] + [STATS_NOTE])
+
+
+# -- the two attention forms of one model ----------------------------------------------------
+
+def attention_lines(blocks: Iterable[BlockResult]) -> list[str]:
+    """One line when the session measured a model in both attention forms (``tiny_llama`` and
+    ``tiny_llama_plain``; ``executorch:llama?...`` with and without ``attention=plain``): the
+    weights are the same, so the difference between their rows is the attention."""
+    pairs = pairs_of_forms({b.model for b in generation_blocks(blocks)})
+    return [ATTENTION_NOTE.format(custom=custom, plain=plain) for custom, plain in pairs]

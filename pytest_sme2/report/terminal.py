@@ -347,6 +347,7 @@ def summary_table(results: Iterable[BlockResult],
     if any(mixed(side.blocks) for sides in per_device.values() for side in sides):
         lines.append(MIXED_SUMMARY)
     return (lines + generation_table(per_device) + gen.bandwidth_lines(results)
+            + gen.attention_lines(results) + gen.runner_stats_lines(results)
             + scaling.terminal_lines(thread_scaling(results)) + precision_lines(results))
 
 

@@ -44,6 +44,9 @@ class Generation:
     new_tokens: int = 32
     depth: int = 0          # K: tokens in the KV cache before the prompt, filled untimed
     depth_chunk: int = 0    # tokens per execute of the fill; 0: the program's longest forward
+    # A tokenizer file for a runner that takes text (ExecuTorch's TextLLMRunner); None: the
+    # runner's own, else one generated for the program. Our runners feed token ids.
+    tokenizer: str | None = None
 
     def __post_init__(self) -> None:
         if self.prompt_tokens < 1 or self.new_tokens < 0:
@@ -75,14 +78,15 @@ class Generation:
         """The prefill-only evidence process: P tokens, no decode step. Under QEMU the trace
         logs each translated block once per process, so only a process that runs one phase
         tells which kernels that phase ran."""
-        return Generation(self.prompt_tokens, 0, self.depth, self.depth_chunk)
+        return Generation(self.prompt_tokens, 0, self.depth, self.depth_chunk, self.tokenizer)
 
     def decode_only(self) -> Generation:
         """The decode-only evidence process: only one-token executes, at positions
         0 .. D - 1 (a one-token "prompt", then D - 1 decode steps): the decode kernels. At
         depth K its fill goes one token per execute (a longer one would run prefill kernels),
         and its steps run at K .. K + D - 1."""
-        return Generation(1, max(self.new_tokens - 1, 0), self.depth, 1 if self.depth else 0)
+        return Generation(1, max(self.new_tokens - 1, 0), self.depth, 1 if self.depth else 0,
+                          self.tokenizer)
 
 
 def parse_generate(text: str) -> Generation:
@@ -183,7 +187,8 @@ class GenerationResult:
     source: str = ""
     # A runner's own report of the generation, as it printed it (ExecuTorch's llama_main: its
     # PyTorchObserver line's load_ms, prefill_ms, decode_ms, ttft_ms, tokens/s and token
-    # counts); None for our runners, whose figures are all the ETDump's.
+    # counts; ExecuTorch's TextLLMRunner, "runner": "text_llm_runner": its stats.h figures in
+    # whole ms, medians and per generation); None for our runners, whose figures are our own.
     runner_report: dict[str, Any] | None = None
     # What a decode step reads (weights + KV cache) and the device's copy bandwidth; None
     # where it was not measured (an emulated device, an older document).

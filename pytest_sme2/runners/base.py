@@ -10,6 +10,7 @@ from typing import Protocol
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2._util.protocol_defaults import WithDefaults
+from pytest_sme2.programs.kernel_libraries import program_libraries
 from pytest_sme2.results.generation import Generation
 from pytest_sme2.results.runner import RunnerInfo
 
@@ -57,6 +58,15 @@ class RunRequest:
     # in the same process, where the runner can (``Runner.probes``). None: not probed.
     probe: Path | None = None
     probe_runs: int = PROBE_RUNS
+    # The executorch wheel's operator libraries the program needs loaded before it loads
+    # (names of pytest_sme2.programs.kernel_libraries.KERNEL_LIBRARIES: "custom_ops" for
+    # llama::custom_sdpa). None: read from the .pte's operator table as the request is made;
+    # kept when a device moves the request to its own paths.
+    kernel_libraries: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.kernel_libraries is None:
+            object.__setattr__(self, "kernel_libraries", _libraries_of(self.pte))
 
     @property
     def writes_etdump(self) -> bool:
@@ -84,6 +94,13 @@ class RunRequest:
         # Its kernels are what it is for: no traced runs beside them.
         return dataclasses.replace(self, generation=g, runs=1, warmup=0, trace_runs=0,
                                    trace_warmup=0)
+
+
+def _libraries_of(pte: Path) -> tuple[str, ...]:
+    try:
+        return tuple(lib.name for lib in program_libraries(pte)) if Path(pte).is_file() else ()
+    except Sme2Error:   # a damaged program: its run says what is wrong
+        return ()
 
 
 @dataclass(frozen=True)
@@ -118,6 +135,14 @@ class Runner(Protocol):
     times_untraced: bool
     # Whether it times the machine-state probe in its own process (RunRequest.probe): ours do.
     probes: bool
+    # Whether the operators a program calls outside the runtime (RunRequest.kernel_libraries:
+    # llama::custom_sdpa...) come with its own build: a user's runner (llama_main) decides by
+    # how it was built. False: ours, which take them from this host's executorch wheel, so a
+    # device other than the host (QEMU, a phone) refuses such a program before any process.
+    brings_own_operators: bool
+    # Whether it can trace operators into an ETDump (RunRequest.trace_runs, or every run when
+    # it cannot time untraced). False: ExecuTorch's TextLLMRunner binding, no event tracer.
+    traces: bool
 
     def command(self, request: RunRequest) -> list[str]:
         """The argv that runs ``request`` and writes ``request.etdump``. A remote device calls
@@ -156,6 +181,8 @@ class RunnerBase:
     preloads: bool = False
     times_untraced: bool = False
     probes: bool = False
+    brings_own_operators: bool = True
+    traces: bool = True
 
     def data_files(self) -> list[Path]:
         return []
@@ -171,7 +198,8 @@ class RunnerBase:
 
 
 _RUNNER_DEFAULTS = {"hwcap_mask": None, "takes_tensor_files": True, "preloads": False,
-                    "times_untraced": False, "probes": False,
+                    "times_untraced": False, "probes": False, "brings_own_operators": True,
+                    "traces": True,
                     "check_host": lambda: None, "check_device": lambda abi: None,
                     "close": lambda: None, "data_files": lambda: []}
 

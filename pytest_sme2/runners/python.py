@@ -28,6 +28,7 @@ class PythonRunner(RunnerBase):
     hwcap_mask: str | None = None
     times_untraced: bool = True     # see runners.base.Runner
     probes: bool = True             # --probe (python_child)
+    brings_own_operators: bool = False  # the wheel's, imported by the child before the load
     fork: bool = True               # False: a fresh interpreter per run, as before the server
     progress: Callable[[str], None] | None = field(default=None, compare=False, repr=False)
     server: ForkServer = field(default_factory=shared_server, compare=False, repr=False)

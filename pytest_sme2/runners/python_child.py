@@ -17,10 +17,13 @@ import json
 import logging
 import sys
 import time
+from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 
+from pytest_sme2.errors import Sme2Error
+from pytest_sme2.programs.kernel_libraries import import_for_python, program_libraries
 from pytest_sme2.runners.python_generation import generate
 from pytest_sme2.runners.python_process import (MachineProbe, Refused, Steps, TimedMethod,
                                                 first_line, load_untraced, nonfinite_elements,
@@ -81,6 +84,31 @@ def import_runtime() -> ModuleType:
         from executorch.extension.pybindings import (  # executorch: after torch, on purpose
             portable_lib as runtime)
     return runtime
+
+
+def load_operator_libraries(pte: str) -> str | None:
+    """Load the executorch wheel's libraries that register the operators ``pte`` calls outside
+    the runtime (``llama::custom_sdpa``: ExecuTorch's LLM custom ops), before the program
+    loads; the one line when one cannot be, else None."""
+    libraries = ()
+    try:
+        libraries = program_libraries(Path(pte))
+        import_for_python(libraries)
+    except Sme2Error as e:
+        return f"{pte}: {e}"
+    except (ImportError, OSError) as e:
+        names = ", ".join(lib.path for lib in libraries)
+        return (f"{pte}: its operators come from the executorch wheel's {names}, which does "
+                f"not load here ({first_line(e)}): reinstall executorch")
+    return None
+
+
+def limit_torch_threads(torch, threads: int) -> None:
+    """The wheel's custom-ops library links libtorch; in a Python process its GEMMs run
+    libtorch's BLAS on torch's OpenMP pool, which takes every core unless told (measured: a
+    0.6B-class prefill took 12.7 s at "1 thread" beside 2.6 s with the pool at 1). ExecuTorch's
+    own pool is sized apart (``_unsafe_reset_threadpool``)."""
+    torch.set_num_threads(threads)
 
 
 def _forwards(forward, inputs, total: int, pte: str):
@@ -173,6 +201,7 @@ def _forward_pass(a, runtime, torch, rss_before_load, probe: MachineProbe) -> in
     # Traced: the method load is timed by the runtime itself (Program::load_method in the
     # ETDump), there is no method_load_ms here, and rss_after_load_kb includes the first run.
     summary = {"threads": int(runtime._threadpool_get_thread_count()),
+               "torch_threads": torch.get_num_threads(),     # the custom ops' BLAS pool
                "executions": a.warmup + a.runs, "rss_before_load_kb": rss_before_load,
                "peak_includes": "the Python interpreter, torch and the runtime extension",
                "peak_rss_kb": peak, "nonfinite_outputs": nonfinite_elements(arrays_out),
@@ -206,6 +235,11 @@ def main(argv: list[str] | None = None) -> int:
     import torch  # torch: the child's alone, before the runtime
 
     runtime = import_runtime()
+    problem = load_operator_libraries(a.pte)
+    if problem:
+        print(problem, file=sys.stderr)
+        return 1
+    limit_torch_threads(torch, a.threads)
     runtime._unsafe_reset_threadpool(a.threads)  # before the load, never after
     rss_before_load = status_kb("VmRSS:")
     try:

@@ -326,6 +326,7 @@ def generate(a, runtime, torch, rss_before_load, probe: MachineProbe) -> int:
         return 1
     summary = {
         "threads": int(runtime._threadpool_get_thread_count()),
+        "torch_threads": torch.get_num_threads(),     # the custom ops' BLAS pool
         "executions": (a.warmup + a.runs) * plan.executes,
         "rss_before_load_kb": rss_before_load,
         "peak_includes": "the Python interpreter, torch and the runtime extension",

@@ -43,7 +43,8 @@ def missing_operator_line(pte: str, method: str, ops: list[str]) -> str:
     ops = list(dict.fromkeys(ops))  # each once, in the order the runtime named them
     names = ", ".join(ops[:4])
     line = (f"{pte}: method '{method}' needs operator{'s' if len(ops) > 1 else ''} {names}, "
-            "which this runner (built against the ExecuTorch wheel) does not register")
+            "which neither this runner (built against the ExecuTorch wheel) nor the wheel's "
+            "operator libraries register")
     if "llama::" in names:
         return line + ("; export with plain attention (export_llama -kv without "
                        "--use_sdpa_with_kv_cache) to run it here, or run it with a llama_main "

@@ -2,6 +2,8 @@
 
     python                                  the ExecuTorch Python runtime (name "python")
     native                                  our C++ runner, built on demand (name "native")
+    text_llm_runner[,tokenizer=PATH]        ExecuTorch's own LLM runner from the wheel
+                                            (TextLLMRunner; host only, generations only)
     fast=native                             the same under another name
     sme2_on=/path/executor_runner,sme2=on   a user binary with build labels
     sme2_off=/path/runner,libs=/path/lib,sme2=off,flags=-DXNNPACK_ENABLE_ARM_SME2=OFF
@@ -27,11 +29,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Collection
 
 from pytest_sme2.device_programs.hwcaps import MASKS, describe_mask
+from pytest_sme2.programs.llm.tokenizer import TokenizerError, check_tokenizer_path
 from pytest_sme2.runners.base import Runner, RunnerError, with_defaults
 from pytest_sme2.runners.binary import BinaryRunner
 from pytest_sme2.runners.llama_main import LlamaMainRunner, is_llama_main
 from pytest_sme2.runners.native import NativeRunner, build_native_runner
 from pytest_sme2.runners.python import PythonRunner
+from pytest_sme2.runners.text_llm_runner import TextLlmRunner
 from pytest_sme2.results.runner import RunnerInfo
 
 if TYPE_CHECKING:
@@ -102,6 +106,13 @@ def _native(spec: RunnerSpec, progress: Progress, target: str) -> Runner:
                         runner.libs, spec.hwcap_mask)
 
 
+def _text_llm_runner(spec: RunnerSpec, progress: Progress, target: str) -> Runner:
+    base = TextLlmRunner()
+    return TextLlmRunner(RunnerInfo(spec.name, "text_llm_runner",
+                                    {**base.info.labels, **spec.labels}),
+                         tokenizer=spec.tokenizer, progress=progress)
+
+
 def _binary(spec: RunnerSpec, progress: Progress, target: str) -> Runner:
     return BinaryRunner(spec.name, spec.path, spec.lib_dir, dict(spec.labels), spec.hwcap_mask)
 
@@ -116,11 +127,13 @@ class RunnerKind:
     """A runner kind built in: ``name`` is ``RunnerSpec.kind`` and ``RunnerInfo.kind``;
     ``make`` makes its runner from a spec; ``builtin``: configured by its name alone
     (``--runner NAME=python``), and every session has a runner of that name; ``host_only``: it
-    runs in this machine's Python, so a hwcap mask cannot reach it."""
+    runs in this machine's Python, so a hwcap mask cannot reach it; ``tokenizer``: its spec
+    takes ``tokenizer=`` (it feeds text, not token ids)."""
     name: str
     make: Callable[[RunnerSpec, Progress, str], Runner]
     builtin: bool = False
     host_only: bool = False
+    tokenizer: bool = False
 
     def check_mask(self, mask: str | None, who: str) -> None:
         if mask is not None and self.host_only:
@@ -134,6 +147,8 @@ class RunnerKind:
 KINDS: dict[str, RunnerKind] = {k.name: k for k in (
     RunnerKind("python", _python, builtin=True, host_only=True),
     RunnerKind("native", _native, builtin=True),
+    RunnerKind("text_llm_runner", _text_llm_runner, builtin=True, host_only=True,
+               tokenizer=True),
     RunnerKind("binary", _binary),
     RunnerKind("llama_main", _llama_main),
 )}
@@ -192,8 +207,17 @@ def parse_runner_spec(text: str, kinds: Collection[str] = ()) -> RunnerSpec:
     if target in BUILTIN:
         if lib_dir is not None:
             raise RunnerError(f"--runner {text!r}: libs= applies to a binary path only")
-        KINDS[target].check_mask(mask, f"--runner {text!r}")
-        return RunnerSpec(name, target, labels=labels, hwcap_mask=mask)
+        kind = KINDS[target]
+        kind.check_mask(mask, f"--runner {text!r}")
+        if tokenizer is not None and not kind.tokenizer:
+            raise RunnerError(f"--runner {text!r}: tokenizer= applies to text_llm_runner and "
+                              "a llama_main; the native and python runners feed token ids")
+        if tokenizer is not None:
+            try:
+                tokenizer = check_tokenizer_path(tokenizer, f"--runner {text!r}")
+            except TokenizerError as e:
+                raise RunnerError(str(e)) from None
+        return RunnerSpec(name, target, labels=labels, hwcap_mask=mask, tokenizer=tokenizer)
     if target in kinds:
         return RunnerSpec(name, target, lib_dir=lib_dir, labels=labels, hwcap_mask=mask)
     if "/" not in target and not target.startswith("."):

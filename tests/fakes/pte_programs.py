@@ -67,12 +67,24 @@ def _value(b: flatbuffers.Builder, item: tuple) -> int:
     return _evalue(b, INT, _int(b, item[1]))
 
 
+def _operator(b: flatbuffers.Builder, name: str) -> int:
+    """``"llama::custom_sdpa.out"`` as program.fbs's Operator (name, overload)."""
+    op, _, overload = name.partition(".")
+    name_off, overload_off = b.CreateString(op), b.CreateString(overload)
+    b.StartObject(2)
+    b.PrependUOffsetTRelativeSlot(0, name_off, 0)
+    b.PrependUOffsetTRelativeSlot(1, overload_off, 0)
+    return b.EndObject()
+
+
 def program_bytes(methods: dict[str, list[tuple]],
-                  constants: dict[str, int | bool] | None = None) -> bytes:
+                  constants: dict[str, int | bool] | None = None,
+                  operators: list[str] | None = None) -> bytes:
     """``{"forward": [("tensor", scalar_type, [1, 3, 8, 8]), ("int", 4)]}`` -> .pte bytes
     (``("tensor", 4, [1, 127], True)``: a dynamic shape bounded by those sizes).
     ``constants``: constant methods (``{"get_max_seq_len": 128, "use_kv_cache": True}``), each
-    a plan with no inputs and one Int or Bool output, as export's ``constant_methods`` writes."""
+    a plan with no inputs and one Int or Bool output, as export's ``constant_methods`` writes.
+    ``operators``: forward's operator table (``["aten::add.out", "llama::custom_sdpa.out"]``)."""
     b = flatbuffers.Builder(1024)
     plans = []
     plan_specs = [(name, inputs, []) for name, inputs in methods.items()]
@@ -83,12 +95,16 @@ def program_bytes(methods: dict[str, list[tuple]],
         values_vec = _offsets(b, values)
         inputs_vec = _ints(b, range(len(inputs)))
         outputs_vec = _ints(b, range(len(inputs), len(inputs) + len(outputs)))
+        ops = [_operator(b, o) for o in operators or []] if name == "forward" else []
+        ops_vec = _offsets(b, ops) if ops else None
         name_off = b.CreateString(name)
         b.StartObject(10)
         b.PrependUOffsetTRelativeSlot(0, name_off, 0)
         b.PrependUOffsetTRelativeSlot(2, values_vec, 0)
         b.PrependUOffsetTRelativeSlot(3, inputs_vec, 0)
         b.PrependUOffsetTRelativeSlot(4, outputs_vec, 0)
+        if ops_vec is not None:
+            b.PrependUOffsetTRelativeSlot(6, ops_vec, 0)
         plans.append(b.EndObject())
     plans_vec = _offsets(b, plans)
     b.StartObject(8)
@@ -98,8 +114,9 @@ def program_bytes(methods: dict[str, list[tuple]],
 
 
 def write_program(path: Path, methods: dict[str, list[tuple]],
-                  constants: dict[str, int | bool] | None = None) -> Path:
-    path.write_bytes(program_bytes(methods, constants))
+                  constants: dict[str, int | bool] | None = None,
+                  operators: list[str] | None = None) -> Path:
+    path.write_bytes(program_bytes(methods, constants, operators))
     return path
 
 

@@ -1,11 +1,14 @@
 """LLM generations on the host, end to end: ExecuTorch's export_llama .pte (a user's .pte, tiny
 and seeded: tests/llm_export.py) run by the native runner's C++ token loop and by the Python
-runtime's loop, analysed per phase; and the one-line refusals (prompt over the limits, a forward
-that is not (tokens, input_pos), a program whose state leaks between generations, a missing
-custom operator)."""
+runtime's loop, analysed per phase; the same checkpoint exported with ExecuTorch's custom SDPA
+on every host runner (ExecuTorch's TextLLMRunner too); and the one-line refusals (prompt over
+the limits, a forward that is not (tokens, input_pos), a program whose state leaks between
+generations, a missing custom operator)."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -196,18 +199,51 @@ def test_state_leaking_between_generations_is_refused(native, tmp_path):
         assert "does not reset its KV cache between generations" in last
 
 
-def test_missing_custom_operator_is_one_line(native, tmp_path):
-    from tests.llm_export import export_tiny_llama
+def test_a_custom_sdpa_program_runs_on_every_host_runner(native, tiny_llama_8da4w,
+                                                         tiny_llama_8da4w_sdpa, tmp_path):
+    """export_llama --use_sdpa_with_kv_cache (llama::custom_sdpa, llama::update_cache from the
+    wheel's libcustom_ops_aot_lib.so): the native runner loads it with --kernel_lib, the
+    Python runtime imports it, ExecuTorch's own TextLLMRunner runs it; every one samples the
+    tokens the plain-attention export of the same checkpoint samples."""
+    from pytest_sme2.runners.text_llm_runner import TextLlmRunner
 
-    pte = export_tiny_llama("fp32", ["--use_sdpa_with_kv_cache"])
-    req = RunRequest(pte, tmp_path / "x.etdump", generation=Generation(8, 2))
-    for argv in (native.command(req), _python_argv(req)):
+    g = Generation(16, 8)
+    tokens = {}
+    for name, pte in (("plain", tiny_llama_8da4w), ("native", tiny_llama_8da4w_sdpa),
+                      ("python", tiny_llama_8da4w_sdpa),
+                      ("text_llm_runner", tiny_llama_8da4w_sdpa)):
+        req = RunRequest(pte, tmp_path / f"{name}.etdump", runs=2, warmup=1, generation=g,
+                         untraced=name == "text_llm_runner")
+        argv = (_python_argv(req) if name == "python" else
+                TextLlmRunner().command(req) if name == "text_llm_runner" else
+                native.command(req))
         done = _run(argv)
-        assert done.returncode == 1
-        last = done.stderr.strip().splitlines()[-1]
-        assert "needs operator" in last and "llama::custom_sdpa.out" in last
-        assert "export_llama -kv without --use_sdpa_with_kv_cache" in last
-        assert "llama_main" in last
+        assert done.returncode == 0, (name, done.stderr[-2000:])
+        summary = parse_summary(done.stdout)
+        assert summary.executions == 3 * (1 + 8), name
+        tokens[name] = list(summary.generation.tokens)
+        if name in ("python", "text_llm_runner"):
+            # The custom ops' GEMMs run libtorch's BLAS on torch's OpenMP pool in a Python
+            # process: held to the request's thread count (it took every core before).
+            assert json.loads(done.stdout.strip().splitlines()[-1])["torch_threads"] == 1
+    assert "--kernel_lib" in native.command(RunRequest(tiny_llama_8da4w_sdpa, tmp_path / "e"))
+    assert len(set(tokens["plain"])) > 1
+    assert tokens["native"] == tokens["python"] == tokens["text_llm_runner"] == tokens["plain"]
+
+
+def test_a_runner_without_the_custom_ops_names_them_in_one_line(native, tiny_llama_8da4w_sdpa,
+                                                                tmp_path):
+    req = RunRequest(tiny_llama_8da4w_sdpa, tmp_path / "x.etdump", generation=Generation(8, 2))
+    argv = native.command(req)
+    while "--kernel_lib" in argv:               # the runner as it was before issue 45
+        at = argv.index("--kernel_lib")
+        del argv[at:at + 2]
+    done = _run(argv)
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert "needs operators" in last and "llama::custom_sdpa.out" in last
+    assert "nor the wheel's operator libraries register" in last
+    assert "export_llama -kv without --use_sdpa_with_kv_cache" in last
 
 
 def test_phase_kernels_on_emulated_sme2(tiny_llama_8da4w):
@@ -236,3 +272,25 @@ def test_phase_kernels_on_emulated_sme2(tiny_llama_8da4w):
             assert not any("neon_i8mm" in n for n in names), (side, names)
     for phase in ("prefill", "decode"):
         assert result[("sme2_on", phase)]["tokens"] == result[("sme2_off", phase)]["tokens"]
+
+
+def test_the_custom_ops_gemms_are_executorchs_in_every_host_runner(native, tiny_llama_8da4w_sdpa,
+                                                                    tmp_path):
+    """libcustom_ops_aot_lib.so calls sgemm_: in a Python process it would bind to libtorch's
+    (MKL on torch's OpenMP pool), unlike the native runner; a 0.6B-class program then sampled
+    other tokens from its second on (other numerics: 2% of the largest logit). Every runner
+    binds it to ExecuTorch's own BLAS."""
+    from pytest_sme2.runners.text_llm_runner import TextLlmRunner
+
+    req = RunRequest(tiny_llama_8da4w_sdpa, tmp_path / "x.etdump", runs=1, warmup=0,
+                     generation=Generation(8, 2), untraced=True)
+    for name, argv in (("native", native.command(req)), ("python", _python_argv(req)),
+                       ("text_llm_runner", TextLlmRunner().command(req))):
+        log = tmp_path / name
+        env = {**os.environ, "LD_DEBUG": "bindings", "LD_DEBUG_OUTPUT": str(log)}
+        done = subprocess.run(argv, capture_output=True, timeout=600, env=env)
+        assert done.returncode == 0, (name, done.stderr[-2000:])
+        bound = [line for f in tmp_path.glob(f"{name}.*") for line in f.read_text().splitlines()
+                 if "libcustom_ops_aot_lib.so" in line and "`sgemm_'" in line]
+        assert bound and all("libexecutorch_kernels_optimized.so" in b for b in bound), (
+            name, bound)

@@ -1,6 +1,7 @@
 """tiny_llama exported in each LLM scheme through the cached, verified export path (once per
 test session: the session's export cache), and what the program then says about itself: its
-constant methods, its dynamic (tokens, input_pos) forward, LLM detection. Plus the
+constant methods, its dynamic (tokens, input_pos) forward, LLM detection, ExecuTorch's custom
+SDPA and KV-cache operators in its operator table. Plus the
 ``executorch:`` library's other models, built or exported."""
 
 from __future__ import annotations
@@ -11,23 +12,25 @@ import time
 import pytest
 
 from pytest_sme2.programs.export import ExportError, export_model
+from pytest_sme2.programs.kernel_libraries import program_operators
 from pytest_sme2.programs.llm.facts import llm_facts
 from pytest_sme2.programs.llm.schemes import LLM_SCHEMES
 
 CONSTANTS = {"get_max_seq_len": 128, "get_max_context_len": 128, "get_vocab_size": 512,
-             "get_n_layers": 2, "use_kv_cache": True, "use_sdpa_with_kv_cache": False,
+             "get_n_layers": 2, "use_kv_cache": True, "use_sdpa_with_kv_cache": True,
              "enable_dynamic_shape": True}
 
 
 @pytest.fixture(scope="session")
 def llm_export(export_cache):
-    """``llm_export(scheme)``: tiny_llama in that scheme, exported once per session."""
+    """``llm_export(scheme)``: tiny_llama in that scheme, exported once per session
+    (``llm_export(scheme, "tiny_llama_plain")``: its plain-attention twin, which QEMU runs)."""
     done = {}
 
-    def get(scheme: str):
-        if scheme not in done:
-            done[scheme] = export_model("tiny_llama", scheme, export_cache)
-        return done[scheme]
+    def get(scheme: str, model: str = "tiny_llama"):
+        if (model, scheme) not in done:
+            done[(model, scheme)] = export_model(model, scheme, export_cache)
+        return done[(model, scheme)]
 
     return get
 
@@ -53,6 +56,9 @@ def test_each_scheme_exports_verified_with_its_methods(llm_export, scheme):
     assert facts is not None, "an LLM program must be detected by its methods"
     assert {k: getattr(facts, k.removeprefix("get_")) for k in CONSTANTS} == CONSTANTS
     assert facts.takes_tokens_and_pos and facts.max_prompt_tokens == 127
+    # export_llama --use_sdpa_with_kv_cache's operators, outside the delegate.
+    assert {"llama::custom_sdpa.out", "llama::update_cache.out"} <= set(
+        program_operators(exported.pte))
     print(f"{scheme}: exported in {meta['export_seconds']:.1f} s "
           f"({meta.get('export_cpu_seconds', 0):.1f} s CPU), {exported.pte.stat().st_size} B")
 
@@ -170,13 +176,14 @@ def _traced_int_matmuls(pte, inputs, runner: str, out) -> set[str]:
 
 def test_8da8w_prefill_runs_sme2_int8_kernels_and_masked_neon(llm_export, prefill_inputs,
                                                               tmp_path):
-    pte = llm_export("8da8w").pte
+    pte = llm_export("8da8w", "tiny_llama_plain").pte
     on = _traced_int_matmuls(pte, prefill_inputs, "native", tmp_path)
     assert any("qsi8cxp4vlx4_1vlx4vl_sme2_mopa SME2" in k for k in on), on
     off = _traced_int_matmuls(pte, prefill_inputs, "native,sme2=off", tmp_path)
     assert off and all(k.endswith(" NEON") for k in off), off
 
 
-def test_8da4w_prefill_runs_no_sme2_int4_kernel(llm_export, prefill_inputs, tmp_path):
-    on = _traced_int_matmuls(llm_export("8da4w").pte, prefill_inputs, "native", tmp_path)
+def test_8da4w_prefill_runs_no_sme2_int4_kernel(tiny_llama_8da4w, prefill_inputs, tmp_path):
+    # export_llama's plain-attention 8da4w program (the session's, shared): QEMU runs it.
+    on = _traced_int_matmuls(tiny_llama_8da4w, prefill_inputs, "native", tmp_path)
     assert on and all(k.endswith(" NEON") and "qsi4c32p" in k for k in on), on

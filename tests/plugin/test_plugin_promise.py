@@ -434,13 +434,13 @@ def test_bad_arguments_to_sme2_bench_fail_that_test_only(pytester, export_cache,
     res = run_pytest(f"--sme2-cache-dir={export_cache}", *FAST, "--runner=mine=native")
     res.assert_outcomes(passed=2, failed=4)
     assert one_line(res, "test_unknown_runner") == (
-        "unknown runner 'turbo'; configured: mine, native, python (add one with --runner "
-        "NAME=SPEC)")
+        "unknown runner 'turbo'; configured: mine, native, python, text_llm_runner (add one "
+        "with --runner NAME=SPEC)")
     from pytest_sme2_models import registered_models
 
     builtin = ", ".join(m for m in registered_models()
-                        if m in ("mobilenet_v3_small", "mobilevit_small", "tiny_llama", "toy_cnn",
-                                 "vit_tiny"))
+                        if m in ("mobilenet_v3_small", "mobilevit_small", "tiny_llama",
+                                 "tiny_llama_plain", "toy_cnn", "vit_tiny"))
     assert one_line(res, "test_unknown_model") == (
         f"unknown model 'no_such_model'; registered models: {builtin} (register your own with "
         "pytest_sme2_models.register_model)")

@@ -98,10 +98,11 @@ def test_a_runner_kind_a_plugin_declares_parses_with_its_labels():
     assert (spec.name, spec.kind, spec.labels) == ("fast", "lab", {"board": "rk3588"})
     assert runner_specs(["fast=lab"], kinds=("lab",))["fast"].kind == "lab"
     with pytest.raises(RunnerError, match=r"'lab' is neither a built-in runner \(python, "
-                                          r"native\) nor a path"):
+                                          r"native, text_llm_runner\) nor a path"):
         parse_runner_spec("fast=lab")
     with pytest.raises(RunnerError, match=r"'lob' is neither a built-in runner \(python, "
-                                          r"native\), a kind a plugin makes \(lab\) nor a path"):
+                                          r"native, text_llm_runner\), a kind a plugin makes "
+                                          r"\(lab\) nor a path"):
         parse_runner_spec("fast=lob", kinds=("lab",))
 
 

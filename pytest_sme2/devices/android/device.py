@@ -46,7 +46,7 @@ from pytest_sme2.devices.android.pinning import pinned_command, read_pinning
 from pytest_sme2.devices.android.staging import (CACHE_DIR, DEVICE_TMP, Push,
                                                  check_inside, check_session_dir, file_sha256,
                                                  prune_command, runner_folder, stage)
-from pytest_sme2.devices.base import DeviceBase
+from pytest_sme2.devices.base import DeviceBase, check_operators
 from pytest_sme2.devices.facts import DeviceFacts
 from pytest_sme2.devices.host import stderr_tail
 from pytest_sme2.errors import Sme2Error
@@ -189,6 +189,7 @@ class AndroidDevice(DeviceBase):
             if not f.is_file():
                 raise RunnerError(f"runner {name!r}: {f} does not exist on the host")
         runner.check_device(self.facts().abi)
+        check_operators(runner, request, f"device {self.serial}")
         clear = mask_bits(runner.hwcap_mask) if runner.hwcap_mask else 0
         launch = self._launch(runner, files, request)
         request.etdump.parent.mkdir(parents=True, exist_ok=True)
@@ -430,7 +431,6 @@ class AndroidDevice(DeviceBase):
 def _explain(stderr: str) -> str | None:
     """A known cause from the binary runner's failure explainer (a phrase that follows
     "runner 'X' ..."), when it recognises the stderr."""
-
     try:
         return explain_failure(stderr)
     except Exception:  # noqa: BLE001 - a hint must never hide the real failure

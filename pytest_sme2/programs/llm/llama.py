@@ -2,11 +2,21 @@
 ``Transformer`` with a static KV cache held in mutable buffers, seeded random weights, nothing
 downloaded. The program takes ``forward(tokens[1, n] int64, input_pos[1] int64)`` with a
 dynamic ``n`` (≤ ``max_seq_len - 1``: one execute prefills a prompt) and returns the last
-position's logits ``[1, vocab_size]``, like ``export_llama -kv --max_seq_length L`` without
-``--use_sdpa_with_kv_cache`` (plain attention: its custom ops do not run from the wheel).
+position's logits ``[1, vocab_size]``, like ``export_llama -kv --max_seq_length L``.
+
+Two attentions (:data:`ATTENTIONS`), the parameter ``attention``:
+
+- ``custom_sdpa`` (the default): ``export_llama -kv --use_sdpa_with_kv_cache``, ExecuTorch's
+  production recipe. The KV cache is written by ``llama::update_cache`` and attention is
+  ``llama::custom_sdpa``, which attends to the positions filled so far: a step costs more the
+  deeper the context. The operators run outside the delegate, from the executorch wheel's
+  ``libcustom_ops_aot_lib.so`` (:mod:`pytest_sme2.programs.llm.kernel_libraries`).
+- ``plain``: ``-kv`` alone. A masked SDPA of aten operators over the whole static cache at
+  every step: a step costs what the cache's length costs, whatever is in it.
 
 The parameters are the ``params.json`` keys of ``export_llama`` plus ``max_seq_len`` (which
-``export_llama`` takes as ``--max_seq_length``) and ``seed``.
+``export_llama`` takes as ``--max_seq_length``), ``max_context_len``, ``seed`` and
+``attention``.
 """
 
 from __future__ import annotations
@@ -17,6 +27,18 @@ from typing import Any
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.programs.registry import LlmDef, ModelDef
+
+
+CUSTOM_SDPA = "custom_sdpa"
+PLAIN = "plain"
+# The attention of the exported program: its name, what it is (reports and errors say it).
+ATTENTIONS: dict[str, str] = {
+    CUSTOM_SDPA: "ExecuTorch's custom SDPA and KV-cache operators (llama::custom_sdpa, "
+                 "llama::update_cache; export_llama --use_sdpa_with_kv_cache): attends to the "
+                 "filled positions",
+    PLAIN: "plain attention (aten SDPA with a mask over the whole static KV cache; "
+           "export_llama -kv alone)",
+}
 
 
 @dataclass(frozen=True)
@@ -42,19 +64,33 @@ class LlamaShape:
     hidden_dim: int | None = None
     head_dim: int | None = None
     use_qk_norm: int = 0
+    attention: str = CUSTOM_SDPA    # a key of ATTENTIONS
 
 
 PARAMS: dict[str, Any] = asdict(LlamaShape())
-INT_PARAMS = set(PARAMS) - {"norm_eps"}
+STR_PARAMS = {"attention": tuple(ATTENTIONS)}    # text parameters and their values
+INT_PARAMS = set(PARAMS) - {"norm_eps"} - set(STR_PARAMS)
 
 
 def constant_methods(max_seq_len: int, max_context_len: int, vocab_size: int,
-                     n_layers: int) -> dict[str, Any]:
+                     n_layers: int, custom_sdpa: bool = False) -> dict[str, Any]:
     """The constant methods ``export_llama`` writes (``_load_llama_model_metadata``), for a
-    KV-cache program with a dynamic sequence length and plain attention."""
+    KV-cache program with a dynamic sequence length."""
     return {"get_max_seq_len": max_seq_len, "get_max_context_len": max_context_len,
             "get_vocab_size": vocab_size, "get_n_layers": n_layers, "use_kv_cache": True,
-            "use_sdpa_with_kv_cache": False, "enable_dynamic_shape": True}
+            "use_sdpa_with_kv_cache": custom_sdpa, "enable_dynamic_shape": True}
+
+
+def use_custom_sdpa(transformer) -> None:
+    """``export_llama --use_sdpa_with_kv_cache``'s source transforms, in its order
+    (``_get_source_transforms``): SDPA first, then the KV cache."""
+    from executorch.examples.models.llama.source_transformation.custom_kv_cache import (
+        replace_kv_cache_with_custom_kv_cache)  # executorch: building only
+    from executorch.examples.models.llama.source_transformation.sdpa import (
+        replace_sdpa_with_custom_op)  # executorch: building only
+
+    replace_sdpa_with_custom_op(transformer)
+    replace_kv_cache_with_custom_kv_cache(transformer)
 
 
 def _wrapper_class():
@@ -102,6 +138,9 @@ def build_llama(shape: LlamaShape = LlamaShape()):
     s = shape
     max_seq_len, prompt_tokens, vocab_size = s.max_seq_len, s.prompt_tokens, s.vocab_size
     max_context_len = s.max_context_len or max_seq_len
+    if s.attention not in ATTENTIONS:
+        raise ValueError(f"attention={s.attention!r} is none of {', '.join(ATTENTIONS)}")
+    custom_sdpa = s.attention == CUSTOM_SDPA
     if not 1 <= prompt_tokens <= max_seq_len - 2:
         raise ValueError(f"prompt_tokens={prompt_tokens} must be 1..max_seq_len-2 "
                          f"({max_seq_len - 2})")
@@ -111,9 +150,12 @@ def build_llama(shape: LlamaShape = LlamaShape()):
                      use_qk_norm=bool(s.use_qk_norm), qk_norm_before_rope=bool(s.use_qk_norm),
                      max_seq_len=max_seq_len, max_context_len=max_context_len,
                      use_kv_cache=True, enable_dynamic_shape=True,
-                     use_sdpa_with_kv_cache_op=False, generate_full_logits=False)
+                     use_sdpa_with_kv_cache_op=custom_sdpa, generate_full_logits=False)
     torch.manual_seed(s.seed)
-    module = _wrapper_class()(construct_transformer(args)).eval()
+    transformer = construct_transformer(args)
+    if custom_sdpa:     # after the weights are drawn: both forms hold the same weights
+        use_custom_sdpa(transformer)
+    module = _wrapper_class()(transformer).eval()
     gen = torch.Generator().manual_seed(s.seed)
     prefill = (torch.randint(0, vocab_size, (1, prompt_tokens), generator=gen),
                torch.tensor([0], dtype=torch.long))
@@ -121,7 +163,7 @@ def build_llama(shape: LlamaShape = LlamaShape()):
               torch.tensor([prompt_tokens], dtype=torch.long))
     dynamic = ({1: torch.export.Dim("token_dim", max=max_seq_len - 1)}, {0: 1})
     llm = LlmDef(constant_methods=constant_methods(max_seq_len, max_context_len, vocab_size,
-                                                   s.n_layers),
+                                                   s.n_layers, custom_sdpa),
                  dynamic_shapes=dynamic, verify_inputs=[prefill, decode],
                  reset=lambda: reset_kv_cache(module))
     return ModelDef(module=module, example_inputs=prefill, llm=llm)
@@ -135,6 +177,12 @@ def typed_params(overrides: list[tuple[str, str]], where: str) -> dict[str, Any]
         if key not in PARAMS:
             raise Sme2Error(f"{where}: llama has no parameter {key!r}; known: "
                             f"{', '.join(PARAMS)}")
+        if key in STR_PARAMS:
+            if text not in STR_PARAMS[key]:
+                raise Sme2Error(f"{where}: {key}={text!r} must be one of "
+                                f"{', '.join(STR_PARAMS[key])}")
+            out[key] = text
+            continue
         try:
             out[key] = int(text) if key in INT_PARAMS else float(text)
         except ValueError:

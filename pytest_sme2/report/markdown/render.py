@@ -73,7 +73,8 @@ def context(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = No
         "any_units": bool(us),
         "overview_chart": charts.get(OVERVIEW),
         "summary": [up.comparison_line(u) for u in us if u.comparison] + sec.gate_line(regressions)
-        + gen.summary_lines(us) + gen.bandwidth_lines(doc.benchmarks) + sec.where_time_goes(us),
+        + gen.summary_lines(us) + gen.bandwidth_lines(doc.benchmarks)
+        + gen.attention_lines(doc.benchmarks) + sec.where_time_goes(us),
         "device": sec.device_table(doc),
         "runners": sec.runner_rows(doc),
         "versions": sec.version_rows(doc),
@@ -85,6 +86,8 @@ def context(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = No
         "startup": (startup := sec.startup_rows(us)),
         "startup_notes": sec.startup_notes(startup),
         "generation": gen.report_rows(us),
+        "runner_stats": gen.runner_stats_rows(doc.benchmarks),
+        "runner_stats_note": gen.STATS_NOTE,
         "scaling": scaling.markdown_lines(thread_scaling(doc.benchmarks)),
         "models": sec.model_rows(us, paths, charts),
         "acceleration": sec.acceleration_rows(us, unit_ctx, paths),

@@ -44,6 +44,12 @@
 // other, then the prompt and the decode steps run at K.. and are timed. The fill's token ids and
 // the prompt are one fixed sequence of K + P ids (the prompt its last P). The summary's
 // "depth_executes" counts the fill's executes per generation, which come first in each.
+//
+// --kernel_lib PATH (repeatable) loads a shared library before the program, in the order given,
+// with its symbols global: a library that registers operators the program calls outside the
+// delegate (the executorch wheel's libcustom_ops_aot_lib.so: llama::custom_sdpa.out,
+// llama::update_cache.out, ...) registers them into the same kernel registry this runner's
+// libexecutorch.so holds. The summary's "kernel_libraries_ms" is what loading them took.
 
 #include <algorithm>
 #include <cerrno>
@@ -61,6 +67,7 @@
 #include <string>
 #include <vector>
 
+#include <dlfcn.h>
 #include <sys/stat.h>
 
 #include <executorch/devtools/etdump/etdump_flatcc.h>
@@ -126,6 +133,7 @@ struct Options {
   std::string probe_path;         // the machine-state probe's program (see Probe below)
   uint32_t probe_executions = 24; // its executes timed at each end of the timed pass ...
   uint32_t probe_warmup = 8;      // ... after these, untimed (a cold cache, a first call)
+  std::vector<std::string> kernel_libs;  // loaded in this order before the program
 
   bool untraced() const { return trace_executions >= 0; }
 };
@@ -136,7 +144,8 @@ const char* kUsage =
     "                   [--warmup W] [--cpu_threads T] [--input_file IN] [--output_file OUT]\n"
     "                   [--generate PROMPT_TOKENS,NEW_TOKENS[,DEPTH[,DEPTH_CHUNK]]]\n"
     "                   [--trace_executions T [--trace_warmup TW]]\n"
-    "                   [--probe_path PROBE.pte [--probe_executions K] [--probe_warmup W]]\n";
+    "                   [--probe_path PROBE.pte [--probe_executions K] [--probe_warmup W]]\n"
+    "                   [--kernel_lib LIB.so ...]\n";
 
 long long parse_int(const std::string& flag, const std::string& text, long long lo, long long hi) {
   errno = 0;
@@ -197,6 +206,8 @@ Options parse_flags(int argc, char** argv) {
       o.probe_executions = static_cast<uint32_t>(parse_int(name, value, 1, 100000));
     } else if (name == "probe_warmup") {
       o.probe_warmup = static_cast<uint32_t>(parse_int(name, value, 0, 100000));
+    } else if (name == "kernel_lib") {
+      o.kernel_libs.push_back(value);
     } else if (name == "trace_warmup") {
       o.trace_warmup = static_cast<uint32_t>(parse_int(name, value, 0, UINT32_MAX));
     } else if (name == "generate") {
@@ -555,8 +566,8 @@ std::string load_failure(const std::string& model_path, const std::string& metho
       ops += (i ? ", " : "") + g_missing_operators[i];
     }
     std::string line = model_path + ": method '" + method + "' needs operator" +
-        (g_missing_operators.size() > 1 ? "s " : " ") + ops + ", which this runner (built " +
-        "against the ExecuTorch wheel) does not register";
+        (g_missing_operators.size() > 1 ? "s " : " ") + ops + ", which neither this runner " +
+        "(built against the ExecuTorch wheel) nor the wheel's operator libraries register";
     if (ops.find("llama::") != std::string::npos) {
       line += "; export with plain attention (export_llama -kv without "
               "--use_sdpa_with_kv_cache) to run it here, or run it with a llama_main built with "
@@ -1090,6 +1101,19 @@ std::string probe_json(const Probe* p) {
   return js.str();
 }
 
+// Loads --kernel_lib libraries (their operators register themselves as they load); the ms.
+double load_kernel_libraries(const Options& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (const std::string& lib : o.kernel_libs) {
+    if (dlopen(lib.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr) {
+      const char* why = dlerror();
+      throw Failure(lib + ": cannot load this operator library (" +
+                    (why != nullptr ? std::string(why) : std::string("unknown reason")) + ")");
+    }
+  }
+  return ms_since(t0);
+}
+
 int run(const Options& o) {
   if (o.generate && (!o.input_file.empty() || !o.output_file.empty())) {
     throw Failure("--generate makes its own tokens: --input_file and --output_file do not "
@@ -1127,6 +1151,7 @@ int run(const Options& o) {
     pool->_unsafe_reset_threadpool(threads);
   }
 
+  const double kernel_libraries_ms = load_kernel_libraries(o);
   const long rss_before_load = status_kb("VmRSS:");
   // Untraced: no event tracer at all on the Module whose executions are timed.
   Module module(o.model_path, data_files(o), Module::LoadMode::File,
@@ -1176,14 +1201,19 @@ int run(const Options& o) {
     timing = ", \"timing\": \"untraced\", \"clock_overhead_ns\": " + std::string(clock) +
         ", \"execute_ms\": " + json_list(timed.execute_ms) + traced;
   }
-  const std::string nonfinite = o.generate ? std::string()
+  std::string extras = o.generate ? std::string()
       : ", \"nonfinite_outputs\": " + std::to_string(timed.nonfinite);
+  if (!o.kernel_libs.empty()) {
+    char ms[64];
+    std::snprintf(ms, sizeof ms, "%.3f", kernel_libraries_ms);
+    extras += ", \"kernel_libraries_ms\": " + std::string(ms);
+  }
   std::printf("{\"threads\": %zu, \"executions\": %u, \"program_load_ms\": %.6f, "
               "\"method_load_ms\": %.6f, \"rss_before_load_kb\": %s, \"rss_after_load_kb\": %s, "
               "\"peak_rss_kb\": %s%s%s%s%s%s}\n",
               pool->get_thread_count(), timed.executions, program_load_ms, method_load_ms,
               json_kb(rss_before_load).c_str(), json_kb(rss_after_load).c_str(),
-              json_kb(peak_rss).c_str(), nonfinite.c_str(), timing.c_str(),
+              json_kb(peak_rss).c_str(), extras.c_str(), timing.c_str(),
               probe_json(probe.get()).c_str(),
               timed.generation.empty() ? "" : ", \"generation\": ", timed.generation.c_str());
   return 0;

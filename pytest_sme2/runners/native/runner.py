@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from pytest_sme2.programs.kernel_libraries import KERNEL_LIBRARIES, host_load_order
 from pytest_sme2.runners.base import RunnerBase, RunnerError, RunRequest
 from pytest_sme2.results.runner import RunnerInfo
 from pytest_sme2.runners.native.build import build_native_runner
@@ -19,15 +20,21 @@ class NativeRunner(RunnerBase):
     RUNPATH: on the host the RUNPATH (``$ORIGIN`` first, then the package's lib folder) finds
     them in place; a device that pushes ``device_files()`` into one folder makes ``$ORIGIN``
     find them there. libc/libstdc++/libgcc_s are system libraries and never pushed. A binary
-    from a static source build (docs/native-runner.md) has no ``libs``."""
+    from a static source build (docs/native-runner.md) has no ``libs``.
+
+    A program that calls operators of the wheel's operator libraries (``llama::custom_sdpa``)
+    gets them with ``--kernel_lib`` from this host's installation: only a build for the host
+    can load them (:mod:`pytest_sme2.programs.kernel_libraries`)."""
 
     binary: Path
     info: RunnerInfo = field(default_factory=lambda: RunnerInfo("native", "native"))
     libs: tuple[Path, ...] = ()
     hwcap_mask: str | None = None       # see runners.base.Runner
+    target: str = HOST                  # what it was built for (build.json's "target")
     preloads = True
     times_untraced = True               # --trace_executions (runner.cpp)
     probes = True                       # --probe_path (runner.cpp)
+    brings_own_operators = False        # the wheel's, loaded on the host (--kernel_lib)
 
     @classmethod
     def from_build(cls, binary: Path, name: str = "native") -> NativeRunner:
@@ -41,7 +48,8 @@ class NativeRunner(RunnerBase):
             manifest = {}
         labels = {str(k): str(v) for k, v in manifest.get("labels", {}).items()}
         return cls(binary, RunnerInfo(name, "native", labels),
-                   tuple(Path(p) for p in manifest.get("libs", [])))
+                   tuple(Path(p) for p in manifest.get("libs", [])),
+                   target=str(manifest.get("target", HOST)))
 
     def command(self, request: RunRequest) -> list[str]:
         argv = [str(self.binary), "--model_path", str(request.pte),
@@ -49,6 +57,8 @@ class NativeRunner(RunnerBase):
                 "--warmup", str(request.warmup), "--cpu_threads", str(request.threads)]
         if request.data:
             argv += ["--data_path", str(request.data)]
+        for lib in self._kernel_libs(request):
+            argv += ["--kernel_lib", str(lib)]
         if request.untraced:
             argv += ["--trace_executions", str(request.trace_runs),
                      "--trace_warmup", str(request.trace_warmup)]
@@ -62,6 +72,16 @@ class NativeRunner(RunnerBase):
         if request.outputs:
             argv += ["--output_file", str(request.outputs)]
         return argv
+
+    def _kernel_libs(self, request: RunRequest) -> tuple[Path, ...]:
+        if not request.kernel_libraries:
+            return ()
+        if self.target != HOST:     # devices refuse such a program before this
+            raise RunnerError(f"runner {self.info.name!r} is built for {self.target} and "
+                              "cannot load this host's operator libraries "
+                              f"({', '.join(request.kernel_libraries)})")
+        wanted = [lib for lib in KERNEL_LIBRARIES if lib.name in request.kernel_libraries]
+        return host_load_order(wanted)
 
     def device_files(self) -> list[Path]:
         return [self.binary, *self.libs]

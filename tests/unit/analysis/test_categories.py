@@ -24,13 +24,14 @@ from pytest_sme2.analysis.categories import (
     with_rules,
 )
 
-CONV, GEMM, DATA, ELEM, POOL, NORM = (
+CONV, GEMM, DATA, ELEM, POOL, NORM, ATTN = (
     "Convolution",
     "GEMM",
     "Data Movement",
     "Elementwise",
     "Pooling",
     "Normalization",
+    "Attention",
 )
 
 XNNPACK_NAMES = [
@@ -90,7 +91,7 @@ XNNPACK_NAMES = [
     ("Layer Norm", NORM),
     ("Sum (ND)", OTHER),
     ("Reduce Max (ND)", OTHER),
-    ("Scaled Dot Product Attention", OTHER),
+    ("Scaled Dot Product Attention", ATTN),
 ]
 
 PORTABLE_NAMES = [
@@ -261,11 +262,26 @@ def test_user_rules_take_precedence_over_defaults() -> None:
 
 
 def test_user_rules_add_a_category() -> None:
-    rules = with_rules([CategoryRule("Attention", r"^Scaled Dot Product Attention", "sdpa")])
-    assert classify("Scaled Dot Product Attention #1", rules) == "Attention"
-    assert classify("Scaled Dot Product Attention #1") == OTHER
-    assert named_categories(rules) == NAMED_CATEGORIES + ("Attention",)
+    rules = with_rules([CategoryRule("Reductions", r"^Sum\b", "sums")])
+    assert classify("Sum (ND) #1", rules) == "Reductions"
+    assert classify("Sum (ND) #1") == OTHER
+    assert named_categories(rules) == NAMED_CATEGORIES + ("Reductions",)
     assert named_categories() == NAMED_CATEGORIES
+
+
+@pytest.mark.parametrize(("name", "category"), [
+    ("llama::custom_sdpa.out", ATTN),
+    ("llama::sdpa_with_kv_cache.out", ATTN),
+    ("llama::custom_quantized_sdpa.out", ATTN),
+    ("llama::update_cache.out", DATA),
+    ("llama::update_cache_with_indices.out", DATA),
+    ("llama::fast_hadamard_transform.out", OTHER),
+    ("llama::custom_sdpa_extra.out", OTHER),      # exact operator names only
+])
+def test_the_llm_custom_operators_have_a_home(name: str, category: str) -> None:
+    # Custom SDPA is attention in one operator; its cache write is a copy, as index_put is in
+    # plain attention (ExecuTorch's Llama without --use_sdpa_with_kv_cache).
+    assert classify(name) == category
 
 
 def test_custom_table_replaces_the_default() -> None:
@@ -300,8 +316,8 @@ def test_classify_rejects_non_strings() -> None:
         classify(None)  # type: ignore[arg-type]
 
 
-def test_named_categories_keep_the_seed_keys_in_seed_order() -> None:
-    assert NAMED_CATEGORIES == (CONV, GEMM, DATA, ELEM, POOL, NORM)
+def test_named_categories_keep_the_seed_keys_in_seed_order_then_ours() -> None:
+    assert NAMED_CATEGORIES == (CONV, GEMM, DATA, ELEM, POOL, NORM, ATTN)
     assert KNOWN_CATEGORIES == NAMED_CATEGORIES + (OTHER,)
     assert OTHER not in NAMED_CATEGORIES
 

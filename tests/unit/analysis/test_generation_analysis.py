@@ -3,6 +3,8 @@ categories, and its one-line errors."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from pytest_sme2.analysis.generation import (GenerationAnalysisError, analyze_generation,
@@ -13,6 +15,7 @@ from pytest_sme2.readers.etdump import parse_etdump
 from pytest_sme2.results.generation import (Generation, GenerationResult, context_token_ids,
                                             llama_bench_name, parse_generate,
                                             prompt_token_ids)
+from pytest_sme2.analysis.timing import clock_events
 from tests.fakes.etdumps import execute_run, make_etdump
 
 GEMM_P = "Fully Connected (NC, QD8, F32, QC4W) GEMM #1"
@@ -104,6 +107,17 @@ def test_dynamic_prefill_and_decode_stats():
     assert r.decode.categories_ms["Normalization"] == pytest.approx(5 * 0.05)
     assert sum(r.decode.categories_ms.values()) == pytest.approx(r.decode.median_ms)
     assert r.tokens == [0, 1, 2, 3, 4, 5]
+
+
+def test_a_runner_timed_by_its_executes_alone_has_no_breakdown():
+    """ExecuTorch's TextLLMRunner: our clock around each Method::execute, no operator traced:
+    per-phase times and tokens, no categories (it once showed every category at 0 ms)."""
+    s = replace(_summary(), runner_report={"runner": "text_llm_runner", "prefill_ms": 1.0})
+    ms = [0.8 if k == 0 else 0.2 for _ in range(4) for k in range(6)]
+    r = analyze_generation(clock_events(ms), s)
+    assert r.prefill.median_ms == pytest.approx(0.8) and r.decode.median_ms == pytest.approx(1.0)
+    assert r.prefill.categories_ms == {} and r.decode.categories_ms == {}
+    assert r.runner_report == {"runner": "text_llm_runner", "prefill_ms": 1.0}
 
 
 def test_token_by_token_prefill():

@@ -101,8 +101,8 @@ def test_gate_command_judges_categories_when_asked(tmp_path, capsys):
         bench_result().to_json()]})), ["--baseline-dir", "{bl}", "--fail-on-regression", "-1"],
      "--fail-on-regression must be a percentage of 0 or more"),
     (lambda d: d.write_text(json.dumps({"schema": "pytest-sme2/results/1", "benchmarks": [
-        bench_result().to_json()]})), ["--baseline-dir", "{bl}", "--categories", "Attention"],
-     "--categories: unknown category 'Attention'"),
+        bench_result().to_json()]})), ["--baseline-dir", "{bl}", "--categories", "Embedding"],
+     "--categories: unknown category 'Embedding'"),
 ])
 def test_gate_command_bad_input_exits_2_with_one_line(tmp_path, capsys, setup, args, message):
     doc = tmp_path / "results.json"

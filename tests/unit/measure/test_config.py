@@ -96,8 +96,11 @@ def test_an_emulated_device_measures_less_unless_told_otherwise():
     (dict(fail_on_regression="nan"), "--fail-on-regression must be a percentage"),
     (dict(sme2_min_speedup="fp32"), "--sme2-min-speedup: 'fp32' is not DTYPE=NUMBER"),
     (dict(sme2_min_speedup="bf16=2"), "--sme2-min-speedup: 'bf16=2' is not DTYPE=NUMBER"),
-    (dict(sme2_gate_categories="Convolution,Attention"),
-     "--sme2-gate-categories: unknown category 'Attention'; known: Convolution, GEMM"),
+    (dict(sme2_gate_categories="Convolution,Embedding"),
+     "--sme2-gate-categories: unknown category 'Embedding'; known: Convolution, GEMM"),
+    (dict(sme2_tokenizer="nope.model"),
+     "--sme2-tokenizer: tokenizer /work/here/nope.model does not exist; pass the model's "
+     "tokenizer.model (SentencePiece)"),
     (dict(sme2_dtypes="bf16"), "--sme2-dtypes: unknown dtype 'bf16'; choose from fp32"),
     (dict(sme2_threads="0"), "--sme2-threads: 0 threads; give 1 or more"),
     (dict(sme2_gate_mode="pinpoint"), "--sme2-gate-mode: expected one of stored, ab, got "

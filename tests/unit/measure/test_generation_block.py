@@ -102,7 +102,6 @@ def test_which_programs_run_generations(monkeypatch, tmp_path):
 
 
 @pytest.mark.parametrize("change, says", [
-    ({"use_sdpa_with_kv_cache": True}, "plain attention"),
     ({"forward_inputs": (("float32", (1, 3, 8, 8), False),)}, "does not take"),
 ])
 def test_what_a_program_cannot_run_is_one_line_before_running(tmp_path, change, says):
@@ -110,6 +109,16 @@ def test_what_a_program_cannot_run_is_one_line_before_running(tmp_path, change, 
                      forward_inputs=(("int64", (1, 127), True), ("int64", (1,), False)))
     with pytest.raises(Sme2Error, match=says):
         gen_block.check_program(tmp_path / "x.pte", replace(facts, **change), Generation(8, 4))
+
+
+def test_a_custom_sdpa_program_is_no_longer_refused_by_its_methods(tmp_path):
+    # ExecuTorch's production recipe (--use_sdpa_with_kv_cache) runs from the wheel: whether a
+    # device can give a runner its custom operators is the device's to say
+    # (devices.base.check_operators), not the program's metadata.
+    facts = LlmFacts(methods=("forward", "get_max_seq_len", "use_kv_cache"),
+                     use_sdpa_with_kv_cache=True,
+                     forward_inputs=(("int64", (1, 127), True), ("int64", (1,), False)))
+    gen_block.check_program(tmp_path / "x.pte", facts, Generation(8, 4))
 
 
 class _TracingSamplingDevice:

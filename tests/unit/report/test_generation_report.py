@@ -225,3 +225,67 @@ def test_every_depth_gets_its_bandwidth_line():
     assert [line.split(": decode reads")[0] for line in lines] == [
         "tiny_llama 8da8w t1 native on vm", "tiny_llama 8da8w t1 native on vm at depth 512"]
     assert "all 640 positions: plain attention reads the whole cache" in lines[1]
+
+
+# -- ExecuTorch's own runner beside ours; the two attention forms (issue 45) -----------------
+
+def _text_llm_doc():
+    d = single_doc()
+    native = generation_block("8da8w", "native", prompt=16, new=8, prefill_ms=0.1,
+                              token_ms=0.04)
+    text = generation_block("8da8w", "text_llm_runner", prompt=16, new=8, prefill_ms=0.12,
+                            token_ms=0.05)
+    native["runner_info"]["kind"] = "native"
+    text["runner_info"]["kind"] = "text_llm_runner"
+    text["generation"]["runner_report"] = {
+        "runner": "text_llm_runner", "stats_resolution_ms": 1, "prefill_ms": 0.0,
+        "decode_ms": 1.0, "ttft_ms": 0.0, "prefill_tokens_per_s": None,
+        "decode_tokens_per_s": 8000.0, "prompt_tokens": 16, "generated_tokens": 8}
+    d["benchmarks"] += [native, text]
+    return d
+
+
+def test_its_stats_sit_beside_our_clocks_in_one_table():
+    from pytest_sme2.report.generation import runner_stats_rows
+
+    rows = runner_stats_rows(_blocks(_text_llm_doc()))
+    assert [r["source"] for r in rows] == [
+        "text_llm_runner: its own stats (whole ms)",
+        "text_llm_runner: our clock around its executes",
+        "native: its clock around each execute"]
+    stats, ours, native = rows
+    assert {r["tests"] for r in rows} == {"pp16, tg8"}
+    # Whole milliseconds: a 0.12 ms prefill reads 0 ms and has no rate; our clock has both.
+    assert (stats["prefill_ms"], stats["prefill_tokens_per_s"]) == (0.0, None)
+    assert ours["prefill_ms"] == 0.12 and ours["prefill_tokens_per_s"] == 16e3 / 0.12
+    assert native["decode_ms"] == 0.04 * 8
+    assert runner_stats_rows(_blocks()) == []
+
+
+def test_the_terminal_and_report_say_what_whole_milliseconds_do():
+    blocks = _blocks(_text_llm_doc())
+    lines = summary_table(blocks)
+    at = lines.index("ExecuTorch's own LLM runner (TextLLMRunner), by its stats and by our "
+                     "clock")
+    table = lines[at + 3:at + 6]
+    assert "8da8w   pp16, tg8  text_llm_runner: its own stats (whole ms)" in table[0]
+    assert table[0].split()[-5:] == ["0.000", "—", "1.000", "8,000", "0.000"]
+    assert "whole milliseconds" in lines[at + 6] and "no rate" in lines[at + 6]
+    text = render_markdown(_text_llm_doc())
+    section = _section(text, "## ExecuTorch's own LLM runner")
+    assert "| text_llm_runner: its own stats (whole ms) |" in section
+    assert "a phase under 1 ms reads 0 ms" in section
+
+
+def test_both_attention_forms_in_one_session_are_said_to_differ_in_attention():
+    from pytest_sme2.report.generation import attention_lines
+
+    d = single_doc()
+    d["benchmarks"] += [generation_block("8da8w", model="tiny_llama"),
+                        generation_block("8da8w", model="tiny_llama_plain")]
+    (line,) = attention_lines(_blocks(d))
+    assert line.startswith("attention: tiny_llama runs ExecuTorch's custom SDPA")
+    assert "tiny_llama_plain plain attention" in line
+    assert line.endswith("the difference between their rows is the attention implementation")
+    assert line in summary_table(_blocks(d)) and line in render_markdown(d)
+    assert attention_lines(_blocks()) == []

@@ -132,6 +132,49 @@ def test_untraced_requests_ask_each_runner_for_traced_runs_apart(tmp_path):
     assert not RunRequest(Path("m.pte"), Path("o.etdump"), untraced=True).writes_etdump
 
 
+def test_text_llm_runner_argv_and_tokenizer(tmp_path, monkeypatch):
+    from pytest_sme2.runners import text_llm_runner as tlr
+
+    monkeypatch.setattr(tlr.TextLlmRunner, "_clock", lambda self: Path("/c/libclock.so"))
+    req = RunRequest(Path("m.pte"), Path("o.etdump"), runs=5, warmup=1, untraced=True,
+                     trace_runs=10, generation=Generation(16, 8))
+    runner = tlr.TextLlmRunner()
+    argv = runner.command(req)
+    # Our clock is preloaded; its own stats come from its callback in the child.
+    assert argv[:2] == ["env", "LD_PRELOAD=/c/libclock.so"]
+    assert argv[argv.index("-m") + 1] == "pytest_sme2.runners.text_llm_child"
+    assert argv[-2:] == ["--generate", "16,8"] and "--tokenizer" not in argv
+    assert not runner.traces and not runner.brings_own_operators and runner.times_untraced
+    own = tlr.TextLlmRunner(tokenizer=Path("/t/tokenizer.model"))
+    assert own.command(req)[-2:] == ["--tokenizer", "/t/tokenizer.model"]
+    # sme2_generate(tokenizer=...) beats the runner's own.
+    asked = replace(req, generation=Generation(16, 8, tokenizer="/u/tokenizer.json"))
+    assert own.command(asked)[-2:] == ["--tokenizer", "/u/tokenizer.json"]
+    assert asked.phase_only("decode").generation.tokenizer == "/u/tokenizer.json"
+    with pytest.raises(RunnerError, match="cannot fill a context depth"):
+        runner.command(replace(req, generation=Generation(16, 8, depth=64)))
+    with pytest.raises(RunnerError, match="runs LLM generations only"):
+        runner.command(RunRequest(Path("m.pte"), Path("o.etdump")))
+    with pytest.raises(RunnerError, match="runs only on the host"):
+        runner.device_files()
+
+
+def test_text_llm_runner_specs(tmp_path):
+    tokenizer = tmp_path / "tokenizer.bin"
+    tokenizer.write_bytes(b"x")
+    spec = parse_runner_spec(f"et=text_llm_runner,tokenizer={tokenizer}")
+    assert (spec.kind, spec.tokenizer) == ("text_llm_runner", tokenizer)
+    runner = spec.make()
+    assert runner.tokenizer == tokenizer and runner.info.kind == "text_llm_runner"
+    assert parse_runner_spec("text_llm_runner").make().tokenizer is None
+    with pytest.raises(RunnerError, match="tokenizer .*missing.bin does not exist"):
+        parse_runner_spec(f"et=text_llm_runner,tokenizer={tmp_path / 'missing.bin'}")
+    with pytest.raises(RunnerError, match="tokenizer= applies to text_llm_runner"):
+        parse_runner_spec(f"n=native,tokenizer={tokenizer}")
+    with pytest.raises(RunnerError, match="the text_llm_runner runner runs on the host"):
+        parse_runner_spec("et=text_llm_runner,mask=sme")
+
+
 def test_phase_only_requests():
     req = RunRequest(Path("m.pte"), Path("o.etdump"), runs=5, warmup=2,
                      generation=Generation(64, 32))

@@ -2,7 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_sme2.measure.matrix import (Case, build_llm_matrix, build_matrix, parse_depths,
+from pytest_sme2.measure.matrix import (Case, build_llm_matrix, build_matrix, llm_models_on,
+                                        parse_depths,
                                        parse_threads)
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.runners import RunnerError, parse_runner_spec, runner_specs
@@ -27,7 +28,8 @@ def test_binary_with_libs_and_labels():
     ("", "empty --runner spec"),
     ("a b=python", "the name 'a b' must be letters"),
     ("x=", "nothing after '='"),
-    ("x=pyton", "'pyton' is neither a built-in runner (python, native) nor a path"),
+    ("x=pyton",
+     "'pyton' is neither a built-in runner (python, native, text_llm_runner) nor a path"),
     ("x=/bin/r,sme2", "'sme2' is not key=value"),
     ("x=python,libs=/lib", "libs= applies to a binary path only"),
 ])
@@ -39,7 +41,7 @@ def test_malformed_specs(text, msg):
 
 def test_runner_specs_keep_builtins_and_reject_duplicates():
     specs = runner_specs(["sme2_on=/x/r,sme2=on"])
-    assert set(specs) == {"python", "native", "sme2_on"}
+    assert set(specs) == {"python", "native", "text_llm_runner", "sme2_on"}
     with pytest.raises(RunnerError, match="already configured"):
         runner_specs(["a=python", "a=native"])
 
@@ -76,3 +78,13 @@ def test_context_depths_are_an_axis_of_the_generation_matrix():
     cases = build_llm_matrix(["tiny_llama"], ("8da8w",), (1,), (0, 512))
     assert [c.id for c in cases] == ["tiny_llama-8da8w-t1", "tiny_llama-8da8w-t1-d512"]
     assert Case("m.pte", "as-exported", 2, depth=64).id.endswith("-t2-d64")
+
+
+def test_the_auto_llm_is_custom_sdpa_where_our_runners_load_its_operators():
+    # The host loads ExecuTorch's custom SDPA from the wheel; QEMU and phones take the
+    # plain-attention twin of the same weights (their runner bundle cannot carry the library).
+    assert llm_models_on(["auto"], "host") == ["tiny_llama"]
+    assert llm_models_on(["auto"], "qemu:max") == ["tiny_llama_plain"]
+    assert llm_models_on(["auto", "tiny_llama_plain"], "android:R5CX") == ["tiny_llama_plain"]
+    assert llm_models_on(["tiny_llama", "x.pte"], "qemu") == ["tiny_llama", "x.pte"]
+    assert llm_models_on(["auto"], "board:1") == ["tiny_llama_plain"]   # a plugin's kind
