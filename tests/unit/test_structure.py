@@ -71,7 +71,7 @@ def test_a_public_fixture_and_the_callable_it_returns_are_exempt_from_the_signat
     s = read_structure(ROOT)
     exempt = {f.name: f.params for f in s.functions
               if f.module == f"{PACKAGE}.plugin.fixtures" and f.fixture}
-    assert exempt["generate"] == 7 and exempt["compare"] >= LONG_SIGNATURE
+    assert exempt["generate"] == 8 and exempt["compare"] >= LONG_SIGNATURE
     assert not any(f.fixture for f in s.long_signatures())
     source = "@pytest.fixture(scope='session')\ndef f():\n    pass\n@other\ndef g(): pass\n"
     assert [is_fixture(n) for n in ast.parse(source).body] == [True, False]
