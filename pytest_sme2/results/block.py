@@ -49,9 +49,10 @@ _GENERATION = ("generation", "baseline_phases")
 # How the latency was timed (untraced or through the operator tracer) and what tracing costs
 # (Timing.to_dict()); absent from documents written before it.
 _TIMING = ("timing",)
-# The machine-state probe timed around the block's runs (ProbeReading.to_dict()), and the
-# speeds its timed runs fell into when they fell into more than one (Mode.to_dict() each);
-# absent when not probed, and when one speed.
+# The machine-state probe timed around the block's runs (ProbeReading.to_dict(); absent when
+# not probed), and the speeds its timed runs fell into when more than one (Mode.to_dict()
+# each): a probed block says [] for one speed, so a session's blocks have the same keys;
+# absent from documents written before them.
 _MACHINE = ("probe", "modes")
 # The project's own keys after those, in this order, each only when set: a user's .pte without
 # an .etrecord (what the report cannot show), --sme2-precision's outcome, what was under test
@@ -205,7 +206,7 @@ class BlockResult:
             ("baseline_phases", _dicts(self.phase_judgements)),
             ("timing", self.timing.to_dict() if self.timing else None),
             ("probe", self.probe.to_dict() if self.probe else None),
-            ("modes", [m.to_dict() for m in self.modes] if self.modes else None),
+            ("modes", [m.to_dict() for m in self.modes] if self.modes or self.probe else None),
             ("etrecord_missing", self.etrecord_missing),
             ("precision", self.precision.to_dict() if self.precision else None),
             ("under_test", self.under_test.to_dict() if self.under_test else None),

@@ -48,7 +48,7 @@ def test_bench_finds_the_llm(sme2_bench):
 def test_compare(sme2_compare):
     cmp = sme2_compare("python", "native", "llm.pte", blocks=2)
     assert cmp.outputs.equal, cmp.outputs          # the same token ids
-    assert cmp.decode.speedup is cmp.speedup
+    assert cmp.decode.speedup == cmp.speedup
     assert cmp.prefill.speedup.low > 0 and cmp.ttft.speedup.low > 0
 
 

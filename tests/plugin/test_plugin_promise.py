@@ -439,8 +439,8 @@ def test_bad_arguments_to_sme2_bench_fail_that_test_only(pytester, export_cache,
     from pytest_sme2_models import registered_models
 
     builtin = ", ".join(m for m in registered_models()
-                        if m in ("mobilenet_v3_small", "mobilevit_small", "tiny_llama",
-                                 "tiny_llama_plain", "toy_cnn", "vit_tiny"))
+                        if m in ("machine_probe", "mobilenet_v3_small", "mobilevit_small",
+                                 "tiny_llama", "tiny_llama_plain", "toy_cnn", "vit_tiny"))
     assert one_line(res, "test_unknown_model") == (
         f"unknown model 'no_such_model'; registered models: {builtin} (register your own with "
         "pytest_sme2_models.register_model)")
