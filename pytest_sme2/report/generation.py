@@ -14,12 +14,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from pytest_sme2.analysis.isa import PhaseKernel, kernel_phrase, phase_kernels
+from pytest_sme2.analysis.machine_state import STRADDLE
 from pytest_sme2.analysis.traffic import bandwidth_line
 from pytest_sme2.programs.llm.forms import ATTENTION_NOTE, pairs_of_forms
 from pytest_sme2.report.markdown.cells import MISSING, code, fmt_ms, fmt_tokens_per_s
 from pytest_sme2.report.digest import category_order
 from pytest_sme2.results import BlockResult, Judgement
-from pytest_sme2.results.generation import DECODE, GenerationResult
+from pytest_sme2.results.generation import DECODE, GenerationResult, PhaseStats
 from pytest_sme2.results.pooling import pool_generation
 
 TOKENS_SHOWN = 8      # the first generated token ids a report shows
@@ -109,6 +110,24 @@ def _fill(blocks) -> dict:
             "depth_ms": times[(len(times) - 1) // 2] if times else None}
 
 
+def rates_note(p: PhaseStats) -> str:
+    """Where a phase's per-token median and its rate (the median generation's tokens over its
+    time) point two ways, more than :data:`STRADDLE` apart, as when its steps ran at two
+    machine speeds: which to believe and why. "" where they agree (a steady machine: within a
+    few %), or where the phase has no one-token executes."""
+    if not p.token_median_ms or not p.tokens_per_s:
+        return ""
+    step_rate = 1e3 / p.token_median_ms
+    apart = max(step_rate / p.tokens_per_s, p.tokens_per_s / step_rate)
+    if apart <= STRADDLE:
+        return ""
+    return (f"{p.phase}: the per-token median ({fmt_ms(p.token_median_ms)} ms, "
+            f"{fmt_tokens_per_s(step_rate)} tok/s) and the median generation's rate "
+            f"({fmt_tokens_per_s(p.tokens_per_s)} tok/s) are {apart:.2f}x apart: its steps ran "
+            "at several machine speeds; believe the rate, a whole generation's time as a user "
+            "waits for it (the per-token median is the commonest step's speed)")
+
+
 def summary_lines(us) -> list[str]:
     """report.md's Summary: one line per LLM benchmark and runner."""
     out = []
@@ -124,7 +143,8 @@ def summary_lines(us) -> list[str]:
                        f"{fmt_tokens_per_s(g.decode.tokens_per_s)} tok/s (per token median "
                        f"{fmt_ms(g.decode.token_median_ms)} ms, p90 "
                        f"{fmt_ms(g.decode.token_p90_ms)} ms), TTFT {fmt_ms(g.ttft_ms)} ms"
-                       f"{emulated}.")
+                       f"{emulated}." + (f" Note: {note}." if (note := rates_note(g.decode))
+                                         else ""))
     return out
 
 

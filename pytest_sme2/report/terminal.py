@@ -98,6 +98,7 @@ def generation_line(r: BlockResult, device: bool = False) -> str:
             f"(per token median {_ms(dec.token_median_ms)} ms, p90 {_ms(dec.token_p90_ms)} ms), "
             f"TTFT {_ms(g.ttft_ms)} ms, n={pre.generations} generations "
             f"(+{r.warmup} warm-up discarded){sme2}"
+            + (f" | {note}" if (note := gen.rates_note(dec)) else "")
             + _outputs(r) + _timing(r) + _instructions(r) + _startup(r.startup)
             + _machine(r) + (EMULATED if r.emulated else ""))
 
@@ -357,6 +358,9 @@ GENERATION_COLUMNS = ("benchmark", "runner", "scheme", "tests", "prefill tok/s",
 _GENERATION_NUMERIC = {4, 5, 6, 7, 8}
 GENERATION_NOTE = ("LLM rows above: the generation's decode time per token; prefill, decode "
                    "and TTFT are in the generation table")
+RATES_MARK = ("* its decode steps ran at several machine speeds: the per-token median and the "
+              "decode rate differ; believe the rate, a whole generation's time (the benchmark's "
+              "line says how far apart)")
 
 
 def _phase_verdicts(r: BlockResult, baseline: Judgement | None = None) -> str:
@@ -384,7 +388,8 @@ def generation_row(name: str, side: BenchmarkSide) -> tuple[str, ...] | None:
     c = side.comparison
     baseline = (c.baselines or {}).get(side.runner) or None if c is not None else None
     return (name, r.runner_name, r.dtype, g.tests,
-            _tok_s(pre.tokens_per_s), _tok_s(dec.tokens_per_s), _ms(dec.token_median_ms),
+            _tok_s(pre.tokens_per_s), _tok_s(dec.tokens_per_s),
+            _ms(dec.token_median_ms) + ("*" if gen.rates_note(dec) else ""),
             _ms(dec.token_p90_ms), _ms(g.ttft_ms), _verdict_cell(pre.evidence),
             _verdict_cell(dec.evidence), _phase_verdicts(r, baseline))
 
@@ -406,6 +411,7 @@ def generation_table(per_device: Mapping[str, list[BenchmarkSide]]) -> list[str]
         return "  ".join(c.rjust(w) if i in numeric else c.ljust(w)
                          for i, (c, w) in enumerate(zip(row, widths))).rstrip()
 
+    marked = [RATES_MARK] if any(r[6 + several].endswith("*") for r in rows) else []
     return (["", "generation (LLMs: prefill + decode, medians over the timed generations)",
              fmt(columns), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows]
-            + [GENERATION_NOTE])
+            + [GENERATION_NOTE] + marked)

@@ -289,3 +289,35 @@ def test_both_attention_forms_in_one_session_are_said_to_differ_in_attention():
     assert line.endswith("the difference between their rows is the attention implementation")
     assert line in summary_table(_blocks(d)) and line in render_markdown(d)
     assert attention_lines(_blocks()) == []
+
+
+# -- figures that cannot point two ways (issue 44, item 5) -----------------------------------
+
+def test_a_per_token_median_and_a_rate_that_disagree_say_which_to_believe():
+    """The steps of a generation ran at two machine speeds: the per-token median (the
+    commonest step, here the fast one) and the median generation's rate part by more than
+    the probe's straddle; the line, the generation table and report.md say to believe the
+    rate. Where they agree, nothing is added."""
+    from pytest_sme2.report.generation import rates_note
+    from pytest_sme2.results.generation import PhaseStats
+
+    steady = PhaseStats("decode", tokens=32, executes=32, median_ms=32.0, tokens_per_s=1000.0,
+                        token_median_ms=1.0)
+    assert rates_note(steady) == ""
+    mixed = PhaseStats("decode", tokens=32, executes=32, median_ms=32.0, tokens_per_s=1000.0,
+                       token_median_ms=0.6)
+    note = rates_note(mixed)
+    assert note.startswith("decode: the per-token median (0.600 ms, 1,667 tok/s) and the median "
+                           "generation's rate (1,000 tok/s) are 1.67x apart")
+    assert "believe the rate" in note
+
+    d = single_doc()
+    block = generation_block("8da8w", prompt=16, new=8, token_ms=0.05)
+    block["generation"]["decode"]["token_median_ms"] = 0.03
+    d["benchmarks"].append(block)
+    lines = summary_table(_blocks(d))
+    (row,) = [line for line in lines if line.startswith("test_llm[tiny_llama-8da8w-t1]")
+              and "pp16, tg8" in line]
+    assert "0.030*" in row
+    assert any(line.startswith("* its decode steps ran at several machine speeds") for line in lines)
+    assert "believe the rate" in render_markdown(d)
