@@ -24,6 +24,7 @@ import numpy as np
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.programs.kernel_libraries import import_for_python, program_libraries
+from pytest_sme2.readers.pte_program import PteProgramError
 from pytest_sme2.runners.python_generation import generate
 from pytest_sme2.runners.python_process import (MachineProbe, Refused, Steps, TimedMethod,
                                                 first_line, load_untraced, nonfinite_elements,
@@ -94,8 +95,10 @@ def load_operator_libraries(pte: str) -> str | None:
     try:
         libraries = program_libraries(Path(pte))
         import_for_python(libraries)
+    except PteProgramError:     # a damaged program: its load says what is wrong, as native's
+        return None
     except Sme2Error as e:
-        return f"{pte}: {e}"
+        return str(e) if str(e).startswith(pte) else f"{pte}: {e}"
     except (ImportError, OSError) as e:
         names = ", ".join(lib.path for lib in libraries)
         return (f"{pte}: its operators come from the executorch wheel's {names}, which does "

@@ -114,7 +114,9 @@ def test_an_llm_is_counted_per_phase_and_the_counts_repeat(tiny_llama_8da4w, llm
     assert c.per_execute < c.prefill < 16 * c.per_execute
     again = count_generation(tiny_llama_8da4w, Generation(16, 8))
     assert abs(again.per_execute / c.per_execute - 1) < 1e-4, (again, c)
-    assert abs(again.prefill / c.prefill - 1) < 1e-6, (again, c)
+    # The custom-SDPA program's prefill moved by 15 of 10.9M instructions between two runs
+    # (1.4e-6): the counts repeat to 1e-5, far under any change the gate calls.
+    assert abs(again.prefill / c.prefill - 1) < 1e-5, (again, c)
     assert "XnnpackBackend delegate" in c.per_operator
 
 

@@ -204,7 +204,7 @@ def test_output_paths_with_commas_spaces_quotes_work_under_qemu(qemu, toy_export
     # Nothing written under a name cut at a comma or formatted by QEMU.
     assert sorted(p.name for p in folder.iterdir()) == sorted(
         f"q.native,sme2={state} 'x'=\"%s\"{ext}" for state in ("off", "on")
-        for ext in (".etdump", ".csv", ".maps.txt"))
+        for ext in (".etdump", ".etdump.runs.json", ".csv", ".maps.txt"))
     assert not list(tmp_path.glob("out,a b=c'd\"e[0-9]*"))
 
 

@@ -188,9 +188,10 @@ def test_a_fresh_cache_is_filled_ahead_side_by_side_then_measured(pytester, tmp_
     res.assert_outcomes(passed=2)
     out = res.stdout.str()
     res.stdout.fnmatch_lines([
-        "sme2: exporting 2 models ahead in 2 processes (nothing is measured until they are "
-        "done): toy_cnn fp32, toy_cnn fp16",
-        "sme2: exported 2 of 2 models ahead in * s",
+        # The machine-state probe's program is exported with the session's models.
+        "sme2: exporting 3 models ahead in 2 processes (nothing is measured until they are "
+        "done): toy_cnn fp32, toy_cnn fp16, machine_probe fp32",
+        "sme2: exported 3 of 3 models ahead in * s",
         "sme2: toy_cnn fp32 t1 native: Method::execute median*"])
     assert "sme2: exporting toy_cnn" not in out          # no test exported its own
     serial = run_pytest(f"--sme2-cache-dir={tmp_path_factory.mktemp('serial-cache')}",

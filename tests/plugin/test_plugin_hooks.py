@@ -80,7 +80,8 @@ def test_a_runner_kind_no_plugin_makes_is_a_usage_error(lab_project, run_pytest)
     (lab_project.path / "conftest.py").unlink()
     res = run_pytest("--runner=fast=lab,board=rk3588")
     assert res.ret == pytest.ExitCode.USAGE_ERROR
-    assert "'lab' is neither a built-in runner (python, native) nor a path" in res.stderr.str()
+    assert ("'lab' is neither a built-in runner (python, native, text_llm_runner) nor a path"
+            in res.stderr.str())
 
 
 def test_a_device_kind_no_plugin_opens_is_one_usage_error(lab_project, run_pytest):

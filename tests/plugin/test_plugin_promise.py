@@ -359,8 +359,8 @@ def test_python_runner_reports_a_failing_execution_in_one_line(tmp_path, toy_exp
 
 # -- options -------------------------------------------------------------------------------------
 
-USAGE = ("expected NAME=python, NAME=native or NAME=/path/to/executor_runner[,libs=DIR]"
-         "[,label=value...]")
+USAGE = ("expected NAME=python, NAME=native, NAME=text_llm_runner or "
+         "NAME=/path/to/executor_runner[,libs=DIR][,label=value...]")
 
 
 @pytest.mark.parametrize("args,message", [
