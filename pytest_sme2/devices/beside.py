@@ -18,7 +18,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Collection, Iterator
 
 PROC = Path("/proc")
 BUSY_SHARE = 0.1          # of the block's wall time, on the other CPU
@@ -98,9 +98,10 @@ class Watch:
 
 
 @contextmanager
-def watch(enabled: bool = True) -> Iterator[Watch]:
+def watch(enabled: bool = True, serving: Collection[int] = ()) -> Iterator[Watch]:
     """Watch the session's other processes around a block (``enabled`` False: a device whose
-    blocks do not run on this machine's CPU)."""
+    blocks do not run on this machine's CPU); ``serving``: those that serve the block's runner
+    (its fork server forks the run, then waits for it), left out."""
     seen = Watch()
     if not enabled or not PROC.is_dir():
         yield seen
@@ -113,6 +114,8 @@ def watch(enabled: bool = True) -> Iterator[Watch]:
         wall_ms = (time.monotonic() - t0) * 1e3
         least = max(BUSY_LEAST_MS, BUSY_SHARE * wall_ms)
         for pid, p in snapshot(root).items():
+            if pid in serving:
+                continue
             used = p.cpu_ms - before[pid].cpu_ms if pid in before else p.cpu_ms
             if used >= least:
                 seen.busy.append(f"pid {pid} ({_what(pid)}) used {used:.0f} ms of CPU during "

@@ -145,7 +145,8 @@ class _Block:
         self.before = device.thermal()    # Android zones; the host and QEMU have none (None)
         here = DeviceSpec.parse(device.spec)
         with _measuring(run), _still(run, self.label, f"running on {device.spec}"), \
-                watch(here.on_host_cpu and not here.emulated) as self.beside:
+                watch(here.on_host_cpu and not here.emulated,
+                      self.runner.serving()) as self.beside:
             self.outcome = device.run(self.runner, self.request)
         self.after = device.thermal()
         _say_pushed(run, device, self.outcome.pushed)

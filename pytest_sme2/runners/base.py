@@ -172,6 +172,12 @@ class Runner(Protocol):
         """Release what it holds (a server process); called once at the end of a session."""
         ...
 
+    def serving(self) -> tuple[int, ...]:
+        """Processes of this session that serve its runs (the python runner's fork server,
+        which forks each run): their CPU during a block is the runner's own, not work beside
+        it (:mod:`pytest_sme2.devices.beside`)."""
+        ...
+
 
 class RunnerBase:
     """The defaults: tensor files, no preloading, runs anywhere, nothing to release."""
@@ -196,12 +202,15 @@ class RunnerBase:
     def close(self) -> None:
         return None
 
+    def serving(self) -> tuple[int, ...]:
+        return ()
+
 
 _RUNNER_DEFAULTS = {"hwcap_mask": None, "takes_tensor_files": True, "preloads": False,
                     "times_untraced": False, "probes": False, "brings_own_operators": True,
                     "traces": True,
                     "check_host": lambda: None, "check_device": lambda abi: None,
-                    "close": lambda: None, "data_files": lambda: []}
+                    "close": lambda: None, "data_files": lambda: [], "serving": lambda: ()}
 
 
 def with_defaults(runner: object) -> Runner:

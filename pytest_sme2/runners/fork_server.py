@@ -253,6 +253,11 @@ class ForkServer:
     _said_ready: bool = field(default=False, repr=False)   # READY read while pausing
 
     @property
+    def pid(self) -> int | None:
+        """The running server's process id (None when none runs)."""
+        return self._proc.pid if self._proc is not None and self._running() else None
+
+    @property
     def starting(self) -> bool:
         """Spawned by :meth:`start` and still importing (or not yet asked whether it is ready)."""
         return self._pending is not None

@@ -79,6 +79,10 @@ class PythonRunner(RunnerBase):
         """Stop the fork server (it also stops when this process ends)."""
         self.server.stop()
 
+    def serving(self) -> tuple[int, ...]:
+        """The fork server that forks this runner's runs."""
+        return (self.server.pid,) if self.fork and self.server.pid is not None else ()
+
     def device_files(self) -> list[Path]:
         raise RunnerError("runner 'python' runs only on the host (it is the ExecuTorch Python "
                           "runtime); use the 'native' runner or an executor_runner binary on a "

@@ -33,6 +33,11 @@ def test_a_busy_process_of_the_session_is_named_with_the_cpu_it_took():
         with watch(enabled=False) as off:             # a phone's block: not this machine's
             _until_used(busy.pid, 50)
         assert off.busy == []
+        # The process serving the block's runner (the python runner's fork server, which
+        # forks the run and waits for it) is the runner's own, not work beside it.
+        with watch(serving=(busy.pid,)) as served:
+            _until_used(busy.pid, 100)
+        assert served.busy == []
     finally:
         for p in (busy, idle):
             p.kill()
