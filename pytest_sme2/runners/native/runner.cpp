@@ -1074,13 +1074,8 @@ std::unique_ptr<Probe> load_probe(const Options& o) {
   return p;
 }
 
-// Before the block's first run the process is cold (its thread pool's workers asleep, the
-// probe's weights not in cache): at 2 threads a probe warmed 8 times read 1.3-1.5x slower
-// before the runs than after, on a machine that held one speed. So 100 untimed executes
-// (about 0.5 ms) first, as the Python child does; after the runs, --probe_warmup.
-constexpr uint32_t kProbeWarmupCold = 100;
-
-void time_probe(Probe& p, std::vector<double>& out_us, uint32_t warmup) {
+void time_probe(Probe& p, std::vector<double>& out_us) {
+  const uint32_t warmup = p.options.probe_warmup;
   for (uint32_t i = 0; i < warmup + p.options.probe_executions; ++i) {
     set_inputs(*p.module, p.method, p.inputs, p.options.model_path);
     const auto t0 = std::chrono::steady_clock::now();
@@ -1166,14 +1161,13 @@ int run(const Options& o) {
   const long rss_after_load = status_kb("VmRSS:");
   std::unique_ptr<Probe> probe = load_probe(o);
   if (probe) {
-    time_probe(*probe, probe->before_us,
-               std::max(kProbeWarmupCold, probe->options.probe_warmup));
+    time_probe(*probe, probe->before_us);
   }
   std::vector<EValue> outputs;
   Pass timed = run_pass(module, method, o, o.warmup, o.num_executions, "Iteration",
                         o.output_file.empty() ? nullptr : &outputs);
   if (probe) {
-    time_probe(*probe, probe->after_us, probe->options.probe_warmup);
+    time_probe(*probe, probe->after_us);
   }
   if (!o.output_file.empty()) {
     write_outputs(outputs, o.output_file);
