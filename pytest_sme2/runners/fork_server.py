@@ -254,8 +254,10 @@ class ForkServer:
 
     @property
     def pid(self) -> int | None:
-        """The running server's process id (None when none runs)."""
-        return self._proc.pid if self._proc is not None and self._running() else None
+        """The server's process id, running or still starting (None when there is none)."""
+        if self._running():
+            return self._proc.pid
+        return self._pending[0].pid if self._pending is not None else None
 
     @property
     def starting(self) -> bool:
