@@ -141,7 +141,7 @@ def calibrate(run: BenchmarkRun, runner: Runner, device: Device, settings: Bench
 
         paired = take_pairs(side("a"), side("b"), judge, how.pairs)
         j = paired.told.judgement if paired.told is not None else judge(paired)
-        done = AaJudgement(j, len(paired.base), len(paired.pairs.straddled),
+        done = AaJudgement(j, len(paired.base), len(paired.pairs.left_out),
                            detectable_pct(j.ratio) if j.ratio is not None else math.inf,
                            time.monotonic() - start)
         out.judgements.append(done)

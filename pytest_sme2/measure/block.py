@@ -135,7 +135,7 @@ class _Block:
             untraced=untraced, trace_runs=settings.trace_runs if untraced and runner.traces
             else 0,
             trace_warmup=settings.warmup if untraced else 0,
-            probe=probe_program(runner, self.device, settings, run.progress))
+            probe=probe_program(runner, self.device, settings, run.threads, run.progress))
 
     def measure(self) -> None:
         """The block's runner process, held until the device is cool (--sme2-cooldown)."""
@@ -341,13 +341,20 @@ class _Block:
             etrecord_missing=meta.get("etrecord_missing") or None)
 
 
-def probe_program(runner: Runner, device: Device, settings: BenchSettings,
+def probe_program(runner: Runner, device: Device, settings: BenchSettings, threads: int,
                   progress: Callable[[str], None] | None = None) -> Path | None:
     """The machine-state probe's program for a block (exported once, cached), or None: not
-    asked (--sme2-probe off; auto on an emulated CPU, whose speed means nothing), or a runner
-    that cannot time it in its own process (a user's executor_runner)."""
+    asked (--sme2-probe off; auto on an emulated CPU, whose speed means nothing, and at 2 or
+    more threads), or a runner that cannot time it in its own process (a user's
+    executor_runner).
+
+    Why not at 2 threads: the probe runs on the block's thread pool, and there its small GEMM's
+    hand-offs between threads move it on their own. 40 blocks of toy_cnn at 2 threads on this
+    VM: probe times from 4.3 to 12.4 us, uncorrelated with the program's (r = -0.13; at 1
+    thread r = +0.59, 4.1-4.3 us), so 7 of 20 pairs "straddled" a change of speed that the
+    program never saw; an A/A at 2 threads left 671 of 768 pairs out for it."""
     if settings.probe == "off" or not runner.probes or (
-            settings.probe == "auto" and device.facts().emulated):
+            settings.probe == "auto" and (device.facts().emulated or threads > 1)):
         return None
     return export_model(PROBE_MODEL, "fp32", settings.cache_dir, progress=progress).pte
 

@@ -194,8 +194,9 @@ OPTIONS: dict[str, Option] = {
     "sme2_probe": Option("sme2_probe", parse.PROBING[0],
                          "the machine-state probe, a fixed GEMM timed in each block's process "
                          "before and after its runs, says which speed the machine ran at: auto "
-                         "(every device but an emulated CPU, whose speed means nothing), on, "
-                         "off", parse.choice(parse.PROBING), "settings.probe"),
+                         "(1-thread blocks on every device but an emulated CPU, whose speed "
+                         "means nothing; at 2 or more threads the probe's own thread hand-offs "
+                         "move it), on, off", parse.choice(parse.PROBING), "settings.probe"),
     "sme2_llm_models": Option("sme2_llm_models", "auto",
                               "LLMs of the generation matrix (sme2_llm_case: LLM models x "
                               "--sme2-llm-schemes x --sme2-threads): registered LLMs, "
