@@ -55,8 +55,9 @@ def test_record_instructions_then_the_same_code_passes(pytester, run_pytest, exp
 
 
 def _ten_times_slower_past(folder):
-    """The time baselines in ``folder`` made another program's, 10x slower: beyond any drift of a loaded VM, so
-    the time gate reads an improvement and measures no confirmation block."""
+    """The time baselines in ``folder`` made another program's, 10x slower: beyond any drift
+    of a loaded VM, so the time gate reads an improvement and measures no confirmation
+    block."""
     for f in folder.glob("*.json"):
         doc = json.loads(f.read_text())
         if doc["key"]["measure"] == "time":

@@ -319,5 +319,6 @@ def test_a_per_token_median_and_a_rate_that_disagree_say_which_to_believe():
     (row,) = [line for line in lines if line.startswith("test_llm[tiny_llama-8da8w-t1]")
               and "pp16, tg8" in line]
     assert "0.030*" in row
-    assert any(line.startswith("* its decode steps ran at several machine speeds") for line in lines)
+    assert any(line.startswith("* its decode steps ran at several machine speeds")
+               for line in lines)
     assert "believe the rate" in render_markdown(d)
