@@ -47,8 +47,7 @@ def _aa(args: argparse.Namespace) -> int:
               f"pairs and {args.budget:g} s each)", flush=True)
 
         def say(j) -> None:
-            print(f"  {j.judgement.summary}; {j.straddled} pair(s) at two machine speeds; "
-                  f"{j.seconds:.1f} s", flush=True)
+            print(f"  {j.judgement.summary}; {j.watched}; {j.seconds:.1f} s", flush=True)
 
         cal = aa.calibrate(run, runner, device, settings, how, say)
     finally:

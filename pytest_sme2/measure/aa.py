@@ -49,13 +49,21 @@ def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
 @dataclass(frozen=True)
 class AaJudgement:
     """One A/A judgement: the verdict, the pairs it took, how many straddled two machine
-    speeds, the smallest change its data could call, and its seconds."""
+    speeds (and were left out), the smallest change its data could call, its seconds, and how
+    many pairs the machine-state probe read (none at 2 or more threads)."""
 
     judgement: Judgement
     pairs: int
     straddled: int
     detectable_pct: float
     seconds: float
+    probed: int = 0
+
+    @property
+    def watched(self) -> str:
+        """``2 pair(s) at two machine speeds``, or that the probe read none of its pairs."""
+        return (f"{self.straddled} pair(s) at two machine speeds" if self.probed
+                else "pairs not probed (the probe reads 1-thread blocks)")
 
 
 @dataclass
@@ -86,8 +94,8 @@ class Calibration:
         fa = self.false_alarms
         low, high = wilson(fa, n)
         typical, worst = self.resolvable_pct
-        pairs = sum(j.pairs for j in self.judgements)
         swung = sum(j.straddled for j in self.judgements)
+        probed = sum(j.probed for j in self.judgements)
         out = [f"false alarms: {fa} of {n} judgements called a change on identical code "
                f"({fa / n:.0%}, 95% CI {low:.0%}-{high:.0%})" if n else "no judgements",
                f"verdicts: no change {self.count(NO_CHANGE)}, cannot tell "
@@ -97,8 +105,10 @@ class Calibration:
             out.append(f"smallest change this machine resolves within the pair budget: "
                        f"~{typical:.0f}% typically, ~{worst:.0f}% at worst (each judgement's "
                        "minimum detectable change)")
-            out.append(f"the machine switched speed under {swung} of {pairs} pairs (the probe "
-                       "saw it; those pairs were left out)")
+            out.append(f"the machine switched speed under {swung} of {probed} probed pairs (the "
+                       "probe saw it; those pairs were left out)" if probed else
+                       "the machine's speed was not watched: the machine-state probe reads "
+                       "1-thread blocks only (at more threads it moves on its own)")
             advice = max(self.threshold_pct, math.ceil(worst)) if math.isfinite(worst) \
                 else None
             out.append(f"on this runner, gate at --fail-on-regression {advice:g} or more"
@@ -141,9 +151,11 @@ def calibrate(run: BenchmarkRun, runner: Runner, device: Device, settings: Bench
 
         paired = take_pairs(side("a"), side("b"), judge, how.pairs)
         j = paired.told.judgement if paired.told is not None else judge(paired)
+        probed = sum(a.probe is not None and b.probe is not None
+                     for a, b in zip(paired.base, paired.candidate))
         done = AaJudgement(j, len(paired.base), len(paired.pairs.left_out),
                            detectable_pct(j.ratio) if j.ratio is not None else math.inf,
-                           time.monotonic() - start)
+                           time.monotonic() - start, probed)
         out.judgements.append(done)
         if say is not None:
             say(done)
