@@ -63,35 +63,16 @@ class Pairs:
                      self.straddled + moved, max(self.switch, other.switch))
 
     @property
-    def probe_tracks(self) -> bool:
-        """Whether the probe's straddles are the machine's: a change of speed that lasts
-        seconds straddles the pairs at its switches, never most of them (the issue's VM: 14 of
-        40). Where most pairs straddle, the probe moved on its own between adjacent blocks (at 2
-        threads its small GEMM read 1.3-1.5x apart from block to block on a machine that held
-        one speed: 671 of 768 A/A pairs), and no pair is left out for it."""
-        return 2 * len(self.straddled) <= len(self.base)
-
-    @property
-    def left_out(self) -> tuple[int, ...]:
-        """The straddled pairs, where the probe tracks the machine; else none."""
-        return self.straddled if self.probe_tracks else ()
-
-    @property
     def kept(self) -> Pairs:
         """The pairs the probe did not see straddle a change of machine speed."""
-        keep = [i for i in range(len(self.base)) if i not in self.left_out]
+        keep = [i for i in range(len(self.base)) if i not in self.straddled]
         return Pairs(tuple(self.base[i] for i in keep), tuple(self.candidate[i] for i in keep))
 
     @property
     def straddle_note(self) -> str:
-        """``the machine switched speed 1.8x in 14 of 40 pairs (left out)``, what it says when
-        the probe does not track the machine, or ""."""
+        """``the machine switched speed 1.8x in 14 of 40 pairs (left out)``, or ""."""
         if not self.straddled:
             return ""
-        if not self.probe_tracks:
-            return (f"the machine-state probe moved between the blocks of {len(self.straddled)} "
-                    f"of {len(self.base)} pairs, more than a change of machine speed does: its "
-                    "own noise at this runner and threads, so no pair is left out for it")
         return (f"the machine switched speed {self.switch:.1f}x in {len(self.straddled)} of "
                 f"{len(self.base)} pairs (left out)")
 

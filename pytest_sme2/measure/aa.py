@@ -153,7 +153,7 @@ def calibrate(run: BenchmarkRun, runner: Runner, device: Device, settings: Bench
         j = paired.told.judgement if paired.told is not None else judge(paired)
         probed = sum(a.probe is not None and b.probe is not None
                      for a, b in zip(paired.base, paired.candidate))
-        done = AaJudgement(j, len(paired.base), len(paired.pairs.left_out),
+        done = AaJudgement(j, len(paired.base), len(paired.pairs.straddled),
                            detectable_pct(j.ratio) if j.ratio is not None else math.inf,
                            time.monotonic() - start, probed)
         out.judgements.append(done)

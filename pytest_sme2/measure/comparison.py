@@ -186,7 +186,7 @@ class Comparison:
             candidate_blocks=[r.nodeid for r in self.candidate_blocks],
             nodeid=self.nodeid, baselines=self.baselines,
             phase_speedups=dict(self.phase_speedups),
-            straddled_pairs=list(self.pairs.left_out), machine_switch=self.pairs.switch,
+            straddled_pairs=list(self.pairs.straddled), machine_switch=self.pairs.switch,
             judgement=self.judgement)
 
     def to_json(self) -> dict:
@@ -198,7 +198,7 @@ def category_speedups(base: list[BlockResult], candidate: list[BlockResult]
     """Per category, the paired-block speed-up of its mean ms per run (pairs that straddled a
     change of machine speed left out, as end to end); None where a category took no time on
     either side in some block (no ratio to form)."""
-    keep = [i for i in range(len(base)) if i not in pairs_of(base, candidate).left_out]
+    keep = [i for i in range(len(base)) if i not in pairs_of(base, candidate).straddled]
     base, candidate = [base[i] for i in keep], [candidate[i] for i in keep]
     cats = list(dict.fromkeys(c for r in base + candidate for c in r.categories_ms))
     out: dict[str, Interval | None] = {}
