@@ -186,8 +186,9 @@ def test_a_category_regression_fails_naming_the_category(gated, pytester):
     res = gated("--fail-on-regression=10", "--sme2-gate-categories=Convolution,GEMM",
                 "--junitxml=junit.xml")
     res.assert_outcomes(passed=1, failed=1)
+    # 3 blocks, or more where end to end could not tell at first and took pairs
     res.stdout.fnmatch_lines(["regression against the baseline: *Convolution *% "
-                              "slower: median * ms (3 block(s)) vs baseline * ms (3 session(s))*",
+                              "slower: median * ms (* block(s)) vs baseline * ms (3 session(s))*",
                               "test_toy *Convolution REGRESSION *x"])
     case = next(c for c in ET.parse(pytester.path / "junit.xml").iter("testcase")
                 if c.get("name") == "test_toy")
