@@ -42,6 +42,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import pluggy
 
+from pytest_sme2.analysis.categories import with_rules
+
 if TYPE_CHECKING:
     from pytest_sme2.analysis.categories import CategoryRule
     from pytest_sme2.devices.base import Device
@@ -112,3 +114,14 @@ def plugin_manager(*plugins: Any) -> pluggy.PluginManager:
     for plugin in plugins:
         pm.register(plugin)
     return pm
+
+
+def category_rules(hook: Any | None) -> tuple[CategoryRule, ...] | None:
+    """Asked through ``hook`` (a pluggy hook relay: pytest's ``config.hook``, or
+    :func:`pytest_sme2.hookspec.plugin_manager` ``(...).hook``; None: built-in rules only),
+    the category rule table: every plugin's rules in front of the built-in ones; None (the
+    built-in table, on its fast path) when no plugin adds a rule."""
+    if hook is None:
+        return None
+    extra = [rule for rules in hook.pytest_sme2_category_rules() for rule in rules or ()]
+    return with_rules(extra) if extra else None

@@ -9,57 +9,37 @@ An ETDump names operators in two families:
 * portable (non-delegated) operators: ``native_call_<op>.<overload>``, e.g.
   ``native_call_convolution.out``, ``native_call_upsample_bilinear2d.vec_out``.
 
-The seed kit matched bare substrings and so filed ``Convert`` under Convolution ("conv") and
-bilinear resize under GEMM ("linear"). Here every rule is a regex anchored on the whole operator
-word: XNNPACK words must be followed by ``(`` or the end of the name, portable ops by ``.`` or the
-end. KleidiAI packed datatypes (``PF32``, ``PF16``, ``QP8``, ``PQS8``) sit inside the parentheses,
-so packed operators classify exactly like their plain twins.
+Every rule is a regex anchored on the whole operator word (XNNPACK words followed by ``(`` or
+the end of the name, portable ops by ``.`` or the end), so KleidiAI's packed datatypes classify
+like their plain twins; why, and what the seed kit misfiled: docs/outputs.md, "Categories".
 
 Categories, in report order:
 
 ==================  ===========================================================================
 Convolution         Convolution/Deconvolution in any datatype or kernel form; conv ops
 GEMM                Fully Connected, Batch Matrix Multiply; linear, addmm, mm, bmm, matmul
-Data Movement       layout and copies (Transpose, Reshape, Copy, Slice, Concatenate, Split, Pad,
-                    Depth/Space To Depth, Pack LH), dtype conversion (Convert, quantize,
-                    dequantize: they change representation, not values' meaning), resize/upsample
-                    (gathers neighbouring pixels, no reduction over channels) and constant fills
-Elementwise         unary and binary per-element ops, activations included (HardSwish, Sigmoid,
-                    Clamp, GELU...), comparisons and ``where``; ``Invalid Unary Op`` is how this
-                    XNNPACK names quantized HardSwish
-Pooling             average/max/global pooling and ``Mean``, which is what ExecuTorch lowers
-                    global average pooling to (XNNPACK only takes mean over the spatial dims)
+Data Movement       layout and copies (Transpose, Reshape, Copy, Slice, Concatenate, Pad, Pack
+                    LH...), dtype conversion (Convert, quantize, dequantize), resize/upsample
+                    (gathers pixels, no reduction over channels) and constant fills
+Elementwise         per-element ops and activations (HardSwish, Sigmoid, Clamp, GELU...),
+                    comparisons, ``where``; ``Invalid Unary Op`` (XNNPACK's quantized HardSwish)
+Pooling             average/max/global pooling and ``Mean`` (ExecuTorch's global average pool)
 Normalization       Softmax, layer/batch/group/RMS norm: reductions plus arithmetic that SME2
                     does not speed up, large in transformers; the seed misfiled batch norm
-Attention           fused attention: ExecuTorch's LLM custom SDPA (``llama::custom_sdpa``,
-                    ``sdpa_with_kv_cache``, ``custom_quantized_sdpa``: portable-style operators
-                    outside the delegate, Q·Kᵀ, softmax and ·V over the filled positions in one
-                    operator) and XNNPACK's Scaled Dot Product Attention
+Attention           fused attention: ExecuTorch's LLM custom SDPA (``llama::custom_sdpa`` and
+                    its kin, outside the delegate) and XNNPACK's Scaled Dot Product Attention
 Other               not a rule: reports compute it as E2E minus the named categories
 ==================  ===========================================================================
-
-Pooling, Normalization and Attention are the additions to the seed's five keys: without them
-the global pools of CNNs, the softmax/norms of transformers and an LLM's fused attention vanish
-into Other. Plain attention (the aten SDPA that ExecuTorch's Llama decomposes without
-``--use_sdpa_with_kv_cache``) has no operator of its own: its matmuls are GEMM, its softmax
-Normalization, its KV-head expansion Data Movement, so comparing the two forms moves time
-between those rows and Attention. The custom form's KV-cache write, ``llama::update_cache``,
-is Data Movement, as the plain form's ``index_put`` is. Reductions that are
-neither (``Sum``, ``Reduce Max``...) stay in Other.
 
 ``classify`` returns Other for names no rule matches and for framework events (``Method::execute``,
 ``DELEGATE_CALL``...), which are containers, not operators: drop them with ``is_framework_event``
 before summing, or they double count.
-
-Over 450 lines because it is one table (:data:`DEFAULT_RULES`, an operator word per line) and
-this docstring: split, the taxonomy would no longer be read in one place.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -468,13 +448,3 @@ def _classify_uncached(name: str, rules: tuple[CategoryRule, ...]) -> str:
             return rule.category
     return OTHER
 
-
-def category_rules(hook: Any | None) -> tuple[CategoryRule, ...] | None:
-    """Asked through ``hook`` (a pluggy hook relay: pytest's ``config.hook``, or
-    :func:`pytest_sme2.hookspec.plugin_manager` ``(...).hook``; None: built-in rules only),
-    the category rule table: every plugin's rules in front of the built-in ones; None (the
-    built-in table, on its fast path) when no plugin adds a rule."""
-    if hook is None:
-        return None
-    extra = [rule for rules in hook.pytest_sme2_category_rules() for rule in rules or ()]
-    return with_rules(extra) if extra else None

@@ -72,7 +72,7 @@ class BenchmarkRun:
     block: int | None = None        # position in an interleaved comparison
     save_outputs: bool = False      # keep the last run's outputs (runners that can)
     # The operator category table (None: the built-in one);
-    # pytest_sme2.analysis.categories.category_rules
+    # pytest_sme2.hookspec.category_rules
     # gives the plugins' rules in front of the built-in ones.
     rules: Sequence[CategoryRule] | None = field(default=None, repr=False)
     # Entered around each measured process: the caller holds its own background work still

@@ -22,7 +22,7 @@ from pytest_sme2.devices.base import Device
 from pytest_sme2.devices.kinds import HOST
 from pytest_sme2.devices.registry import (check_only_device, open_plugin_devices,
                                           remote_adb_warning, resolve_devices)
-from pytest_sme2.analysis.categories import category_rules
+from pytest_sme2.hookspec import category_rules
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.plugin.fixtures import (  # noqa: F401 - pytest finds the fixtures here
     SESSION_KEY, item_device, session_devices, sme2_bench, sme2_capable_device, sme2_compare,

@@ -12,7 +12,7 @@ from pytest_sme2.analysis.categories import CONVOLUTION, DEFAULT_RULES, Category
 from pytest_sme2.devices import DeviceError, open_device
 from pytest_sme2.devices.registry import open_plugin_devices
 from pytest_sme2.devices.host import HostDevice
-from pytest_sme2.analysis.categories import category_rules
+from pytest_sme2.hookspec import category_rules
 from pytest_sme2.runners.spec import runner_kinds
 from pytest_sme2.hookspec import plugin_manager
 from pytest_sme2.runners import RunnerError, runner_from_spec
