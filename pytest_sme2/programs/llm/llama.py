@@ -84,10 +84,11 @@ def constant_methods(max_seq_len: int, max_context_len: int, vocab_size: int,
 def use_custom_sdpa(transformer) -> None:
     """``export_llama --use_sdpa_with_kv_cache``'s source transforms, in its order
     (``_get_source_transforms``): SDPA first, then the KV cache."""
-    from executorch.examples.models.llama.source_transformation.custom_kv_cache import (
-        replace_kv_cache_with_custom_kv_cache)  # executorch: building only
-    from executorch.examples.models.llama.source_transformation.sdpa import (
-        replace_sdpa_with_custom_op)  # executorch: building only
+    # executorch's Llama example and torch: only building the model needs them
+    from executorch.examples.models.llama.source_transformation.custom_kv_cache import (  # torch
+        replace_kv_cache_with_custom_kv_cache)
+    from executorch.examples.models.llama.source_transformation.sdpa import (  # torch
+        replace_sdpa_with_custom_op)
 
     replace_sdpa_with_custom_op(transformer)
     replace_kv_cache_with_custom_kv_cache(transformer)
