@@ -84,14 +84,11 @@ def constant_methods(max_seq_len: int, max_context_len: int, vocab_size: int,
 def use_custom_sdpa(transformer) -> None:
     """``export_llama --use_sdpa_with_kv_cache``'s source transforms, in its order
     (``_get_source_transforms``): SDPA first, then the KV cache."""
-    # executorch's Llama example and torch: only building the model needs them
-    from executorch.examples.models.llama.source_transformation.custom_kv_cache import (  # torch
-        replace_kv_cache_with_custom_kv_cache)
-    from executorch.examples.models.llama.source_transformation.sdpa import (  # torch
-        replace_sdpa_with_custom_op)
+    from executorch.examples.models.llama.source_transformation import (  # torch: building
+        custom_kv_cache, sdpa)
 
-    replace_sdpa_with_custom_op(transformer)
-    replace_kv_cache_with_custom_kv_cache(transformer)
+    sdpa.replace_sdpa_with_custom_op(transformer)
+    custom_kv_cache.replace_kv_cache_with_custom_kv_cache(transformer)
 
 
 def _wrapper_class():
