@@ -169,14 +169,6 @@ def describe_states(machine: MachineStates) -> str:
             f"{_WORDS.get(len(states), len(states))} speeds {spread:.1f}x apart: {shares}{moved}")
 
 
-def level_ratio(readings: Sequence[ProbeReading], against: Sequence[ProbeReading]) -> float:
-    """The median probe time of ``readings`` over that of ``against``: how much slower (above
-    1) the machine ran for one set of blocks than for another."""
-    a = [r.level for r in readings if r.before_us]
-    b = [r.level for r in against if r.before_us]
-    if not a or not b:
-        return 1.0
-    return float(median(a)) / float(median(b))
 
 
 def mixture_note(modes: Sequence[Mode], what: str = "runs", unit: str = "ms") -> str:

@@ -73,8 +73,6 @@ def facts_of(pte: Path) -> LlmFacts | None:
     return _facts(str(pte), st.st_size, st.st_mtime_ns)
 
 
-def is_llm(pte: Path) -> bool:
-    return facts_of(pte) is not None
 
 
 def generation_for(asked: Generation | None, pte: Path, prompt_tokens: int,

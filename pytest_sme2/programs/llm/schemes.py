@@ -84,8 +84,6 @@ class SchemeError(Sme2Error):
     pass
 
 
-def is_scheme(name: str) -> bool:
-    return name in SCHEMES
 
 
 def parse_scheme(text: str) -> Scheme:
