@@ -17,7 +17,7 @@ from pytest_sme2.analysis.isa import PhaseKernel, kernel_phrase, phase_kernels
 from pytest_sme2.analysis.machine_state import STRADDLE
 from pytest_sme2.analysis.traffic import bandwidth_line
 from pytest_sme2.programs.llm.forms import ATTENTION_NOTE, pairs_of_forms
-from pytest_sme2.report.markdown.cells import MISSING, code, fmt_ms, fmt_tokens_per_s
+from pytest_sme2.report.cells import MISSING, code, fmt_ms, fmt_tokens_per_s
 from pytest_sme2.report.digest import category_order
 from pytest_sme2.results import BlockResult, Judgement
 from pytest_sme2.results.generation import DECODE, GenerationResult, PhaseStats

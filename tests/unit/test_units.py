@@ -50,7 +50,7 @@ def test_ms_mb_counts_and_calls():
 
 
 def test_markdown_cells_write_a_dash_where_a_value_is_missing():
-    from pytest_sme2.report.markdown.cells import (fmt_interval, fmt_ms, fmt_percent, fmt_points,
+    from pytest_sme2.report.cells import (fmt_interval, fmt_ms, fmt_percent, fmt_points,
                                           fmt_ratio, fmt_ratio_interval)
 
     assert [f(None) for f in (fmt_interval, fmt_ms, fmt_percent, fmt_points, fmt_ratio,

@@ -33,7 +33,7 @@ import jinja2
 from pytest_sme2.report.markdown import sections as sec, unit_page as up, charts as charts_mod
 from pytest_sme2.report import generation as gen, scaling
 from pytest_sme2.analysis.scaling import thread_scaling
-from pytest_sme2.report.markdown.cells import (cell, code, e2e_cells, fmt_calls, fmt_interval,
+from pytest_sme2.report.cells import (cell, code, e2e_cells, fmt_calls, fmt_interval,
                                                fmt_mb, fmt_ms, fmt_percent, fmt_points,
                                                fmt_ratio, fmt_tokens_per_s, ms_pct_cells,
                                                op_cells, th, tr)

@@ -2,7 +2,7 @@
 templates: the device and configuration tables, latency, speed-ups, load and memory, operator
 categories, bottlenecks, portable operators, kernel evidence, regressions and the notes. Each
 function reads units (:mod:`pytest_sme2.report.digest`) or the document and returns rows; the
-number formats are :mod:`pytest_sme2.report.markdown.cells`'."""
+number formats are :mod:`pytest_sme2.report.cells`'."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 from pytest_sme2 import units
 from pytest_sme2.units import COMPACT_RATIO_DIGITS
 from pytest_sme2.report.columns import LATENCY, MARKDOWN, MS, shown
-from pytest_sme2.report.markdown.cells import (MISSING, cell, code, fmt_ms, fmt_percent,
+from pytest_sme2.report.cells import (MISSING, cell, code, fmt_ms, fmt_percent,
                                                fmt_points, fmt_ratio_interval, value_text)
 from pytest_sme2.report.digest import (Unit, by_model, category_order,
                                        devices, devices_side_by_side, runners)

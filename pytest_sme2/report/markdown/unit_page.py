@@ -9,7 +9,7 @@ from typing import Any
 
 from pytest_sme2.analysis.categories import CONVOLUTION, GEMM
 from pytest_sme2.stats import FASTER, SLOWER
-from pytest_sme2.report.markdown.cells import code, fmt_ratio_interval
+from pytest_sme2.report.cells import code, fmt_ratio_interval
 from pytest_sme2.report.digest import (SHARE_GROWTH_PP, Unit)
 from pytest_sme2.results import OutputCheck, ResultsDoc
 

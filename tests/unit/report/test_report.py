@@ -18,7 +18,7 @@ from pytest_sme2.analysis.latency import latency_stats
 from pytest_sme2.report.markdown import render as markdown
 from pytest_sme2.report.markdown import charts
 from pytest_sme2.report.digest import by_model, units
-from pytest_sme2.report.markdown.cells import code
+from pytest_sme2.report.cells import code
 from pytest_sme2.report.markdown.render import render_details, render_markdown, render_report
 from pytest_sme2.report.markdown.unit_page import VERDICT_WORDING
 from pytest_sme2.results import load_results
