@@ -28,7 +28,8 @@ from pytest_sme2.baselines.key import MEASURE_TIME, BaselineKey, under_test_of
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2._util.checkout import head_commit
 from pytest_sme2._util.locking import folder_lock
-from pytest_sme2.results import BlockResult, DeviceFacts, UnderTest, atomic_write_text
+from pytest_sme2.results import (BlockResult, DeviceFacts, UnderTest, atomic_write_text,
+                                 probe_levels)
 from pytest_sme2.results.codec import added, encode
 from pytest_sme2.results.device import sme_class
 from pytest_sme2._util.versions import package_version
@@ -357,7 +358,7 @@ def save(results: Sequence[BlockResult], baseline_dir: Path, keep: int = DEFAULT
         gens = [r.generation for r in results if r.generation is not None]
         prefill = [round(float(g.prefill.median_ms), 6) for g in gens if g.prefill.median_ms]
         ttft = [round(float(g.ttft_ms), 6) for g in gens if g.ttft_ms]
-        probes = [round(r.probe.level, 3) for r in results if r.probe and r.probe.before_us]
+        probes = [round(level, 3) for level in probe_levels(results)]
     else:
         counts = [r.instructions_per_execute for r in results]
         if any(c is None or not c > 0 for c in counts):

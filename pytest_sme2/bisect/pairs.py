@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from statistics import median
 from typing import Callable
 
 from pytest_sme2.devices.base import Device
@@ -19,7 +18,7 @@ from pytest_sme2.gate.ab import judge_ab
 from pytest_sme2.gate.decide import START_PAIRS, PairBudget
 from pytest_sme2.measure.block import BenchmarkRun, run_benchmark
 from pytest_sme2.measure.pairs import Measure, PairPlan, take_pairs
-from pytest_sme2.results import BlockResult
+from pytest_sme2.results import BlockResult, pool_categories
 from pytest_sme2.measure.settings import BenchSettings
 from pytest_sme2.programs.spec import AS_EXPORTED
 from pytest_sme2.results.codec import decode, encode
@@ -38,7 +37,7 @@ def key(base: Program, candidate: Program) -> str:
 class Compared:
     """A comparison's outcome as the state file keeps it: the verdict (gate/ab's status), the
     ratio interval (candidate / base), the pairs, the seconds, its reason, and each side's
-    operator categories (ms, the median over its blocks)."""
+    operator categories (ms per run, the mean over its blocks, as every report pools them)."""
 
     status: str
     point: float | None
@@ -89,12 +88,6 @@ class ProbePlan:
     first_pairs: int = START_PAIRS
 
 
-def _categories(blocks: list) -> dict[str, float]:
-    names = {n for b in blocks for n in (b.categories_ms or {})}
-    return {n: float(median((b.categories_ms or {}).get(n, 0.0) for b in blocks))
-            for n in sorted(names)}
-
-
 class Bench:
     """The runners and devices comparisons run on, opened once each, and the comparing."""
 
@@ -142,8 +135,8 @@ class Bench:
         return Compared(j.status, r.point if r else None, r.low if r else None,
                         r.high if r else None, len(paired.base), time.monotonic() - start,
                         j.reason + paired.stopped,
-                        {"base": _categories(paired.base),
-                         "candidate": _categories(paired.candidate)})
+                        {"base": pool_categories(paired.base),
+                         "candidate": pool_categories(paired.candidate)})
 
     def close(self) -> None:
         for device in self.devices.values():

@@ -30,7 +30,7 @@ from pytest_sme2.baselines.key import BaselineKey, under_test_of
 from pytest_sme2.gate.policy import DEFAULT_THRESHOLD_PCT, GatePolicy
 from pytest_sme2.gate.decide import floor_remedy, unresolved
 from pytest_sme2.gate.robust import judge_robust
-from pytest_sme2.results import BlockResult, UnderTest
+from pytest_sme2.results import BlockResult, UnderTest, pool_probe
 from pytest_sme2.results.under_test import VERSIONED
 # The verdict record and its words live with results.json, which stores them.
 from pytest_sme2.results.judgement import (CANNOT_TELL, IMPROVEMENT,  # noqa: F401
@@ -224,10 +224,10 @@ def machine_speed(base: baseline_store.Baseline, results: Sequence[BlockResult])
     """What the probe says of the machine's speed now against the baseline's sessions:
     ``the probe ran 1.52x slower than when the baseline was recorded``, or ""."""
     then = [v for s in base.sessions for v in s.probe_us]
-    now = [r.probe.level for r in results if r.probe is not None and r.probe.before_us]
-    if not then or not now:
+    now = pool_probe(results)
+    if not then or now is None:
         return ""
-    ratio = float(median(now)) / float(median(then))
+    ratio = now / float(median(then))
     if ratio >= 1:
         return f"the machine-state probe ran {ratio:.2f}x slower than when it was recorded"
     return f"the machine-state probe ran {1 / ratio:.2f}x faster than when it was recorded"

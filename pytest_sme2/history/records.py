@@ -10,7 +10,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pytest_sme2.baselines.key import BaselineKey, under_test_of
-from pytest_sme2.results import BlockResult, Judgement, ResultsDoc, pool
+from pytest_sme2.results import (BlockResult, Judgement, ResultsDoc, mean_per_block, pool,
+                                 pool_categories, pool_probe)
 from pytest_sme2.results.judgement import NOT_COMPARED
 
 
@@ -99,10 +100,6 @@ def point(blocks: list[BlockResult]) -> PointRecord:
     first = blocks[0]
     key = BaselineKey.from_result(first)
     pooled = pool(blocks)
-    categories: dict[str, float] = {}
-    for b in blocks:
-        for name, ms in b.categories_ms.items():
-            categories[name] = categories.get(name, 0.0) + ms / len(blocks)
     startup = first.startup
     evidence = first.kernel_evidence
     counted = [b.instructions_per_execute for b in blocks if b.instructions_per_execute]
@@ -116,17 +113,15 @@ def point(blocks: list[BlockResult]) -> PointRecord:
         instructions=statistics.median(counted) if counted else None,
         load_ms=startup.load_ms if startup else None,
         peak_rss_kb=startup.peak_rss_kb if startup else None,
-        categories_ms=categories,
+        categories_ms=pool_categories(blocks),
         sme2=str(evidence.sme2) if evidence else "unknown",
         export_key=first.export_key,
         executorch=str(first.device.executorch or ""), gate=gate_of(first.judgement),
-        probe_us=_probe_level(blocks))
+        probe_us=_rounded(pool_probe(blocks)))
 
 
-def _probe_level(blocks: list[BlockResult]) -> float | None:
-    """The machine's speed in this session as the probe saw it: its median over the blocks."""
-    levels = [b.probe.level for b in blocks if b.probe is not None and b.probe.before_us]
-    return round(float(statistics.median(levels)), 3) if levels else None
+def _rounded(level: float | None) -> float | None:
+    return round(level, 3) if level is not None else None
 
 
 def gate_of(j: Judgement | None) -> dict[str, Any] | None:
@@ -182,14 +177,7 @@ def points(blocks: list[BlockResult]) -> list[PointRecord]:
                                          if phase == PREFILL and counted else None),
                            gate=gate_of((blocks[0].phase_judgements or {}).get(phase)),
                            categories_ms=(
-                               _mean_categories([g.prefill.categories_ms for g in gens])
+                               mean_per_block([g.prefill.categories_ms for g in gens])
                                if phase == PREFILL else {})))
     return out
 
-
-def _mean_categories(per_block: list[dict[str, float]]) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for cats in per_block:
-        for name, ms in cats.items():
-            out[name] = out.get(name, 0.0) + ms / len(per_block)
-    return out

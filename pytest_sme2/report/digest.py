@@ -23,9 +23,9 @@ from pytest_sme2.report import grouping
 from pytest_sme2.report.grouping import (comparison_blocks, point_runners, runner_point_devices,
                                          unclaimed)
 from pytest_sme2.results import (BlockResult, ComparisonRecord, DeviceFacts,
-                                 KernelEvidence, LoggedKernel, OperatorStats, PooledLatency,
-                                 ResultsDoc, RunnerInfo, TracedKernel, mean_per_block, pool,
-                                 pool_categories)
+                                 KernelEvidence, OperatorStats, PooledLatency, ResultsDoc,
+                                 RunnerInfo, mean_per_block, pool, pool_categories,
+                                 pool_evidence, pool_operators)
 from pytest_sme2.stats import DEFAULT_MARGIN, Interval, verdict
 
 CV_NOISY_PCT = 10.0          # a block whose runs vary more than this is noisy
@@ -206,67 +206,6 @@ class Unit:
         return states[0] != states[1]
 
 
-def _operators(blocks: list[BlockResult]) -> list[OperatorStats]:
-    """Operators by (name, instruction) over blocks: the analysis' per-run figures averaged
-    (a block without the operator counts 0) and its flags where it set them in at least half
-    of the blocks; largest first."""
-    rows: dict[tuple[str, int], list[OperatorStats]] = {}
-    for b in blocks:
-        for op in b.operators:
-            rows.setdefault((op.name, op.instruction_id), []).append(op)
-    n = max(len(blocks), 1)
-    out = []
-    for ops in rows.values():
-        if len(ops) == n == 1:
-            out.append(ops[0])
-            continue
-        out.append(replace(
-            ops[0], mean_ms_per_run=sum(o.mean_ms_per_run for o in ops) / n,
-            pct_e2e=sum(o.pct_e2e for o in ops) / n,
-            calls_per_run=sum(o.calls_per_run for o in ops) / len(ops),
-            bottleneck=2 * sum(o.bottleneck for o in ops) >= n,
-            should_delegate=2 * sum(o.should_delegate for o in ops) >= n,
-            below_resolution=len(ops) == n and all(o.below_resolution for o in ops)))
-    out.sort(key=lambda o: -o.mean_ms_per_run)
-    return out
-
-
-def _evidence(blocks: list[BlockResult]) -> KernelEvidence | None:
-    evs = [b.kernel_evidence for b in blocks if b.kernel_evidence]
-    if not evs:
-        return None
-    verdicts = [e.sme2 for e in evs]
-    kernels: dict[str, LoggedKernel] = {}
-    for e in evs:
-        for k in e.kernels:
-            kernels.setdefault(k.name, k)
-    traced = [e for e in evs if e.traced]
-    executed: dict[str, TracedKernel] = {}      # executed in any block, block counts summed
-    for e in traced:
-        for k in e.executed_kernels:
-            seen = executed.get(k.name)
-            executed[k.name] = replace(seen, blocks=seen.blocks + k.blocks) if seen else k
-    merged = KernelEvidence(
-        sme2=verdicts[0], reason=evs[0].reason,
-        kleidiai_ops=list(dict.fromkeys(op for e in evs for op in e.kleidiai_ops)),
-        kernels=list(kernels.values()),
-        executed_kernels=sorted(executed.values(), key=lambda k: (k.isa_family, k.name)),
-        streaming_sme_blocks=sum(e.streaming_sme_blocks or 0 for e in traced) if traced
-        else None,
-        kernel_trace_source=evs[0].kernel_trace_source,
-        sme=evs[0].sme if len({e.sme for e in evs}) == 1 else "mixed",
-        sme_reason=evs[0].sme_reason,
-        # One evidence process per side: its samples are every block's.
-        **next(({"sampled_kernels": e.sampled_kernels, "samples_total": e.samples_total,
-                 "kernel_sample_source": e.kernel_sample_source} for e in evs if e.sampled),
-               {}))
-    if len(set(verdicts)) == 1:
-        return merged
-    counts = ", ".join(f"{v} in {verdicts.count(v)}" for v in dict.fromkeys(verdicts))
-    return replace(merged, sme2="mixed",
-                   reason=f"blocks disagree: {counts} of {len(verdicts)} blocks")
-
-
 def make_side(runner: str, blocks: list[BlockResult],
               info: RunnerInfo | None = None) -> Side:
     info = info or (blocks[0].runner if blocks else None) or RunnerInfo(runner)
@@ -275,7 +214,7 @@ def make_side(runner: str, blocks: list[BlockResult],
     return Side(runner=runner, info=info, blocks=blocks, latency=pool(blocks),
                 categories_ms=pool_categories(blocks),
                 overheads_ms=mean_per_block([b.analysis.overheads_ms for b in blocks]),
-                operators=_operators(blocks), evidence=_evidence(blocks))
+                operators=pool_operators(blocks), evidence=pool_evidence(blocks))
 
 
 def units(doc: ResultsDoc) -> list[Unit]:

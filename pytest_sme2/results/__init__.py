@@ -26,8 +26,9 @@ from pytest_sme2.results.document import (RESULTS_SCHEMA, ResultsDoc, ResultsWri
 from pytest_sme2.results.instructions import InstructionCount
 from pytest_sme2.results.judgement import Judgement
 from pytest_sme2.results.pooling import (GenerationFigures, PhaseFigures, PooledLatency,
-                                         mean_per_block, pool, pool_categories,
-                                         pool_generation, pool_startup)
+                                         mean_per_block, pool, pool_categories, pool_evidence,
+                                         pool_generation, pool_operators, pool_probe,
+                                         pool_startup, probe_levels)
 from pytest_sme2.results.precision import PrecisionOutcome
 from pytest_sme2.results.records import (KernelEvidence, LoggedKernel, OperatorStats,
                                          ResultAnalysis, RunContext, SampledKernel,
@@ -45,5 +46,6 @@ __all__ = ["RESULTS_SCHEMA", "BlockResult", "ComparisonRecord", "DeviceFacts", "
            "ResultsDoc", "ResultsWriter", "RunContext", "RunnerInfo", "SampledKernel",
            "SessionInfo",
            "Startup", "Timing", "TracedKernel", "UnderTest", "atomic_write_text", "device_label",
-           "load_results", "mean_per_block", "pool", "pool_categories", "pool_generation",
-           "pool_startup", "results_document", "write_results"]
+           "load_results", "mean_per_block", "pool", "pool_categories", "pool_evidence",
+           "pool_generation", "pool_operators", "pool_probe", "pool_startup", "probe_levels",
+           "results_document", "write_results"]

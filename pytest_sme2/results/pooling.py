@@ -1,18 +1,20 @@
-"""The one pooling of a benchmark's blocks: latency over blocks, categories per block, an LLM's
-generation per phase."""
+"""The one pooling of a benchmark's blocks, for every report, the history and bisect: latency
+over blocks, categories and operators per block, kernel evidence, an LLM's generation per
+phase."""
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pytest_sme2.results.latency import LatencyStats
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.results.block import BlockResult
 from pytest_sme2.results.generation import (DECODE, PREFILL, GenerationResult, PhaseStats,
                                             llama_bench_name)
-from pytest_sme2.results.records import KernelEvidence
+from pytest_sme2.results.records import (KernelEvidence, LoggedKernel, OperatorStats,
+                                         TracedKernel)
 from pytest_sme2.results.startup import Startup
 
 # -- pooling blocks --------------------------------------------------------------------------
@@ -77,6 +79,82 @@ def pool_startup(blocks: Iterable[BlockResult]) -> Startup | None:
                    processes=[p for s in found for p in s.processes],
                    load_source=found[0].load_source, memory_source=found[0].memory_source,
                    problem="; ".join(dict.fromkeys(s.problem for s in found if s.problem)))
+
+
+def pool_operators(blocks: list[BlockResult]) -> list[OperatorStats]:
+    """Operators by (name, instruction) over blocks: the analysis' per-run figures averaged
+    (a block without the operator counts 0) and its flags where it set them in at least half
+    of the blocks; largest first."""
+    rows: dict[tuple[str, int], list[OperatorStats]] = {}
+    for b in blocks:
+        for op in b.operators:
+            rows.setdefault((op.name, op.instruction_id), []).append(op)
+    n = max(len(blocks), 1)
+    out = []
+    for ops in rows.values():
+        if len(ops) == n == 1:
+            out.append(ops[0])
+            continue
+        out.append(replace(
+            ops[0], mean_ms_per_run=sum(o.mean_ms_per_run for o in ops) / n,
+            pct_e2e=sum(o.pct_e2e for o in ops) / n,
+            calls_per_run=sum(o.calls_per_run for o in ops) / len(ops),
+            bottleneck=2 * sum(o.bottleneck for o in ops) >= n,
+            should_delegate=2 * sum(o.should_delegate for o in ops) >= n,
+            below_resolution=len(ops) == n and all(o.below_resolution for o in ops)))
+    out.sort(key=lambda o: -o.mean_ms_per_run)
+    return out
+
+
+def pool_evidence(blocks: list[BlockResult]) -> KernelEvidence | None:
+    """One side's kernel evidence: the first verdict where every block agrees, else "mixed"
+    with the count of each; kernels logged, executed (block counts summed) and sampled over
+    the blocks."""
+    evs = [b.kernel_evidence for b in blocks if b.kernel_evidence]
+    if not evs:
+        return None
+    verdicts = [e.sme2 for e in evs]
+    kernels: dict[str, LoggedKernel] = {}
+    for e in evs:
+        for k in e.kernels:
+            kernels.setdefault(k.name, k)
+    traced = [e for e in evs if e.traced]
+    executed: dict[str, TracedKernel] = {}      # executed in any block, block counts summed
+    for e in traced:
+        for k in e.executed_kernels:
+            seen = executed.get(k.name)
+            executed[k.name] = replace(seen, blocks=seen.blocks + k.blocks) if seen else k
+    merged = KernelEvidence(
+        sme2=verdicts[0], reason=evs[0].reason,
+        kleidiai_ops=list(dict.fromkeys(op for e in evs for op in e.kleidiai_ops)),
+        kernels=list(kernels.values()),
+        executed_kernels=sorted(executed.values(), key=lambda k: (k.isa_family, k.name)),
+        streaming_sme_blocks=sum(e.streaming_sme_blocks or 0 for e in traced) if traced
+        else None,
+        kernel_trace_source=evs[0].kernel_trace_source,
+        sme=evs[0].sme if len({e.sme for e in evs}) == 1 else "mixed",
+        sme_reason=evs[0].sme_reason,
+        # One evidence process per side: its samples are every block's.
+        **next(({"sampled_kernels": e.sampled_kernels, "samples_total": e.samples_total,
+                 "kernel_sample_source": e.kernel_sample_source} for e in evs if e.sampled),
+               {}))
+    if len(set(verdicts)) == 1:
+        return merged
+    counts = ", ".join(f"{v} in {verdicts.count(v)}" for v in dict.fromkeys(verdicts))
+    return replace(merged, sme2="mixed",
+                   reason=f"blocks disagree: {counts} of {len(verdicts)} blocks")
+
+
+def probe_levels(blocks: Iterable[BlockResult]) -> list[float]:
+    """Each probed block's machine-state probe level (µs), in block order."""
+    return [b.probe.level for b in blocks if b.probe is not None and b.probe.before_us]
+
+
+def pool_probe(blocks: Iterable[BlockResult]) -> float | None:
+    """The machine's speed over a benchmark's blocks as the probe saw it: the median of their
+    levels (µs); None where none was probed."""
+    levels = probe_levels(blocks)
+    return float(statistics.median(levels)) if levels else None
 
 
 # -- an LLM's generation --------------------------------------------------------------------
