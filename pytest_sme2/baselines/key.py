@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.programs.spec import is_pte
-from pytest_sme2.results.block import test_of
 from pytest_sme2.results.codec import added, decode, encode
 from pytest_sme2.results.under_test import VERSIONED, UnderTest
 from pytest_sme2._util.versions import package_version
@@ -106,7 +105,7 @@ class BaselineKey:
                    model=result.model, dtype=result.dtype, threads=int(result.threads),
                    runner=result.runner_name, measure=measure,
                    depth=result.generation.depth if result.generation is not None else 0,
-                   test=test_of(result.nodeid) if "::" in result.nodeid else "")
+                   test=result.benchmark if "::" in result.benchmark else "")
 
     to_dict = encode
     from_dict = classmethod(decode)

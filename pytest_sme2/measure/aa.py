@@ -142,7 +142,8 @@ def calibrate(run: BenchmarkRun, runner: Runner, device: Device, settings: Bench
         def side(name: str, k: int = k):
             def block(i: int):
                 return run_benchmark(BenchmarkRun(
-                    run.model, run.dtype, run.threads, label=f"aa{k}[{name}#{i}]", block=i),
+                    run.model, run.dtype, run.threads, label=f"aa{k}[{name}#{i}]", block=i,
+                    benchmark=f"aa{k}"),
                     runner, device, settings)
             return block
 

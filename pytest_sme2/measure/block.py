@@ -70,6 +70,9 @@ class BenchmarkRun:
     label: str = ""                 # pytest node id, or anything naming the benchmark
     progress: Callable[[str], None] | None = field(default=None, repr=False)
     block: int | None = None        # position in an interleaved comparison
+    # The benchmark (test node id) a block labelled apart from it belongs to: a comparison's,
+    # confirmation's or A/B block; "": the label is the benchmark's own
+    benchmark: str = ""
     save_outputs: bool = False      # keep the last run's outputs (runners that can)
     # The operator category table (None: the built-in one);
     # pytest_sme2.hookspec.category_rules
@@ -329,6 +332,7 @@ class _Block:
             export_key=self.exported.key, analysis=analysis.record(),
             context=RunContext(
                 thermal_before=self.before, thermal_after=self.after, block=run.block,
+                benchmark=run.benchmark or None,
                 outputs=str(request.outputs) if request.outputs else None,
                 kernel_trace=str(self.kernel_trace) if self.kernel_trace else None,
                 trace=str(trace), cooldown=self.held,

@@ -102,8 +102,8 @@ class Judging:
         kept in ``blocks`` (confirmation, precision and A/B blocks alike)."""
         run, runner, blocks = self.run, self.runner, self.blocks
         label = f"{run.label}[{runner}#{block}]" if self.side_label else run.label
-        blocks.append(self.hands.measure(replace(run, label=label, block=block), runner,
-                                         False))
+        blocks.append(self.hands.measure(replace(run, label=label, block=block,
+                                                 benchmark=run.label), runner, False))
         self.hands.tell(len(blocks))
         return blocks[-1]
 
@@ -255,8 +255,9 @@ class Judging:
 
         def measure_base(i: int) -> BlockResult:
             try:
-                return self.hands.measure(replace(base_run, label=f"{run.label}[base#{i}]",
-                                                  block=i + 1), base.runner, False)
+                block = replace(base_run, label=f"{run.label}[base#{i}]", block=i + 1,
+                                benchmark=run.label)
+                return self.hands.measure(block, base.runner, False)
             except Sme2Error as e:      # say it was the base, not the program under test
                 what = f"base program {base.pte}" if base.pte else "base (the same program)"
                 raise Sme2Error(f"A/B gate: {what} on runner {base.runner}, block {i}: "

@@ -151,7 +151,7 @@ def run_comparison(run: BenchmarkRun, base: Runner, candidate: Runner, device: D
     def side(runner: Runner) -> Measure:
         def block(i: int) -> BlockResult:
             name = runner.info.name
-            block_run = replace(run, label=f"{label}[{name}#{i}]", block=i,
+            block_run = replace(run, label=f"{label}[{name}#{i}]", block=i, benchmark=label,
                                 save_outputs=(i == 0), kernel_sample=samples.get(name))
             result = (how.measure or default)(block_run, runner, measured[0] == 0)
             measured[0] += 1

@@ -20,8 +20,6 @@ questions the reports ask, and the one answer each gets here:
 
 from __future__ import annotations
 
-import re
-
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -64,22 +62,18 @@ def comparison_blocks(c: ComparisonRecord, blocks: Iterable[BlockResult]
     return (_side(c.base_blocks, by_id, blocks), _side(c.candidate_blocks, by_id, blocks))
 
 
-_BLOCK_ID = re.compile(r"^(?P<stem>.*#)\d+\]$")
-
-
 def _side(names: Sequence[str], by_id: Mapping[str, BlockResult],
           blocks: list[BlockResult]) -> list[BlockResult]:
-    """One side's blocks: those the record names (``…[runner#i]``, i < its blocks), then the
-    blocks the gate measured after the comparison to confirm that side's verdict
-    (``…[runner#i]`` for a later i, same setting and device), which the record does not name."""
+    """One side's blocks: those the record names, then the blocks the gate measured after the
+    comparison to confirm that side's verdict (blocks of the same test named apart from it,
+    same setting and device), which the record does not name."""
     named = [by_id[n] for n in names if n in by_id]
     if not named:
         return named
-    stems = {m.group("stem") for n in names if (m := _BLOCK_ID.match(n))}
     seen = set(names)
-    first = _setting(named[0])[1:]
-    more = [b for b in blocks if b.nodeid not in seen and _setting(b)[1:] == first
-            and (m := _BLOCK_ID.match(b.nodeid)) and m.group("stem") in stems]
+    first = named[0]
+    more = [b for b in blocks if b.nodeid not in seen and b.benchmark == first.benchmark
+            and b.nodeid != b.benchmark and _setting(b)[1:] == _setting(first)[1:]]
     return named + more
 
 

@@ -9,14 +9,13 @@ from typing import Iterable
 
 from pytest_sme2.gate.decide import floor_remedy, unresolved
 from pytest_sme2.results import BlockResult, ComparisonRecord, Judgement
-from pytest_sme2.results.block import test_of
 
 NAMED = 5      # benchmarks a note names; results.json has them all
 
 
 def _benchmark(r: BlockResult) -> str:
     """A comparison's blocks (``test[runner#3]``) count once per side, as their test."""
-    return test_of(r.name)
+    return r.benchmark.split("::")[-1]
 
 
 def _why(j: Judgement) -> str:

@@ -61,14 +61,9 @@ _MACHINE = ("probe", "modes")
 _TAIL = ("etrecord_missing", "precision", "under_test", "cpu_mask")
 
 
-# A comparison's, confirmation's or A/B block names itself after its test: ``test[native#3]``.
-_BLOCK_SUFFIX = re.compile(r"\[[^\[\]#]*#\d+\]$")
-
-
-def test_of(nodeid: str) -> str:
-    """The test a block was measured by: its node id without a block's own suffix
-    (``t.py::test_x[native#3]`` -> ``t.py::test_x``)."""
-    return _BLOCK_SUFFIX.sub("", nodeid)
+# Documents written before blocks named their benchmark: a comparison's, confirmation's or A/B
+# block's node id is its test's with a suffix, ``test[native#3]``.
+_LEGACY_BLOCK_SUFFIX = re.compile(r"\[[^\[\]#]*#\d+\]$")
 
 
 def device_label(device: DeviceFacts | Mapping[str, Any]) -> str:
@@ -153,6 +148,17 @@ class BlockResult:
     def name(self) -> str:
         """The test's name without its file (``test_latency[toy_cnn-fp32-t1]``)."""
         return self.nodeid.split("::")[-1]
+
+    @property
+    def benchmark(self) -> str:
+        """The node id of the test whose benchmark this block is: its own, or the test's a
+        comparison's, confirmation's or A/B block was named after (``t.py::test_x[native#3]``
+        -> ``t.py::test_x``)."""
+        if self.context.benchmark:
+            return self.context.benchmark
+        if self.block is None:
+            return self.nodeid
+        return _LEGACY_BLOCK_SUFFIX.sub("", self.nodeid)
 
     @property
     def median_ms(self) -> float:

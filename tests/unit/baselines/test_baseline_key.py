@@ -31,6 +31,10 @@ def test_filename_is_readable_and_hash_is_stable():
                          runner={"name": "python", "kind": "python",
                                  "labels": {"executorch": "1.6"}},
                          export_key="0000000000000000")
+    other.context.benchmark = "b.py::t[x]"      # as a comparison's block names its test
+    assert BaselineKey.from_result(other).digest == key.digest
+    # A document written before blocks named their test: a numbered block's suffix is its own.
+    other.context.benchmark, other.context.block = None, 3
     assert BaselineKey.from_result(other).digest == key.digest
     # The test does: another test's blocks never join this one's baseline.
     assert BaselineKey.from_result(bench_result(nodeid="b.py::t2[x]")).digest != key.digest

@@ -61,6 +61,7 @@ class _Session:
         self.hook = None
         self.times = list(times)
         self.asked: list[tuple] = []        # (label, block, export_again, device)
+        self.benchmarks: list[str] = []     # the benchmark each block names
         self.added: list[BlockResult] = []
         self.compared: list = []
 
@@ -108,6 +109,7 @@ class _PairSession(_Session):
 
     def measure(self, run, runner, progress=None, export_again=True, device=None):
         self.asked.append((run.label, run.block, export_again, device))
+        self.benchmarks.append(run.benchmark)
         factor = self.ratios[run.block] if runner == "on" and self.ratios else 1.0
         return _block(tuple(v * factor for v in STEADY), run.label, runner, run.block)
 
@@ -205,6 +207,8 @@ def test_a_comparison_judges_each_side_on_all_its_blocks_and_records_the_verdict
     assert [(a[0], a[2], a[3]) for a in session.asked] == [
         ("toy_cnn-fp32-t1[off#0]", True, "host"), ("toy_cnn-fp32-t1[on#0]", False, "host"),
         ("toy_cnn-fp32-t1[on#1]", False, "host"), ("toy_cnn-fp32-t1[off#1]", False, "host")]
+    # each block names the benchmark it belongs to, so no report parses its node id
+    assert session.benchmarks == ["toy_cnn-fp32-t1"] * 4
     assert ticks == [(1, 4), (2, 4), (3, 4), (4, 4)]
     assert done.policy.categories == () and set(done.reports) == {"off", "on"}
     assert [j.category for j in done.report.judgements] == [None, None]   # two sides, e2e only
