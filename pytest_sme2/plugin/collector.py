@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Callable
 import pytest
 
 from pytest_sme2.measure import cost as session_cost
-from pytest_sme2.report.outputs import write_reports
+from pytest_sme2.report.outputs import session_view, write_reports
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.plugin.progress import SessionProgress
 from pytest_sme2.programs.export_output import ExportOutput
@@ -192,7 +192,8 @@ class Collector:
             return
         terminal = _terminal()
         terminalreporter.section("pytest-sme2 summary")
-        for line in terminal.summary_table(self.session.results, self.session.comparisons):
+        view = session_view(self.session)     # grouped once, for every output below
+        for line in terminal.summary_table(view):
             terminalreporter.write_line(line)
         if self.session.config.gate.on_unresolved != "pass":
             for line in terminal.unresolved_lines(self.session.results,
@@ -201,7 +202,7 @@ class Collector:
         for line in terminal.session_lines(self.session.results):
             terminalreporter.write_line(line, yellow=True)
         try:
-            written = write_reports(self.session)
+            written = write_reports(self.session, view)
         except Sme2Error as e:
             terminalreporter.write_line(f"sme2: {e}", red=True)
             written = [self.session.results_path]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pytest_sme2 import units
 from pytest_sme2.report import generation as gen
-from pytest_sme2.report.digest import below_resolution_note
+from pytest_sme2.report.grouping import below_resolution_note
 from pytest_sme2.report.terminal import TOP_OPERATORS
 
 def analysis_summary(a, warmup_said: str = "", generation=None) -> list[str]:

@@ -21,15 +21,15 @@ import platform
 import re
 import statistics
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from pytest_sme2.report.columns import JSON, LATENCY, shown
-from pytest_sme2.report.grouping import BenchmarkSide, benchmark_sides
-from pytest_sme2.results import (BlockResult, ComparisonRecord, atomic_write_text, pool,
-                                 pool_generation, pool_startup)
+from pytest_sme2.report.grouping import Side
+from pytest_sme2.report.view import Source, view_of
+from pytest_sme2.results import atomic_write_text
 from pytest_sme2._util.checkout import git
 from pytest_sme2._util.versions import package_version
 
@@ -98,7 +98,7 @@ def _unique(name: str, seen: set[str]) -> str:
     return out
 
 
-def benchmark_entry(side: BenchmarkSide, seen: set[str] | None = None) -> dict[str, Any]:
+def benchmark_entry(side: Side, seen: set[str] | None = None) -> dict[str, Any]:
     """One pytest-benchmark entry: its blocks' timed runs pooled, in seconds. ``group`` is the
     model/dtype/threads point, so pytest-benchmark's table puts its runners side by side."""
     r = side.first
@@ -108,7 +108,7 @@ def benchmark_entry(side: BenchmarkSide, seen: set[str] | None = None) -> dict[s
     func = side.test.split("[", 1)[0]
     name = _unique(f"{func}[{param}]", seen)
     module = side.nodeid.split("::", 1)[0] if "::" in side.nodeid else ""
-    p = pool(side.blocks)
+    p = side.latency
     ev = r.kernel_evidence
     extra: dict[str, Any] = {
         "nodeid": side.nodeid, **{f.key: f.value(p) for f in shown(LATENCY, JSON)},
@@ -122,7 +122,7 @@ def benchmark_entry(side: BenchmarkSide, seen: set[str] | None = None) -> dict[s
                      speedup=c.speedup.to_dict() if side.role == "candidate" else None)
     if r.judgement and r.judgement.status:
         extra["baseline"] = r.judgement.status
-    startup = pool_startup(side.blocks)
+    startup = side.startup
     if startup is not None:   # load and memory beside the samples, for charts that read them
         extra.update(load_ms=startup.load_ms, first_inference_ms=startup.first_inference_ms,
                      peak_rss_kb=startup.peak_rss_kb, pte_bytes=startup.pte_bytes,
@@ -140,7 +140,7 @@ def benchmark_entry(side: BenchmarkSide, seen: set[str] | None = None) -> dict[s
     }
 
 
-def generation_entries(side: BenchmarkSide, seen: set[str] | None = None
+def generation_entries(side: Side, seen: set[str] | None = None
                        ) -> list[dict[str, Any]]:
     """An LLM's generation as one entry per phase, ``func[param][prefill]`` and
     ``func[param][decode]``, each grouped by point and phase so pytest-benchmark compares
@@ -150,7 +150,7 @@ def generation_entries(side: BenchmarkSide, seen: set[str] | None = None
     blocks. Both in seconds, with tokens/s, TTFT and the phase's SME2 verdict in
     ``extra_info``."""
     base = benchmark_entry(side, set())
-    g = pool_generation(side.blocks)
+    g = side.generation
     assert g is not None
     seen = set() if seen is None else seen
     r = side.first
@@ -247,14 +247,12 @@ def commit_info(cwd: Path | None = None,
 
 # -- the document ----------------------------------------------------------------------------
 
-def benchmark_document(results: Iterable[BlockResult],
-                       comparisons: Iterable[ComparisonRecord | Mapping[str, Any]] = (),
-                       cwd: Path | None = None,
+def benchmark_document(source: Source, cwd: Path | None = None,
                        identity: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    results = list(results)
-    sides = benchmark_sides(results, comparisons)
+    view = view_of(source)
+    sides = view.sides
     devices: list[dict[str, Any]] = []
-    for r in results:
+    for r in view.results:
         if (d := r.device.to_dict()) not in devices:
             devices.append(d)
     seen: set[str] = set()
@@ -266,10 +264,8 @@ def benchmark_document(results: Iterable[BlockResult],
             "generator": f"pytest-sme2 {package_version('pytest-sme2')}"}
 
 
-def write_benchmark_json(path: Path, results: Iterable[BlockResult],
-                         comparisons: Iterable[ComparisonRecord | Mapping[str, Any]] = (),
-                         cwd: Path | None = None,
+def write_benchmark_json(path: Path, source: Source, cwd: Path | None = None,
                          identity: Mapping[str, Any] | None = None) -> Path:
-    doc = benchmark_document(results, comparisons, cwd, identity)
+    doc = benchmark_document(source, cwd, identity)
     atomic_write_text(Path(path), json.dumps(doc, indent=4) + "\n")
     return Path(path)

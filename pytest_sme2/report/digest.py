@@ -15,17 +15,14 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from typing import Any
 
-from pytest_sme2.analysis.categories import NAMED_CATEGORIES, OTHER, op_name
+from pytest_sme2.analysis.categories import NAMED_CATEGORIES, OTHER
 from pytest_sme2.report import grouping
-from pytest_sme2.report.grouping import (comparison_blocks, point_runners, runner_point_devices,
-                                         unclaimed)
-from pytest_sme2.results import (BlockResult, ComparisonRecord, DeviceFacts,
-                                 KernelEvidence, OperatorStats, PooledLatency, ResultsDoc,
-                                 RunnerInfo, mean_per_block, pool, pool_categories,
-                                 pool_evidence, pool_operators)
+from pytest_sme2.report.grouping import (Side, comparison_blocks,
+                                         point_runners, runner_point_devices, unclaimed)
+from pytest_sme2.results import ComparisonRecord, PooledLatency, ResultsDoc, pool
 from pytest_sme2.stats import DEFAULT_MARGIN, Interval, verdict
 
 CV_NOISY_PCT = 10.0          # a block whose runs vary more than this is noisy
@@ -38,98 +35,6 @@ def category_order(names) -> list[str]:
     named = [c for c in NAMED_CATEGORIES if c in names]
     extra = [c for c in names if c not in NAMED_CATEGORIES and c != OTHER]
     return named + extra + ([OTHER] if OTHER in names else [])
-
-
-def below_resolution_note(names: list[str]) -> str:
-    """The line naming operators whose every event read 0 (their clock counts whole
-    microseconds): their time is not 0, it is in Other."""
-    counts: dict[str, int] = {}
-    for name in names:
-        op = op_name(name)
-        counts[op] = counts.get(op, 0) + 1
-    listed = ", ".join(f"{op} x{n}" if n > 1 else op for op, n in counts.items())
-    return (f"{len(names)} operator(s) ran under their clock's resolution (XNNPACK times its "
-            f"operators in whole microseconds; every event read 0), so their time is in Other: "
-            f"{listed}")
-
-
-@dataclass
-class Side:
-    """One runner's benchmarks (blocks) in a unit."""
-
-    runner: str
-    info: RunnerInfo                        # name, kind, labels (runner_info)
-    blocks: list[BlockResult]
-    latency: PooledLatency | None = None    # None without blocks
-    categories_ms: dict[str, float] = field(default_factory=dict)
-    overheads_ms: dict[str, float] = field(default_factory=dict)
-    operators: list[OperatorStats] = field(default_factory=list)
-    evidence: KernelEvidence | None = None
-
-    @property
-    def labels(self) -> dict[str, str]:
-        return self.info.labels
-
-    @property
-    def resolution_note(self) -> str | None:
-        """Where operators ran under their clock's resolution, the line saying so."""
-        names = [o.name for o in self.operators if o.below_resolution]
-        return below_resolution_note(names) if names else None
-
-    @property
-    def device(self) -> DeviceFacts | None:
-        return self.blocks[0].device if self.blocks else None
-
-    @property
-    def runs(self) -> int | None:
-        return self.blocks[0].runs if self.blocks else None
-
-    @property
-    def e2e_mean_ms(self) -> float:
-        """Mean E2E ms per timed run (mean of the block means)."""
-        return self.latency.mean_ms if self.latency else 0.0
-
-    @property
-    def breakdown_ms(self) -> float:
-        """What the categories and operator shares add up to: the mean of the blocks' traced
-        runs' E2E where the latency was timed apart from them, else the timed mean."""
-        found = [b.breakdown_e2e_ms for b in self.blocks]
-        return sum(found) / len(found) if found else 0.0
-
-    @property
-    def tracing(self) -> str | None:
-        """report.md's line on what operator tracing added (the first block's record, the
-        overhead as the median over blocks), None where nothing says."""
-        timings = [b.timing for b in self.blocks if b.timing is not None]
-        if not timings:
-            return None
-        if self.blocks[0].emulated:
-            return ("the breakdown below is from traced runs (an emulated CPU: what tracing "
-                    "added to its times says nothing)")
-        found = sorted(t.overhead_pct for t in timings if t.overhead_pct is not None)
-        if not found:
-            return timings[0].breakdown_line()
-        return replace(timings[0], overhead_pct=found[len(found) // 2]).breakdown_line()
-
-    @property
-    def verdict(self) -> str | None:
-        """The kernel-evidence verdict, None without evidence."""
-        return self.evidence.sme2 if self.evidence else None
-
-    def share(self, category: str) -> float:
-        """Percent of E2E spent in ``category``."""
-        ms = self.categories_ms.get(category, 0.0)
-        return 100.0 * ms / self.breakdown_ms if self.breakdown_ms > 0 else 0.0
-
-    def thermal(self) -> tuple[float, float] | None:
-        """Hottest zone before the first block and after the last (degrees C), if recorded."""
-        before = [max(b.context.thermal_before.values()) for b in self.blocks
-                  if b.context.thermal_before]
-        after = [max(b.context.thermal_after.values()) for b in self.blocks
-                 if b.context.thermal_after]
-        if not before or not after:
-            return None
-        return before[0], max(after)
 
 
 @dataclass
@@ -206,17 +111,6 @@ class Unit:
         return states[0] != states[1]
 
 
-def make_side(runner: str, blocks: list[BlockResult],
-              info: RunnerInfo | None = None) -> Side:
-    info = info or (blocks[0].runner if blocks else None) or RunnerInfo(runner)
-    if not blocks:
-        return Side(runner=runner, info=info, blocks=blocks)
-    return Side(runner=runner, info=info, blocks=blocks, latency=pool(blocks),
-                categories_ms=pool_categories(blocks),
-                overheads_ms=mean_per_block([b.analysis.overheads_ms for b in blocks]),
-                operators=pool_operators(blocks), evidence=pool_evidence(blocks))
-
-
 def units(doc: ResultsDoc) -> list[Unit]:
     """Comparisons first, in document order; then the other benchmarks by model/dtype/threads
     (and device, when the document holds several: a unit never pools two devices)."""
@@ -224,14 +118,14 @@ def units(doc: ResultsDoc) -> list[Unit]:
     out: list[Unit] = []
     for c in doc.comparisons:
         base, candidate = comparison_blocks(c, doc.benchmarks)
-        sides = [make_side(c.base, base), make_side(c.candidate, candidate)]
+        sides = [Side(c.base, base), Side(c.candidate, candidate)]
         device = sides[0].blocks[0].device_label if several and sides[0].blocks else ""
         depth = grouping.depth_of(sides[0].blocks[0]) if sides[0].blocks else 0
         out.append(Unit(c.model, c.dtype, int(c.threads), sides, c, device, depth))
     points = point_runners(unclaimed(doc.benchmarks, doc.comparisons), per_device=several)
     for (model, dtype, threads, device, depth), runners_ in points.items():
         out.append(Unit(model, dtype, threads,
-                        [make_side(name, blocks) for name, blocks in runners_.items()],
+                        [Side(name, blocks) for name, blocks in runners_.items()],
                         device=device, depth=depth))
     return out
 

@@ -11,7 +11,7 @@ from typing import Any
 from pytest_sme2 import units
 from pytest_sme2.analysis.diff import ADDED, REMOVED, EtdumpDiff, OperatorDelta
 from pytest_sme2.analysis.summary import Analysis
-from pytest_sme2.report.digest import below_resolution_note
+from pytest_sme2.report.grouping import below_resolution_note
 from pytest_sme2.report.recommend import recommendations
 from pytest_sme2.report.recommend.runtime import ETDUMP_RUNNER_KIND, RUNS_OPTION_LABEL
 from pytest_sme2.units import COMPACT_RATIO_DIGITS

@@ -66,7 +66,7 @@ def report_rows(us) -> list[dict]:
     out = []
     for u in us:
         for side in u.sides:
-            g = pool_generation(side.blocks)
+            g = side.generation
             if g is None:
                 continue
             pre, dec = g.prefill, g.decode
@@ -133,7 +133,7 @@ def summary_lines(us) -> list[str]:
     out = []
     for u in us:
         for side in u.sides:
-            g = pool_generation(side.blocks)
+            g = side.generation
             if g is None:
                 continue
             emulated = " (emulated CPU: says nothing about speed)" if any(

@@ -7,15 +7,15 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
 
 from pytest_sme2 import units
 from pytest_sme2.units import COMPACT_RATIO_DIGITS, COUNT_RATIO_DIGITS
 from pytest_sme2.report.columns import GITHUB, LATENCY, shown
-from pytest_sme2.report.grouping import BenchmarkSide, benchmark_sides, comparison_record
+from pytest_sme2.report.grouping import Side
 from pytest_sme2.report.terminal import GENERATION_COLUMNS, baseline_cell, generation_row
 from pytest_sme2.report.unresolved_notes import unresolved_lines
-from pytest_sme2.results import BlockResult, ComparisonRecord, Judgement, pool
+from pytest_sme2.report.view import Source, view_of
+from pytest_sme2.results import Judgement
 
 ENV = "GITHUB_STEP_SUMMARY"
 
@@ -24,13 +24,13 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def _baseline(side: BenchmarkSide) -> Judgement | None:
+def _baseline(side: Side) -> Judgement | None:
     if side.comparison is not None:
         return (side.comparison.baselines or {}).get(side.runner) or None
     return side.first.judgement
 
 
-def _is_sme2(side: BenchmarkSide, other: BenchmarkSide) -> bool:
+def _is_sme2(side: Side, other: Side) -> bool:
     """An SME2 off/on comparison: by runner names or differing ``sme2`` labels (as the
     report's digest decides)."""
     if any("sme2" in s.runner.lower() for s in (side, other)):
@@ -40,7 +40,7 @@ def _is_sme2(side: BenchmarkSide, other: BenchmarkSide) -> bool:
     return states[0] != states[1]
 
 
-def _regressions(side: BenchmarkSide) -> list[str]:
+def _regressions(side: Side) -> list[str]:
     out = []
     j = _baseline(side)
     what = f"`{side.test}` {side.runner}"
@@ -59,13 +59,11 @@ def _regressions(side: BenchmarkSide) -> list[str]:
     return out
 
 
-def step_summary(results: Iterable[BlockResult],
-                 comparisons: Iterable[ComparisonRecord | Mapping[str, Any]] = (),
-                 report_dir: Path | None = None, files: Iterable[Path] = ()) -> str:
+def step_summary(source: Source, report_dir: Path | None = None,
+                 files: Iterable[Path] = ()) -> str:
     """The markdown appended to the step summary."""
-    results = list(results)
-    comparisons = [comparison_record(c) for c in comparisons]
-    sides = benchmark_sides(results, comparisons)
+    view = view_of(source)
+    results, comparisons, sides = view.results, view.comparisons, view.sides
     latency = shown(LATENCY, GITHUB)
     lines = ["## pytest-sme2", "",
              "| benchmark | runner | " + "".join(f"{f.title(GITHUB)} | " for f in latency)
@@ -73,10 +71,9 @@ def step_summary(results: Iterable[BlockResult],
              "|---|---|" + "---:|" * len(latency) + "---|---|"]
     regressions: list[str] = []
     for s in sides:
-        p = pool(s.blocks)
         ev = s.first.kernel_evidence
         lines.append(f"| {_cell(s.test)} | {_cell(s.runner)} | "
-                     + "".join(f"{f.cell(p)} | " for f in latency)
+                     + "".join(f"{f.cell(s.latency)} | " for f in latency)
                      + f"{ev.sme2 if ev else '-'} | {_cell(baseline_cell(_baseline(s)))} |")
         regressions += _regressions(s)
     llm = [row for s in sides if (row := generation_row(s.test, s)) is not None]
@@ -117,17 +114,16 @@ def step_summary(results: Iterable[BlockResult],
     return "\n".join(lines) + "\n"
 
 
-def append_step_summary(results: Iterable[BlockResult],
-                        comparisons: Iterable[ComparisonRecord | Mapping[str, Any]] = (),
-                        report_dir: Path | None = None, files: Iterable[Path] = (),
-                        env: Mapping[str, str] | None = None) -> Path | None:
+def append_step_summary(source: Source, report_dir: Path | None = None,
+                        files: Iterable[Path] = (), env: Mapping[str, str] | None = None
+                        ) -> Path | None:
     """Append :func:`step_summary` to the file ``GITHUB_STEP_SUMMARY`` names; None (nothing
     written) when it is not set."""
     target = (os.environ if env is None else env).get(ENV)
     if not target:
         return None
     path = Path(target)
-    text = step_summary(results, comparisons, report_dir, files)
+    text = step_summary(source, report_dir, files)
     with path.open("a", encoding="utf-8") as fh:
         if path.stat().st_size:
             fh.write("\n")

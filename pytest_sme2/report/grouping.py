@@ -21,10 +21,15 @@ questions the reports ask, and the one answer each gets here:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
-from pytest_sme2.results import BlockResult, ComparisonRecord
+from pytest_sme2.analysis.categories import op_name
+from pytest_sme2.results import (BlockResult, ComparisonRecord, DeviceFacts, GenerationFigures,
+                                 KernelEvidence, OperatorStats, PooledLatency, RunnerInfo,
+                                 Startup, mean_per_block, pool, pool_categories, pool_evidence,
+                                 pool_generation, pool_operators, pool_startup)
 
 
 def comparison_record(c: ComparisonRecord | Mapping[str, Any]) -> ComparisonRecord:
@@ -33,24 +38,139 @@ def comparison_record(c: ComparisonRecord | Mapping[str, Any]) -> ComparisonReco
     return c if isinstance(c, ComparisonRecord) else ComparisonRecord.from_json(c)
 
 
-@dataclass
-class BenchmarkSide:
-    """One benchmark as the summary table shows it: a test's name, and the blocks of one
-    runner (a matrix setting with its confirmation blocks, or one side of a comparison)."""
+def below_resolution_note(names: list[str]) -> str:
+    """The line naming operators whose every event read 0 (their clock counts whole
+    microseconds): their time is not 0, it is in Other."""
+    counts: dict[str, int] = {}
+    for name in names:
+        op = op_name(name)
+        counts[op] = counts.get(op, 0) + 1
+    listed = ", ".join(f"{op} x{n}" if n > 1 else op for op, n in counts.items())
+    return (f"{len(names)} operator(s) ran under their clock's resolution (XNNPACK times its "
+            f"operators in whole microseconds; every event read 0), so their time is in Other: "
+            f"{listed}")
 
-    test: str                       # the test's name without its file
-    nodeid: str
+
+@dataclass(eq=False)
+class Side:
+    """One runner's blocks as every report shows them: a test's benchmark (its first block
+    and confirmation blocks), one side of a comparison, or one runner at a report.md unit's
+    point pooled over tests. Its figures are pooled on first use, by
+    :mod:`pytest_sme2.results.pooling`: latency over blocks (median of block medians), and
+    per-run means of categories, overheads and operators over blocks, so shares are of the mean
+    E2E the categories add up to."""
+
+    runner: str
     blocks: list[BlockResult]
+    info: RunnerInfo | None = None          # name, kind, labels; None: the first block's
+    test: str = ""                  # the test's name without its file; "": pooled over tests
+    nodeid: str = ""
     role: str = ""                  # "base" / "candidate" for the sides of a comparison
     comparison: ComparisonRecord | None = None
+
+    def __post_init__(self) -> None:
+        if self.info is None:
+            self.info = self.blocks[0].runner if self.blocks else RunnerInfo(self.runner)
 
     @property
     def first(self) -> BlockResult:
         return self.blocks[0]
 
     @property
-    def runner(self) -> str:
-        return self.first.runner_name
+    def labels(self) -> dict[str, str]:
+        return self.info.labels if self.info else {}
+
+    @cached_property
+    def latency(self) -> PooledLatency | None:
+        """The blocks' latency pooled; None without blocks."""
+        return pool(self.blocks) if self.blocks else None
+
+    @cached_property
+    def categories_ms(self) -> dict[str, float]:
+        return pool_categories(self.blocks)
+
+    @cached_property
+    def overheads_ms(self) -> dict[str, float]:
+        return mean_per_block([b.analysis.overheads_ms for b in self.blocks])
+
+    @cached_property
+    def operators(self) -> list[OperatorStats]:
+        return pool_operators(self.blocks)
+
+    @cached_property
+    def evidence(self) -> KernelEvidence | None:
+        return pool_evidence(self.blocks)
+
+    @cached_property
+    def startup(self) -> Startup | None:
+        """Load time and memory over the blocks' cold processes; None where not measured."""
+        return pool_startup(self.blocks)
+
+    @cached_property
+    def generation(self) -> GenerationFigures | None:
+        """An LLM's generation pooled per phase; None for a forward pass."""
+        return pool_generation(self.blocks)
+
+    @property
+    def resolution_note(self) -> str | None:
+        """Where operators ran under their clock's resolution, the line saying so."""
+        names = [o.name for o in self.operators if o.below_resolution]
+        return below_resolution_note(names) if names else None
+
+    @property
+    def device(self) -> DeviceFacts | None:
+        return self.blocks[0].device if self.blocks else None
+
+    @property
+    def runs(self) -> int | None:
+        return self.blocks[0].runs if self.blocks else None
+
+    @property
+    def e2e_mean_ms(self) -> float:
+        """Mean E2E ms per timed run (mean of the block means)."""
+        return self.latency.mean_ms if self.latency else 0.0
+
+    @property
+    def breakdown_ms(self) -> float:
+        """What the categories and operator shares add up to: the mean of the blocks' traced
+        runs' E2E where the latency was timed apart from them, else the timed mean."""
+        found = [b.breakdown_e2e_ms for b in self.blocks]
+        return sum(found) / len(found) if found else 0.0
+
+    @property
+    def tracing(self) -> str | None:
+        """report.md's line on what operator tracing added (the first block's record, the
+        overhead as the median over blocks), None where nothing says."""
+        timings = [b.timing for b in self.blocks if b.timing is not None]
+        if not timings:
+            return None
+        if self.blocks[0].emulated:
+            return ("the breakdown below is from traced runs (an emulated CPU: what tracing "
+                    "added to its times says nothing)")
+        found = sorted(t.overhead_pct for t in timings if t.overhead_pct is not None)
+        if not found:
+            return timings[0].breakdown_line()
+        return replace(timings[0], overhead_pct=found[len(found) // 2]).breakdown_line()
+
+    @property
+    def verdict(self) -> str | None:
+        """The kernel-evidence verdict, None without evidence."""
+        return self.evidence.sme2 if self.evidence else None
+
+    def share(self, category: str) -> float:
+        """Percent of E2E spent in ``category``."""
+        ms = self.categories_ms.get(category, 0.0)
+        return 100.0 * ms / self.breakdown_ms if self.breakdown_ms > 0 else 0.0
+
+    def thermal(self) -> tuple[float, float] | None:
+        """Hottest zone before the first block and after the last (degrees C), if recorded."""
+        before = [max(b.context.thermal_before.values()) for b in self.blocks
+                  if b.context.thermal_before]
+        after = [max(b.context.thermal_after.values()) for b in self.blocks
+                 if b.context.thermal_after]
+        if not before or not after:
+            return None
+        return before[0], max(after)
 
 
 def comparison_blocks(c: ComparisonRecord, blocks: Iterable[BlockResult]
@@ -96,17 +216,20 @@ def benchmarks_by_test(blocks: Sequence[BlockResult]) -> list[list[BlockResult]]
 
 def benchmark_sides(results: Iterable[BlockResult],
                     comparisons: Iterable[ComparisonRecord | Mapping[str, Any]] = ()
-                    ) -> list[BenchmarkSide]:
+                    ) -> list[Side]:
     """The session's benchmarks: each test's benchmark, then each comparison's two sides
     (a comparison none of whose blocks on one side is among ``results`` is left out)."""
     results = list(results)
-    out = [BenchmarkSide(b[0].name, b[0].nodeid, b) for b in benchmarks_by_test(results)]
+    out = [Side(b[0].runner_name, b, test=b[0].name, nodeid=b[0].nodeid)
+           for b in benchmarks_by_test(results)]
     for c in map(comparison_record, comparisons):
         base, cand = comparison_blocks(c, results)
         if base and cand:
             nodeid = c.nodeid or c.name
-            out.append(BenchmarkSide(c.name, nodeid, base, "base", c))
-            out.append(BenchmarkSide(c.name, nodeid, cand, "candidate", c))
+            out.append(Side(base[0].runner_name, base, test=c.name, nodeid=nodeid, role="base",
+                            comparison=c))
+            out.append(Side(cand[0].runner_name, cand, test=c.name, nodeid=nodeid,
+                            role="candidate", comparison=c))
     return out
 
 
@@ -117,7 +240,7 @@ def device_labels(blocks: Iterable[BlockResult]) -> list[str]:
 
 def sides_per_device(results: Iterable[BlockResult],
                      comparisons: Iterable[ComparisonRecord | Mapping[str, Any]] = ()
-                     ) -> dict[str, list[BenchmarkSide]]:
+                     ) -> dict[str, list[Side]]:
     """:func:`benchmark_sides` per device (devices in the order they first measured); a
     comparison goes with the device of its base blocks."""
     results = list(results)

@@ -23,7 +23,7 @@ import io
 import json
 import sqlite3
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -32,8 +32,9 @@ from pytest_sme2.errors import Sme2Error
 from pytest_sme2._util.checkout import git
 from pytest_sme2.measure.option_values import LLAMA_BENCH_FORMATS
 from pytest_sme2.programs.exported import recorded_parameters
-from pytest_sme2.report.grouping import BenchmarkSide, benchmark_sides
-from pytest_sme2.results import BlockResult, ComparisonRecord, atomic_write_text, pool_startup
+from pytest_sme2.report.grouping import Side
+from pytest_sme2.report.view import Source, view_of
+from pytest_sme2.results import BlockResult, atomic_write_text
 
 TABLE = "llama_bench"
 FORMATS = LLAMA_BENCH_FORMATS
@@ -89,7 +90,7 @@ def _block_samples(b: BlockResult, phase: str) -> list[float]:
     return [sum(steps[i:i + per]) for i in range(0, len(steps) - per + 1, per)]
 
 
-def _samples(side: BenchmarkSide, phase: str) -> list[float]:
+def _samples(side: Side, phase: str) -> list[float]:
     """One ns sample per repetition (a timed generation), every block's in turn."""
     return [ms * 1e6 for b in side.blocks for ms in _block_samples(b, phase)]
 
@@ -104,7 +105,7 @@ def _spread(values: Sequence[float]) -> float:
     return statistics.stdev(values) if len(values) > 1 else 0.0
 
 
-def _row(side: BenchmarkSide, phase: str, tokens: int, build: tuple[str, int],
+def _row(side: Side, phase: str, tokens: int, build: tuple[str, int],
          test_time: str) -> dict[str, Any] | None:
     first: BlockResult = side.first
     g = first.generation
@@ -112,7 +113,7 @@ def _row(side: BenchmarkSide, phase: str, tokens: int, build: tuple[str, int],
     if g is None or not ns or tokens <= 0 or min(ns) <= 0:
         return None
     ts = [tokens * 1e9 / s for s in ns]
-    startup = pool_startup(side.blocks)
+    startup = side.startup
     size = sum(v or 0 for v in ((startup.pte_bytes, startup.ptd_bytes) if startup else ()))
     return {
         **NEUTRAL,
@@ -134,14 +135,13 @@ def _row(side: BenchmarkSide, phase: str, tokens: int, build: tuple[str, int],
     }
 
 
-def llama_bench_rows(results: Iterable[BlockResult], comparisons: Iterable[ComparisonRecord],
-                     build: tuple[str, int], now: datetime | None = None
+def llama_bench_rows(source: Source, build: tuple[str, int], now: datetime | None = None
                      ) -> list[dict[str, Any]]:
     """One row per phase of every benchmark measured as a generation; ``build`` is
     (build_commit, build_number): :func:`build_info`."""
     test_time = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
     rows = []
-    for side in benchmark_sides(list(results), list(comparisons)):
+    for side in view_of(source).sides:
         g = side.first.generation
         if g is None:
             continue

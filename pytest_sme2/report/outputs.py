@@ -14,15 +14,24 @@ from pytest_sme2.errors import Sme2Error
 from pytest_sme2.measure.artifacts.earlier import ARTIFACTS, remove_earlier_artifacts
 from pytest_sme2.report.benchmark_json import write_benchmark_json
 from pytest_sme2.report.llama_bench import build_info, llama_bench_rows, write_llama_bench
-from pytest_sme2.results import ResultsDoc, SessionInfo
+from pytest_sme2.report.view import SessionView
+from pytest_sme2.results import SessionInfo
 
 if TYPE_CHECKING:
     from pytest_sme2.measure.session import BenchSession
 
 
-def write_reports(session: BenchSession) -> list[Path]:
-    """Final results.json and report.md (with charts); returns the files written. A report
-    that fails to render costs nothing measured: one line says how to render it again."""
+def session_view(session: BenchSession) -> SessionView:
+    """The session's records as every renderer reads them, grouped once: the records it holds,
+    as they are (results.json is written from them)."""
+    return SessionView.of(session.results, session.comparisons,
+                          SessionInfo.from_json(session.document_session()))
+
+
+def write_reports(session: BenchSession, view: SessionView | None = None) -> list[Path]:
+    """Final results.json and report.md (with charts); returns the files written. ``view``:
+    the session's, when the terminal summary built it already. A report that fails to render
+    costs nothing measured: one line says how to render it again."""
     if not session.results:
         return []
     session.write()
@@ -30,13 +39,11 @@ def write_reports(session: BenchSession) -> list[Path]:
     remove_earlier_artifacts(session.settings.report_dir / ARTIFACTS, session.started)
     from pytest_sme2.report.markdown.render import render_report  # jinja2: not at start-up
 
-    # The records the session holds, rendered as they are: results.json was written from them.
-    doc = ResultsDoc(session=SessionInfo.from_json(session.document_session()),
-                     benchmarks=list(session.results), comparisons=list(session.comparisons))
-    extra, problems = _write_ci_files(session)
+    view = view or session_view(session)
+    extra, problems = _write_ci_files(session, view)
     report_dir = session.settings.report_dir
     try:
-        written = [session.results_path, render_report(doc, report_dir), *extra]
+        written = [session.results_path, render_report(view, report_dir), *extra]
     except Exception as e:  # noqa: BLE001 - the measurements are safe in results.json
         raise Sme2Error(f"{report_dir / 'report.md'}: not written ({type(e).__name__}: {e}); "
                         f"results.json is complete, rerun `pytest-sme2 report "
@@ -46,7 +53,8 @@ def write_reports(session: BenchSession) -> list[Path]:
     return written
 
 
-def _write_ci_files(session: BenchSession) -> tuple[list[Path], list[str]]:
+def _write_ci_files(session: BenchSession, view: SessionView
+                    ) -> tuple[list[Path], list[str]]:
     """--sme2-benchmark-json (pytest-benchmark's format) and, in GitHub Actions, the step
     summary: written before report.md, so a report that fails to render loses neither.
     Returns what was written and, one line each, what could not be."""
@@ -58,22 +66,20 @@ def _write_ci_files(session: BenchSession) -> tuple[list[Path], list[str]]:
     target = session.config.benchmark_json
     if target is not None:
         try:
-            written.append(write_benchmark_json(target, session.results, session.comparisons,
-                                                identity=session.identity))
+            written.append(write_benchmark_json(target, view, identity=session.identity))
         except OSError as e:
             problems.append(f"--sme2-benchmark-json {target}: cannot write it "
                             f"({e.strerror or e})")
     if session.config.llama_bench is not None:
         try:
             written.append(write_llama_bench(session.config.llama_bench, llama_bench_rows(
-                session.results, session.comparisons,
-                build_info(session.config.rootdir or Path.cwd(), session.identity.get("commit")))))
+                view, build_info(session.config.rootdir or Path.cwd(),
+                                 session.identity.get("commit")))))
         except (OSError, sqlite3.Error) as e:
             problems.append(f"--sme2-llama-bench {session.config.llama_bench}: cannot write "
                             f"it ({getattr(e, 'strerror', None) or e})")
     try:
-        summary = append_step_summary(session.results, session.comparisons,
-                                      session.settings.report_dir, written)
+        summary = append_step_summary(view, session.settings.report_dir, written)
     except OSError as e:
         summary = None
         problems.append(f"GITHUB_STEP_SUMMARY={os.environ.get('GITHUB_STEP_SUMMARY')}: "

@@ -11,13 +11,14 @@ from pytest_sme2.units import COMPACT_RATIO_DIGITS, COUNT_RATIO_DIGITS
 from pytest_sme2.report import generation as gen, scaling
 from pytest_sme2.analysis.scaling import thread_scaling
 from pytest_sme2.report.columns import LATENCY, TERMINAL, shown
-from pytest_sme2.report.grouping import BenchmarkSide, comparison_record, sides_per_device
+from pytest_sme2.report.grouping import Side, comparison_record
+from pytest_sme2.report.view import Source, view_of
 from pytest_sme2.report.machine_notes import (block_notes, comparison_notes,  # noqa: F401
                                               mixed, session_lines)
 from pytest_sme2.report.precision_notes import precision_lines
 from pytest_sme2.report.unresolved_notes import unresolved_lines  # noqa: F401 (the summary's)
-from pytest_sme2.results import (BlockResult, ComparisonRecord, Judgement, Startup, pool,
-                                 pool_categories, pool_generation, pool_startup)
+from pytest_sme2.results import (BlockResult, ComparisonRecord, Judgement, Startup,
+                                 pool_generation)
 from pytest_sme2.results.records import KernelEvidence
 from pytest_sme2.instructions.count import format_count
 
@@ -244,18 +245,17 @@ def baseline_cell(j: Judgement | None) -> str:
     return f"{word} {units.ratio_interval(j.ratio, COMPACT_RATIO_DIGITS)}{pairs}"
 
 
-def _row(name: str, rs: list[BlockResult], speedup: str,
-         baseline: Judgement | dict | None = None) -> tuple[str, ...]:
+def _row(side: Side, speedup: str, baseline: Judgement | dict | None = None
+         ) -> tuple[str, ...]:
     """One row for a benchmark, or for one side of a comparison: its blocks pooled."""
-    r = rs[0]
-    p = pool(rs)
+    r = side.first
     ev = r.kernel_evidence
-    latency = [f.cell(p) for f in _LATENCY]
-    if mixed(rs):               # the median of a mixture never stands without its mark
+    latency = [f.cell(side.latency) for f in _LATENCY]
+    if mixed(side.blocks):      # the median of a mixture never stands without its mark
         latency[0] += MIXED_MARK
-    return (name, r.model, r.dtype, str(r.threads), r.runner_name,
-            *latency, *startup_cells(pool_startup(rs)),
-            speedup, top_category(pool_categories(rs)), _verdict_cell(ev),
+    return (side.test, r.model, r.dtype, str(r.threads), r.runner_name,
+            *latency, *startup_cells(side.startup),
+            speedup, top_category(side.categories_ms), _verdict_cell(ev),
             baseline_cell(baseline if baseline is not None else r.judgement)
             + _category_regressions(r.category_judgements)
             + _instructions_cell(r.instructions_judgement)
@@ -292,30 +292,28 @@ EMULATED_SUMMARY = ("emulated: measured on an emulated CPU (QEMU); its times and
                     "nothing about speed — the SME2 column and the outputs are what it proves")
 
 
-def _rows(sides: Iterable[BenchmarkSide]) -> list[tuple[str, ...]]:
+def _rows(sides: Iterable[Side]) -> list[tuple[str, ...]]:
     """One row per benchmark and per comparison side: its blocks pooled, so a benchmark's row
     shows what the gate judged (its confirmation blocks too)."""
     rows = []
     for side in sides:
         c = side.comparison
         if c is None:
-            rows.append(_row(side.test, side.blocks, ""))
+            rows.append(_row(side, ""))
             continue
         runner = c.base if side.role == "base" else c.candidate
         speedup = "(base)" if side.role == "base" else \
             units.ratio_interval(c.speedup, COMPACT_RATIO_DIGITS) + (" emulated" if c.emulated
                                                                       else "")
-        rows.append(_row(side.test, side.blocks, speedup, (c.baselines or {}).get(runner, {})))
+        rows.append(_row(side, speedup, (c.baselines or {}).get(runner, {})))
     return rows
 
 
-def summary_table(results: Iterable[BlockResult],
-                  comparisons: Iterable[ComparisonRecord | Mapping[str, Any]] = ()
-                  ) -> list[str]:
+def summary_table(source: Source) -> list[str]:
     """One row per benchmark and per comparison side. Results from several devices get a
     device column, each device's rows together (devices in the order they first measured)."""
-    results = list(results)
-    per_device = sides_per_device(results, comparisons)
+    view = view_of(source)
+    results, per_device = view.results, view.sides_per_device
     columns: tuple[str, ...] = COLUMNS
     numeric = _NUMERIC
     several = len(per_device) > 1
@@ -378,9 +376,9 @@ def _phase_verdicts(r: BlockResult, baseline: Judgement | None = None) -> str:
     return "; ".join(cells) or "-"
 
 
-def generation_row(name: str, side: BenchmarkSide) -> tuple[str, ...] | None:
+def generation_row(name: str, side: Side) -> tuple[str, ...] | None:
     """A side's generation as :data:`GENERATION_COLUMNS` cells; None for a forward pass."""
-    g = pool_generation(side.blocks)
+    g = side.generation
     if g is None:
         return None
     r = side.first
@@ -394,7 +392,7 @@ def generation_row(name: str, side: BenchmarkSide) -> tuple[str, ...] | None:
             _verdict_cell(dec.evidence), _phase_verdicts(r, baseline))
 
 
-def generation_table(per_device: Mapping[str, list[BenchmarkSide]]) -> list[str]:
+def generation_table(per_device: Mapping[str, list[Side]]) -> list[str]:
     """The LLMs measured as a generation, one row per benchmark and comparison side, under
     the summary table; nothing when there are none."""
     several = len(per_device) > 1

@@ -19,7 +19,8 @@ from pytest_sme2.analysis.categories import (CONVOLUTION, DATA_MOVEMENT, ELEMENT
                                              NORMALIZATION, OTHER, POOLING)
 from pytest_sme2.stats import FASTER, SLOWER
 from pytest_sme2.units import COMPACT_RATIO_DIGITS
-from pytest_sme2.report.digest import Side, Unit, by_model, category_order
+from pytest_sme2.report.digest import Unit, by_model, category_order
+from pytest_sme2.report.grouping import Side
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

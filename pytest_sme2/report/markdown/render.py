@@ -37,13 +37,14 @@ from pytest_sme2.report.cells import (cell, code, e2e_cells, fmt_calls, fmt_inte
                                                fmt_mb, fmt_ms, fmt_percent, fmt_points,
                                                fmt_ratio, fmt_tokens_per_s, ms_pct_cells,
                                                op_cells, th, tr)
-from pytest_sme2.report.digest import SHARE_GROWTH_PP, Unit, by_model, units
+from pytest_sme2.report.digest import SHARE_GROWTH_PP, Unit, by_model
 from pytest_sme2.report import machine_notes
 from pytest_sme2.report.precision_notes import precision_lines
 from pytest_sme2.report.unresolved_notes import unresolved_lines
 from pytest_sme2.report.recommend import recommendations
 from pytest_sme2.report.markdown.sections import DETAIL_DIR, MODEL_CHART
-from pytest_sme2.results import ResultsDoc, atomic_write_text, load_results
+from pytest_sme2.report.view import SessionView, Source, view_of
+from pytest_sme2.results import atomic_write_text
 
 REPORT_FILE = "report.md"
 CHART_DIR = "charts"
@@ -53,14 +54,13 @@ OVERVIEW = "overview"      # the overview figure's key in a ``charts`` mapping (
 TOP_RECOMMENDATIONS = 10   # shown in full; the rest folded under <details>
 
 
-def context(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = None,
-            notes: list[str] | None = None, us: list[Unit] | None = None) -> dict[str, Any]:
+def context(source: Source, charts: dict[str, str] | None = None,
+            notes: list[str] | None = None) -> dict[str, Any]:
     """Everything report.md's template needs; ``charts`` maps :data:`OVERVIEW` and
-    :data:`MODEL_CHART` + a model's name to image paths; ``us``: the document's units when
-    the caller has them already."""
-    doc = load_results(doc)
+    :data:`MODEL_CHART` + a model's name to image paths."""
+    view = view_of(source)
+    doc, us = view.doc, view.units
     charts = charts or {}
-    us = units(doc) if us is None else us
     paths = sec.detail_paths(us)
     unit_ctx = [up.unit_context(u, None) for u in us]
     regressions = sec.regression_rows(doc)
@@ -95,7 +95,7 @@ def context(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = No
         "evidence": sec.evidence_rows(us, unit_ctx, paths),
         "evidence_intro": up.EVIDENCE_INTRO,
         "share_growth": f"{SHARE_GROWTH_PP:g}",
-        "recommendations": recommendations(doc, us),
+        "recommendations": recommendations(view),
         "emulated_cases": sum(u.emulated for u in us), "units_count": len(us),
         "top_recommendations": TOP_RECOMMENDATIONS,
         "regressions": regressions,
@@ -106,7 +106,7 @@ def context(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = No
     }
 
 
-def detail_context(doc: ResultsDoc, u: Unit, charts: dict[str, str] | None = None
+def detail_context(view: SessionView, u: Unit, charts: dict[str, str] | None = None
                    ) -> dict[str, Any]:
     """One unit's page: its rows of every section, full tables. Its chart is its model's
     figure, one folder up."""
@@ -115,13 +115,13 @@ def detail_context(doc: ResultsDoc, u: Unit, charts: dict[str, str] | None = Non
     device = u.sides[0].device if u.sides else None
     emulated = [up.EMULATED_NOTE.format(what=(device.model if device else "") or "QEMU")] \
         if u.emulated and u.sides else []
-    return {"schema": doc.schema, "u": up.unit_context(u, None),
+    return {"schema": view.doc.schema, "u": up.unit_context(u, None),
             "chart": f"../{chart}" if chart else None, "notes": emulated,
             "latency": sec.latency_rows([u]), "speedups": up.speedup_rows([u]),
             "startup": (startup := sec.startup_rows([u])),
             "startup_notes": sec.startup_notes(startup),
             "generation": gen.report_rows([u]),
-            "evidence_intro": up.EVIDENCE_INTRO, "recommendations": recommendations(doc, [u]),
+            "evidence_intro": up.EVIDENCE_INTRO, "recommendations": recommendations(view, [u]),
             "emulated_cases": int(u.emulated)}
 
 
@@ -155,43 +155,41 @@ def _tidy(text: str) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def render_markdown(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = None,
-                    notes: list[str] | None = None, us: list[Unit] | None = None) -> str:
+def render_markdown(source: Source, charts: dict[str, str] | None = None,
+                    notes: list[str] | None = None) -> str:
     """report.md's text."""
-    return _tidy(environment().get_template(TEMPLATE).render(**context(doc, charts, notes, us)))
+    return _tidy(environment().get_template(TEMPLATE).render(**context(source, charts, notes)))
 
 
-def render_details(doc: ResultsDoc | dict[str, Any], charts: dict[str, str] | None = None,
-                   us: list[Unit] | None = None) -> dict[str, str]:
+def render_details(source: Source, charts: dict[str, str] | None = None) -> dict[str, str]:
     """Each unit's page, by its path relative to the report folder (``details/<slug>.md``)."""
-    doc = load_results(doc)
+    view = view_of(source)
     template = environment().get_template(DETAIL_TEMPLATE)
-    us = units(doc) if us is None else us
-    paths = sec.detail_paths(us)
-    return {paths[id(u)]: _tidy(template.render(**detail_context(doc, u, charts))) for u in us}
+    paths = sec.detail_paths(view.units)
+    return {paths[id(u)]: _tidy(template.render(**detail_context(view, u, charts)))
+            for u in view.units}
 
 
-def render_report(doc: ResultsDoc | dict[str, Any], out_dir: Path, charts: bool = True) -> Path:
+def render_report(source: Source, out_dir: Path, charts: bool = True) -> Path:
     """Write ``out_dir/report.md``, a page per benchmark in ``out_dir/details/`` and the
-    figures in ``out_dir/charts/`` from a results document
+    figures in ``out_dir/charts/`` from the session's view or a results document
     (:func:`pytest_sme2.results.load_results` reads what it is given). Pages and figures of an
     earlier report in ``out_dir`` are removed first: none of them would match this one."""
-    doc = load_results(doc)
+    view = view_of(source)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     for folder in (CHART_DIR, DETAIL_DIR):
         _clear(out_dir / folder, "*.png" if folder == CHART_DIR else "*.md")
     images: dict[str, str] = {}
     notes: list[str] = []
-    us = units(doc)
     with _collector_ignores_what_exists():
         if charts:
-            images, notes = _charts(us, out_dir)
-        for rel, text in render_details(doc, images, us).items():
+            images, notes = _charts(view.units, out_dir)
+        for rel, text in render_details(view, images).items():
             (out_dir / rel).parent.mkdir(parents=True, exist_ok=True)
             atomic_write_text(out_dir / rel, text)
         path = out_dir / REPORT_FILE
-        atomic_write_text(path, render_markdown(doc, images, notes, us))
+        atomic_write_text(path, render_markdown(view, images, notes))
     return path
 
 

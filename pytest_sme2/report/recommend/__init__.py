@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from pytest_sme2.report.digest import Unit, units
+from pytest_sme2.report.digest import Unit
+from pytest_sme2.report.view import Source, view_of
 from pytest_sme2.report.recommend.cases import (find_direction, find_evidence,
                                                 find_low_compute_speedup, find_other_ops,
                                                 find_outputs)
@@ -28,7 +29,6 @@ from pytest_sme2.report.recommend.movement import find_data_movement
 from pytest_sme2.report.recommend.operators import find_portable_ops
 from pytest_sme2.report.recommend.runtime import find_noise, find_overhead
 from pytest_sme2.report.recommend.wording import Recommendation
-from pytest_sme2.results import ResultsDoc, load_results
 
 # The rules, most urgent first: each sees one case, or every case at once (a finding said once
 # for all the cases it is in); a rule that reads times (speed-ups, shares of E2E, CVs) never
@@ -45,11 +45,10 @@ RULES: tuple[tuple[Callable[[Any], list[Recommendation]], str, bool], ...] = (
     (find_evidence, PER_CASE, NOT_TIMES), (find_noise, ACROSS_CASES, READS_TIMES))
 
 
-def recommendations(doc: ResultsDoc | dict[str, Any],
-                    us: list[Unit] | None = None) -> list[Recommendation]:
-    """``us``: the document's units when the caller has them already."""
+def recommendations(source: Source, us: list[Unit] | None = None) -> list[Recommendation]:
+    """What to do next, for the view's units (``us``: only these, e.g. one benchmark's page)."""
     out: list[Recommendation] = []
-    us = units(load_results(doc)) if us is None else us
+    us = view_of(source).units if us is None else us
     timed = [u for u in us if not u.emulated]
     for rule, scope, reads_times in RULES:
         seen = timed if reads_times else us

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from pytest_sme2 import units
 from pytest_sme2.analysis.categories import CONVOLUTION, DATA_MOVEMENT, GEMM
 from pytest_sme2.stats import FASTER
-from pytest_sme2.report.digest import SHARE_GROWTH_PP, Side, Unit
+from pytest_sme2.report.digest import SHARE_GROWTH_PP, Unit
+from pytest_sme2.report.grouping import Side
 from pytest_sme2.report.recommend.advice import (DATA_FAMILY_PCT, DATA_MOVEMENT_PCT, MAX_PATHS,
                                                  DATA_FAMILIES)
 from pytest_sme2.report.recommend.wording import (Recommendation, by_model, cases_text, focus_sides,

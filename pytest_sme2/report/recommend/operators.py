@@ -5,7 +5,8 @@ from __future__ import annotations
 
 
 from pytest_sme2 import units
-from pytest_sme2.report.digest import Side, Unit
+from pytest_sme2.report.digest import Unit
+from pytest_sme2.report.grouping import Side
 from pytest_sme2.results import OperatorStats
 from pytest_sme2.report.recommend.advice import portable_advice
 from pytest_sme2.report.recommend.wording import (Recommendation, cases_text, focus_sides,

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pytest_sme2 import units
 from pytest_sme2.devices.kinds import ANDROID
-from pytest_sme2.report.digest import CV_NOISY_PCT, Side, Unit, finite
+from pytest_sme2.report.digest import CV_NOISY_PCT, Unit, finite
+from pytest_sme2.report.grouping import Side
 from pytest_sme2.report.recommend.advice import OVERHEAD_PCT, SMALL_MODEL_MS, THERMAL_RISE_C
 from pytest_sme2.report.recommend.wording import (Recommendation, by_model, cases_text, focus_sides,
                                                   named_unit, where_label)

@@ -8,7 +8,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_sme2.report.digest import Side, Unit
+from pytest_sme2.report.digest import Unit
+from pytest_sme2.report.grouping import Side
 from pytest_sme2.results import OperatorStats
 from pytest_sme2.report.recommend.advice import MAX_PATHS
 

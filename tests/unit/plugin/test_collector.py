@@ -75,11 +75,12 @@ def test_ctrl_c_while_writing_report_md_is_still_status_2(monkeypatch, tmp_path)
 
     from pytest_sme2.report import terminal
 
-    def interrupted(session):
+    def interrupted(session, view):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(collector, "write_reports", interrupted)
-    monkeypatch.setattr(terminal, "summary_table", lambda results, comparisons: [])
+    monkeypatch.setattr(collector, "session_view", lambda session: None)
+    monkeypatch.setattr(terminal, "summary_table", lambda view: [])
     monkeypatch.setattr(terminal, "unresolved_lines", lambda results, comparisons=(): [])
     monkeypatch.setattr(terminal, "session_lines", lambda results: [])
     bench = types.SimpleNamespace(results=[{"nodeid": "t"}], comparisons=[],

@@ -21,6 +21,7 @@ from pytest_sme2.errors import Sme2Error
 from pytest_sme2.report.benchmark_json import benchmark_stats, write_benchmark_json
 from pytest_sme2.results import load_results
 from pytest_sme2.measure.session import BenchSession
+from pytest_sme2.report.view import SessionView
 from tests.fakes.results_docs import single_doc, sme2_doc
 from tests.needs import missing
 
@@ -59,7 +60,7 @@ def test_stats_are_pytest_benchmarks_own(samples):
 
 def test_the_file_holds_one_entry_per_benchmark_with_all_its_timed_runs(tmp_path):
     doc = _doc()
-    path = write_benchmark_json(tmp_path / "bench.json", doc.benchmarks, doc.comparisons,
+    path = write_benchmark_json(tmp_path / "bench.json", doc,
                                 cwd=tmp_path)
     data = json.loads(path.read_text())
     assert set(data) >= {"machine_info", "commit_info", "benchmarks", "datetime", "version"}
@@ -88,7 +89,7 @@ def test_pytest_benchmark_loads_and_compares_our_file(tmp_path):
     from pytest_benchmark.storage.file import FileStorage
 
     doc = _doc()
-    path = write_benchmark_json(tmp_path / "0001_sme2.json", doc.benchmarks, doc.comparisons)
+    path = write_benchmark_json(tmp_path / "0001_sme2.json", doc)
     # Its loader (which only warns on a file it cannot read): every benchmark comes back.
     storage = FileStorage(str(tmp_path), default_machine_id="x", logger=Logger(Logger.QUIET))
     loaded = list(storage.load_benchmarks(str(path)))
@@ -164,7 +165,7 @@ def test_load_and_memory_ride_along_in_extra_info(tmp_path):
     for b in doc.benchmarks:
         b.startup = Startup(pte_bytes=2048, processes=[
             ProcessStartup(load_ms=5.0, first_inference_ms=2.0, peak_rss_kb=1000)])
-    path = write_benchmark_json(tmp_path / "bench.json", doc.benchmarks, doc.comparisons,
+    path = write_benchmark_json(tmp_path / "bench.json", doc,
                                 cwd=tmp_path)
     on = json.loads(path.read_text())["benchmarks"][2]
     blocks = sum(1 for b in doc.benchmarks if b.runner_name == "sme2_on")
@@ -184,7 +185,7 @@ def test_a_generation_is_one_entry_per_phase_that_pytest_benchmark_compares(tmp_
     d = llm_doc()
     d["benchmarks"].append(generation_block("8da4w", prefill_ms=20.0, block=1))
     doc = load_results(d)
-    path = write_benchmark_json(tmp_path / "0001_llm.json", doc.benchmarks)
+    path = write_benchmark_json(tmp_path / "0001_llm.json", SessionView.of(doc.benchmarks))
     entries = {b["name"]: b for b in json.loads(path.read_text())["benchmarks"]}
     assert list(entries) == ["test_latency[toy_cnn-fp32-t1-python]",
                              "test_llm[tiny_llama-8da4w-t1-native][prefill]",
@@ -216,8 +217,10 @@ def test_the_timer_says_whether_the_runs_were_timed_untraced():
     from pytest_sme2.report.benchmark_json import TIMER, UNTRACED_TIMER, benchmark_document
 
     doc = single_doc()
-    traced = benchmark_document(load_results(doc).benchmarks)["benchmarks"][0]["options"]
+    traced = benchmark_document(
+        SessionView.of(load_results(doc).benchmarks))["benchmarks"][0]["options"]
     doc["benchmarks"][0]["timing"] = {"mode": "untraced", "source": "the runner's clock"}
-    untraced = benchmark_document(load_results(doc).benchmarks)["benchmarks"][0]["options"]
+    untraced = benchmark_document(
+        SessionView.of(load_results(doc).benchmarks))["benchmarks"][0]["options"]
     traced, untraced = traced["timer"], untraced["timer"]
     assert (traced, untraced) == (TIMER, UNTRACED_TIMER)

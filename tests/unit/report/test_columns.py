@@ -10,6 +10,7 @@ from pytest_sme2.report.columns import (GITHUB, JSON, LATENCY, MARKDOWN, MS, TER
 from pytest_sme2.report.grouping import benchmark_sides
 from pytest_sme2.report.markdown import sections
 from pytest_sme2.results import PooledLatency, pool
+from pytest_sme2.report.view import SessionView
 from tests.fakes.baselines import bench_result
 
 
@@ -29,7 +30,7 @@ def test_the_renderers_read_the_declaration():
     assert terminal.COLUMNS[5:9] == tuple(_titles(TERMINAL))
     assert sections.LATENCY_HEADERS == [">" + t for t in _titles(MARKDOWN, MS)]
     p = pool([bench_result((1.0, 1.2, 0.9))])
-    summary = github.step_summary([bench_result((1.0, 1.2, 0.9))])
+    summary = github.step_summary(SessionView.of([bench_result((1.0, 1.2, 0.9))]))
     assert "| benchmark | runner | median ms | CV % | SME2 | vs baseline |" in summary
     side = benchmark_sides([bench_result((1.0, 1.2, 0.9))], [])[0]
     extra = benchmark_json.benchmark_entry(side)["extra_info"]

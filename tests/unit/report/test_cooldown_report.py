@@ -7,6 +7,7 @@ from pytest_sme2.report.markdown.render import render_markdown
 from pytest_sme2.report.terminal import cooldown_lines, summary_table
 from pytest_sme2.results import load_results
 from pytest_sme2.results.thermal import CooldownRecord
+from pytest_sme2.report.view import SessionView
 from tests.fakes.results_docs import sme2_doc
 
 HOT = CooldownRecord(37.0, 60.0, hot=True, waited_s=60.0, polls=31, first_zone="cpu-1-0",
@@ -34,10 +35,11 @@ def test_a_hot_block_gets_a_live_line_and_the_table_a_footer():
     assert cooldown_lines(hot) == [
         "sme2: test_sme2[sme2_off#1] block 1 (sme2_off) STARTED HOT after waiting 60 s: "
         "cpu-1-0 44.5 °C (above 37 °C; thermal status 1 (light)); measured, kept and flagged"]
-    lines = summary_table(doc.benchmarks, doc.comparisons)
+    lines = summary_table(SessionView.of(doc.benchmarks, doc.comparisons))
     assert lines[-1] == ("started hot: 1 of 4 blocks were above 37 °C or throttling when the "
                          "60 s cooldown ran out (kept; flagged in results.json and report.md)")
-    assert not any("started hot" in line for line in summary_table(_doc(COOL).benchmarks))
+    lines = summary_table(SessionView.of(_doc(COOL).benchmarks))
+    assert not any("started hot" in line for line in lines)
 
 
 def test_a_device_without_sensors_is_named_once():

@@ -10,6 +10,7 @@ from pytest_sme2.report.recommend import recommendations
 from pytest_sme2.report.recommend.generation import kernel_sentences
 from pytest_sme2.report.terminal import GENERATION_NOTE, benchmark_line, summary_table
 from pytest_sme2.results import load_results, pool_generation
+from pytest_sme2.report.view import SessionView
 from tests.fakes.results_docs import (INT4_DECODE, INT4_PREFILL, INT8_PREFILL, QEMU_SME2,
                                       generation_block, interval, llm_doc, single_doc)
 
@@ -78,7 +79,7 @@ def test_benchmark_line_marks_emulated_generations():
 
 
 def test_summary_table_gets_a_generation_table():
-    lines = summary_table(_blocks())
+    lines = summary_table(SessionView.of(_blocks()))
     i = lines.index("generation (LLMs: prefill + decode, medians over the timed generations)")
     head = lines[i + 1].split()
     assert head[:4] == ["benchmark", "runner", "scheme", "tests"]
@@ -93,7 +94,7 @@ def test_summary_table_gets_a_generation_table():
 
 def test_summary_table_without_llms_is_unchanged():
     blocks = _blocks(single_doc())
-    assert not any("generation" in line for line in summary_table(blocks))
+    assert not any("generation" in line for line in summary_table(SessionView.of(blocks)))
 
 
 def test_generation_table_shows_phase_verdicts():
@@ -104,7 +105,7 @@ def test_generation_table_shows_phase_verdicts():
         "prefill": {"status": "regression", "reason": "slower",
                     "ratio": interval(1.3, 1.2, 1.4)},
         "ttft": {"status": "ok", "reason": "same", "ratio": interval(1.0, 0.98, 1.02)}}
-    lines = summary_table(_blocks(d))
+    lines = summary_table(SessionView.of(_blocks(d)))
     row = next(x for x in lines if x.startswith("test_llm[tiny_llama-8da4w-t1]  native  8da4w"))
     assert row.endswith("decode ok 1.01x [0.99, 1.03]; prefill REGRESSION 1.30x [1.20, 1.40]; "
                         "ttft ok 1.00x [0.98, 1.02]")
@@ -147,7 +148,7 @@ def _depth_doc() -> dict:
 
 
 def test_tables_name_tests_at_depth_as_llama_bench_does():
-    lines = summary_table(_blocks(_depth_doc()))
+    lines = summary_table(SessionView.of(_blocks(_depth_doc())))
     i = lines.index("generation (LLMs: prefill + decode, medians over the timed generations)")
     rows = lines[i + 3:i + 5]
     assert rows[0].split()[3:5] == ["pp64,", "tg32"]
@@ -206,7 +207,7 @@ def test_no_generation_recommendation_without_llms():
 def test_llama_bench_rows_carry_the_depth():
     from pytest_sme2.report.llama_bench import llama_bench_rows
 
-    rows = llama_bench_rows(_blocks(_depth_doc()), [], ("abc1234", 1))
+    rows = llama_bench_rows(SessionView.of(_blocks(_depth_doc()), []), ("abc1234", 1))
     assert [(r["n_prompt"], r["n_gen"], r["n_depth"]) for r in rows] == [
         (64, 0, 0), (0, 32, 0), (64, 0, 512), (0, 32, 512)]
 
@@ -264,7 +265,7 @@ def test_its_stats_sit_beside_our_clocks_in_one_table():
 
 def test_the_terminal_and_report_say_what_whole_milliseconds_do():
     blocks = _blocks(_text_llm_doc())
-    lines = summary_table(blocks)
+    lines = summary_table(SessionView.of(blocks))
     at = lines.index("ExecuTorch's own LLM runner (TextLLMRunner), by its stats and by our "
                      "clock")
     table = lines[at + 3:at + 6]
@@ -287,7 +288,7 @@ def test_both_attention_forms_in_one_session_are_said_to_differ_in_attention():
     assert line.startswith("attention: tiny_llama runs ExecuTorch's custom SDPA")
     assert "tiny_llama_plain plain attention" in line
     assert line.endswith("the difference between their rows is the attention implementation")
-    assert line in summary_table(_blocks(d)) and line in render_markdown(d)
+    assert line in summary_table(SessionView.of(_blocks(d))) and line in render_markdown(d)
     assert attention_lines(_blocks()) == []
 
 
@@ -315,7 +316,7 @@ def test_a_per_token_median_and_a_rate_that_disagree_say_which_to_believe():
     block = generation_block("8da8w", prompt=16, new=8, token_ms=0.05)
     block["generation"]["decode"]["token_median_ms"] = 0.03
     d["benchmarks"].append(block)
-    lines = summary_table(_blocks(d))
+    lines = summary_table(SessionView.of(_blocks(d)))
     (row,) = [line for line in lines if line.startswith("test_llm[tiny_llama-8da8w-t1]")
               and "pp16, tg8" in line]
     assert "0.030*" in row

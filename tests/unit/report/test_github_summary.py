@@ -12,6 +12,7 @@ from pytest_sme2.report.github import append_step_summary, step_summary
 from pytest_sme2.results import load_results
 from pytest_sme2.measure.session import BenchSession
 from pytest_sme2.measure.settings import BenchSettings
+from pytest_sme2.report.view import SessionView
 from tests.fakes.results_docs import single_doc, sme2_doc
 
 REGRESSION = {"status": "regression", "ratio": {"point": 1.3, "low": 1.2, "high": 1.4}}
@@ -27,7 +28,7 @@ def _doc():
 
 def test_the_summary_has_the_table_regressions_speedups_and_report_path():
     doc = _doc()
-    text = step_summary(doc.benchmarks, doc.comparisons, Path("sme2-report"))
+    text = step_summary(doc, Path("sme2-report"))
     lines = text.splitlines()
     assert "| benchmark | runner | median ms | CV % | SME2 | vs baseline |" in lines
     rows = [ln for ln in lines if ln.startswith("| test_")]
@@ -47,7 +48,7 @@ def test_the_summary_has_the_table_regressions_speedups_and_report_path():
 def test_emulated_speedups_are_marked_and_nothing_regressed():
     doc = load_results(sme2_doc())
     doc.comparisons[0].emulated = True
-    text = step_summary(doc.benchmarks, doc.comparisons)
+    text = step_summary(doc)
     assert "**Regressions:** none" in text
     assert "2.50x [2.45, 2.55] (95% CI), faster *(emulated: says nothing about speed)*" in text
 
@@ -55,10 +56,10 @@ def test_emulated_speedups_are_marked_and_nothing_regressed():
 def test_appended_only_when_github_step_summary_is_set(tmp_path, monkeypatch):
     doc = _doc()
     target = tmp_path / "step_summary.md"
-    assert append_step_summary(doc.benchmarks, doc.comparisons, env={}) is None
+    assert append_step_summary(doc, env={}) is None
     target.write_text("earlier step\n")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(target))
-    assert append_step_summary(doc.benchmarks, doc.comparisons) == target
+    assert append_step_summary(doc) == target
     text = target.read_text()
     assert text.startswith("earlier step\n\n## pytest-sme2\n")
 
@@ -93,7 +94,7 @@ def test_session_finish_is_gone_write_reports_writes_them(tmp_path):
 def test_llm_generations_get_their_own_rows():
     from tests.fakes.results_docs import llm_doc
 
-    text = step_summary(load_results(llm_doc()).benchmarks)
+    text = step_summary(SessionView.of(load_results(llm_doc()).benchmarks))
     assert "**LLM generations** (prefill + decode" in text
     assert ("| test_llm[tiny_llama-8da8w-t1] | native | 8da8w | pp64, tg32 | 8,000 | 2,000 | "
             "0.500 | 0.600 | 8.050 | proven | proven | - |") in text
@@ -104,7 +105,7 @@ def test_llm_generations_at_depth_are_named_as_llama_bench_names_them():
 
     doc = single_doc()
     doc["benchmarks"] += [generation_block("8da8w", depth=512)]
-    text = step_summary(load_results(doc).benchmarks)
+    text = step_summary(SessionView.of(load_results(doc).benchmarks))
     assert "| test_llm[tiny_llama-8da8w-t1-d512] | native | 8da8w | pp64 @ d512, tg32 @ d512 |" \
         in text
 
@@ -116,7 +117,7 @@ def test_a_prefill_regression_is_listed():
     d["benchmarks"][1]["baseline_phases"] = {
         "prefill": {"status": "regression", "reason": "slower",
                     "ratio": interval(1.3, 1.2, 1.4)}}
-    text = step_summary(load_results(d).benchmarks)
+    text = step_summary(SessionView.of(load_results(d).benchmarks))
     assert "- `test_llm[tiny_llama-8da4w-t1]` native: prefill REGRESSION 1.30x [1.20, 1.40]" \
         in text
 
@@ -124,7 +125,8 @@ def test_a_prefill_regression_is_listed():
 def test_no_llm_rows_without_generations():
     from tests.fakes.results_docs import single_doc
 
-    assert "LLM generations" not in step_summary(load_results(single_doc()).benchmarks)
+    text = step_summary(SessionView.of(load_results(single_doc()).benchmarks))
+    assert "LLM generations" not in text
 
 
 def test_write_reports_renders_the_sessions_records_as_results_json_would(tmp_path,

@@ -52,15 +52,15 @@ def test_terminal_json_and_step_summary_group_alike():
     sides = benchmark_sides(doc.benchmarks, doc.comparisons)
     medians = [f"{pool(s.blocks).median_ms:.3f}" for s in sides]
     assert medians == ["2.100", "2.400", "1.000", "10.000", "4.000"]
-    rows = [line.split() for line in summary_table(doc.benchmarks, doc.comparisons)[2:7]]
+    rows = [line.split() for line in summary_table(doc)[2:7]]
     assert [(r[0], r[1], r[5], r[6], r[9]) for r in rows] == [
         (s.first.device_label, s.test, s.runner, m, str(sum(len(b.e2e_ms) for b in s.blocks)))
         for s, m in zip(sides, medians)]
-    entries = benchmark_document(doc.benchmarks, doc.comparisons, cwd=Path("/"))["benchmarks"]
+    entries = benchmark_document(doc, cwd=Path("/"))["benchmarks"]
     assert [(e["extra_info"]["nodeid"], e["params"]["runner"], e["extra_info"]["blocks"],
              f"{e['extra_info']['median_ms']:.3f}") for e in entries] == [
         (s.nodeid, s.runner, len(s.blocks), m) for s, m in zip(sides, medians)]
-    table = [line.split(" | ") for line in step_summary(doc.benchmarks, doc.comparisons)
+    table = [line.split(" | ") for line in step_summary(doc)
              .splitlines() if line.startswith("| test")]
     assert [(t[0][2:], t[1], t[2]) for t in table] == [
         (s.test, s.runner, m) for s, m in zip(sides, medians)]

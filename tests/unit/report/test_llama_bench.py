@@ -23,6 +23,7 @@ from pytest_sme2.report.outputs import write_reports
 from pytest_sme2.report.llama_bench import (FIELDS, SAMPLES, TABLE, build_info,
                                             llama_bench_rows, write_llama_bench)
 from pytest_sme2.results import load_results
+from pytest_sme2.report.view import SessionView
 from tests.fakes.results_docs import llm_doc
 
 # What compare-llama-bench.py joins two commits' rows on (LLAMA_BENCH_KEY_PROPERTIES; the last
@@ -37,7 +38,7 @@ NOW = datetime(2026, 11, 27, 20, 0, tzinfo=timezone.utc)
 
 def _rows(commit: str):
     doc = load_results(llm_doc())
-    return llama_bench_rows(doc.benchmarks, doc.comparisons, (commit, 7), now=NOW)
+    return llama_bench_rows(doc, (commit, 7), now=NOW)
 
 
 def test_a_row_per_phase_with_llama_bench_fields_and_types():
@@ -72,7 +73,7 @@ def test_samples_are_one_per_timed_generation_as_llama_bench_takes_one_per_repet
     decode_samples = [16.0] * 10
     decode_samples[0] = 20.0
     block["generation"]["decode"]["samples_ms"] = decode_samples
-    rows = llama_bench_rows(load_results(doc).benchmarks, [], ("c", 1), now=NOW)
+    rows = llama_bench_rows(SessionView.of(load_results(doc).benchmarks, []), ("c", 1), now=NOW)
     pp, tg = rows[2], rows[3]
     assert len(pp["samples_ns"]) == len(tg["samples_ns"]) == 10
     assert tg["samples_ns"] == [round(ms * 1e6) for ms in decode_samples]
@@ -81,7 +82,7 @@ def test_samples_are_one_per_timed_generation_as_llama_bench_takes_one_per_repet
     # generation, summed (not each step times N); prefill one per block.
     for phase in ("prefill", "decode"):
         del block["generation"][phase]["samples_ms"]
-    rows = llama_bench_rows(load_results(doc).benchmarks, [], ("c", 1), now=NOW)
+    rows = llama_bench_rows(SessionView.of(load_results(doc).benchmarks, []), ("c", 1), now=NOW)
     assert rows[3]["samples_ns"] == [round(20e6)] + [round(16e6)] * 9
     assert len(rows[2]["samples_ns"]) == 1
 
@@ -96,7 +97,7 @@ def test_the_model_fields_mean_what_llama_benchs_do(tmp_path):
     doc = llm_doc()
     pinned, plain = doc["benchmarks"][-2:]
     pinned["pte"], pinned["cpu_mask"] = str(folder / "model.pte"), "f0"
-    rows = llama_bench_rows(load_results(doc).benchmarks, [], ("c", 1), now=NOW)
+    rows = llama_bench_rows(SessionView.of(load_results(doc).benchmarks, []), ("c", 1), now=NOW)
     assert {r["model_filename"] for r in rows} == {"tiny_llama"}
     assert [r["model_n_params"] for r in rows] == [215360, 215360, 0, 0]   # 0: not ours
     assert [r["cpu_mask"] for r in rows] == ["0xf0", "0xf0", "0x0", "0x0"]

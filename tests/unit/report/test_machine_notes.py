@@ -12,6 +12,7 @@ from pytest_sme2.report.machine_notes import (block_notes, comparison_notes, mix
                                               report_lines, session_lines)
 from pytest_sme2.report.terminal import MIXED_SUMMARY, benchmark_line, summary_table
 from pytest_sme2.results.machine import Mode, ProbeReading
+from pytest_sme2.report.view import SessionView
 from tests.fakes.baselines import bench_result
 
 TWO = (Mode(0.107, 0.62, 19), Mode(0.19, 0.38, 11))
@@ -48,7 +49,7 @@ def test_the_summary_marks_a_mixtures_median_and_says_what_the_mark_means():
     steady = _block(0.1, nodeid="b.py::steady")
     swung = _block(0.12, nodeid="b.py::swung")
     swung.modes = TWO
-    lines = summary_table([steady, swung])
+    lines = summary_table(SessionView.of([steady, swung]))
     row = next(line for line in lines if line.startswith("swung"))
     assert "0.120*" in row and "0.100*" not in "".join(lines)
     assert MIXED_SUMMARY in lines

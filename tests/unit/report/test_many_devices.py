@@ -21,6 +21,7 @@ from pytest_sme2.report.terminal import summary_table
 from pytest_sme2.results import load_results
 from pytest_sme2.plugin.scheduling import read_groups, write_groups
 from pytest_sme2.measure.session import BenchSession
+from pytest_sme2.report.view import SessionView
 from tests.fakes.results_docs import ANDROID, HOST_NO_SME2, single_doc, sme2_doc, steady
 from tests.unit.report.test_report import assert_tables_valid, section, table_rows
 
@@ -140,7 +141,7 @@ def test_devices_side_by_side_in_the_report_and_the_terminal():
     assert table_rows(section(text, "Metadata"), "fact")[0] == ["fact", "host", PHONE]
 
     results = load_results(doc).benchmarks
-    lines = summary_table(list(reversed(results)))
+    lines = summary_table(SessionView.of(list(reversed(results))))
     assert lines[0].split()[:2] == ["device", "benchmark"]
     assert [ln.split()[0] for ln in lines[2:]] == [PHONE, "host"]
 
@@ -149,7 +150,8 @@ def test_one_device_reports_as_before():
     text = render_markdown(sme2_doc())
     assert "## Devices Side by Side" not in text
     assert table_rows(section(text, "Metadata"), "fact")[0] == ["fact", "device"]
-    assert summary_table(load_results(sme2_doc()).benchmarks)[0].split()[0] == "benchmark"
+    lines = summary_table(SessionView.of(load_results(sme2_doc()).benchmarks))
+    assert lines[0].split()[0] == "benchmark"
 
 
 def test_a_comparison_line_names_its_device_when_asked():

@@ -24,6 +24,7 @@ from pytest_sme2.report.terminal import benchmark_line, startup_cells, summary_t
 from pytest_sme2.results import (BlockResult, ProcessStartup, Startup, load_results,
                                  pool_startup, results_document)
 from pytest_sme2.analysis.runner_summary import RunnerSummary, parse_summary
+from pytest_sme2.report.view import SessionView
 
 NATIVE_LINE = ('{"threads": 1, "executions": 33, "program_load_ms": 0.5, '
                '"method_load_ms": 16.25, "rss_before_load_kb": 4000, '
@@ -158,7 +159,7 @@ def test_terminal_line_and_table_cells():
         " | load 12.0 ms (3 cold), first inference 3.80 ms, peak 26.2 MB")
     assert startup_cells(r.startup) == ("12.0, 3.80", "26.2, 9.73")
     assert startup_cells(None) == ("-", "-")
-    header, _, row = summary_table([r])
+    header, _, row = summary_table(SessionView.of([r]))
     assert "load, 1st ms" in header and "peak, pte MB" in header
     assert "12.0, 3.80" in row and "26.2, 9.73" in row
 
@@ -241,7 +242,7 @@ def test_more_memory_fails_an_enforced_gate_with_its_own_threshold(tmp_path):
     report.record_on(r)
     assert r.startup_judgements["memory"].status == REGRESSION
     assert r.startup_judgements["memory"].measure == MEMORY
-    assert "peak memory REGRESSION 1.50x" in summary_table([r])[2]
+    assert "peak memory REGRESSION 1.50x" in summary_table(SessionView.of([r]))[2]
 
 
 def test_slower_loads_fail_with_the_load_threshold_and_off_only_reports(tmp_path):

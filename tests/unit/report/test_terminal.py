@@ -6,6 +6,7 @@ from pytest_sme2.analysis.latency import latency_stats
 from pytest_sme2.report.terminal import (benchmark_line, comparison_line, side_evidence_lines,
                                          summary_table)
 from pytest_sme2.results import BlockResult, ResultAnalysis, RunContext, load_results
+from pytest_sme2.report.view import SessionView
 from tests.fakes.results_docs import evidence, sme2_doc
 
 
@@ -25,7 +26,7 @@ def test_confirmation_blocks_are_pooled_into_their_benchmarks_row():
     first = _result([1.6, 1.6, 1.6], baseline=OK_3_BLOCKS)       # the outvoted process
     blocks = [_result([1.0, 1.0, 1.0], block=1), _result([1.02, 1.02, 1.02], block=2)]
     other = _result([0.5, 0.5], nodeid="b.py::test_latency[y]", threads=2)
-    lines = summary_table(blocks + [first, other])              # blocks are recorded first
+    lines = summary_table(SessionView.of(blocks + [first, other]))  # blocks are recorded first
     rows = lines[2:]
     assert len(rows) == 2                                       # one row per benchmark
     cells = rows[0].split()
@@ -36,7 +37,7 @@ def test_confirmation_blocks_are_pooled_into_their_benchmarks_row():
 
 
 def test_a_single_block_benchmark_shows_its_own_figures():
-    lines = summary_table([_result([2.0, 2.2, 2.1])])
+    lines = summary_table(SessionView.of([_result([2.0, 2.2, 2.1])]))
     assert "2.100" in lines[2].split() and "3" in lines[2].split()
 
 
@@ -45,7 +46,7 @@ def test_a_category_regression_shows_beside_the_end_to_end_verdict():
     r.category_judgements = {
         "Convolution": {"status": "regression", "ratio": {"point": 2.86, "low": 2.8, "high": 3.4}},
         "GEMM": {"status": "ok", "ratio": {"point": 1.0, "low": 0.9, "high": 1.1}}}
-    row = summary_table([r])[2]
+    row = summary_table(SessionView.of([r]))[2]
     assert row.endswith("ok 1.01x [0.98, 1.60]; Convolution REGRESSION 2.86x")
 
 
@@ -53,13 +54,14 @@ def test_a_comparison_shows_its_tests_name_and_the_reports_medians():
     from pytest_sme2.report.markdown.render import render_markdown
 
     doc = load_results(sme2_doc())
-    lines = summary_table(doc.benchmarks, doc.comparisons)
+    lines = summary_table(doc)
     off, on = (line.split() for line in lines[2:4])
     assert off[0] == on[0] == "test_sme2"
     assert off[5] == "10.000" and on[5] == "4.000" and on[9:12] == ["-", "-", "2.50x"]
     report = render_markdown(doc)
     assert "| sme2_off | 5 | 100 | 10.000 |" in report and "| 10.000 | 4.000 | 2.500x |" in report
-    assert summary_table(doc.benchmarks, [c.to_json() for c in doc.comparisons]) == lines
+    as_reported = [c.to_json() for c in doc.comparisons]     # as they travel on a test report
+    assert summary_table(SessionView.of(doc.benchmarks, as_reported)) == lines
     assert comparison_line(doc.comparisons[0]).startswith(
         "sme2: sme2_on vs sme2_off on mobilenet_v3_small fp16 t1: speed-up 2.500x [2.450, "
         "2.550], medians 10.000 -> 4.000 ms over 5 blocks each: faster, outputs equal")
@@ -100,7 +102,7 @@ def test_the_sme_level_shows_beside_sme2_where_sme2_did_not_run():
     assert benchmark_line(on).endswith(
         f"; SME: proven (SME1 kernels: {SME1_MOPA}, {SME1_PACK}); SME2: absent")
     assert benchmark_line(off).endswith("; SME: absent; SME2: absent")
-    rows = summary_table(doc.benchmarks, doc.comparisons)[2:4]
+    rows = summary_table(doc)[2:4]
     assert "absent (SME proven)" in rows[1] and "(SME" not in rows[0]
     lines = side_evidence_lines(doc.comparisons[0], doc.benchmarks)
     assert lines == ["sme2:   sme2_off: SME: absent; SME2: absent",

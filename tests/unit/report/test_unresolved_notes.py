@@ -11,6 +11,7 @@ from pytest_sme2.gate.rule import GateReport
 from pytest_sme2.report.github import step_summary
 from pytest_sme2.report.terminal import baseline_cell
 from pytest_sme2.report.unresolved_notes import unresolved_lines
+from pytest_sme2.report.view import SessionView
 from tests.fakes.baselines import bench_result
 
 WIDE = judge_ab(Pairs((1.0,) * 6, (0.97, 1.12, 1.06, 0.95, 1.1, 1.04)))
@@ -41,7 +42,7 @@ def test_the_summary_names_each_unresolved_benchmark_and_what_it_could_resolve()
 
 
 def test_the_github_summary_says_it_apart_from_the_regressions():
-    text = step_summary([_judged("t.py::a", WIDE)])
+    text = step_summary(SessionView.of([_judged("t.py::a", WIDE)]))
     assert "**Regressions:** none" in text
     assert "**Cannot tell:** 1 of 1 judged benchmark(s)" in text
 
