@@ -29,9 +29,10 @@ from pytest_sme2.errors import Sme2Error
 from pytest_sme2._util.checkout import head_commit
 from pytest_sme2._util.locking import folder_lock
 from pytest_sme2.results import (BlockResult, DeviceFacts, UnderTest, atomic_write_text,
-                                 probe_levels)
+                                 block_phases, probe_levels)
 from pytest_sme2.results.codec import added, encode
 from pytest_sme2.results.device import sme_class
+from pytest_sme2.results.generation import PREFILL, TTFT
 from pytest_sme2._util.versions import package_version
 
 SCHEMA = "pytest-sme2/baseline/2"
@@ -355,9 +356,8 @@ def save(results: Sequence[BlockResult], baseline_dir: Path, keep: int = DEFAULT
         processes = [p for r in results if r.startup for p in r.startup.processes]
         loads = [round(float(p.load_ms), 6) for p in processes if p.load_ms]
         peaks = [float(p.peak_rss_kb) for p in processes if p.peak_rss_kb]
-        gens = [r.generation for r in results if r.generation is not None]
-        prefill = [round(float(g.prefill.median_ms), 6) for g in gens if g.prefill.median_ms]
-        ttft = [round(float(g.ttft_ms), 6) for g in gens if g.ttft_ms]
+        phases = block_phases(results)
+        prefill, ttft = ([round(v, 6) for v in phases.get(key, [])] for key in (PREFILL, TTFT))
         probes = [round(level, 3) for level in probe_levels(results)]
     else:
         counts = [r.instructions_per_execute for r in results]

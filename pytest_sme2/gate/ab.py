@@ -30,10 +30,10 @@ from typing import Callable, Sequence
 from pytest_sme2.analysis.machine_state import straddle
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate.decide import decide, unresolved
-from pytest_sme2.gate.levels import PREFILL, TTFT, Judgement, not_compared
+from pytest_sme2.gate.levels import Judgement, not_compared
 from pytest_sme2.results.judgement import CANNOT_TELL, IMPROVEMENT, REGRESSION
 from pytest_sme2.gate.policy import DEFAULT_THRESHOLD_PCT
-from pytest_sme2.results import BlockResult
+from pytest_sme2.results import BLOCK_PHASES, BlockResult, block_phases
 from pytest_sme2.stats import DEFAULT_MARGIN, Interval, paired_ratio
 
 AGAINST = "the base program, re-measured in this session"
@@ -182,12 +182,9 @@ def judge_phases(base: Sequence[BlockResult], candidate: Sequence[BlockResult],
     beside candidate block ``i`` (each block's median over its generations); its decode is
     the blocks' own end to end. Nothing for blocks that are not generations."""
     out = []
-    if not all(r.generation is not None for r in (*base, *candidate)) or not base:
-        return out
-    for measure, value in ((PREFILL, lambda g: g.prefill.median_ms), (TTFT, lambda g: g.ttft_ms)):
-        if not all(value(r.generation) for r in (*base, *candidate)):
-            continue
-        j = judge_ab(pairs_of(base, candidate, lambda r, v=value: v(r.generation)),
+    for key in block_phases([*base, *candidate]) if base else ():
+        measure = BLOCK_PHASES[key]
+        j = judge_ab(pairs_of(base, candidate, lambda r, k=key: r.block_phase(k)),
                      threshold_pct)
         out.append(replace(j, measure=measure, reason=f"{measure} {j.reason}"))
     return out

@@ -30,7 +30,7 @@ from pytest_sme2.baselines.key import BaselineKey, under_test_of
 from pytest_sme2.gate.policy import DEFAULT_THRESHOLD_PCT, GatePolicy
 from pytest_sme2.gate.decide import floor_remedy, unresolved
 from pytest_sme2.gate.robust import judge_robust
-from pytest_sme2.results import BlockResult, UnderTest, pool_probe
+from pytest_sme2.results import BLOCK_PHASES, BlockResult, UnderTest, block_phases, pool_probe
 from pytest_sme2.results.under_test import VERSIONED
 # The verdict record and its words live with results.json, which stores them.
 from pytest_sme2.results.judgement import (CANNOT_TELL, IMPROVEMENT,  # noqa: F401
@@ -259,10 +259,8 @@ def _judge_phases(base: baseline_store.Baseline, results: Sequence[BlockResult],
     its generations), by the same rule as end to end (its decode steps); nothing for blocks
     that are not generations."""
     out = []
-    gens = [r.generation for r in results if r.generation is not None]
-    for measure, attr, values in ((PREFILL, "prefill_ms", [g.prefill.median_ms for g in gens]),
-                                  (TTFT, "ttft_ms", [g.ttft_ms for g in gens])):
-        current = [float(v) for v in values if v is not None]
+    for key, current in block_phases(results).items():
+        measure, attr = BLOCK_PHASES[key], f"{key}_ms"     # the baseline's prefill_ms, ttft_ms
         sessions = [getattr(s, attr) for s in base.sessions if getattr(s, attr)]
         if current and not sessions:
             out.append(replace(not_compared(f"the baseline records no {measure}; record it "

@@ -10,8 +10,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pytest_sme2.baselines.key import BaselineKey, under_test_of
-from pytest_sme2.results import (BlockResult, Judgement, ResultsDoc, mean_per_block, pool,
-                                 pool_categories, pool_probe)
+from pytest_sme2.results import (BlockResult, Judgement, ResultsDoc, block_phases, pool,
+                                 pool_categories, pool_generation, pool_probe)
+from pytest_sme2.results.generation import DECODE, PREFILL
 from pytest_sme2.results.judgement import NOT_COMPARED
 
 
@@ -139,7 +140,6 @@ def gate_of(j: Judgement | None) -> dict[str, Any] | None:
 # -- an LLM measured as a generation: a series per phase --------------------------------------
 
 PHASE_KEY = "phase"       # in a point's key: which phase of a generation its series follows
-DECODE, PREFILL, TTFT = "decode", "prefill", "ttft"
 
 
 def phase_of(key: dict[str, Any]) -> str | None:
@@ -157,17 +157,13 @@ def points(blocks: list[BlockResult]) -> list[PointRecord]:
     decode point's instructions are per decode token, the prefill point's per prefill
     (--sme2-measure instructions)."""
     main = point(blocks)
-    gens = [b.generation for b in blocks if b.generation is not None]
-    if not gens:
+    generation = pool_generation(blocks)
+    if generation is None:
         return [main]
     out = [replace(main, key={**main.key, PHASE_KEY: DECODE})]
     counted = [b.instructions.prefill for b in blocks
                if b.instructions is not None and b.instructions.prefill]
-    for phase, values in ((PREFILL, [g.prefill.median_ms for g in gens]),
-                          (TTFT, [g.ttft_ms for g in gens])):
-        kept = [float(v) for v in values if v is not None]
-        if not kept:
-            continue
+    for phase, kept in block_phases(blocks).items():
         key = {**main.key, PHASE_KEY: phase}
         canon = json.dumps(key, sort_keys=True, separators=(",", ":"))
         out.append(replace(main, key_digest=hashlib.sha256(canon.encode()).hexdigest()[:16],
@@ -176,8 +172,7 @@ def points(blocks: list[BlockResult]) -> list[PointRecord]:
                            instructions=(statistics.median(counted)
                                          if phase == PREFILL and counted else None),
                            gate=gate_of((blocks[0].phase_judgements or {}).get(phase)),
-                           categories_ms=(
-                               mean_per_block([g.prefill.categories_ms for g in gens])
-                               if phase == PREFILL else {})))
+                           categories_ms=(generation.prefill.categories_ms
+                                          if phase == PREFILL else {})))
     return out
 

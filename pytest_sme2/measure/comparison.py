@@ -13,7 +13,8 @@ from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate.ab import Pairs, judge_pairs, pairs_of
 from pytest_sme2.gate.policy import DEFAULT_THRESHOLD_PCT
 from pytest_sme2.measure.precision import Precision
-from pytest_sme2.results import BlockResult, ComparisonRecord, Judgement, OutputCheck
+from pytest_sme2.results import (BlockResult, ComparisonRecord, Judgement, OutputCheck,
+                                 block_phases)
 from pytest_sme2.results.judgement import CANNOT_TELL, IMPROVEMENT, NO_CHANGE, REGRESSION
 from pytest_sme2.stats import DEFAULT_MARGIN, FASTER, SLOWER, Interval, paired_ratio
 
@@ -246,12 +247,7 @@ def phase_judgements(base: list[BlockResult], candidate: list[BlockResult],
                      threshold_pct: float = DEFAULT_THRESHOLD_PCT) -> dict[str, Judgement]:
     """For blocks of generations, the paired verdict on each block's prefill time and time to
     first token (decode is the blocks' own e2e); {} otherwise."""
-    out: dict[str, Judgement] = {}
-    if not all(r.generation is not None for r in base + candidate):
-        return out
-    for name, value in (("prefill", lambda g: g.prefill.median_ms),
-                        ("ttft", lambda g: g.ttft_ms)):
-        if all(value(r.generation) for r in base + candidate):
-            pairs = pairs_of(base, candidate, lambda r, v=value: v(r.generation))
-            out[name] = comparison_judgement(pairs, margin, threshold_pct)
-    return out
+    return {key: comparison_judgement(pairs_of(base, candidate,
+                                               lambda r, k=key: r.block_phase(k)),
+                                      margin, threshold_pct)
+            for key in block_phases(base + candidate)}

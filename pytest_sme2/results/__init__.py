@@ -20,15 +20,16 @@ from pytest_sme2._util.fsutil import atomic_write_text
 from pytest_sme2.results.block import BlockResult, device_label
 from pytest_sme2.results.comparison import ComparisonRecord, OutputCheck
 from pytest_sme2.results.device import DeviceFacts
-from pytest_sme2.results.generation import Generation, GenerationResult, PhaseStats
+from pytest_sme2.results.generation import (BLOCK_PHASES, Generation, GenerationResult,
+                                            PhaseStats)
 from pytest_sme2.results.document import (RESULTS_SCHEMA, ResultsDoc, ResultsWriter,
                                           load_results, results_document, write_results)
 from pytest_sme2.results.instructions import InstructionCount
 from pytest_sme2.results.judgement import Judgement
 from pytest_sme2.results.pooling import (GenerationFigures, PhaseFigures, PooledLatency,
-                                         mean_per_block, pool, pool_categories, pool_evidence,
-                                         pool_generation, pool_operators, pool_probe,
-                                         pool_startup, probe_levels)
+                                         block_phases, mean_per_block, pool, pool_categories,
+                                         pool_evidence, pool_generation, pool_operators,
+                                         pool_probe, pool_startup, probe_levels)
 from pytest_sme2.results.precision import PrecisionOutcome
 from pytest_sme2.results.records import (KernelEvidence, LoggedKernel, OperatorStats,
                                          ResultAnalysis, RunContext, SampledKernel,
@@ -39,13 +40,14 @@ from pytest_sme2.results.startup import ProcessStartup, Startup
 from pytest_sme2.results.timing import Timing
 from pytest_sme2.results.under_test import UnderTest
 
-__all__ = ["RESULTS_SCHEMA", "BlockResult", "ComparisonRecord", "DeviceFacts", "Generation",
-           "GenerationFigures", "GenerationResult", "InstructionCount", "Judgement",
+__all__ = ["BLOCK_PHASES", "RESULTS_SCHEMA", "BlockResult", "ComparisonRecord", "DeviceFacts",
+           "Generation", "GenerationFigures", "GenerationResult", "InstructionCount", "Judgement",
            "KernelEvidence", "LoggedKernel", "OperatorStats", "OutputCheck", "PhaseFigures",
            "PhaseStats", "PooledLatency", "PrecisionOutcome", "ProcessStartup", "ResultAnalysis",
            "ResultsDoc", "ResultsWriter", "RunContext", "RunnerInfo", "SampledKernel",
            "SessionInfo",
-           "Startup", "Timing", "TracedKernel", "UnderTest", "atomic_write_text", "device_label",
+           "Startup", "Timing", "TracedKernel", "UnderTest", "atomic_write_text", "block_phases",
+           "device_label",
            "load_results", "mean_per_block", "pool", "pool_categories", "pool_evidence",
            "pool_generation", "pool_operators", "pool_probe", "pool_startup", "probe_levels",
            "results_document", "write_results"]

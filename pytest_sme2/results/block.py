@@ -160,6 +160,12 @@ class BlockResult:
             return self.nodeid
         return _LEGACY_BLOCK_SUFFIX.sub("", self.nodeid)
 
+    def block_phase(self, key: str) -> float | None:
+        """This block's value of a generation's phase (``prefill``, ``ttft``:
+        :data:`~pytest_sme2.results.generation.BLOCK_PHASES`); None for a forward pass or a
+        phase it did not time."""
+        return self.generation.block_phase(key) if self.generation is not None else None
+
     @property
     def median_ms(self) -> float:
         return self.e2e.median_ms

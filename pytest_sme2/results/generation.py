@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from pytest_sme2.results.device import DeviceFacts
+from pytest_sme2.results.judgement import PREFILL as PREFILL_TIME, TTFT as TTFT_TIME
 from pytest_sme2.results.records import KernelEvidence, known_fields
 from pytest_sme2.results.runner import RunnerInfo
 from pytest_sme2.results.startup import Startup
@@ -31,6 +32,11 @@ from pytest_sme2.results.traffic import DecodeTraffic
 PREFILL = "prefill"
 DECODE = "decode"
 PHASES = (PREFILL, DECODE)
+TTFT = "ttft"
+# A generation's phases judged, kept and charted one value per block beside its decode steps
+# (the block's own end to end): the key results.json (``baseline_phases``), baselines
+# (``prefill_ms``, ``ttft_ms``) and the history's series use, and the gate's measure name.
+BLOCK_PHASES: dict[str, str] = {PREFILL: PREFILL_TIME, TTFT: TTFT_TIME}
 _ON_THE_BLOCK = ("startup", "device", "runner")   # GenerationResult fields results.json keeps
 #                                                   on the block, not in "generation"
 
@@ -208,6 +214,11 @@ class GenerationResult:
         if name not in PHASES:
             raise KeyError(f"no phase {name!r}; phases are {', '.join(PHASES)}")
         return self.prefill if name == PREFILL else self.decode
+
+    def block_phase(self, key: str) -> float | None:
+        """This generation's one value of a phase of :data:`BLOCK_PHASES` (its ``key``): the
+        median over its generations, None where it was not timed."""
+        return self.prefill.median_ms if key == PREFILL else self.ttft_ms
 
     def to_json(self) -> dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _ON_THE_BLOCK}

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field, replace
 from pytest_sme2.results.latency import LatencyStats
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.results.block import BlockResult
-from pytest_sme2.results.generation import (DECODE, PREFILL, GenerationResult, PhaseStats,
+from pytest_sme2.results.generation import (BLOCK_PHASES, DECODE, PREFILL, GenerationResult,
+                                            PhaseStats,
                                             llama_bench_name)
 from pytest_sme2.results.records import (KernelEvidence, LoggedKernel, OperatorStats,
                                          TracedKernel)
@@ -251,3 +252,15 @@ def pool_generation(blocks: Sequence[BlockResult]) -> GenerationFigures | None:
         ttft_ms=_median(x.ttft_ms for x in gens),
         generation_ms=_median(x.generation_ms for x in gens), tokens=list(g.tokens),
         max_context_len=g.max_context_len, depth=g.depth)
+
+
+def block_phases(blocks: Sequence[BlockResult]) -> dict[str, list[float]]:
+    """Each phase of :data:`~pytest_sme2.results.generation.BLOCK_PHASES` every block timed
+    (prefill, time to first token), with its value per block in block order; {} for forward
+    passes or where a block lacks the phase."""
+    out: dict[str, list[float]] = {}
+    for key in BLOCK_PHASES:
+        values = [b.block_phase(key) for b in blocks]
+        if blocks and all(v for v in values):
+            out[key] = [float(v) for v in values if v is not None]
+    return out
