@@ -12,7 +12,8 @@ from pytest_sme2 import units
 from pytest_sme2.units import COMPACT_RATIO_DIGITS, COUNT_RATIO_DIGITS
 from pytest_sme2.report.columns import GITHUB, LATENCY, shown
 from pytest_sme2.report.grouping import Side
-from pytest_sme2.report.terminal import GENERATION_COLUMNS, baseline_cell, generation_row
+from pytest_sme2.report.terminal import (GENERATION_COLUMNS, GENERATION_NUMERIC, baseline_cell,
+                                         generation_row)
 from pytest_sme2.report.unresolved_notes import unresolved_lines
 from pytest_sme2.report.view import Source, view_of
 from pytest_sme2.results import Judgement
@@ -65,24 +66,23 @@ def step_summary(source: Source, report_dir: Path | None = None,
     view = view_of(source)
     results, comparisons, sides = view.results, view.comparisons, view.sides
     latency = shown(LATENCY, GITHUB)
-    lines = ["## pytest-sme2", "",
-             "| benchmark | runner | " + "".join(f"{f.title(GITHUB)} | " for f in latency)
-             + "SME2 | vs baseline |",
-             "|---|---|" + "---:|" * len(latency) + "---|---|"]
-    regressions: list[str] = []
-    for s in sides:
+    lines = ["## pytest-sme2", ""]
+    regressions = [line for s in sides for line in _regressions(s)]
+    forward = [s for s in sides if s.generation is None]    # an LLM's row is its phases'
+    if forward:
+        lines += ["| benchmark | runner | " + "".join(f"{f.title(GITHUB)} | " for f in latency)
+                  + "SME2 | vs baseline |",
+                  "|---|---|" + "---:|" * len(latency) + "---|---|"]
+    for s in forward:
         ev = s.first.kernel_evidence
         lines.append(f"| {_cell(s.test)} | {_cell(s.runner)} | "
                      + "".join(f"{f.cell(s.latency)} | " for f in latency)
                      + f"{ev.sme2 if ev else '-'} | {_cell(baseline_cell(_baseline(s)))} |")
-        regressions += _regressions(s)
     llm = [row for s in sides if (row := generation_row(s.test, s)) is not None]
     if llm:
-        right = {4, 5, 6, 7, 8}
-        lines += ["", "**LLM generations** (prefill + decode; the median ms above is decode per "
-                      "token):", "",
+        lines += ["", "**LLM generations** (prefill + decode):", "",
                   "| " + " | ".join(GENERATION_COLUMNS) + " |",
-                  "|" + "|".join("---:" if i in right else "---"
+                  "|" + "|".join("---:" if i in GENERATION_NUMERIC else "---"
                                  for i in range(len(GENERATION_COLUMNS))) + "|"]
         lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in llm]
     if any(r.emulated for r in results):

@@ -297,16 +297,37 @@ def _rows(sides: Iterable[Side]) -> list[tuple[str, ...]]:
     shows what the gate judged (its confirmation blocks too)."""
     rows = []
     for side in sides:
+        if side.generation is not None:
+            continue            # an LLM's row is the generation table's, with its phases
         c = side.comparison
-        if c is None:
-            rows.append(_row(side, ""))
-            continue
-        runner = c.base if side.role == "base" else c.candidate
-        speedup = "(base)" if side.role == "base" else \
-            units.ratio_interval(c.speedup, COMPACT_RATIO_DIGITS) + (" emulated" if c.emulated
-                                                                      else "")
-        rows.append(_row(side, speedup, (c.baselines or {}).get(runner, {})))
+        baseline = (c.baselines or {}).get(side.runner, {}) if c is not None else None
+        rows.append(_row(side, _speedup_cell(side), baseline))
     return rows
+
+
+def _speedup_cell(side: Side) -> str:
+    """A comparison side's speed-up: ``(base)``, or the candidate's interval; "" for a
+    test's benchmark."""
+    c = side.comparison
+    if c is None:
+        return ""
+    if side.role == "base":
+        return "(base)"
+    return units.ratio_interval(c.speedup, COMPACT_RATIO_DIGITS) + (" emulated" if c.emulated
+                                                                     else "")
+
+
+def _table(columns: tuple[str, ...], rows: list[tuple[str, ...]], numeric: set[int]
+           ) -> list[str]:
+    """A header, a rule and the rows, each column as wide as its widest cell; numbers to
+    the right."""
+    widths = [max(len(row[i]) for row in (columns, *rows)) for i in range(len(columns))]
+
+    def fmt(row):
+        return "  ".join(c.rjust(w) if i in numeric else c.ljust(w)
+                         for i, (c, w) in enumerate(zip(row, widths))).rstrip()
+
+    return [fmt(columns), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows]
 
 
 def summary_table(source: Source) -> list[str]:
@@ -319,15 +340,9 @@ def summary_table(source: Source) -> list[str]:
     several = len(per_device) > 1
     if several:
         columns, numeric = ("device", *COLUMNS), {i + 1 for i in _NUMERIC}
-    rows = [columns] + [(dev, *row) if several else row for dev, sides in per_device.items()
-                        for row in _rows(sides)]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(columns))]
-
-    def fmt(row):
-        return "  ".join(c.rjust(w) if i in numeric else c.ljust(w)
-                         for i, (c, w) in enumerate(zip(row, widths))).rstrip()
-
-    lines = [fmt(rows[0]), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows[1:]]
+    rows = [(dev, *row) if several else row for dev, sides in per_device.items()
+            for row in _rows(sides)]
+    lines = _table(columns, rows, numeric) if rows else []
     hot = [r for r in results if r.context.started_hot]
     if hot:
         c = hot[0].context.cooldown
@@ -345,17 +360,20 @@ def summary_table(source: Source) -> list[str]:
         lines.append(EMULATED_SUMMARY)
     if any(mixed(side.blocks) for sides in per_device.values() for side in sides):
         lines.append(MIXED_SUMMARY)
-    return (lines + generation_table(per_device) + gen.bandwidth_lines(results)
+    llms = generation_table(per_device)
+    return (lines + (llms if lines else llms[1:]) + gen.bandwidth_lines(results)
             + gen.attention_lines(results) + gen.runner_stats_lines(results)
             + scaling.terminal_lines(thread_scaling(results)) + precision_lines(results))
 
 
-GENERATION_COLUMNS = ("benchmark", "runner", "scheme", "tests", "prefill tok/s",
-                      "decode tok/s", "decode/token ms", "p90 ms", "TTFT ms", "SME2 prefill",
-                      "SME2 decode", "vs baseline")
-_GENERATION_NUMERIC = {4, 5, 6, 7, 8}
-GENERATION_NOTE = ("LLM rows above: the generation's decode time per token; prefill, decode "
-                   "and TTFT are in the generation table")
+GENERATION_COLUMNS = ("benchmark", "runner", "scheme", "threads", "tests", "prefill tok/s",
+                      "decode tok/s", "decode/token ms", "p90 ms", "TTFT ms", "load, 1st ms",
+                      "peak, pte MB", "decode speedup [95% CI]", "SME2 prefill", "SME2 decode",
+                      "vs baseline")
+GENERATION_NUMERIC = {GENERATION_COLUMNS.index(c) for c in (
+    "threads", "prefill tok/s", "decode tok/s", "decode/token ms", "p90 ms", "TTFT ms",
+    "load, 1st ms", "peak, pte MB")}
+_PER_TOKEN = GENERATION_COLUMNS.index("decode/token ms")
 RATES_MARK = ("* its decode steps ran at several machine speeds: the per-token median and the "
               "decode rate differ; believe the rate, a whole generation's time (the benchmark's "
               "line says how far apart)")
@@ -385,11 +403,12 @@ def generation_row(name: str, side: Side) -> tuple[str, ...] | None:
     pre, dec = g.prefill, g.decode
     c = side.comparison
     baseline = (c.baselines or {}).get(side.runner) or None if c is not None else None
-    return (name, r.runner_name, r.dtype, g.tests,
+    return (name, r.runner_name, r.dtype, str(r.threads), g.tests,
             _tok_s(pre.tokens_per_s), _tok_s(dec.tokens_per_s),
             _ms(dec.token_median_ms) + ("*" if gen.rates_note(dec) else ""),
-            _ms(dec.token_p90_ms), _ms(g.ttft_ms), _verdict_cell(pre.evidence),
-            _verdict_cell(dec.evidence), _phase_verdicts(r, baseline))
+            _ms(dec.token_p90_ms), _ms(g.ttft_ms), *startup_cells(side.startup),
+            _speedup_cell(side), _verdict_cell(pre.evidence), _verdict_cell(dec.evidence),
+            _phase_verdicts(r, baseline))
 
 
 def generation_table(per_device: Mapping[str, list[Side]]) -> list[str]:
@@ -401,15 +420,7 @@ def generation_table(per_device: Mapping[str, list[Side]]) -> list[str]:
     if not rows:
         return []
     columns = (("device",) if several else ()) + GENERATION_COLUMNS
-    numeric = {i + several for i in _GENERATION_NUMERIC}
-    table = [columns, *rows]
-    widths = [max(len(row[i]) for row in table) for i in range(len(columns))]
-
-    def fmt(row):
-        return "  ".join(c.rjust(w) if i in numeric else c.ljust(w)
-                         for i, (c, w) in enumerate(zip(row, widths))).rstrip()
-
-    marked = [RATES_MARK] if any(r[6 + several].endswith("*") for r in rows) else []
-    return (["", "generation (LLMs: prefill + decode, medians over the timed generations)",
-             fmt(columns), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows]
-            + [GENERATION_NOTE] + marked)
+    numeric = {i + several for i in GENERATION_NUMERIC}
+    marked = [RATES_MARK] if any(r[_PER_TOKEN + several].endswith("*") for r in rows) else []
+    return (["", "generation (LLMs: prefill + decode, medians over the timed generations)"]
+            + _table(columns, rows, numeric) + marked)

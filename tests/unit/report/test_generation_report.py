@@ -8,7 +8,7 @@ import copy
 from pytest_sme2.report.markdown.render import render_details, render_markdown
 from pytest_sme2.report.recommend import recommendations
 from pytest_sme2.report.recommend.generation import kernel_sentences
-from pytest_sme2.report.terminal import GENERATION_NOTE, benchmark_line, summary_table
+from pytest_sme2.report.terminal import benchmark_line, summary_table
 from pytest_sme2.results import load_results, pool_generation
 from pytest_sme2.report.view import SessionView
 from tests.fakes.results_docs import (INT4_DECODE, INT4_PREFILL, INT8_PREFILL, QEMU_SME2,
@@ -78,18 +78,22 @@ def test_benchmark_line_marks_emulated_generations():
     assert line.endswith("[emulated CPU: timings say nothing about speed]")
 
 
-def test_summary_table_gets_a_generation_table():
-    lines = summary_table(SessionView.of(_blocks()))
+def test_an_llm_gets_one_row_in_the_summary_its_generation_tables():
+    blocks = _blocks()
+    lines = summary_table(SessionView.of(blocks))
     i = lines.index("generation (LLMs: prefill + decode, medians over the timed generations)")
     head = lines[i + 1].split()
-    assert head[:4] == ["benchmark", "runner", "scheme", "tests"]
+    assert head[:5] == ["benchmark", "runner", "scheme", "threads", "tests"]
     rows = lines[i + 3:i + 5]
-    assert rows[0].split() == ["test_llm[tiny_llama-8da4w-t1]", "native", "8da4w", "pp64,",
-                               "tg32", "4,000", "1,000", "1.000", "1.200", "16.050", "absent",
-                               "absent", "-"]
-    assert rows[1].split()[:10] == ["test_llm[tiny_llama-8da8w-t1]", "native", "8da8w",
+    assert rows[0].split() == ["test_llm[tiny_llama-8da4w-t1]", "native", "8da4w", "1", "pp64,",
+                               "tg32", "4,000", "1,000", "1.000", "1.200", "16.050", "-", "-",
+                               "absent", "absent", "-"]
+    assert rows[1].split()[:11] == ["test_llm[tiny_llama-8da8w-t1]", "native", "8da8w", "1",
                                     "pp64,", "tg32", "8,000", "2,000", "0.500", "0.600", "8.050"]
-    assert lines[i + 5] == GENERATION_NOTE
+    # Each LLM benchmark is one row: the forward-pass table above holds the others only.
+    for b in blocks:
+        if b.generation is not None:
+            assert sum(line.startswith(b.name + " ") for line in lines) == 1
 
 
 def test_summary_table_without_llms_is_unchanged():
@@ -151,8 +155,8 @@ def test_tables_name_tests_at_depth_as_llama_bench_does():
     lines = summary_table(SessionView.of(_blocks(_depth_doc())))
     i = lines.index("generation (LLMs: prefill + decode, medians over the timed generations)")
     rows = lines[i + 3:i + 5]
-    assert rows[0].split()[3:5] == ["pp64,", "tg32"]
-    assert rows[1].split()[:8] == ["test_llm[tiny_llama-8da8w-t1-d512]", "native", "8da8w",
+    assert rows[0].split()[4:6] == ["pp64,", "tg32"]
+    assert rows[1].split()[:9] == ["test_llm[tiny_llama-8da8w-t1-d512]", "native", "8da8w", "1",
                                    "pp64", "@", "d512,", "tg32", "@"]
     line = benchmark_line(_blocks(_depth_doc())[-1])
     assert "64 prompt + 32 new tokens at depth 512 (the KV cache filled first: 92.160 ms, in " \

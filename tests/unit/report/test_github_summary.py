@@ -96,8 +96,10 @@ def test_llm_generations_get_their_own_rows():
 
     text = step_summary(SessionView.of(load_results(llm_doc()).benchmarks))
     assert "**LLM generations** (prefill + decode" in text
-    assert ("| test_llm[tiny_llama-8da8w-t1] | native | 8da8w | pp64, tg32 | 8,000 | 2,000 | "
-            "0.500 | 0.600 | 8.050 | proven | proven | - |") in text
+    assert ("| test_llm[tiny_llama-8da8w-t1] | native | 8da8w | 1 | pp64, tg32 | 8,000 | 2,000 | "
+            "0.500 | 0.600 | 8.050 | - | - |  | proven | proven | - |") in text
+    # once: the forward-pass table holds no LLM's row
+    assert text.count("| test_llm[tiny_llama-8da8w-t1] |") == 1
 
 
 def test_llm_generations_at_depth_are_named_as_llama_bench_names_them():
@@ -106,8 +108,8 @@ def test_llm_generations_at_depth_are_named_as_llama_bench_names_them():
     doc = single_doc()
     doc["benchmarks"] += [generation_block("8da8w", depth=512)]
     text = step_summary(SessionView.of(load_results(doc).benchmarks))
-    assert "| test_llm[tiny_llama-8da8w-t1-d512] | native | 8da8w | pp64 @ d512, tg32 @ d512 |" \
-        in text
+    row = "| test_llm[tiny_llama-8da8w-t1-d512] | native | 8da8w | 1 | pp64 @ d512, tg32 @ d512 |"
+    assert row in text
 
 
 def test_a_prefill_regression_is_listed():

@@ -150,7 +150,7 @@ def test_one_device_reports_as_before():
     text = render_markdown(sme2_doc())
     assert "## Devices Side by Side" not in text
     assert table_rows(section(text, "Metadata"), "fact")[0] == ["fact", "device"]
-    lines = summary_table(SessionView.of(load_results(sme2_doc()).benchmarks))
+    lines = summary_table(load_results(sme2_doc()))
     assert lines[0].split()[0] == "benchmark"
 
 
