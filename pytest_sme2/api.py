@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pytest_sme2.analysis.categories import CategoryRule
 from pytest_sme2.hookspec import category_rules
-from pytest_sme2.analysis.generation import analyze_generation, analyze_generation_file
+from pytest_sme2.analysis.phases import analyze_generation, analyze_generation_file
 from pytest_sme2.analysis.kernel_sample import read_kernel_sample_csv
 from pytest_sme2.analysis.kernel_sources import KernelSources
 from pytest_sme2.analysis.kernel_trace import read_kernel_trace_csv

@@ -100,7 +100,7 @@ LAYER_ROLES: dict[int, tuple[str, str]] = {
     9: ("the loop", "measure/: the benchmark loop as library code (options, config, session, "
                     "matrix, block, pairs, benchmark, judging, comparison, precision, aa (A/A "
                     "calibration), artifacts/)"),
-    10: ("report, provision, bisect", "report/ (outputs, markdown/, terminal, digest, "
+    10: ("report, provision, bisect", "report/ (outputs, view, markdown/, terminal, digest, "
                                       "grouping, recommend/, etdump_diff, benchmark_json, "
                                       "github, machine_notes, analysis_text); provision/ "
                                       "(apt, qemu, history: what the machine needs, called "

@@ -1,7 +1,7 @@
 """What says which kernels ran, beside an ETDump's operator names: :class:`KernelSources`, the
 inputs of the SME2 verdict (:func:`pytest_sme2.analysis.kernels.sme2_verdict`) that
 :func:`pytest_sme2.analysis.summary.analyze` and, per phase,
-:func:`pytest_sme2.analysis.generation.analyze_generation` take. Light (no pandas), so the
+:func:`pytest_sme2.analysis.phases.analyze_generation` take. Light (no pandas), so the
 generation analysis can name it at its top."""
 
 from __future__ import annotations

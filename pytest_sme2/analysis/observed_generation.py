@@ -2,7 +2,7 @@
 runners give: its ETDump cut to the timed generation's forwards and a
 :class:`~pytest_sme2.analysis.runner_summary.GenerationSummary` made from its
 ``PyTorchObserver`` report (:mod:`pytest_sme2.analysis.llm_observer`). Then the one generation
-analysis (:mod:`pytest_sme2.analysis.generation`) reads it like any other.
+analysis (:mod:`pytest_sme2.analysis.phases`) reads it like any other.
 
 What its ETDump holds (``extension/llm/runner``, ExecuTorch 1.1+ built with the event tracer,
 written once at exit): the loads of forward and of the constant methods it reads
@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from pytest_sme2.analysis.generation import keep_runs
+from pytest_sme2.analysis.phases import keep_runs
 from pytest_sme2.analysis.llm_observer import ObserverStats, parse_observer
 from pytest_sme2.analysis.runner_summary import GenerationSummary, RunnerSummary
 from pytest_sme2.errors import Sme2Error

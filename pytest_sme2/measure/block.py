@@ -15,7 +15,7 @@ from pytest_sme2.analysis.categories import CategoryRule
 from pytest_sme2.analysis.latency import e2e_per_run, latency_stats
 from pytest_sme2.analysis.machine_state import PROBE_MODEL, find_modes
 from pytest_sme2.analysis.startup import load_source, memory_source, process_startup
-from pytest_sme2.analysis.generation import analyze_generation
+from pytest_sme2.analysis.phases import analyze_generation
 from pytest_sme2.analysis.kernel_sources import KernelSources
 from pytest_sme2.analysis.output_values import output_problem
 from pytest_sme2.analysis.summary import analyze

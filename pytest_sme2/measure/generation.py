@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from pytest_sme2.analysis.categories import CategoryRule
-from pytest_sme2.analysis.generation import analyze_generation, keep_runs, phase_tags
+from pytest_sme2.analysis.phases import analyze_generation, keep_runs, phase_tags
 from pytest_sme2.analysis.kernel_sources import KernelSources
 from pytest_sme2.analysis.llm_observer import ObserverStats
 from pytest_sme2.analysis.observed_generation import (forwards_only, observed_summary,

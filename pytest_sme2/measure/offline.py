@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from pytest_sme2.analysis.generation import analyze_generation
+from pytest_sme2.analysis.phases import analyze_generation
 from pytest_sme2.analysis.kernel_sources import NO_KERNELS, KernelSources
 from pytest_sme2.analysis.runner_summary import GenerationSummary
 from pytest_sme2.analysis.summary import Analysis, analyze, analyze_file

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_sme2.analysis.generation import analyze_generation_file
+from pytest_sme2.analysis.phases import analyze_generation_file
 from pytest_sme2.analysis.runner_summary import parse_summary
 from pytest_sme2.results.generation import Generation
 from pytest_sme2.runners.base import RunRequest
@@ -99,7 +99,7 @@ def test_a_generation_at_depth_fills_the_cache_untimed(native, tiny_llama_8da4w,
         if name == "python":     # untraced: each execute by the runner's clock, the fill's too
             assert len(summary.execute_ms) == summary.executions
             from pytest_sme2.analysis.timing import process_runs
-            from pytest_sme2.analysis.generation import analyze_generation
+            from pytest_sme2.analysis.phases import analyze_generation
 
             runs = process_runs(None, summary, 1, name)
             results[name] = analyze_generation(runs.timed, summary.generation)

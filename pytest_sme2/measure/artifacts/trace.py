@@ -32,7 +32,7 @@ from pytest_sme2.analysis.latency import E2E_EVENT, e2e_per_run
 from pytest_sme2.analysis.operators import DELEGATE_CALL, OPERATOR_CALL, annotate
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.readers.etdump import TICKS_PER_MS
-from pytest_sme2.analysis.generation import phase_tags
+from pytest_sme2.analysis.phases import phase_tags
 
 TRACE_SCHEMA = "pytest-sme2/trace/1"
 PID, TID = 1, 1
@@ -166,7 +166,7 @@ def median_generation(events: pd.DataFrame, loop: GenerationLoop, source: str = 
                       e2e: pd.Series | None = None) -> tuple[int, list[int]]:
     """The timed generation whose summed ``Method::execute`` time is the median (the lower of
     an even count; the earliest among equal), and its runs (execute ids) in order. The
-    executes are tagged as :func:`pytest_sme2.analysis.generation.phase_tags` tags them."""
+    executes are tagged as :func:`pytest_sme2.analysis.phases.phase_tags` tags them."""
 
     generations, warmup = loop.generations, loop.warmup
     per_run = e2e if e2e is not None else e2e_per_run(events, source=source)

@@ -24,7 +24,7 @@ from pytest_sme2.report.view import Source, view_of
 from pytest_sme2.report.recommend.cases import (find_direction, find_evidence,
                                                 find_low_compute_speedup, find_other_ops,
                                                 find_outputs)
-from pytest_sme2.report.recommend.generation import find_generation_kernels
+from pytest_sme2.report.recommend.scheme_kernels import find_generation_kernels
 from pytest_sme2.report.recommend.movement import find_data_movement
 from pytest_sme2.report.recommend.operators import find_portable_ops
 from pytest_sme2.report.recommend.runtime import find_noise, find_overhead

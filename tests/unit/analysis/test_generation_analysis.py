@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from pytest_sme2.analysis.generation import (GenerationAnalysisError, analyze_generation,
+from pytest_sme2.analysis.phases import (GenerationAnalysisError, analyze_generation,
                                              phase_tags)
 from pytest_sme2.analysis.kernel_sources import KernelSources
 from pytest_sme2.analysis.runner_summary import GenerationSummary, parse_summary

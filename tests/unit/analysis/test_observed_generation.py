@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_sme2.analysis.generation import analyze_generation
+from pytest_sme2.analysis.phases import analyze_generation
 from pytest_sme2.analysis.llm_observer import parse_observer_line
 from pytest_sme2.analysis.observed_generation import (ObservedGenerationError, forward_runs,
                                                       forwards_only, observed_summary,

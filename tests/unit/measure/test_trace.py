@@ -206,7 +206,7 @@ def test_a_generation_is_drawn_whole_with_its_phases_marked():
 
 
 def test_a_generation_trace_is_written_and_refuses_a_wrong_loop(tmp_path):
-    from pytest_sme2.analysis.generation import GenerationAnalysisError
+    from pytest_sme2.analysis.phases import GenerationAnalysisError
     from pytest_sme2.measure.artifacts.trace import GenerationLoop, write_generation_trace
 
     events = _generation_frame()

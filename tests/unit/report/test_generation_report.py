@@ -7,7 +7,7 @@ import copy
 
 from pytest_sme2.report.markdown.render import render_details, render_markdown
 from pytest_sme2.report.recommend import recommendations
-from pytest_sme2.report.recommend.generation import kernel_sentences
+from pytest_sme2.report.recommend.scheme_kernels import kernel_sentences
 from pytest_sme2.report.terminal import benchmark_line, summary_table
 from pytest_sme2.results import load_results, pool_generation
 from pytest_sme2.report.view import SessionView

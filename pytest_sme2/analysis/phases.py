@@ -1,5 +1,6 @@
-"""A generation's ETDump -> :class:`~pytest_sme2.results.generation.GenerationResult`: every
-``Method::execute`` tagged by phase from the ETDump itself, warm-up generations dropped, then
+"""A generation's ETDump split into its phases, as a
+:class:`~pytest_sme2.results.generation.GenerationResult`: every ``Method::execute`` tagged by
+phase from the ETDump itself, warm-up generations dropped, then
 per phase latency, tokens/s, per-token stats and operator categories (the one taxonomy of
 :mod:`.categories`: leaves as :func:`.operators.annotate` defines them, summed per category the
 way :func:`.operators.category_breakdown` sums them), and the time to first token.
