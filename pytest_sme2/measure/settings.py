@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_sme2.devices.thermal import CooldownPolicy
+from pytest_sme2.results.generation import Generation
 
 MIN_BLOCKS = 6                # interleaved blocks per side in a comparison: the fewest pairs
 # a distribution-free 95% interval exists for (pytest_sme2.stats.hodges_lehmann)
@@ -46,3 +47,13 @@ class BenchSettings:
     # Traced runs per block (generations for an LLM), after the untraced timed ones
     # (RunRequest.untraced; runners that cannot time untraced trace their timed runs instead).
     trace_runs: int = DEFAULT_TRACE_RUNS
+
+    def generation(self, prompt_tokens: int | None = None, new_tokens: int | None = None,
+                   depth: int = 0, tokenizer: str | Path | None = None) -> Generation:
+        """The one place a generation is made from what a test asked: each token count it
+        left out is the session's (--sme2-prompt-tokens, --sme2-new-tokens), and so is the
+        tokenizer. A bad count raises ValueError."""
+        given = tokenizer if tokenizer is not None else self.tokenizer
+        return Generation(prompt_tokens or self.prompt_tokens,
+                          self.new_tokens if new_tokens is None else new_tokens, depth or 0,
+                          tokenizer=str(given) if given is not None else None)

@@ -23,7 +23,7 @@ from pytest_sme2.programs.llm.tokenizer import check_tokenizer_path
 from pytest_sme2.measure.matrix import Case
 from pytest_sme2.measure.session import BenchSession
 from pytest_sme2.measure.settings import BenchSettings
-from pytest_sme2.results.generation import Generation, GenerationResult
+from pytest_sme2.results.generation import GenerationResult
 from pytest_sme2.stats import DEFAULT_MARGIN
 from pytest_sme2.plugin.scheduling import overlap_problem
 
@@ -345,11 +345,8 @@ def sme2_generate(request: pytest.FixtureRequest, sme2_session: BenchSession,
                  depth: int = 0) -> GenerationResult:
         try:
             given = check_tokenizer_path(tokenizer, "sme2_generate(tokenizer=...)") \
-                if tokenizer is not None else settings.tokenizer
-            asked = Generation(prompt_tokens or settings.prompt_tokens,
-                               settings.new_tokens if new_tokens is None else new_tokens,
-                               depth or 0,
-                               tokenizer=str(given) if given is not None else None)
+                if tokenizer is not None else None
+            asked = settings.generation(prompt_tokens, new_tokens, depth, given)
         except (ValueError, Sme2Error) as e:
             fail(Sme2Error(str(e)), request.config)
         loop = replace(_loop(request, sme2_session, sme2_device_spec), generation=asked)
@@ -379,10 +376,7 @@ def sme2_compare(request: pytest.FixtureRequest, sme2_session: BenchSession,
                 depth: int = 0) -> Comparison:
         asked = None
         if prompt_tokens is not None or new_tokens is not None or depth:   # an LLM, these
-            settings = sme2_session.settings
-            asked = Generation(prompt_tokens or settings.prompt_tokens,
-                               settings.new_tokens if new_tokens is None else new_tokens,
-                               depth)
+            asked = sme2_session.settings.generation(prompt_tokens, new_tokens, depth)
         loop = replace(_loop(request, sme2_session, sme2_device_spec), generation=asked)
         done = loop.compare(base, candidate, Case(model, dtype, threads), blocks, margin)
         _conclude(request, done)
