@@ -24,6 +24,7 @@ import pandas as pd
 from pytest_sme2.analysis.addresses import (AddressMap, MappedRegion, SymbolTable, check_tally,
                                             kernel_kind, library_resolver, parse_maps, tally)
 from pytest_sme2.analysis.isa import isa_family, kernel_isa
+from pytest_sme2.analysis.kernel_csv import TOTAL, read_kernel_csv, write_kernel_csv
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.results.records import SampledKernel
 
@@ -31,7 +32,7 @@ __all__ = ["KernelSample", "SampledKernel", "attribute_samples", "parse_samples"
            "read_kernel_sample_csv", "sampled_kernels", "write_kernel_sample_csv"]
 
 SAMPLE_COLUMNS = ["name", "isa_family", "isa", "kind", "library", "samples", "share"]
-TOTAL, TOTAL_NAME = "total", "(all samples)"
+TOTAL_NAME = "(all samples)"
 _HEADER = re.compile(r"^#\s*samples\s+(\d+)\s+dropped\s+(\d+)(?:\s+hz\s+(\d+))?")
 
 
@@ -126,28 +127,12 @@ def write_kernel_sample_csv(sample: KernelSample, path: Path) -> Path:
                          columns=SAMPLE_COLUMNS)
     frame = pd.concat([sample.kernels, total], ignore_index=True) if len(sample.kernels) \
         else total
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(path, index=False)
-    return path
+    return write_kernel_csv(frame, path)
 
 
 def read_kernel_sample_csv(path: str | Path) -> KernelSample:
     """Read what :func:`write_kernel_sample_csv` wrote."""
-    path = Path(path)
-    try:
-        frame = pd.read_csv(path, keep_default_na=False, dtype={"name": str, "library": str})
-    except FileNotFoundError:
-        raise Sme2Error(f"{path}: no such kernel-sample CSV (written by `pytest-sme2 run "
-                        "--kernel-sample OUT.csv`)") from None
-    except (OSError, ValueError) as e:
-        raise Sme2Error(f"{path}: not a kernel-sample CSV ({e})") from None
-    missing = [c for c in SAMPLE_COLUMNS if c not in frame.columns]
-    total = frame[frame["kind"] == TOTAL] if not missing else None
-    if missing or total is None or len(total) != 1:
-        what = f"missing columns {', '.join(missing)}" if missing else "no total row"
-        raise Sme2Error(f"{path}: not a complete kernel-sample CSV ({what}); write it again "
-                        "with `pytest-sme2 run --kernel-sample`")
+    frame, total = read_kernel_csv(path, SAMPLE_COLUMNS, "kernel-sample", "--kernel-sample")
     try:
         kernels = frame[frame["kind"] != TOTAL][SAMPLE_COLUMNS].astype(
             {"samples": int, "share": float}).reset_index(drop=True)

@@ -39,13 +39,14 @@ import pandas as pd
 from pytest_sme2.analysis.addresses import (AddressMap, MappedRegion, SymbolTable, check_tally,
                                             kernel_kind, library_resolver, parse_maps, tally)
 from pytest_sme2.analysis.isa import isa_family, kernel_isa
+from pytest_sme2.analysis.kernel_csv import TOTAL, read_kernel_csv, write_kernel_csv
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.results.records import TracedKernel
 
 TRACE_COLUMNS = ["name", "isa_family", "isa", "kind", "library", "blocks", "streaming_blocks"]
 UNATTRIBUTED_COLUMNS = ["library", "reason", "blocks", "streaming_blocks"]
 # Kinds of the CSV's extra rows (after the kernels): blocks no function claims, and the total.
-UNATTRIBUTED, TOTAL = "unattributed", "total"
+UNATTRIBUTED = "unattributed"
 TOTAL_NAME = "(all executed blocks)"
 
 # "0x7f5d5b503124:  d503477f  smstart" (the encoding column is absent in some QEMU builds).
@@ -197,28 +198,13 @@ def write_kernel_trace_csv(trace: KernelTrace, path: Path) -> Path:
     extra.append((TOTAL_NAME, "", "", TOTAL, "", trace.blocks_total, trace.streaming_blocks))
     frame = pd.concat([trace.kernels, pd.DataFrame(extra, columns=TRACE_COLUMNS)],
                       ignore_index=True)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(path, index=False)
-    return path
+    return write_kernel_csv(frame, path)
 
 
 def read_kernel_trace_csv(path: str | Path) -> KernelTrace:
     """Read what :func:`write_kernel_trace_csv` wrote."""
-    path = Path(path)
-    try:
-        frame = pd.read_csv(path, keep_default_na=False, dtype={"name": str, "library": str})
-    except FileNotFoundError:
-        raise Sme2Error(f"{path}: no such kernel-trace CSV (written by `pytest-sme2 run "
-                        "--device qemu --kernel-trace OUT.csv`)") from None
-    except (OSError, ValueError) as e:
-        raise Sme2Error(f"{path}: not a kernel-trace CSV ({e})") from None
-    missing = [c for c in TRACE_COLUMNS if c not in frame.columns]
-    total = frame[frame.get("kind", pd.Series(dtype=str)) == TOTAL] if not missing else None
-    if missing or total is None or len(total) != 1:
-        what = f"missing columns {', '.join(missing)}" if missing else "no total row"
-        raise Sme2Error(f"{path}: not a complete kernel-trace CSV ({what}); write it again with "
-                        "`pytest-sme2 run --kernel-trace`")
+    frame, total = read_kernel_csv(path, TRACE_COLUMNS, "kernel-trace",
+                                   "--device qemu --kernel-trace")
     try:
         frame = frame.astype({"blocks": int, "streaming_blocks": int})
     except (TypeError, ValueError):

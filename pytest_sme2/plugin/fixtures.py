@@ -110,23 +110,18 @@ def not_applicable(reason: str) -> NoReturn:
     pytest.skip(NOT_APPLICABLE + reason)
 
 
-def _sme2_runner(session: BenchSession, state: str, config: pytest.Config, device: str) -> str:
+def _pair_runner(session: BenchSession, sme2: bool, state: str, config: pytest.Config,
+                 device: str) -> str:
+    """The SME2 pair's runner (``sme2``), else the SME pair's, in ``state``: a skip saying why
+    where the device has none."""
+    find, why = (session.sme2_runner, no_sme2_runner_reason) if sme2 else \
+        (session.sme_runner, no_sme_runner_reason)
     try:
-        name = session.sme2_runner(state, device)
-    except Sme2Error as e:   # the device could not be opened to ask it about SME2
+        name = find(state, device)
+    except Sme2Error as e:   # the device could not be opened to ask it about SME or SME2
         fail(e, config)
     if name is None:
-        pytest.skip(no_sme2_runner_reason(state, _facts(session, device)))
-    return name
-
-
-def _sme_runner(session: BenchSession, state: str, config: pytest.Config, device: str) -> str:
-    try:
-        name = session.sme_runner(state, device)
-    except Sme2Error as e:   # the device could not be opened to ask it about SME
-        fail(e, config)
-    if name is None:
-        pytest.skip(no_sme_runner_reason(state, _facts(session, device)))
+        pytest.skip(why(state, _facts(session, device)))
     return name
 
 
@@ -181,7 +176,7 @@ def sme_on(pytestconfig: pytest.Config, sme2_session: BenchSession,
     """Name of the runner labelled sme=on (or named sme_on); on a device with SME but no SME2
     that can hide SME from a process (``--device qemu:sme1``, such a phone) the native runner
     as built; skips, saying why, when there is none."""
-    return _sme_runner(sme2_session, "on", pytestconfig, sme2_device_spec)
+    return _pair_runner(sme2_session, False, "on", pytestconfig, sme2_device_spec)
 
 
 @pytest.fixture
@@ -189,7 +184,7 @@ def sme_off(pytestconfig: pytest.Config, sme2_session: BenchSession,
             sme2_device_spec: str) -> str:
     """Name of the runner labelled sme=off (or named sme_off); on a device with SME but no SME2
     the same native binary with SME hidden too; skips, saying why, when there is none."""
-    return _sme_runner(sme2_session, "off", pytestconfig, sme2_device_spec)
+    return _pair_runner(sme2_session, False, "off", pytestconfig, sme2_device_spec)
 
 
 @pytest.fixture
@@ -197,7 +192,7 @@ def sme2_on(pytestconfig: pytest.Config, sme2_session: BenchSession,
             sme2_device_spec: str) -> str:
     """Name of the runner labelled sme2=on (or named sme2_on); on an SME2 device that can hide
     SME2 from a process (QEMU) the native runner as built; skips when there is none."""
-    return _sme2_runner(sme2_session, "on", pytestconfig, sme2_device_spec)
+    return _pair_runner(sme2_session, True, "on", pytestconfig, sme2_device_spec)
 
 
 @pytest.fixture
@@ -206,7 +201,7 @@ def sme2_off(pytestconfig: pytest.Config, sme2_session: BenchSession,
     """Name of the runner labelled sme2=off (or named sme2_off); on an SME2 device that can hide
     SME2 from a process (QEMU) the same native binary with SME and SME2 masked; skips when there
     is none."""
-    return _sme2_runner(sme2_session, "off", pytestconfig, sme2_device_spec)
+    return _pair_runner(sme2_session, True, "off", pytestconfig, sme2_device_spec)
 
 
 @pytest.fixture

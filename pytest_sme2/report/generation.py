@@ -11,15 +11,16 @@ evidence the session collected, never from a table of what a scheme is expected 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from pytest_sme2.analysis.isa import PhaseKernel, kernel_phrase, phase_kernels
 from pytest_sme2.analysis.machine_state import STRADDLE
 from pytest_sme2.analysis.traffic import bandwidth_line
 from pytest_sme2.programs.llm.forms import ATTENTION_NOTE, pairs_of_forms
 from pytest_sme2.report.cells import MISSING, code, fmt_ms, fmt_tokens_per_s
-from pytest_sme2.report.digest import category_order
-from pytest_sme2.results import BlockResult, Judgement
+from pytest_sme2.report.digest import Unit, category_order
+from pytest_sme2.report.grouping import Side
+from pytest_sme2.results import BlockResult, GenerationFigures, Judgement
 from pytest_sme2.results.generation import DECODE, GenerationResult, PhaseStats
 from pytest_sme2.results.pooling import pool_generation
 
@@ -60,44 +61,48 @@ def kernels_cell(kernels: Sequence[PhaseKernel]) -> str:
     return "<br>".join(f"{code(k.name)} ({k.family}, {k.how})" for k in kernels) or MISSING
 
 
+def _generations(us) -> Iterator[tuple[Unit, Side, GenerationFigures]]:
+    """Each report unit's side whose blocks are a generation, with its generation pooled."""
+    for u in us:
+        for side in u.sides:
+            if side.generation is not None:
+                yield u, side, side.generation
+
+
 def report_rows(us) -> list[dict]:
     """One entry per LLM benchmark and runner (a report unit's side whose blocks are a
     generation): plain values for ``report.md.j2``'s Generation section."""
     out = []
-    for u in us:
-        for side in u.sides:
-            g = side.generation
-            if g is None:
-                continue
-            pre, dec = g.prefill, g.decode
-            pre_total = sum(pre.categories_ms.values()) or None
-            dec_total = sum(dec.categories_ms.values()) or None
-            cats = category_order(list(pre.categories_ms) + [c for c in dec.categories_ms
-                                                             if c not in pre.categories_ms])
-            out.append({
-                "title": f"{u.point} {side.runner}", "scheme": u.dtype,
-                "emulated": any(b.emulated for b in side.blocks),
-                "prompt_tokens": g.prompt_tokens, "new_tokens": g.new_tokens,
-                "depth": g.depth, **_fill(side.blocks),
-                "tests": {p.phase: g.bench_name(p.phase) for p in g.phases},
-                "prefill_how": ("one execute" if g.dynamic_shape
-                                else f"{pre.executes} one-token executes"),
-                "generations": pre.generations, "blocks": g.blocks,
-                "phases": [vars(p) for p in g.phases],
-                "ttft_ms": g.ttft_ms, "generation_ms": g.generation_ms,
-                "tokens": tokens_text(g.tokens),
-                "categories": [(c, pre.categories_ms.get(c),
-                                _share(pre.categories_ms.get(c), pre_total),
-                                dec.categories_ms.get(c),
-                                _share(dec.categories_ms.get(c), dec_total))
-                               for c in cats],
-                "kernels": [{"phase": p.phase, "verdict": p.sme2,
-                             "reason": p.evidence.reason if p.evidence else
-                             "no kernel evidence was collected for this phase",
-                             "phrase": kernel_phrase(p.evidence),
-                             "cell": kernels_cell(phase_kernels(p.evidence))}
-                            for p in g.phases],
-            })
+    for u, side, g in _generations(us):
+        pre, dec = g.prefill, g.decode
+        pre_total = sum(pre.categories_ms.values()) or None
+        dec_total = sum(dec.categories_ms.values()) or None
+        cats = category_order(list(pre.categories_ms) + [c for c in dec.categories_ms
+                                                         if c not in pre.categories_ms])
+        out.append({
+            "title": f"{u.point} {side.runner}", "scheme": u.dtype,
+            "emulated": any(b.emulated for b in side.blocks),
+            "prompt_tokens": g.prompt_tokens, "new_tokens": g.new_tokens,
+            "depth": g.depth, **_fill(side.blocks),
+            "tests": {p.phase: g.bench_name(p.phase) for p in g.phases},
+            "prefill_how": ("one execute" if g.dynamic_shape
+                            else f"{pre.executes} one-token executes"),
+            "generations": pre.generations, "blocks": g.blocks,
+            "phases": [vars(p) for p in g.phases],
+            "ttft_ms": g.ttft_ms, "generation_ms": g.generation_ms,
+            "tokens": tokens_text(g.tokens),
+            "categories": [(c, pre.categories_ms.get(c),
+                            _share(pre.categories_ms.get(c), pre_total),
+                            dec.categories_ms.get(c),
+                            _share(dec.categories_ms.get(c), dec_total))
+                           for c in cats],
+            "kernels": [{"phase": p.phase, "verdict": p.sme2,
+                         "reason": p.evidence.reason if p.evidence else
+                         "no kernel evidence was collected for this phase",
+                         "phrase": kernel_phrase(p.evidence),
+                         "cell": kernels_cell(phase_kernels(p.evidence))}
+                        for p in g.phases],
+        })
     return out
 
 
@@ -131,20 +136,16 @@ def rates_note(p: PhaseStats) -> str:
 def summary_lines(us) -> list[str]:
     """report.md's Summary: one line per LLM benchmark and runner."""
     out = []
-    for u in us:
-        for side in u.sides:
-            g = side.generation
-            if g is None:
-                continue
-            emulated = " (emulated CPU: says nothing about speed)" if any(
-                b.emulated for b in side.blocks) else ""
-            out.append(f"{u.point} {side.runner} (LLM, {g.tests}): prefill "
-                       f"{fmt_tokens_per_s(g.prefill.tokens_per_s)} tok/s, decode "
-                       f"{fmt_tokens_per_s(g.decode.tokens_per_s)} tok/s (per token median "
-                       f"{fmt_ms(g.decode.token_median_ms)} ms, p90 "
-                       f"{fmt_ms(g.decode.token_p90_ms)} ms), TTFT {fmt_ms(g.ttft_ms)} ms"
-                       f"{emulated}." + (f" Note: {note}." if (note := rates_note(g.decode))
-                                         else ""))
+    for u, side, g in _generations(us):
+        emulated = " (emulated CPU: says nothing about speed)" if any(
+            b.emulated for b in side.blocks) else ""
+        out.append(f"{u.point} {side.runner} (LLM, {g.tests}): prefill "
+                   f"{fmt_tokens_per_s(g.prefill.tokens_per_s)} tok/s, decode "
+                   f"{fmt_tokens_per_s(g.decode.tokens_per_s)} tok/s (per token median "
+                   f"{fmt_ms(g.decode.token_median_ms)} ms, p90 "
+                   f"{fmt_ms(g.decode.token_p90_ms)} ms), TTFT {fmt_ms(g.ttft_ms)} ms"
+                   f"{emulated}." + (f" Note: {note}." if (note := rates_note(g.decode))
+                                     else ""))
     return out
 
 

@@ -66,11 +66,11 @@ def step_summary(source: Source, report_dir: Path | None = None,
     view = view_of(source)
     results, comparisons, sides = view.results, view.comparisons, view.sides
     latency = shown(LATENCY, GITHUB)
-    lines = ["## pytest-sme2", ""]
+    lines = ["## pytest-sme2"]
     regressions = [line for s in sides for line in _regressions(s)]
     forward = [s for s in sides if s.generation is None]    # an LLM's row is its phases'
     if forward:
-        lines += ["| benchmark | runner | " + "".join(f"{f.title(GITHUB)} | " for f in latency)
+        lines += ["", "| benchmark | runner | " + "".join(f"{f.title(GITHUB)} | " for f in latency)
                   + "SME2 | vs baseline |",
                   "|---|---|" + "---:|" * len(latency) + "---|---|"]
     for s in forward:
