@@ -29,7 +29,7 @@ from typing import Any
 from pytest_sme2.report.columns import JSON, LATENCY, shown
 from pytest_sme2.report.grouping import Side
 from pytest_sme2.report.view import Source, view_of
-from pytest_sme2.results import atomic_write_text
+from pytest_sme2.results import atomic_write_text, block_phases
 from pytest_sme2._util.checkout import git
 from pytest_sme2._util.versions import package_version
 
@@ -162,9 +162,7 @@ def generation_entries(side: Side, seen: set[str] | None = None
             samples_s = [ms / 1000.0 for b in side.blocks for ms in b.e2e_ms]
             samples = "the blocks' e2e_ms: decode ms per token"
         else:
-            samples_s = [b.generation.prefill.median_ms / 1000.0 for b in side.blocks
-                         if b.generation is not None and b.generation.prefill.median_ms
-                         is not None]
+            samples_s = [ms / 1000.0 for ms in block_phases(side.blocks).get(p.phase, [])]
             samples = "prefill median ms per generation of each block"
         if not samples_s:
             continue
