@@ -104,7 +104,7 @@ class BaselineKey:
                    cpu_set=_cpu_set(result), emulated=dev.emulated,
                    model=result.model, dtype=result.dtype, threads=int(result.threads),
                    runner=result.runner_name, measure=measure,
-                   depth=result.generation.depth if result.generation is not None else 0,
+                   depth=result.depth,
                    test=result.benchmark if "::" in result.benchmark else "")
 
     to_dict = encode

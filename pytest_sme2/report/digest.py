@@ -120,7 +120,7 @@ def units(doc: ResultsDoc) -> list[Unit]:
         base, candidate = comparison_blocks(c, doc.benchmarks)
         sides = [Side(c.base, base), Side(c.candidate, candidate)]
         device = sides[0].blocks[0].device_label if several and sides[0].blocks else ""
-        depth = grouping.depth_of(sides[0].blocks[0]) if sides[0].blocks else 0
+        depth = sides[0].blocks[0].depth if sides[0].blocks else 0
         out.append(Unit(c.model, c.dtype, int(c.threads), sides, c, device, depth))
     points = point_runners(unclaimed(doc.benchmarks, doc.comparisons), per_device=several)
     for (model, dtype, threads, device, depth), runners_ in points.items():

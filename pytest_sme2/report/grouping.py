@@ -253,11 +253,6 @@ def sides_per_device(results: Iterable[BlockResult],
     return out
 
 
-def depth_of(b: BlockResult) -> int:
-    """An LLM block's context depth (0: an empty KV cache, or not a generation)."""
-    return b.generation.depth if b.generation is not None else 0
-
-
 def point_runners(blocks: Iterable[BlockResult], per_device: bool
                   ) -> dict[tuple[str, str, int, str, int], dict[str, list[BlockResult]]]:
     """Blocks by the point they measured — (model, dtype, threads, device label, or "" unless
@@ -266,7 +261,7 @@ def point_runners(blocks: Iterable[BlockResult], per_device: bool
     out: dict[tuple[str, str, int, str, int], dict[str, list[BlockResult]]] = {}
     for b in blocks:
         key = (b.model, b.dtype, int(b.threads), b.device_label if per_device else "",
-               depth_of(b))
+               b.depth)
         out.setdefault(key, {}).setdefault(b.runner_name, []).append(b)
     return out
 
@@ -277,7 +272,7 @@ def runner_point_devices(blocks: Iterable[BlockResult]
     document order."""
     out: dict[tuple[str, str, int, str, int], dict[str, list[BlockResult]]] = {}
     for b in blocks:
-        key = (b.model, b.dtype, int(b.threads), b.runner_name, depth_of(b))
+        key = (b.model, b.dtype, int(b.threads), b.runner_name, b.depth)
         out.setdefault(key, {}).setdefault(b.device_label, []).append(b)
     return out
 

@@ -160,6 +160,12 @@ class BlockResult:
             return self.nodeid
         return _LEGACY_BLOCK_SUFFIX.sub("", self.nodeid)
 
+    @property
+    def depth(self) -> int:
+        """An LLM's context depth: tokens in its KV cache before the prompt (0: an empty
+        cache, or a forward pass)."""
+        return self.generation.depth if self.generation is not None else 0
+
     def block_phase(self, key: str) -> float | None:
         """This block's value of a generation's phase (``prefill``, ``ttft``:
         :data:`~pytest_sme2.results.generation.BLOCK_PHASES`); None for a forward pass or a
