@@ -237,28 +237,21 @@ def test_unknown_serial_lists_attached(fake_android):
     assert _msg(ei) == f"Android device 'NOPE123' is not attached; attached: {fake_android.serial}"
 
 
-def test_unauthorized_device_says_accept_the_prompt(adb_server, tmp_path):
-    phone = connect_phone(adb_server, tmp_path / "p", FakeAndroidConfig(unauthorized=True),
-                          state="unauthorized")
+@pytest.mark.parametrize("config,state,said", [
+    (FakeAndroidConfig(unauthorized=True), "unauthorized",
+     "is unauthorized: unlock it and accept the 'Allow USB debugging?' RSA key prompt, then "
+     "run again"),
+    (FakeAndroidConfig(silent=True), "offline",
+     "is offline: reconnect it (replug the cable or run `adb reconnect offline`) and run "
+     "again")])
+def test_a_device_adb_cannot_use_says_what_to_do(adb_server, tmp_path, config, state, said):
+    phone = connect_phone(adb_server, tmp_path / "p", config, state=state)
     try:
         with pytest.raises(DeviceError) as ei:
             _open(phone)
     finally:
         release_phone(phone)
-    assert _msg(ei) == (f"Android device {phone.serial} is unauthorized: unlock it and accept "
-                        "the 'Allow USB debugging?' RSA key prompt, then run again")
-
-
-def test_offline_device_says_reconnect(adb_server, tmp_path):
-    phone = connect_phone(adb_server, tmp_path / "p", FakeAndroidConfig(silent=True),
-                          state="offline")
-    try:
-        with pytest.raises(DeviceError) as ei:
-            _open(phone)
-    finally:
-        release_phone(phone)
-    assert _msg(ei) == (f"Android device {phone.serial} is offline: reconnect it (replug the "
-                        "cable or run `adb reconnect offline`) and run again")
+    assert _msg(ei) == f"Android device {phone.serial} {said}"
 
 
 def test_device_on_an_explicit_adb_server(fake_android, adb_server, monkeypatch):

@@ -91,62 +91,49 @@ def test_a_phone_without_sme2_has_no_sme2(adb_server, tmp_path, flag, said, hwca
     assert rc == 0
 
 
+_EXEC = 'case "$1" in */*) ;; *) exec "$@" ;; esac\n'
+
+
+def _native_run_error(adb_server, tmp_path, toy_export, session_id, config=None,
+                      exec_after: str = "") -> str:
+    """The one line the native runner's run on a fake phone fails with (a RunnerError when the
+    runner started; ``exec_after``: shell the phone's exec wrapper runs before it executes a
+    path, to refuse or kill it there)."""
+    phone = connect_phone(adb_server, tmp_path / "p", config or arm64_phone_config())
+    try:
+        if exec_after:
+            fake_exec = phone.root / "bin/fake-exec"
+            fake_exec.write_text(fake_exec.read_text().replace(_EXEC, _EXEC + exec_after))
+        dev = open_android(f"android:{phone.serial}", session_id=session_id)
+        runner = parse_runner_spec("native").make(target=dev.target)
+        req = RunRequest(pte=toy_export.pte, etdump=tmp_path / "o" / "x.etdump", runs=1,
+                         warmup=0, timeout_s=120)
+        with pytest.raises(RunnerError if exec_after else Sme2Error) as e:
+            dev.run(runner, req)
+        return str(e.value)
+    finally:
+        release_phone(phone)
+
+
 def test_a_loader_the_phone_refuses_is_one_line_with_the_fallback(adb_server, tmp_path,
                                                                   toy_export):
     """A phone whose /data/local/tmp cannot execute the loader (SELinux, noexec): one line
     naming the step and the fallback."""
-    phone = connect_phone(adb_server, tmp_path / "p", arm64_phone_config())
-    try:
-        fake_exec = phone.root / "bin/fake-exec"
-        # The phone refuses to execute anything named like the glibc loader.
-        fake_exec.write_text(fake_exec.read_text().replace(
-            'case "$1" in */*) ;; *) exec "$@" ;; esac\n',
-            'case "$1" in */*) ;; *) exec "$@" ;; esac\n'
-            'case "$1" in *ld-linux-aarch64.so.1) echo "/system/bin/sh: $1: Permission '
-            'denied" >&2; exit 126 ;; esac\n'))
-        dev = open_android(f"android:{phone.serial}", session_id="lf1")
-        runner = parse_runner_spec("native").make(target=dev.target)
-        req = RunRequest(pte=toy_export.pte, etdump=tmp_path / "o" / "x.etdump", runs=1,
-                         warmup=0, timeout_s=120)
-        with pytest.raises(RunnerError) as e:
-            dev.run(runner, req)
-        msg = str(e.value)
-        assert "\n" not in msg and "bundled glibc loader could not start" in msg
-        assert "--runner NAME=/path/to/executor_runner" in msg and "SELinux" in msg
-    finally:
-        release_phone(phone)
+    # The phone refuses to execute anything named like the glibc loader.
+    msg = _native_run_error(adb_server, tmp_path, toy_export, "lf1", exec_after=(
+        'case "$1" in *ld-linux-aarch64.so.1) echo "/system/bin/sh: $1: Permission '
+        'denied" >&2; exit 126 ;; esac\n'))
+    assert "\n" not in msg and "bundled glibc loader could not start" in msg
+    assert "--runner NAME=/path/to/executor_runner" in msg and "SELinux" in msg
 
 
 def test_a_phone_that_kills_the_runner_says_by_which_signal(adb_server, tmp_path, toy_export):
-    phone = connect_phone(adb_server, tmp_path / "p", arm64_phone_config())
-    try:
-        fake_exec = phone.root / "bin/fake-exec"
-        fake_exec.write_text(fake_exec.read_text().replace(
-            'case "$1" in */*) ;; *) exec "$@" ;; esac\n',
-            'case "$1" in */*) ;; *) exec "$@" ;; esac\nkill -9 $$\n'))
-        dev = open_android(f"android:{phone.serial}", session_id="ks1")
-        runner = parse_runner_spec("native").make(target=dev.target)
-        req = RunRequest(pte=toy_export.pte, etdump=tmp_path / "o" / "x.etdump", runs=1,
-                         warmup=0, timeout_s=120)
-        with pytest.raises(RunnerError) as e:
-            dev.run(runner, req)
-        assert "was killed by SIGKILL on device" in str(e.value)
-    finally:
-        release_phone(phone)
+    msg = _native_run_error(adb_server, tmp_path, toy_export, "ks1", exec_after="kill -9 $$\n")
+    assert "was killed by SIGKILL on device" in msg
 
 
 def test_a_push_that_runs_out_of_space_names_the_file(adb_server, tmp_path, toy_export):
-    phone = connect_phone(adb_server, tmp_path / "p",
-                          arm64_phone_config(fail_push=r"libexecutorch_kernels_optimized"))
-    try:
-        dev = open_android(f"android:{phone.serial}", session_id="ns1")
-        runner = parse_runner_spec("native").make(target=dev.target)
-        req = RunRequest(pte=toy_export.pte, etdump=tmp_path / "o" / "x.etdump", runs=1,
-                         warmup=0, timeout_s=120)
-        with pytest.raises(Sme2Error) as e:
-            dev.run(runner, req)
-        msg = str(e.value)
-        assert "cannot push libexecutorch_kernels_optimized.so" in msg
-        assert "No space left on device" in msg and "\n" not in msg
-    finally:
-        release_phone(phone)
+    msg = _native_run_error(adb_server, tmp_path, toy_export, "ns1", arm64_phone_config(
+        fail_push=r"libexecutorch_kernels_optimized"))
+    assert "cannot push libexecutorch_kernels_optimized.so" in msg
+    assert "No space left on device" in msg and "\n" not in msg

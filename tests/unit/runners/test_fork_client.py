@@ -119,23 +119,24 @@ def test_a_server_that_cannot_start_falls_back_saying_so_once(tmp_path):
     assert said[0].endswith("); each run starts a fresh interpreter instead (seconds per run)")
 
 
-def _slow_python(tmp_path: Path, delay_s: float) -> Path:
-    """A stand-in interpreter whose "server" is ready after ``delay_s`` and ends on stdin EOF,
-    as the real one (whose imports take a second or more)."""
+def _stand_in(tmp_path: Path, before_ready: str) -> Path:
+    """A stand-in interpreter whose "server" runs the shell ``before_ready``, says it is ready
+    and ends on stdin EOF, as the real one does."""
     script = tmp_path / "python"
-    script.write_text(f"#!/bin/sh\nsleep {delay_s}\necho 'fork-server ready'\ncat >/dev/null\n")
+    script.write_text(f"#!/bin/sh\n{before_ready}echo 'fork-server ready'\ncat >/dev/null\n")
     script.chmod(0o755)
     return script
+
+
+def _slow_python(tmp_path: Path, delay_s: float) -> Path:
+    """Ready after ``delay_s``, as the real one (whose imports take a second or more)."""
+    return _stand_in(tmp_path, f"sleep {delay_s}\n")
 
 
 def _gated_python(tmp_path: Path, go: Path) -> Path:
     """A stand-in interpreter whose "server" says ready only once the file ``go`` exists, and
     ends on stdin EOF: the test, not the clock, decides when it is ready."""
-    script = tmp_path / "python"
-    script.write_text(f"#!/bin/sh\nwhile [ ! -e '{go}' ]; do sleep 0.01; done\n"
-                      "echo 'fork-server ready'\ncat >/dev/null\n")
-    script.chmod(0o755)
-    return script
+    return _stand_in(tmp_path, f"while [ ! -e '{go}' ]; do sleep 0.01; done\n")
 
 
 def test_a_server_started_ahead_is_waited_for_by_its_first_use(tmp_path):
@@ -227,11 +228,7 @@ def _settled_state(pid: int, expected: str) -> str:
 
 def _arming_python(tmp_path: Path, delay_s: float) -> Path:
     """A stand-in server that says ARMED at once and READY after ``delay_s``."""
-    script = tmp_path / "python"
-    script.write_text(f"#!/bin/sh\necho 'fork-server armed'\nsleep {delay_s}\n"
-                      "echo 'fork-server ready'\ncat >/dev/null\n")
-    script.chmod(0o755)
-    return script
+    return _stand_in(tmp_path, f"echo 'fork-server armed'\nsleep {delay_s}\n")
 
 
 def test_a_server_still_importing_is_stopped_while_something_is_measured(tmp_path):
