@@ -129,26 +129,22 @@ def test_phase_only_processes_at_depth(native, tiny_llama_8da4w, tmp_path):
         assert r.depth_executes == fill and r.phase(phase).median_ms > 0
 
 
-def test_a_depth_over_the_context_is_one_line(native, tiny_llama_8da4w, tmp_path):
-    req = RunRequest(tiny_llama_8da4w, tmp_path / "x.etdump", generation=Generation(16, 16, 100))
+@pytest.mark.parametrize("generation,said", [
+    (Generation(16, 16, 100),
+     "depth 100 + prompt 16 + new 16 tokens is over the program's limits (max_seq_len 128, "
+     "max_context_len 128: depth 100 + prompt + new tokens <= 128; one prefill takes at most "
+     "127 tokens)"),
+    (Generation(120, 16),
+     "prompt 120 + new 16 tokens is over the program's limits (max_seq_len 128, "
+     "max_context_len 128: prompt + new tokens <= 128; one prefill takes at most 127 tokens)")],
+    ids=["depth", "prompt"])
+def test_a_generation_over_the_context_is_one_line(native, tiny_llama_8da4w, tmp_path,
+                                                   generation, said):
+    req = RunRequest(tiny_llama_8da4w, tmp_path / "x.etdump", generation=generation)
     for argv in (native.command(req), _python_argv(req)):
         done = _run(argv)
         assert done.returncode == 1
-        assert done.stderr.strip().splitlines()[-1].endswith(
-            "depth 100 + prompt 16 + new 16 tokens is over the program's limits (max_seq_len "
-            "128, max_context_len 128: depth 100 + prompt + new tokens <= 128; one prefill "
-            "takes at most 127 tokens)")
-
-
-def test_prompt_over_the_limits_is_one_line(native, tiny_llama_8da4w, tmp_path):
-    req = RunRequest(tiny_llama_8da4w, tmp_path / "x.etdump", generation=Generation(120, 16))
-    for argv in (native.command(req), _python_argv(req)):
-        done = _run(argv)
-        assert done.returncode == 1
-        assert done.stderr.strip().splitlines()[-1].endswith(
-            "prompt 120 + new 16 tokens is over the program's limits (max_seq_len 128, "
-            "max_context_len 128: prompt + new tokens <= 128; one prefill takes at most 127 "
-            "tokens)")
+        assert done.stderr.strip().splitlines()[-1].endswith(said)
 
 
 def test_a_forward_without_tokens_and_positions_is_one_line(native, toy_export, tmp_path):
