@@ -332,7 +332,7 @@ class _Block:
             export_key=self.exported.key, analysis=analysis.record(),
             context=RunContext(
                 thermal_before=self.before, thermal_after=self.after, block=run.block,
-                benchmark=run.benchmark or None,
+                benchmark=run.benchmark or run.label or None,
                 outputs=str(request.outputs) if request.outputs else None,
                 kernel_trace=str(self.kernel_trace) if self.kernel_trace else None,
                 trace=str(trace), cooldown=self.held,

@@ -192,8 +192,9 @@ class RunContext:
     thermal_before: dict[str, float] | None = None   # degrees C per zone (Android)
     thermal_after: dict[str, float] | None = None
     block: int | None = None          # position in a comparison or confirmation; None: first
-    # The node id of the test whose benchmark this block is, on a block named after it
-    # (a comparison's, confirmation's or A/B block: ``test[native#3]``); None: its own node id
+    # The node id of the test whose benchmark this block is: its own, or the test's a
+    # comparison's, confirmation's or A/B block is named after (``test[native#3]``); None in
+    # documents written before blocks named it
     benchmark: str | None = field(default=None, metadata=added())
     outputs: str | None = None        # the last run's outputs (runners that write them)
     kernel_trace: str | None = None   # executed kernels CSV (traced devices)
