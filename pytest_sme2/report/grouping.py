@@ -1,7 +1,8 @@
 """Which blocks go together: one function per question, for every report.
 
-A block (:class:`~pytest_sme2.results.BlockResult`) is one runner process's timed runs. The
-questions the reports ask, and the one answer each gets here:
+A block (:class:`~pytest_sme2.results.BlockResult`) is one runner process's timed runs; a
+:class:`Side` is one runner's blocks as every report shows them, pooled once. The questions the
+reports ask, and the one answer each gets here:
 
 - :func:`comparison_blocks`: which blocks are each side of a comparison (the blocks its record
   names, in its order, then the side's confirmation blocks the record does not name).
