@@ -331,8 +331,9 @@ def _table(columns: tuple[str, ...], rows: list[tuple[str, ...]], numeric: set[i
 
 
 def summary_table(source: Source) -> list[str]:
-    """One row per benchmark and per comparison side. Results from several devices get a
-    device column, each device's rows together (devices in the order they first measured)."""
+    """One row per benchmark and per comparison side (an LLM's in the generation table under
+    it, once). Results from several devices get a device column, each device's rows together
+    (devices in the order they first measured)."""
     view = view_of(source)
     results, per_device = view.results, view.sides_per_device
     columns: tuple[str, ...] = COLUMNS
