@@ -111,23 +111,44 @@ def small_library_export(export_cache):
     return export_model(SMALL_LIBRARY_MODEL, "fp32", export_cache)
 
 
+# The export_llama programs below: fixture -> (scheme, export_llama's extra flags).
+EXPORT_LLAMA_PROGRAMS: dict[str, tuple[str, list[str]]] = {
+    "tiny_llama_8da4w": ("8da4w", []),
+    "tiny_llama_8da4w_sdpa": ("8da4w", ["--use_sdpa_with_kv_cache"]),
+}
+
+
 @pytest.fixture(scope="session")
-def tiny_llama_8da4w() -> Path:
-    """ExecuTorch's own export_llama .pte of a tiny seeded Llama (8da4w, plain attention),
-    cached on disk across sessions (tests/llm_export.py): minutes cold on 2 cores, then free."""
+def export_llama_programs(request) -> dict[str, Path]:
+    """The export_llama programs the selected tests use, those not cached on disk exported at
+    once (two single-threaded processes side by side), when the first of them is needed."""
+    from tests.llm_export import export_tiny_llamas
+
+    wanted = sorted({name for item in request.session.items
+                     for name in getattr(item, "fixturenames", ())
+                     if name in EXPORT_LLAMA_PROGRAMS})
+    return dict(zip(wanted, export_tiny_llamas([EXPORT_LLAMA_PROGRAMS[n] for n in wanted])))
+
+
+def _export_llama_program(name: str, programs: dict[str, Path]) -> Path:
     from tests.llm_export import export_tiny_llama
 
-    return export_tiny_llama("8da4w")
+    return programs.get(name) or export_tiny_llama(*EXPORT_LLAMA_PROGRAMS[name])
 
 
 @pytest.fixture(scope="session")
-def tiny_llama_8da4w_sdpa() -> Path:
+def tiny_llama_8da4w(export_llama_programs) -> Path:
+    """ExecuTorch's own export_llama .pte of a tiny seeded Llama (8da4w, plain attention),
+    cached on disk across sessions (tests/llm_export.py): minutes cold on 2 cores, then free."""
+    return _export_llama_program("tiny_llama_8da4w", export_llama_programs)
+
+
+@pytest.fixture(scope="session")
+def tiny_llama_8da4w_sdpa(export_llama_programs) -> Path:
     """The same checkpoint as :func:`tiny_llama_8da4w` exported as ExecuTorch's guides export
     it (``export_llama -kv --use_sdpa_with_kv_cache``): ``llama::custom_sdpa`` and
     ``llama::update_cache`` outside the delegate."""
-    from tests.llm_export import export_tiny_llama
-
-    return export_tiny_llama("8da4w", ["--use_sdpa_with_kv_cache"])
+    return _export_llama_program("tiny_llama_8da4w_sdpa", export_llama_programs)
 
 
 @pytest.fixture(scope="session")
