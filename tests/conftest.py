@@ -47,13 +47,50 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = [item for item in items if item not in left]
 
 
+# MobileViT with every width small and 32x32 images: the same 40-delegate graph as the zoo's
+# mobilevit_small (its depth is fixed by the architecture), a 0.3 MB program. The tests' library
+# model, and the one the sme2-benchmark-own-model skill tries first.
+SMALL_LIBRARY_MODEL = ("transformers:MobileViTModel?image_size=32&hidden_sizes=[16,16,16]"
+                       "&neck_hidden_sizes=[8,8,8,16,16,16,32]&num_attention_heads=2"
+                       "&expand_ratio=2")
+# What the session fixtures below export into the session's cache (a test module's
+# FIXTURE_EXPORTS names its own fixtures'); a test's own exports are named by its ``exports``
+# mark (``@pytest.mark.exports((model, dtype), ...)``).
+FIXTURE_EXPORTS: dict[str, tuple[tuple[str, str], ...]] = {
+    "toy_export": (("toy_cnn", "fp32"),),
+    "small_library_export": ((SMALL_LIBRARY_MODEL, "fp32"),),
+    "tiny_llama_exports": (("tiny_llama_plain", "8da8w"),),
+}
+
+
+def planned_exports(items: list[pytest.Item]) -> list[tuple[str, str]]:
+    """The (model, dtype) points the selected tests export into the session's cache: the
+    machine-state probe's, the ``exports`` marks' and those of the fixtures they use."""
+    points = [("machine_probe", "fp32")]
+    for item in items:
+        for mark in item.iter_markers("exports"):
+            points += [tuple(p) for p in mark.args]
+        fixtures = {**FIXTURE_EXPORTS, **getattr(getattr(item, "module", None),
+                                                 "FIXTURE_EXPORTS", {})}
+        for name in getattr(item, "fixturenames", ()):
+            points += fixtures.get(name, ())
+    return list(dict.fromkeys(points))
+
+
 @pytest.fixture(scope="session")
-def export_cache(tmp_path_factory) -> Path:
+def export_cache(tmp_path_factory, request) -> Path:
     """The session's export cache, holding the machine-state probe's program already: every
-    host session times it around its blocks (and must not be seen exporting it)."""
+    host session times it around its blocks (and must not be seen exporting it).
+
+    What the selected tests will export into it (:func:`planned_exports`) is exported first,
+    side by side, by the plugin's own ahead-of-time pool (one process per core): the same
+    exports, each once, in about half the wall time on 2 cores (the LLM schemes and the zoo
+    are minutes of single-threaded lowering). Each test then finds its export in the cache."""
+    from pytest_sme2.programs.ahead import default_jobs, export_ahead
     from pytest_sme2.programs.export import export_model
 
     cache = tmp_path_factory.mktemp("exports")
+    export_ahead(planned_exports(request.session.items), cache, default_jobs())
     export_model("machine_probe", "fp32", cache)
     return cache
 
@@ -65,14 +102,6 @@ def toy_export(export_cache):
     return export_model("toy_cnn", "fp32", export_cache)
 
 
-# MobileViT with every width small and 32x32 images: the same 40-delegate graph as the zoo's
-# mobilevit_small (its depth is fixed by the architecture), a 0.3 MB program. The tests' library
-# model, and the one the sme2-benchmark-own-model skill tries first.
-SMALL_LIBRARY_MODEL = ("transformers:MobileViTModel?image_size=32&hidden_sizes=[16,16,16]"
-                       "&neck_hidden_sizes=[8,8,8,16,16,16,32]&num_attention_heads=2"
-                       "&expand_ratio=2")
-
-
 @pytest.fixture(scope="session")
 def small_library_export(export_cache):
     """SMALL_LIBRARY_MODEL in fp32, exported once per session (~40 s of CPU): the sessions of
@@ -82,23 +111,44 @@ def small_library_export(export_cache):
     return export_model(SMALL_LIBRARY_MODEL, "fp32", export_cache)
 
 
+# The export_llama programs below: fixture -> (scheme, export_llama's extra flags).
+EXPORT_LLAMA_PROGRAMS: dict[str, tuple[str, list[str]]] = {
+    "tiny_llama_8da4w": ("8da4w", []),
+    "tiny_llama_8da4w_sdpa": ("8da4w", ["--use_sdpa_with_kv_cache"]),
+}
+
+
 @pytest.fixture(scope="session")
-def tiny_llama_8da4w() -> Path:
-    """ExecuTorch's own export_llama .pte of a tiny seeded Llama (8da4w, plain attention),
-    cached on disk across sessions (tests/llm_export.py): minutes cold on 2 cores, then free."""
+def export_llama_programs(request) -> dict[str, Path]:
+    """The export_llama programs the selected tests use, those not cached on disk exported at
+    once (two single-threaded processes side by side), when the first of them is needed."""
+    from tests.llm_export import export_tiny_llamas
+
+    wanted = sorted({name for item in request.session.items
+                     for name in getattr(item, "fixturenames", ())
+                     if name in EXPORT_LLAMA_PROGRAMS})
+    return dict(zip(wanted, export_tiny_llamas([EXPORT_LLAMA_PROGRAMS[n] for n in wanted])))
+
+
+def _export_llama_program(name: str, programs: dict[str, Path]) -> Path:
     from tests.llm_export import export_tiny_llama
 
-    return export_tiny_llama("8da4w")
+    return programs.get(name) or export_tiny_llama(*EXPORT_LLAMA_PROGRAMS[name])
 
 
 @pytest.fixture(scope="session")
-def tiny_llama_8da4w_sdpa() -> Path:
+def tiny_llama_8da4w(export_llama_programs) -> Path:
+    """ExecuTorch's own export_llama .pte of a tiny seeded Llama (8da4w, plain attention),
+    cached on disk across sessions (tests/llm_export.py): minutes cold on 2 cores, then free."""
+    return _export_llama_program("tiny_llama_8da4w", export_llama_programs)
+
+
+@pytest.fixture(scope="session")
+def tiny_llama_8da4w_sdpa(export_llama_programs) -> Path:
     """The same checkpoint as :func:`tiny_llama_8da4w` exported as ExecuTorch's guides export
     it (``export_llama -kv --use_sdpa_with_kv_cache``): ``llama::custom_sdpa`` and
     ``llama::update_cache`` outside the delegate."""
-    from tests.llm_export import export_tiny_llama
-
-    return export_tiny_llama("8da4w", ["--use_sdpa_with_kv_cache"])
+    return _export_llama_program("tiny_llama_8da4w_sdpa", export_llama_programs)
 
 
 @pytest.fixture(scope="session")

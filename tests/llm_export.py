@@ -61,11 +61,22 @@ def write_checkpoint(path: Path, seed: int = 0) -> Path:
 def export_tiny_llama(scheme: str = "8da4w", extra: list[str] | None = None,
                       root: Path | None = None) -> Path:
     """The .pte of the tiny Llama for ``scheme``, exported once per cache folder."""
-    extra = list(extra or [])
-    folder = (root or cache_root()) / _key(scheme, extra)
-    pte = folder / "m.pte"
-    if pte.is_file():
-        return pte
+    return export_tiny_llamas([(scheme, list(extra or []))], root)[0]
+
+
+def export_tiny_llamas(wanted: list[tuple[str, list[str]]], root: Path | None = None
+                       ) -> list[Path]:
+    """The .pte of each (scheme, extra flags), those not cached exported at once: each
+    export_llama is one process busy on one core for about a minute."""
+    started = []
+    for scheme, extra in wanted:
+        folder = (root or cache_root()) / _key(scheme, extra)
+        pte = folder / "m.pte"
+        started.append((folder, None if pte.is_file() else _start(folder, scheme, extra)))
+    return [_finish(folder, proc) for folder, proc in started]
+
+
+def _start(folder: Path, scheme: str, extra: list[str]) -> subprocess.Popen:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "params.json").write_text(json.dumps(PARAMS))
     write_checkpoint(folder / "weights.pth")
@@ -74,9 +85,22 @@ def export_tiny_llama(scheme: str = "8da4w", extra: list[str] | None = None,
            *SCHEMES[scheme], "--max_seq_length", str(MAX_SEQ_LEN),
            "--max_context_length", str(MAX_SEQ_LEN), "-d", "fp32",
            "--output_name", "partial.pte", *extra]
-    done = subprocess.run(cmd, cwd=folder, capture_output=True, text=True, timeout=1200)
-    if done.returncode != 0 or not (folder / "partial.pte").is_file():
-        raise RuntimeError(f"export_llama failed ({done.returncode}): {done.stderr[-2000:]}")
+    with open(folder / "export.log", "w") as log:   # a file: no pipe for it to fill and wait on
+        return subprocess.Popen(cmd, cwd=folder, stdout=log, stderr=subprocess.STDOUT)
+
+
+def _finish(folder: Path, proc: subprocess.Popen | None) -> Path:
+    pte = folder / "m.pte"
+    if proc is None:
+        return pte
+    try:
+        proc.wait(timeout=1200)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    if proc.returncode != 0 or not (folder / "partial.pte").is_file():
+        log = (folder / "export.log").read_text(errors="replace")
+        raise RuntimeError(f"export_llama failed ({proc.returncode}): {log[-2000:]}")
     (folder / "partial.pte").rename(pte)
     return pte
 

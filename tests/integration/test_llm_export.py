@@ -35,7 +35,8 @@ def llm_export(export_cache):
     return get
 
 
-@pytest.mark.parametrize("scheme", LLM_SCHEMES)
+@pytest.mark.parametrize("scheme", [pytest.param(s, marks=pytest.mark.exports(("tiny_llama", s)))
+                                    for s in LLM_SCHEMES])
 def test_each_scheme_exports_verified_with_its_methods(llm_export, scheme):
     exported = llm_export(scheme)
     meta = json.loads((exported.folder / "meta.json").read_text())
@@ -63,6 +64,7 @@ def test_each_scheme_exports_verified_with_its_methods(llm_export, scheme):
           f"({meta.get('export_cpu_seconds', 0):.1f} s CPU), {exported.pte.stat().st_size} B")
 
 
+@pytest.mark.exports(("tiny_llama", "8da8w"))
 def test_the_runtime_answers_the_constant_methods(llm_export):
     from executorch.extension.pybindings.portable_lib import _load_for_executorch
 
@@ -71,6 +73,7 @@ def test_the_runtime_answers_the_constant_methods(llm_export):
     assert module.run_method("use_kv_cache", ())[0] is True
 
 
+@pytest.mark.exports(("tiny_llama", "fp32"), ("tiny_llama", "8da4w"))
 def test_a_cached_scheme_is_a_hit(llm_export, export_cache):
     first = llm_export("fp32")
     t0 = time.perf_counter()
@@ -94,6 +97,7 @@ def test_executorch_llama_builds_from_params():
     assert tuple(logits.shape) == (1, 256)
 
 
+@pytest.mark.exports(("executorch:ds_cnn", "fp32"))
 def test_executorch_registry_model_exports(export_cache):
     exported = export_model("executorch:ds_cnn", "fp32", export_cache)
     assert exported.meta["max_abs_error"] < 1e-3 and llm_facts(exported.pte) is None
@@ -109,7 +113,12 @@ def test_efficient_sam_builds_with_random_weights():
                                                                    (1, 1, 1, 2), (1, 1, 1)]
 
 
-@pytest.mark.parametrize("cls", ["LlamaForCausalLM", "Qwen3ForCausalLM"])
+CAUSAL_LM = "transformers:{}?num_hidden_layers=1&max_seq_len=64"
+
+
+@pytest.mark.parametrize("cls", [pytest.param(c, marks=pytest.mark.exports((CAUSAL_LM.format(c),
+                                                                            "fp32")))
+                                 for c in ("LlamaForCausalLM", "Qwen3ForCausalLM")])
 def test_transformers_causal_lm_exports_as_an_llm(export_cache, cls):
     try:
         import transformers  # noqa: F401
@@ -117,7 +126,7 @@ def test_transformers_causal_lm_exports_as_an_llm(export_cache, cls):
         from tests.needs import missing
 
         missing("transformers", "pip install -e '.[transformers]'")
-    spec = f"transformers:{cls}?num_hidden_layers=1&max_seq_len=64"
+    spec = CAUSAL_LM.format(cls)
     exported = export_model(spec, "fp32", export_cache)
     assert exported.meta["max_abs_error"] <= 1e-3 * exported.meta["max_abs_eager"]
     facts = llm_facts(exported.pte)
@@ -125,6 +134,7 @@ def test_transformers_causal_lm_exports_as_an_llm(export_cache, cls):
     assert facts.takes_tokens_and_pos and facts.max_prompt_tokens == 63
 
 
+@pytest.mark.exports(("tiny_llama", "8da8w"))
 def test_llm_program_is_the_cached_export_and_its_facts(llm_export, export_cache):
     from pytest_sme2.programs.llm.program import llm_program
 
@@ -174,6 +184,7 @@ def _traced_int_matmuls(pte, inputs, runner: str, out) -> set[str]:
                 if r["kind"] == "kleidiai" and "matmul" in r["name"] and "_qai8dxp" in r["name"]}
 
 
+@pytest.mark.exports(("tiny_llama_plain", "8da8w"))
 def test_8da8w_prefill_runs_sme2_int8_kernels_and_masked_neon(llm_export, prefill_inputs,
                                                               tmp_path):
     pte = llm_export("8da8w", "tiny_llama_plain").pte

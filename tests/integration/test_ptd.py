@@ -27,6 +27,10 @@ from tests.needs import missing
 MISSING = "its weights live in a separate .ptd data file and none was found"
 
 
+# What this module's fixtures export: ahead, with the session's (tests/conftest.py).
+FIXTURE_EXPORTS = {"ptd_export": (("toy_cnn?weights=ptd", "fp32"),)}
+
+
 @pytest.fixture(scope="module")
 def ptd_export(export_cache):
     return export_model("toy_cnn?weights=ptd", "fp32", export_cache)
@@ -69,6 +73,7 @@ def test_both_host_runners_run_it_as_the_program_with_weights_inside(
                                    read_tensors(inside.outputs)[0], rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.exports(("toy_cnn?weights=ptd", "fp16"))
 def test_a_missing_or_wrong_ptd_is_one_line_on_each_runner(ptd_export, export_cache,
                                                            host_runners, tmp_path):
     other = export_model("toy_cnn?weights=ptd", "fp16", export_cache)   # other weight keys
@@ -138,6 +143,7 @@ def test_the_fake_phone_gets_the_ptd_pushed_once(fake_arm64_android, ptd_export,
     assert [Path(p).name for p in phone.device.sends].count("model.ptd") == 1
 
 
+@pytest.mark.exports(("tiny_llama", "8da8w"), ("tiny_llama?weights=ptd", "8da8w"))
 def test_an_llm_with_its_weights_in_a_ptd_reads_what_it_reads_in_one_file(tiny_llama_exports):
     """The same LLM exported whole and with ``?weights=ptd``: a decode step reads one row of the
     embedding table either way (issue 49, item 5: with the .ptd the whole fp32 table, 131,072

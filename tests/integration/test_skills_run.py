@@ -147,6 +147,7 @@ def test_first_benchmark(skill_env, tmp_path):
     assert_ran(skill, run_skill(skill, _project(tmp_path, skill, skill_env), skill_env))
 
 
+@pytest.mark.exports((SMALL_LIBRARY_MODEL, "fp32"))     # its fixture, asked for below
 def test_benchmark_own_model(skill_env, tmp_path, request):
     try:        # skips on a developer's machine without the extra, fails in CI (tests/needs.py)
         import transformers  # noqa: F401

@@ -37,7 +37,9 @@ def traced(export_cache, tmp_path_factory):
     return get
 
 
-@pytest.mark.parametrize("model,dtype", CASES, ids=[f"{m}-{d}" for m, d in CASES])
+@pytest.mark.parametrize("model,dtype", [pytest.param(m, d, id=f"{m}-{d}",
+                                                    marks=pytest.mark.exports((m, d)))
+                                       for m, d in CASES])
 def test_export_run_and_match_inspector(traced, model, dtype):
     from executorch.devtools import Inspector
 
@@ -70,6 +72,7 @@ def test_export_run_and_match_inspector(traced, model, dtype):
     assert backends == {"XnnpackBackend"}
 
 
+@pytest.mark.exports(("mobilenet_v3_small", "fp32"))
 def test_portable_ops_surface_in_the_report(traced):
     """MobileNetV3's nn.Hardsigmoid leaves int64 casts outside the delegate (docs/onboarding.md,
     "the Hardsigmoid lesson"): the analysis must show them as portable operators, not hide
@@ -83,6 +86,7 @@ def test_portable_ops_surface_in_the_report(traced):
     assert all(paths and paths[0].endswith("scale_activation") for paths in portable.module_paths)
 
 
+@pytest.mark.exports(("toy_cnn", "fp32"))
 def test_outputs_equal_between_runs_of_the_same_program(traced):
     from pytest_sme2.readers.tensorfile import read_tensors
 
