@@ -12,8 +12,7 @@ from pytest_sme2.results.latency import LatencyStats
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.results.block import BlockResult
 from pytest_sme2.results.generation import (BLOCK_PHASES, DECODE, PREFILL, GenerationResult,
-                                            PhaseStats,
-                                            llama_bench_name)
+                                            PhaseStats, llama_bench_name)
 from pytest_sme2.results.records import (KernelEvidence, LoggedKernel, OperatorStats,
                                          TracedKernel)
 from pytest_sme2.results.startup import Startup
