@@ -103,12 +103,8 @@ class Unit:
 
     def is_sme2(self) -> bool:
         """A comparison of SME2 off against on: by runner names or differing ``sme2`` labels."""
-        if not self.comparison or len(self.sides) < 2:
-            return False
-        if any("sme2" in s.runner.lower() for s in self.sides):
-            return True
-        states = [str(s.labels.get("sme2", "unknown")).lower() for s in self.sides]
-        return states[0] != states[1]
+        return bool(self.comparison) and len(self.sides) > 1 and \
+            self.sides[0].sme2_pair(self.sides[1])
 
 
 def units(doc: ResultsDoc) -> list[Unit]:

@@ -31,16 +31,6 @@ def _baseline(side: Side) -> Judgement | None:
     return side.first.judgement
 
 
-def _is_sme2(side: Side, other: Side) -> bool:
-    """An SME2 off/on comparison: by runner names or differing ``sme2`` labels (as the
-    report's digest decides)."""
-    if any("sme2" in s.runner.lower() for s in (side, other)):
-        return True
-    states = [str(s.first.runner.labels.get("sme2", "unknown")).lower()
-              for s in (side, other)]
-    return states[0] != states[1]
-
-
 def _regressions(side: Side) -> list[str]:
     out = []
     j = _baseline(side)
@@ -95,7 +85,7 @@ def step_summary(source: Source, report_dir: Path | None = None,
     for base, cand in zip(sides, sides[1:]):
         c = cand.comparison
         if c is None or base.comparison is not c or cand.role != "candidate" or \
-                not _is_sme2(base, cand):
+                not base.sme2_pair(cand):
             continue
         s = c.speedup
         mark = " *(emulated: says nothing about speed)*" if c.emulated else ""

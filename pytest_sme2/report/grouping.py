@@ -81,6 +81,13 @@ class Side:
     def labels(self) -> dict[str, str]:
         return self.info.labels if self.info else {}
 
+    def sme2_pair(self, other: Side) -> bool:
+        """Whether this side and ``other`` are SME2 off against on: by runner names, or by
+        differing ``sme2`` labels."""
+        if any("sme2" in s.runner.lower() for s in (self, other)):
+            return True
+        return len({str(s.labels.get("sme2", "unknown")).lower() for s in (self, other)}) > 1
+
     @cached_property
     def latency(self) -> PooledLatency | None:
         """The blocks' latency pooled; None without blocks."""
@@ -226,11 +233,9 @@ def benchmark_sides(results: Iterable[BlockResult],
     for c in map(comparison_record, comparisons):
         base, cand = comparison_blocks(c, results)
         if base and cand:
-            nodeid = c.nodeid or c.name
-            out.append(Side(base[0].runner_name, base, test=c.name, nodeid=nodeid, role="base",
-                            comparison=c))
-            out.append(Side(cand[0].runner_name, cand, test=c.name, nodeid=nodeid,
-                            role="candidate", comparison=c))
+            out += [Side(blocks[0].runner_name, blocks, test=c.name, nodeid=c.nodeid or c.name,
+                         role=role, comparison=c)
+                    for role, blocks in (("base", base), ("candidate", cand))]
     return out
 
 
@@ -239,18 +244,16 @@ def device_labels(blocks: Iterable[BlockResult]) -> list[str]:
     return list(dict.fromkeys(b.device_label for b in blocks))
 
 
-def sides_per_device(results: Iterable[BlockResult],
-                     comparisons: Iterable[ComparisonRecord | Mapping[str, Any]] = ()
-                     ) -> dict[str, list[Side]]:
-    """:func:`benchmark_sides` per device (devices in the order they first measured); a
-    comparison goes with the device of its base blocks."""
-    results = list(results)
-    comparisons = list(map(comparison_record, comparisons))
-    out = {}
-    for device in device_labels(results):
-        mine = [r for r in results if r.device_label == device]
-        ids = {r.nodeid for r in mine}
-        out[device] = benchmark_sides(mine, [c for c in comparisons if set(c.base_blocks) & ids])
+def sides_per_device(sides: Iterable[Side], devices: Iterable[str]) -> dict[str, list[Side]]:
+    """``sides`` (:func:`benchmark_sides`) per device, devices in the order given (every one
+    of them, even without a side); a comparison's two sides go with its base side's device.
+    The sides are the same objects, so each pools its blocks once whichever table shows it."""
+    out: dict[str, list[Side]] = {d: [] for d in devices}
+    device = ""
+    for side in sides:
+        if side.role != "candidate":
+            device = side.first.device_label
+        out.setdefault(device, []).append(side)
     return out
 
 

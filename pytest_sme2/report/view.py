@@ -18,7 +18,7 @@ from typing import Any, Union
 
 from pytest_sme2.report import digest
 from pytest_sme2.report.grouping import (Side, benchmark_sides, comparison_record,
-                                         sides_per_device)
+                                         device_labels, sides_per_device)
 from pytest_sme2.results import (BlockResult, ComparisonRecord, ResultsDoc, SessionInfo,
                                  load_results)
 
@@ -55,7 +55,7 @@ class SessionView:
     @cached_property
     def sides_per_device(self) -> dict[str, list[Side]]:
         """:attr:`sides` per device (devices in the order they first measured)."""
-        return sides_per_device(self.results, self.comparisons)
+        return sides_per_device(self.sides, device_labels(self.results))
 
     @cached_property
     def units(self) -> list[digest.Unit]:

@@ -11,6 +11,7 @@ from pytest_sme2.report.github import step_summary
 from pytest_sme2.report.grouping import (benchmark_sides, benchmarks_by_test, comparison_blocks,
                                          point_runners, sides_per_device, unclaimed)
 from pytest_sme2.report.terminal import summary_table
+from pytest_sme2.report.view import SessionView
 from pytest_sme2.results import load_results, pool
 from tests.fakes.results_docs import mixed_doc
 
@@ -41,10 +42,13 @@ def test_the_benchmark_sides_every_summary_lists():
         ("test_latency[toy_cnn-fp32-t1]", "", "python", [TOY]),
         ("test_sme2", "base", "sme2_off", OFF),
         ("test_sme2", "candidate", "sme2_on", ON5)]
-    per_device = sides_per_device(doc.benchmarks, [c.to_json() for c in doc.comparisons])
+    per_device = sides_per_device(sides, ["vm", "R5CX1234"])
     assert list(per_device) == ["vm", "R5CX1234"]
     assert [[s.blocks for s in v] for v in per_device.values()] == \
         [[s.blocks for s in sides[:2]], [s.blocks for s in sides[2:]]]
+    # the view's tables share its sides: each pools its blocks once, whichever table shows it
+    view = SessionView.of(doc.benchmarks, [c.to_json() for c in doc.comparisons])
+    assert [s for v in view.sides_per_device.values() for s in v] == view.sides
 
 
 def test_terminal_json_and_step_summary_group_alike():
