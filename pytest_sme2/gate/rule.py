@@ -262,11 +262,11 @@ def _judge_phases(base: baseline_store.Baseline, results: Sequence[BlockResult],
     for key, current in block_phases(results).items():
         measure, attr = BLOCK_PHASES[key], f"{key}_ms"     # the baseline's prefill_ms, ttft_ms
         sessions = [getattr(s, attr) for s in base.sessions if getattr(s, attr)]
-        if current and not sessions:
+        if not sessions:
             out.append(replace(not_compared(f"the baseline records no {measure}; record it "
                                             "again with --save-baseline", threshold_pct),
                                measure=measure))
-        elif current:
+        else:
             out.append(judge_levels(sessions, current, threshold_pct, measure=measure))
     return out
 

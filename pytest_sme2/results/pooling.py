@@ -259,7 +259,7 @@ def block_phases(blocks: Sequence[BlockResult]) -> dict[str, list[float]]:
     passes or where a block lacks the phase."""
     out: dict[str, list[float]] = {}
     for key in BLOCK_PHASES:
-        values = [b.block_phase(key) for b in blocks]
-        if blocks and all(v for v in values):
-            out[key] = [float(v) for v in values if v is not None]
+        values = [b.block_phase(key) or 0.0 for b in blocks]
+        if blocks and all(values):
+            out[key] = values
     return out
