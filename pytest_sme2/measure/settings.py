@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_sme2.devices.thermal import CooldownPolicy
+from pytest_sme2.errors import Sme2Error
 from pytest_sme2.results.generation import Generation
 
 MIN_BLOCKS = 6                # interleaved blocks per side in a comparison: the fewest pairs
@@ -52,8 +53,11 @@ class BenchSettings:
                    depth: int = 0, tokenizer: str | Path | None = None) -> Generation:
         """The one place a generation is made from what a test asked: each token count it
         left out is the session's (--sme2-prompt-tokens, --sme2-new-tokens), and so is the
-        tokenizer. A bad count raises ValueError."""
+        tokenizer. A bad count is one line (Sme2Error)."""
         given = tokenizer if tokenizer is not None else self.tokenizer
-        return Generation(prompt_tokens or self.prompt_tokens,
-                          self.new_tokens if new_tokens is None else new_tokens, depth or 0,
-                          tokenizer=str(given) if given is not None else None)
+        try:
+            return Generation(prompt_tokens or self.prompt_tokens,
+                              self.new_tokens if new_tokens is None else new_tokens, depth or 0,
+                              tokenizer=str(given) if given is not None else None)
+        except ValueError as e:
+            raise Sme2Error(str(e)) from None

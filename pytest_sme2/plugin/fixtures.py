@@ -342,8 +342,8 @@ def sme2_generate(request: pytest.FixtureRequest, sme2_session: BenchSession,
             given = check_tokenizer_path(tokenizer, "sme2_generate(tokenizer=...)") \
                 if tokenizer is not None else None
             asked = settings.generation(prompt_tokens, new_tokens, depth, given)
-        except (ValueError, Sme2Error) as e:
-            fail(Sme2Error(str(e)), request.config)
+        except Sme2Error as e:
+            fail(e, request.config)
         loop = replace(_loop(request, sme2_session, sme2_device_spec), generation=asked)
         done = loop.benchmark(Case(model, scheme, threads), runner)
         _conclude(request, done)
@@ -371,7 +371,10 @@ def sme2_compare(request: pytest.FixtureRequest, sme2_session: BenchSession,
                 depth: int = 0) -> Comparison:
         asked = None
         if prompt_tokens is not None or new_tokens is not None or depth:   # an LLM, these
-            asked = sme2_session.settings.generation(prompt_tokens, new_tokens, depth)
+            try:
+                asked = sme2_session.settings.generation(prompt_tokens, new_tokens, depth)
+            except Sme2Error as e:
+                fail(e, request.config)
         loop = replace(_loop(request, sme2_session, sme2_device_spec), generation=asked)
         done = loop.compare(base, candidate, Case(model, dtype, threads), blocks, margin)
         _conclude(request, done)

@@ -11,6 +11,7 @@ from pytest_sme2.measure.options import DEFAULT_BASELINE_DIR, EMULATED_DEFAULTS,
 from pytest_sme2.gate.policy import GatePolicy
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.measure.settings import BenchSettings
+from pytest_sme2.results.generation import Generation
 
 DIRS = BaseDirs(invocation=Path("/work/here"), rootdir=Path("/repo"))
 
@@ -224,3 +225,13 @@ def test_a_runner_path_that_does_not_exist_is_one_line_when_configured(tmp_path)
         config_from_options({"runners": ["llm=/bin/true,tokenizer=tok.model"]}, {}, dirs)
     (tmp_path / "run").write_text("#!/bin/sh\n")
     assert config_from_options({"runners": ["x=./run"]}, {}, dirs).runners == ("x=./run",)
+
+
+def test_a_generation_takes_what_a_test_left_out_from_the_session():
+    settings = BenchSettings(prompt_tokens=16, new_tokens=8, tokenizer=Path("t.json"))
+    assert settings.generation() == Generation(16, 8, 0, tokenizer="t.json")
+    assert settings.generation(4, 0, 32, "u.json") == Generation(4, 0, 32, tokenizer="u.json")
+    # a bad count is one line, as sme2_generate and sme2_compare fail the test with it
+    with pytest.raises(Sme2Error, match=r"^a generation needs prompt_tokens >= 1 and "
+                                        r"new_tokens >= 0, got 16,-1$"):
+        settings.generation(new_tokens=-1)
