@@ -22,13 +22,9 @@ from pytest_sme2.report.digest import Unit, category_order
 from pytest_sme2.report.grouping import Side
 from pytest_sme2.results import BlockResult, GenerationFigures, Judgement
 from pytest_sme2.results.generation import DECODE, GenerationResult, PhaseStats
-from pytest_sme2.results.pooling import pool_generation
+from pytest_sme2.results.pooling import generation_blocks, generations, pool_generation
 
 TOKENS_SHOWN = 8      # the first generated token ids a report shows
-
-
-def generation_blocks(results: Iterable[BlockResult]) -> list[BlockResult]:
-    return [r for r in results if r.generation is not None]
 
 
 def phase_judgements(r: BlockResult) -> dict[str, Judgement]:
@@ -109,7 +105,7 @@ def report_rows(us) -> list[dict]:
 def _fill(blocks) -> dict:
     """The depth fill per generation: its executes (the first generation block's) and its
     time (the median of the blocks' medians, ms; None where none was measured)."""
-    gens = [b.generation for b in blocks if b.generation is not None]
+    gens = generations(blocks)
     times = sorted(g.depth_ms for g in gens if g.depth_ms is not None)
     return {"depth_executes": gens[0].depth_executes if gens else 0,
             "depth_ms": times[(len(times) - 1) // 2] if times else None}

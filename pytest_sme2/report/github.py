@@ -58,7 +58,7 @@ def step_summary(source: Source, report_dir: Path | None = None,
     latency = shown(LATENCY, GITHUB)
     lines = ["## pytest-sme2"]
     regressions = [line for s in sides for line in _regressions(s)]
-    forward = [s for s in sides if s.generation is None]    # an LLM's row is its phases'
+    forward = view.forward_sides     # an LLM's row is the generation table's, its phases
     if forward:
         lines += ["", "| benchmark | runner | " + "".join(f"{f.title(GITHUB)} | " for f in latency)
                   + "SME2 | vs baseline |",
@@ -68,7 +68,7 @@ def step_summary(source: Source, report_dir: Path | None = None,
         lines.append(f"| {_cell(s.test)} | {_cell(s.runner)} | "
                      + "".join(f"{f.cell(s.latency)} | " for f in latency)
                      + f"{ev.sme2 if ev else '-'} | {_cell(baseline_cell(_baseline(s)))} |")
-    llm = [row for s in sides if (row := generation_row(s.test, s)) is not None]
+    llm = [generation_row(s.test, s) for s in view.generation_sides]
     if llm:
         lines += ["", "**LLM generations** (prefill + decode):", "",
                   "| " + " | ".join(GENERATION_COLUMNS) + " |",

@@ -244,6 +244,17 @@ def device_labels(blocks: Iterable[BlockResult]) -> list[str]:
     return list(dict.fromkeys(b.device_label for b in blocks))
 
 
+def forward_and_generations(sides: Iterable[Side]) -> tuple[list[Side], list[Side]]:
+    """``sides`` split, each part in order: the forward passes (a row of latency each) and the
+    LLMs measured as a generation (a row of phases each). The one place a renderer's sides
+    are asked which they are; a comparison's two sides are always of one kind."""
+    forward: list[Side] = []
+    generations: list[Side] = []
+    for side in sides:
+        (forward if side.generation is None else generations).append(side)
+    return forward, generations
+
+
 def sides_per_device(sides: Iterable[Side], devices: Iterable[str]) -> dict[str, list[Side]]:
     """``sides`` (:func:`benchmark_sides`) per device, devices in the order given (every one
     of them, even without a side); a comparison's two sides go with its base side's device.

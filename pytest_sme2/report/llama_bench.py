@@ -141,10 +141,8 @@ def llama_bench_rows(source: Source, build: tuple[str, int], now: datetime | Non
     (build_commit, build_number): :func:`build_info`."""
     test_time = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
     rows = []
-    for side in view_of(source).sides:
+    for side in view_of(source).generation_sides:
         g = side.first.generation
-        if g is None:
-            continue
         for phase, tokens in (("prefill", g.prompt_tokens), ("decode", g.new_tokens)):
             row = _row(side, phase, tokens, build, test_time)
             if row is not None:

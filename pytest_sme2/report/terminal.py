@@ -211,12 +211,7 @@ def side_evidence_lines(c: ComparisonRecord, results: Iterable[BlockResult]) -> 
         r = next((b for b in results if b.runner_name == runner and b.nodeid in ids), None)
         if r is None:
             continue
-        if r.generation is not None:
-            evs = [(f"{phase} ", r.generation.phase(phase).kernel_evidence)
-                   for phase in ("prefill", "decode")]
-        else:
-            evs = [("", r.kernel_evidence)]
-        said = [f"{what}{_levels(ev)}" for what, ev in evs
+        said = [f"{phase} {_levels(ev)}".lstrip() for phase, ev in r.evidence_per_phase
                 if ev is not None and (ev.traced or ev.sampled)]
         if said:
             lines.append(f"sme2:   {runner}: {' | '.join(said)}")
@@ -293,12 +288,10 @@ EMULATED_SUMMARY = ("emulated: measured on an emulated CPU (QEMU); its times and
 
 
 def _rows(sides: Iterable[Side]) -> list[tuple[str, ...]]:
-    """One row per benchmark and per comparison side: its blocks pooled, so a benchmark's row
-    shows what the gate judged (its confirmation blocks too)."""
+    """One row per forward pass's benchmark and comparison side: its blocks pooled, so a
+    benchmark's row shows what the gate judged (its confirmation blocks too)."""
     rows = []
     for side in sides:
-        if side.generation is not None:
-            continue            # an LLM's row is the generation table's, with its phases
         c = side.comparison
         baseline = (c.baselines or {}).get(side.runner, {}) if c is not None else None
         rows.append(_row(side, _speedup_cell(side), baseline))
@@ -335,7 +328,7 @@ def summary_table(source: Source) -> list[str]:
     it, once). Results from several devices get a device column, each device's rows together
     (devices in the order they first measured)."""
     view = view_of(source)
-    results, per_device = view.results, view.sides_per_device
+    results, per_device = view.results, view.per_device(view.forward_sides)
     columns: tuple[str, ...] = COLUMNS
     numeric = _NUMERIC
     several = len(per_device) > 1
@@ -359,9 +352,9 @@ def summary_table(source: Source) -> list[str]:
                      "fails them)")
     if any(r.emulated for r in results):
         lines.append(EMULATED_SUMMARY)
-    if any(mixed(side.blocks) for sides in per_device.values() for side in sides):
+    if any(mixed(side.blocks) for side in view.forward_sides):
         lines.append(MIXED_SUMMARY)
-    llms = generation_table(per_device)
+    llms = generation_table(view.per_device(view.generation_sides))
     return (lines + (llms if lines else llms[1:]) + gen.bandwidth_lines(results)
             + gen.attention_lines(results) + gen.runner_stats_lines(results)
             + scaling.terminal_lines(thread_scaling(results)) + precision_lines(results))
@@ -395,11 +388,10 @@ def _phase_verdicts(r: BlockResult, baseline: Judgement | None = None) -> str:
     return "; ".join(cells) or "-"
 
 
-def generation_row(name: str, side: Side) -> tuple[str, ...] | None:
-    """A side's generation as :data:`GENERATION_COLUMNS` cells; None for a forward pass."""
+def generation_row(name: str, side: Side) -> tuple[str, ...]:
+    """A generation side's figures as :data:`GENERATION_COLUMNS` cells."""
     g = side.generation
-    if g is None:
-        return None
+    assert g is not None, "a generation row is a generation side's"
     r = side.first
     pre, dec = g.prefill, g.decode
     c = side.comparison
@@ -416,8 +408,8 @@ def generation_table(per_device: Mapping[str, list[Side]]) -> list[str]:
     """The LLMs measured as a generation, one row per benchmark and comparison side, under
     the summary table; nothing when there are none."""
     several = len(per_device) > 1
-    rows = [((dev,) if several else ()) + row for dev, sides in per_device.items()
-            for side in sides if (row := generation_row(side.test, side)) is not None]
+    rows = [((dev,) if several else ()) + generation_row(side.test, side)
+            for dev, sides in per_device.items() for side in sides]
     if not rows:
         return []
     columns = (("device",) if several else ()) + GENERATION_COLUMNS

@@ -18,7 +18,8 @@ from typing import Any, Union
 
 from pytest_sme2.report import digest
 from pytest_sme2.report.grouping import (Side, benchmark_sides, comparison_record,
-                                         device_labels, sides_per_device)
+                                         device_labels, forward_and_generations,
+                                         sides_per_device)
 from pytest_sme2.results import (BlockResult, ComparisonRecord, ResultsDoc, SessionInfo,
                                  load_results)
 
@@ -53,9 +54,23 @@ class SessionView:
         return benchmark_sides(self.results, self.comparisons)
 
     @cached_property
-    def sides_per_device(self) -> dict[str, list[Side]]:
-        """:attr:`sides` per device (devices in the order they first measured)."""
-        return sides_per_device(self.sides, device_labels(self.results))
+    def _kinds(self) -> tuple[list[Side], list[Side]]:
+        return forward_and_generations(self.sides)
+
+    @property
+    def forward_sides(self) -> list[Side]:
+        """:attr:`sides` that are forward passes: the latency tables' rows."""
+        return self._kinds[0]
+
+    @property
+    def generation_sides(self) -> list[Side]:
+        """:attr:`sides` that are LLM generations: the generation tables' rows."""
+        return self._kinds[1]
+
+    def per_device(self, sides: list[Side]) -> dict[str, list[Side]]:
+        """``sides`` (all or a kind of them) per device, every device of the session in the
+        order it first measured, even one without such a side."""
+        return sides_per_device(sides, device_labels(self.results))
 
     @cached_property
     def units(self) -> list[digest.Unit]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from pytest_sme2.results.latency import LatencyStats
 from pytest_sme2.results.device import DeviceFacts
-from pytest_sme2.results.generation import GenerationResult
+from pytest_sme2.results.generation import PHASES, GenerationResult
 from pytest_sme2.results.instructions import InstructionCount
 from pytest_sme2.results.judgement import Judgement, judgement, judgements
 from pytest_sme2.results.machine import Mode, ProbeReading, modes_of
@@ -171,6 +171,14 @@ class BlockResult:
         :data:`~pytest_sme2.results.generation.BLOCK_PHASES`); None for a forward pass or a
         phase it did not time."""
         return self.generation.block_phase(key) if self.generation is not None else None
+
+    @property
+    def evidence_per_phase(self) -> list[tuple[str, KernelEvidence | None]]:
+        """Its kernel evidence as (phase, evidence): ``[("", ...)]`` for a forward pass, one
+        entry per phase (prefill, decode) for a generation, each phase's own processes'."""
+        if self.generation is None:
+            return [("", self.kernel_evidence)]
+        return [(p, self.generation.phase(p).kernel_evidence) for p in PHASES]
 
     @property
     def median_ms(self) -> float:

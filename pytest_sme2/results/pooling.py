@@ -237,10 +237,21 @@ def _phase(name: str, stats: Sequence[PhaseStats]) -> PhaseFigures:
                       None))
 
 
+def generation_blocks(blocks: Iterable[BlockResult]) -> list[BlockResult]:
+    """The blocks that are an LLM's generation, in order (the one filter every reader of
+    generations uses)."""
+    return [b for b in blocks if b.generation is not None]
+
+
+def generations(blocks: Iterable[BlockResult]) -> list[GenerationResult]:
+    """The generations of :func:`generation_blocks`, in order."""
+    return [b.generation for b in generation_blocks(blocks)]
+
+
 def pool_generation(blocks: Sequence[BlockResult]) -> GenerationFigures | None:
     """The generation of a benchmark's (or a comparison side's) blocks, pooled; None when none
     of them is a generation."""
-    gens: list[GenerationResult] = [b.generation for b in blocks if b.generation is not None]
+    gens = generations(blocks)
     if not gens:
         return None
     g = gens[0]

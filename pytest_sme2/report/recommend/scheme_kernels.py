@@ -9,11 +9,10 @@ from dataclasses import dataclass
 
 from pytest_sme2.analysis.isa import kernel_phrase
 from pytest_sme2.report.digest import Unit
-from pytest_sme2.report.generation import generation_blocks
 from pytest_sme2.report.recommend.wording import Recommendation
 from pytest_sme2.results import BlockResult
 from pytest_sme2.results.generation import DECODE, PHASES, PREFILL
-from pytest_sme2.results.pooling import pool_generation
+from pytest_sme2.results.pooling import generation_blocks, pool_generation
 
 
 @dataclass(frozen=True)

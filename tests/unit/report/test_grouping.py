@@ -48,7 +48,7 @@ def test_the_benchmark_sides_every_summary_lists():
         [[s.blocks for s in sides[:2]], [s.blocks for s in sides[2:]]]
     # the view's tables share its sides: each pools its blocks once, whichever table shows it
     view = SessionView.of(doc.benchmarks, [c.to_json() for c in doc.comparisons])
-    assert [s for v in view.sides_per_device.values() for s in v] == view.sides
+    assert [s for v in view.per_device(view.sides).values() for s in v] == view.sides
 
 
 def test_terminal_json_and_step_summary_group_alike():

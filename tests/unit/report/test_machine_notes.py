@@ -13,7 +13,9 @@ from pytest_sme2.report.machine_notes import (block_notes, comparison_notes, mix
 from pytest_sme2.report.terminal import MIXED_SUMMARY, benchmark_line, summary_table
 from pytest_sme2.results.machine import Mode, ProbeReading
 from pytest_sme2.report.view import SessionView
+from pytest_sme2.results import BlockResult
 from tests.fakes.baselines import bench_result
+from tests.fakes.results_docs import generation_block
 
 TWO = (Mode(0.107, 0.62, 19), Mode(0.19, 0.38, 11))
 
@@ -53,6 +55,16 @@ def test_the_summary_marks_a_mixtures_median_and_says_what_the_mark_means():
     row = next(line for line in lines if line.startswith("swung"))
     assert "0.120*" in row and "0.100*" not in "".join(lines)
     assert MIXED_SUMMARY in lines
+
+
+def test_the_mark_is_explained_only_where_a_row_carries_it():
+    # An LLM's row is the generation table's, which marks its own mixtures (RATES_MARK): a
+    # session of generations alone has no latency row, so no "*" for MIXED_SUMMARY to explain.
+    llm = BlockResult.from_json(generation_block())
+    llm.modes = TWO
+    lines = summary_table(SessionView.of([llm]))
+    assert any(line.startswith("generation (LLMs") for line in lines)
+    assert MIXED_SUMMARY not in lines
 
 
 def _comparison(base, cand, probes_b, probes_c):
