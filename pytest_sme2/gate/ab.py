@@ -190,12 +190,5 @@ def judge_phases(base: Sequence[BlockResult], candidate: Sequence[BlockResult],
     return out
 
 
-def missing_base(why: str, threshold_pct: float = DEFAULT_THRESHOLD_PCT) -> Judgement:
-    """The one line when there is no base to re-measure."""
-    return _unjudged(f"the base program is missing: {why}; record a baseline with "
-                     "--save-baseline (it keeps the program) or name a base runner",
-                     threshold_pct)
-
-
 def _unjudged(reason: str, threshold_pct: float) -> Judgement:
     return replace(not_compared(reason, threshold_pct), against=AGAINST)

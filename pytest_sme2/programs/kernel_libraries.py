@@ -96,12 +96,6 @@ def program_libraries(pte: Path) -> tuple[KernelLibrary, ...]:
     return libraries_for(program_operators(pte))
 
 
-def custom_operators(pte: Path) -> tuple[str, ...]:
-    """The operators of ``pte`` that one of :data:`KERNEL_LIBRARIES` registers."""
-    spaces = {s for lib in KERNEL_LIBRARIES for s in lib.namespaces}
-    return tuple(op for op in program_operators(pte) if namespace(op) in spaces)
-
-
 # ExecuTorch's own BLAS (``sgemm_``...), what its kernels and the custom ops call where they
 # are linked as llama_main links them, and what our native runner binds them to.
 EXECUTORCH_BLAS = "lib/libexecutorch_kernels_optimized.so"

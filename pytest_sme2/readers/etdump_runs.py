@@ -37,16 +37,6 @@ class EtdumpRuns:
     def to_json(self) -> dict[str, Any]:
         return {"schema": SCHEMA, **asdict(self)}
 
-    @property
-    def warmup_executes(self) -> int:
-        """The leading Execute blocks that are warm-up: runs, or a generation's executes."""
-        g = self.generation
-        if g is None:
-            return self.warmup
-        per = sum(int(g.get(k) or 0) for k in ("depth_executes", "prefill_executes",
-                                                "decode_executes"))
-        return self.warmup * per
-
     def said(self, path: Path) -> str:
         """How a command says where its warm-up count came from."""
         what = "generations" if self.generation is not None else "runs"

@@ -61,9 +61,6 @@ class DecodeBytes:
         return None if self.kv_bytes_per_position is None \
             else self.kv_bytes_per_position * position
 
-    def per_token(self, position: float) -> float:
-        return self.weight_bytes + (self.kv_bytes(position) or 0.0)
-
 
 class _T:
     """A flatbuffer table with by-position accessors."""

@@ -6,7 +6,7 @@ import pytest
 
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.gate.rule import CANNOT_TELL, IMPROVEMENT, NO_CHANGE, NOT_COMPARED, REGRESSION
-from pytest_sme2.gate.ab import AGAINST, Pairs, judge_ab, line, missing_base
+from pytest_sme2.gate.ab import AGAINST, Pairs, judge_ab, line
 
 BASE = (1.00, 1.02, 0.98, 1.01, 0.99, 1.0)
 
@@ -80,13 +80,6 @@ def test_a_machine_switching_between_two_speeds_does_not_make_a_change():
     real = Pairs((1.0,) * 24, tuple(r * 1.12 for r in ratios))
     assert judge_ab(real).status == REGRESSION     # +12% moves most pairs past the margin
     assert judge_ab(Pairs((1.0,) * 5, (1.3,) * 5)).status == CANNOT_TELL   # 5 pairs: too few
-
-
-def test_a_missing_base_program_is_one_clear_line():
-    j = missing_base("programs/ab12….pte is not in baselines")
-    assert j.status == NOT_COMPARED
-    assert "\n" not in j.summary
-    assert j.summary.startswith("not compared: the base program is missing: programs/ab12")
 
 
 def test_a_wild_pair_does_not_hide_a_change_nor_make_one():
