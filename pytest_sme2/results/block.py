@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from pytest_sme2.results.latency import LatencyStats
 from pytest_sme2.results.device import DeviceFacts
 from pytest_sme2.results.generation import GenerationResult
 from pytest_sme2.results.instructions import InstructionCount
@@ -25,7 +24,7 @@ from pytest_sme2.results.records import (KernelEvidence, OperatorStats, ResultAn
                                          RunContext, known_fields)
 from pytest_sme2.results.runner import RunnerInfo
 from pytest_sme2.results.startup import Startup
-from pytest_sme2.results.timing import Timing
+from pytest_sme2.results.timing import LatencyStats, Timing
 from pytest_sme2.results.under_test import UnderTest
 
 # -- one block -------------------------------------------------------------------------------
