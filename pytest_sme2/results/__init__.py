@@ -17,7 +17,7 @@ Modules: :mod:`.records` (a block's analysis and context), :mod:`.startup` (load
 """
 
 from pytest_sme2._util.fsutil import atomic_write_text
-from pytest_sme2.results.block import BlockResult, device_label
+from pytest_sme2.results.block import BlockResult, PrecisionOutcome, device_label
 from pytest_sme2.results.comparison import ComparisonRecord, OutputCheck
 from pytest_sme2.results.device import DeviceFacts
 from pytest_sme2.results.generation import (BLOCK_PHASES, Generation, GenerationResult,
@@ -30,7 +30,6 @@ from pytest_sme2.results.pooling import (GenerationFigures, PhaseFigures, Pooled
                                          block_phases, mean_per_block, pool, pool_categories,
                                          pool_evidence, pool_generation, pool_operators,
                                          pool_probe, pool_startup, probe_levels)
-from pytest_sme2.results.precision import PrecisionOutcome
 from pytest_sme2.results.records import (KernelEvidence, LoggedKernel, OperatorStats,
                                          ResultAnalysis, RunContext, SampledKernel,
                                          TracedKernel)
