@@ -16,14 +16,13 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from pytest_sme2.results.codec import decode, encode
-from pytest_sme2.results.device import DeviceFacts
+from pytest_sme2.results.device import DeviceFacts, RunnerInfo
 from pytest_sme2.results.generation import GenerationResult
 from pytest_sme2.results.instructions import InstructionCount
 from pytest_sme2.results.judgement import Judgement, judgement, judgements
 from pytest_sme2.results.machine import Mode, ProbeReading, modes_of
 from pytest_sme2.results.records import (KernelEvidence, OperatorStats, ResultAnalysis,
                                          RunContext, known_fields)
-from pytest_sme2.results.runner import RunnerInfo
 from pytest_sme2.results.startup import Startup
 from pytest_sme2.results.timing import LatencyStats, Timing
 from pytest_sme2.results.under_test import UnderTest

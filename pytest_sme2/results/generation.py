@@ -22,10 +22,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from pytest_sme2.results.device import DeviceFacts
+from pytest_sme2.results.device import DeviceFacts, RunnerInfo
 from pytest_sme2.results.judgement import PREFILL as PREFILL_TIME, TTFT as TTFT_TIME
 from pytest_sme2.results.records import KernelEvidence, known_fields
-from pytest_sme2.results.runner import RunnerInfo
 from pytest_sme2.results.startup import Startup
 from pytest_sme2.results.traffic import DecodeTraffic
 
