@@ -13,7 +13,7 @@ Modules: :mod:`.records` (a block's analysis and context), :mod:`.startup` (load
 :mod:`.device` (where a block ran: the device and the runner), :mod:`.judgement` (the gate's
 verdict), :mod:`.instructions` (instruction counts), :mod:`.under_test` (what was measured),
 :mod:`.block` (one block), :mod:`.pooling` (a benchmark's blocks together), :mod:`.comparison`,
-:mod:`.document` (the file, its loader and writer).
+:mod:`.document` (the file and its session, its loader and writer).
 """
 
 from pytest_sme2._util.fsutil import atomic_write_text
@@ -22,7 +22,7 @@ from pytest_sme2.results.comparison import ComparisonRecord, OutputCheck
 from pytest_sme2.results.device import DeviceFacts, RunnerInfo
 from pytest_sme2.results.generation import (BLOCK_PHASES, Generation, GenerationResult,
                                             PhaseStats)
-from pytest_sme2.results.document import (RESULTS_SCHEMA, ResultsDoc, ResultsWriter,
+from pytest_sme2.results.document import (RESULTS_SCHEMA, ResultsDoc, ResultsWriter, SessionInfo,
                                           load_results, results_document, write_results)
 from pytest_sme2.results.instructions import InstructionCount
 from pytest_sme2.results.judgement import Judgement
@@ -33,7 +33,6 @@ from pytest_sme2.results.pooling import (GenerationFigures, PhaseFigures, Pooled
 from pytest_sme2.results.records import (KernelEvidence, LoggedKernel, OperatorStats,
                                          ResultAnalysis, RunContext, SampledKernel,
                                          TracedKernel)
-from pytest_sme2.results.session import SessionInfo
 from pytest_sme2.results.startup import ProcessStartup, Startup
 from pytest_sme2.results.timing import Timing
 from pytest_sme2.results.under_test import UnderTest
