@@ -59,8 +59,8 @@ from pytest_sme2.results import (BlockResult, ComparisonRecord, DeviceFacts, Ins
                                  Startup,
                                  TracedKernel, load_results, pool)
 from pytest_sme2.results.generation import Generation, GenerationResult, PhaseStats
-from pytest_sme2.results.latency import LatencyStats
-from pytest_sme2.results.thermal import CooldownRecord
+from pytest_sme2.results.timing import LatencyStats
+from pytest_sme2.results.records import CooldownRecord
 from pytest_sme2.runners import Runner, runner_from_spec
 from pytest_sme2.runners.base import RunRequest
 from pytest_sme2.runners.native import build_native_runner, native_runner

@@ -76,7 +76,7 @@ LAYER_ROLES: dict[int, tuple[str, str]] = {
                   "fsutil, heartbeat, protocol_defaults, text)"),
     1: ("readers", "files and statistics, no torch: readers/ (etdump, etrecord, tensorfile, "
                    "pte_program), stats"),
-    2: ("records", "what results.json stores (records, latency, block, comparison, judgement, "
+    2: ("records", "what results.json stores (records, timing, block, comparison, judgement, "
                    "machine, pooling, document...), written and read by one codec (codec); "
                    "the one loader. It does not import analysis/"),
     3: ("analysis", "an ETDump's meaning: latency, categories, operators, isa (kernel naming), "

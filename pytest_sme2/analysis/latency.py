@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # only annotations: results.json readers need no pandas
     import pandas as pd
 
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.results.latency import LatencyStats
+from pytest_sme2.results.timing import LatencyStats
 from pytest_sme2.analysis.events import name_is
 
 E2E_EVENT = "Method::execute"

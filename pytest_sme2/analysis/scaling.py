@@ -1,7 +1,7 @@
 """Thread scaling of LLM generations: per phase (prefill, decode), tokens/s at each thread
 count of ``--sme2-threads``, the speed-up over 1 thread, the parallel efficiency and where
 scaling stops. A pure function over the session's LLM blocks; rendered by
-:mod:`pytest_sme2.report.scaling`.
+:mod:`pytest_sme2.report.generation`.
 
 A series is one LLM benchmark (device, model, scheme, runner, prompt + new tokens) measured at
 two or more thread counts. Its blocks at one count are pooled by

@@ -18,7 +18,7 @@ from pytest_sme2.analysis.kernel_trace import KernelTrace, read_kernel_trace_csv
 from pytest_sme2.analysis.kernels import (kernel_hint, kleidiai_ops, operator_kernel_hints,
                                           parse_xnntrace, sme2_verdict, xnntrace_counts)
 from pytest_sme2.analysis.latency import e2e_per_run, latency_stats
-from pytest_sme2.results.latency import LatencyStats
+from pytest_sme2.results.timing import LatencyStats
 from pytest_sme2.analysis.operators import (annotate, category_breakdown, operator_table,
                                             overheads)
 from pytest_sme2.errors import Sme2Error

@@ -21,8 +21,7 @@ from pytest_sme2.analysis.latency import E2E_EVENT
 from pytest_sme2.analysis.runner_summary import GenerationSummary, RunnerSummary
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.readers.etdump import EVENT_COLUMNS, TICKS_PER_MS
-from pytest_sme2.results.latency import LatencyStats
-from pytest_sme2.results.timing import TRACED, UNTRACED, Timing, overhead_pct
+from pytest_sme2.results.timing import TRACED, UNTRACED, LatencyStats, Timing, overhead_pct
 
 NATIVE_CLOCK = "the runner's clock around each Method::execute, no event tracer in the process"
 PYTHON_CLOCK = ("the runner's clock around each ExecuTorchMethod.execute() (Method::execute and "

@@ -1,5 +1,5 @@
 """Decode against the memory-bandwidth limit (issue 38, part 6): the bytes a decode step reads
-(:class:`pytest_sme2.results.traffic.DecodeTraffic`), the GB/s that makes at the measured
+(:class:`pytest_sme2.results.generation.DecodeTraffic`), the GB/s that makes at the measured
 tokens/s, and that figure against the device's measured copy bandwidth, as one line:
 
 ``decode reads 0.31 MB/token at 1.41 GB/s: 9% of this device's measured copy bandwidth
@@ -13,8 +13,7 @@ to memory-bound a decode step runs.
 from __future__ import annotations
 
 from pytest_sme2.readers.pte_traffic import DecodeBytes
-from pytest_sme2.results.generation import GenerationResult
-from pytest_sme2.results.traffic import DecodeTraffic
+from pytest_sme2.results.generation import DecodeTraffic, GenerationResult
 
 EMULATED_LINE = ("decode memory traffic: not measured on an emulated CPU (QEMU's memory speed "
                  "is the host's through a translator)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pytest_sme2.bisect.pairs import Compared
+from pytest_sme2.bisect.measures import Compared
 from pytest_sme2.results.codec import encode
 
 FOUND, NOT_REPRODUCIBLE, CANNOT_TELL = "found", "not reproducible", "cannot tell"

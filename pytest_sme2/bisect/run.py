@@ -19,10 +19,9 @@ from pytest_sme2.results.judgement import CANNOT_TELL, IMPROVEMENT, NO_CHANGE, R
 from pytest_sme2.bisect import search
 from pytest_sme2.bisect.git import Repo, Worktrees, pin_changes
 from pytest_sme2.bisect.outcome import Culprit, Outcome, Probe
-from pytest_sme2.bisect.counts import InstructionBench
-from pytest_sme2.bisect.kernels import KernelBench
 from pytest_sme2.bisect.exporter import open_sessions
-from pytest_sme2.bisect.pairs import Bench, Compared, ProbePlan, key
+from pytest_sme2.bisect.measures import (Bench, Compared, InstructionBench, KernelBench,
+                                         ProbePlan, key)
 from pytest_sme2.bisect.programs import (NOTHING_SELECTED, USAGE_ERROR, Exported, Program,
                                          export_commit)
 from pytest_sme2.bisect.state import State, load, state_dir

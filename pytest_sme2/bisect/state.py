@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pytest_sme2._util.fsutil import atomic_write_text
 from pytest_sme2.errors import Sme2Error
-from pytest_sme2.bisect.pairs import Compared
+from pytest_sme2.bisect.measures import Compared
 from pytest_sme2.bisect.programs import Exported
 
 STATE_SCHEMA = "pytest-sme2-bisect/1"

@@ -65,7 +65,7 @@ def _own_options(parser: argparse.ArgumentParser) -> dict[str, bool]:
 
 
 def _bisect(args: argparse.Namespace) -> int:
-    from pytest_sme2.bisect import pairs, report, run  # measure.block, pandas: not at --help
+    from pytest_sme2.bisect import measures, report, run  # measure.block, pandas: not at --help
 
     pytest_args = list(args.pytest_args)
     if pytest_args[:1] == ["--"]:
@@ -84,7 +84,7 @@ def _bisect(args: argparse.Namespace) -> int:
                             f"{getattr(args, flag)}")
     settings = BenchSettings(runs=args.runs, warmup=args.warmup, loads=1, trace_runs=3,
                              sample="off")
-    plan = pairs.ProbePlan(args.threshold, PairBudget(args.max_pairs, args.budget), settings)
+    plan = measures.ProbePlan(args.threshold, PairBudget(args.max_pairs, args.budget), settings)
     ask = run.Ask(args.good, args.bad, tuple(pytest_args), args.setup, args.improvement,
               args.all_commits, args.resume, plan, runner_specs(pytest_args),
               most_steps=args.most_steps, measure=args.measure,

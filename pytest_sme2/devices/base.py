@@ -13,7 +13,7 @@ from pytest_sme2.runners.base import Runner, RunnerError, RunOutcome, RunRequest
 
 if TYPE_CHECKING:
     from pytest_sme2.devices.bandwidth import CopyBandwidth
-    from pytest_sme2.results.thermal import ThermalState
+    from pytest_sme2.results.records import ThermalState
 
 
 class DeviceError(Sme2Error):

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Mapping
 
-from pytest_sme2.results.thermal import CooldownRecord, ThermalState
+from pytest_sme2.results.records import CooldownRecord, ThermalState
 
 if TYPE_CHECKING:
     from pytest_sme2.devices.base import Device

@@ -35,9 +35,8 @@ from pytest_sme2.programs.exported import ExportedModel
 from pytest_sme2.measure.artifacts.csv import write_csvs
 from pytest_sme2.measure.artifacts.trace import write_generation_trace, write_trace
 from pytest_sme2.results import BlockResult, Generation, ProcessStartup, RunContext, Startup
-from pytest_sme2.results.latency import LatencyStats
 from pytest_sme2.results.machine import Mode
-from pytest_sme2.results.timing import Timing
+from pytest_sme2.results.timing import LatencyStats, Timing
 from pytest_sme2.measure.artifacts.csv import write_timed_runs
 from pytest_sme2.measure.artifacts.earlier import ARTIFACTS
 from pytest_sme2.measure.artifacts.runs import etdump_record

@@ -43,7 +43,7 @@ from pytest_sme2.analysis.summary import Analysis, analyze
 from pytest_sme2.analysis.traffic import decode_traffic
 from pytest_sme2.devices.base import Device
 from pytest_sme2.readers.pte_traffic import decode_bytes
-from pytest_sme2.results.traffic import DecodeTraffic
+from pytest_sme2.results.generation import DecodeTraffic
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.programs.spec import is_pte
 from pytest_sme2.programs.llm.facts import LlmFacts, llm_facts

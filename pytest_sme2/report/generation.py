@@ -7,6 +7,12 @@ executes. The prefill and the time to first token are only in ``generation``. Th
 pooled by :func:`pytest_sme2.results.pooling.pool_generation`; the kernels each phase ran, and
 the phrase saying so, are read from their names by :mod:`pytest_sme2.analysis.isa`, from the
 evidence the session collected, never from a table of what a scheme is expected to run.
+
+An LLM measured at two or more thread counts gets the thread scaling section (issue 38): one
+table per benchmark, per phase tokens/s, speed-up over the base count and parallel efficiency,
+then where each phase's scaling stops and what the SME2 unit has to do with it. The figures are
+:func:`pytest_sme2.analysis.scaling.thread_scaling`'s; this module only lays them out, for
+report.md (:func:`scaling_markdown_lines`) and the terminal (:func:`scaling_terminal_lines`).
 """
 
 from __future__ import annotations
@@ -15,13 +21,15 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from pytest_sme2.analysis.isa import PhaseKernel, kernel_phrase, phase_kernels
 from pytest_sme2.analysis.machine_state import STRADDLE
+from pytest_sme2.analysis.scaling import (MIN_SHARE_OF_IDEAL, STOP_RULE, ScalingSeries,
+                                          shared_unit_note)
 from pytest_sme2.analysis.traffic import bandwidth_line
 from pytest_sme2.programs.llm.forms import ATTENTION_NOTE, pairs_of_forms
 from pytest_sme2.report.cells import MISSING, code, fmt_ms, fmt_tokens_per_s
 from pytest_sme2.report.digest import Unit, category_order
 from pytest_sme2.report.grouping import Side
 from pytest_sme2.results import BlockResult, GenerationFigures, Judgement
-from pytest_sme2.results.generation import DECODE, GenerationResult, PhaseStats
+from pytest_sme2.results.generation import DECODE, PHASES, GenerationResult, PhaseStats
 from pytest_sme2.results.pooling import generation_blocks, generations, pool_generation
 
 TOKENS_SHOWN = 8      # the first generated token ids a report shows
@@ -273,3 +281,72 @@ def attention_lines(blocks: Iterable[BlockResult]) -> list[str]:
     weights are the same, so the difference between their rows is the attention."""
     pairs = pairs_of_forms({b.model for b in generation_blocks(blocks)})
     return [ATTENTION_NOTE.format(custom=custom, plain=plain) for custom, plain in pairs]
+
+
+# -- thread scaling --------------------------------------------------------------------------
+
+SCALING_INTRO = ("Each LLM benchmark measured at two or more `--sme2-threads` counts: per "
+                 "phase, tokens/s (median over blocks), the speed-up over the smallest count "
+                 "(1 thread when measured) and the parallel efficiency (speed-up / thread "
+                 f"ratio). Where scaling stops: {STOP_RULE}.")
+
+
+def _scaling_rate(v: float) -> str:
+    return f"{v:,.0f}" if v >= 100 else f"{v:,.1f}"
+
+
+def _scaling_rows(s: ScalingSeries) -> list[tuple[str, ...]]:
+    """threads, CPUs, then per phase: tok/s, speed-up, efficiency."""
+    counts = sorted({p.threads for ph in s.phases for p in ph.points})
+    rows = []
+    for t in counts:
+        cells: list[str] = [str(t)]
+        cpus = next((p.cpus for ph in s.phases for p in ph.points if p.threads == t), "")
+        cells.append(cpus or "any")
+        for name in PHASES:
+            ph = next((x for x in s.phases if x.phase == name), None)
+            p = next((q for q in ph.points if q.threads == t), None) if ph else None
+            cells += ([_scaling_rate(p.tokens_per_s), f"{p.speedup:.2f}x",
+                       f"{p.efficiency:.0%}"] if p is not None else ["-", "-", "-"])
+        rows.append(tuple(cells))
+    return rows
+
+
+SCALING_HEADER = ("threads", "CPUs", "prefill tok/s", "speed-up", "efficiency",
+                  "decode tok/s", "speed-up", "efficiency")
+
+
+def _scaling_findings(s: ScalingSeries) -> list[str]:
+    lines = [f"{ph.phase}: {ph.summary}" for ph in s.phases]
+    note = shared_unit_note(s)
+    return lines + ([note] if note else [])
+
+
+def scaling_markdown_lines(series: Sequence[ScalingSeries]) -> list[str]:
+    """report.md's Thread scaling section; nothing when no benchmark has two counts."""
+    if not series:
+        return []
+    out = ["## Thread scaling", "", SCALING_INTRO, ""]
+    for s in series:
+        out += [f"### {s.title}", "",
+                "| " + " | ".join(SCALING_HEADER) + " |",
+                "|" + "|".join("---:" if i != 1 else "---"
+                               for i in range(len(SCALING_HEADER))) + "|"]
+        out += ["| " + " | ".join(r) + " |" for r in _scaling_rows(s)]
+        out += [""] + [f"- {line}" for line in _scaling_findings(s)] + [""]
+    return out
+
+
+def scaling_terminal_lines(series: Sequence[ScalingSeries]) -> list[str]:
+    """The terminal's thread scaling tables, under the generation table."""
+    if not series:
+        return []
+    out = ["", "thread scaling (LLMs: tokens/s per phase, speed-up over the smallest count, "
+               f"efficiency; stops: gain < {MIN_SHARE_OF_IDEAL:.0%} of ideal or within noise)"]
+    for s in series:
+        table = [SCALING_HEADER, *_scaling_rows(s)]
+        widths = [max(len(r[i]) for r in table) for i in range(len(SCALING_HEADER))]
+        fmt = ("  ".join(c.ljust(w) if i == 1 else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(r, widths))).rstrip() for r in table)
+        out += [s.title, *fmt] + [f"  {line}" for line in _scaling_findings(s)]
+    return out

@@ -8,7 +8,7 @@ from typing import Any
 from pytest_sme2 import units
 from pytest_sme2.analysis.categories import OTHER
 from pytest_sme2.units import COMPACT_RATIO_DIGITS, COUNT_RATIO_DIGITS
-from pytest_sme2.report import generation as gen, scaling
+from pytest_sme2.report import generation as gen
 from pytest_sme2.analysis.scaling import thread_scaling
 from pytest_sme2.report.columns import LATENCY, TERMINAL, shown
 from pytest_sme2.report.grouping import Side, comparison_record
@@ -357,7 +357,7 @@ def summary_table(source: Source) -> list[str]:
     llms = generation_table(view.per_device(view.generation_sides))
     return (lines + (llms if lines else llms[1:]) + gen.bandwidth_lines(results)
             + gen.attention_lines(results) + gen.runner_stats_lines(results)
-            + scaling.terminal_lines(thread_scaling(results)) + precision_lines(results))
+            + gen.scaling_terminal_lines(thread_scaling(results)) + precision_lines(results))
 
 
 GENERATION_COLUMNS = ("benchmark", "runner", "scheme", "threads", "tests", "prefill tok/s",

@@ -10,19 +10,19 @@ documents load with defaults for what they lack. Keys a record does not know are
 ``extra``.
 
 Modules: :mod:`.records` (a block's analysis and context), :mod:`.startup` (load and memory),
-:mod:`.runner`, :mod:`.device` (where a block ran), :mod:`.judgement` (the gate's verdict),
-:mod:`.instructions` (instruction counts), :mod:`.under_test` (what was measured),
+:mod:`.device` (where a block ran: the device and the runner), :mod:`.judgement` (the gate's
+verdict), :mod:`.instructions` (instruction counts), :mod:`.under_test` (what was measured),
 :mod:`.block` (one block), :mod:`.pooling` (a benchmark's blocks together), :mod:`.comparison`,
-:mod:`.document` (the file, its loader and writer).
+:mod:`.document` (the file and its session, its loader and writer).
 """
 
 from pytest_sme2._util.fsutil import atomic_write_text
-from pytest_sme2.results.block import BlockResult, device_label
+from pytest_sme2.results.block import BlockResult, PrecisionOutcome, device_label
 from pytest_sme2.results.comparison import ComparisonRecord, OutputCheck
-from pytest_sme2.results.device import DeviceFacts
+from pytest_sme2.results.device import DeviceFacts, RunnerInfo
 from pytest_sme2.results.generation import (BLOCK_PHASES, Generation, GenerationResult,
                                             PhaseStats)
-from pytest_sme2.results.document import (RESULTS_SCHEMA, ResultsDoc, ResultsWriter,
+from pytest_sme2.results.document import (RESULTS_SCHEMA, ResultsDoc, ResultsWriter, SessionInfo,
                                           load_results, results_document, write_results)
 from pytest_sme2.results.instructions import InstructionCount
 from pytest_sme2.results.judgement import Judgement
@@ -30,12 +30,9 @@ from pytest_sme2.results.pooling import (GenerationFigures, PhaseFigures, Pooled
                                          block_phases, mean_per_block, pool, pool_categories,
                                          pool_evidence, pool_generation, pool_operators,
                                          pool_probe, pool_startup, probe_levels)
-from pytest_sme2.results.precision import PrecisionOutcome
 from pytest_sme2.results.records import (KernelEvidence, LoggedKernel, OperatorStats,
                                          ResultAnalysis, RunContext, SampledKernel,
                                          TracedKernel)
-from pytest_sme2.results.runner import RunnerInfo
-from pytest_sme2.results.session import SessionInfo
 from pytest_sme2.results.startup import ProcessStartup, Startup
 from pytest_sme2.results.timing import Timing
 from pytest_sme2.results.under_test import UnderTest

@@ -3,9 +3,10 @@ its ETDump, where it ran, and the gate's verdicts on it; read and written key fo
 
 Every part is a typed record: the runner (:class:`RunnerInfo`), the device
 (:class:`DeviceFacts`, with its spec), the gate's verdicts (:class:`Judgement`) and the
-instruction count (:class:`InstructionCount`). results.json keeps its keys: the verdicts are
-written and read as ``baseline``, ``baseline_categories``, ``baseline_instructions`` and
-``baseline_startup``."""
+instruction count (:class:`InstructionCount`); ``--sme2-precision``'s outcome
+(:class:`PrecisionOutcome`) is defined here, as only a block carries it. results.json keeps its
+keys: the verdicts are written and read as ``baseline``, ``baseline_categories``,
+``baseline_instructions`` and ``baseline_startup``."""
 
 from __future__ import annotations
 
@@ -14,18 +15,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from pytest_sme2.results.latency import LatencyStats
-from pytest_sme2.results.device import DeviceFacts
+from pytest_sme2.results.codec import decode, encode
+from pytest_sme2.results.device import DeviceFacts, RunnerInfo
 from pytest_sme2.results.generation import PHASES, GenerationResult
 from pytest_sme2.results.instructions import InstructionCount
 from pytest_sme2.results.judgement import Judgement, judgement, judgements
 from pytest_sme2.results.machine import Mode, ProbeReading, modes_of
-from pytest_sme2.results.precision import PrecisionOutcome
 from pytest_sme2.results.records import (KernelEvidence, OperatorStats, ResultAnalysis,
                                          RunContext, known_fields)
-from pytest_sme2.results.runner import RunnerInfo
 from pytest_sme2.results.startup import Startup
-from pytest_sme2.results.timing import Timing
+from pytest_sme2.results.timing import LatencyStats, Timing
 from pytest_sme2.results.under_test import UnderTest
 
 # -- one block -------------------------------------------------------------------------------
@@ -73,7 +72,23 @@ def device_label(device: DeviceFacts | Mapping[str, Any]) -> str:
     return str(device.get("spec") or device.get("serial") or device.get("kind") or "?")
 
 
+@dataclass(frozen=True)
+class PrecisionOutcome:
+    """What ``--sme2-precision`` asked and got, as each block of the benchmark carries it
+    (``precision``; :meth:`pytest_sme2.measure.precision.Precision.record` makes it): the
+    interval asked (``target_pct``) and got (``half_width_pct``, None without one), over how
+    many blocks (paired or a level) and seconds, and, when not reached, why."""
 
+    target_pct: float
+    half_width_pct: float | None = None
+    blocks: int = 0
+    paired: bool = False
+    seconds: float = 0.0
+    reached: bool = False
+    why: str = ""           # "" when reached; else what limited it
+
+    to_dict = encode
+    from_dict = classmethod(decode)
 
 
 @dataclass

@@ -1,12 +1,15 @@
-"""What a block was measured on (:class:`DeviceFacts`): the device's facts as devices read them
-and results.json stores them (a block's ``device``), with the ``--device`` spec it was opened
-with."""
+"""What a block was measured on and with: the device's facts (:class:`DeviceFacts`) as devices
+read them and results.json stores them (a block's ``device``), with the ``--device`` spec it was
+opened with; and the runner (:class:`RunnerInfo`: name, kind and build labels) as runners give
+it (a block's ``runner_info``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from pytest_sme2.results.codec import decode, encode
 
 
 # What a device's hwcaps say of SME, as one class: the pair a device gets, the verdicts it can
@@ -104,3 +107,15 @@ class DeviceFacts:
         """How reports name a device: its --device spec (results before 0.2 have none:
         serial)."""
         return self.spec or self.serial or self.kind or "?"
+
+
+@dataclass(frozen=True)
+class RunnerInfo:
+    """Identity of a runner as recorded with results: name, kind and build labels."""
+
+    name: str
+    kind: str = ""
+    labels: dict[str, str] = field(default_factory=dict)
+
+    to_dict = encode
+    from_dict = classmethod(decode)

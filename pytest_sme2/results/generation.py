@@ -1,6 +1,7 @@
 """An LLM measured as a generation: what one run generates (:class:`Generation`, carried on
 ``RunRequest.generation``) and what the analysis found per phase (:class:`PhaseStats`,
-:class:`GenerationResult`, with ``to_json``/``from_json`` for results.json).
+:class:`GenerationResult`, with ``to_json``/``from_json`` for results.json), with what a decode
+step reads from memory (:class:`DecodeTraffic`, on ``GenerationResult.traffic``).
 
 One generation = prefill (P prompt tokens: one ``Method::execute`` where forward's sequence
 length is dynamic, P one-token executes where it is not) + decode (D executes of one token,
@@ -22,12 +23,11 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from pytest_sme2.results.device import DeviceFacts
+from pytest_sme2.results.codec import decode_optional, encode
+from pytest_sme2.results.device import DeviceFacts, RunnerInfo
 from pytest_sme2.results.judgement import PREFILL as PREFILL_TIME, TTFT as TTFT_TIME
 from pytest_sme2.results.records import KernelEvidence, known_fields
-from pytest_sme2.results.runner import RunnerInfo
 from pytest_sme2.results.startup import Startup
-from pytest_sme2.results.traffic import DecodeTraffic
 
 PREFILL = "prefill"
 DECODE = "decode"
@@ -167,6 +167,31 @@ class PhaseStats:
                                   for k, v in (d.get("categories_ms") or {}).items()}
         known["samples_ms"] = [float(v) for v in d.get("samples_ms") or ()]
         return cls(**known)
+
+
+@dataclass(frozen=True)
+class DecodeTraffic:
+    """What an LLM's decode step reads from memory, and the device's copy bandwidth it is set
+    against (issue 38, part 6). The bytes come from the program
+    (:mod:`pytest_sme2.readers.pte_traffic`), the bandwidth from the device's probe
+    (:mod:`pytest_sme2.devices.bandwidth`); the line is
+    :func:`pytest_sme2.analysis.traffic.bandwidth_line`'s."""
+
+    weight_bytes: int                   # weights one decode step touches (embedding: a row)
+    kv_bytes_per_position: int | None   # the KV cache, all layers, K and V (None: not found)
+    mean_position: float                # KV positions a decode step reads, mean over steps
+    copy_gbps: float | None = None      # the device's measured copy bandwidth (read + written)
+    copy_source: str = ""               # how it was had ("measured", "cached in ...") or why not
+    # Plain attention reads every position of the static cache at every step (mean_position is
+    # then the cache's length); False: attention up to the step's position (custom SDPA).
+    whole_cache: bool = False
+
+    @property
+    def bytes_per_token(self) -> float:
+        return self.weight_bytes + (self.kv_bytes_per_position or 0) * self.mean_position
+
+    to_json = encode
+    from_json = classmethod(decode_optional)
 
 
 @dataclass

@@ -8,7 +8,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from pytest_sme2.results.latency import LatencyStats
+from pytest_sme2.results.timing import LatencyStats
 from pytest_sme2.errors import Sme2Error
 from pytest_sme2.results.block import BlockResult
 from pytest_sme2.results.generation import (BLOCK_PHASES, DECODE, PREFILL, GenerationResult,

@@ -1,4 +1,6 @@
-"""How a block's latency was timed, and what operator tracing costs beside it (:class:`Timing`).
+"""A block's latency: the statistics of its timed runs (:class:`LatencyStats`, results.json's
+``e2e``), how they were timed and what operator tracing costs beside them (:class:`Timing`).
+The statistics are computed from the runs by :func:`pytest_sme2.analysis.latency.latency_stats`.
 
 An ETDump that records every operator and delegate event puts the recording's own cost inside
 ``Method::execute`` (about 0.5 us per event here: +5% on a CNN, +40-55% on a small LLM's decode
@@ -22,6 +24,26 @@ TRACED = "operator-traced"
 BEFORE_RECORDED = TRACED
 # Above this, the terminal says what tracing added (report.md always does).
 LOUD_OVERHEAD_PCT = 10.0
+
+
+@dataclass(frozen=True)
+class LatencyStats:
+    """Statistics of timed runs in milliseconds. Outliers (Tukey's 1.5 IQR rule) are counted
+    and reported, never dropped: a bimodal device is a finding, not noise to hide."""
+
+    n: int
+    median_ms: float
+    mean_ms: float
+    p10_ms: float
+    p90_ms: float
+    min_ms: float
+    max_ms: float
+    std_ms: float
+    cv_pct: float
+    mad_ms: float
+    outliers: int
+
+    to_dict = encode
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from pytest_sme2.runners.base import Runner, RunnerError, RunOutcome, RunRequest
-from pytest_sme2.results.runner import RunnerInfo
+from pytest_sme2.results.device import RunnerInfo
 from pytest_sme2.runners.spec import RunnerSpec, parse_runner_spec, runner_kinds, runner_specs
 
 

@@ -12,7 +12,7 @@ from pytest_sme2.errors import Sme2Error
 from pytest_sme2._util.protocol_defaults import WithDefaults
 from pytest_sme2.programs.kernel_libraries import program_libraries
 from pytest_sme2.results.generation import Generation
-from pytest_sme2.results.runner import RunnerInfo
+from pytest_sme2.results.device import RunnerInfo
 
 
 class RunnerError(Sme2Error):

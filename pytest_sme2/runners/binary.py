@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pytest_sme2._util.fsutil import file_sha256
 from pytest_sme2.runners.base import RunnerBase, RunnerError, RunRequest
-from pytest_sme2.results.runner import RunnerInfo
+from pytest_sme2.results.device import RunnerInfo
 from pytest_sme2.analysis.llm_observer import parse_observer
 
 # ELF e_machine values (System V gABI) for the architectures a benchmark binary can have.

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from pytest_sme2.runners.base import RunnerBase, RunnerError, RunRequest
-from pytest_sme2.results.runner import RunnerInfo
+from pytest_sme2.results.device import RunnerInfo
 from pytest_sme2.runners.fork_server import CLIENT, ForkServer, shared_server
 from pytest_sme2._util.versions import package_version
 

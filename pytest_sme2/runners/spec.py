@@ -36,7 +36,7 @@ from pytest_sme2.runners.llama_main import LlamaMainRunner, is_llama_main
 from pytest_sme2.runners.native import NativeRunner, build_native_runner
 from pytest_sme2.runners.python import PythonRunner
 from pytest_sme2.runners.text_llm_runner import TextLlmRunner
-from pytest_sme2.results.runner import RunnerInfo
+from pytest_sme2.results.device import RunnerInfo
 
 if TYPE_CHECKING:
     from pluggy import HookRelay

@@ -31,7 +31,7 @@ from typing import Callable
 
 from pytest_sme2.device_programs.build import build_target_helpers
 from pytest_sme2.emulation import EmulationError
-from pytest_sme2.results.runner import RunnerInfo
+from pytest_sme2.results.device import RunnerInfo
 from pytest_sme2.runners.base import RunnerBase, RunnerError, RunRequest
 from pytest_sme2._util.versions import package_version
 

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from pytest_sme2.bisect import pairs
+from pytest_sme2.bisect import measures
 from pytest_sme2.cli import main
 from pytest_sme2.errors import Sme2Error
 from tests.bisect_repo import (BENCH, CONFTEST, COMMENT_ONLY, MODEL, SLOWDOWN, UNBUILDABLE,
@@ -38,7 +38,7 @@ def test_a_lost_device_keeps_the_state_and_resume_finds_the_culprit(project, mon
                                                                       capsys, tmp_path):
     repo, shas, cache = project
     monkeypatch.chdir(repo)
-    real = pairs.Bench.compare
+    real = measures.Bench.compare
     calls = []
 
     def lose_the_device(self, base, candidate, label):
@@ -47,13 +47,13 @@ def test_a_lost_device_keeps_the_state_and_resume_finds_the_culprit(project, mon
             raise Sme2Error("adb: device 'R5C' not found")
         return real(self, base, candidate, label)
 
-    monkeypatch.setattr(pairs.Bench, "compare", lose_the_device)
+    monkeypatch.setattr(measures.Bench, "compare", lose_the_device)
     assert main(["bisect", *FAST, shas[0], shas[-1], *_selection(cache)]) == 2
     err = capsys.readouterr().err
     assert "device 'R5C' not found" in err and "--resume" in err and err.count("\n") == 1
     assert (repo / ".git" / "sme2-bisect").is_dir() and _left_behind(repo) == 0
 
-    monkeypatch.setattr(pairs.Bench, "compare", real)
+    monkeypatch.setattr(measures.Bench, "compare", real)
     out_json = tmp_path / "bisect.json"
     assert main(["bisect", *FAST, "--resume", "--json", str(out_json), "--md",
                  str(tmp_path / "bisect.md"), shas[0], shas[-1], *_selection(cache)]) == 0
@@ -80,7 +80,7 @@ def test_ctrl_c_says_the_state_is_kept_and_resume_continues(project, monkeypatch
     def ctrl_c(self, base, candidate, label):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(pairs.Bench, "compare", ctrl_c)
+    monkeypatch.setattr(measures.Bench, "compare", ctrl_c)
     assert main(["bisect", *FAST, shas[0], shas[-1], *_selection(cache)]) == 130
     err = capsys.readouterr().err
     folder = repo / ".git" / "sme2-bisect" / f"{shas[0][:12]}..{shas[-1][:12]}"

@@ -16,7 +16,7 @@ from pytest_sme2.hookspec import category_rules
 from pytest_sme2.runners.spec import runner_kinds
 from pytest_sme2.hookspec import plugin_manager
 from pytest_sme2.runners import RunnerError, runner_from_spec
-from pytest_sme2.results.runner import RunnerInfo
+from pytest_sme2.results.device import RunnerInfo
 from pytest_sme2.runners.spec import RunnerSpec, parse_runner_spec, runner_specs
 
 

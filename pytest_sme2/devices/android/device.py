@@ -58,7 +58,7 @@ from pytest_sme2.runners.native.bundle import (GlibcBundle, glibc_bundle, is_gli
 from pytest_sme2.runners.base import Runner, RunnerError, RunOutcome, RunRequest
 from pytest_sme2.readers.pte_data import program_digest
 from pytest_sme2.readers.tensorfile import sidecar
-from pytest_sme2.results.thermal import ThermalState
+from pytest_sme2.results.records import ThermalState
 from pytest_sme2.device_programs.build import build_target_helpers
 from pytest_sme2.emulation.tools import find_sysroot
 from pytest_sme2.runners.binary import missing_etdump, explain_failure

@@ -10,7 +10,7 @@ from pytest_sme2.devices.base import DeviceError
 from pytest_sme2.devices.facts import DeviceFacts, cpu_features
 from pytest_sme2.devices.kinds import ANDROID
 from pytest_sme2.devices.thermal import is_cpu_zone, throttling_causes
-from pytest_sme2.results.thermal import ThermalState
+from pytest_sme2.results.records import ThermalState
 from pytest_sme2._util.versions import package_version
 
 PROPS = ("ro.product.manufacturer", "ro.product.model", "ro.soc.manufacturer", "ro.soc.model",

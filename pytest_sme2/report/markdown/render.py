@@ -31,7 +31,7 @@ from typing import Any
 import jinja2
 
 from pytest_sme2.report.markdown import sections as sec, unit_page as up, charts as charts_mod
-from pytest_sme2.report import generation as gen, scaling
+from pytest_sme2.report import generation as gen
 from pytest_sme2.analysis.scaling import thread_scaling
 from pytest_sme2.report.cells import (cell, code, e2e_cells, fmt_calls, fmt_interval,
                                                fmt_mb, fmt_ms, fmt_percent, fmt_points,
@@ -88,7 +88,7 @@ def context(source: Source, charts: dict[str, str] | None = None,
         "generation": gen.report_rows(us),
         "runner_stats": gen.runner_stats_rows(doc.benchmarks),
         "runner_stats_note": gen.STATS_NOTE,
-        "scaling": scaling.markdown_lines(thread_scaling(doc.benchmarks)),
+        "scaling": gen.scaling_markdown_lines(thread_scaling(doc.benchmarks)),
         "models": sec.model_rows(us, paths, charts),
         "acceleration": sec.acceleration_rows(us, unit_ctx, paths),
         "operators": operators,

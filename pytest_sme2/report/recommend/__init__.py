@@ -7,9 +7,10 @@ convolution and GEMM get faster, framework overhead, unclassified operators, wea
 evidence, and noise. Every rule reads the document through :mod:`pytest_sme2.report.digest`, so
 the figures match the report's tables.
 
-The rules are grouped by theme (:mod:`.cases`, :mod:`.generation`, :mod:`.operators`,
-:mod:`.movement`, :mod:`.runtime`), their thresholds and advice tables apart (:mod:`.advice`),
-their shared wording in :mod:`.wording`.
+The rules are grouped by theme (:mod:`.cases`: one case at a time; :mod:`.scheme_kernels`: an
+LLM scheme's kernels; :mod:`.graph`: operators outside the delegate and data movement;
+:mod:`.runtime`: framework overhead and noise), their thresholds and advice tables apart
+(:mod:`.advice`), their shared wording in :mod:`.wording`.
 
 Wording rule: nothing here says SME2 *did* something beyond the kernel-evidence verdict; a
 speed-up is attributed to the candidate runner, not to SME2.
@@ -25,8 +26,7 @@ from pytest_sme2.report.recommend.cases import (find_direction, find_evidence,
                                                 find_low_compute_speedup, find_other_ops,
                                                 find_outputs)
 from pytest_sme2.report.recommend.scheme_kernels import find_generation_kernels
-from pytest_sme2.report.recommend.movement import find_data_movement
-from pytest_sme2.report.recommend.operators import find_portable_ops
+from pytest_sme2.report.recommend.graph import find_data_movement, find_portable_ops
 from pytest_sme2.report.recommend.runtime import find_noise, find_overhead
 from pytest_sme2.report.recommend.wording import Recommendation
 

@@ -47,8 +47,7 @@ def portable_advice(op: OperatorStats) -> str:
             "module with supported operators or fuse it into its neighbour")
 
 
-
-
+# Families of data movement, each with what usually removes it.
 DATA_FAMILIES: tuple[tuple[str, str, str], ...] = (
     ("Transpose", r"transpose|permute|_t_copy",
      "look for layout changes (NCHW<->NHWC) around {where}: keep activations channels-last "

@@ -109,7 +109,7 @@ def build_cross_into(out: Path, cross: CrossBuild, key: str, failed_log: Path) -
             "executorch": cross.executorch_version,
             "compiler": cross.toolchain.compiler_label,
             "build_type": BUILD_TYPE,
-            "build": key,       # as the host build's: see runners/native/host.py
+            "build": key,       # as the host build's: see runners/native/build.py
             "machine": cross.machine,
             "sme2": wheel_sme2_label(cross.executorch_dir / "lib"),
             "source": "executorch wheel (aarch64)",

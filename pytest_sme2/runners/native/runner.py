@@ -9,7 +9,7 @@ from typing import Callable
 
 from pytest_sme2.programs.kernel_libraries import KERNEL_LIBRARIES, host_load_order
 from pytest_sme2.runners.base import RunnerBase, RunnerError, RunRequest
-from pytest_sme2.results.runner import RunnerInfo
+from pytest_sme2.results.device import RunnerInfo
 from pytest_sme2.runners.native.build import build_native_runner
 from pytest_sme2.runners.native.cmake import HOST, MANIFEST
 

@@ -7,8 +7,7 @@ import pytest
 
 from pytest_sme2.analysis.traffic import bandwidth_line, decode_traffic
 from pytest_sme2.readers.pte_traffic import DecodeBytes
-from pytest_sme2.results.generation import GenerationResult
-from pytest_sme2.results.traffic import DecodeTraffic
+from pytest_sme2.results.generation import DecodeTraffic, GenerationResult
 
 KV_PER_POSITION = 1000      # bytes, all layers, K and V
 

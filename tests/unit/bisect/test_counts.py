@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_sme2.bisect import counts
+from pytest_sme2.bisect import measures
 from pytest_sme2.bisect.programs import Program
 
 
@@ -26,8 +26,8 @@ def test_a_count_compares_by_its_ratio_against_the_threshold(monkeypatch, base, 
         seen.append(str(pte))
         return SimpleNamespace(per_execute={"/store/a.pte": base}.get(str(pte), candidate))
 
-    monkeypatch.setattr(counts, "count_instructions", count)
-    bench = counts.InstructionBench(0.5)
+    monkeypatch.setattr(measures, "count_instructions", count)
+    bench = measures.InstructionBench(0.5)
     got = bench.compare(_program("a"), _program("b"), "b vs a")
     assert got.status == status and got.pairs == 0 and got.low == got.high == got.point
     assert got.evidence == "instructions counted" and "x [" not in got.interval

@@ -2,7 +2,7 @@
 
 import pytest
 
-from pytest_sme2.bisect.pairs import Compared
+from pytest_sme2.bisect.measures import Compared
 from pytest_sme2.bisect.programs import Exported, Program
 from pytest_sme2.bisect.state import load, state_dir
 from pytest_sme2.errors import Sme2Error

@@ -15,7 +15,7 @@ from pytest_sme2.errors import Sme2Error
 from pytest_sme2.results import RunContext
 from pytest_sme2.devices.thermal import (CooldownPolicy, hold, is_cpu_zone, throttling_causes,
                                          wait_until_cool)
-from pytest_sme2.results.thermal import CooldownRecord, ThermalState
+from pytest_sme2.results.records import CooldownRecord, ThermalState
 
 
 @pytest.mark.parametrize("zone", ["cpu-0-0-usr", "cpu-1-0", "cpuss-0-usr", "mtktscpu",

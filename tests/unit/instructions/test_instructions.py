@@ -24,7 +24,7 @@ from pytest_sme2.instructions.count import (HOST_ONLY, METHOD_EXECUTE, Instructi
                                               find_valgrind, host_only_reason, short_name,
                                               summarize)
 from pytest_sme2.runners.base import RunRequest
-from pytest_sme2.results.runner import RunnerInfo
+from pytest_sme2.results.device import RunnerInfo
 from tests.needs import tool
 
 FIXTURES = Path(__file__).parent / "callgrind"

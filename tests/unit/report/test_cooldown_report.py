@@ -6,7 +6,7 @@ from __future__ import annotations
 from pytest_sme2.report.markdown.render import render_markdown
 from pytest_sme2.report.terminal import cooldown_lines, summary_table
 from pytest_sme2.results import load_results
-from pytest_sme2.results.thermal import CooldownRecord
+from pytest_sme2.results.records import CooldownRecord
 from pytest_sme2.report.view import SessionView
 from tests.fakes.results_docs import sme2_doc
 

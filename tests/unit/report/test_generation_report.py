@@ -220,7 +220,7 @@ def test_every_depth_gets_its_bandwidth_line():
     """With --sme2-context-depth 0,512 each depth is its own benchmark and gets its own line
     (issue 49, item 5: only depth 0 had one)."""
     from pytest_sme2.report.generation import bandwidth_lines
-    from pytest_sme2.results.traffic import DecodeTraffic
+    from pytest_sme2.results.generation import DecodeTraffic
 
     doc = _depth_doc()
     for b in doc["benchmarks"][-2:]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from pytest_sme2.results.latency import LatencyStats
+from pytest_sme2.results.timing import LatencyStats
 from pytest_sme2.results import BlockResult, ResultsWriter, results_document
 
 
