@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from pytest_sme2.results import BlockResult
 from pytest_sme2.results.generation import PHASES
-from pytest_sme2.results.pooling import pool_generation
+from pytest_sme2.results.pooling import generations, pool_generation
 
 MIN_SHARE_OF_IDEAL = 0.10
 # analysis.kernels' verdicts that say SME2 kernels ran (not imported: it brings pandas)
@@ -90,7 +90,7 @@ class ScalingSeries:
 
 
 def _noise(blocks: Sequence[BlockResult], phase: str, cv: float | None) -> float:
-    rates = [b.generation.phase(phase).tokens_per_s for b in blocks if b.generation]
+    rates = [g.phase(phase).tokens_per_s for g in generations(blocks)]
     rates = [r for r in rates if r]
     spread = (100 * statistics.stdev(rates) / statistics.mean(rates)) if len(rates) > 1 else 0.0
     return max(cv or 0.0, spread)
