@@ -22,8 +22,8 @@ from pytest_sme2.analysis.kernels import (
 )
 from pytest_sme2.analysis.isa import isa_family, kernel_isa
 from pytest_sme2.results import KernelEvidence, LoggedKernel, TracedKernel
+from tests.kernel_names import F16_MOPA, F32_GEMV, F32_MOPA, QP8_DOT, QS8_MOPA, SME2_GEMM
 
-SME2_GEMM = "xnn_pf16_gemm_minmax_ukernel_32x32c2__neonsme2"
 SME1_GEMM = "xnn_pf32_gemm_minmax_ukernel_16x64__neonsme"
 NEON_IGEMM = "xnn_f32_igemm_minmax_ukernel_4x8__aarch64_neonfma_ld128"
 
@@ -421,13 +421,6 @@ def test_kernel_trace_is_imported_for_types_only() -> None:
 
 
 # --- operator kernel hints --------------------------------------------------------------------
-
-F32_MOPA = "kai_run_matmul_clamp_f32_f32p2vlx1_f32p2vlx1biasf32_sme2_mopa"
-F32_GEMV = "kai_run_matmul_clamp_f32_f32_f32p2vlx1b_1x16vl_sme2_mla"
-F16_MOPA = "kai_run_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa"
-QP8_DOT = "kai_run_matmul_clamp_f32_qai8dxp1vlx4_qsi8cxp4vlx4_1vlx4vl_sme2_mopa"
-QS8_MOPA = "kai_run_matmul_clamp_qai8_qai8p2vlx4_qsi8cxpsb2vlx4_2vlx2vl_sme2_mopa"
-F32_IMATMUL = "kai_run_imatmul_clamp_f32_f32p2vlx1_f32p2vlx1b_2vlx2vl_sme2_mopa"
 
 
 def ek(name: str) -> TracedKernel:
