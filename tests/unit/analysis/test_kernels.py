@@ -154,41 +154,37 @@ def test_isa_family(isa: str, family: str) -> None:
 # --- kleidiai_ops ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "Fully Connected (NC, PF32)",
-        "Fully Connected (NC, PF16) #3",
-        "Fully Connected (NC, QP8, F32, QC8W)",
-        "Fully Connected (NC, PQS8, QC8W)",
-        "Batch Matrix Multiply (NC, PF16)",
-        "Convolution (NHWC, PQS8, QS8, QC8W) IGEMM",
-        "Deconvolution (NHWC, PQS8, QS8, QC8W)",
-        "Convert (NC, F32, QP8)",
-    ],
-)
-def test_packed_datatypes_are_kleidiai(name: str) -> None:
-    assert is_kleidiai_op(name) is True
+# Operators whose datatype list holds a KleidiAI packed datatype (PF32, PF16, PQS8, QP8), and
+# operators with plain ones only (QS8, QD8, QDU8, F32...) or no list at all.
+PACKED_OPS = [
+    "Fully Connected (NC, PF32)",
+    "Fully Connected (NC, PF16) #3",
+    "Fully Connected (NC, QP8, F32, QC8W)",
+    "Fully Connected (NC, PQS8, QC8W)",
+    "Batch Matrix Multiply (NC, PF16)",
+    "Convolution (NHWC, PQS8, QS8, QC8W) IGEMM",
+    "Deconvolution (NHWC, PQS8, QS8, QC8W)",
+    "Convert (NC, F32, QP8)",
+]
+PLAIN_OPS = [
+    "Fully Connected (NC, QS8, QC8W) GEMM",
+    "Fully Connected (NC, QDU8, F32, QC8W) GEMM",
+    "Fully Connected (NC, QD8, F32, QC8W)",
+    "Fully Connected (NC, F32) GEMM",
+    "Convolution (NHWC, QC8) IGEMM",
+    "Convolution (NHWC, F32) DWConv",
+    "Transpose (ND, X32)",
+    "Pack LH (X32)",
+    "Even Split",
+    "native_call_linear.out",
+    "Method::execute",
+]
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "Fully Connected (NC, QS8, QC8W) GEMM",
-        "Fully Connected (NC, QDU8, F32, QC8W) GEMM",
-        "Fully Connected (NC, QD8, F32, QC8W)",
-        "Fully Connected (NC, F32) GEMM",
-        "Convolution (NHWC, QC8) IGEMM",
-        "Convolution (NHWC, F32) DWConv",
-        "Transpose (ND, X32)",
-        "Pack LH (X32)",
-        "Even Split",
-        "native_call_linear.out",
-        "Method::execute",
-    ],
-)
-def test_plain_datatypes_are_not_kleidiai(name: str) -> None:
-    assert is_kleidiai_op(name) is False
+@pytest.mark.parametrize("name,kleidiai", [(n, True) for n in PACKED_OPS]
+                         + [(n, False) for n in PLAIN_OPS])
+def test_packed_datatypes_are_kleidiai_and_plain_ones_are_not(name: str, kleidiai: bool) -> None:
+    assert is_kleidiai_op(name) is kleidiai
 
 
 def test_kleidiai_ops_sorted_unique_without_instance_suffix() -> None:
