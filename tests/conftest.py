@@ -12,7 +12,8 @@ from typing import Callable
 
 import pytest
 
-from tests.fakes.android import adb_server, fake_android, fake_arm64_android  # noqa: F401 (fixtures)
+from tests.fakes.android import (  # noqa: F401 (fixtures)
+    adb_server, arm64_phone, fake_android, fake_arm64_android)
 
 TESTS = Path(__file__).parent
 # plugin/: inner pytest sessions; integration/: real exports, builds, runs, valgrind, adb;

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import os
 import shutil
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import pytest
+
+if TYPE_CHECKING:
+    from pytest_sme2.devices.qemu import QemuDevice
 
 
 def missing(what: str, how: str) -> NoReturn:
@@ -25,3 +28,17 @@ def tool(name: str, how: str) -> str:
     if path is None:
         missing(name, how)
     return path
+
+
+def emulated_sme2() -> QemuDevice:
+    """QEMU's SME2 CPU as `pytest-sme2 setup qemu` left it, or skip/fail as :func:`missing`
+    says: asked for its facts first, so a test finds out here, not from its first run."""
+    from pytest_sme2.devices.qemu import QemuDevice  # devices.qemu: the emulating tests' alone
+    from pytest_sme2.errors import Sme2Error
+
+    device = QemuDevice("qemu")
+    try:
+        device.facts()
+    except Sme2Error as e:
+        missing("the emulated SME2 device", f"run `pytest-sme2 setup qemu` ({e})")
+    return device

@@ -125,6 +125,15 @@ def read_skills(folder: Path = SKILLS_DIR) -> list[Skill]:
     return [read_skill(p) for p in skill_paths(folder)]
 
 
+def write_skill(root: Path, name: str, text: str) -> Skill:
+    """A test's own skill: ``text`` as ``root/name/SKILL.md`` (the folder named as the
+    specification wants), read back."""
+    path = root / name / "SKILL.md"
+    path.parent.mkdir()
+    path.write_text(text)
+    return read_skill(path)
+
+
 # -- front matter --------------------------------------------------------------------------
 
 def split_front_matter(text: str, path: Path) -> tuple[dict[str, object], str, int]:

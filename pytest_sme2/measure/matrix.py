@@ -53,35 +53,32 @@ def with_devices(cases: list[Case], devices: Sequence[str]) -> list[Case]:
     return [replace(c, device=d) for d in devices for c in cases]
 
 
-def parse_threads(text: str) -> tuple[int, ...]:
+def _counts(text: str, flag: str, unit: str, least: int) -> tuple[int, ...]:
+    """A list of whole numbers of ``unit``, each ``least`` or more: ``1, 2,2`` -> (1, 2), in
+    the order given, once each. A bad item stops the session naming ``flag``."""
     out = []
     for item in split_list(text):
         try:
             n = int(item)
         except ValueError:
-            raise Sme2Error(f"--sme2-threads: {item!r} is not a whole number") from None
-        if n < 1:
-            raise Sme2Error(f"--sme2-threads: {n} threads; give 1 or more")
+            raise Sme2Error(f"{flag}: {item!r} is not a whole number of {unit}") from None
+        if n < least:
+            raise Sme2Error(f"{flag}: {n} {unit}; give {least} or more")
         out.append(n)
     return tuple(dict.fromkeys(out))
+
+
+def parse_threads(text: str) -> tuple[int, ...]:
+    return _counts(text, "--sme2-threads", "threads", 1)
 
 
 def parse_depths(text: str) -> tuple[int, ...]:
-    """--sme2-context-depth: ``0,512`` -> (0, 512), in the order given, once each."""
-    out = []
-    for item in split_list(text):
-        try:
-            n = int(item)
-        except ValueError:
-            raise Sme2Error(f"--sme2-context-depth: {item!r} is not a whole number of "
-                            "tokens") from None
-        if n < 0:
-            raise Sme2Error(f"--sme2-context-depth: {n} tokens; give 0 or more")
-        out.append(n)
-    if not out:
+    """--sme2-context-depth: ``0,512`` -> (0, 512); at least one depth."""
+    depths = _counts(text, "--sme2-context-depth", "tokens", 0)
+    if not depths:
         raise Sme2Error("--sme2-context-depth: no depth given; 0 is a generation from an "
                         "empty KV cache")
-    return tuple(dict.fromkeys(out))
+    return depths
 
 
 def build_matrix(models: list[str], dtypes: list[str], threads: tuple[int, ...]) -> list[Case]:

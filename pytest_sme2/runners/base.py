@@ -95,6 +95,15 @@ class RunRequest:
         return dataclasses.replace(self, generation=g, runs=1, warmup=0, trace_runs=0,
                                    trace_warmup=0)
 
+    def feed_args(self, inputs_flag: str, outputs_flag: str) -> list[str]:
+        """A runner's arguments for what each run feeds on and keeps, under that runner's own
+        flag names for the tensor files: a generation's tokens come from the loop, so it
+        passes ``--generate`` and no tensor file (both runners refuse the two together)."""
+        if self.generation is not None:
+            return ["--generate", self.generation.arg]
+        files = [(inputs_flag, self.inputs), (outputs_flag, self.outputs)]
+        return [arg for flag, path in files if path for arg in (flag, str(path))]
+
 
 def _libraries_of(pte: Path) -> tuple[str, ...]:
     try:

@@ -48,13 +48,7 @@ class PythonRunner(RunnerBase):
                      "--trace-warmup", str(request.trace_warmup)]
         if request.probe:
             argv += ["--probe", str(request.probe), "--probe-runs", str(request.probe_runs)]
-        if request.generation is not None:  # tokens come from the loop, not a tensor file
-            return argv + ["--generate", request.generation.arg]
-        if request.inputs:
-            argv += ["--inputs", str(request.inputs)]
-        if request.outputs:
-            argv += ["--outputs", str(request.outputs)]
-        return argv
+        return argv + request.feed_args("--inputs", "--outputs")
 
     def command(self, request: RunRequest) -> list[str]:
         """A client of the fork server (a process the device can time, kill and read like any

@@ -12,6 +12,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -136,6 +137,17 @@ def release_phone(phone: FakePhone) -> None:
     _stop(phone.device, phone.pending)
 
 
+@contextmanager
+def connected_phone(server: AdbServer, root: Path,
+                    config: FakeAndroidConfig | None = None) -> Iterator[FakePhone]:
+    """:func:`connect_phone`, released however the block ends: a fixture's whole body."""
+    phone = connect_phone(server, root, config)
+    try:
+        yield phone
+    finally:
+        release_phone(phone)
+
+
 @pytest.fixture(scope="session")
 def adb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AdbServer]:
     """A private adb server for the session; its port and adb path are in the environment of
@@ -157,11 +169,8 @@ def adb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AdbServer]:
 @pytest.fixture
 def fake_android(adb_server: AdbServer, tmp_path: Path) -> Iterator[FakePhone]:
     """One connected fake phone with SME2 (its ``serial`` is ``127.0.0.1:PORT``)."""
-    phone = connect_phone(adb_server, tmp_path / "phone")
-    try:
+    with connected_phone(adb_server, tmp_path / "phone") as phone:
         yield phone
-    finally:
-        release_phone(phone)
 
 
 def arm64_phone_config(**kw) -> FakeAndroidConfig:
@@ -184,9 +193,14 @@ def arm64_phone_config(**kw) -> FakeAndroidConfig:
 def fake_arm64_android(adb_server: AdbServer, tmp_path: Path) -> Iterator[FakePhone]:
     """One connected fake phone whose pushed aarch64 programs run under QEMU -cpu max (SME2),
     each run's QEMU in_asm log and maps file kept in ``tmp_path / "qemu-trace"``."""
-    phone = connect_phone(adb_server, tmp_path / "phone",
-                          arm64_phone_config(trace_dir=tmp_path / "qemu-trace"))
-    try:
+    with connected_phone(adb_server, tmp_path / "phone",
+                         arm64_phone_config(trace_dir=tmp_path / "qemu-trace")) as phone:
         yield phone
-    finally:
-        release_phone(phone)
+
+
+@pytest.fixture
+def arm64_phone(adb_server: AdbServer, tmp_path: Path) -> Iterator[FakePhone]:
+    """:func:`fake_arm64_android` without the in_asm log, as a user's phone runs: a plugin
+    session proves its kernels by sampling."""
+    with connected_phone(adb_server, tmp_path / "phone", arm64_phone_config()) as phone:
+        yield phone

@@ -13,7 +13,7 @@ from pytest_sme2.cli import main
 from pytest_sme2.errors import Sme2Error
 from tests.bisect_repo import (BENCH, CONFTEST, COMMENT_ONLY, MODEL, SLOWDOWN, UNBUILDABLE,
                                build_repo, dtype_history)
-from tests.needs import missing
+from tests.needs import emulated_sme2
 
 FAST = ["--runs", "10", "--warmup", "2"]
 
@@ -175,13 +175,7 @@ def test_two_steps_in_two_ranges_are_both_found(tmp_path, monkeypatch, capsys):
 
 @pytest.fixture(scope="module")
 def qemu_ready():
-    from pytest_sme2.devices.qemu import QemuDevice  # the emulated device: this test only
-
-    device = QemuDevice("qemu")
-    try:
-        device.facts()
-    except Sme2Error as e:
-        missing("the emulated SME2 device", f"run `pytest-sme2 setup qemu` ({e})")
+    emulated_sme2()
 
 
 def test_by_kernels_on_qemu_finds_where_the_sme2_kernels_changed(qemu_ready, tmp_path,

@@ -18,7 +18,7 @@ import pytest
 from pytest_sme2.analysis.phases import analyze_generation_file
 from pytest_sme2.analysis.runner_summary import parse_summary
 from pytest_sme2.results.generation import Generation
-from pytest_sme2.runners.base import RunRequest
+from pytest_sme2.runners.base import Runner, RunRequest
 
 
 @pytest.fixture(scope="module")
@@ -37,6 +37,18 @@ def _python_argv(request: RunRequest) -> list[str]:
 
     return [sys.executable, "-m", "pytest_sme2.runners.python_child",
             *PythonRunner(fork=False).child_args(request)]
+
+
+def _refusal(argv: list[str]) -> str:
+    """A runner's refusal: status 1, and the last line of stderr (the one line it is)."""
+    done = _run(argv)
+    assert done.returncode == 1, done.stderr[-2000:]
+    return done.stderr.strip().splitlines()[-1]
+
+
+def _refusals(native: Runner, request: RunRequest) -> list[str]:
+    """How the native and the Python runner each refuse ``request``."""
+    return [_refusal(argv) for argv in (native.command(request), _python_argv(request))]
 
 
 def test_native_and_python_generate_the_same_tokens(native, tiny_llama_8da4w, tmp_path):
@@ -141,18 +153,13 @@ def test_phase_only_processes_at_depth(native, tiny_llama_8da4w, tmp_path):
 def test_a_generation_over_the_context_is_one_line(native, tiny_llama_8da4w, tmp_path,
                                                    generation, said):
     req = RunRequest(tiny_llama_8da4w, tmp_path / "x.etdump", generation=generation)
-    for argv in (native.command(req), _python_argv(req)):
-        done = _run(argv)
-        assert done.returncode == 1
-        assert done.stderr.strip().splitlines()[-1].endswith(said)
+    for last in _refusals(native, req):
+        assert last.endswith(said)
 
 
 def test_a_forward_without_tokens_and_positions_is_one_line(native, toy_export, tmp_path):
     req = RunRequest(toy_export.pte, tmp_path / "x.etdump", generation=Generation(4, 2))
-    for argv in (native.command(req), _python_argv(req)):
-        done = _run(argv)
-        assert done.returncode == 1
-        last = done.stderr.strip().splitlines()[-1]
+    for last in _refusals(native, req):
         assert "not (tokens int64[1, n], input_pos int64[1])" in last
         assert "export_llama -kv" in last
 
@@ -187,10 +194,7 @@ def test_state_leaking_between_generations_is_refused(native, tmp_path):
 
     pte = export_leaky_program(tmp_path / "leaky.pte")
     req = RunRequest(pte, tmp_path / "x.etdump", runs=2, warmup=0, generation=Generation(3, 4))
-    for argv in (native.command(req), _python_argv(req)):
-        done = _run(argv)
-        assert done.returncode == 1
-        last = done.stderr.strip().splitlines()[-1]
+    for last in _refusals(native, req):
         assert "generation 2 sampled other tokens than generation 1" in last
         assert "does not reset its KV cache between generations" in last
 
@@ -234,9 +238,7 @@ def test_a_runner_without_the_custom_ops_names_them_in_one_line(native, tiny_lla
     while "--kernel_lib" in argv:               # the runner as it was before issue 45
         at = argv.index("--kernel_lib")
         del argv[at:at + 2]
-    done = _run(argv)
-    assert done.returncode == 1
-    last = done.stderr.strip().splitlines()[-1]
+    last = _refusal(argv)
     assert "needs operators" in last and "llama::custom_sdpa.out" in last
     assert "nor the wheel's operator libraries register" in last
     assert "export_llama -kv without --use_sdpa_with_kv_cache" in last

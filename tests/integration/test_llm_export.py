@@ -164,15 +164,9 @@ def _traced_int_matmuls(pte, inputs, runner: str, out) -> set[str]:
     import subprocess
     import sys
 
-    from pytest_sme2.devices.qemu import QemuDevice
-    from pytest_sme2.errors import Sme2Error
+    from tests.needs import emulated_sme2
 
-    try:
-        QemuDevice("qemu").facts()
-    except Sme2Error as e:
-        from tests.needs import missing
-
-        missing("the emulated SME2 device", f"run `pytest-sme2 setup qemu` ({e})")
+    emulated_sme2()
     trace = out / "kernels.csv"
     proc = subprocess.run([sys.executable, "-m", "pytest_sme2.cli", "run", str(pte), "--device",
                            "qemu", "--runner", runner, "--kernel-trace", str(trace), "--inputs",

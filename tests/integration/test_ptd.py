@@ -22,7 +22,7 @@ from pytest_sme2.readers.tensorfile import read_tensors
 from pytest_sme2.runners import RunnerError, RunRequest
 from pytest_sme2.runners.python import PythonRunner
 from pytest_sme2.runners.spec import parse_runner_spec
-from tests.needs import missing
+from tests.needs import emulated_sme2
 
 MISSING = "its weights live in a separate .ptd data file and none was found"
 
@@ -114,13 +114,7 @@ def test_a_user_pte_finds_its_ptd_beside_it_and_its_key_covers_both(ptd_export, 
 
 
 def test_qemu_runs_it_with_its_data_file(ptd_export, tmp_path):
-    from pytest_sme2.devices.qemu import QemuDevice  # devices.qemu: this test's alone
-
-    device = QemuDevice("qemu")
-    try:
-        device.facts()
-    except Sme2Error as e:
-        missing("the emulated SME2 device", f"run `pytest-sme2 setup qemu` ({e})")
+    device = emulated_sme2()
     runner = parse_runner_spec("native").make(target=device.target)
     req = _request(ptd_export.pte, ptd_export.ptd, ptd_export.inputs, tmp_path)
     out = device.run(runner, req)

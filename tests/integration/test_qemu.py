@@ -14,11 +14,10 @@ import pytest
 from pytest_sme2.devices.qemu import QemuDevice
 from pytest_sme2.measure.block import BenchmarkRun, run_benchmark
 from pytest_sme2.measure.pairs import Interleaving, PairPlan, run_comparison
-from pytest_sme2.errors import Sme2Error
 from pytest_sme2.runners import RunnerError
 from pytest_sme2.runners.spec import masked_pair, sme_pair
 from pytest_sme2.measure.settings import BenchSettings
-from tests.needs import missing, tool
+from tests.needs import emulated_sme2, tool
 
 
 SME_FAMILIES = {"SME", "SME2"}
@@ -26,12 +25,7 @@ SME_FAMILIES = {"SME", "SME2"}
 
 @pytest.fixture(scope="module")
 def qemu():
-    device = QemuDevice("qemu")
-    try:
-        device.facts()
-    except Sme2Error as e:
-        missing("the emulated SME2 device", f"run `pytest-sme2 setup qemu` ({e})")
-    return device
+    return emulated_sme2()
 
 
 @pytest.fixture(scope="module")

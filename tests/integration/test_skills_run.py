@@ -28,7 +28,7 @@ from tests.bisect_repo import HISTORY, MODEL, build_repo
 from tests.conftest import SMALL_LIBRARY_MODEL
 from tests.fakes.android import ADB, AdbServer
 from tests.needs import missing
-from tests.skills import CHECK, PREREQUISITE, RUN, Skill, read_skills
+from tests.skills import CHECK, PREREQUISITE, RUN, Skill, read_skills, write_skill
 
 SKILLS = {s.name: s for s in read_skills()}
 # Every skill's sessions: few runs and blocks (the skills' defaults are for real measurements).
@@ -218,15 +218,12 @@ def test_every_skill_is_run_here():
 def test_a_failing_check_fails_the_skill_at_its_step(tmp_path):
     """The runner itself: a check that does not hold stops the shell there, and the failure
     names the step; variables set by one step reach the next."""
-    (tmp_path / "s").mkdir()
-    (tmp_path / "s" / "SKILL.md").write_text(
+    skill = write_skill(
+        tmp_path, "s",
         "---\nname: s\ndescription: d\n---\n## Prerequisites\n\n## Steps\n\n### 1. Set\n\n"
         "```bash\nVALUE=41\n```\n\nSuccess: set.\n\n```bash check\ntest \"$VALUE\" = 41\n```\n\n"
         "### 2. Add\n\n```bash\nVALUE=$((VALUE + 1))\n```\n\nSuccess: 43.\n\n"
         "```bash check\ntest \"$VALUE\" = 43\n```\n")
-    from tests.skills import read_skill
-
-    skill = read_skill(tmp_path / "s" / "SKILL.md")
     ran = run_skill(skill, tmp_path / "p", dict(os.environ))
     assert ran.rc != 0 and set(ran.seconds) == {"1", "1 check", "2"}
     with pytest.raises(pytest.fail.Exception, match="in 2 check"):

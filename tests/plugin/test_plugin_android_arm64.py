@@ -36,15 +36,6 @@ def test_on_and_masked(sme2_bench, sme2_compare, sme2_on, sme2_off, sme2_capable
 """
 
 
-@pytest.fixture
-def arm64_phone(adb_server, tmp_path):
-    phone = connect_phone(adb_server, tmp_path / "phone", arm64_phone_config())
-    try:
-        yield phone
-    finally:
-        release_phone(phone)
-
-
 PAIR_BY_ITSELF = """
 def test_pair(sme2_on, sme2_off, sme2_capable_device):
     assert (sme2_on, sme2_off) == ("sme2_on", "sme2_off")

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.android import arm64_phone_config, connect_phone, release_phone
 from tests.conftest import SMALL_LIBRARY_MODEL
 from tests.needs import missing
 
@@ -75,15 +74,6 @@ def test_pair(sme2_compare, sme2_on, sme2_off, sme2_capable_device, sme2_emulate
     assert not any("PF32" in o.name for o in off.operators)
     assert cmp.outputs is not None and cmp.outputs.equal, cmp.outputs
 """
-
-
-@pytest.fixture
-def arm64_phone(adb_server, tmp_path):
-    phone = connect_phone(adb_server, tmp_path / "phone", arm64_phone_config())
-    try:
-        yield phone
-    finally:
-        release_phone(phone)
 
 
 def test_a_pte_and_a_library_model_on_the_fake_phone(pytester, run_pytest, arm64_phone,

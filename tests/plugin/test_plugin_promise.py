@@ -380,7 +380,7 @@ USAGE = ("expected NAME=python, NAME=native, NAME=text_llm_runner or "
     (["--runs=-3"], "--runs must be a positive number of timed runs, got -3"),
     (["--runs=0"], "--runs must be a positive number of timed runs, got 0"),
     (["--sme2-timeout=0"], "--sme2-timeout must be a positive number of seconds, got 0"),
-    (["--sme2-threads=two"], "--sme2-threads: 'two' is not a whole number"),
+    (["--sme2-threads=two"], "--sme2-threads: 'two' is not a whole number of threads"),
     (["--sme2-dtypes=fp64"], "--sme2-dtypes: unknown dtype 'fp64'; choose from fp32, fp16, "
                              "int8, int8_dynamic"),
 ], ids=["runner-empty-target", "runner-bad-name", "runner-bad-label", "runner-twice",

@@ -37,7 +37,7 @@ from pytest_sme2.results.judgement import STATUSES
 from pytest_sme2.runners.spec import runner_kinds
 from tests.skills import (CHECK, CLAUDE_SKILLS, PREREQUISITE, ROOT, RUN, SECTIONS, SKILLS_DIR,
                           Skill, front_matter_errors, inline_code, marked_lists, program,
-                          read_shell, read_skill, read_skills, split_front_matter)
+                          read_shell, read_skills, split_front_matter, write_skill)
 
 PLUGINS = ("pytest_sme2.plugin", "xdist.plugin", "xdist.looponfail")
 # The lists the code holds that a skill's marked table (<!-- list: NAME -->) must equal.
@@ -343,9 +343,7 @@ def test_the_front_matter_reads_the_same_in_any_yaml_reader():
     (f"---\nname: s\ndescription: x\ncompatibility: {'y' * 501}\n---\n", "compatibility"),
 ])
 def test_the_front_matter_check_refuses_what_the_specification_refuses(tmp_path, text, error):
-    (tmp_path / "s").mkdir()
-    (tmp_path / "s" / "SKILL.md").write_text(text)
-    assert any(error in e for e in front_matter_errors(read_skill(tmp_path / "s" / "SKILL.md")))
+    assert any(error in e for e in front_matter_errors(write_skill(tmp_path, "s", text)))
 
 
 def test_a_value_yaml_would_read_otherwise_must_be_quoted(tmp_path):
@@ -435,8 +433,8 @@ def test_a_renamed_option_fails_the_skills_that_name_it(monkeypatch):
 
 
 def test_bad_commands_values_fixtures_and_inis_are_found(known: Known, tmp_path):
-    (tmp_path / "x").mkdir()
-    (tmp_path / "x" / "SKILL.md").write_text(
+    skill = write_skill(
+        tmp_path, "x",
         "---\nname: x\ndescription: d. Use when e.\n---\n## Steps\n\n### 1. Go\n\n```bash\n"
         "pytest-sme2 rum m.pte\n"
         "pytest-sme2 run m.pte --etdump e --kernel-trace k.csv --runs-per-block 3\n"
@@ -446,7 +444,6 @@ def test_bad_commands_values_fixtures_and_inis_are_found(known: Known, tmp_path)
         "cat > benchmarks/test_x.py <<'EOF'\ndef test_x(sme2_bench, sme2_benchmark):\n    pass\n"
         "EOF\ncat > pytest.ini <<'EOF'\n[pytest]\nsme2_model = toy_cnn\nEOF\n```\n\n"
         "Use `pytest --sme2-modes` and `pytest-sme2 gate --threshold 5`, `sme2_bench_llm`.\n")
-    skill = read_skill(tmp_path / "x" / "SKILL.md")
     found = "\n".join(command_problems(skill, known) + prose_problems(skill, known))
     for expected in ("invalid choice: 'rum'", "unrecognized arguments: --runs-per-block",
                      "unknown dtype 'bf16'", "no device kind 'phone'",
@@ -458,13 +455,13 @@ def test_bad_commands_values_fixtures_and_inis_are_found(known: Known, tmp_path)
 
 
 def test_an_invented_error_is_not_taken_for_ours(known: Known, tmp_path):
-    (tmp_path / "x").mkdir()
-    (tmp_path / "x" / "SKILL.md").write_text(
+    skill = write_skill(
+        tmp_path, "x",
         "---\nname: x\ndescription: d\n---\n## Failure handling\n\n| a | b | c |\n|---|---|---|\n"
         "| `the benchmark could not find its accelerator board` | b | c |\n"
         "| `unknown model 'x'; registered models: ... (register your own with "
         "pytest_sme2_models.register_model)` | b | c |\n")
-    assert not_ours(read_skill(tmp_path / "x" / "SKILL.md"), known) == [
+    assert not_ours(skill, known) == [
         "not a message of the package: `the benchmark could not find its accelerator board`"]
 
 

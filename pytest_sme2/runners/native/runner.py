@@ -65,13 +65,7 @@ class NativeRunner(RunnerBase):
         if request.probe:
             argv += ["--probe_path", str(request.probe),
                      "--probe_executions", str(request.probe_runs)]
-        if request.generation is not None:  # tokens come from the loop, not a tensor file
-            return argv + ["--generate", request.generation.arg]
-        if request.inputs:
-            argv += ["--input_file", str(request.inputs)]
-        if request.outputs:
-            argv += ["--output_file", str(request.outputs)]
-        return argv
+        return argv + request.feed_args("--input_file", "--output_file")
 
     def _kernel_libs(self, request: RunRequest) -> tuple[Path, ...]:
         if not request.kernel_libraries:

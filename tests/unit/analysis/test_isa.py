@@ -9,14 +9,8 @@ from pytest_sme2.analysis.isa import gemm_datatype, kernel_isa, kernel_phrase, p
 from pytest_sme2.results import load_results
 from pytest_sme2.results.records import KernelEvidence, SampledKernel, TracedKernel
 from tests.fakes.results_docs import llm_doc
-
-SME2_GEMM = "xnn_pf16_gemm_minmax_ukernel_32x32c2__neonsme2"
-F32_MOPA = "kai_run_matmul_clamp_f32_f32p2vlx1_f32p2vlx1biasf32_sme2_mopa"
-F32_GEMV = "kai_run_matmul_clamp_f32_f32_f32p2vlx1b_1x16vl_sme2_mla"
-F16_MOPA = "kai_run_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa"
-QP8_DOT = "kai_run_matmul_clamp_f32_qai8dxp1vlx4_qsi8cxp4vlx4_1vlx4vl_sme2_mopa"
-QS8_MOPA = "kai_run_matmul_clamp_qai8_qai8p2vlx4_qsi8cxpsb2vlx4_2vlx2vl_sme2_mopa"
-F32_IMATMUL = "kai_run_imatmul_clamp_f32_f32p2vlx1_f32p2vlx1b_2vlx2vl_sme2_mopa"
+from tests.kernel_names import (F16_MOPA, F32_GEMV, F32_IMATMUL, F32_MOPA, QP8_DOT, QS8_MOPA,
+                                SME2_GEMM)
 
 
 # --- kernel_isa -----------------------------------------------------------------------------

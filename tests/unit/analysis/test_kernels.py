@@ -22,8 +22,8 @@ from pytest_sme2.analysis.kernels import (
 )
 from pytest_sme2.analysis.isa import isa_family, kernel_isa
 from pytest_sme2.results import KernelEvidence, LoggedKernel, TracedKernel
+from tests.kernel_names import F16_MOPA, F32_GEMV, F32_MOPA, QP8_DOT, QS8_MOPA, SME2_GEMM
 
-SME2_GEMM = "xnn_pf16_gemm_minmax_ukernel_32x32c2__neonsme2"
 SME1_GEMM = "xnn_pf32_gemm_minmax_ukernel_16x64__neonsme"
 NEON_IGEMM = "xnn_f32_igemm_minmax_ukernel_4x8__aarch64_neonfma_ld128"
 
@@ -154,41 +154,37 @@ def test_isa_family(isa: str, family: str) -> None:
 # --- kleidiai_ops ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "Fully Connected (NC, PF32)",
-        "Fully Connected (NC, PF16) #3",
-        "Fully Connected (NC, QP8, F32, QC8W)",
-        "Fully Connected (NC, PQS8, QC8W)",
-        "Batch Matrix Multiply (NC, PF16)",
-        "Convolution (NHWC, PQS8, QS8, QC8W) IGEMM",
-        "Deconvolution (NHWC, PQS8, QS8, QC8W)",
-        "Convert (NC, F32, QP8)",
-    ],
-)
-def test_packed_datatypes_are_kleidiai(name: str) -> None:
-    assert is_kleidiai_op(name) is True
+# Operators whose datatype list holds a KleidiAI packed datatype (PF32, PF16, PQS8, QP8), and
+# operators with plain ones only (QS8, QD8, QDU8, F32...) or no list at all.
+PACKED_OPS = [
+    "Fully Connected (NC, PF32)",
+    "Fully Connected (NC, PF16) #3",
+    "Fully Connected (NC, QP8, F32, QC8W)",
+    "Fully Connected (NC, PQS8, QC8W)",
+    "Batch Matrix Multiply (NC, PF16)",
+    "Convolution (NHWC, PQS8, QS8, QC8W) IGEMM",
+    "Deconvolution (NHWC, PQS8, QS8, QC8W)",
+    "Convert (NC, F32, QP8)",
+]
+PLAIN_OPS = [
+    "Fully Connected (NC, QS8, QC8W) GEMM",
+    "Fully Connected (NC, QDU8, F32, QC8W) GEMM",
+    "Fully Connected (NC, QD8, F32, QC8W)",
+    "Fully Connected (NC, F32) GEMM",
+    "Convolution (NHWC, QC8) IGEMM",
+    "Convolution (NHWC, F32) DWConv",
+    "Transpose (ND, X32)",
+    "Pack LH (X32)",
+    "Even Split",
+    "native_call_linear.out",
+    "Method::execute",
+]
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "Fully Connected (NC, QS8, QC8W) GEMM",
-        "Fully Connected (NC, QDU8, F32, QC8W) GEMM",
-        "Fully Connected (NC, QD8, F32, QC8W)",
-        "Fully Connected (NC, F32) GEMM",
-        "Convolution (NHWC, QC8) IGEMM",
-        "Convolution (NHWC, F32) DWConv",
-        "Transpose (ND, X32)",
-        "Pack LH (X32)",
-        "Even Split",
-        "native_call_linear.out",
-        "Method::execute",
-    ],
-)
-def test_plain_datatypes_are_not_kleidiai(name: str) -> None:
-    assert is_kleidiai_op(name) is False
+@pytest.mark.parametrize("name,kleidiai", [(n, True) for n in PACKED_OPS]
+                         + [(n, False) for n in PLAIN_OPS])
+def test_packed_datatypes_are_kleidiai_and_plain_ones_are_not(name: str, kleidiai: bool) -> None:
+    assert is_kleidiai_op(name) is kleidiai
 
 
 def test_kleidiai_ops_sorted_unique_without_instance_suffix() -> None:
@@ -421,13 +417,6 @@ def test_kernel_trace_is_imported_for_types_only() -> None:
 
 
 # --- operator kernel hints --------------------------------------------------------------------
-
-F32_MOPA = "kai_run_matmul_clamp_f32_f32p2vlx1_f32p2vlx1biasf32_sme2_mopa"
-F32_GEMV = "kai_run_matmul_clamp_f32_f32_f32p2vlx1b_1x16vl_sme2_mla"
-F16_MOPA = "kai_run_matmul_clamp_f16_f16p2vlx2_f16p2vlx2b_2vlx2vl_sme2_mopa"
-QP8_DOT = "kai_run_matmul_clamp_f32_qai8dxp1vlx4_qsi8cxp4vlx4_1vlx4vl_sme2_mopa"
-QS8_MOPA = "kai_run_matmul_clamp_qai8_qai8p2vlx4_qsi8cxpsb2vlx4_2vlx2vl_sme2_mopa"
-F32_IMATMUL = "kai_run_imatmul_clamp_f32_f32p2vlx1_f32p2vlx1b_2vlx2vl_sme2_mopa"
 
 
 def ek(name: str) -> TracedKernel:

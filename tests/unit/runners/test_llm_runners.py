@@ -115,6 +115,17 @@ def test_native_and_python_generation_argv(tmp_path):
     assert PythonRunner(fork=False).child_args(deep)[-1] == "64,32,512"
 
 
+def test_native_and_python_tensor_file_argv(tmp_path):
+    req = RunRequest(Path("m.pte"), Path("o.etdump"), inputs=Path("in.bin"),
+                     outputs=Path("out.bin"))
+    native = NativeRunner(_exe(tmp_path, "sme2_runner")).command(req)
+    assert native[-4:] == ["--input_file", "in.bin", "--output_file", "out.bin"]
+    child = PythonRunner(fork=False).child_args(req)
+    assert child[-4:] == ["--inputs", "in.bin", "--outputs", "out.bin"]
+    no_outputs = replace(req, outputs=None)
+    assert PythonRunner(fork=False).child_args(no_outputs)[-2:] == ["--inputs", "in.bin"]
+
+
 def test_untraced_requests_ask_each_runner_for_traced_runs_apart(tmp_path):
     req = RunRequest(Path("m.pte"), Path("o.etdump"), runs=30, warmup=3, untraced=True,
                      trace_runs=10, trace_warmup=3)

@@ -61,6 +61,8 @@ def test_matrix_ids_and_validation():
         build_matrix(["toy_cnn"], ["bf16"], (1,))
     with pytest.raises(Sme2Error, match="give 1 or more"):
         parse_threads("1,0")
+    with pytest.raises(Sme2Error, match="--sme2-threads: 'two' is not a whole number of threads"):
+        parse_threads("1,two")
     assert parse_threads("1, 2,2") == (1, 2)
 
 
