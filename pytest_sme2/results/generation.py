@@ -19,14 +19,14 @@ comparable across runners and SME2 on/off.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_sme2.results.codec import decode_optional, encode
+from pytest_sme2.results import codec   # codec.decode: GenerationResult has a field `decode`
+from pytest_sme2.results.codec import NOT_STORED, added, decode_optional, encode
 from pytest_sme2.results.device import DeviceFacts, RunnerInfo
 from pytest_sme2.results.judgement import PREFILL as PREFILL_TIME, TTFT as TTFT_TIME
-from pytest_sme2.results.records import KernelEvidence, known_fields
+from pytest_sme2.results.records import KernelEvidence
 from pytest_sme2.results.startup import Startup
 
 PREFILL = "prefill"
@@ -37,8 +37,6 @@ TTFT = "ttft"
 # (the block's own end to end): the key results.json (``baseline_phases``), baselines
 # (``prefill_ms``, ``ttft_ms``) and the history's series use, and the gate's measure name.
 BLOCK_PHASES: dict[str, str] = {PREFILL: PREFILL_TIME, TTFT: TTFT_TIME}
-_ON_THE_BLOCK = ("startup", "device", "runner")   # GenerationResult fields results.json keeps
-#                                                   on the block, not in "generation"
 
 
 @dataclass(frozen=True)
@@ -149,24 +147,10 @@ class PhaseStats:
     kernel_evidence: KernelEvidence | None = None  # from this phase's own evidence process
     # The phase's time in each timed generation, in order (llama-bench's samples: one per
     # repetition); empty in documents written before it was kept.
-    samples_ms: list[float] = field(default_factory=list)
+    samples_ms: list[float] = field(default_factory=list, metadata=added())
 
-    def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["kernel_evidence"] = (self.kernel_evidence.to_json()
-                                if self.kernel_evidence is not None else None)
-        if not self.samples_ms:         # a document without them writes back as it was
-            d.pop("samples_ms")
-        return d
-
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> PhaseStats:
-        known = known_fields(cls, d)
-        known["kernel_evidence"] = KernelEvidence.from_json(d.get("kernel_evidence"))
-        known["categories_ms"] = {str(k): float(v)
-                                  for k, v in (d.get("categories_ms") or {}).items()}
-        known["samples_ms"] = [float(v) for v in d.get("samples_ms") or ()]
-        return cls(**known)
+    to_json = encode
+    from_json = classmethod(codec.decode)
 
 
 @dataclass(frozen=True)
@@ -220,15 +204,18 @@ class GenerationResult:
     # PyTorchObserver line's load_ms, prefill_ms, decode_ms, ttft_ms, tokens/s and token
     # counts; ExecuTorch's TextLLMRunner, "runner": "text_llm_runner": its stats.h figures in
     # whole ms, medians and per generation); None for our runners, whose figures are our own.
-    runner_report: dict[str, Any] | None = None
+    runner_report: dict[str, Any] | None = field(default=None, metadata=added())
     # What a decode step reads (weights + KV cache) and the device's copy bandwidth; None
     # where it was not measured (an emulated device, an older document).
-    traffic: DecodeTraffic | None = None
+    traffic: DecodeTraffic | None = field(default=None, metadata=added())
     # Where and how it ran, for ``sme2_generate``'s caller; results.json keeps them once, on
     # the block that holds this generation, so they are not written here.
-    startup: Startup | None = field(default=None, compare=False, repr=False)
-    device: DeviceFacts | None = field(default=None, compare=False, repr=False)
-    runner: RunnerInfo | None = field(default=None, compare=False, repr=False)
+    startup: Startup | None = field(default=None, compare=False, repr=False,
+                                    metadata=NOT_STORED)
+    device: DeviceFacts | None = field(default=None, compare=False, repr=False,
+                                       metadata=NOT_STORED)
+    runner: RunnerInfo | None = field(default=None, compare=False, repr=False,
+                                      metadata=NOT_STORED)
 
     def bench_name(self, name: str) -> str:
         """llama-bench's name of phase ``name``: ``pp64``, ``tg32 @ d512``."""
@@ -245,24 +232,5 @@ class GenerationResult:
         median over its generations, None where it was not timed."""
         return self.prefill.median_ms if key == PREFILL else self.ttft_ms
 
-    def to_json(self) -> dict[str, Any]:
-        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _ON_THE_BLOCK}
-        d["prefill"] = self.prefill.to_json()
-        d["decode"] = self.decode.to_json()
-        d["tokens"] = list(self.tokens)
-        if self.runner_report is None:   # a document without it writes back as it was
-            d.pop("runner_report")
-        if self.traffic is None:
-            d.pop("traffic")
-        else:
-            d["traffic"] = self.traffic.to_json()
-        return d
-
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> GenerationResult:
-        known = known_fields(cls, d)
-        known["prefill"] = PhaseStats.from_json(d.get("prefill") or {"phase": PREFILL})
-        known["decode"] = PhaseStats.from_json(d.get("decode") or {"phase": DECODE})
-        known["tokens"] = [int(t) for t in d.get("tokens") or []]
-        known["traffic"] = DecodeTraffic.from_json(d.get("traffic"))
-        return cls(**known)
+    to_json = encode
+    from_json = classmethod(codec.decode)

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from statistics import median
 from typing import Any
 
+from pytest_sme2.results.codec import decode, encode
+
 
 @dataclass
 class ProbeReading:
@@ -64,12 +66,8 @@ class Mode:
     share: float
     count: int
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"centre": self.centre, "share": self.share, "count": self.count}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Mode:
-        return cls(float(d["centre"]), float(d["share"]), int(d["count"]))
+    to_dict = encode
+    from_dict = classmethod(decode)
 
 
 def modes_of(values: Any) -> tuple[Mode, ...]:
