@@ -9,11 +9,11 @@ import re
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from pytest_sme2.analysis.categories import CategoryRule
 from pytest_sme2.analysis.latency import e2e_per_run, latency_stats
-from pytest_sme2.analysis.machine_state import PROBE_MODEL, find_modes
+from pytest_sme2.analysis.machine_state import find_modes
 from pytest_sme2.analysis.startup import load_source, memory_source, process_startup
 from pytest_sme2.analysis.phases import analyze_generation
 from pytest_sme2.analysis.kernel_sources import KernelSources
@@ -43,12 +43,15 @@ from pytest_sme2.measure.artifacts.runs import etdump_record
 from pytest_sme2.readers.etdump_runs import write_etdump_runs
 from pytest_sme2.analysis.runner_summary import parse_summary
 from pytest_sme2.runners.base import Runner, RunRequest
-from pytest_sme2.measure.process import (measure_process, process_sme, process_sme2,
-                                         sample_kernels, wants_sample)
+from pytest_sme2.measure.process import (measure_process, probe_program, process_sme,
+                                         process_sme2, sample_kernels, wants_sample)
 from pytest_sme2.measure.settings import BenchSettings
 from pytest_sme2.devices.beside import watch
 from pytest_sme2.devices.registry import DeviceSpec
 from pytest_sme2.devices.thermal import hold
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["BenchSettings", "BenchmarkRun", "artifact_dir", "run_benchmark"]
 
@@ -98,7 +101,11 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
         raise Sme2Error(f"threads must be 1 or more, got {run.threads}")
     exported = export_model(run.model, run.dtype, settings.cache_dir, settings.reexport,
                             progress=run.progress)
-    block = _Block(run, runner, device, settings, exported)
+    generation = generation_for(run.generation, exported.pte, settings.prompt_tokens,
+                                settings.new_tokens, run.model)
+    # The one place a block asks what it runs: each kind measures, analyses and writes its own.
+    block = _ForwardPass(run, runner, device, settings, exported) if generation is None else \
+        _Generation(run, runner, device, settings, exported, generation)
     block.measure()
     return block.result()
 
@@ -106,13 +113,19 @@ def run_benchmark(run: BenchmarkRun, runner: Runner, device: Device,
 @dataclass
 class _Block:
     """One block being measured: what it runs, and what each step found (set in order by
-    :meth:`measure`, :meth:`analyse`, :meth:`result`)."""
+    :meth:`measure`, :meth:`analyse`, :meth:`result`). A kind (:class:`_ForwardPass`,
+    :class:`_Generation`) says how its runs are read, analysed and written out."""
 
     run: BenchmarkRun
     runner: Runner
     device: Device
     settings: BenchSettings
     exported: ExportedModel
+    # An LLM's generation (prompt and new tokens); None for a forward pass.
+    generation: Generation | None = None
+    # Whether the runner is fed tensor files: a generation makes its own inputs (the prompt)
+    # and keeps tokens, not output tensors.
+    feeds_tensors = True
 
     def __post_init__(self) -> None:
         run, runner, settings = self.run, self.runner, self.settings
@@ -121,10 +134,7 @@ class _Block:
         self.stem = runner.info.name if run.block is None else \
             f"{runner.info.name}-block{run.block}"
         pte = self.exported.pte
-        self.generation = generation_for(run.generation, pte, settings.prompt_tokens,
-                                         settings.new_tokens, run.model)
-        # A generation makes its own inputs (the prompt) and keeps tokens, not output tensors.
-        tensors = runner.takes_tensor_files and self.generation is None
+        tensors = runner.takes_tensor_files and self.feeds_tensors
         # Timed untraced, traced apart (same process, after them) where the runner can.
         untraced = runner.times_untraced
         self.request = RunRequest(
@@ -155,18 +165,16 @@ class _Block:
         self.facts = device.facts()
         self.summary = parse_summary(self.outcome.stdout)     # read once, used by each step
         self.observed = None
-        if self.generation is not None and self.summary.generation is None:
-            # ExecuTorch's llama_main: its report, and its ETDump's last generation
-            self.observed = observed_generation(self.request, self.outcome.stdout,
-                                                self.runner.info.name)
-            traced, self.summary = self.observed.events, self.observed.summary
-        else:
-            traced = read_etdump(self.request.etdump) if self.request.writes_etdump else None
+        traced = self.traced_events()
         # The timed runs (untraced: the runner's clock) apart from the traced ones (ETDump).
         self.runs = process_runs(traced, self.summary, self.settings.warmup,
                                  str(self.request.etdump))
         self.events = self.runs.traced if self.runs.traced is not None else self.runs.timed
         self.analyse()
+
+    def traced_events(self) -> pd.DataFrame | None:
+        """The process's ETDump, read (None: the runner wrote none)."""
+        return read_etdump(self.request.etdump) if self.request.writes_etdump else None
 
     def analyse(self) -> None:
         """The ETDump's analysis with the kernel evidence: a forward pass's (its evidence
@@ -177,82 +185,12 @@ class _Block:
         self.device_sme2 = process_sme2(self.facts.sme2, self.runner.hwcap_mask)
         self.device_sme = process_sme(self.facts.sme, self.runner.hwcap_mask)
         self.generated, self.kernel_trace = None, self.outcome.kernel_trace
-        if self.generation is None:
-            self.analyse_forward()
-        else:
-            self.analyse_generation()
+        self.analyse_runs()
 
-    def analyse_forward(self) -> None:
-        run, request, settings, runs = self.run, self.request, self.settings, self.runs
-        self.sample, self.sample_problem = _evidence(run, self.runner, self.device, settings,
-                                                     request, self.outcome.wall_s)
-        self.analysis = analyze(self.events, warmup=runs.traced_warmup,
-                                source=str(request.etdump), etrecord=self.etrecord,
-                                rules=run.rules,
-                                kernels=KernelSources(self.device_sme2,
-                                                      trace=self.outcome.kernel_trace,
-                                                      sample=self.sample,
-                                                      device_sme=self.device_sme))
-        traced = request.trace_warmup + request.trace_runs
-        if runs.separate and len(self.analysis.e2e_all) != traced:
-            raise Sme2Error(f"{request.etdump}: {len(self.analysis.e2e_all)} traced runs "
-                            f"with Method::execute, expected {traced} "
-                            f"({request.trace_warmup} warm-up + {request.trace_runs})")
-        self.e2e_all = e2e_per_run(runs.timed, str(request.etdump)) if runs.separate \
-            else self.analysis.e2e_all
-        if len(self.e2e_all) != request.executions:
-            what = "timed runs in the runner's summary" if runs.separate else \
-                "runs with Method::execute"
-            raise Sme2Error(f"{request.etdump}: {len(self.e2e_all)} {what}, expected "
-                            f"{request.executions} ({settings.warmup} warm-up + "
-                            f"{settings.runs} timed)")
-        self.timed_e2e = self.e2e_all[self.e2e_all.index >= settings.warmup]
-
-    def analyse_generation(self) -> None:
-        run, request, settings, runs = self.run, self.request, self.settings, self.runs
-        etrecord, device_sme2 = self.etrecord, self.device_sme2
-        # The phase-only evidence processes: the benchmark's first block only, as sampling.
-        first = run.block in (None, 0)
-        with _still(run, self.label, "running the phase-only evidence processes"):
-            phases = phase_evidence(self.runner, self.device, request, self.outcome,
-                                    sample=wants_sample(settings.sample, self.device,
-                                                        self.runner)) if first else PhaseEvidence()
-        self.sample_problem = phases.problem
-        if self.sample_problem and run.progress:
-            run.progress(f"{self.label}: {self.sample_problem}")
-        # A later block of a comparison side carries its first block's decode samples, as a
-        # forward pass's blocks carry their evidence process's.
-        timed_summary = self.summary.generation
-        traced_summary = timed_summary
-        if runs.separate and timed_summary is not None:
-            traced_summary = traced_generation(timed_summary, runs.traced_warmup,
-                                               runs.timing.traced_runs)
-        block = analyze_block(self.events, traced_summary, source=str(request.etdump),
-                              etrecord=etrecord, rules=run.rules, evidence=BlockEvidence(
-                                  device_sme2, self.outcome.kernel_trace,
-                                  None if first else run.kernel_sample, phases,
-                                  self.device_sme))
-        self.analysis, self.generated = block.decode, block.generation
-        if runs.separate and timed_summary is not None:
-            # Times per phase from the untraced generations; categories and kernels from the
-            # traced ones.
-            self.generated = with_traced_phases(
-                analyze_generation(runs.timed, timed_summary, source=str(request.etdump)),
-                block.generation)
-            steps = decode_steps(runs.timed, timed_summary, str(request.etdump))
-            self.e2e_all = e2e_per_run(steps, str(request.etdump))
-        else:
-            self.e2e_all = self.analysis.e2e_all
-        self.timed_e2e = self.e2e_all
-        if self.observed is not None:       # llama_main: one timed generation, its report
-            self.generated.warmup = self.observed.warmup
-            self.generated.runner_report = self.observed.record()
-            self.generated.source = (f"{request.etdump} (its last generation) and "
-                                     "llama_main's PyTorchObserver report")
-        # The decode steps' evidence files (the decode-only process's where one ran).
-        self.kernel_trace, self.sample = block.kernel_trace, block.kernel_sample
-        self.generated.traffic = traffic_of(self.device, request.pte, request.data,
-                                            self.generated, self.facts.emulated)
+    def analyse_runs(self) -> None:
+        """The kind's analysis of :attr:`events`: sets ``analysis``, ``e2e_all``,
+        ``timed_e2e``, the evidence files and, for a generation, ``generated``."""
+        raise NotImplementedError
 
     def startup(self) -> Startup:
         """Load, first inference and memory of this process; more cold loads for a
@@ -287,22 +225,23 @@ class _Block:
     def artifacts(self) -> Path:
         """The seed kit's CSVs (model_id as the kit names its files) and the Perfetto trace
         of the median timed run (of a generation: the median generation, phases marked)."""
-        run, out, stem, etdump = self.run, self.out, self.stem, str(self.request.etdump)
+        run, out, stem = self.run, self.out, self.stem
         write_csvs(self.analysis, out, stem,
                    model_id=f"{run.model}_{run.dtype}_t{run.threads}_{stem}")
-        write_timed_runs(out / f"{stem}_timed_runs.csv", self.e2e_all, self.settings.warmup
-                         if self.generation is None else 0, self.timing().source)
-        g = self.summary.generation if self.generated else None
-        if g is not None and self.runs.separate:
-            g = traced_generation(g, self.runs.traced_warmup, self.runs.timing.traced_runs)
-        if self.observed is None:   # a llama_main's ETDump holds its constant methods too
-            write_etdump_runs(etdump, etdump_record(self.analysis, g, self.runs.separate))
-        if g is not None:
-            return write_generation_trace(self.events, out / f"{stem}.trace.json", g,
-                                          source=etdump)
-        return write_trace(self.analysis.events, out / f"{stem}.trace.json",
-                           warmup=self.analysis.warmup, source=etdump,
-                           e2e=self.analysis.e2e_all)
+        write_timed_runs(out / f"{stem}_timed_runs.csv", self.e2e_all, self.warmup_in_e2e(),
+                         self.timing().source)
+        return self.write_trace(out / f"{stem}.trace.json")
+
+    def warmup_in_e2e(self) -> int:
+        """The leading entries of ``e2e_all`` that are warm-up runs."""
+        return self.settings.warmup
+
+    def write_trace(self, path: Path) -> Path:
+        """The ETDump's record of its runs beside it, and the Perfetto trace at ``path``."""
+        etdump = str(self.request.etdump)
+        write_etdump_runs(etdump, etdump_record(self.analysis, None, self.runs.separate))
+        return write_trace(self.analysis.events, path, warmup=self.analysis.warmup,
+                           source=etdump, e2e=self.analysis.e2e_all)
 
     def timed_stats(self) -> LatencyStats:
         return latency_stats(self.timed_e2e)
@@ -316,9 +255,6 @@ class _Block:
         run, request, analysis = self.run, self.request, self.analysis
         startup, trace = self.startup(), self.artifacts()
         device = replace(self.facts, spec=self.device.spec)
-        if self.generated is not None:
-            self.generated.startup, self.generated.device, self.generated.runner = (
-                startup, device, self.runner.info)
         meta = self.exported.meta
         # llama_main runs one timed generation per process (--warmup: one before it)
         runs, warmup = (1, self.observed.warmup) if self.observed is not None else \
@@ -344,22 +280,115 @@ class _Block:
             etrecord_missing=meta.get("etrecord_missing") or None)
 
 
-def probe_program(runner: Runner, device: Device, settings: BenchSettings, threads: int,
-                  progress: Callable[[str], None] | None = None) -> Path | None:
-    """The machine-state probe's program for a block (exported once, cached), or None: not
-    asked (--sme2-probe off; auto on an emulated CPU, whose speed means nothing, and at 2 or
-    more threads), or a runner that cannot time it in its own process (a user's
-    executor_runner).
+class _ForwardPass(_Block):
+    """A forward pass: ``--runs`` Method::execute each, its evidence process sampled when
+    asked."""
 
-    Why not at 2 threads: the probe runs on the block's thread pool, and there its small GEMM's
-    hand-offs between threads move it on their own. 40 blocks of toy_cnn at 2 threads on this
-    VM: probe times from 4.3 to 12.4 us, uncorrelated with the program's (r = -0.13; at 1
-    thread r = +0.59, 4.1-4.3 us), so 7 of 20 pairs "straddled" a change of speed that the
-    program never saw; an A/A at 2 threads left 671 of 768 pairs out for it."""
-    if settings.probe == "off" or not runner.probes or (
-            settings.probe == "auto" and (device.facts().emulated or threads > 1)):
-        return None
-    return export_model(PROBE_MODEL, "fp32", settings.cache_dir, progress=progress).pte
+    def analyse_runs(self) -> None:
+        run, request, settings, runs = self.run, self.request, self.settings, self.runs
+        self.sample, self.sample_problem = _evidence(run, self.runner, self.device, settings,
+                                                     request, self.outcome.wall_s)
+        self.analysis = analyze(self.events, warmup=runs.traced_warmup,
+                                source=str(request.etdump), etrecord=self.etrecord,
+                                rules=run.rules,
+                                kernels=KernelSources(self.device_sme2,
+                                                      trace=self.outcome.kernel_trace,
+                                                      sample=self.sample,
+                                                      device_sme=self.device_sme))
+        traced = request.trace_warmup + request.trace_runs
+        if runs.separate and len(self.analysis.e2e_all) != traced:
+            raise Sme2Error(f"{request.etdump}: {len(self.analysis.e2e_all)} traced runs "
+                            f"with Method::execute, expected {traced} "
+                            f"({request.trace_warmup} warm-up + {request.trace_runs})")
+        self.e2e_all = e2e_per_run(runs.timed, str(request.etdump)) if runs.separate \
+            else self.analysis.e2e_all
+        if len(self.e2e_all) != request.executions:
+            what = "timed runs in the runner's summary" if runs.separate else \
+                "runs with Method::execute"
+            raise Sme2Error(f"{request.etdump}: {len(self.e2e_all)} {what}, expected "
+                            f"{request.executions} ({settings.warmup} warm-up + "
+                            f"{settings.runs} timed)")
+        self.timed_e2e = self.e2e_all[self.e2e_all.index >= settings.warmup]
+
+
+class _Generation(_Block):
+    """An LLM's generation: the runner's token loop, its phase-only evidence processes, and
+    a llama_main's own report where the runner is one."""
+
+    feeds_tensors = False
+
+    def warmup_in_e2e(self) -> int:
+        return 0            # its decode steps are the timed generations' alone
+
+    def traced_events(self) -> pd.DataFrame | None:
+        if self.summary.generation is not None:
+            return super().traced_events()
+        # ExecuTorch's llama_main: its report, and its ETDump's last generation
+        self.observed = observed_generation(self.request, self.outcome.stdout,
+                                            self.runner.info.name)
+        self.summary = self.observed.summary
+        return self.observed.events
+
+    def analyse_runs(self) -> None:
+        run, request, settings, runs = self.run, self.request, self.settings, self.runs
+        etrecord, device_sme2 = self.etrecord, self.device_sme2
+        # The phase-only evidence processes: the benchmark's first block only, as sampling.
+        first = run.block in (None, 0)
+        with _still(run, self.label, "running the phase-only evidence processes"):
+            phases = phase_evidence(self.runner, self.device, request, self.outcome,
+                                    sample=wants_sample(settings.sample, self.device,
+                                                        self.runner)) if first else PhaseEvidence()
+        self.sample_problem = phases.problem
+        if self.sample_problem and run.progress:
+            run.progress(f"{self.label}: {self.sample_problem}")
+        # A later block of a comparison side carries its first block's decode samples, as a
+        # forward pass's blocks carry their evidence process's.
+        # The token loop as the runner printed it, and as its traced pass ran it (timed
+        # untraced first where the runner can); None: analyze_block says it printed none.
+        loop = self.summary.generation
+        self.traced_loop = traced_generation(loop, runs.traced_warmup, runs.timing.traced_runs) \
+            if runs.separate and loop is not None else loop
+        block = analyze_block(self.events, self.traced_loop, source=str(request.etdump),
+                              etrecord=etrecord, rules=run.rules, evidence=BlockEvidence(
+                                  device_sme2, self.outcome.kernel_trace,
+                                  None if first else run.kernel_sample, phases,
+                                  self.device_sme))
+        self.analysis, self.generated = block.decode, block.generation
+        if runs.separate:
+            # Times per phase from the untraced generations; categories and kernels from the
+            # traced ones.
+            self.generated = with_traced_phases(
+                analyze_generation(runs.timed, loop, source=str(request.etdump)),
+                block.generation)
+            steps = decode_steps(runs.timed, loop, str(request.etdump))
+            self.e2e_all = e2e_per_run(steps, str(request.etdump))
+        else:
+            self.e2e_all = self.analysis.e2e_all
+        self.timed_e2e = self.e2e_all
+        if self.observed is not None:       # llama_main: one timed generation, its report
+            self.generated.warmup = self.observed.warmup
+            self.generated.runner_report = self.observed.record()
+            self.generated.source = (f"{request.etdump} (its last generation) and "
+                                     "llama_main's PyTorchObserver report")
+        # The decode steps' evidence files (the decode-only process's where one ran).
+        self.kernel_trace, self.sample = block.kernel_trace, block.kernel_sample
+        self.generated.traffic = traffic_of(self.device, request.pte, request.data,
+                                            self.generated, self.facts.emulated)
+
+    def write_trace(self, path: Path) -> Path:
+        etdump = str(self.request.etdump)
+        if self.observed is None:   # a llama_main's ETDump holds its constant methods too
+            write_etdump_runs(etdump, etdump_record(self.analysis, self.traced_loop,
+                                                    self.runs.separate))
+        return write_generation_trace(self.events, path, self.traced_loop, source=etdump)
+
+    def result(self) -> BlockResult:
+        out = super().result()
+        # Where and how it ran, for sme2_generate's caller (results.json keeps them once, on
+        # the block).
+        self.generated.startup, self.generated.device, self.generated.runner = (
+            out.startup, out.device, self.runner.info)
+        return out
 
 
 def _modes(timed: Sequence[float]) -> tuple[Mode, ...]:

@@ -1,6 +1,6 @@
 """One runner process read back outside a block's own flow: a load-only or ``pytest-sme2 run``
-process (its timed runs, traced runs and start-up), and the kernel-sampling evidence process
-beside a benchmark."""
+process (its timed runs, traced runs and start-up), the kernel-sampling evidence process
+beside a benchmark, and the machine-state probe a block's process runs beside its own."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Callable
 import pandas as pd
 
 from pytest_sme2.analysis.latency import e2e_per_run
+from pytest_sme2.analysis.machine_state import PROBE_MODEL
 from pytest_sme2.analysis.llm_observer import MARKER as OBSERVER_MARKER
 from pytest_sme2.analysis.observed_generation import forwards_only
 from pytest_sme2.analysis.runner_summary import parse_summary
@@ -20,6 +21,8 @@ from pytest_sme2.analysis.startup import process_startup
 from pytest_sme2.analysis.timing import process_runs
 from pytest_sme2.devices.base import Device
 from pytest_sme2.errors import Sme2Error
+from pytest_sme2.measure.settings import BenchSettings
+from pytest_sme2.programs.export import export_model
 from pytest_sme2.readers.etdump import read_etdump
 from pytest_sme2.results import ProcessStartup
 from pytest_sme2.runners.base import Runner, RunOutcome, RunRequest
@@ -99,3 +102,21 @@ def sample_kernels(runner: Runner, device: Device, request: RunRequest, wall_s: 
     if outcome.kernel_sample is None:
         raise Sme2Error(f"device {device.spec} returned no kernel samples")
     return outcome.kernel_sample
+
+
+def probe_program(runner: Runner, device: Device, settings: BenchSettings, threads: int,
+                  progress: Callable[[str], None] | None = None) -> Path | None:
+    """The machine-state probe's program for a block (exported once, cached), or None: not
+    asked (--sme2-probe off; auto on an emulated CPU, whose speed means nothing, and at 2 or
+    more threads), or a runner that cannot time it in its own process (a user's
+    executor_runner).
+
+    Why not at 2 threads: the probe runs on the block's thread pool, and there its small GEMM's
+    hand-offs between threads move it on their own. 40 blocks of toy_cnn at 2 threads on this
+    VM: probe times from 4.3 to 12.4 us, uncorrelated with the program's (r = -0.13; at 1
+    thread r = +0.59, 4.1-4.3 us), so 7 of 20 pairs "straddled" a change of speed that the
+    program never saw; an A/A at 2 threads left 671 of 768 pairs out for it."""
+    if settings.probe == "off" or not runner.probes or (
+            settings.probe == "auto" and (device.facts().emulated or threads > 1)):
+        return None
+    return export_model(PROBE_MODEL, "fp32", settings.cache_dir, progress=progress).pte
