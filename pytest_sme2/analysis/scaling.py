@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from pytest_sme2.results import BlockResult
 from pytest_sme2.results.generation import PHASES
-from pytest_sme2.results.pooling import generations, pool_generation
+from pytest_sme2.results.pooling import generation_blocks, generations, pool_generation
 
 MIN_SHARE_OF_IDEAL = 0.10
 # analysis.kernels' verdicts that say SME2 kernels ran (not imported: it brings pandas)
@@ -105,13 +105,12 @@ def _mask_cpus(mask: str | None) -> str:
 
 
 def phase_scaling(phase: str, by_threads: dict[int, Sequence[BlockResult]]) -> PhaseScaling | None:
-    """One phase's points and where its scaling stops; None with fewer than two counts that
-    have a rate."""
+    """One phase's points and where its scaling stops (``by_threads``: generation blocks per
+    thread count); None with fewer than two counts that have a rate."""
     raw = []
     for t in sorted(by_threads):
-        g = pool_generation(by_threads[t])
-        fig = g.phase(phase) if g is not None else None
-        if fig is None or not fig.tokens_per_s:
+        fig = pool_generation(by_threads[t]).phase(phase)
+        if not fig.tokens_per_s:
             continue
         raw.append((t, fig.tokens_per_s, _noise(by_threads[t], phase, fig.cv_pct),
                     _mask_cpus(by_threads[t][0].cpu_mask)))
@@ -135,10 +134,8 @@ def phase_scaling(phase: str, by_threads: dict[int, Sequence[BlockResult]]) -> P
 def thread_scaling(blocks: Iterable[BlockResult]) -> list[ScalingSeries]:
     """Every LLM benchmark measured at two or more thread counts, in first-seen order."""
     groups: dict[tuple, dict[int, list[BlockResult]]] = {}
-    for b in blocks:
+    for b in generation_blocks(blocks):
         g = b.generation
-        if g is None:
-            continue
         key = (b.device.label, b.model, b.dtype, b.runner_name, g.prompt_tokens, g.new_tokens)
         groups.setdefault(key, {}).setdefault(b.threads, []).append(b)
     out = []
@@ -154,7 +151,7 @@ def thread_scaling(blocks: Iterable[BlockResult]) -> list[ScalingSeries]:
             device=device, model=model, dtype=dtype, runner=runner, prompt_tokens=prompt,
             new_tokens=new, base_threads=min(by_threads), phases=phases,
             emulated=any(b.emulated for b in base), sme2=base[0].device.sme2,
-            decode_sme2=pooled.decode.sme2 if pooled is not None else "unknown"))
+            decode_sme2=pooled.decode.sme2))
     return out
 
 

@@ -165,7 +165,7 @@ def bandwidth_lines(blocks: Iterable[BlockResult]) -> list[str]:
     for (device, model, dtype, threads, runner, depth), bs in groups.items():
         g = pool_generation(bs)
         traffic = next((b.generation.traffic for b in bs if b.generation.traffic), None)
-        line = bandwidth_line(traffic, g.decode.tokens_per_s if g else None,
+        line = bandwidth_line(traffic, g.decode.tokens_per_s,
                               any(b.emulated for b in bs))
         at = f" at depth {depth}" if depth else ""
         if line:

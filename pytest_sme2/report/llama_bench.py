@@ -78,10 +78,7 @@ def build_info(rootdir: Path, commit: str | None = None) -> tuple[str, int]:
 def _block_samples(b: BlockResult, phase: str) -> list[float]:
     """One ms sample per timed generation of ``b``'s ``phase`` (see the module's docstring for
     a document written before they were kept)."""
-    g = b.generation
-    if g is None:
-        return []
-    stats = g.phase(phase)
+    stats = b.generation.phase(phase)
     if stats.samples_ms:
         return list(stats.samples_ms)
     if phase == "prefill":
@@ -110,7 +107,7 @@ def _row(side: Side, phase: str, tokens: int, build: tuple[str, int],
     first: BlockResult = side.first
     g = first.generation
     ns = _samples(side, phase)
-    if g is None or not ns or tokens <= 0 or min(ns) <= 0:
+    if not ns or tokens <= 0 or min(ns) <= 0:
         return None
     ts = [tokens * 1e9 / s for s in ns]
     startup = side.startup

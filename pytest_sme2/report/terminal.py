@@ -107,9 +107,9 @@ def generation_line(r: BlockResult, device: bool = False) -> str:
 def _at_depth(r: BlockResult) -> str:
     """`` at depth 512 (the KV cache filled first: 91.1 ms, in no phase)``; nothing at depth
     0."""
-    g = r.generation
-    if g is None or not g.depth:
+    if not r.depth:
         return ""
+    g = r.generation
     took = f": {_ms(g.depth_ms)} ms" if g.depth_ms is not None else ""
     return f" at depth {g.depth} (the KV cache filled first{took}, in no phase)"
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from pytest_sme2.results.codec import decode, encode
+from pytest_sme2.results.codec import as_json, decode, encode, read_optional
 from pytest_sme2.results.device import DeviceFacts, RunnerInfo
 from pytest_sme2.results.generation import PHASES, GenerationResult
 from pytest_sme2.results.instructions import InstructionCount
@@ -235,23 +235,19 @@ class BlockResult:
         return self.analysis.kernel_evidence
 
     def to_json(self) -> dict[str, Any]:
-        gate = {k: v for k, v in (
-            ("baseline", self.judgement.to_dict() if self.judgement else None),
-            ("baseline_categories", _dicts(self.category_judgements)),
-            ("instructions", self.instructions.to_dict() if self.instructions else None),
-            ("baseline_instructions", self.instructions_judgement.to_dict()
-             if self.instructions_judgement else None),
-            ("startup", self.startup.to_json() if self.startup else None),
-            ("baseline_startup", _dicts(self.startup_judgements)),
-            ("generation", self.generation.to_json() if self.generation else None),
-            ("baseline_phases", _dicts(self.phase_judgements)),
-            ("timing", self.timing.to_dict() if self.timing else None),
-            ("probe", self.probe.to_dict() if self.probe else None),
-            ("modes", [m.to_dict() for m in self.modes] if self.modes or self.probe else None),
-            ("etrecord_missing", self.etrecord_missing),
-            ("precision", self.precision.to_dict() if self.precision else None),
-            ("under_test", self.under_test.to_dict() if self.under_test else None),
-            ("cpu_mask", self.cpu_mask)) if v is not None}
+        gate = {k: as_json(v) for k, v in (
+            ("baseline", self.judgement),
+            ("baseline_categories", self.category_judgements),
+            ("instructions", self.instructions),
+            ("baseline_instructions", self.instructions_judgement),
+            ("startup", self.startup),
+            ("baseline_startup", self.startup_judgements),
+            ("generation", self.generation),
+            ("baseline_phases", self.phase_judgements),
+            ("timing", self.timing), ("probe", self.probe),
+            ("modes", self.modes if self.modes or self.probe else None),
+            ("etrecord_missing", self.etrecord_missing), ("precision", self.precision),
+            ("under_test", self.under_test), ("cpu_mask", self.cpu_mask)) if v is not None}
         return {
             "nodeid": self.nodeid, "model": self.model, "dtype": self.dtype,
             "threads": self.threads, "runner": self.runner_name,
@@ -267,10 +263,7 @@ class BlockResult:
     def from_json(cls, d: Mapping[str, Any]) -> "BlockResult":
         known = set(_CORE + _ANALYSIS + _CONTEXT + _GATE + _INSTRUCTIONS + _STARTUP
                     + _GENERATION + _TIMING + _MACHINE + _TAIL)
-        precision = d.get("precision")
-        generation = d.get("generation")
         info = d.get("runner_info")
-        instructions = d.get("instructions")
         return cls(nodeid=d["nodeid"], model=d["model"], dtype=d["dtype"], threads=d["threads"],
                    runner=RunnerInfo.from_dict(info) if info else RunnerInfo(d["runner"]),
                    device=DeviceFacts.from_dict(d["device"]),
@@ -280,18 +273,17 @@ class BlockResult:
                    context=RunContext(**known_fields(RunContext, d)),
                    judgement=judgement(d.get("baseline")),
                    category_judgements=judgements(d.get("baseline_categories")),
-                   instructions=InstructionCount.from_dict(instructions) if instructions
-                   else None,
+                   instructions=read_optional(InstructionCount, d.get("instructions")),
                    instructions_judgement=judgement(d.get("baseline_instructions")),
                    startup=Startup.from_json(d.get("startup")),
                    startup_judgements=judgements(d.get("baseline_startup")),
-                   generation=GenerationResult.from_json(generation) if generation else None,
+                   generation=read_optional(GenerationResult, d.get("generation")),
                    phase_judgements=judgements(d.get("baseline_phases")),
-                   timing=Timing.from_dict(d["timing"]) if d.get("timing") else None,
-                   probe=ProbeReading.from_dict(d["probe"]) if d.get("probe") else None,
+                   timing=read_optional(Timing, d.get("timing")),
+                   probe=read_optional(ProbeReading, d.get("probe")),
                    modes=modes_of(d.get("modes")),
                    etrecord_missing=d.get("etrecord_missing"),
-                   precision=PrecisionOutcome.from_dict(precision) if precision else None,
+                   precision=read_optional(PrecisionOutcome, d.get("precision")),
                    under_test=d.get("under_test"), cpu_mask=d.get("cpu_mask"),
                    extra={k: v for k, v in d.items() if k not in known})
 
@@ -307,7 +299,3 @@ _RECORDS = {"runner": _record(RunnerInfo), "device": _record(DeviceFacts),
             "timing": _record(Timing), "precision": _record(PrecisionOutcome),
             "probe": _record(ProbeReading),
             "under_test": _record(UnderTest)}
-
-
-def _dicts(judged: dict[str, Judgement] | None) -> dict[str, dict[str, Any]] | None:
-    return None if judged is None else {k: j.to_dict() for k, j in judged.items()}

@@ -70,14 +70,16 @@ def _fields(cls: type) -> tuple[_Field, ...]:
 
 # -- writing -----------------------------------------------------------------------------------
 
-def _value(v: Any) -> Any:
+def as_json(v: Any) -> Any:
+    """A value as a JSON document holds it: a record through its own writer (``to_json``,
+    ``to_dict``) or :func:`encode`, lists and dicts item by item; None stays None."""
     if dataclasses.is_dataclass(v) and not isinstance(v, type):
         writer = getattr(v, "to_json", None) or getattr(v, "to_dict", None)
         return writer() if writer is not None else encode(v)
     if isinstance(v, (list, tuple)):
-        return [_value(x) for x in v]
+        return [as_json(x) for x in v]
     if isinstance(v, Mapping):
-        return {k: _value(x) for k, x in v.items()}
+        return {k: as_json(x) for k, x in v.items()}
     return v
 
 
@@ -87,7 +89,7 @@ def encode(record: Any) -> dict[str, Any]:
     values = {f.name: getattr(record, f.name) for f in fields}
     unset = {f.group for f in fields if f.group} - {
         f.group for f in fields if f.group and values[f.name] != f.default()}
-    return {f.name: _value(values[f.name]) for f in fields
+    return {f.name: as_json(values[f.name]) for f in fields
             if f.stored and (f.group is None or f.group not in unset)}
 
 
@@ -144,6 +146,12 @@ def decode(cls: type[T], d: Mapping[str, Any] | None) -> T:
             continue                                        # null where None is no value
         values[f.name] = _read(f.kind, v)
     return cls(**values)
+
+
+def read_optional(cls: type[T], v: Any) -> T | None:
+    """A ``cls`` read by its own reader (``from_json``, ``from_dict``; else :func:`decode`);
+    None for a missing, null or empty object."""
+    return _read(cls | None, v)
 
 
 def decode_optional(cls: type[T], d: Mapping[str, Any] | None) -> T | None:
