@@ -252,13 +252,12 @@ class BenchSession:
                 self.instructions_note_shown = True
                 say(reason)
             return
-        g = result.generation
-        if g is not None and g.depth:   # the prefill-only processes would count the fill
-            say(f"{result.model} {result.dtype} at depth {g.depth}: instructions are "
+        if result.depth:   # the prefill-only processes would count the fill
+            say(f"{result.model} {result.dtype} at depth {result.depth}: instructions are "
                 "counted at depth 0 only; this benchmark is timed")
             return
         runner = native_runner(progress=progress)
-        if g is not None:
+        if (g := result.generation) is not None:
             result.instructions = count_generation(
                 Path(result.pte), Generation(g.prompt_tokens, g.new_tokens),
                 threads=result.threads, runner=runner, progress=progress)
