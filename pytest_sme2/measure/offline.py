@@ -57,7 +57,7 @@ def analyze_recorded(etdump: str | Path, warmup: int | None = None, *,
 
 def _generation(etdump: str | Path, record: EtdumpRuns, warmup: int | None,
                 etrecord: str | Path | None, kernels: KernelSources) -> RecordedAnalysis:
-    loop = GenerationSummary.from_json(record.generation or {})
+    loop = GenerationSummary.from_json(record.generation)
     said = record.said(Path(runs_path(etdump).name))
     if warmup is not None:
         loop, said = (replace(loop, warmup=warmup),

@@ -185,25 +185,17 @@ def median_generation(events: pd.DataFrame, loop: GenerationLoop, source: str = 
 
 
 def generation_trace_events(events: pd.DataFrame, loop: GenerationLoop, *,
-                            source: str = "ETDump", e2e: pd.Series | None = None,
-                            generation: int | None = None) -> dict:
-    """The trace of one generation of ``events``: ``generation`` (None: the median timed one,
-    :func:`median_generation`), each of its executes drawn as :func:`trace_events` draws a
-    run, placed at its own start on one time line from the generation's first execute, inside
-    a ``prefill`` and a ``decode`` slice (``cat`` ``phase``). Every event's ``args`` carry its
-    ``phase`` and ``run``; a decode execute's its ``token`` (1 .. decode_executes)."""
+                            source: str = "ETDump", e2e: pd.Series | None = None) -> dict:
+    """The trace of the median timed generation of ``events`` (:func:`median_generation`),
+    each of its executes drawn as :func:`trace_events` draws a run, placed at its own start on
+    one time line from the generation's first execute, inside a ``prefill`` and a ``decode``
+    slice (``cat`` ``phase``). Every event's ``args`` carry its ``phase`` and ``run``; a decode
+    execute's its ``token`` (1 .. decode_executes)."""
 
     generations, warmup = loop.generations, loop.warmup
     prefill_executes, decode_executes = loop.prefill_executes, loop.decode_executes
     per_run = e2e if e2e is not None else e2e_per_run(events, source=source)
-    if generation is None:
-        generation, runs = median_generation(events, loop, source, per_run)
-    else:
-        gen_of, _ = phase_tags(len(per_run), generations, prefill_executes, decode_executes,
-                               source, loop.depth_executes)
-        runs = [int(r) for r in per_run.index.to_numpy()[gen_of == generation]]
-        if not runs:
-            raise Sme2Error(f"{source}: no generation {generation} (of {generations})")
+    generation, runs = median_generation(events, loop, source, per_run)
     ev = events[events["run"].isin(runs)]
     if "leaf" not in ev.columns or "category" not in ev.columns:
         ev = annotate(ev)
