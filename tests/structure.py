@@ -47,6 +47,10 @@ MAX_LONG_SIGNATURES = 5    # how many functions in the package may have one (nev
 # each one left defers pandas, torch, executorch, jinja2, sqlalchemy, adbutils or flatbuffers,
 # or keeps 10 ms or more (measured) off the plugin's start-up or --help. Never raise it.
 MAX_INNER_IMPORTS = 45
+# Places that ask whether something is an LLM's generation (:func:`generation_questions`). A
+# generation was a second path through every layer: 47 at 040f6db, when issue 46 counted them.
+# What is left is where a generation really runs or is read differently. Never raise it.
+MAX_GENERATION_QUESTIONS = 28
 # The comment an inner import carries on its line: what it defers, then why ("# torch: only
 # an export needs it"). A linter's "noqa:" or "type:" says nothing of the kind.
 SAYS_WHAT_IT_DEFERS = re.compile(r"^#(?!\s*(?:noqa\b|type:))[^:]*\w[^:]*:\s*\S")
@@ -241,12 +245,71 @@ def inner_imports(tree: ast.AST, module: str = PACKAGE, text: str = "",
     return found
 
 
+def _is_a_generation(node: ast.AST) -> bool:
+    """``x.generation``, ``pool_generation(...)``, ``generation_for(...)``, or either branch
+    of a conditional expression that is one."""
+    if isinstance(node, ast.IfExp):
+        return _is_a_generation(node.body) or _is_a_generation(node.orelse)
+    if isinstance(node, ast.Attribute):
+        return node.attr == "generation"
+    if isinstance(node, ast.Call):
+        f = node.func
+        return (f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")) in (
+            "pool_generation", "generation_for")
+    return False
+
+
+def _asks(test: ast.AST, names: set[str]) -> bool:
+    """Whether a condition asks of a generation whether it is there: ``x is None``, ``x is
+    not None``, ``x`` or ``not x``, alone or in an ``and``/``or``."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _asks(test.operand, names)
+    if isinstance(test, ast.BoolOp):
+        return any(_asks(v, names) for v in test.values)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and \
+            isinstance(test.ops[0], (ast.Is, ast.IsNot)) and \
+            isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None:
+        test = test.left
+    if isinstance(test, ast.Attribute):
+        return test.attr == "generation"
+    return isinstance(test, ast.Name) and (test.id == "generation" or test.id in names)
+
+
+def generation_questions(tree: ast.AST) -> set[int]:
+    """The lines whose condition (``if``, ``while``, a conditional expression, a
+    comprehension's ``if``, ``and``/``or``) asks whether a generation is there: of a
+    ``generation`` attribute or name, or of a name its function bound to one
+    (:func:`_is_a_generation`). Asserts claim, they do not branch: not counted."""
+    found: set[int] = set()
+    scopes = [tree, *(n for n in ast.walk(tree)
+                      if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))]
+    for scope in scopes:
+        names = {t.id for n in ast.walk(scope)
+                 if isinstance(n, (ast.Assign, ast.AnnAssign, ast.NamedExpr))
+                 and getattr(n, "value", None) is not None and _is_a_generation(n.value)
+                 for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+                 if isinstance(t, ast.Name)}
+        for n in ast.walk(scope):
+            if isinstance(n, (ast.If, ast.IfExp, ast.While)):
+                tests = [n.test]
+            elif isinstance(n, ast.comprehension):
+                tests = list(n.ifs)
+            elif isinstance(n, ast.BoolOp):
+                tests = [n]
+            else:
+                continue
+            found |= {t.lineno for t in tests if _asks(t, names)}
+    return found
+
+
 @dataclass
 class Structure:
     modules: dict[str, set[str]]        # module -> the project modules it imports
     lines: dict[str, int]
     functions: list[Function]
     inner: list[InnerImport] = field(default_factory=list)
+    # (module, line) of each place asking whether a generation is there
+    generation_questions: list[tuple[str, int]] = field(default_factory=list)
 
     @property
     def inner_imports(self) -> int:
@@ -321,6 +384,7 @@ def read_structure(root: Path) -> Structure:
     lines: dict[str, int] = {}
     functions: list[Function] = []
     inner: list[InnerImport] = []
+    asked: list[tuple[str, int]] = []
     paths = sorted(root.rglob("*.py"))
     names = frozenset(module_name(path, root) for path in paths)
     for path in paths:
@@ -330,6 +394,7 @@ def read_structure(root: Path) -> Structure:
         known = imports(tree, name, path.name == "__init__.py")
         modules[name] = known
         inner += inner_imports(tree, name, text, names)
+        asked += [(name, line) for line in sorted(generation_questions(tree))]
         lines[name] = len(text.splitlines())
         fixtures = {id(inner) for node in ast.walk(tree)
                     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -348,7 +413,7 @@ def read_structure(root: Path) -> Structure:
         kept |= {b for b in bases if any(t.rsplit(".", 1)[0] == b and t not in existing
                                          for t in names)}
         modules[name] = {t for t in kept if t != name}
-    return Structure(modules, lines, functions, inner)
+    return Structure(modules, lines, functions, inner, asked)
 
 
 def report(root: Path) -> str:
@@ -375,6 +440,9 @@ def report(root: Path) -> str:
     named = s.module_named_inner_imports()
     out.append(f"inner imports whose comment names only our own module: {len(named)}")
     out += [f"  {i.module}:{i.line}" for i in named]
+    out.append(f"places asking whether a generation is there: {len(s.generation_questions)} "
+               f"in {len({m for m, _ in s.generation_questions})} modules (at most "
+               f"{MAX_GENERATION_QUESTIONS})")
     signatures = s.long_signatures()
     out.append(f"functions with {LONG_SIGNATURE} or more parameters: {len(signatures)} "
                f"(at most {MAX_LONG_SIGNATURES})")

@@ -8,8 +8,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.structure import (LAYER_ROLES, LAYERS, LONG_SIGNATURE, MAX_INNER_IMPORTS, MAX_LINES,
-                             MAX_LONG_SIGNATURES, PACKAGE, inner_imports, is_fixture, layer,
+from tests.structure import (LAYER_ROLES, LAYERS, LONG_SIGNATURE, MAX_GENERATION_QUESTIONS,
+                             MAX_INNER_IMPORTS, MAX_LINES, MAX_LONG_SIGNATURES, PACKAGE,
+                             generation_questions, inner_imports, is_fixture, layer,
                              names_only_our_modules, read_structure)
 
 ROOT = Path(__file__).resolve().parents[2] / PACKAGE
@@ -100,6 +101,32 @@ def test_few_project_imports_are_made_inside_functions():
     assert count <= MAX_INNER_IMPORTS, (
         f"{count} project imports inside functions, at most {MAX_INNER_IMPORTS}: move the ones "
         f"that defer nothing to the top of their module")
+
+
+def test_few_places_ask_whether_a_generation_is_there():
+    """An LLM's generation is a kind of block, not a second path through every layer: the
+    places that ask whether one is there stay at MAX_GENERATION_QUESTIONS or fewer (a view
+    splits a session's sides once; a block's kind is chosen once)."""
+    asked = read_structure(ROOT).generation_questions
+    assert len(asked) <= MAX_GENERATION_QUESTIONS, (
+        f"{len(asked)} places ask whether a generation is there, at most "
+        f"{MAX_GENERATION_QUESTIONS}: {', '.join(f'{m}:{line}' for m, line in asked)}")
+
+
+def test_what_counts_as_asking_whether_a_generation_is_there():
+    """A condition on a ``generation`` (``is None``, ``is not None``, its truth) or on a name
+    bound to one; not an assert, and not a condition on one of its figures (its depth)."""
+    source = ("def f(b, blocks, side):\n"
+              "    if b.generation is not None:\n"                 # 2: asks
+              "        pass\n"
+              "    g = pool_generation(blocks)\n"
+              "    x = g.decode if g else None\n"                  # 5: asks, of a name bound
+              "    ok = [c for c in blocks if not c.generation]\n"  # 6: asks
+              "    assert side.generation is not None\n"           # 7: a claim, not a branch
+              "    if b.generation.depth:\n"                       # 8: asks of the depth
+              "        pass\n"
+              "    return b.depth and x\n")
+    assert generation_questions(ast.parse(source)) == {2, 5, 6}
 
 
 def test_every_inner_import_says_what_it_defers():
