@@ -5,10 +5,11 @@ measures) live here with it; the gate imports them."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pytest_sme2 import units
+from pytest_sme2.results.codec import NOT_STORED, added, decode, encode
 from pytest_sme2.stats import Interval
 
 __all__ = ["CANNOT_TELL", "IMPROVEMENT", "INSTRUCTIONS", "LOAD", "MEMORY", "NOT_COMPARED",
@@ -34,13 +35,21 @@ class Judgement:
     """The regression gate's verdict on one measure of one benchmark, as the gate returns it
     and results.json stores it (a block's ``baseline``, ``baseline_categories``, ...).
 
-    ``ratio`` is current time / baseline time (above 1 = slower), with its interval."""
+    ``ratio`` is current time / baseline time (above 1 = slower), with its interval. Written
+    and read by the codec's rule, its keys in the order of these fields; one an older writer
+    left out takes its default."""
 
+    measure: str = field(default=TIME, kw_only=True, metadata=added())  # or INSTRUCTIONS, LOAD...
+    # False: judged and reported, never a failure (--sme2-load-threshold off, ...).
+    enforced: bool = field(default=True, kw_only=True, metadata=added())
+    # What the ratio is against: the stored baseline, or (gate_ab) the base program
+    # re-measured in this session.
+    against: str = field(default="baseline", kw_only=True, metadata=added())
     status: str
-    ratio: Interval | None
-    threshold_pct: float
-    noise_floor_pct: float | None
-    reason: str
+    ratio: Interval | None = None
+    threshold_pct: float = 0.0
+    noise_floor_pct: float | None = None
+    reason: str = ""
     baseline_median: float | None = None
     current_median: float | None = None
     baseline_sessions: int = 0
@@ -48,15 +57,10 @@ class Judgement:
     category: str | None = None
     foreign: bool = False             # a baseline exists but was recorded on another device
     changed_since_baseline: tuple[str, ...] = ()   # under test: model source, versions, ...
-    measure: str = TIME               # or INSTRUCTIONS (--sme2-measure instructions), LOAD, MEMORY
-    # False: judged and reported, never a failure (--sme2-load-threshold off, ...).
-    enforced: bool = True
-    # What the ratio is against: the stored baseline, or (gate_ab) the base program
-    # re-measured in this session.
-    against: str = "baseline"
     # The keys a document held for it (None: not read from one): an older writer's verdict
     # writes back without the keys it did not have, byte for byte.
-    stored_keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
+    stored_keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False,
+                                                metadata=NOT_STORED)
 
     @property
     def regressed(self) -> bool:
@@ -92,39 +96,13 @@ class Judgement:
         return line
 
     def to_dict(self) -> dict[str, Any]:
-        measure = {} if self.measure == TIME else {"measure": self.measure}
-        if not self.enforced:
-            measure["enforced"] = False
-        if self.against != "baseline":
-            measure["against"] = self.against
-        d = {**measure,
-                "status": self.status, "ratio": self.ratio.to_dict() if self.ratio else None,
-                "threshold_pct": self.threshold_pct, "noise_floor_pct": self.noise_floor_pct,
-                "reason": self.reason, "baseline_median": self.baseline_median,
-                "current_median": self.current_median,
-                "baseline_sessions": self.baseline_sessions,
-                "current_blocks": self.current_blocks, "category": self.category,
-                "foreign": self.foreign,
-                "changed_since_baseline": list(self.changed_since_baseline)}
-        if self.stored_keys is not None:
-            d = {k: v for k, v in d.items() if k in self.stored_keys}
-        return d
+        d = encode(self)
+        return d if self.stored_keys is None else {k: v for k, v in d.items()
+                                                   if k in self.stored_keys}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Judgement:
-        """What :meth:`to_dict` wrote; keys an older writer left out take their defaults."""
-        ratio = d.get("ratio")
-        return cls(status=d["status"], ratio=Interval(**ratio) if ratio else None,
-                   threshold_pct=d.get("threshold_pct", 0.0),
-                   noise_floor_pct=d.get("noise_floor_pct"), reason=d.get("reason", ""),
-                   baseline_median=d.get("baseline_median"),
-                   current_median=d.get("current_median"),
-                   baseline_sessions=d.get("baseline_sessions", 0),
-                   current_blocks=d.get("current_blocks", 0), category=d.get("category"),
-                   foreign=d.get("foreign", False),
-                   changed_since_baseline=tuple(d.get("changed_since_baseline") or ()),
-                   measure=d.get("measure", TIME), enforced=d.get("enforced", True),
-                   against=d.get("against", "baseline"), stored_keys=tuple(d))
+        return replace(decode(cls, d), stored_keys=tuple(d))
 
 
 def judgement(value: Judgement | Mapping[str, Any] | None) -> Judgement | None:
