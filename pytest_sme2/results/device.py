@@ -98,11 +98,6 @@ class DeviceFacts:
         return sme_class(self.sme, self.sme2)
 
     @property
-    def fingerprint(self) -> str:
-        """What makes two measurements comparable: same CPU, ABI and SME2 capability."""
-        return f"{self.kind}|{self.cpu}|{self.abi}|sme2={self.sme2}"
-
-    @property
     def label(self) -> str:
         """How reports name a device: its --device spec (results before 0.2 have none:
         serial)."""
