@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any
 
 from pytest_sme2.results.codec import decode, decode_optional, encode
 
@@ -32,26 +32,6 @@ def _median(values: Iterable[float | int | None]) -> float | None:
     return float(statistics.median(present)) if present else None
 
 
-class _MedianOverProcesses:
-    """A figure of :class:`Startup`, read like a property: the median of the
-    :class:`ProcessStartup` field of the same name over the processes that measured it."""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.field = name
-
-    @overload
-    def __get__(self, startup: None, owner: type | None = None) -> _MedianOverProcesses: ...
-
-    @overload
-    def __get__(self, startup: Startup, owner: type | None = None) -> float | None: ...
-
-    def __get__(self, startup: Startup | None,
-                owner: type | None = None) -> _MedianOverProcesses | float | None:
-        if startup is None:     # on the class: the descriptor itself
-            return self
-        return _median(getattr(p, self.field) for p in startup.processes)
-
-
 @dataclass
 class Startup:
     """What a benchmark costs before its steady state: the ``.pte`` size, and per cold process
@@ -65,12 +45,25 @@ class Startup:
     memory_source: str = ""     # what peak and load memory are of, or why there are none
     problem: str = ""           # why a load-only process failed (the block itself is kept)
 
-    # Medians over the processes (float | None), one per ProcessStartup figure.
-    load_ms = _MedianOverProcesses()
-    method_load_ms = _MedianOverProcesses()
-    first_inference_ms = _MedianOverProcesses()
-    peak_rss_kb = _MedianOverProcesses()
-    load_rss_kb = _MedianOverProcesses()
+    @property
+    def load_ms(self) -> float | None:
+        return _median(p.load_ms for p in self.processes)
+
+    @property
+    def method_load_ms(self) -> float | None:
+        return _median(p.method_load_ms for p in self.processes)
+
+    @property
+    def first_inference_ms(self) -> float | None:
+        return _median(p.first_inference_ms for p in self.processes)
+
+    @property
+    def peak_rss_kb(self) -> float | None:
+        return _median(p.peak_rss_kb for p in self.processes)
+
+    @property
+    def load_rss_kb(self) -> float | None:
+        return _median(p.load_rss_kb for p in self.processes)
 
     @property
     def loads(self) -> int:
