@@ -212,12 +212,13 @@ def category_speedups(base: list[BlockResult], candidate: list[BlockResult]
 
 def check_outputs(a: list[np.ndarray], b: list[np.ndarray], dtype: str) -> OutputCheck:
     if len(a) != len(b) or any(x.shape != y.shape for x, y in zip(a, b)):
-        return OutputCheck(float("inf"), OUTPUT_TOLERANCE.get(dtype, 1e-4), False, float("inf"))
+        return OutputCheck(float("inf"), OUTPUT_TOLERANCE.get(dtype, 1e-4), False,
+                           max_rel_diff=float("inf"))
     diff = max((float(np.max(np.abs(x.astype(np.float64) - y.astype(np.float64))))
                 for x, y in zip(a, b) if x.size), default=0.0)
     scale = max((float(np.max(np.abs(x.astype(np.float64)))) for x in a if x.size), default=0.0)
     tol = OUTPUT_TOLERANCE.get(dtype, 1e-4) * max(scale, 1e-12)
-    return OutputCheck(diff, tol, diff <= tol, diff / max(scale, 1e-12))
+    return OutputCheck(diff, tol, diff <= tol, max_rel_diff=diff / max(scale, 1e-12))
 
 
 def make_comparison(base_blocks: list[BlockResult], candidate_blocks: list[BlockResult],

@@ -315,7 +315,7 @@ def check_tokens(base: GenerationResult, candidate: GenerationResult) -> OutputC
     of the same prompt); ``max_abs_diff`` counts the positions that differ."""
     a, b = base.tokens, candidate.tokens
     differ = sum(x != y for x, y in zip(a, b)) + abs(len(a) - len(b))
-    return OutputCheck(float(differ), 0.0, differ == 0, differ / max(len(a), 1))
+    return OutputCheck(float(differ), 0.0, differ == 0, max_rel_diff=differ / max(len(a), 1))
 
 
 def traffic_of(device: Device, pte: Path, ptd: Path | None, g: GenerationResult,

@@ -22,7 +22,7 @@ from pytest_sme2.results.instructions import InstructionCount
 from pytest_sme2.results.judgement import Judgement, judgement, judgements
 from pytest_sme2.results.machine import Mode, ProbeReading, modes_of
 from pytest_sme2.results.records import (KernelEvidence, OperatorStats, ResultAnalysis,
-                                         RunContext, known_fields)
+                                         RunContext)
 from pytest_sme2.results.startup import Startup
 from pytest_sme2.results.timing import LatencyStats, Timing
 from pytest_sme2.results.under_test import UnderTest
@@ -270,7 +270,7 @@ class BlockResult:
                    runs=d["runs"], warmup=d["warmup"], e2e_ms=list(d["e2e_ms"]),
                    e2e=LatencyStats(**d["e2e"]), etdump=d["etdump"], pte=d["pte"],
                    export_key=d.get("export_key", ""), analysis=ResultAnalysis.from_json(d),
-                   context=RunContext(**known_fields(RunContext, d)),
+                   context=RunContext.from_json(d),
                    judgement=judgement(d.get("baseline")),
                    category_judgements=judgements(d.get("baseline_categories")),
                    instructions=read_optional(InstructionCount, d.get("instructions")),

@@ -7,27 +7,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from pytest_sme2.results.codec import NOT_STORED, added, decode, encode
+from pytest_sme2.results.codec import NOT_STORED, added, decode, decode_optional, encode
 from pytest_sme2.stats import Interval
 from pytest_sme2.results.judgement import Judgement, judgements
-from pytest_sme2.results.records import known_fields
 
 # -- comparisons -----------------------------------------------------------------------------
 
 @dataclass
 class OutputCheck:
     max_abs_diff: float
+    # max_abs_diff / max |base output| (documents before it: 0)
+    max_rel_diff: float = field(default=0.0, kw_only=True)
     tolerance: float
     equal: bool
-    max_rel_diff: float = 0.0           # max_abs_diff / max |base output|
 
-    def to_dict(self) -> dict:
-        return {"max_abs_diff": self.max_abs_diff, "max_rel_diff": self.max_rel_diff,
-                "tolerance": self.tolerance, "equal": self.equal}
-
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any] | None) -> "OutputCheck | None":
-        return cls(**known_fields(cls, d)) if d else None
+    to_dict = encode
+    from_json = classmethod(decode_optional)
 
 
 @dataclass

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_sme2.results.codec import NOT_STORED, added, decode, decode_optional, encode
@@ -19,16 +19,6 @@ from pytest_sme2.results.codec import NOT_STORED, added, decode, decode_optional
 # A kernel's tile-size accessor, not a kernel (pytest_sme2.analysis.isa.is_accessor's rule: the
 # analysis layer is above this one).
 _ACCESSOR = re.compile(r"(^kai_get_|_get_(mr|nr|kr|sr|m_step|n_step)$)", re.IGNORECASE)
-
-def _field_names(cls: type) -> frozenset[str]:
-    return frozenset(f.name for f in fields(cls))
-
-
-def known_fields(cls: type, d: Mapping[str, Any]) -> dict[str, Any]:
-    """The items of ``d`` that name a field of the dataclass ``cls``."""
-    names = _field_names(cls)
-    return {k: v for k, v in d.items() if k in names}
-
 
 # -- the analysis of one block --------------------------------------------------------------
 
@@ -270,13 +260,10 @@ class RunContext:
     # (pytest_sme2.devices.beside); None when none did.
     beside: list[str] | None = field(default=None, metadata=added())
 
-    def __post_init__(self) -> None:
-        if isinstance(self.cooldown, Mapping):     # as results.json holds it
-            self.cooldown = CooldownRecord.from_dict(self.cooldown)
-
     @property
     def started_hot(self) -> bool:
         return bool(self.cooldown and self.cooldown.hot)
 
     # documents written before the keys marked added(): unchanged
     to_json = encode
+    from_json = classmethod(decode)

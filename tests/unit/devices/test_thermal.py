@@ -199,7 +199,7 @@ def test_the_record_rides_in_results_json_and_old_documents_are_unchanged():
                          first_c=45.0, start_zone="cpu", start_c=44.0,
                          throttling=["thermal status 1 (light)"])
     ctx = RunContext(block=1, cooldown=rec)
-    back = RunContext(**json.loads(json.dumps(ctx.to_json())))
+    back = RunContext.from_json(json.loads(json.dumps(ctx.to_json())))
     assert back == ctx and back.started_hot and isinstance(back.cooldown, CooldownRecord)
     assert "cooldown" not in RunContext().to_json()
     assert rec.summary() == "cpu 44.0 °C (above 37 °C; thermal status 1 (light))"
