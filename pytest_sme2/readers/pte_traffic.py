@@ -57,10 +57,6 @@ class DecodeBytes:
     # only those up to the step's position.
     reads_whole_cache: bool = True
 
-    def kv_bytes(self, position: float) -> float | None:
-        return None if self.kv_bytes_per_position is None \
-            else self.kv_bytes_per_position * position
-
 
 class _T:
     """A flatbuffer table with by-position accessors."""
