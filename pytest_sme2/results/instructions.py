@@ -37,9 +37,5 @@ class InstructionCount:
     prompt_tokens: int | None = field(default=None, metadata=added("generation"))
     new_tokens: int | None = field(default=None, metadata=added("generation"))
 
-    @property
-    def is_generation(self) -> bool:
-        return self.prefill is not None
-
     to_dict = encode
     from_dict = classmethod(decode)

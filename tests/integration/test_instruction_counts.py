@@ -107,7 +107,7 @@ def llm_count(tiny_llama_8da4w):
 
 def test_an_llm_is_counted_per_phase_and_the_counts_repeat(tiny_llama_8da4w, llm_count):
     c = llm_count
-    assert c.is_generation and (c.prompt_tokens, c.new_tokens) == (16, 8)
+    assert c.prefill is not None and (c.prompt_tokens, c.new_tokens) == (16, 8)
     assert c.executions == 2 * 8                       # decode tokens the slope spans
     # One prefill execute of 16 tokens batches its matmuls: cheaper per token than a decode
     # step, dearer than one.

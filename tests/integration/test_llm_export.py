@@ -56,7 +56,7 @@ def test_each_scheme_exports_verified_with_its_methods(llm_export, scheme):
     facts = llm_facts(exported.pte)
     assert facts is not None, "an LLM program must be detected by its methods"
     assert {k: getattr(facts, k.removeprefix("get_")) for k in CONSTANTS} == CONSTANTS
-    assert facts.takes_tokens_and_pos and facts.max_prompt_tokens == 127
+    assert facts.takes_tokens_and_pos and facts.forward_inputs[0][1:] == ((1, 127), True)
     # export_llama --use_sdpa_with_kv_cache's operators, outside the delegate.
     assert {"llama::custom_sdpa.out", "llama::update_cache.out"} <= set(
         program_operators(exported.pte))
@@ -131,7 +131,7 @@ def test_transformers_causal_lm_exports_as_an_llm(export_cache, cls):
     assert exported.meta["max_abs_error"] <= 1e-3 * exported.meta["max_abs_eager"]
     facts = llm_facts(exported.pte)
     assert facts.max_seq_len == 64 and facts.n_layers == 1 and facts.vocab_size == 512
-    assert facts.takes_tokens_and_pos and facts.max_prompt_tokens == 63
+    assert facts.takes_tokens_and_pos and facts.forward_inputs[0][1:] == ((1, 63), True)
 
 
 @pytest.mark.exports(("tiny_llama", "8da8w"))

@@ -45,15 +45,6 @@ class LlmFacts:
         return (t_dtype == "int64" and len(t_shape) == 2 and t_shape[0] == 1
                 and p_dtype == "int64" and tuple(p_shape) == (1,))
 
-    @property
-    def max_prompt_tokens(self) -> int | None:
-        """The most tokens one forward takes: the dynamic bound from forward's metadata, else
-        1 (a static program is fed token by token)."""
-        if not self.forward_inputs:
-            return None
-        _, shape, dynamic = self.forward_inputs[0]
-        return shape[1] if dynamic and len(shape) == 2 else 1
-
 
 def is_llm_methods(names) -> bool:
     """The rule: an LLM has ``use_kv_cache`` and ``get_max_seq_len``."""

@@ -67,7 +67,7 @@ def test_prefill_and_decode_come_apart_and_the_first_generation_cancels(four_pro
     assert c.per_operator == {}                        # no calls from execute_instruction here
     assert c.hottest[0][0].endswith("[libexecutorch_backend_xnnpack.so]")
     assert c.excluded == {"libexecutorch_threadpool.so": 3}   # per decode token
-    assert c.is_generation and "per decode token" in c.method
+    assert c.prefill is not None and "per decode token" in c.method
     assert InstructionCount.from_dict(c.to_dict()) == c
 
 
@@ -100,7 +100,7 @@ def test_the_terminal_line_names_both_phases(four_processes, tmp_path):
 def test_a_forward_pass_count_reads_as_before():
     c = InstructionCount(per_execute=1000, executions=2, method="callgrind", threads=1,
                          hottest=[("f [a.so]", 1000.0)], per_library={}, deterministic_note="")
-    assert not c.is_generation
+    assert c.prefill is None
     assert format_count(c).startswith("1,000 instructions per execute (1 thread(s), slope over "
                                       "2 execution(s)")
     assert not {"prefill", "prompt_tokens", "new_tokens"} & set(c.to_dict())

@@ -150,7 +150,7 @@ def test_facts_from_synthetic_methods():
     facts = facts_from_methods(methods)
     assert facts.max_seq_len == 128 and facts.vocab_size == 512 and facts.use_kv_cache is True
     assert facts.max_context_len is None and facts.n_layers is None     # not in the program
-    assert facts.takes_tokens_and_pos and facts.max_prompt_tokens == 127
+    assert facts.takes_tokens_and_pos and facts.forward_inputs[0][1:] == ((1, 127), True)
 
 
 def test_a_constant_the_file_does_not_give_is_none():
@@ -160,7 +160,7 @@ def test_a_constant_the_file_does_not_give_is_none():
                                        outputs=[MethodInput(0, "Tensor", "int64", 4, ())])}
     facts = facts_from_methods(methods)
     assert facts is not None and facts.max_seq_len is None and facts.use_kv_cache is None
-    assert not facts.takes_tokens_and_pos and facts.max_prompt_tokens is None
+    assert not facts.takes_tokens_and_pos and facts.forward_inputs == ()
 
 
 def test_facts_read_from_a_program_file(tmp_path):
@@ -174,7 +174,7 @@ def test_facts_read_from_a_program_file(tmp_path):
     assert (facts.max_seq_len, facts.max_context_len, facts.vocab_size, facts.n_layers) == \
         (128, 128, 512, 2)
     assert facts.enable_dynamic_shape is True and facts.use_sdpa_with_kv_cache is False
-    assert facts.takes_tokens_and_pos and facts.max_prompt_tokens == 127
+    assert facts.takes_tokens_and_pos and facts.forward_inputs[0][1:] == ((1, 127), True)
     assert "forward" in facts.methods and "get_vocab_size" in facts.methods
 
 
@@ -182,7 +182,7 @@ def test_a_static_llm_takes_one_token_a_step(tmp_path):
     pte = write_program(tmp_path / "s.pte", {"forward": [("tensor", 4, [1, 1]),
                                                          ("tensor", 4, [1])]},
                         {"use_kv_cache": True, "get_max_seq_len": 64})
-    assert llm_facts(pte).max_prompt_tokens == 1
+    assert llm_facts(pte).forward_inputs[0][1:] == ((1, 1), False)
 
 
 def test_not_an_llm(tmp_path):
