@@ -50,12 +50,6 @@ class Profile:
     def total(self) -> int:
         return sum(self.self_cost.values())
 
-    def by_object(self) -> dict[str, int]:
-        out: dict[str, int] = defaultdict(int)
-        for (obj, _), cost in self.self_cost.items():
-            out[obj] += cost
-        return dict(out)
-
 
 _NAME = re.compile(r"^\((\d+)\)(?:\s+(.*))?$")
 # Which name table a key's compressed names live in: objects, files, functions.
