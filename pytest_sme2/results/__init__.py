@@ -9,11 +9,13 @@ the same order, so a document this version wrote loads and writes back byte for 
 documents load with defaults for what they lack. Keys a record does not know are kept in its
 ``extra``.
 
-Modules: :mod:`.records` (a block's analysis and context), :mod:`.startup` (load and memory),
+Modules: :mod:`.records` (a block's analysis and context), :mod:`.timing` (its latency and
+how it was timed), :mod:`.machine` (the machine's speed), :mod:`.startup` (load and memory),
 :mod:`.device` (where a block ran: the device and the runner), :mod:`.judgement` (the gate's
 verdict), :mod:`.instructions` (instruction counts), :mod:`.under_test` (what was measured),
-:mod:`.block` (one block), :mod:`.pooling` (a benchmark's blocks together), :mod:`.comparison`,
-:mod:`.document` (the file and its session, its loader and writer).
+:mod:`.generation` (an LLM's), :mod:`.block` (one block), :mod:`.pooling` (a benchmark's
+blocks together), :mod:`.comparison`, :mod:`.document` (the file and its session, its loader
+and writer); :mod:`.codec` writes and reads the records by one rule.
 """
 
 from pytest_sme2._util.fsutil import atomic_write_text
