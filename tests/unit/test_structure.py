@@ -125,8 +125,10 @@ def test_what_counts_as_asking_whether_a_generation_is_there():
               "    assert side.generation is not None\n"           # 7: a claim, not a branch
               "    if b.generation.depth:\n"                       # 8: asks of the depth
               "        pass\n"
+              "    if (h := b.generation) is None:\n"               # 10: asks, through a name
+              "        pass\n"
               "    return b.depth and x\n")
-    assert generation_questions(ast.parse(source)) == {2, 5, 6}
+    assert generation_questions(ast.parse(source)) == {2, 5, 6, 10}
 
 
 def test_every_inner_import_says_what_it_defers():
