@@ -9,7 +9,9 @@ import re
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import Callable, Sequence
+
+import pandas as pd
 
 from pytest_sme2.analysis.categories import CategoryRule
 from pytest_sme2.analysis.latency import e2e_per_run, latency_stats
@@ -49,9 +51,6 @@ from pytest_sme2.measure.settings import BenchSettings
 from pytest_sme2.devices.beside import watch
 from pytest_sme2.devices.registry import DeviceSpec
 from pytest_sme2.devices.thermal import hold
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 __all__ = ["BenchSettings", "BenchmarkRun", "artifact_dir", "run_benchmark"]
 
